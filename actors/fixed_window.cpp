@@ -1,0 +1,26 @@
+// Fixed window arithmetic.
+#include "fixed_window.hpp"
+
+namespace fg {
+
+Decision fixed_window_take(FixedWindowState& st, const LimitSpec& s, int64_t cost,
+                           int64_t now_ns, bool dry_run) {
+  const int64_t w = s.c;
+  if (st.window_end_ns <= now_ns || st.window_end_ns - w > now_ns) {
+    st.window_end_ns = now_ns - now_ns % w + w;
+    st.count = 0;
+  }
+  Decision d;
+  d.limit = s.a;
+  d.allowed = cost <= s.a - st.count;
+  if (d.allowed) {
+    if (!dry_run) st.count += cost;
+  } else {
+    d.retry_after_ns = cost <= s.a ? st.window_end_ns - now_ns : kNever;
+  }
+  d.remaining = s.a > st.count ? s.a - st.count : 0;
+  d.reset_after_ns = st.count > 0 ? st.window_end_ns - now_ns : 0;
+  return d;
+}
+
+}  // namespace fg

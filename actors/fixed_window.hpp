@@ -1,0 +1,21 @@
+// Fixed window counter (the INCR + EXPIRE pattern): resets at each window boundary.
+#pragma once
+#include "decision.hpp"
+#include "limit_spec.hpp"
+
+namespace fg {
+
+struct FixedWindowState {
+  int64_t window_end_ns = 0;
+  int64_t count = 0;
+};
+
+// Windows are aligned to the epoch, so every node agrees where a window starts.
+Decision fixed_window_take(FixedWindowState& s, const LimitSpec& spec, int64_t cost,
+                           int64_t now_ns, bool dry_run);
+
+inline bool fixed_window_idle(const FixedWindowState& s, int64_t now_ns) {
+  return s.window_end_ns <= now_ns;
+}
+
+}  // namespace fg

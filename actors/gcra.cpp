@@ -1,0 +1,50 @@
+// GCRA following redis-cell step for step, including its float rounding of the emission
+// interval and of `remaining`, so CL.THROTTLE replies are identical to redis-cell's.
+#include "gcra.hpp"
+
+namespace fg {
+
+Decision gcra_take(GcraState& st, const LimitSpec& s, int64_t quantity, int64_t now_ns,
+                   bool dry_run) {
+  const int64_t emission = static_cast<int64_t>(static_cast<double>(s.c) / static_cast<double>(s.b));
+  const int64_t dvt = emission * (s.a + 1);
+  const __int128 increment128 = static_cast<__int128>(emission) * quantity;
+  // A quantity so large that its increment overflows can never be admitted.
+  const int64_t increment = increment128 > kMaxPeriodNs * 4 ? kMaxPeriodNs * 4
+                                                            : static_cast<int64_t>(increment128);
+  const int64_t tat = st.tat_ns == 0 ? now_ns : st.tat_ns;
+  const int64_t new_tat = (now_ns > tat ? now_ns : tat) + increment;
+  const int64_t allow_at = new_tat - dvt;
+  const int64_t diff = now_ns - allow_at;
+
+  Decision d;
+  d.limit = s.a + 1;
+  int64_t ttl;
+  if (diff < 0) {
+    d.allowed = false;
+    d.retry_after_ns = increment <= dvt ? -diff : kNever;
+    ttl = tat - now_ns;
+  } else {
+    d.allowed = true;
+    ttl = new_tat - now_ns;
+    if (!dry_run) st.tat_ns = new_tat;
+  }
+  const int64_t next = dvt - ttl;
+  if (next > -emission && emission >= 1000) {
+    d.remaining = static_cast<int64_t>(static_cast<double>(next / 1000) /
+                                       static_cast<double>(emission / 1000));
+  } else if (next > -emission) {
+    d.remaining = emission > 0 ? next / emission : 0;
+  }
+  d.reset_after_ns = ttl;
+  return d;
+}
+
+int64_t redis_cell_seconds(int64_t ns) {
+  if (ns == kNever) return -1;
+  int64_t s = ns / kNsPerSec;
+  if ((ns % kNsPerSec) / kNsPerMs > 0) ++s;
+  return s;
+}
+
+}  // namespace fg

@@ -1,0 +1,21 @@
+// GCRA with redis-cell's exact CL.THROTTLE semantics (theoretical arrival time, burst, rate).
+#pragma once
+#include "decision.hpp"
+#include "limit_spec.hpp"
+
+namespace fg {
+
+struct GcraState {
+  int64_t tat_ns = 0;  // theoretical arrival time; 0 = never seen
+};
+
+// quantity 0 peeks, as in redis-cell. Spec must be validated (kind kGcra).
+Decision gcra_take(GcraState& s, const LimitSpec& spec, int64_t quantity, int64_t now_ns,
+                   bool dry_run);
+
+inline bool gcra_idle(const GcraState& s, int64_t now_ns) { return s.tat_ns <= now_ns; }
+
+// CL.THROTTLE reports whole seconds, rounded up when a millisecond part remains; -1 stays.
+int64_t redis_cell_seconds(int64_t ns);
+
+}  // namespace fg

@@ -1,0 +1,145 @@
+// Open addressing with linear probing and backward-shift deletion (no tombstones), so a
+// table that has seen churn costs no more to probe than a fresh one.
+#include "key_table.hpp"
+
+#include <cstdlib>
+#include <functional>
+#include <new>
+
+#include "fixed_window.hpp"
+#include "gcra.hpp"
+#include "lease_set.hpp"
+#include "sliding_log.hpp"
+#include "sliding_window.hpp"
+#include "token_bucket.hpp"
+
+namespace fg {
+
+size_t Entry::state_size(Kind k) {
+  switch (k) {
+    case Kind::kTokenBucket: return sizeof(TokenBucketState);
+    case Kind::kGcra: return sizeof(GcraState);
+    case Kind::kFixedWindow: return sizeof(FixedWindowState);
+    case Kind::kSlidingWindow: return sizeof(SlidingWindowState);
+    case Kind::kSlidingLog: return sizeof(SlidingLogState*);
+    case Kind::kConcurrency: return sizeof(LeaseSet*);
+    case Kind::kNone: break;
+  }
+  return 0;
+}
+
+KeyTable::KeyTable() : slots_(64, 0) {}
+
+KeyTable::~KeyTable() { clear(); }
+
+void KeyTable::clear() {
+  for (uintptr_t& s : slots_) {
+    if (s) free_entry(entry_of(s));
+    s = 0;
+  }
+  size_ = 0;
+  bytes_ = 0;
+}
+
+uint64_t KeyTable::hash(std::string_view key) {
+  // Mix the library hash so both low bits (home slot) and high bits (tag) are usable.
+  uint64_t h = std::hash<std::string_view>{}(key);
+  h ^= h >> 33;
+  h *= 0xff51afd7ed558ccdULL;
+  h ^= h >> 33;
+  return h;
+}
+
+Entry* KeyTable::find(std::string_view key, uint64_t h) const {
+  const size_t mask = slots_.size() - 1;
+  const uintptr_t tag = tag_of(h);
+  for (size_t i = home(h);; i = (i + 1) & mask) {
+    const uintptr_t s = slots_[i];
+    if (!s) return nullptr;
+    if ((s >> kTagShift) == tag) {
+      Entry* e = entry_of(s);
+      if (e->key_len == key.size() && e->key() == key) return e;
+    }
+  }
+}
+
+Entry* KeyTable::insert(std::string_view key, uint64_t h, Kind kind) {
+  if ((size_ + 1) * 4 > slots_.size() * 3) rehash(slots_.size() * 2);
+  const size_t state = Entry::state_size(kind);
+  const size_t n = sizeof(Entry) + state + key.size();
+  auto* e = static_cast<Entry*>(std::malloc(n));
+  if (!e) throw std::bad_alloc();
+  e->kind = kind;
+  e->reserved = 0;
+  e->key_len = static_cast<uint16_t>(key.size());
+  e->reserved2 = 0;
+  std::memset(e->state_bytes(), 0, state);
+  std::memcpy(e->state_bytes() + state, key.data(), key.size());
+  if (kind == Kind::kSlidingLog) e->state<SlidingLogState*>() = new SlidingLogState();
+  if (kind == Kind::kConcurrency) e->state<LeaseSet*>() = new LeaseSet();
+  const size_t mask = slots_.size() - 1;
+  size_t i = home(h);
+  while (slots_[i]) i = (i + 1) & mask;
+  slots_[i] = (tag_of(h) << kTagShift) | reinterpret_cast<uintptr_t>(e);
+  ++size_;
+  bytes_ += n;
+  return e;
+}
+
+bool KeyTable::erase(std::string_view key, uint64_t h) {
+  const size_t mask = slots_.size() - 1;
+  const uintptr_t tag = tag_of(h);
+  for (size_t i = home(h);; i = (i + 1) & mask) {
+    const uintptr_t s = slots_[i];
+    if (!s) return false;
+    if ((s >> kTagShift) == tag) {
+      Entry* e = entry_of(s);
+      if (e->key_len == key.size() && e->key() == key) {
+        erase_slot(i);
+        return true;
+      }
+    }
+  }
+}
+
+void KeyTable::free_entry(Entry* e) {
+  if (e->kind == Kind::kSlidingLog) delete e->state<SlidingLogState*>();
+  if (e->kind == Kind::kConcurrency) delete e->state<LeaseSet*>();
+  bytes_ -= sizeof(Entry) + Entry::state_size(e->kind) + e->key_len;
+  std::free(e);
+}
+
+void KeyTable::erase_slot(size_t i) {
+  free_entry(entry_of(slots_[i]));
+  --size_;
+  const size_t mask = slots_.size() - 1;
+  // Backward shift: pull later members of the probe run into the hole when allowed.
+  size_t hole = i;
+  for (size_t j = (i + 1) & mask;; j = (j + 1) & mask) {
+    const uintptr_t s = slots_[j];
+    if (!s) break;
+    const size_t want = home(hash(entry_of(s)->key()));
+    // Move s into the hole if its home is not in the cyclic range (hole, j].
+    const bool in_range = hole <= j ? (want > hole && want <= j) : (want > hole || want <= j);
+    if (!in_range) {
+      slots_[hole] = s;
+      hole = j;
+    }
+  }
+  slots_[hole] = 0;
+}
+
+void KeyTable::rehash(size_t new_capacity) {
+  std::vector<uintptr_t> old(new_capacity, 0);
+  old.swap(slots_);
+  const size_t mask = slots_.size() - 1;
+  for (uintptr_t s : old) {
+    if (!s) continue;
+    size_t i = home(hash(entry_of(s)->key()));
+    while (slots_[i]) i = (i + 1) & mask;
+    slots_[i] = s;
+  }
+  cursor_ = 0;
+}
+
+}  // namespace fg

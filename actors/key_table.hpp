@@ -1,0 +1,101 @@
+// The keys of one shard: an open-addressing table of tagged pointers to compact entries.
+// Memory per key is a stated target, so an entry is one allocation holding a small header,
+// the kind's fixed-size state and the key bytes; no per-key std::string or node.
+#pragma once
+#include <cstdint>
+#include <cstring>
+#include <string_view>
+#include <vector>
+
+#include "limit_spec.hpp"
+
+namespace fg {
+
+constexpr size_t kMaxKeyLen = 4096;
+
+struct Entry {
+  Kind kind;
+  uint8_t reserved;
+  uint16_t key_len;
+  uint32_t reserved2;
+  // followed by state_size(kind) bytes of state, then key_len bytes of key
+
+  static size_t state_size(Kind k);
+  unsigned char* state_bytes() { return reinterpret_cast<unsigned char*>(this + 1); }
+  template <class T>
+  T& state() {
+    return *reinterpret_cast<T*>(state_bytes());
+  }
+  std::string_view key() const {
+    auto* p = reinterpret_cast<const char*>(this + 1) + state_size(kind);
+    return {p, key_len};
+  }
+};
+static_assert(sizeof(Entry) == 8);
+
+class KeyTable {
+ public:
+  KeyTable();
+  ~KeyTable();
+  KeyTable(const KeyTable&) = delete;
+  KeyTable& operator=(const KeyTable&) = delete;
+
+  static uint64_t hash(std::string_view key);
+
+  Entry* find(std::string_view key, uint64_t h) const;
+  // Inserts a fresh entry of `kind` (state zeroed, or default-constructed for heap kinds).
+  // The key must not be present and must be at most kMaxKeyLen bytes.
+  Entry* insert(std::string_view key, uint64_t h, Kind kind);
+  bool erase(std::string_view key, uint64_t h);
+
+  // Visits up to `budget` slots from a rotating cursor and erases entries for which
+  // `idle(entry)` holds. Returns the number erased. Shrinks the table when mostly empty.
+  template <class IdleFn>
+  size_t sweep(size_t budget, IdleFn&& idle);
+
+  // Visits every entry (tests, snapshots).
+  template <class Fn>
+  void for_each(Fn&& fn) const {
+    for (uintptr_t s : slots_)
+      if (s) fn(entry_of(s));
+  }
+
+  size_t size() const { return size_; }
+  size_t capacity() const { return slots_.size(); }
+  size_t bytes() const { return bytes_ + slots_.size() * sizeof(uintptr_t); }
+  void clear();
+
+ private:
+  static constexpr int kTagShift = 48;
+  static constexpr uintptr_t kPtrMask = (uintptr_t{1} << kTagShift) - 1;
+  static Entry* entry_of(uintptr_t s) { return reinterpret_cast<Entry*>(s & kPtrMask); }
+  static uintptr_t tag_of(uint64_t h) { return (h >> kTagShift) | 1; }  // never 0
+  size_t home(uint64_t h) const { return h & (slots_.size() - 1); }
+  void rehash(size_t new_capacity);
+  void erase_slot(size_t i);
+  void free_entry(Entry* e);
+
+  std::vector<uintptr_t> slots_;
+  size_t size_ = 0;
+  size_t bytes_ = 0;   // bytes held by entries (not counting heap state of log/lease kinds)
+  size_t cursor_ = 0;
+};
+
+template <class IdleFn>
+size_t KeyTable::sweep(size_t budget, IdleFn&& idle) {
+  size_t erased = 0;
+  for (size_t n = 0; n < budget && size_ > 0; ++n) {
+    if (cursor_ >= slots_.size()) cursor_ = 0;
+    const uintptr_t s = slots_[cursor_];
+    if (s && idle(entry_of(s))) {
+      erase_slot(cursor_);  // a later entry may shift into this slot: look at it next
+      ++erased;
+    } else {
+      ++cursor_;
+    }
+  }
+  if (slots_.size() > 1024 && size_ * 8 < slots_.size()) rehash(slots_.size() / 2);
+  return erased;
+}
+
+}  // namespace fg

@@ -1,0 +1,205 @@
+// Applying requests to a shard's keys. Kinds are fixed at first use: a key that holds one
+// kind of limiter answers WRONGTYPE to another, as Redis does for data types.
+#include "shard.hpp"
+
+#include "fixed_window.hpp"
+#include "gcra.hpp"
+#include "sliding_log.hpp"
+#include "sliding_window.hpp"
+#include "token_bucket.hpp"
+
+namespace fg {
+
+namespace {
+uint64_t splitmix64(uint64_t x) {
+  x += 0x9e3779b97f4a7c15ULL;
+  x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ULL;
+  x = (x ^ (x >> 27)) * 0x94d049bb133111ebULL;
+  return x ^ (x >> 31);
+}
+
+// Runs the kind's algorithm on `state` (raw entry state bytes or a scratch copy).
+Decision run(Kind kind, unsigned char* state, const ShardOp& op, int64_t now, bool dry) {
+  switch (kind) {
+    case Kind::kTokenBucket:
+      return token_bucket_take(*reinterpret_cast<TokenBucketState*>(state), op.spec, op.cost,
+                               now, dry);
+    case Kind::kGcra:
+      return gcra_take(*reinterpret_cast<GcraState*>(state), op.spec, op.cost, now, dry);
+    case Kind::kFixedWindow:
+      return fixed_window_take(*reinterpret_cast<FixedWindowState*>(state), op.spec, op.cost,
+                               now, dry);
+    case Kind::kSlidingWindow:
+      return sliding_window_take(*reinterpret_cast<SlidingWindowState*>(state), op.spec,
+                                 op.cost, now, dry);
+    case Kind::kSlidingLog:
+      return sliding_log_take(**reinterpret_cast<SlidingLogState**>(state), op.spec, op.cost,
+                              now, dry);
+    default:
+      return {};
+  }
+}
+}  // namespace
+
+Shard::Shard(size_t max_keys, uint64_t lease_seed, ShardStats* stats)
+    : max_keys_(max_keys), lease_seed_(lease_seed), stats_(stats) {}
+
+uint64_t Shard::next_lease_id() {
+  uint64_t id;
+  do id = splitmix64(lease_seed_ + ++lease_counter_);
+  while (id == 0);
+  return id;
+}
+
+Entry* Shard::get_or_create(ShardOp& op, Kind kind, int64_t now_ns) {
+  Entry* e = table_.find(op.key, op.hash);
+  if (e) {
+    if (e->kind != kind) {
+      // Idle state of another kind is as good as absent: replace it.
+      if (!idle(e, now_ns)) {
+        op.status = OpStatus::kWrongType;
+        return nullptr;
+      }
+      table_.erase(op.key, op.hash);
+    } else {
+      return e;
+    }
+  }
+  if (table_.size() >= max_keys_) {
+    table_.sweep(table_.capacity(), [&](Entry* x) { return idle(x, now_ns); });
+    if (table_.size() >= max_keys_) {
+      op.status = OpStatus::kKeyLimit;
+      return nullptr;
+    }
+  }
+  return table_.insert(op.key, op.hash, kind);
+}
+
+bool Shard::idle(Entry* e, int64_t now) {
+  switch (e->kind) {
+    case Kind::kTokenBucket: return token_bucket_idle(e->state<TokenBucketState>(), now);
+    case Kind::kGcra: return gcra_idle(e->state<GcraState>(), now);
+    case Kind::kFixedWindow: return fixed_window_idle(e->state<FixedWindowState>(), now);
+    case Kind::kSlidingWindow: return sliding_window_idle(e->state<SlidingWindowState>(), now);
+    case Kind::kSlidingLog: return sliding_log_idle(*e->state<SlidingLogState*>(), now);
+    case Kind::kConcurrency: {
+      std::vector<std::string> gone;
+      e->state<LeaseSet*>()->expire(now, &gone);
+      holders_.remove_key(e->key(), gone);
+      return e->state<LeaseSet*>()->empty();
+    }
+    case Kind::kNone: break;
+  }
+  return true;
+}
+
+void Shard::take(ShardOp& op, int64_t now_ns) {
+  const Kind kind = op.spec.kind;
+  if (op.code == OpCode::kPeek) {
+    Entry* e = table_.find(op.key, op.hash);
+    if (e && e->kind != kind && !idle(e, now_ns)) {
+      op.status = OpStatus::kWrongType;
+      return;
+    }
+    if (e && e->kind == kind) {
+      op.decision = run(kind, e->state_bytes(), op, now_ns, true);
+      return;
+    }
+    // Absent: answer as a fresh limiter would, without creating the key.
+    alignas(8) unsigned char scratch[64] = {};
+    SlidingLogState log;
+    if (kind == Kind::kSlidingLog) *reinterpret_cast<SlidingLogState**>(scratch) = &log;
+    op.decision = run(kind, scratch, op, now_ns, true);
+    return;
+  }
+  Entry* e = get_or_create(op, kind, now_ns);
+  if (e) op.decision = run(kind, e->state_bytes(), op, now_ns, false);
+}
+
+void Shard::leases(ShardOp& op, int64_t now_ns) {
+  Entry* e = table_.find(op.key, op.hash);
+  if (op.code == OpCode::kAcquire) e = get_or_create(op, Kind::kConcurrency, now_ns);
+  if (!e) return;  // absent key (renew/release/count answer 0) or an error status
+  if (e->kind != Kind::kConcurrency) {
+    op.status = OpStatus::kWrongType;
+    return;
+  }
+  LeaseSet& set = *e->state<LeaseSet*>();
+  std::vector<std::string> gone;
+  set.expire(now_ns, &gone);
+  holders_.remove_key(op.key, gone);
+  switch (op.code) {
+    case OpCode::kAcquire:
+      op.acquire = set.acquire(op.spec.a, op.ttl_ns, op.holder, next_lease_id(), now_ns);
+      if (op.acquire.granted) holders_.add(op.holder, op.key);
+      break;
+    case OpCode::kRenew:
+      op.value = set.renew(op.lease_id, op.ttl_ns, now_ns) ? 1 : 0;
+      break;
+    case OpCode::kRelease: {
+      std::string holder;
+      op.value = set.release(op.lease_id, &holder) ? 1 : 0;
+      if (op.value) holders_.remove(holder, op.key);
+      break;
+    }
+    case OpCode::kCount:
+      op.value = set.count(now_ns);
+      break;
+    default:
+      break;
+  }
+  if (set.empty()) table_.erase(op.key, op.hash);
+}
+
+void Shard::heartbeat(ShardOp& op, int64_t now_ns) {
+  int64_t renewed = 0;
+  for (const auto& key : holders_.keys_of(op.holder)) {
+    Entry* e = table_.find(key, KeyTable::hash(key));
+    if (!e || e->kind != Kind::kConcurrency) continue;
+    renewed += e->state<LeaseSet*>()->renew_holder(op.holder, op.ttl_ns, now_ns);
+  }
+  __atomic_fetch_add(&op.value, renewed, __ATOMIC_RELAXED);
+}
+
+void Shard::execute(ShardOp& op, int64_t now_ns) {
+  switch (op.code) {
+    case OpCode::kTake:
+    case OpCode::kPeek:
+      take(op, now_ns);
+      break;
+    case OpCode::kReset: {
+      Entry* e = table_.find(op.key, op.hash);
+      if (e && e->kind == Kind::kConcurrency) {
+        std::vector<std::string> holders;
+        for (const auto& l : e->state<LeaseSet*>()->leases()) holders.push_back(l.holder);
+        holders_.remove_key(op.key, holders);
+      }
+      op.value = table_.erase(op.key, op.hash) ? 1 : 0;
+      break;
+    }
+    case OpCode::kAcquire:
+    case OpCode::kRenew:
+    case OpCode::kRelease:
+    case OpCode::kCount:
+      leases(op, now_ns);
+      break;
+    case OpCode::kHeartbeat:
+      heartbeat(op, now_ns);
+      break;
+  }
+}
+
+size_t Shard::sweep(int64_t now_ns, size_t budget) {
+  const size_t n = table_.sweep(budget, [&](Entry* e) { return idle(e, now_ns); });
+  if (stats_ && n) stats_->expired.fetch_add(static_cast<int64_t>(n), std::memory_order_relaxed);
+  publish();
+  return n;
+}
+
+void Shard::publish() {
+  if (!stats_) return;
+  stats_->keys.store(static_cast<int64_t>(table_.size()), std::memory_order_relaxed);
+  stats_->bytes.store(static_cast<int64_t>(table_.bytes()), std::memory_order_relaxed);
+}
+
+}  // namespace fg

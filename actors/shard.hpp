@@ -1,0 +1,48 @@
+// The keys of one shard and what requests do to them: pure logic, driven by a shard actor
+// (or directly by tests) with an explicit `now`.
+#pragma once
+#include <atomic>
+#include <cstdint>
+
+#include "holder_index.hpp"
+#include "key_table.hpp"
+#include "shard_op.hpp"
+
+namespace fg {
+
+// Figures a shard publishes for readers on other threads (INFO, DBSIZE).
+struct ShardStats {
+  std::atomic<int64_t> keys{0};
+  std::atomic<int64_t> bytes{0};
+  std::atomic<int64_t> expired{0};
+};
+
+class Shard {
+ public:
+  Shard(size_t max_keys, uint64_t lease_seed, ShardStats* stats = nullptr);
+
+  void execute(ShardOp& op, int64_t now_ns);
+  // Erases up to `budget` slots' worth of idle keys; returns how many went.
+  size_t sweep(int64_t now_ns, size_t budget);
+  void publish();
+
+  const KeyTable& table() const { return table_; }
+  size_t key_count() const { return table_.size(); }
+
+ private:
+  Entry* get_or_create(ShardOp& op, Kind kind, int64_t now_ns);
+  bool idle(Entry* e, int64_t now_ns);
+  void take(ShardOp& op, int64_t now_ns);
+  void leases(ShardOp& op, int64_t now_ns);
+  void heartbeat(ShardOp& op, int64_t now_ns);
+  uint64_t next_lease_id();
+
+  KeyTable table_;
+  HolderIndex holders_;
+  size_t max_keys_;
+  uint64_t lease_seed_;
+  uint64_t lease_counter_ = 0;
+  ShardStats* stats_;
+};
+
+}  // namespace fg

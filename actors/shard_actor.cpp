@@ -1,0 +1,39 @@
+// Shard actor behaviour: run this shard's part of a batch, sweep idle keys on a timer.
+#include "shard_actor.hpp"
+
+namespace fg {
+
+ShardActorImpl::ShardActorImpl(caf::actor_config& cfg, ShardConfig sc, const Clock* clock,
+                               ShardStats* stats)
+    : shard_actor::base(cfg),
+      cfg_(sc),
+      clock_(clock),
+      shard_(sc.max_keys, sc.lease_seed, stats) {}
+
+shard_actor::behavior_type ShardActorImpl::make_behavior() {
+  delayed_send(this, std::chrono::milliseconds(cfg_.sweep_interval_ms), sweep_atom::value);
+  return {
+      [this](batch_atom, const BatchPtr& b) { on_batch(b); },
+      [this](sweep_atom) {
+        // Keep sweeping while a tick finds plenty to reclaim, within a bound.
+        const int64_t now = clock_->now_ns();
+        size_t budget = cfg_.sweep_budget;
+        for (int round = 0; round < 16 && shard_.sweep(now, budget) * 4 > budget; ++round) {
+        }
+        delayed_send(this, std::chrono::milliseconds(cfg_.sweep_interval_ms),
+                     sweep_atom::value);
+      },
+  };
+}
+
+void ShardActorImpl::on_batch(const BatchPtr& b) {
+  const int64_t now = clock_->now_ns();  // one clock read per batch
+  for (ShardOp& op : b->ops) {
+    if (op.shard == cfg_.id || op.shard == kAllShards) shard_.execute(op, now);
+  }
+  shard_.publish();
+  // Whoever brings pending to zero hands the batch back; nothing touches it afterwards.
+  if (b->pending.fetch_sub(1, std::memory_order_acq_rel) == 1) b->sink->batch_done();
+}
+
+}  // namespace fg

@@ -1,0 +1,41 @@
+// The CAF actor that owns one Shard: batches in, results written in place, sender told
+// when its whole batch is done. No locks: the actor is the only one touching its keys.
+#pragma once
+#include <caf/all.hpp>
+
+#include "clock.hpp"
+#include "shard.hpp"
+#include "shard_op.hpp"
+
+CAF_ALLOW_UNSAFE_MESSAGE_TYPE(fg::BatchPtr)
+
+namespace fg {
+
+using batch_atom = caf::atom_constant<caf::atom("batch")>;
+using sweep_atom = caf::atom_constant<caf::atom("sweep")>;
+
+using shard_actor = caf::typed_actor<caf::reacts_to<batch_atom, BatchPtr>,  //
+                                     caf::reacts_to<sweep_atom>>;
+
+struct ShardConfig {
+  uint16_t id = 0;
+  size_t max_keys = 0;          // this shard's share of the node's key cap
+  int64_t sweep_interval_ms = 100;
+  size_t sweep_budget = 4096;   // slots visited per sweep tick
+  uint64_t lease_seed = 0;
+};
+
+class ShardActorImpl : public shard_actor::base {
+ public:
+  ShardActorImpl(caf::actor_config& cfg, ShardConfig sc, const Clock* clock, ShardStats* stats);
+  behavior_type make_behavior() override;
+
+ private:
+  void on_batch(const BatchPtr& b);
+
+  ShardConfig cfg_;
+  const Clock* clock_;
+  Shard shard_;
+};
+
+}  // namespace fg

@@ -1,0 +1,66 @@
+// One keyed request for a shard, and the batch that carries all requests of one read.
+#pragma once
+#include <atomic>
+#include <cstdint>
+#include <memory>
+#include <string_view>
+#include <vector>
+
+#include "decision.hpp"
+#include "lease_set.hpp"
+#include "limit_spec.hpp"
+
+namespace fg {
+
+enum class OpCode : uint8_t {
+  kTake,       // consume from the key's limiter
+  kPeek,       // evaluate without consuming
+  kReset,      // forget the key
+  kAcquire,    // take a lease
+  kRenew,      // extend one lease
+  kRelease,    // give one lease back
+  kCount,      // live leases of the key
+  kHeartbeat,  // renew every lease of a holder (sent to every shard)
+};
+
+enum class OpStatus : uint8_t {
+  kOk,
+  kWrongType,  // the key holds another kind of limiter
+  kKeyLimit,   // the shard is at its key cap
+};
+
+constexpr uint16_t kAllShards = 0xffff;
+constexpr size_t kMaxShards = 64;
+
+struct ShardOp {
+  OpCode code = OpCode::kTake;
+  uint16_t shard = 0;
+  uint64_t hash = 0;       // KeyTable::hash(key), computed by the sender
+  std::string_view key;    // points into the sender's buffer; valid while in flight
+  LimitSpec spec;
+  int64_t cost = 1;
+  int64_t ttl_ns = 0;
+  uint64_t lease_id = 0;
+  std::string_view holder;
+
+  OpStatus status = OpStatus::kOk;
+  Decision decision;
+  AcquireResult acquire;
+  int64_t value = 0;  // renew/release/reset: 0 or 1; count; heartbeat: summed over shards
+};
+
+// Told when every shard has answered its part of a batch.
+class BatchSink {
+ public:
+  virtual ~BatchSink() = default;
+  virtual void batch_done() = 0;
+};
+
+struct Batch {
+  std::vector<ShardOp> ops;
+  std::atomic<int> pending{0};
+  std::shared_ptr<BatchSink> sink;  // keeps the sender alive while the batch is in flight
+};
+using BatchPtr = std::shared_ptr<Batch>;
+
+}  // namespace fg

@@ -1,0 +1,73 @@
+// Routing batches to shard actors: one message per touched shard, never one per command.
+#include "shard_pool.hpp"
+
+#include <random>
+
+#include "key_slot.hpp"
+
+namespace fg {
+
+ShardPool::ShardPool(caf::actor_system& sys, ShardPoolConfig cfg, const Clock* clock)
+    : cfg_(cfg), stats_(new ShardStats[cfg.shards]) {
+  std::random_device rd;
+  const uint64_t seed = (uint64_t{rd()} << 32) ^ rd();
+  for (size_t i = 0; i < cfg_.shards; ++i) {
+    ShardConfig sc;
+    sc.id = static_cast<uint16_t>(i);
+    sc.max_keys = (cfg_.max_keys + cfg_.shards - 1) / cfg_.shards;
+    sc.sweep_interval_ms = cfg_.sweep_interval_ms;
+    sc.sweep_budget = cfg_.sweep_budget;
+    sc.lease_seed = seed + (uint64_t{i} << 56);
+    shards_.push_back(sys.spawn<ShardActorImpl>(sc, clock, &stats_[i]));
+  }
+}
+
+ShardPool::~ShardPool() {
+  for (auto& s : shards_) caf::anon_send_exit(s, caf::exit_reason::user_shutdown);
+}
+
+uint16_t ShardPool::shard_of(std::string_view key) const {
+  // Slots map to shards so a slot's keys stay together when slots move between nodes.
+  return static_cast<uint16_t>(key_slot(key) % shards_.size());
+}
+
+void ShardPool::submit(const BatchPtr& b) {
+  uint64_t mask = 0;
+  for (const ShardOp& op : b->ops) {
+    if (op.shard == kAllShards) {
+      mask = shards_.size() == 64 ? ~uint64_t{0} : (uint64_t{1} << shards_.size()) - 1;
+      break;
+    }
+    mask |= uint64_t{1} << op.shard;
+  }
+  const int n = __builtin_popcountll(mask);
+  if (n == 0) {
+    b->sink->batch_done();
+    return;
+  }
+  b->pending.store(n, std::memory_order_relaxed);
+  for (size_t i = 0; mask; ++i, mask >>= 1) {
+    if (mask & 1) caf::anon_send(shards_[i], batch_atom::value, b);
+  }
+}
+
+int64_t ShardPool::keys() const {
+  int64_t n = 0;
+  for (size_t i = 0; i < shards_.size(); ++i) n += stats_[i].keys.load(std::memory_order_relaxed);
+  return n;
+}
+
+int64_t ShardPool::bytes() const {
+  int64_t n = 0;
+  for (size_t i = 0; i < shards_.size(); ++i) n += stats_[i].bytes.load(std::memory_order_relaxed);
+  return n;
+}
+
+int64_t ShardPool::expired() const {
+  int64_t n = 0;
+  for (size_t i = 0; i < shards_.size(); ++i)
+    n += stats_[i].expired.load(std::memory_order_relaxed);
+  return n;
+}
+
+}  // namespace fg

@@ -1,0 +1,44 @@
+// The node's shards: spawns S shard actors and routes each batch to the shards it touches.
+#pragma once
+#include <memory>
+#include <string_view>
+#include <vector>
+
+#include <caf/all.hpp>
+
+#include "clock.hpp"
+#include "shard_actor.hpp"
+
+namespace fg {
+
+struct ShardPoolConfig {
+  size_t shards = 4;
+  size_t max_keys = 10'000'000;  // for the whole node
+  int64_t sweep_interval_ms = 100;
+  size_t sweep_budget = 4096;
+};
+
+class ShardPool {
+ public:
+  ShardPool(caf::actor_system& sys, ShardPoolConfig cfg, const Clock* clock);
+  ~ShardPool();
+
+  size_t size() const { return shards_.size(); }
+  uint16_t shard_of(std::string_view key) const;
+
+  // Sends each shard that has work in `b` one message; b->sink hears when all are done.
+  // Ops with shard == kAllShards go to every shard. A batch with no ops completes at once.
+  void submit(const BatchPtr& b);
+
+  int64_t keys() const;
+  int64_t bytes() const;
+  int64_t expired() const;
+  const ShardPoolConfig& config() const { return cfg_; }
+
+ private:
+  ShardPoolConfig cfg_;
+  std::vector<shard_actor> shards_;
+  std::unique_ptr<ShardStats[]> stats_;
+};
+
+}  // namespace fg

@@ -1,0 +1,46 @@
+// Token bucket arithmetic in integer nanoseconds, widened to 128 bits where products meet.
+#include "token_bucket.hpp"
+
+#include <algorithm>
+
+namespace fg {
+
+namespace {
+// Time for `tokens` tokens to drip in, rounded up so a bucket never over-grants.
+int64_t drip_ns(int64_t tokens, const LimitSpec& s) {
+  __int128 num = static_cast<__int128>(tokens) * s.c;
+  return static_cast<int64_t>((num + s.b - 1) / s.b);
+}
+int64_t tokens_in(int64_t ns, const LimitSpec& s) {
+  return static_cast<int64_t>(static_cast<__int128>(ns) * s.b / s.c);
+}
+}  // namespace
+
+Decision token_bucket_take(TokenBucketState& st, const LimitSpec& s, int64_t cost,
+                           int64_t now_ns, bool dry_run) {
+  const int64_t full_ns = drip_ns(s.a, s);
+  const int64_t base = std::max(st.full_at_ns, now_ns);
+  int64_t deficit = base - now_ns;  // time until full; <= full_ns
+  Decision d;
+  d.limit = s.a;
+  if (cost > s.a) {  // can never fit, however long the caller waits
+    d.allowed = false;
+    d.retry_after_ns = kNever;
+  } else {
+    const int64_t need = drip_ns(cost, s);
+    d.allowed = deficit + need <= full_ns;
+    if (d.allowed) {
+      if (!dry_run) {
+        st.full_at_ns = base + need;
+        deficit += need;
+      }
+    } else {
+      d.retry_after_ns = deficit + need - full_ns;
+    }
+  }
+  d.remaining = std::max<int64_t>(0, tokens_in(full_ns - deficit, s));
+  d.reset_after_ns = deficit;
+  return d;
+}
+
+}  // namespace fg

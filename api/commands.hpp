@@ -1,0 +1,36 @@
+// The command table: name, arity, flags, and the handler that either answers at once or
+// hands one op to the owning shard. Every command the node knows is listed here.
+#pragma once
+#include <cstdint>
+#include <string_view>
+#include <vector>
+
+namespace fg {
+
+class Session;
+
+enum CommandFlag : uint32_t {
+  kNoAuth = 1,    // allowed before AUTH
+  kBarrier = 2,   // changes session state: runs only after earlier keyed work completes
+  kKeyed = 4,     // first argument is a key (cluster routing, COMMAND info)
+  kWrite = 8,
+  kFast = 16,
+};
+
+using Handler = void (*)(Session&, std::vector<std::string_view>&);
+
+struct CommandSpec {
+  const char* name;  // lower case, as COMMAND reports it
+  int arity;         // Redis convention: N = exactly N words, -N = at least N
+  uint32_t flags;
+  const char* group;
+  const char* since;
+  const char* summary;
+  const char* syntax;  // arguments after the name, for COMMAND DOCS and HELP texts
+  Handler handler;
+};
+
+const CommandSpec* find_command(std::string_view name);  // case-insensitive
+const std::vector<CommandSpec>& all_commands();
+
+}  // namespace fg

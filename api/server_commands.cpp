@@ -1,0 +1,253 @@
+// Server commands: INFO COMMAND CONFIG DBSIZE TIME.
+#include <unistd.h>
+
+#include <fstream>
+#include <string>
+#include <utility>
+
+#include "command_util.hpp"
+#include "commands.hpp"
+#include "errors.hpp"
+#include "handlers.hpp"
+#include "session.hpp"
+
+namespace fg {
+
+namespace {
+int64_t rss_bytes() {
+  std::ifstream f("/proc/self/statm");
+  long pages_total = 0, pages_rss = 0;
+  f >> pages_total >> pages_rss;
+  return static_cast<int64_t>(pages_rss) * sysconf(_SC_PAGESIZE);
+}
+
+std::string human_bytes(int64_t b) {
+  char buf[32];
+  if (b >= (int64_t{1} << 30)) {
+    snprintf(buf, sizeof buf, "%.2fG", static_cast<double>(b) / (1 << 30));
+  } else if (b >= (1 << 20)) {
+    snprintf(buf, sizeof buf, "%.2fM", static_cast<double>(b) / (1 << 20));
+  } else {
+    snprintf(buf, sizeof buf, "%.2fK", static_cast<double>(b) / 1024);
+  }
+  return buf;
+}
+
+using Section = std::pair<const char*, std::string>;
+
+std::vector<Section> info_sections(Session& s) {
+  Services& v = s.svc();
+  const NodeSettings& st = v.settings;
+  const int64_t now_ms = v.clock->now_ns() / 1'000'000;
+  const int64_t up_s = (now_ms - st.start_ms) / 1000;
+  const int64_t keys = v.shards->keys();
+  const int64_t rss = rss_bytes();
+  auto kv = [](std::string& out, const char* k, const std::string& val) {
+    out += k;
+    out += ':';
+    out += val;
+    out += "\r\n";
+  };
+  auto n = [](int64_t x) { return std::to_string(x); };
+  std::vector<Section> out;
+  std::string sv;
+  kv(sv, "floodgate_version", st.version);
+  kv(sv, "redis_version", "7.0.0");  // the Redis API level the RESP face follows
+  kv(sv, "redis_mode", "standalone");
+  kv(sv, "os", "Linux");
+  kv(sv, "arch_bits", "64");
+  kv(sv, "process_id", n(getpid()));
+  kv(sv, "run_id", st.run_id);
+  kv(sv, "tcp_port", n(st.port));
+  kv(sv, "uptime_in_seconds", n(up_s));
+  kv(sv, "uptime_in_days", n(up_s / 86400));
+  kv(sv, "io_threads", n(st.io_threads));
+  kv(sv, "shard_threads", n(st.shard_threads));
+  kv(sv, "config_file", st.config_file);
+  out.emplace_back("server", std::move(sv));
+  std::string cl;
+  kv(cl, "connected_clients", n(static_cast<int64_t>(v.clients->count())));
+  kv(cl, "maxclients", n(static_cast<int64_t>(v.clients->max_clients())));
+  kv(cl, "blocked_clients", "0");
+  out.emplace_back("clients", std::move(cl));
+  std::string mem;
+  kv(mem, "used_memory", n(rss));
+  kv(mem, "used_memory_human", human_bytes(rss));
+  kv(mem, "used_memory_rss", n(rss));
+  kv(mem, "used_memory_rss_human", human_bytes(rss));
+  kv(mem, "limiter_state_bytes", n(v.shards->bytes()));
+  kv(mem, "maxmemory", "0");
+  out.emplace_back("memory", std::move(mem));
+  std::string pers;
+  kv(pers, "loading", "0");
+  kv(pers, "rdb_bgsave_in_progress", "0");
+  kv(pers, "aof_enabled", "0");
+  out.emplace_back("persistence", std::move(pers));
+  std::string stats;
+  kv(stats, "total_connections_received", n(static_cast<int64_t>(v.clients->total_accepted())));
+  kv(stats, "total_commands_processed", n(static_cast<int64_t>(v.counters.commands.load())));
+  kv(stats, "rejected_connections", n(static_cast<int64_t>(v.clients->rejected())));
+  kv(stats, "expired_keys", n(v.shards->expired()));
+  kv(stats, "protocol_errors", n(static_cast<int64_t>(v.counters.protocol_errors.load())));
+  kv(stats, "clients_dropped_slow_reader", n(static_cast<int64_t>(v.counters.dropped_slow.load())));
+  kv(stats, "clients_dropped_timeout", n(static_cast<int64_t>(v.counters.dropped_timeout.load())));
+  out.emplace_back("stats", std::move(stats));
+  std::string repl;
+  kv(repl, "role", "master");
+  kv(repl, "connected_slaves", "0");
+  out.emplace_back("replication", std::move(repl));
+  std::string fgsec;
+  kv(fgsec, "shards", n(static_cast<int64_t>(v.shards->size())));
+  kv(fgsec, "max_keys", n(static_cast<int64_t>(v.shards->config().max_keys)));
+  kv(fgsec, "policies", n(static_cast<int64_t>(v.policies->snapshot()->size())));
+  out.emplace_back("floodgate", std::move(fgsec));
+  std::string ks;
+  if (keys > 0) kv(ks, "db0", "keys=" + n(keys) + ",expires=" + n(keys) + ",avg_ttl=0");
+  out.emplace_back("keyspace", std::move(ks));
+  return out;
+}
+
+void write_command_info(RespWriter& w, const CommandSpec& c) {
+  w.array(10);
+  w.bulk(c.name);
+  w.integer(c.arity);
+  int nflags = ((c.flags & kWrite) ? 1 : 0) + ((c.flags & kFast) ? 1 : 0) +
+               ((c.flags & kNoAuth) ? 1 : 0) + ((c.flags & kWrite) ? 0 : 1);
+  w.set(static_cast<size_t>(nflags));
+  if (c.flags & kWrite) w.simple("write");
+  if (!(c.flags & kWrite)) w.simple("readonly");
+  if (c.flags & kFast) w.simple("fast");
+  if (c.flags & kNoAuth) w.simple("no_auth");
+  const bool keyed = (c.flags & kKeyed) != 0;
+  w.integer(keyed ? 1 : 0);
+  w.integer(keyed ? 1 : 0);
+  w.integer(keyed ? 1 : 0);
+  w.set(0);
+  w.set(0);
+  w.array(0);
+  w.array(0);
+}
+
+void write_command_docs(RespWriter& w, const CommandSpec& c) {
+  w.bulk(c.name);
+  w.map(4);
+  w.bulk("summary");
+  w.bulk(c.summary);
+  w.bulk("since");
+  w.bulk(c.since);
+  w.bulk("group");
+  w.bulk(c.group);
+  w.bulk("syntax");
+  w.bulk(c.syntax);
+}
+}  // namespace
+
+void cmd_info(Session& s, Args& a) {
+  auto sections = info_sections(s);
+  std::string text;
+  for (const auto& [name, body] : sections) {
+    bool want = a.size() == 1;
+    for (size_t i = 1; i < a.size() && !want; ++i) {
+      want = iequals(a[i], name) || iequals(a[i], "all") || iequals(a[i], "everything") ||
+             iequals(a[i], "default");
+    }
+    if (!want) continue;
+    if (!text.empty()) text += "\r\n";
+    std::string title = name;
+    title[0] = static_cast<char>(std::toupper(title[0]));
+    text += "# " + title + "\r\n" + body;
+  }
+  s.local().bulk(text);
+}
+
+// COMMAND | COMMAND COUNT | COMMAND INFO name... | COMMAND DOCS [name...] | COMMAND LIST
+void cmd_command(Session& s, Args& a) {
+  RespWriter w = s.local();
+  const auto& all = all_commands();
+  if (a.size() == 1) {
+    w.array(all.size());
+    for (const auto& c : all) write_command_info(w, c);
+    return;
+  }
+  const std::string_view sub = a[1];
+  if (iequals(sub, "count") && a.size() == 2) {
+    w.integer(static_cast<int64_t>(all.size()));
+  } else if (iequals(sub, "list")) {
+    w.array(all.size());
+    for (const auto& c : all) w.bulk(c.name);
+  } else if (iequals(sub, "info")) {
+    w.array(a.size() - 2);
+    for (size_t i = 2; i < a.size(); ++i) {
+      const CommandSpec* c = find_command(a[i]);
+      if (c) {
+        write_command_info(w, *c);
+      } else {
+        w.null_array();
+      }
+    }
+  } else if (iequals(sub, "docs")) {
+    std::vector<const CommandSpec*> list;
+    if (a.size() == 2) {
+      for (const auto& c : all) list.push_back(&c);
+    } else {
+      for (size_t i = 2; i < a.size(); ++i)
+        if (const CommandSpec* c = find_command(a[i])) list.push_back(c);
+    }
+    w.map(list.size());
+    for (const CommandSpec* c : list) write_command_docs(w, *c);
+  } else {
+    w.error("ERR unknown subcommand '" + std::string(sub.substr(0, 128)) +
+            "'. Try COMMAND HELP.");
+  }
+}
+
+// CONFIG GET pattern [pattern ...]: read-only answers for what clients and tools ask.
+void cmd_config(Session& s, Args& a) {
+  RespWriter w = s.local();
+  if (!iequals(a[1], "get")) {
+    return w.error("ERR unknown subcommand '" + std::string(a[1].substr(0, 128)) +
+                   "'. Floodgate supports CONFIG GET only.");
+  }
+  if (a.size() < 3) return w.error("ERR wrong number of arguments for 'config|get' command");
+  const NodeSettings& st = s.svc().settings;
+  const std::pair<const char*, std::string> params[] = {
+      {"bind", st.bind},
+      {"port", std::to_string(st.port)},
+      {"maxclients", std::to_string(s.svc().clients->max_clients())},
+      {"timeout", std::to_string(st.timeout_s)},
+      {"databases", "1"},
+      {"save", ""},
+      {"appendonly", "no"},
+      {"maxmemory", "0"},
+      {"cluster-enabled", "no"},
+      {"proto-max-bulk-len", std::to_string(st.parser.max_bulk_len)},
+      {"max-keys", std::to_string(s.svc().shards->config().max_keys)},
+      {"shards", std::to_string(s.svc().shards->size())},
+  };
+  std::vector<const std::pair<const char*, std::string>*> hits;
+  for (const auto& p : params) {
+    for (size_t i = 2; i < a.size(); ++i) {
+      if (glob_match(a[i], p.first, true)) {
+        hits.push_back(&p);
+        break;
+      }
+    }
+  }
+  w.map(hits.size());
+  for (const auto* p : hits) {
+    w.bulk(p->first);
+    w.bulk(p->second);
+  }
+}
+
+void cmd_dbsize(Session& s, Args& a) { s.local().integer(s.svc().shards->keys()); }
+
+void cmd_time(Session& s, Args& a) {
+  const int64_t us = s.svc().clock->now_ns() / 1000;
+  RespWriter w = s.local();
+  w.array(2);
+  w.bulk(std::to_string(us / 1'000'000));
+  w.bulk(std::to_string(us % 1'000'000));
+}
+
+}  // namespace fg

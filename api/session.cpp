@@ -1,0 +1,185 @@
+// Session: parse, dispatch, batch, and encode replies in request order.
+#include "session.hpp"
+
+#include "commands.hpp"
+#include "errors.hpp"
+#include "gcra.hpp"
+
+namespace fg {
+
+namespace {
+std::string unknown_command(std::vector<std::string_view>& args) {
+  std::string s = "ERR unknown command '";
+  s.append(args[0].substr(0, 128));
+  s += "', with args beginning with: ";
+  for (size_t i = 1; i < args.size() && s.size() < 300; ++i) {
+    s += '\'';
+    s.append(args[i].substr(0, 128));
+    s += "' ";
+  }
+  return s;
+}
+
+void hex16(uint64_t v, char* out) {
+  static const char* d = "0123456789abcdef";
+  for (int i = 15; i >= 0; --i, v >>= 4) out[i] = d[v & 15];
+}
+}  // namespace
+
+Session::Session(Services& svc, std::shared_ptr<ClientInfo> client)
+    : svc_(svc),
+      client_(std::move(client)),
+      parser_(svc.settings.parser),
+      authenticated_(svc.settings.requirepass.empty()) {}
+
+RespWriter Session::local() { return RespWriter(local_, proto_); }
+
+void Session::set_proto(int p) {
+  proto_ = p;
+  client_->proto = p;
+}
+
+ShardOp& Session::add_op(OpCode code, ReplyKind kind, std::string_view key) {
+  ShardOp& op = batch_->ops.emplace_back();
+  op.code = code;
+  op.key = key;
+  op.hash = KeyTable::hash(key);
+  op.shard = svc_.shards->shard_of(key);
+  slots_.push_back(Slot{false, kind, static_cast<uint32_t>(batch_->ops.size() - 1), 0});
+  return op;
+}
+
+ShardOp& Session::add_broadcast(OpCode code, ReplyKind kind) {
+  ShardOp& op = batch_->ops.emplace_back();
+  op.code = code;
+  op.shard = kAllShards;
+  slots_.push_back(Slot{false, kind, static_cast<uint32_t>(batch_->ops.size() - 1), 0});
+  return op;
+}
+
+void Session::end_local_slot(size_t start) {
+  if (local_.size() > start) {
+    slots_.push_back(Slot{true, ReplyKind::kInteger, static_cast<uint32_t>(start),
+                          static_cast<uint32_t>(local_.size() - start)});
+  }
+}
+
+ProcessResult Session::process(const char* data, size_t len, const BatchPtr& batch) {
+  ProcessResult r;
+  batch_ = batch.get();
+  batch_->ops.clear();
+  slots_.clear();
+  local_.clear();
+  arena_.clear();
+  size_t taken = 0;
+  while (r.consumed < len && taken < svc_.settings.max_batch_commands && !close_) {
+    ParseResult pr = parser_.parse(data + r.consumed, len - r.consumed, args_, arena_);
+    if (pr.status == ParseStatus::kNeedMore) break;
+    if (pr.status == ParseStatus::kError) {
+      svc_.counters.protocol_errors.fetch_add(1, std::memory_order_relaxed);
+      const size_t start = local_.size();
+      local().error(pr.error);
+      end_local_slot(start);
+      close_ = true;
+      r.consumed = len;
+      break;
+    }
+    if (args_.empty()) {
+      r.consumed += pr.consumed;
+      continue;
+    }
+    const CommandSpec* spec = find_command(args_[0]);
+    if (spec && (spec->flags & kBarrier) && !batch_->ops.empty()) break;  // after the batch
+    r.consumed += pr.consumed;
+    ++taken;
+    const size_t start = local_.size();
+    const size_t ops_before = batch_->ops.size();
+    if (!spec) {
+      local().error(unknown_command(args_));
+    } else if ((spec->arity > 0 && static_cast<int>(args_.size()) != spec->arity) ||
+               (spec->arity < 0 && static_cast<int>(args_.size()) < -spec->arity)) {
+      local().error(std::string("ERR wrong number of arguments for '") + spec->name +
+                    "' command");
+    } else if (!authenticated_ && !(spec->flags & kNoAuth)) {
+      local().error(err::kNoAuth);
+    } else {
+      client_->last_cmd.store(spec->name, std::memory_order_relaxed);
+      spec->handler(*this, args_);
+    }
+    if (batch_->ops.size() == ops_before) end_local_slot(start);
+  }
+  if (taken > 0) {
+    svc_.counters.commands.fetch_add(taken, std::memory_order_relaxed);
+    client_->last_active_ms.store(svc_.clock->now_ns() / 1'000'000, std::memory_order_relaxed);
+  }
+  r.close = close_;
+  if (!batch_->ops.empty()) {
+    r.submitted = true;
+    svc_.shards->submit(batch);
+  } else {
+    complete(*batch_);
+  }
+  return r;
+}
+
+void Session::complete(Batch& batch) {
+  RespWriter w(out_, proto_);
+  for (const Slot& s : slots_) {
+    if (s.local) {
+      out_.append(local_, s.index, s.len);
+      continue;
+    }
+    const ShardOp& op = batch.ops[s.index];
+    if (op.status == OpStatus::kWrongType) {
+      w.error(err::kWrongType);
+      continue;
+    }
+    if (op.status == OpStatus::kKeyLimit) {
+      w.error(err::kKeyLimit);
+      continue;
+    }
+    const Decision& d = op.decision;
+    switch (s.kind) {
+      case ReplyKind::kThrottle:
+        w.array(5);
+        w.integer(d.allowed ? 0 : 1);
+        w.integer(d.limit);
+        w.integer(d.remaining);
+        w.integer(redis_cell_seconds(d.retry_after_ns));
+        w.integer(redis_cell_seconds(d.reset_after_ns));
+        break;
+      case ReplyKind::kDecision:
+        w.array(5);
+        w.integer(d.allowed ? 1 : 0);
+        w.integer(d.limit);
+        w.integer(d.remaining);
+        w.integer(ceil_ms(d.retry_after_ns));
+        w.integer(ceil_ms(d.reset_after_ns));
+        break;
+      case ReplyKind::kAcquire: {
+        const AcquireResult& a = op.acquire;
+        w.array(5);
+        w.integer(a.granted ? 1 : 0);
+        if (a.granted) {
+          char hex[16];
+          hex16(a.lease_id, hex);
+          w.bulk(std::string_view(hex, 16));
+        } else {
+          w.null();
+        }
+        w.integer(a.held);
+        w.integer(op.spec.a);
+        w.integer(a.granted ? -1 : ceil_ms(a.retry_after_ns));
+        break;
+      }
+      case ReplyKind::kInteger:
+      case ReplyKind::kLeaseCount:
+        w.integer(op.value);
+        break;
+    }
+  }
+  slots_.clear();
+  local_.clear();
+}
+
+}  // namespace fg

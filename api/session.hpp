@@ -1,0 +1,80 @@
+// One RESP connection's protocol state, with no sockets: bytes in, batches out to the
+// shards, reply bytes back in request order. The node's connection moves bytes; this
+// decides what they mean.
+#pragma once
+#include <deque>
+#include <memory>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "client_registry.hpp"
+#include "resp_parser.hpp"
+#include "resp_writer.hpp"
+#include "services.hpp"
+#include "shard_op.hpp"
+
+namespace fg {
+
+// How a shard op's result becomes a reply.
+enum class ReplyKind : uint8_t { kThrottle, kDecision, kInteger, kAcquire, kLeaseCount };
+
+struct ProcessResult {
+  size_t consumed = 0;    // input bytes the caller may drop once the batch (if any) is done
+  bool submitted = false; // a batch went to the shards: wait for batch_done, then complete()
+  bool close = false;     // after writing the output, close the connection
+};
+
+class Session {
+ public:
+  Session(Services& svc, std::shared_ptr<ClientInfo> client);
+
+  // Parses commands from `data` (unconsumed input). Local commands are answered at once;
+  // keyed ones are collected into `batch` and, if any, submitted. Stops at the end of the
+  // input, at max_batch_commands, before a command that changes the session (HELLO, AUTH,
+  // QUIT) when keyed work is pending, and at a protocol error.
+  ProcessResult process(const char* data, size_t len, const BatchPtr& batch);
+
+  // After the batch is done: appends every reply of the last process() call, in order.
+  void complete(Batch& batch);
+
+  std::string& output() { return out_; }
+  bool command_in_progress() const { return parser_.in_progress(); }
+  int proto() const { return proto_; }
+  ClientInfo& client() { return *client_; }
+
+  // --- used by command handlers ---
+  RespWriter local();                    // writer for an immediate reply
+  ShardOp& add_op(OpCode code, ReplyKind kind, std::string_view key);
+  ShardOp& add_broadcast(OpCode code, ReplyKind kind);
+  Services& svc() { return svc_; }
+  void set_proto(int p);
+  void set_authenticated(bool a) { authenticated_ = a; }
+  bool authenticated() const { return authenticated_; }
+  void request_close() { close_ = true; }
+
+ private:
+  struct Slot {
+    bool local;
+    ReplyKind kind;
+    uint32_t index;  // op index, or start offset in local_
+    uint32_t len;    // length in local_
+  };
+  bool dispatch(std::vector<std::string_view>& args);  // false: stop taking commands
+  void end_local_slot(size_t start);
+
+  Services& svc_;
+  std::shared_ptr<ClientInfo> client_;
+  RespParser parser_;
+  std::vector<std::string_view> args_;
+  std::deque<std::string> arena_;
+  Batch* batch_ = nullptr;
+  std::vector<Slot> slots_;
+  std::string local_;
+  std::string out_;
+  int proto_ = 2;
+  bool authenticated_;
+  bool close_ = false;
+};
+
+}  // namespace fg

@@ -1,0 +1,164 @@
+// YAML configuration loading with errors that point at the offending key and line.
+#include "config.hpp"
+
+#include <yaml-cpp/yaml.h>
+
+#include <thread>
+
+#include "limit_spec.hpp"
+
+namespace fg {
+
+namespace {
+[[noreturn]] void fail(const YAML::Node& n, const std::string& key, const std::string& what) {
+  throw ConfigError(key + " (line " + std::to_string(n.Mark().line + 1) + "): " + what);
+}
+
+int64_t as_int(const YAML::Node& n, const std::string& key, int64_t min, int64_t max) {
+  int64_t v;
+  try {
+    v = n.as<int64_t>();
+  } catch (const YAML::Exception&) {
+    fail(n, key, "must be an integer");
+  }
+  if (v < min || v > max) {
+    fail(n, key, "must be between " + std::to_string(min) + " and " + std::to_string(max));
+  }
+  return v;
+}
+
+int64_t as_duration_ms(const YAML::Node& n, const std::string& key) {
+  int64_t ms;
+  if (!n.IsScalar() || !parse_duration_ms(n.Scalar(), ms) || ms <= 0) {
+    fail(n, key, "must be a positive duration such as 500ms, 30s, 1m or 2h");
+  }
+  return ms;
+}
+
+std::string as_string(const YAML::Node& n, const std::string& key) {
+  if (!n.IsScalar()) fail(n, key, "must be a string");
+  return n.Scalar();
+}
+
+LimitSpec load_policy(const std::string& name, const YAML::Node& p) {
+  const std::string at = "policies." + name;
+  if (!p.IsMap()) fail(p, at, "must be a map with a 'kind'");
+  if (!p["kind"]) fail(p, at, "needs a 'kind'");
+  const Kind kind = kind_from_name(as_string(p["kind"], at + ".kind"));
+  if (kind == Kind::kNone) {
+    fail(p["kind"], at + ".kind",
+         "must be token_bucket, gcra, fixed_window, sliding_log, sliding_window or concurrency");
+  }
+  auto get = [&](const char* k) -> YAML::Node {
+    if (!p[k]) fail(p, at, std::string("kind ") + std::string(kind_name(kind)) + " needs '" + k + "'");
+    return p[k];
+  };
+  const int64_t big = kMaxCount;
+  LimitSpec spec;
+  std::vector<std::string> allowed = {"kind"};
+  switch (kind) {
+    case Kind::kTokenBucket:
+      spec = LimitSpec::token_bucket(as_int(get("capacity"), at + ".capacity", 1, big),
+                                     as_int(get("refill"), at + ".refill", 1, big),
+                                     as_duration_ms(get("period"), at + ".period") * 1'000'000);
+      allowed.insert(allowed.end(), {"capacity", "refill", "period"});
+      break;
+    case Kind::kGcra:
+      spec = LimitSpec::gcra(as_int(get("max_burst"), at + ".max_burst", 0, big),
+                             as_int(get("count"), at + ".count", 1, big),
+                             as_duration_ms(get("period"), at + ".period") * 1'000'000);
+      allowed.insert(allowed.end(), {"max_burst", "count", "period"});
+      break;
+    case Kind::kConcurrency:
+      spec = LimitSpec::concurrency(as_int(get("limit"), at + ".limit", 1, kMaxLeaseLimit),
+                                    as_duration_ms(get("ttl"), at + ".ttl") * 1'000'000);
+      allowed.insert(allowed.end(), {"limit", "ttl"});
+      break;
+    default:
+      spec = LimitSpec::window(kind, as_int(get("limit"), at + ".limit", 1, big),
+                               as_duration_ms(get("window"), at + ".window") * 1'000'000);
+      allowed.insert(allowed.end(), {"limit", "window"});
+      break;
+  }
+  for (const auto& kv : p) {
+    const std::string k = kv.first.Scalar();
+    if (std::find(allowed.begin(), allowed.end(), k) == allowed.end()) {
+      fail(kv.first, at + "." + k, "is not a setting of a " + std::string(kind_name(kind)) + " policy");
+    }
+  }
+  const std::string why = validate(spec);
+  if (!why.empty()) fail(p, at, why);
+  return spec;
+}
+}  // namespace
+
+bool parse_duration_ms(const std::string& s, int64_t& ms) {
+  size_t i = 0;
+  while (i < s.size() && std::isdigit(static_cast<unsigned char>(s[i]))) ++i;
+  if (i == 0 || i > 15) return false;
+  const int64_t v = std::stoll(s.substr(0, i));
+  const std::string unit = s.substr(i);
+  int64_t mult;
+  if (unit.empty() || unit == "ms") mult = 1;
+  else if (unit == "s") mult = 1000;
+  else if (unit == "m") mult = 60'000;
+  else if (unit == "h") mult = 3'600'000;
+  else if (unit == "d") mult = 86'400'000;
+  else return false;
+  if (v > kMaxPeriodNs / 1'000'000 / mult) return false;
+  ms = v * mult;
+  return true;
+}
+
+void load_config_file(const std::string& path, NodeConfig& cfg) {
+  YAML::Node root;
+  try {
+    root = YAML::LoadFile(path);
+  } catch (const YAML::BadFile&) {
+    throw ConfigError("cannot read config file " + path);
+  } catch (const YAML::Exception& e) {
+    throw ConfigError(path + ": " + e.what());
+  }
+  cfg.config_file = path;
+  if (root.IsNull()) return;
+  if (!root.IsMap()) throw ConfigError(path + ": the top level must be a map of settings");
+  for (const auto& kv : root) {
+    const std::string key = kv.first.Scalar();
+    const YAML::Node& v = kv.second;
+    if (key == "bind") cfg.bind = as_string(v, key);
+    else if (key == "port") cfg.port = static_cast<int>(as_int(v, key, 0, 65535));
+    else if (key == "requirepass") cfg.requirepass = as_string(v, key);
+    else if (key == "maxclients") cfg.maxclients = static_cast<size_t>(as_int(v, key, 1, 1'000'000));
+    else if (key == "timeout") cfg.timeout_s = as_int(v, key, 0, 1'000'000'000);
+    else if (key == "query-deadline") cfg.query_deadline_ms = as_duration_ms(v, key);
+    else if (key == "output-timeout") cfg.output_timeout_ms = as_duration_ms(v, key);
+    else if (key == "max-query-bytes") cfg.max_query_bytes = static_cast<size_t>(as_int(v, key, 1024, int64_t{1} << 32));
+    else if (key == "proto-max-bulk-len") cfg.proto_max_bulk_len = static_cast<size_t>(as_int(v, key, 1, int64_t{1} << 32));
+    else if (key == "shards") cfg.shards = static_cast<size_t>(as_int(v, key, 1, 64));
+    else if (key == "io-threads") cfg.io_threads = static_cast<int>(as_int(v, key, 1, 256));
+    else if (key == "shard-threads") cfg.shard_threads = static_cast<int>(as_int(v, key, 1, 256));
+    else if (key == "max-keys") cfg.max_keys = static_cast<size_t>(as_int(v, key, 1, int64_t{1} << 40));
+    else if (key == "log-level") cfg.log_level = as_string(v, key);
+    else if (key == "policies") {
+      if (!v.IsMap()) fail(v, key, "must be a map of policy name to settings");
+      for (const auto& p : v) {
+        const std::string name = p.first.Scalar();
+        if (kind_from_name(name) != Kind::kNone) {
+          fail(p.first, "policies." + name, "a policy may not be named like a limiter kind");
+        }
+        cfg.policies[name] = load_policy(name, p.second);
+      }
+    } else {
+      fail(kv.first, key, "unknown setting");
+    }
+  }
+}
+
+void resolve_defaults(NodeConfig& cfg) {
+  const int cores = std::max(1u, std::thread::hardware_concurrency());
+  if (cfg.io_threads == 0) cfg.io_threads = std::max(1, cores / 2);
+  if (cfg.shard_threads == 0) cfg.shard_threads = std::max(1, cores / 2);
+  if (cfg.shards == 0) cfg.shards = std::min<size_t>(64, 2 * static_cast<size_t>(cfg.shard_threads));
+}
+
+}  // namespace fg

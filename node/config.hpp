@@ -1,0 +1,43 @@
+// Node configuration: defaults, then the YAML file (--config), then command-line flags.
+#pragma once
+#include <cstdint>
+#include <stdexcept>
+#include <string>
+
+#include "policy_registry.hpp"
+
+namespace fg {
+
+struct NodeConfig {
+  std::string bind = "127.0.0.1";
+  int port = 6380;
+  std::string requirepass;
+  size_t maxclients = 10000;
+  int64_t timeout_s = 0;                  // close idle clients after this; 0 = never
+  int64_t query_deadline_ms = 30000;      // a half-received command must complete by then
+  int64_t output_timeout_ms = 30000;      // a client not reading its replies is dropped then
+  size_t max_query_bytes = 8 << 20;       // one buffered command, at most
+  size_t proto_max_bulk_len = 1 << 20;    // one argument, at most
+  size_t shards = 0;                      // 0: 2 per shard thread
+  int io_threads = 0;                     // 0: half the cores, at least 1
+  int shard_threads = 0;                  // 0: half the cores, at least 1
+  size_t max_keys = 10'000'000;
+  std::string log_level = "info";
+  std::string config_file;
+  PolicyMap policies;
+};
+
+struct ConfigError : std::runtime_error {
+  using std::runtime_error::runtime_error;
+};
+
+// Reads a YAML file into `cfg`. Unknown keys and bad values are errors naming key and line.
+void load_config_file(const std::string& path, NodeConfig& cfg);
+
+// "250ms", "30s", "1m", "2h", "1d" or a bare number of milliseconds.
+bool parse_duration_ms(const std::string& s, int64_t& ms);
+
+// Fills thread and shard counts left at 0 from the number of cores.
+void resolve_defaults(NodeConfig& cfg);
+
+}  // namespace fg

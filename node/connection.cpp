@@ -1,0 +1,184 @@
+// The connection's loop: read -> Session::process -> (shards) -> write -> read. Only one
+// batch is in flight per connection, which keeps pipelined replies in order and bounds
+// the output a client that does not read can make the node hold.
+#include "connection.hpp"
+
+#include <spdlog/spdlog.h>
+
+#include "errors.hpp"
+
+namespace fg {
+
+namespace {
+constexpr size_t kInitialBuffer = 16 * 1024;
+std::string endpoint_str(const asio::ip::tcp::endpoint& e) {
+  return e.address().to_string() + ":" + std::to_string(e.port());
+}
+}  // namespace
+
+Connection::Connection(asio::ip::tcp::socket sock, Services& svc, ConnectionLimits limits)
+    : sock_(std::move(sock)),
+      watchdog_(sock_.get_executor()),
+      svc_(svc),
+      limits_(limits),
+      batch_(std::make_shared<Batch>()),
+      in_(kInitialBuffer) {}
+
+Connection::~Connection() {
+  if (client_) svc_.clients->remove(client_->id);
+}
+
+int64_t Connection::now_ms() const { return svc_.clock->now_ns() / 1'000'000; }
+
+void Connection::start() {
+  asio::error_code ec;
+  sock_.set_option(asio::ip::tcp::no_delay(true), ec);
+  auto remote = sock_.remote_endpoint(ec);
+  auto local = sock_.local_endpoint(ec);
+  client_ = svc_.clients->add(endpoint_str(remote), endpoint_str(local), now_ms());
+  if (!client_) {
+    // Over --maxclients: say so, then close. The write keeps `self` alive.
+    auto self = shared_from_this();
+    wbuf_ = std::string("-") + err::kMaxClients + "\r\n";
+    asio::async_write(sock_, asio::buffer(wbuf_), [self](asio::error_code, size_t) {
+      asio::error_code ignored;
+      self->sock_.close(ignored);
+    });
+    return;
+  }
+  session_ = std::make_unique<Session>(svc_, client_);
+  last_read_ms_ = now_ms();
+  arm_watchdog();
+  read();
+}
+
+void Connection::read() {
+  if (state_ == State::kClosed) return;
+  state_ = State::kReading;
+  if (begin_ == end_) begin_ = end_ = 0;
+  if (in_.size() - end_ < 4096) {
+    if (begin_ > 0) {  // make room by moving the unconsumed tail to the front
+      std::memmove(in_.data(), in_.data() + begin_, end_ - begin_);
+      end_ -= begin_;
+      begin_ = 0;
+    }
+    if (in_.size() - end_ < 4096) {
+      if (in_.size() >= limits_.max_query_bytes) {
+        session_->output().append("-ERR Protocol error: query buffer limit exceeded\r\n");
+        svc_.counters.protocol_errors.fetch_add(1, std::memory_order_relaxed);
+        close_after_write_ = true;
+        write();
+        return;
+      }
+      in_.resize(std::min(in_.size() * 2, limits_.max_query_bytes));
+    }
+  }
+  auto self = shared_from_this();
+  sock_.async_read_some(asio::buffer(in_.data() + end_, in_.size() - end_),
+                        [self](asio::error_code ec, size_t n) {
+                          if (ec) return self->close();
+                          self->end_ += n;
+                          self->last_read_ms_ = self->now_ms();
+                          self->pump();
+                        });
+}
+
+void Connection::pump() {
+  while (state_ != State::kClosed) {
+    if (begin_ == end_) break;
+    batch_->sink = shared_from_this();
+    ProcessResult r = session_->process(in_.data() + begin_, end_ - begin_, batch_);
+    if (!r.submitted) batch_->sink.reset();  // no cycle while nothing is in flight
+    if (r.submitted) {
+      // The shards may already be working; results come back through batch_done().
+      state_ = State::kInFlight;
+      pending_consumed_ = r.consumed;
+      pending_close_ = r.close;
+      return;
+    }
+    begin_ += r.consumed;
+    if (r.close) close_after_write_ = true;
+    if (!session_->output().empty() || close_after_write_) return write();
+    if (r.consumed == 0) break;  // only part of a command is here
+  }
+  if (begin_ == end_) {
+    partial_since_ms_ = 0;
+  } else if (partial_since_ms_ == 0) {
+    partial_since_ms_ = now_ms();
+  }
+  read();
+}
+
+void Connection::batch_done() {
+  auto self = shared_from_this();
+  asio::post(sock_.get_executor(), [self] {
+    self->batch_->sink = nullptr;
+    self->session_->complete(*self->batch_);
+    self->after_batch(self->pending_consumed_, self->pending_close_);
+  });
+}
+
+void Connection::after_batch(size_t consumed, bool close) {
+  begin_ += consumed;
+  if (close) close_after_write_ = true;
+  if (state_ == State::kClosed) return;
+  if (!session_->output().empty() || close_after_write_) return write();
+  pump();
+}
+
+void Connection::write() {
+  if (state_ == State::kClosed) return;
+  state_ = State::kWriting;
+  write_since_ms_ = now_ms();
+  wbuf_.clear();
+  wbuf_.swap(session_->output());
+  auto self = shared_from_this();
+  asio::async_write(sock_, asio::buffer(wbuf_), [self](asio::error_code ec, size_t) {
+    if (ec || self->close_after_write_) return self->close();
+    // Give back memory a single large reply made us hold.
+    if (self->wbuf_.capacity() > (1 << 20)) std::string().swap(self->wbuf_);
+    self->pump();
+  });
+}
+
+void Connection::close() {
+  if (state_ == State::kClosed) return;
+  state_ = State::kClosed;
+  asio::error_code ec;
+  watchdog_.cancel();
+  sock_.shutdown(asio::ip::tcp::socket::shutdown_both, ec);
+  sock_.close(ec);
+}
+
+void Connection::arm_watchdog() {
+  auto self = shared_from_this();
+  watchdog_.expires_after(std::chrono::seconds(1));
+  watchdog_.async_wait([self](asio::error_code ec) {
+    if (ec || self->state_ == State::kClosed) return;
+    self->check_deadlines();
+    if (self->state_ != State::kClosed) self->arm_watchdog();
+  });
+}
+
+// Once a second: drop slowloris senders, silent idlers and clients that stopped reading.
+void Connection::check_deadlines() {
+  const int64_t now = now_ms();
+  if (state_ == State::kWriting && now - write_since_ms_ > limits_.output_timeout_ms) {
+    svc_.counters.dropped_slow.fetch_add(1, std::memory_order_relaxed);
+    spdlog::info("client {} dropped: not reading its replies", client_->addr);
+    return close();
+  }
+  if (state_ != State::kReading) return;
+  if (partial_since_ms_ != 0 && now - partial_since_ms_ > limits_.query_deadline_ms) {
+    svc_.counters.dropped_timeout.fetch_add(1, std::memory_order_relaxed);
+    spdlog::info("client {} dropped: command not completed within the query deadline",
+                 client_->addr);
+    return close();
+  }
+  if (limits_.timeout_s > 0 && begin_ == end_ && now - last_read_ms_ > limits_.timeout_s * 1000) {
+    svc_.counters.dropped_timeout.fetch_add(1, std::memory_order_relaxed);
+    return close();
+  }
+}
+
+}  // namespace fg

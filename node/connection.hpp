@@ -1,0 +1,57 @@
+// One RESP client connection: moves bytes between its socket and its Session, with the
+// per-connection defences (query size, half-command deadline, idle timeout, slow reader).
+#pragma once
+#include <asio.hpp>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "session.hpp"
+
+namespace fg {
+
+struct ConnectionLimits {
+  size_t max_query_bytes = 8 << 20;
+  int64_t query_deadline_ms = 30000;
+  int64_t output_timeout_ms = 30000;
+  int64_t timeout_s = 0;
+};
+
+class Connection : public BatchSink, public std::enable_shared_from_this<Connection> {
+ public:
+  Connection(asio::ip::tcp::socket sock, Services& svc, ConnectionLimits limits);
+  ~Connection() override;
+  void start();
+  void batch_done() override;  // from a shard thread: hop back to this connection's thread
+
+ private:
+  enum class State { kReading, kInFlight, kWriting, kClosed };
+  void read();
+  void pump();
+  void after_batch(size_t consumed, bool close);
+  void write();
+  void close();
+  void arm_watchdog();
+  void check_deadlines();
+  int64_t now_ms() const;
+
+  asio::ip::tcp::socket sock_;
+  asio::steady_timer watchdog_;
+  Services& svc_;
+  ConnectionLimits limits_;
+  std::shared_ptr<ClientInfo> client_;
+  std::unique_ptr<Session> session_;
+  BatchPtr batch_;
+  std::vector<char> in_;
+  size_t begin_ = 0, end_ = 0;
+  size_t pending_consumed_ = 0;
+  bool pending_close_ = false;
+  bool close_after_write_ = false;
+  std::string wbuf_;
+  State state_ = State::kReading;
+  int64_t last_read_ms_ = 0;
+  int64_t partial_since_ms_ = 0;  // 0: no half-received command buffered
+  int64_t write_since_ms_ = 0;
+};
+
+}  // namespace fg

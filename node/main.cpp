@@ -1,0 +1,146 @@
+// The floodgate executable: flags and config, then shards (CAF), then the RESP listener.
+#include <CLI/CLI.hpp>
+#include <caf/all.hpp>
+#include <spdlog/spdlog.h>
+
+#include <csignal>
+#include <iostream>
+#include <random>
+
+#include "config.hpp"
+#include "server.hpp"
+
+namespace {
+
+std::string random_run_id() {
+  std::random_device rd;
+  static const char* hex = "0123456789abcdef";
+  std::string s(40, '0');
+  for (char& c : s) c = hex[rd() % 16];
+  return s;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  fg::NodeConfig cfg;
+  CLI::App app{"floodgate: a rate-limiter node that speaks the Redis protocol (RESP)"};
+  app.set_version_flag("--version", std::string("floodgate 0.1.0"));
+  std::string config_file;
+  int64_t query_deadline_ms = 0, output_timeout_ms = 0;
+  app.add_option("--config", config_file, "YAML config file (settings and named policies)");
+  app.add_option("--bind", cfg.bind, "Addresses to listen on, space-separated")->capture_default_str();
+  app.add_option("--port", cfg.port, "RESP port (0 picks a free one)")->capture_default_str();
+  app.add_option("--requirepass", cfg.requirepass, "Password clients must AUTH with");
+  app.add_option("--maxclients", cfg.maxclients, "Most simultaneous client connections")->capture_default_str();
+  app.add_option("--timeout", cfg.timeout_s, "Close clients idle this many seconds (0 = never)")->capture_default_str();
+  app.add_option("--query-deadline-ms", query_deadline_ms,
+                 "Drop a client whose half-sent command is not complete after this (default 30000)");
+  app.add_option("--output-timeout-ms", output_timeout_ms,
+                 "Drop a client that has not read its replies after this (default 30000)");
+  app.add_option("--max-query-bytes", cfg.max_query_bytes, "Largest single command, in bytes")->capture_default_str();
+  app.add_option("--proto-max-bulk-len", cfg.proto_max_bulk_len, "Largest single argument, in bytes")->capture_default_str();
+  app.add_option("--shards", cfg.shards, "Shard actors (default: 2 per shard thread, at most 64)")->check(CLI::Range(0, 64));
+  app.add_option("--io-threads", cfg.io_threads, "Network threads (default: half the cores)");
+  app.add_option("--shard-threads", cfg.shard_threads, "Threads running shard actors (default: half the cores)");
+  app.add_option("--max-keys", cfg.max_keys, "Most limiter keys the node holds")->capture_default_str();
+  app.add_option("--log-level", cfg.log_level, "trace, debug, info, warn, error or off")->capture_default_str();
+  CLI11_PARSE(app, argc, argv);
+
+  try {
+    if (!config_file.empty()) {
+      // The file gives the base; flags given on the command line win.
+      fg::NodeConfig from_file;
+      fg::load_config_file(config_file, from_file);
+      auto given = [&](const char* flag) { return app.count(flag) > 0; };
+      if (!given("--bind")) cfg.bind = from_file.bind;
+      if (!given("--port")) cfg.port = from_file.port;
+      if (!given("--requirepass")) cfg.requirepass = from_file.requirepass;
+      if (!given("--maxclients")) cfg.maxclients = from_file.maxclients;
+      if (!given("--timeout")) cfg.timeout_s = from_file.timeout_s;
+      if (!given("--max-query-bytes")) cfg.max_query_bytes = from_file.max_query_bytes;
+      if (!given("--proto-max-bulk-len")) cfg.proto_max_bulk_len = from_file.proto_max_bulk_len;
+      if (!given("--shards")) cfg.shards = from_file.shards;
+      if (!given("--io-threads")) cfg.io_threads = from_file.io_threads;
+      if (!given("--shard-threads")) cfg.shard_threads = from_file.shard_threads;
+      if (!given("--max-keys")) cfg.max_keys = from_file.max_keys;
+      if (!given("--log-level")) cfg.log_level = from_file.log_level;
+      cfg.query_deadline_ms = from_file.query_deadline_ms;
+      cfg.output_timeout_ms = from_file.output_timeout_ms;
+      cfg.policies = from_file.policies;
+      cfg.config_file = config_file;
+    }
+  } catch (const fg::ConfigError& e) {
+    std::cerr << "floodgate: bad config: " << e.what() << "\n";
+    return 2;
+  }
+  if (query_deadline_ms > 0) cfg.query_deadline_ms = query_deadline_ms;
+  if (output_timeout_ms > 0) cfg.output_timeout_ms = output_timeout_ms;
+  fg::resolve_defaults(cfg);
+  spdlog::set_level(spdlog::level::from_str(cfg.log_level));
+
+  // Shard actors run on CAF's scheduler; keep idle workers from spinning on a shared box.
+  caf::actor_system_config caf_cfg;
+  caf_cfg.set("scheduler.max-threads", static_cast<size_t>(cfg.shard_threads));
+  caf_cfg.set("work-stealing.moderate-poll-attempts", static_cast<size_t>(50));
+  caf_cfg.set("logger.verbosity", caf::atom("quiet"));
+  caf::actor_system system{caf_cfg};
+
+  fg::SystemClock clock;
+  fg::PolicyRegistry policies;
+  policies.replace(cfg.policies);
+  fg::ClientRegistry clients(cfg.maxclients);
+  fg::Services svc;
+  svc.clock = &clock;
+  svc.policies = &policies;
+  svc.clients = &clients;
+  svc.settings.run_id = random_run_id();
+  svc.settings.bind = cfg.bind;
+  svc.settings.requirepass = cfg.requirepass;
+  svc.settings.timeout_s = cfg.timeout_s;
+  svc.settings.parser.max_bulk_len = cfg.proto_max_bulk_len;
+  svc.settings.config_file = cfg.config_file;
+  svc.settings.start_ms = clock.now_ns() / 1'000'000;
+  svc.settings.io_threads = cfg.io_threads;
+  svc.settings.shard_threads = cfg.shard_threads;
+
+  fg::ShardPoolConfig pool_cfg;
+  pool_cfg.shards = cfg.shards;
+  pool_cfg.max_keys = cfg.max_keys;
+  auto pool = std::make_unique<fg::ShardPool>(system, pool_cfg, &clock);
+  svc.shards = pool.get();
+
+  fg::ConnectionLimits limits;
+  limits.max_query_bytes = cfg.max_query_bytes;
+  limits.query_deadline_ms = cfg.query_deadline_ms;
+  limits.output_timeout_ms = cfg.output_timeout_ms;
+  limits.timeout_s = cfg.timeout_s;
+  fg::Server server(svc, limits, cfg.io_threads);
+  try {
+    server.listen(cfg.bind, cfg.port);
+  } catch (const std::exception& e) {
+    std::cerr << "floodgate: cannot listen on " << cfg.bind << " port " << cfg.port << ": "
+              << e.what() << "\n";
+    return 1;
+  }
+  svc.settings.port = server.port();
+
+  // SIGINT/SIGTERM: stop accepting, close, exit 0.
+  asio::signal_set signals(server.main_context(), SIGINT, SIGTERM);
+  std::atomic<bool> stopping{false};
+  signals.async_wait([&](const asio::error_code&, int sig) {
+    spdlog::info("signal {} received, shutting down", sig);
+    stopping = true;
+  });
+  std::signal(SIGPIPE, SIG_IGN);
+
+  server.run();
+  spdlog::info("floodgate {} ready: RESP on {} port {} ({} io threads, {} shards on {} threads, "
+               "{} policies)",
+               svc.settings.version, cfg.bind, server.port(), cfg.io_threads, cfg.shards,
+               cfg.shard_threads, cfg.policies.size());
+  while (!stopping) std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  server.stop();
+  pool.reset();
+  return 0;
+}

@@ -1,0 +1,73 @@
+// Accept loop and I/O thread pool.
+#include "server.hpp"
+
+#include <spdlog/spdlog.h>
+
+#include <sstream>
+
+namespace fg {
+
+Server::Server(Services& svc, ConnectionLimits limits, int io_threads)
+    : svc_(svc), limits_(limits) {
+  for (int i = 0; i < io_threads; ++i) {
+    contexts_.push_back(std::make_unique<asio::io_context>(1));
+    guards_.push_back(asio::make_work_guard(*contexts_.back()));
+  }
+}
+
+Server::~Server() { stop(); }
+
+void Server::listen(const std::string& bind, int port) {
+  std::istringstream in(bind);
+  std::string addr;
+  while (in >> addr) {
+    asio::ip::tcp::endpoint ep(asio::ip::make_address(addr), static_cast<uint16_t>(port));
+    auto acc = std::make_unique<asio::ip::tcp::acceptor>(*contexts_[0]);
+    acc->open(ep.protocol());
+    acc->set_option(asio::ip::tcp::acceptor::reuse_address(true));
+    acc->bind(ep);
+    acc->listen(asio::socket_base::max_listen_connections);
+    port = acc->local_endpoint().port();  // resolves port 0 for every later address too
+    port_ = port;
+    accept(*acc);
+    acceptors_.push_back(std::move(acc));
+  }
+  if (acceptors_.empty()) throw std::runtime_error("no address to bind (--bind is empty)");
+}
+
+void Server::accept(asio::ip::tcp::acceptor& acc) {
+  asio::io_context& ctx = *contexts_[next_++ % contexts_.size()];
+  acc.async_accept(ctx, [this, &acc, &ctx](asio::error_code ec, asio::ip::tcp::socket sock) {
+    if (ec == asio::error::operation_aborted) return;
+    if (!ec) {
+      // Start on the connection's own thread: from then on only that thread touches it.
+      auto conn = std::make_shared<Connection>(std::move(sock), svc_, limits_);
+      asio::post(ctx, [conn] { conn->start(); });
+    } else {
+      spdlog::warn("accept failed: {}", ec.message());
+    }
+    accept(acc);
+  });
+}
+
+void Server::run() {
+  for (auto& ctx : contexts_) {
+    threads_.emplace_back([c = ctx.get()] { c->run(); });
+  }
+}
+
+void Server::stop() {
+  for (auto& acc : acceptors_) {
+    asio::post(acc->get_executor(), [a = acc.get()] {
+      asio::error_code ec;
+      a->close(ec);
+    });
+  }
+  for (auto& g : guards_) g.reset();
+  for (auto& ctx : contexts_) ctx->stop();
+  for (auto& t : threads_)
+    if (t.joinable()) t.join();
+  threads_.clear();
+}
+
+}  // namespace fg

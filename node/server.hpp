@@ -1,0 +1,40 @@
+// The RESP listener and the I/O threads: one io_context per thread, connections spread
+// over them round-robin, each connection served by one thread only (no strands needed).
+#pragma once
+#include <asio.hpp>
+#include <memory>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "connection.hpp"
+
+namespace fg {
+
+class Server {
+ public:
+  Server(Services& svc, ConnectionLimits limits, int io_threads);
+  ~Server();
+
+  // Binds every address in `bind` (space-separated, as redis.conf) on `port`.
+  // Throws std::system_error when an address cannot be bound. Port 0 picks a free port.
+  void listen(const std::string& bind, int port);
+  int port() const { return port_; }
+  void run();   // starts the I/O threads; returns at once
+  void stop();  // closes listeners and stops the threads
+  asio::io_context& main_context() { return *contexts_[0]; }
+
+ private:
+  void accept(asio::ip::tcp::acceptor& acc);
+
+  Services& svc_;
+  ConnectionLimits limits_;
+  std::vector<std::unique_ptr<asio::io_context>> contexts_;
+  std::vector<asio::executor_work_guard<asio::io_context::executor_type>> guards_;
+  std::vector<std::unique_ptr<asio::ip::tcp::acceptor>> acceptors_;
+  std::vector<std::thread> threads_;
+  size_t next_ = 0;
+  int port_ = 0;
+};
+
+}  // namespace fg
