@@ -85,7 +85,11 @@ template <class IdleFn>
 size_t KeyTable::sweep(size_t budget, IdleFn&& idle) {
   size_t erased = 0;
   for (size_t n = 0; n < budget && size_ > 0; ++n) {
-    if (cursor_ >= slots_.size()) cursor_ = 0;
+    if (cursor_ >= slots_.size()) {
+      cursor_ = 0;
+      // Shrink only between passes, so a pass is never restarted half-way.
+      if (slots_.size() > 1024 && size_ * 8 < slots_.size()) rehash(slots_.size() / 2);
+    }
     const uintptr_t s = slots_[cursor_];
     if (s && idle(entry_of(s))) {
       erase_slot(cursor_);  // a later entry may shift into this slot: look at it next
@@ -94,7 +98,6 @@ size_t KeyTable::sweep(size_t budget, IdleFn&& idle) {
       ++cursor_;
     }
   }
-  if (slots_.size() > 1024 && size_ * 8 < slots_.size()) rehash(slots_.size() / 2);
   return erased;
 }
 

@@ -1,0 +1,87 @@
+// The compact key table: lookups through growth, deletion with backward shift, sweeping
+// idle entries, shrinking, and bytes per key.
+#include <gtest/gtest.h>
+
+#include <random>
+#include <set>
+#include <string>
+
+#include "key_table.hpp"
+#include "token_bucket.hpp"
+
+namespace fg {
+namespace {
+
+std::string key(int i) { return "user:" + std::to_string(i); }
+
+TEST(KeyTable, InsertFindEraseThroughGrowth) {
+  KeyTable t;
+  for (int i = 0; i < 20000; ++i) {
+    Entry* e = t.insert(key(i), KeyTable::hash(key(i)), Kind::kTokenBucket);
+    e->state<TokenBucketState>().full_at_ns = i;
+  }
+  EXPECT_EQ(t.size(), 20000u);
+  for (int i = 0; i < 20000; ++i) {
+    Entry* e = t.find(key(i), KeyTable::hash(key(i)));
+    ASSERT_NE(e, nullptr) << i;
+    EXPECT_EQ(e->key(), key(i));
+    EXPECT_EQ(e->state<TokenBucketState>().full_at_ns, i);
+  }
+  for (int i = 0; i < 20000; i += 2) ASSERT_TRUE(t.erase(key(i), KeyTable::hash(key(i))));
+  EXPECT_FALSE(t.erase(key(0), KeyTable::hash(key(0))));
+  for (int i = 0; i < 20000; ++i) {
+    EXPECT_EQ(t.find(key(i), KeyTable::hash(key(i))) != nullptr, i % 2 == 1) << i;
+  }
+}
+
+TEST(KeyTable, RandomChurnMatchesAReferenceSet) {
+  KeyTable t;
+  std::set<std::string> ref;
+  std::mt19937 rng(7);
+  for (int step = 0; step < 50000; ++step) {
+    std::string k = key(static_cast<int>(rng() % 3000));
+    const uint64_t h = KeyTable::hash(k);
+    if (rng() % 3 == 0) {
+      EXPECT_EQ(t.erase(k, h), ref.erase(k) == 1);
+    } else if (!t.find(k, h)) {
+      ASSERT_EQ(ref.count(k), 0u);
+      t.insert(k, h, Kind::kGcra);
+      ref.insert(k);
+    }
+  }
+  EXPECT_EQ(t.size(), ref.size());
+  for (const auto& k : ref) EXPECT_NE(t.find(k, KeyTable::hash(k)), nullptr);
+}
+
+TEST(KeyTable, SweepErasesIdleAndShrinks) {
+  KeyTable t;
+  for (int i = 0; i < 100000; ++i) {
+    Entry* e = t.insert(key(i), KeyTable::hash(key(i)), Kind::kTokenBucket);
+    e->state<TokenBucketState>().full_at_ns = i % 10 == 0 ? 1000 : 0;  // 10% stay busy
+  }
+  const size_t big = t.capacity();
+  const size_t bytes_full = t.bytes();
+  size_t erased = 0;
+  for (int round = 0; round < 100 && t.size() > 10000; ++round) {
+    erased += t.sweep(4096, [](Entry* e) { return e->state<TokenBucketState>().full_at_ns <= 500; });
+  }
+  EXPECT_EQ(erased, 90000u);
+  EXPECT_EQ(t.size(), 10000u);
+  for (int i = 0; i < 100000; i += 10) ASSERT_NE(t.find(key(i), KeyTable::hash(key(i))), nullptr);
+  for (int round = 0; round < 100; ++round) t.sweep(4096, [](Entry*) { return false; });
+  EXPECT_LT(t.capacity(), big);
+  EXPECT_LT(t.bytes(), bytes_full / 4);
+}
+
+TEST(KeyTable, SmallFootprintPerKey) {
+  KeyTable t;
+  for (int i = 0; i < 100000; ++i) {
+    std::string k = "key:" + std::to_string(1000000 + i);
+    t.insert(k, KeyTable::hash(k), Kind::kTokenBucket);
+  }
+  // header + state + key bytes, plus the slot array: well under 64 bytes a key.
+  EXPECT_LT(t.bytes() / t.size(), 48u);
+}
+
+}  // namespace
+}  // namespace fg

@@ -1,0 +1,158 @@
+// Shard logic without actors: kinds per key, WRONGTYPE, key cap, idle expiry, leases and
+// holders, peek without creating keys.
+#include <gtest/gtest.h>
+
+#include "shard.hpp"
+
+namespace fg {
+namespace {
+
+constexpr int64_t kS = 1'000'000'000;
+constexpr int64_t kT0 = 1'700'000'000 * kS;
+
+ShardOp op(OpCode code, std::string_view key, LimitSpec spec = {}) {
+  ShardOp o;
+  o.code = code;
+  o.key = key;
+  o.hash = KeyTable::hash(key);
+  o.spec = spec;
+  return o;
+}
+
+const LimitSpec kBucket = LimitSpec::token_bucket(2, 1, kS);
+const LimitSpec kLog = LimitSpec::window(Kind::kSlidingLog, 2, kS);
+
+TEST(Shard, TakeConsumesAndPeekDoesNot) {
+  Shard s(100, 1);
+  auto p = op(OpCode::kPeek, "k", kBucket);
+  s.execute(p, kT0);
+  EXPECT_TRUE(p.decision.allowed);
+  EXPECT_EQ(s.key_count(), 0u);  // peeking an absent key creates nothing
+  for (int i = 0; i < 2; ++i) {
+    auto t = op(OpCode::kTake, "k", kBucket);
+    s.execute(t, kT0);
+    EXPECT_TRUE(t.decision.allowed);
+  }
+  auto t = op(OpCode::kTake, "k", kBucket);
+  s.execute(t, kT0);
+  EXPECT_FALSE(t.decision.allowed);
+  EXPECT_EQ(s.key_count(), 1u);
+}
+
+TEST(Shard, AKeyKeepsItsKindWhileLive) {
+  Shard s(100, 1);
+  auto a = op(OpCode::kTake, "k", kBucket);
+  s.execute(a, kT0);
+  auto b = op(OpCode::kTake, "k", kLog);
+  s.execute(b, kT0);
+  EXPECT_EQ(b.status, OpStatus::kWrongType);
+  auto c = op(OpCode::kAcquire, "k", LimitSpec::concurrency(1, kS));
+  c.ttl_ns = kS;
+  s.execute(c, kT0);
+  EXPECT_EQ(c.status, OpStatus::kWrongType);
+  // Once the bucket is idle (full again) the key may change kind.
+  auto d = op(OpCode::kTake, "k", kLog);
+  s.execute(d, kT0 + 2 * kS);
+  EXPECT_EQ(d.status, OpStatus::kOk);
+  EXPECT_TRUE(d.decision.allowed);
+}
+
+TEST(Shard, KeyCapGivesAnErrorNotMemoryExhaustion) {
+  Shard s(3, 1);
+  for (std::string k : {"a", "b", "c"}) {
+    auto t = op(OpCode::kTake, k, kBucket);
+    s.execute(t, kT0);
+    ASSERT_EQ(t.status, OpStatus::kOk);
+  }
+  auto t = op(OpCode::kTake, "d", kBucket);
+  s.execute(t, kT0);
+  EXPECT_EQ(t.status, OpStatus::kKeyLimit);
+  auto again = op(OpCode::kTake, "a", kBucket);  // existing keys still work
+  s.execute(again, kT0);
+  EXPECT_EQ(again.status, OpStatus::kOk);
+  // When the others go idle there is room again.
+  auto later = op(OpCode::kTake, "d", kBucket);
+  s.execute(later, kT0 + 5 * kS);
+  EXPECT_EQ(later.status, OpStatus::kOk);
+}
+
+TEST(Shard, SweepReturnsIdleKeys) {
+  ShardStats stats;
+  Shard s(1000, 1, &stats);
+  for (int i = 0; i < 500; ++i) {
+    std::string k = "k" + std::to_string(i);
+    auto t = op(OpCode::kTake, k, i < 100 ? kLog : LimitSpec::token_bucket(2, 1, 2 * kS));
+    s.execute(t, kT0);
+  }
+  s.sweep(kT0 + kS / 2, 100000);
+  EXPECT_EQ(s.key_count(), 500u);  // nothing idle yet
+  s.sweep(kT0 + 1 * kS, 100000);
+  EXPECT_EQ(s.key_count(), 400u);  // the logs emptied; the buckets refill until 2 s
+  s.sweep(kT0 + 3 * kS, 100000);
+  EXPECT_EQ(s.key_count(), 0u);
+  EXPECT_EQ(stats.keys.load(), 0);
+  EXPECT_EQ(stats.expired.load(), 500);
+}
+
+TEST(Shard, LeasesWithHoldersAndHeartbeat) {
+  Shard s(100, 1);
+  std::vector<uint64_t> ids;
+  for (std::string k : {"conn:u1", "conn:u1", "conn:u2"}) {
+    auto a = op(OpCode::kAcquire, k, LimitSpec::concurrency(2, 10 * kS));
+    a.ttl_ns = 10 * kS;
+    a.holder = "app-1";
+    s.execute(a, kT0);
+    ASSERT_TRUE(a.acquire.granted);
+    ids.push_back(a.acquire.lease_id);
+  }
+  EXPECT_NE(ids[0], ids[1]);
+  auto denied = op(OpCode::kAcquire, "conn:u1", LimitSpec::concurrency(2, 10 * kS));
+  denied.ttl_ns = 10 * kS;
+  s.execute(denied, kT0);
+  EXPECT_FALSE(denied.acquire.granted);
+
+  auto hb = op(OpCode::kHeartbeat, "");
+  hb.holder = "app-1";
+  hb.ttl_ns = 10 * kS;
+  s.execute(hb, kT0 + 8 * kS);
+  EXPECT_EQ(hb.value, 3);
+
+  auto count = op(OpCode::kCount, "conn:u1");
+  s.execute(count, kT0 + 15 * kS);
+  EXPECT_EQ(count.value, 2);  // renewed at 8 s, live until 18 s
+
+  auto rel = op(OpCode::kRelease, "conn:u1");
+  rel.lease_id = ids[0];
+  s.execute(rel, kT0 + 15 * kS);
+  EXPECT_EQ(rel.value, 1);
+
+  // No heartbeat after 8 s: everything lapses at 18 s and the keys go away.
+  auto count2 = op(OpCode::kCount, "conn:u1");
+  s.execute(count2, kT0 + 18 * kS);
+  EXPECT_EQ(count2.value, 0);
+  s.sweep(kT0 + 18 * kS, 1000);
+  EXPECT_EQ(s.key_count(), 0u);
+  auto hb2 = op(OpCode::kHeartbeat, "");
+  hb2.holder = "app-1";
+  hb2.ttl_ns = 10 * kS;
+  s.execute(hb2, kT0 + 19 * kS);
+  EXPECT_EQ(hb2.value, 0);
+}
+
+TEST(Shard, ResetForgetsAKey) {
+  Shard s(100, 1);
+  auto t = op(OpCode::kTake, "k", LimitSpec::token_bucket(1, 1, 60 * kS));
+  s.execute(t, kT0);
+  auto r = op(OpCode::kReset, "k");
+  s.execute(r, kT0);
+  EXPECT_EQ(r.value, 1);
+  auto r2 = op(OpCode::kReset, "k");
+  s.execute(r2, kT0);
+  EXPECT_EQ(r2.value, 0);
+  auto t2 = op(OpCode::kTake, "k", LimitSpec::token_bucket(1, 1, 60 * kS));
+  s.execute(t2, kT0);
+  EXPECT_TRUE(t2.decision.allowed);
+}
+
+}  // namespace
+}  // namespace fg

@@ -1,0 +1,72 @@
+// Config loading: durations, policies, and errors that name the key and the line.
+#include <gtest/gtest.h>
+
+#include <fstream>
+
+#include "config.hpp"
+
+namespace fg {
+namespace {
+
+std::string write(const std::string& name, const std::string& text) {
+  const std::string path = ::testing::TempDir() + "/" + name;
+  std::ofstream(path) << text;
+  return path;
+}
+
+std::string load_error(const std::string& text) {
+  NodeConfig cfg;
+  try {
+    load_config_file(write("cfg.yaml", text), cfg);
+  } catch (const ConfigError& e) {
+    return e.what();
+  }
+  return "";
+}
+
+TEST(Config, Durations) {
+  int64_t ms;
+  EXPECT_TRUE(parse_duration_ms("250ms", ms));
+  EXPECT_EQ(ms, 250);
+  EXPECT_TRUE(parse_duration_ms("30s", ms));
+  EXPECT_EQ(ms, 30000);
+  EXPECT_TRUE(parse_duration_ms("1m", ms));
+  EXPECT_EQ(ms, 60000);
+  EXPECT_TRUE(parse_duration_ms("2h", ms));
+  EXPECT_TRUE(parse_duration_ms("1500", ms));
+  EXPECT_EQ(ms, 1500);
+  for (const char* bad : {"", "m", "1.5s", "-1s", "10 s", "3w", "99999999999999999d"})
+    EXPECT_FALSE(parse_duration_ms(bad, ms)) << bad;
+}
+
+TEST(Config, TheShippedExampleLoads) {
+  NodeConfig cfg;
+  load_config_file(std::string(FLOODGATE_SOURCE_DIR) + "/deploy/floodgate.example.yaml", cfg);
+  ASSERT_EQ(cfg.policies.count("free"), 1u);
+  EXPECT_EQ(cfg.policies["free"].kind, Kind::kSlidingLog);
+  EXPECT_EQ(cfg.policies["free"].a, 100);
+  EXPECT_EQ(cfg.policies["starter"].a, 3000);
+  EXPECT_EQ(cfg.policies["ws_messages"].kind, Kind::kTokenBucket);
+  EXPECT_EQ(cfg.policies["subscriptions"].a, 10);
+  EXPECT_EQ(cfg.policies["slowmode"].c, 30'000'000'000);
+  EXPECT_EQ(cfg.policies["connections"].kind, Kind::kConcurrency);
+  EXPECT_EQ(cfg.policies["connections"].a, 5);
+}
+
+TEST(Config, ErrorsNameKeyAndLine) {
+  EXPECT_EQ(load_error("port: 70000\n"), "port (line 1): must be between 0 and 65535");
+  EXPECT_EQ(load_error("prot: 1\n"), "prot (line 1): unknown setting");
+  EXPECT_EQ(load_error("policies:\n  free:\n    kind: leaky\n"),
+            "policies.free.kind (line 3): must be token_bucket, gcra, fixed_window, "
+            "sliding_log, sliding_window or concurrency");
+  EXPECT_EQ(load_error("policies:\n  free:\n    kind: sliding_log\n    limit: 5\n"),
+            "policies.free (line 3): kind sliding_log needs 'window'");
+  EXPECT_EQ(load_error("policies:\n  free: {kind: sliding_log, limit: 5, window: 1m, burst: 3}\n"),
+            "policies.free.burst (line 2): is not a setting of a sliding_log policy");
+  EXPECT_EQ(load_error("policies:\n  gcra: {kind: gcra, max_burst: 1, count: 1, period: 1s}\n"),
+            "policies.gcra (line 2): a policy may not be named like a limiter kind");
+  EXPECT_NE(load_error("port: [1\n").find("cfg.yaml"), std::string::npos);
+}
+
+}  // namespace
+}  // namespace fg

@@ -1,0 +1,170 @@
+// Test helpers for real processes: a floodgate child on a free loopback port, and a
+// blocking socket client with timeouts. Everything stops by itself.
+#pragma once
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <signal.h>
+#include <sys/socket.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <cstring>
+#include <string>
+#include <thread>
+#include <vector>
+
+namespace fg::testing {
+
+inline int free_port() {
+  int fd = socket(AF_INET, SOCK_STREAM, 0);
+  sockaddr_in a{};
+  a.sin_family = AF_INET;
+  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  bind(fd, reinterpret_cast<sockaddr*>(&a), sizeof a);
+  socklen_t len = sizeof a;
+  getsockname(fd, reinterpret_cast<sockaddr*>(&a), &len);
+  close(fd);
+  return ntohs(a.sin_port);
+}
+
+class Client {
+ public:
+  explicit Client(int port, int timeout_ms = 5000) {
+    fd_ = socket(AF_INET, SOCK_STREAM, 0);
+    timeval tv{timeout_ms / 1000, (timeout_ms % 1000) * 1000};
+    setsockopt(fd_, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
+    setsockopt(fd_, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof tv);
+    sockaddr_in a{};
+    a.sin_family = AF_INET;
+    a.sin_port = htons(static_cast<uint16_t>(port));
+    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    connected_ = connect(fd_, reinterpret_cast<sockaddr*>(&a), sizeof a) == 0;
+  }
+  ~Client() {
+    if (fd_ >= 0) close(fd_);
+  }
+  bool connected() const { return connected_; }
+  bool send(const std::string& s) {
+    size_t off = 0;
+    while (off < s.size()) {
+      ssize_t n = ::send(fd_, s.data() + off, s.size() - off, MSG_NOSIGNAL);
+      if (n <= 0) return false;
+      off += static_cast<size_t>(n);
+    }
+    return true;
+  }
+  // Reads until `n` bytes arrived, the peer closed, or the timeout hit.
+  std::string recv_n(size_t n) {
+    std::string out;
+    char buf[65536];
+    while (out.size() < n) {
+      ssize_t r = ::recv(fd_, buf, std::min(sizeof buf, n - out.size()), 0);
+      if (r <= 0) break;
+      out.append(buf, static_cast<size_t>(r));
+    }
+    return out;
+  }
+  // Reads until the data ends with `suffix`, the peer closed, or the timeout hit.
+  std::string recv_until(const std::string& suffix) {
+    std::string out;
+    char buf[65536];
+    while (out.size() < suffix.size() ||
+           out.compare(out.size() - suffix.size(), suffix.size(), suffix) != 0) {
+      ssize_t r = ::recv(fd_, buf, sizeof buf, 0);
+      if (r <= 0) break;
+      out.append(buf, static_cast<size_t>(r));
+    }
+    return out;
+  }
+  // Reads whatever arrives until the peer closes or the timeout hits.
+  std::string recv_all() { return recv_n(size_t{1} << 30); }
+  // True when the peer has closed the connection (EOF or reset) within the timeout.
+  bool closed_by_peer() {
+    char c;
+    ssize_t r = ::recv(fd_, &c, 1, 0);
+    return r == 0 || (r < 0 && errno == ECONNRESET);
+  }
+  std::string cmd(const std::vector<std::string>& words, size_t reply_bytes) {
+    std::string in = "*" + std::to_string(words.size()) + "\r\n";
+    for (auto& w : words) in += "$" + std::to_string(w.size()) + "\r\n" + w + "\r\n";
+    send(in);
+    return recv_n(reply_bytes);
+  }
+  int fd() const { return fd_; }
+
+ private:
+  int fd_ = -1;
+  bool connected_ = false;
+};
+
+class NodeProcess {
+ public:
+  explicit NodeProcess(std::vector<std::string> extra = {}) : port_(free_port()) {
+    std::vector<std::string> args = {FLOODGATE_BIN, "--port", std::to_string(port_),
+                                     "--log-level", "warn"};
+    args.insert(args.end(), extra.begin(), extra.end());
+    pid_ = fork();
+    if (pid_ == 0) {
+      std::vector<char*> argv;
+      for (auto& a : args) argv.push_back(a.data());
+      argv.push_back(nullptr);
+      execv(argv[0], argv.data());
+      _exit(127);
+    }
+    for (int i = 0; i < 200; ++i) {  // up to 10 s for the port to open
+      Client c(port_, 200);
+      if (c.connected()) return;
+      std::this_thread::sleep_for(std::chrono::milliseconds(50));
+    }
+  }
+  ~NodeProcess() { stop(); }
+  int stop() {
+    if (pid_ <= 0) return -1;
+    kill(pid_, SIGTERM);
+    int status = 0;
+    for (int i = 0; i < 100; ++i) {
+      if (waitpid(pid_, &status, WNOHANG) == pid_) {
+        pid_ = -1;
+        return status;
+      }
+      std::this_thread::sleep_for(std::chrono::milliseconds(50));
+    }
+    kill(pid_, SIGKILL);
+    waitpid(pid_, &status, 0);
+    pid_ = -1;
+    return -1;
+  }
+  int port() const { return port_; }
+  pid_t pid() const { return pid_; }
+  bool alive() const { return pid_ > 0 && kill(pid_, 0) == 0; }
+  long rss_kb() const {
+    FILE* f = fopen(("/proc/" + std::to_string(pid_) + "/status").c_str(), "r");
+    if (!f) return -1;
+    char line[256];
+    long kb = -1;
+    while (fgets(line, sizeof line, f))
+      if (strncmp(line, "VmRSS:", 6) == 0) kb = atol(line + 6);
+    fclose(f);
+    return kb;
+  }
+
+ private:
+  int port_;
+  pid_t pid_ = -1;
+};
+
+// Runs a shell command, returns its stdout.
+inline std::string run(const std::string& cmd) {
+  std::string out;
+  FILE* p = popen(cmd.c_str(), "r");
+  if (!p) return out;
+  char buf[4096];
+  size_t n;
+  while ((n = fread(buf, 1, sizeof buf, p)) > 0) out.append(buf, n);
+  pclose(p);
+  return out;
+}
+
+}  // namespace fg::testing

@@ -1,0 +1,208 @@
+// The built floodgate binary on loopback: redis-cli, pipelining, and the per-connection
+// defences. Each test starts its own node; every loop is bounded.
+#include <gtest/gtest.h>
+
+#include <fstream>
+
+#include "node_process.hpp"
+
+namespace fg::testing {
+namespace {
+
+std::string cli(int port, const std::string& args) {
+  return run("redis-cli -p " + std::to_string(port) + " " + args + " 2>&1");
+}
+
+TEST(Process, RedisCliOneShot) {
+  NodeProcess node;
+  EXPECT_EQ(cli(node.port(), "PING"), "PONG\n");
+  EXPECT_EQ(cli(node.port(), "CL.THROTTLE user123 15 30 60"), "0\n16\n15\n-1\n2\n");
+  EXPECT_EQ(cli(node.port(), "FG.TAKE k sliding_log 1 60000"), "1\n1\n0\n-1\n60000\n");
+  // Denied; retry and reset are just under a minute (real time passed since the take).
+  std::string denied = cli(node.port(), "FG.TAKE k sliding_log 1 60000");
+  EXPECT_EQ(denied.substr(0, 6), "0\n1\n0\n") << denied;
+  const long retry_ms = std::stol(denied.substr(6));
+  EXPECT_GT(retry_ms, 50000);
+  EXPECT_LE(retry_ms, 60000);
+  EXPECT_EQ(cli(node.port(), "DBSIZE"), "2\n");
+  EXPECT_EQ(cli(node.port(), "NOSUCH x").substr(0, 60),
+            "ERR unknown command 'NOSUCH', with args beginning with: 'x' ");
+}
+
+TEST(Process, RedisCliInteractiveSession) {
+  NodeProcess node;
+  // redis-cli reads commands from a pipe exactly as typed at its prompt.
+  std::string out = run("printf 'PING\\nCL.THROTTLE a 1 1 1\\nHELLO 3\\nFG.COUNT c\\nQUIT\\n' | "
+                        "redis-cli -p " + std::to_string(node.port()) + " 2>&1");
+  EXPECT_NE(out.find("PONG"), std::string::npos) << out;
+  EXPECT_NE(out.find("floodgate"), std::string::npos) << out;
+  EXPECT_NE(out.find("proto 3"), std::string::npos) << out;
+  EXPECT_EQ(out.substr(0, 16), "PONG\n0\n2\n1\n-1\n1\n") << out;
+}
+
+TEST(Process, PipelineOfManyCommandsAnswersInOrder) {
+  NodeProcess node;
+  Client c(node.port());
+  std::string in, want;
+  for (int i = 0; i < 3000; ++i) {
+    in += "*3\r\n$7\r\nFG.TAKE\r\n$5\r\nhot:" + std::to_string(i % 10) + "\r\n$4\r\nfree\r\n";
+  }
+  // "free" is unknown without a config: every reply is the same error, in order.
+  c.send(in);
+  std::string want_one = "-ERR unknown policy 'free'\r\n";
+  std::string got = c.recv_n(want_one.size() * 3000);
+  ASSERT_EQ(got.size(), want_one.size() * 3000);
+  for (int i = 0; i < 3000; ++i) ASSERT_EQ(got.substr(i * want_one.size(), want_one.size()), want_one);
+}
+
+TEST(Process, HotKeyNeverOverAdmitsUnderConcurrency) {
+  NodeProcess node;
+  std::atomic<int> allowed{0};
+  std::vector<std::thread> threads;
+  for (int t = 0; t < 8; ++t) {
+    threads.emplace_back([&] {
+      Client c(node.port());
+      std::string in;
+      for (int i = 0; i < 100; ++i) {
+        in += "*5\r\n$7\r\nFG.TAKE\r\n$3\r\nhot\r\n$11\r\nsliding_log\r\n$3\r\n250\r\n"
+              "$6\r\n600000\r\n";
+      }
+      in += "*1\r\n$4\r\nPING\r\n";  // sentinel: everything before it has been answered
+      c.send(in);
+      std::string got = c.recv_until("+PONG\r\n");
+      int n = 0;
+      for (size_t pos = 0; (pos = got.find("*5\r\n:1\r\n", pos)) != std::string::npos; ++pos) ++n;
+      allowed += n;
+    });
+  }
+  for (auto& t : threads) t.join();
+  EXPECT_EQ(allowed.load(), 250);  // 800 attempts, exactly the limit admitted
+}
+
+TEST(Process, ProtocolErrorClosesOnlyThatClient) {
+  NodeProcess node;
+  Client good(node.port());
+  Client bad(node.port());
+  bad.send("*1\r\n$-7\r\n");
+  EXPECT_EQ(bad.recv_all(), "-ERR Protocol error: invalid bulk length\r\n");
+  EXPECT_EQ(good.cmd({"PING"}, 7), "+PONG\r\n");
+}
+
+TEST(Process, GarbageNeverCrashesTheNode) {
+  NodeProcess node;
+  uint32_t x = 12345;
+  for (int round = 0; round < 200; ++round) {
+    Client c(node.port(), 500);
+    std::string junk;
+    for (int i = 0; i < 512; ++i) {
+      x = x * 1103515245 + 12345;
+      const char alphabet[] = "*$\r\n0123456789-abc \"'\\x";
+      junk += alphabet[(x >> 16) % (sizeof alphabet - 1)];
+    }
+    c.send(junk);
+    c.recv_n(1);  // whatever it answers, or a 0.5 s wait
+  }
+  ASSERT_TRUE(node.alive());
+  Client c(node.port());
+  EXPECT_EQ(c.cmd({"PING"}, 7), "+PONG\r\n");
+}
+
+TEST(Process, HalfSentCommandIsDroppedAtTheDeadline) {
+  NodeProcess node({"--query-deadline-ms", "1500"});
+  Client slow(node.port(), 6000);
+  slow.send("*2\r\n$4\r\nECHO\r\n$5\r\nhel");
+  const auto t0 = std::chrono::steady_clock::now();
+  EXPECT_TRUE(slow.closed_by_peer());
+  const auto waited = std::chrono::steady_clock::now() - t0;
+  EXPECT_GE(waited, std::chrono::milliseconds(1000));
+  Client other(node.port());
+  EXPECT_EQ(other.cmd({"PING"}, 7), "+PONG\r\n");
+}
+
+TEST(Process, IdleTimeoutClosesSilentClients) {
+  NodeProcess node({"--timeout", "1"});
+  Client idle(node.port(), 6000);
+  EXPECT_EQ(idle.cmd({"PING"}, 7), "+PONG\r\n");
+  EXPECT_TRUE(idle.closed_by_peer());
+}
+
+TEST(Process, MaxClientsRefusesTheExtraOne) {
+  NodeProcess node({"--maxclients", "3"});
+  std::vector<std::unique_ptr<Client>> held;
+  for (int i = 0; i < 3; ++i) {
+    held.push_back(std::make_unique<Client>(node.port()));
+    ASSERT_EQ(held.back()->cmd({"PING"}, 7), "+PONG\r\n");
+  }
+  Client extra(node.port());
+  EXPECT_EQ(extra.recv_all(), "-ERR max number of clients reached\r\n");
+  held.pop_back();
+  std::this_thread::sleep_for(std::chrono::milliseconds(200));
+  Client again(node.port());
+  EXPECT_EQ(again.cmd({"PING"}, 7), "+PONG\r\n");
+}
+
+TEST(Process, ClientThatDoesNotReadIsDropped) {
+  NodeProcess node({"--output-timeout-ms", "1500"});
+  Client reader(node.port());
+  Client sink(node.port(), 8000);
+  int rcvbuf = 4096;
+  setsockopt(sink.fd(), SOL_SOCKET, SO_RCVBUF, &rcvbuf, sizeof rcvbuf);
+  // Big replies, never read: the node must pause this client, then drop it.
+  const std::string big(512 * 1024, 'x');
+  std::string in;
+  for (int i = 0; i < 8; ++i) in += "*2\r\n$4\r\nECHO\r\n$" + std::to_string(big.size()) + "\r\n" + big + "\r\n";
+  std::thread writer([&] { sink.send(in); });
+  std::this_thread::sleep_for(std::chrono::milliseconds(4000));
+  EXPECT_EQ(reader.cmd({"PING"}, 7), "+PONG\r\n");
+  std::string info = reader.cmd({"INFO", "stats"}, 2000);
+  EXPECT_NE(info.find("clients_dropped_slow_reader:1"), std::string::npos) << info;
+  shutdown(sink.fd(), SHUT_RDWR);
+  writer.join();
+  EXPECT_LT(node.rss_kb(), 200 * 1024);
+}
+
+TEST(Process, RequirePass) {
+  NodeProcess node({"--requirepass", "s3cret"});
+  EXPECT_EQ(cli(node.port(), "PING").substr(0, 31), "NOAUTH Authentication required.");
+  EXPECT_EQ(run("redis-cli -p " + std::to_string(node.port()) + " -a s3cret --no-auth-warning PING"),
+            "PONG\n");
+}
+
+TEST(Process, ConfigFilePoliciesAndFlagOverride) {
+  const std::string path = ::testing::TempDir() + "/fg_policies.yaml";
+  std::ofstream(path) << "port: 1\n"
+                         "policies:\n"
+                         "  starter: {kind: sliding_log, limit: 2, window: 1m}\n"
+                         "  ws_messages: {kind: token_bucket, capacity: 120, refill: 120, period: 1m}\n";
+  NodeProcess node({"--config", path});  // --port from the helper wins over port: 1
+  EXPECT_EQ(cli(node.port(), "FG.TAKE acct:1 starter"), "1\n2\n1\n-1\n60000\n");
+  EXPECT_EQ(cli(node.port(), "FG.TAKE ws:1 ws_messages"), "1\n120\n119\n-1\n500\n");
+  EXPECT_NE(cli(node.port(), "FG.POLICY LIST").find("starter"), std::string::npos);
+}
+
+TEST(Process, BadConfigIsRefusedWithKeyAndLine) {
+  const std::string path = ::testing::TempDir() + "/fg_bad.yaml";
+  std::ofstream(path) << "port: 6380\npolicies:\n  free:\n    kind: sliding_log\n    limit: -3\n"
+                         "    window: 1m\n";
+  std::string out = run(std::string(FLOODGATE_BIN) + " --config " + path + " 2>&1; echo rc=$?");
+  EXPECT_NE(out.find("policies.free.limit (line 5)"), std::string::npos) << out;
+  EXPECT_NE(out.find("rc=2"), std::string::npos) << out;
+}
+
+TEST(Process, HelpListsTheFlags) {
+  std::string out = run(std::string(FLOODGATE_BIN) + " --help");
+  for (const char* flag : {"--bind", "--port", "--requirepass", "--maxclients", "--timeout",
+                           "--config", "--max-keys", "--shards"}) {
+    EXPECT_NE(out.find(flag), std::string::npos) << flag;
+  }
+}
+
+TEST(Process, SigtermStopsCleanly) {
+  NodeProcess node;
+  int status = node.stop();
+  ASSERT_TRUE(WIFEXITED(status));
+  EXPECT_EQ(WEXITSTATUS(status), 0);
+}
+
+}  // namespace
+}  // namespace fg::testing
