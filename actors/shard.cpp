@@ -189,6 +189,21 @@ void Shard::execute(ShardOp& op, int64_t now_ns) {
   }
 }
 
+void Shard::execute_batch(std::vector<ShardOp>& ops, uint16_t id, int64_t now_ns) {
+  auto mine = [id](const ShardOp& op) { return op.shard == id || op.shard == kAllShards; };
+  for (ShardOp& op : ops)
+    if (mine(op) && !op.key.empty()) op.hash = KeyTable::hash(op.key);
+  if (ops.size() > 2) {
+    for (const ShardOp& op : ops)
+      if (mine(op) && !op.key.empty()) table_.prefetch_slot(op.hash);
+    for (const ShardOp& op : ops)
+      if (mine(op) && !op.key.empty()) table_.prefetch_entry(op.hash);
+  }
+  for (ShardOp& op : ops)
+    if (mine(op)) execute(op, now_ns);
+  publish();
+}
+
 size_t Shard::sweep(int64_t now_ns, size_t budget) {
   const size_t n = table_.sweep(budget, [&](Entry* e) { return idle(e, now_ns); });
   if (stats_ && n) stats_->expired.fetch_add(static_cast<int64_t>(n), std::memory_order_relaxed);

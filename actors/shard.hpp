@@ -21,7 +21,10 @@ class Shard {
  public:
   Shard(size_t max_keys, uint64_t lease_seed, ShardStats* stats = nullptr);
 
-  void execute(ShardOp& op, int64_t now_ns);
+  void execute(ShardOp& op, int64_t now_ns);  // op.hash must be KeyTable::hash(op.key)
+  // Runs every op of `ops` that belongs to shard `id` (or to all shards): hashes their
+  // keys, prefetches them, then executes in order.
+  void execute_batch(std::vector<ShardOp>& ops, uint16_t id, int64_t now_ns);
   // Erases up to `budget` slots' worth of idle keys; returns how many went.
   size_t sweep(int64_t now_ns, size_t budget);
   void publish();

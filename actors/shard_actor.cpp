@@ -28,10 +28,7 @@ shard_actor::behavior_type ShardActorImpl::make_behavior() {
 
 void ShardActorImpl::on_batch(const BatchPtr& b) {
   const int64_t now = clock_->now_ns();  // one clock read per batch
-  for (ShardOp& op : b->ops) {
-    if (op.shard == cfg_.id || op.shard == kAllShards) shard_.execute(op, now);
-  }
-  shard_.publish();
+  shard_.execute_batch(b->ops, cfg_.id, now);
   // Whoever brings pending to zero hands the batch back; nothing touches it afterwards.
   if (b->pending.fetch_sub(1, std::memory_order_acq_rel) == 1) b->sink->batch_done();
 }

@@ -35,7 +35,7 @@ constexpr size_t kMaxShards = 64;
 struct ShardOp {
   OpCode code = OpCode::kTake;
   uint16_t shard = 0;
-  uint64_t hash = 0;       // KeyTable::hash(key), computed by the sender
+  uint64_t hash = 0;       // KeyTable::hash(key), filled in by the shard
   std::string_view key;    // points into the sender's buffer; valid while in flight
   LimitSpec spec;
   int64_t cost = 1;

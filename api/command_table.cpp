@@ -69,8 +69,10 @@ const CommandSpec* find_command(std::string_view name) {
   }();
   char buf[32];
   if (name.size() >= sizeof buf) return nullptr;
-  for (size_t i = 0; i < name.size(); ++i)
-    buf[i] = static_cast<char>(std::tolower(static_cast<unsigned char>(name[i])));
+  for (size_t i = 0; i < name.size(); ++i) {
+    const char c = name[i];
+    buf[i] = (c >= 'A' && c <= 'Z') ? static_cast<char>(c + ('a' - 'A')) : c;
+  }
   auto it = index.find(std::string_view(buf, name.size()));
   return it == index.end() ? nullptr : it->second;
 }

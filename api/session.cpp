@@ -42,8 +42,7 @@ void Session::set_proto(int p) {
 ShardOp& Session::add_op(OpCode code, ReplyKind kind, std::string_view key) {
   ShardOp& op = batch_->ops.emplace_back();
   op.code = code;
-  op.key = key;
-  op.hash = KeyTable::hash(key);
+  op.key = key;  // the shard hashes it: that thread has the spare cycles
   op.shard = svc_.shards->shard_of(key);
   slots_.push_back(Slot{false, kind, static_cast<uint32_t>(batch_->ops.size() - 1), 0});
   return op;
@@ -64,10 +63,10 @@ void Session::end_local_slot(size_t start) {
   }
 }
 
-ProcessResult Session::process(const char* data, size_t len, const BatchPtr& batch) {
+ProcessResult Session::process(const char* data, size_t len, Batch& batch) {
   ProcessResult r;
-  batch_ = batch.get();
-  batch_->ops.clear();
+  batch_ = &batch;
+  const size_t first_op = batch.ops.size();
   slots_.clear();
   local_.clear();
   arena_.clear();
@@ -89,7 +88,7 @@ ProcessResult Session::process(const char* data, size_t len, const BatchPtr& bat
       continue;
     }
     const CommandSpec* spec = find_command(args_[0]);
-    if (spec && (spec->flags & kBarrier) && !batch_->ops.empty()) break;  // after the batch
+    if (spec && (spec->flags & kBarrier) && batch_->ops.size() > first_op) break;  // after it
     r.consumed += pr.consumed;
     ++taken;
     const size_t start = local_.size();
@@ -113,16 +112,13 @@ ProcessResult Session::process(const char* data, size_t len, const BatchPtr& bat
     client_->last_active_ms.store(svc_.clock->now_ns() / 1'000'000, std::memory_order_relaxed);
   }
   r.close = close_;
-  if (!batch_->ops.empty()) {
-    r.submitted = true;
-    svc_.shards->submit(batch);
-  } else {
-    complete(*batch_);
-  }
+  r.submitted = batch_->ops.size() > first_op;
+  if (!r.submitted) complete(batch);
+  batch_ = nullptr;
   return r;
 }
 
-void Session::complete(Batch& batch) {
+void Session::complete(const Batch& batch) {
   RespWriter w(out_, proto_);
   for (const Slot& s : slots_) {
     if (s.local) {

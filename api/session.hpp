@@ -21,7 +21,7 @@ enum class ReplyKind : uint8_t { kThrottle, kDecision, kInteger, kAcquire, kLeas
 
 struct ProcessResult {
   size_t consumed = 0;    // input bytes the caller may drop once the batch (if any) is done
-  bool submitted = false; // a batch went to the shards: wait for batch_done, then complete()
+  bool submitted = false; // ops were added to the batch: submit it, wait, then complete()
   bool close = false;     // after writing the output, close the connection
 };
 
@@ -30,13 +30,15 @@ class Session {
   Session(Services& svc, std::shared_ptr<ClientInfo> client);
 
   // Parses commands from `data` (unconsumed input). Local commands are answered at once;
-  // keyed ones are collected into `batch` and, if any, submitted. Stops at the end of the
-  // input, at max_batch_commands, before a command that changes the session (HELLO, AUTH,
-  // QUIT) when keyed work is pending, and at a protocol error.
-  ProcessResult process(const char* data, size_t len, const BatchPtr& batch);
+  // keyed ones are appended to `batch` (which may already hold other sessions' ops). When
+  // none were added, the replies are already in output(). Otherwise the caller submits the
+  // batch and calls complete() once the shards are done. Stops at the end of the input,
+  // at max_batch_commands, before a command that changes the session (HELLO, AUTH, QUIT)
+  // when keyed work is pending, and at a protocol error.
+  ProcessResult process(const char* data, size_t len, Batch& batch);
 
   // After the batch is done: appends every reply of the last process() call, in order.
-  void complete(Batch& batch);
+  void complete(const Batch& batch);
 
   std::string& output() { return out_; }
   bool command_in_progress() const { return parser_.in_progress(); }

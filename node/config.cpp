@@ -158,7 +158,9 @@ void resolve_defaults(NodeConfig& cfg) {
   const int cores = std::max(1u, std::thread::hardware_concurrency());
   if (cfg.io_threads == 0) cfg.io_threads = std::max(1, cores / 2);
   if (cfg.shard_threads == 0) cfg.shard_threads = std::max(1, cores / 2);
-  if (cfg.shards == 0) cfg.shards = std::min<size_t>(64, 2 * static_cast<size_t>(cfg.shard_threads));
+  // One shard actor per thread: more would only add messages per batch, since a
+  // thread runs one actor at a time.
+  if (cfg.shards == 0) cfg.shards = std::min<size_t>(64, static_cast<size_t>(cfg.shard_threads));
 }
 
 }  // namespace fg

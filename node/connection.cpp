@@ -16,12 +16,13 @@ std::string endpoint_str(const asio::ip::tcp::endpoint& e) {
 }
 }  // namespace
 
-Connection::Connection(asio::ip::tcp::socket sock, Services& svc, ConnectionLimits limits)
+Connection::Connection(asio::ip::tcp::socket sock, Services& svc, ConnectionLimits limits,
+                       IoBatcher& batcher)
     : sock_(std::move(sock)),
       watchdog_(sock_.get_executor()),
       svc_(svc),
       limits_(limits),
-      batch_(std::make_shared<Batch>()),
+      batcher_(batcher),
       in_(kInitialBuffer) {}
 
 Connection::~Connection() {
@@ -86,14 +87,13 @@ void Connection::read() {
 void Connection::pump() {
   while (state_ != State::kClosed) {
     if (begin_ == end_) break;
-    batch_->sink = shared_from_this();
-    ProcessResult r = session_->process(in_.data() + begin_, end_ - begin_, batch_);
-    if (!r.submitted) batch_->sink.reset();  // no cycle while nothing is in flight
+    ProcessResult r = session_->process(in_.data() + begin_, end_ - begin_, batcher_.current());
     if (r.submitted) {
-      // The shards may already be working; results come back through batch_done().
+      // Our ops ride in this turn's batch; the replies come back through batch_complete().
       state_ = State::kInFlight;
       pending_consumed_ = r.consumed;
       pending_close_ = r.close;
+      batcher_.join(shared_from_this());
       return;
     }
     begin_ += r.consumed;
@@ -109,13 +109,9 @@ void Connection::pump() {
   read();
 }
 
-void Connection::batch_done() {
-  auto self = shared_from_this();
-  asio::post(sock_.get_executor(), [self] {
-    self->batch_->sink = nullptr;
-    self->session_->complete(*self->batch_);
-    self->after_batch(self->pending_consumed_, self->pending_close_);
-  });
+void Connection::batch_complete(const Batch& batch) {
+  session_->complete(batch);
+  after_batch(pending_consumed_, pending_close_);
 }
 
 void Connection::after_batch(size_t consumed, bool close) {

@@ -6,6 +6,7 @@
 #include <string>
 #include <vector>
 
+#include "io_batcher.hpp"
 #include "session.hpp"
 
 namespace fg {
@@ -17,12 +18,14 @@ struct ConnectionLimits {
   int64_t timeout_s = 0;
 };
 
-class Connection : public BatchSink, public std::enable_shared_from_this<Connection> {
+class Connection : public std::enable_shared_from_this<Connection> {
  public:
-  Connection(asio::ip::tcp::socket sock, Services& svc, ConnectionLimits limits);
-  ~Connection() override;
+  Connection(asio::ip::tcp::socket sock, Services& svc, ConnectionLimits limits,
+             IoBatcher& batcher);
+  ~Connection();
   void start();
-  void batch_done() override;  // from a shard thread: hop back to this connection's thread
+  // On this connection's thread, once the shards have answered its part of `batch`.
+  void batch_complete(const Batch& batch);
 
  private:
   enum class State { kReading, kInFlight, kWriting, kClosed };
@@ -41,7 +44,7 @@ class Connection : public BatchSink, public std::enable_shared_from_this<Connect
   ConnectionLimits limits_;
   std::shared_ptr<ClientInfo> client_;
   std::unique_ptr<Session> session_;
-  BatchPtr batch_;
+  IoBatcher& batcher_;
   std::vector<char> in_;
   size_t begin_ = 0, end_ = 0;
   size_t pending_consumed_ = 0;

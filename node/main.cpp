@@ -40,7 +40,7 @@ int main(int argc, char** argv) {
                  "Drop a client that has not read its replies after this (default 30000)");
   app.add_option("--max-query-bytes", cfg.max_query_bytes, "Largest single command, in bytes")->capture_default_str();
   app.add_option("--proto-max-bulk-len", cfg.proto_max_bulk_len, "Largest single argument, in bytes")->capture_default_str();
-  app.add_option("--shards", cfg.shards, "Shard actors (default: 2 per shard thread, at most 64)")->check(CLI::Range(0, 64));
+  app.add_option("--shards", cfg.shards, "Shard actors (default: one per shard thread, at most 64)")->check(CLI::Range(0, 64));
   app.add_option("--io-threads", cfg.io_threads, "Network threads (default: half the cores)");
   app.add_option("--shard-threads", cfg.shard_threads, "Threads running shard actors (default: half the cores)");
   app.add_option("--max-keys", cfg.max_keys, "Most limiter keys the node holds")->capture_default_str();

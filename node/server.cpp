@@ -12,6 +12,8 @@ Server::Server(Services& svc, ConnectionLimits limits, int io_threads)
   for (int i = 0; i < io_threads; ++i) {
     contexts_.push_back(std::make_unique<asio::io_context>(1));
     guards_.push_back(asio::make_work_guard(*contexts_.back()));
+    batchers_.push_back(std::make_unique<IoBatcher>(*contexts_.back(), *svc.shards,
+                                                    svc.settings.max_batch_commands * 4));
   }
 }
 
@@ -36,12 +38,15 @@ void Server::listen(const std::string& bind, int port) {
 }
 
 void Server::accept(asio::ip::tcp::acceptor& acc) {
-  asio::io_context& ctx = *contexts_[next_++ % contexts_.size()];
-  acc.async_accept(ctx, [this, &acc, &ctx](asio::error_code ec, asio::ip::tcp::socket sock) {
+  const size_t k = next_++ % contexts_.size();
+  asio::io_context& ctx = *contexts_[k];
+  IoBatcher& batcher = *batchers_[k];
+  acc.async_accept(ctx, [this, &acc, &ctx, &batcher](asio::error_code ec,
+                                                     asio::ip::tcp::socket sock) {
     if (ec == asio::error::operation_aborted) return;
     if (!ec) {
       // Start on the connection's own thread: from then on only that thread touches it.
-      auto conn = std::make_shared<Connection>(std::move(sock), svc_, limits_);
+      auto conn = std::make_shared<Connection>(std::move(sock), svc_, limits_, batcher);
       asio::post(ctx, [conn] { conn->start(); });
     } else {
       spdlog::warn("accept failed: {}", ec.message());

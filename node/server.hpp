@@ -30,6 +30,7 @@ class Server {
   Services& svc_;
   ConnectionLimits limits_;
   std::vector<std::unique_ptr<asio::io_context>> contexts_;
+  std::vector<std::unique_ptr<IoBatcher>> batchers_;  // one per I/O thread
   std::vector<asio::executor_work_guard<asio::io_context::executor_type>> guards_;
   std::vector<std::unique_ptr<asio::ip::tcp::acceptor>> acceptors_;
   std::vector<std::thread> threads_;

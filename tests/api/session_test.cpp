@@ -53,10 +53,12 @@ class SessionTest : public ::testing::Test {
     auto sink = std::make_shared<Sink>();
     size_t begin = 0;
     for (int guard = 0; guard < 1000; ++guard) {
-      batch->sink = sink;
       sink->done = false;
-      ProcessResult r = session_->process(input.data() + begin, input.size() - begin, batch);
+      batch->ops.clear();
+      ProcessResult r = session_->process(input.data() + begin, input.size() - begin, *batch);
       if (r.submitted) {
+        batch->sink = sink;
+        pool_->submit(batch);
         std::unique_lock<std::mutex> g(sink->mu);
         EXPECT_TRUE(sink->cv.wait_for(g, std::chrono::seconds(10), [&] { return sink->done; }));
         session_->complete(*batch);

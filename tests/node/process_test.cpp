@@ -206,3 +206,54 @@ TEST(Process, SigtermStopsCleanly) {
 
 }  // namespace
 }  // namespace fg::testing
+
+namespace fg::testing {
+namespace {
+
+TEST(Process, RedisBenchmarkRunsACustomThrottleLoad) {
+  NodeProcess node;
+  std::string out = run("redis-benchmark -p " + std::to_string(node.port()) +
+                        " -c 10 -n 20000 -r 1000 -P 4 --csv CL.THROTTLE key:__rand_int__ 100 100 60");
+  ASSERT_NE(out.find("\"CL.THROTTLE key:__rand_int__ 100 100 60\",\""), std::string::npos) << out;
+  const size_t at = out.find("\",\"") + 3;
+  EXPECT_GT(std::stod(out.substr(at)), 1000.0) << out;
+  // Its handshake (CONFIG GET save / appendonly) was answered, and keys were made.
+  EXPECT_EQ(out.find("WARN"), std::string::npos) << out;
+  EXPECT_GT(std::stol(cli(node.port(), "DBSIZE")), 500);
+}
+
+TEST(Process, IdleKeysExpireAndTheirMemoryComesBack) {
+  NodeProcess node;
+  // 50000 keys whose state is idle again after 200 ms.
+  std::string in;
+  for (int i = 0; i < 50000; ++i) {
+    const std::string k = "idle:" + std::to_string(i);
+    in += "*6\r\n$7\r\nFG.TAKE\r\n$" + std::to_string(k.size()) + "\r\n" + k +
+          "\r\n$12\r\ntoken_bucket\r\n$1\r\n5\r\n$1\r\n5\r\n$4\r\n1000\r\n";
+  }
+  in += "*1\r\n$6\r\nDBSIZE\r\n";
+  Client c(node.port(), 20000);
+  c.send(in);
+  std::string got = c.recv_until(":50000\r\n");
+  ASSERT_EQ(got.substr(got.size() - 8), ":50000\r\n");
+  auto state_bytes = [&] {
+    std::string info = c.cmd({"INFO", "memory"}, 4096);
+    const size_t at = info.find("limiter_state_bytes:");
+    return std::stol(info.substr(at + 20));
+  };
+  EXPECT_GT(state_bytes(), 50000 * 24);
+  int64_t keys = -1;
+  for (int i = 0; i < 100 && keys != 0; ++i) {  // at most 10 s
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+    std::string r = c.cmd({"DBSIZE"}, 1);
+    r += c.recv_until("\r\n");
+    keys = std::stol(r.substr(1));
+  }
+  EXPECT_EQ(keys, 0);
+  EXPECT_LT(state_bytes(), 64 * 1024);  // entries freed and the table shrunk
+  std::string info = c.cmd({"INFO", "stats"}, 4096);
+  EXPECT_NE(info.find("expired_keys:50000"), std::string::npos) << info;
+}
+
+}  // namespace
+}  // namespace fg::testing

@@ -1,0 +1,66 @@
+// The batcher's flights: filled on the I/O thread, read by shard threads, completed back
+// on the I/O thread. A flight is reused once every waiter has its replies.
+#include "io_batcher.hpp"
+
+#include "connection.hpp"
+
+namespace fg {
+
+struct IoBatcher::Flight : BatchSink, std::enable_shared_from_this<Flight> {
+  IoBatcher* owner = nullptr;
+  BatchPtr batch = std::make_shared<Batch>();
+  std::vector<std::shared_ptr<Connection>> waiters;
+
+  // Called by the last shard to finish; everything else happens on the I/O thread.
+  void batch_done() override {
+    asio::post(owner->io_, [self = shared_from_this()] {
+      self->batch->sink.reset();
+      for (auto& c : self->waiters) c->batch_complete(*self->batch);
+      self->waiters.clear();
+      self->batch->ops.clear();
+      self->owner->spare_.push_back(self);
+    });
+  }
+};
+
+IoBatcher::IoBatcher(asio::io_context& io, ShardPool& pool, size_t max_ops)
+    : io_(io), pool_(pool), max_ops_(max_ops) {}
+
+std::shared_ptr<IoBatcher::Flight> IoBatcher::take_flight() {
+  if (!spare_.empty()) {
+    auto f = std::move(spare_.back());
+    spare_.pop_back();
+    return f;
+  }
+  auto f = std::make_shared<Flight>();
+  f->owner = this;
+  return f;
+}
+
+Batch& IoBatcher::current() {
+  if (!filling_) filling_ = take_flight();
+  return *filling_->batch;
+}
+
+void IoBatcher::join(std::shared_ptr<Connection> c) {
+  filling_->waiters.push_back(std::move(c));
+  if (filling_->batch->ops.size() >= max_ops_) {
+    flush();
+  } else if (!flush_posted_) {
+    // Runs after the handlers already queued in this turn (the other ready sockets).
+    flush_posted_ = true;
+    asio::post(io_, [this] {
+      flush_posted_ = false;
+      flush();
+    });
+  }
+}
+
+void IoBatcher::flush() {
+  if (!filling_ || filling_->waiters.empty()) return;
+  auto f = std::move(filling_);
+  f->batch->sink = f;  // released when the flight completes
+  pool_.submit(f->batch);
+}
+
+}  // namespace fg

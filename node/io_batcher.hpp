@@ -1,0 +1,38 @@
+// Gathers the keyed ops of every connection served by one I/O thread during one turn of
+// its event loop into a single batch: one message per touched shard per turn, and one
+// completion posted back, however many connections took part.
+#pragma once
+#include <asio.hpp>
+#include <memory>
+#include <vector>
+
+#include "shard_pool.hpp"
+
+namespace fg {
+
+class Connection;
+
+class IoBatcher {
+ public:
+  IoBatcher(asio::io_context& io, ShardPool& pool, size_t max_ops);
+
+  // The batch ops are appended to during this turn.
+  Batch& current();
+  // `c` appended ops to current(): it is told through Connection::batch_complete. The
+  // batch goes to the shards at the end of this turn, or now if it has grown large.
+  void join(std::shared_ptr<Connection> c);
+
+ private:
+  struct Flight;  // one batch on its way through the shards, and who waits for it
+  void flush();
+  std::shared_ptr<Flight> take_flight();
+
+  asio::io_context& io_;
+  ShardPool& pool_;
+  size_t max_ops_;
+  std::shared_ptr<Flight> filling_;
+  std::vector<std::shared_ptr<Flight>> spare_;  // finished flights, reused
+  bool flush_posted_ = false;
+};
+
+}  // namespace fg
