@@ -12,8 +12,8 @@ struct Decision {
   bool allowed = false;
   int64_t limit = 0;
   int64_t remaining = 0;
-  int64_t reset_after_ns = 0;      // until the limiter is back to its full, idle state
-  int64_t retry_after_ns = kNever; // until this same request would be allowed; -1 = n/a
+  int64_t reset_after_ns = 0;       // until the limiter is back to its full, idle state
+  int64_t retry_after_ns = kNever;  // until this same request would be allowed; -1 = n/a
 };
 
 // Rounds a duration up to whole milliseconds, keeping -1 ("never") as is.

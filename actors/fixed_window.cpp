@@ -3,8 +3,8 @@
 
 namespace fg {
 
-Decision fixed_window_take(FixedWindowState& st, const LimitSpec& s, int64_t cost,
-                           int64_t now_ns, bool dry_run) {
+Decision fixed_window_take(FixedWindowState& st, const LimitSpec& s, int64_t cost, int64_t now_ns,
+                           bool dry_run) {
   const int64_t w = s.c;
   if (st.window_end_ns <= now_ns || st.window_end_ns - w > now_ns) {
     st.window_end_ns = now_ns - now_ns % w + w;

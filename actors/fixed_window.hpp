@@ -11,8 +11,8 @@ struct FixedWindowState {
 };
 
 // Windows are aligned to the epoch, so every node agrees where a window starts.
-Decision fixed_window_take(FixedWindowState& s, const LimitSpec& spec, int64_t cost,
-                           int64_t now_ns, bool dry_run);
+Decision fixed_window_take(FixedWindowState& s, const LimitSpec& spec, int64_t cost, int64_t now_ns,
+                           bool dry_run);
 
 inline bool fixed_window_idle(const FixedWindowState& s, int64_t now_ns) {
   return s.window_end_ns <= now_ns;

@@ -6,12 +6,13 @@ namespace fg {
 
 Decision gcra_take(GcraState& st, const LimitSpec& s, int64_t quantity, int64_t now_ns,
                    bool dry_run) {
-  const int64_t emission = static_cast<int64_t>(static_cast<double>(s.c) / static_cast<double>(s.b));
+  const int64_t emission =
+      static_cast<int64_t>(static_cast<double>(s.c) / static_cast<double>(s.b));
   const int64_t dvt = emission * (s.a + 1);
   const __int128 increment128 = static_cast<__int128>(emission) * quantity;
   // A quantity so large that its increment overflows can never be admitted.
-  const int64_t increment = increment128 > kMaxPeriodNs * 4 ? kMaxPeriodNs * 4
-                                                            : static_cast<int64_t>(increment128);
+  const int64_t increment =
+      increment128 > kMaxPeriodNs * 4 ? kMaxPeriodNs * 4 : static_cast<int64_t>(increment128);
   const int64_t tat = st.tat_ns == 0 ? now_ns : st.tat_ns;
   const int64_t new_tat = (now_ns > tat ? now_ns : tat) + increment;
   const int64_t allow_at = new_tat - dvt;

@@ -17,13 +17,20 @@ namespace fg {
 
 size_t Entry::state_size(Kind k) {
   switch (k) {
-    case Kind::kTokenBucket: return sizeof(TokenBucketState);
-    case Kind::kGcra: return sizeof(GcraState);
-    case Kind::kFixedWindow: return sizeof(FixedWindowState);
-    case Kind::kSlidingWindow: return sizeof(SlidingWindowState);
-    case Kind::kSlidingLog: return sizeof(SlidingLogState*);
-    case Kind::kConcurrency: return sizeof(LeaseSet*);
-    case Kind::kNone: break;
+    case Kind::kTokenBucket:
+      return sizeof(TokenBucketState);
+    case Kind::kGcra:
+      return sizeof(GcraState);
+    case Kind::kFixedWindow:
+      return sizeof(FixedWindowState);
+    case Kind::kSlidingWindow:
+      return sizeof(SlidingWindowState);
+    case Kind::kSlidingLog:
+      return sizeof(SlidingLogState*);
+    case Kind::kConcurrency:
+      return sizeof(LeaseSet*);
+    case Kind::kNone:
+      break;
   }
   return 0;
 }

@@ -85,7 +85,7 @@ class KeyTable {
 
   std::vector<uintptr_t> slots_;
   size_t size_ = 0;
-  size_t bytes_ = 0;   // bytes held by entries (not counting heap state of log/lease kinds)
+  size_t bytes_ = 0;  // bytes held by entries (not counting heap state of log/lease kinds)
   size_t cursor_ = 0;
 };
 

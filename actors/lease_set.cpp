@@ -15,8 +15,8 @@ void LeaseSet::expire(int64_t now_ns, std::vector<std::string>* holders_out) {
   leases_.erase(std::remove_if(leases_.begin(), leases_.end(), dead), leases_.end());
 }
 
-AcquireResult LeaseSet::acquire(int64_t limit, int64_t ttl_ns, std::string_view holder,
-                                uint64_t id, int64_t now_ns) {
+AcquireResult LeaseSet::acquire(int64_t limit, int64_t ttl_ns, std::string_view holder, uint64_t id,
+                                int64_t now_ns) {
   AcquireResult r;
   if (static_cast<int64_t>(leases_.size()) >= limit) {
     r.held = static_cast<int64_t>(leases_.size());

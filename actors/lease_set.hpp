@@ -16,8 +16,8 @@ struct Lease {
 struct AcquireResult {
   bool granted = false;
   uint64_t lease_id = 0;
-  int64_t held = 0;            // live leases after the call
-  int64_t retry_after_ns = -1; // when denied: until the soonest lease expires
+  int64_t held = 0;             // live leases after the call
+  int64_t retry_after_ns = -1;  // when denied: until the soonest lease expires
 };
 
 // At most `limit` live leases; expired leases are dropped before every decision.

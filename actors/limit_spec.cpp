@@ -6,8 +6,8 @@
 namespace fg {
 
 namespace {
-constexpr std::string_view kNames[] = {"none",         "token_bucket",  "gcra",       "fixed_window",
-                                       "sliding_log",  "sliding_window", "concurrency"};
+constexpr std::string_view kNames[] = {
+    "none", "token_bucket", "gcra", "fixed_window", "sliding_log", "sliding_window", "concurrency"};
 }
 
 std::string_view kind_name(Kind k) { return kNames[static_cast<int>(k)]; }

@@ -19,8 +19,8 @@ enum class Kind : uint8_t {
 // Upper bounds that keep every intermediate product inside int64 and memory bounded.
 constexpr int64_t kMaxPeriodNs = int64_t{10} * 366 * 24 * 3600 * 1'000'000'000;  // ~10 years
 constexpr int64_t kMaxCount = int64_t{1} << 40;
-constexpr int64_t kMaxLogLimit = 100'000;     // sliding log keeps one entry per admission
-constexpr int64_t kMaxLeaseLimit = 100'000;   // concurrency keeps one entry per lease
+constexpr int64_t kMaxLogLimit = 100'000;    // sliding log keeps one entry per admission
+constexpr int64_t kMaxLeaseLimit = 100'000;  // concurrency keeps one entry per lease
 
 // One limit, kind plus three integers whose meaning depends on the kind:
 //   token_bucket:   a=capacity  b=refill tokens  c=per period_ns
@@ -39,7 +39,9 @@ struct LimitSpec {
   static LimitSpec gcra(int64_t max_burst, int64_t count, int64_t period_ns) {
     return {Kind::kGcra, max_burst, count, period_ns};
   }
-  static LimitSpec window(Kind k, int64_t limit, int64_t window_ns) { return {k, limit, 0, window_ns}; }
+  static LimitSpec window(Kind k, int64_t limit, int64_t window_ns) {
+    return {k, limit, 0, window_ns};
+  }
   static LimitSpec concurrency(int64_t limit, int64_t ttl_ns) {
     return {Kind::kConcurrency, limit, 0, ttl_ns};
   }

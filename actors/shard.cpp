@@ -22,19 +22,19 @@ uint64_t splitmix64(uint64_t x) {
 Decision run(Kind kind, unsigned char* state, const ShardOp& op, int64_t now, bool dry) {
   switch (kind) {
     case Kind::kTokenBucket:
-      return token_bucket_take(*reinterpret_cast<TokenBucketState*>(state), op.spec, op.cost,
-                               now, dry);
+      return token_bucket_take(*reinterpret_cast<TokenBucketState*>(state), op.spec, op.cost, now,
+                               dry);
     case Kind::kGcra:
       return gcra_take(*reinterpret_cast<GcraState*>(state), op.spec, op.cost, now, dry);
     case Kind::kFixedWindow:
-      return fixed_window_take(*reinterpret_cast<FixedWindowState*>(state), op.spec, op.cost,
-                               now, dry);
+      return fixed_window_take(*reinterpret_cast<FixedWindowState*>(state), op.spec, op.cost, now,
+                               dry);
     case Kind::kSlidingWindow:
-      return sliding_window_take(*reinterpret_cast<SlidingWindowState*>(state), op.spec,
-                                 op.cost, now, dry);
+      return sliding_window_take(*reinterpret_cast<SlidingWindowState*>(state), op.spec, op.cost,
+                                 now, dry);
     case Kind::kSlidingLog:
-      return sliding_log_take(**reinterpret_cast<SlidingLogState**>(state), op.spec, op.cost,
-                              now, dry);
+      return sliding_log_take(**reinterpret_cast<SlidingLogState**>(state), op.spec, op.cost, now,
+                              dry);
     default:
       return {};
   }
@@ -77,18 +77,24 @@ Entry* Shard::get_or_create(ShardOp& op, Kind kind, int64_t now_ns) {
 
 bool Shard::idle(Entry* e, int64_t now) {
   switch (e->kind) {
-    case Kind::kTokenBucket: return token_bucket_idle(e->state<TokenBucketState>(), now);
-    case Kind::kGcra: return gcra_idle(e->state<GcraState>(), now);
-    case Kind::kFixedWindow: return fixed_window_idle(e->state<FixedWindowState>(), now);
-    case Kind::kSlidingWindow: return sliding_window_idle(e->state<SlidingWindowState>(), now);
-    case Kind::kSlidingLog: return sliding_log_idle(*e->state<SlidingLogState*>(), now);
+    case Kind::kTokenBucket:
+      return token_bucket_idle(e->state<TokenBucketState>(), now);
+    case Kind::kGcra:
+      return gcra_idle(e->state<GcraState>(), now);
+    case Kind::kFixedWindow:
+      return fixed_window_idle(e->state<FixedWindowState>(), now);
+    case Kind::kSlidingWindow:
+      return sliding_window_idle(e->state<SlidingWindowState>(), now);
+    case Kind::kSlidingLog:
+      return sliding_log_idle(*e->state<SlidingLogState*>(), now);
     case Kind::kConcurrency: {
       std::vector<std::string> gone;
       e->state<LeaseSet*>()->expire(now, &gone);
       holders_.remove_key(e->key(), gone);
       return e->state<LeaseSet*>()->empty();
     }
-    case Kind::kNone: break;
+    case Kind::kNone:
+      break;
   }
   return true;
 }

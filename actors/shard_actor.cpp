@@ -5,10 +5,7 @@ namespace fg {
 
 ShardActorImpl::ShardActorImpl(caf::actor_config& cfg, ShardConfig sc, const Clock* clock,
                                ShardStats* stats)
-    : shard_actor::base(cfg),
-      cfg_(sc),
-      clock_(clock),
-      shard_(sc.max_keys, sc.lease_seed, stats) {}
+    : shard_actor::base(cfg), cfg_(sc), clock_(clock), shard_(sc.max_keys, sc.lease_seed, stats) {}
 
 shard_actor::behavior_type ShardActorImpl::make_behavior() {
   delayed_send(this, std::chrono::milliseconds(cfg_.sweep_interval_ms), sweep_atom::value);
@@ -20,8 +17,7 @@ shard_actor::behavior_type ShardActorImpl::make_behavior() {
         size_t budget = cfg_.sweep_budget;
         for (int round = 0; round < 16 && shard_.sweep(now, budget) * 4 > budget; ++round) {
         }
-        delayed_send(this, std::chrono::milliseconds(cfg_.sweep_interval_ms),
-                     sweep_atom::value);
+        delayed_send(this, std::chrono::milliseconds(cfg_.sweep_interval_ms), sweep_atom::value);
       },
   };
 }

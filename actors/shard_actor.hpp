@@ -19,9 +19,9 @@ using shard_actor = caf::typed_actor<caf::reacts_to<batch_atom, BatchPtr>,  //
 
 struct ShardConfig {
   uint16_t id = 0;
-  size_t max_keys = 0;          // this shard's share of the node's key cap
+  size_t max_keys = 0;  // this shard's share of the node's key cap
   int64_t sweep_interval_ms = 100;
-  size_t sweep_budget = 4096;   // slots visited per sweep tick
+  size_t sweep_budget = 4096;  // slots visited per sweep tick
   uint64_t lease_seed = 0;
 };
 

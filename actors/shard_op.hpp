@@ -35,8 +35,8 @@ constexpr size_t kMaxShards = 64;
 struct ShardOp {
   OpCode code = OpCode::kTake;
   uint16_t shard = 0;
-  uint64_t hash = 0;       // KeyTable::hash(key), filled in by the shard
-  std::string_view key;    // points into the sender's buffer; valid while in flight
+  uint64_t hash = 0;     // KeyTable::hash(key), filled in by the shard
+  std::string_view key;  // points into the sender's buffer; valid while in flight
   LimitSpec spec;
   int64_t cost = 1;
   int64_t ttl_ns = 0;

@@ -1,10 +1,9 @@
 // The node's shards: spawns S shard actors and routes each batch to the shards it touches.
 #pragma once
+#include <caf/all.hpp>
 #include <memory>
 #include <string_view>
 #include <vector>
-
-#include <caf/all.hpp>
 
 #include "clock.hpp"
 #include "shard_actor.hpp"

@@ -15,16 +15,16 @@ struct SlidingLogState {
     int64_t cost;
   };
   std::vector<Entry> entries;
-  size_t head = 0;      // entries before head have left the window
-  int64_t total = 0;    // sum of cost in [head, end)
+  size_t head = 0;    // entries before head have left the window
+  int64_t total = 0;  // sum of cost in [head, end)
   int64_t window_ns = 0;
 
   size_t live() const { return entries.size() - head; }
 };
 
 // An admission at t counts for the window (now - W, now].
-Decision sliding_log_take(SlidingLogState& s, const LimitSpec& spec, int64_t cost,
-                          int64_t now_ns, bool dry_run);
+Decision sliding_log_take(SlidingLogState& s, const LimitSpec& spec, int64_t cost, int64_t now_ns,
+                          bool dry_run);
 
 bool sliding_log_idle(const SlidingLogState& s, int64_t now_ns);
 

@@ -7,7 +7,7 @@
 namespace fg {
 
 struct SlidingWindowState {
-  int64_t start_ns = 0;   // start of the current (epoch-aligned) window
+  int64_t start_ns = 0;  // start of the current (epoch-aligned) window
   int64_t window_ns = 0;
   int64_t curr = 0;
   int64_t prev = 0;

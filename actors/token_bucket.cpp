@@ -16,8 +16,8 @@ int64_t tokens_in(int64_t ns, const LimitSpec& s) {
 }
 }  // namespace
 
-Decision token_bucket_take(TokenBucketState& st, const LimitSpec& s, int64_t cost,
-                           int64_t now_ns, bool dry_run) {
+Decision token_bucket_take(TokenBucketState& st, const LimitSpec& s, int64_t cost, int64_t now_ns,
+                           bool dry_run) {
   const int64_t full_ns = drip_ns(s.a, s);
   const int64_t base = std::max(st.full_at_ns, now_ns);
   int64_t deficit = base - now_ns;  // time until full; <= full_ns

@@ -12,8 +12,8 @@ struct TokenBucketState {
 };
 
 // Takes `cost` tokens if they are there (never when dry_run). Spec must be validated.
-Decision token_bucket_take(TokenBucketState& s, const LimitSpec& spec, int64_t cost,
-                           int64_t now_ns, bool dry_run);
+Decision token_bucket_take(TokenBucketState& s, const LimitSpec& spec, int64_t cost, int64_t now_ns,
+                           bool dry_run);
 
 inline bool token_bucket_idle(const TokenBucketState& s, int64_t now_ns) {
   return s.full_at_ns <= now_ns;

@@ -50,8 +50,7 @@ std::string ClientRegistry::describe_locked(const ClientInfo& c, int64_t now_ms)
                   " name=" + c.name + " age=" + std::to_string((now_ms - c.created_ms) / 1000) +
                   " idle=" + std::to_string((now_ms - c.last_active_ms.load()) / 1000) +
                   " flags=N db=0 resp=" + std::to_string(c.proto.load()) +
-                  " cmd=" + c.last_cmd.load() + " lib-name=" + c.lib_name +
-                  " lib-ver=" + c.lib_ver;
+                  " cmd=" + c.last_cmd.load() + " lib-name=" + c.lib_name + " lib-ver=" + c.lib_ver;
   for (char& ch : s)
     if (ch == '\r' || ch == '\n') ch = ' ';
   return s;

@@ -1,9 +1,10 @@
 // Strict argument parsing helpers.
 #include "command_util.hpp"
 
+#include <strings.h>
+
 #include <cctype>
 #include <charconv>
-#include <strings.h>
 
 #include "errors.hpp"
 
@@ -53,8 +54,8 @@ bool parse_limit(const std::vector<std::string_view>& args, size_t& i, const Pol
   }
   const size_t nparams = (kind == Kind::kTokenBucket || kind == Kind::kGcra) ? 3 : 2;
   if (i + nparams >= args.size()) {
-    error = "ERR " + std::string(kind_name(kind)) + " needs " + std::to_string(nparams) +
-            " parameters";
+    error =
+        "ERR " + std::string(kind_name(kind)) + " needs " + std::to_string(nparams) + " parameters";
     return false;
   }
   int64_t p[3] = {0, 0, 0};
@@ -71,10 +72,18 @@ bool parse_limit(const std::vector<std::string_view>& args, size_t& i, const Pol
     return false;
   }
   switch (kind) {
-    case Kind::kTokenBucket: spec = LimitSpec::token_bucket(p[0], p[1], ns); break;
-    case Kind::kGcra: spec = LimitSpec::gcra(p[0], p[1], ns); break;
-    case Kind::kConcurrency: spec = LimitSpec::concurrency(p[0], ns); break;
-    default: spec = LimitSpec::window(kind, p[0], ns); break;
+    case Kind::kTokenBucket:
+      spec = LimitSpec::token_bucket(p[0], p[1], ns);
+      break;
+    case Kind::kGcra:
+      spec = LimitSpec::gcra(p[0], p[1], ns);
+      break;
+    case Kind::kConcurrency:
+      spec = LimitSpec::concurrency(p[0], ns);
+      break;
+    default:
+      spec = LimitSpec::window(kind, p[0], ns);
+      break;
   }
   std::string why = validate(spec);
   if (!why.empty()) {

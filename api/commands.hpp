@@ -10,9 +10,9 @@ namespace fg {
 class Session;
 
 enum CommandFlag : uint32_t {
-  kNoAuth = 1,    // allowed before AUTH
-  kBarrier = 2,   // changes session state: runs only after earlier keyed work completes
-  kKeyed = 4,     // first argument is a key (cluster routing, COMMAND info)
+  kNoAuth = 1,   // allowed before AUTH
+  kBarrier = 2,  // changes session state: runs only after earlier keyed work completes
+  kKeyed = 4,    // first argument is a key (cluster routing, COMMAND info)
   kWrite = 8,
   kFast = 16,
 };

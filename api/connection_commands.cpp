@@ -178,15 +178,18 @@ void cmd_client(Session& s, Args& a) {
     }
     w.ok();
   } else if (iequals(sub, "help")) {
-    static const char* lines[] = {
-        "CLIENT <subcommand> [<arg> ...]. Subcommands are:",
-        "SETNAME <name>", "GETNAME", "ID", "SETINFO <LIB-NAME|LIB-VER> <value>", "LIST",
-        "INFO", "HELP"};
+    static const char* lines[] = {"CLIENT <subcommand> [<arg> ...]. Subcommands are:",
+                                  "SETNAME <name>",
+                                  "GETNAME",
+                                  "ID",
+                                  "SETINFO <LIB-NAME|LIB-VER> <value>",
+                                  "LIST",
+                                  "INFO",
+                                  "HELP"};
     w.array(8);
     for (const char* l : lines) w.simple(l);
   } else {
-    w.error("ERR unknown subcommand '" + std::string(sub.substr(0, 128)) +
-            "'. Try CLIENT HELP.");
+    w.error("ERR unknown subcommand '" + std::string(sub.substr(0, 128)) + "'. Try CLIENT HELP.");
   }
 }
 

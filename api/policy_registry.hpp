@@ -17,7 +17,8 @@ class PolicyRegistry {
  public:
   std::shared_ptr<const PolicyMap> snapshot() const { return std::atomic_load(&map_); }
   void replace(PolicyMap m) {
-    std::atomic_store(&map_, std::shared_ptr<const PolicyMap>(std::make_shared<PolicyMap>(std::move(m))));
+    std::atomic_store(&map_,
+                      std::shared_ptr<const PolicyMap>(std::make_shared<PolicyMap>(std::move(m))));
   }
 
  private:

@@ -83,7 +83,8 @@ ParseResult RespParser::parse(const char* data, size_t len, std::vector<std::str
       if (data[0] != '*') return parse_inline(data, len, args, arena);
       size_t eol = find_crlf(data, len, 1);
       if (eol == std::string_view::npos) {
-        if (len > limits_.max_inline_len) return error("ERR Protocol error: too big mbulk count string");
+        if (len > limits_.max_inline_len)
+          return error("ERR Protocol error: too big mbulk count string");
         return need;
       }
       long long n;
@@ -114,7 +115,8 @@ ParseResult RespParser::parse(const char* data, size_t len, std::vector<std::str
       }
       size_t eol = find_crlf(data, len, pos_ + 1);
       if (eol == std::string_view::npos) {
-        if (len - pos_ > limits_.max_inline_len) return error("ERR Protocol error: too big bulk count string");
+        if (len - pos_ > limits_.max_inline_len)
+          return error("ERR Protocol error: too big bulk count string");
         return need;
       }
       long long n;
@@ -194,8 +196,12 @@ bool split_inline_args(std::string_view line, std::vector<std::string>& out) {
         } else if (line[i] == '\\' && i + 1 < n) {
           ++i;
           char c = line[i];
-          cur += c == 'n' ? '\n' : c == 'r' ? '\r' : c == 't' ? '\t' : c == 'b' ? '\b'
-                 : c == 'a' ? '\a' : c;
+          cur += c == 'n'   ? '\n'
+                 : c == 'r' ? '\r'
+                 : c == 't' ? '\t'
+                 : c == 'b' ? '\b'
+                 : c == 'a' ? '\a'
+                            : c;
         } else if (line[i] == '"') {
           // closing quote must be followed by a space or the end
           if (i + 1 < n && !std::isspace(static_cast<unsigned char>(line[i + 1]))) return false;

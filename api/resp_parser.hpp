@@ -10,17 +10,17 @@
 namespace fg {
 
 struct ParserLimits {
-  size_t max_bulk_len = 1 << 20;         // bytes in one argument
-  size_t max_args = 1 << 16;             // arguments in one command
-  size_t max_inline_len = 64 * 1024;     // bytes in one inline command or length line
+  size_t max_bulk_len = 1 << 20;      // bytes in one argument
+  size_t max_args = 1 << 16;          // arguments in one command
+  size_t max_inline_len = 64 * 1024;  // bytes in one inline command or length line
 };
 
 enum class ParseStatus { kNeedMore, kCommand, kError };
 
 struct ParseResult {
   ParseStatus status = ParseStatus::kNeedMore;
-  size_t consumed = 0;       // bytes of input this command used (kCommand)
-  std::string_view error;    // without the leading '-' (kError)
+  size_t consumed = 0;     // bytes of input this command used (kCommand)
+  std::string_view error;  // without the leading '-' (kError)
 };
 
 class RespParser {
@@ -50,8 +50,8 @@ class RespParser {
 
   ParserLimits limits_;
   State state_ = State::kStart;
-  size_t pos_ = 0;        // offset of the next unparsed byte within the command
-  size_t scanned_ = 0;    // how far a line search got without finding its end
+  size_t pos_ = 0;      // offset of the next unparsed byte within the command
+  size_t scanned_ = 0;  // how far a line search got without finding its end
   long long args_total_ = 0;
   long long bulk_len_ = 0;
   std::vector<std::pair<size_t, size_t>> spans_;  // (offset, length) of finished arguments

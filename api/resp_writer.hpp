@@ -25,7 +25,9 @@ class RespWriter {
   void null() { out_->append(proto_ >= 3 ? "_\r\n" : "$-1\r\n"); }
   void null_array() { out_->append(proto_ >= 3 ? "_\r\n" : "*-1\r\n"); }
   void array(size_t n) { number('*', static_cast<int64_t>(n)); }
-  void map(size_t n) { number(proto_ >= 3 ? '%' : '*', static_cast<int64_t>(proto_ >= 3 ? n : 2 * n)); }
+  void map(size_t n) {
+    number(proto_ >= 3 ? '%' : '*', static_cast<int64_t>(proto_ >= 3 ? n : 2 * n));
+  }
   void set(size_t n) { number(proto_ >= 3 ? '~' : '*', static_cast<int64_t>(n)); }
   void boolean(bool b) {
     if (proto_ >= 3) {

@@ -196,8 +196,7 @@ void cmd_command(Session& s, Args& a) {
     w.map(list.size());
     for (const CommandSpec* c : list) write_command_docs(w, *c);
   } else {
-    w.error("ERR unknown subcommand '" + std::string(sub.substr(0, 128)) +
-            "'. Try COMMAND HELP.");
+    w.error("ERR unknown subcommand '" + std::string(sub.substr(0, 128)) + "'. Try COMMAND HELP.");
   }
 }
 

@@ -97,8 +97,7 @@ ProcessResult Session::process(const char* data, size_t len, Batch& batch) {
       local().error(unknown_command(args_));
     } else if ((spec->arity > 0 && static_cast<int>(args_.size()) != spec->arity) ||
                (spec->arity < 0 && static_cast<int>(args_.size()) < -spec->arity)) {
-      local().error(std::string("ERR wrong number of arguments for '") + spec->name +
-                    "' command");
+      local().error(std::string("ERR wrong number of arguments for '") + spec->name + "' command");
     } else if (!authenticated_ && !(spec->flags & kNoAuth)) {
       local().error(err::kNoAuth);
     } else {

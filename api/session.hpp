@@ -20,9 +20,9 @@ namespace fg {
 enum class ReplyKind : uint8_t { kThrottle, kDecision, kInteger, kAcquire, kLeaseCount };
 
 struct ProcessResult {
-  size_t consumed = 0;    // input bytes the caller may drop once the batch (if any) is done
-  bool submitted = false; // ops were added to the batch: submit it, wait, then complete()
-  bool close = false;     // after writing the output, close the connection
+  size_t consumed = 0;     // input bytes the caller may drop once the batch (if any) is done
+  bool submitted = false;  // ops were added to the batch: submit it, wait, then complete()
+  bool close = false;      // after writing the output, close the connection
 };
 
 class Session {
@@ -46,7 +46,7 @@ class Session {
   ClientInfo& client() { return *client_; }
 
   // --- used by command handlers ---
-  RespWriter local();                    // writer for an immediate reply
+  RespWriter local();  // writer for an immediate reply
   ShardOp& add_op(OpCode code, ReplyKind kind, std::string_view key);
   ShardOp& add_broadcast(OpCode code, ReplyKind kind);
   Services& svc() { return svc_; }

@@ -50,7 +50,8 @@ LimitSpec load_policy(const std::string& name, const YAML::Node& p) {
          "must be token_bucket, gcra, fixed_window, sliding_log, sliding_window or concurrency");
   }
   auto get = [&](const char* k) -> YAML::Node {
-    if (!p[k]) fail(p, at, std::string("kind ") + std::string(kind_name(kind)) + " needs '" + k + "'");
+    if (!p[k])
+      fail(p, at, std::string("kind ") + std::string(kind_name(kind)) + " needs '" + k + "'");
     return p[k];
   };
   const int64_t big = kMaxCount;
@@ -83,7 +84,8 @@ LimitSpec load_policy(const std::string& name, const YAML::Node& p) {
   for (const auto& kv : p) {
     const std::string k = kv.first.Scalar();
     if (std::find(allowed.begin(), allowed.end(), k) == allowed.end()) {
-      fail(kv.first, at + "." + k, "is not a setting of a " + std::string(kind_name(kind)) + " policy");
+      fail(kv.first, at + "." + k,
+           "is not a setting of a " + std::string(kind_name(kind)) + " policy");
     }
   }
   const std::string why = validate(spec);
@@ -99,12 +101,18 @@ bool parse_duration_ms(const std::string& s, int64_t& ms) {
   const int64_t v = std::stoll(s.substr(0, i));
   const std::string unit = s.substr(i);
   int64_t mult;
-  if (unit.empty() || unit == "ms") mult = 1;
-  else if (unit == "s") mult = 1000;
-  else if (unit == "m") mult = 60'000;
-  else if (unit == "h") mult = 3'600'000;
-  else if (unit == "d") mult = 86'400'000;
-  else return false;
+  if (unit.empty() || unit == "ms")
+    mult = 1;
+  else if (unit == "s")
+    mult = 1000;
+  else if (unit == "m")
+    mult = 60'000;
+  else if (unit == "h")
+    mult = 3'600'000;
+  else if (unit == "d")
+    mult = 86'400'000;
+  else
+    return false;
   if (v > kMaxPeriodNs / 1'000'000 / mult) return false;
   ms = v * mult;
   return true;
@@ -125,20 +133,34 @@ void load_config_file(const std::string& path, NodeConfig& cfg) {
   for (const auto& kv : root) {
     const std::string key = kv.first.Scalar();
     const YAML::Node& v = kv.second;
-    if (key == "bind") cfg.bind = as_string(v, key);
-    else if (key == "port") cfg.port = static_cast<int>(as_int(v, key, 0, 65535));
-    else if (key == "requirepass") cfg.requirepass = as_string(v, key);
-    else if (key == "maxclients") cfg.maxclients = static_cast<size_t>(as_int(v, key, 1, 1'000'000));
-    else if (key == "timeout") cfg.timeout_s = as_int(v, key, 0, 1'000'000'000);
-    else if (key == "query-deadline") cfg.query_deadline_ms = as_duration_ms(v, key);
-    else if (key == "output-timeout") cfg.output_timeout_ms = as_duration_ms(v, key);
-    else if (key == "max-query-bytes") cfg.max_query_bytes = static_cast<size_t>(as_int(v, key, 1024, int64_t{1} << 32));
-    else if (key == "proto-max-bulk-len") cfg.proto_max_bulk_len = static_cast<size_t>(as_int(v, key, 1, int64_t{1} << 32));
-    else if (key == "shards") cfg.shards = static_cast<size_t>(as_int(v, key, 1, 64));
-    else if (key == "io-threads") cfg.io_threads = static_cast<int>(as_int(v, key, 1, 256));
-    else if (key == "shard-threads") cfg.shard_threads = static_cast<int>(as_int(v, key, 1, 256));
-    else if (key == "max-keys") cfg.max_keys = static_cast<size_t>(as_int(v, key, 1, int64_t{1} << 40));
-    else if (key == "log-level") cfg.log_level = as_string(v, key);
+    if (key == "bind")
+      cfg.bind = as_string(v, key);
+    else if (key == "port")
+      cfg.port = static_cast<int>(as_int(v, key, 0, 65535));
+    else if (key == "requirepass")
+      cfg.requirepass = as_string(v, key);
+    else if (key == "maxclients")
+      cfg.maxclients = static_cast<size_t>(as_int(v, key, 1, 1'000'000));
+    else if (key == "timeout")
+      cfg.timeout_s = as_int(v, key, 0, 1'000'000'000);
+    else if (key == "query-deadline")
+      cfg.query_deadline_ms = as_duration_ms(v, key);
+    else if (key == "output-timeout")
+      cfg.output_timeout_ms = as_duration_ms(v, key);
+    else if (key == "max-query-bytes")
+      cfg.max_query_bytes = static_cast<size_t>(as_int(v, key, 1024, int64_t{1} << 32));
+    else if (key == "proto-max-bulk-len")
+      cfg.proto_max_bulk_len = static_cast<size_t>(as_int(v, key, 1, int64_t{1} << 32));
+    else if (key == "shards")
+      cfg.shards = static_cast<size_t>(as_int(v, key, 1, 64));
+    else if (key == "io-threads")
+      cfg.io_threads = static_cast<int>(as_int(v, key, 1, 256));
+    else if (key == "shard-threads")
+      cfg.shard_threads = static_cast<int>(as_int(v, key, 1, 256));
+    else if (key == "max-keys")
+      cfg.max_keys = static_cast<size_t>(as_int(v, key, 1, int64_t{1} << 40));
+    else if (key == "log-level")
+      cfg.log_level = as_string(v, key);
     else if (key == "policies") {
       if (!v.IsMap()) fail(v, key, "must be a map of policy name to settings");
       for (const auto& p : v) {

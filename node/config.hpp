@@ -13,14 +13,14 @@ struct NodeConfig {
   int port = 6380;
   std::string requirepass;
   size_t maxclients = 10000;
-  int64_t timeout_s = 0;                  // close idle clients after this; 0 = never
-  int64_t query_deadline_ms = 30000;      // a half-received command must complete by then
-  int64_t output_timeout_ms = 30000;      // a client not reading its replies is dropped then
-  size_t max_query_bytes = 8 << 20;       // one buffered command, at most
-  size_t proto_max_bulk_len = 1 << 20;    // one argument, at most
-  size_t shards = 0;                      // 0: one per shard thread
-  int io_threads = 0;                     // 0: half the cores, at least 1
-  int shard_threads = 0;                  // 0: half the cores, at least 1
+  int64_t timeout_s = 0;                // close idle clients after this; 0 = never
+  int64_t query_deadline_ms = 30000;    // a half-received command must complete by then
+  int64_t output_timeout_ms = 30000;    // a client not reading its replies is dropped then
+  size_t max_query_bytes = 8 << 20;     // one buffered command, at most
+  size_t proto_max_bulk_len = 1 << 20;  // one argument, at most
+  size_t shards = 0;                    // 0: one per shard thread
+  int io_threads = 0;                   // 0: half the cores, at least 1
+  int shard_threads = 0;                // 0: half the cores, at least 1
   size_t max_keys = 10'000'000;
   std::string log_level = "info";
   std::string config_file;

@@ -1,8 +1,8 @@
 // The floodgate executable: flags and config, then shards (CAF), then the RESP listener.
-#include <CLI/CLI.hpp>
-#include <caf/all.hpp>
 #include <spdlog/spdlog.h>
 
+#include <CLI/CLI.hpp>
+#include <caf/all.hpp>
 #include <csignal>
 #include <iostream>
 #include <random>
@@ -29,22 +29,33 @@ int main(int argc, char** argv) {
   std::string config_file;
   int64_t query_deadline_ms = 0, output_timeout_ms = 0;
   app.add_option("--config", config_file, "YAML config file (settings and named policies)");
-  app.add_option("--bind", cfg.bind, "Addresses to listen on, space-separated")->capture_default_str();
+  app.add_option("--bind", cfg.bind, "Addresses to listen on, space-separated")
+      ->capture_default_str();
   app.add_option("--port", cfg.port, "RESP port (0 picks a free one)")->capture_default_str();
   app.add_option("--requirepass", cfg.requirepass, "Password clients must AUTH with");
-  app.add_option("--maxclients", cfg.maxclients, "Most simultaneous client connections")->capture_default_str();
-  app.add_option("--timeout", cfg.timeout_s, "Close clients idle this many seconds (0 = never)")->capture_default_str();
-  app.add_option("--query-deadline-ms", query_deadline_ms,
-                 "Drop a client whose half-sent command is not complete after this (default 30000)");
+  app.add_option("--maxclients", cfg.maxclients, "Most simultaneous client connections")
+      ->capture_default_str();
+  app.add_option("--timeout", cfg.timeout_s, "Close clients idle this many seconds (0 = never)")
+      ->capture_default_str();
+  app.add_option(
+      "--query-deadline-ms", query_deadline_ms,
+      "Drop a client whose half-sent command is not complete after this (default 30000)");
   app.add_option("--output-timeout-ms", output_timeout_ms,
                  "Drop a client that has not read its replies after this (default 30000)");
-  app.add_option("--max-query-bytes", cfg.max_query_bytes, "Largest single command, in bytes")->capture_default_str();
-  app.add_option("--proto-max-bulk-len", cfg.proto_max_bulk_len, "Largest single argument, in bytes")->capture_default_str();
-  app.add_option("--shards", cfg.shards, "Shard actors (default: one per shard thread, at most 64)")->check(CLI::Range(0, 64));
+  app.add_option("--max-query-bytes", cfg.max_query_bytes, "Largest single command, in bytes")
+      ->capture_default_str();
+  app.add_option("--proto-max-bulk-len", cfg.proto_max_bulk_len,
+                 "Largest single argument, in bytes")
+      ->capture_default_str();
+  app.add_option("--shards", cfg.shards, "Shard actors (default: one per shard thread, at most 64)")
+      ->check(CLI::Range(0, 64));
   app.add_option("--io-threads", cfg.io_threads, "Network threads (default: half the cores)");
-  app.add_option("--shard-threads", cfg.shard_threads, "Threads running shard actors (default: half the cores)");
-  app.add_option("--max-keys", cfg.max_keys, "Most limiter keys the node holds")->capture_default_str();
-  app.add_option("--log-level", cfg.log_level, "trace, debug, info, warn, error or off")->capture_default_str();
+  app.add_option("--shard-threads", cfg.shard_threads,
+                 "Threads running shard actors (default: half the cores)");
+  app.add_option("--max-keys", cfg.max_keys, "Most limiter keys the node holds")
+      ->capture_default_str();
+  app.add_option("--log-level", cfg.log_level, "trace, debug, info, warn, error or off")
+      ->capture_default_str();
   CLI11_PARSE(app, argc, argv);
 
   try {
@@ -135,10 +146,11 @@ int main(int argc, char** argv) {
   std::signal(SIGPIPE, SIG_IGN);
 
   server.run();
-  spdlog::info("floodgate {} ready: RESP on {} port {} ({} io threads, {} shards on {} threads, "
-               "{} policies)",
-               svc.settings.version, cfg.bind, server.port(), cfg.io_threads, cfg.shards,
-               cfg.shard_threads, cfg.policies.size());
+  spdlog::info(
+      "floodgate {} ready: RESP on {} port {} ({} io threads, {} shards on {} threads, "
+      "{} policies)",
+      svc.settings.version, cfg.bind, server.port(), cfg.io_threads, cfg.shards, cfg.shard_threads,
+      cfg.policies.size());
   while (!stopping) std::this_thread::sleep_for(std::chrono::milliseconds(50));
   server.stop();
   pool.reset();

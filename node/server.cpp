@@ -41,18 +41,18 @@ void Server::accept(asio::ip::tcp::acceptor& acc) {
   const size_t k = next_++ % contexts_.size();
   asio::io_context& ctx = *contexts_[k];
   IoBatcher& batcher = *batchers_[k];
-  acc.async_accept(ctx, [this, &acc, &ctx, &batcher](asio::error_code ec,
-                                                     asio::ip::tcp::socket sock) {
-    if (ec == asio::error::operation_aborted) return;
-    if (!ec) {
-      // Start on the connection's own thread: from then on only that thread touches it.
-      auto conn = std::make_shared<Connection>(std::move(sock), svc_, limits_, batcher);
-      asio::post(ctx, [conn] { conn->start(); });
-    } else {
-      spdlog::warn("accept failed: {}", ec.message());
-    }
-    accept(acc);
-  });
+  acc.async_accept(
+      ctx, [this, &acc, &ctx, &batcher](asio::error_code ec, asio::ip::tcp::socket sock) {
+        if (ec == asio::error::operation_aborted) return;
+        if (!ec) {
+          // Start on the connection's own thread: from then on only that thread touches it.
+          auto conn = std::make_shared<Connection>(std::move(sock), svc_, limits_, batcher);
+          asio::post(ctx, [conn] { conn->start(); });
+        } else {
+          spdlog::warn("accept failed: {}", ec.message());
+        }
+        accept(acc);
+      });
 }
 
 void Server::run() {

@@ -1,7 +1,7 @@
 // GCRA against redis-cell's published test vectors and CL.THROTTLE's seconds rounding.
-#include <gtest/gtest.h>
-
 #include "gcra.hpp"
+
+#include <gtest/gtest.h>
 
 namespace fg {
 namespace {

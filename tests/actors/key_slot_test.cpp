@@ -1,7 +1,7 @@
 // Key -> slot matches Redis Cluster (CRC16/XMODEM mod 16384 with hash tags).
-#include <gtest/gtest.h>
-
 #include "key_slot.hpp"
+
+#include <gtest/gtest.h>
 
 namespace fg {
 namespace {

@@ -1,12 +1,13 @@
 // The compact key table: lookups through growth, deletion with backward shift, sweeping
 // idle entries, shrinking, and bytes per key.
+#include "key_table.hpp"
+
 #include <gtest/gtest.h>
 
 #include <random>
 #include <set>
 #include <string>
 
-#include "key_table.hpp"
 #include "token_bucket.hpp"
 
 namespace fg {
@@ -63,7 +64,8 @@ TEST(KeyTable, SweepErasesIdleAndShrinks) {
   const size_t bytes_full = t.bytes();
   size_t erased = 0;
   for (int round = 0; round < 100 && t.size() > 10000; ++round) {
-    erased += t.sweep(4096, [](Entry* e) { return e->state<TokenBucketState>().full_at_ns <= 500; });
+    erased +=
+        t.sweep(4096, [](Entry* e) { return e->state<TokenBucketState>().full_at_ns <= 500; });
   }
   EXPECT_EQ(erased, 90000u);
   EXPECT_EQ(t.size(), 10000u);

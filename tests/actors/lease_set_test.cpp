@@ -1,7 +1,7 @@
 // Leases: grant under the limit, renew, release, expiry reclaims, holder renewals.
-#include <gtest/gtest.h>
-
 #include "lease_set.hpp"
+
+#include <gtest/gtest.h>
 
 namespace fg {
 namespace {

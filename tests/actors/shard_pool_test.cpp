@@ -1,10 +1,10 @@
 // Shard actors under CAF: a batch touching several shards completes once, in place.
+#include "shard_pool.hpp"
+
 #include <gtest/gtest.h>
 
 #include <condition_variable>
 #include <mutex>
-
-#include "shard_pool.hpp"
 
 namespace fg {
 namespace {

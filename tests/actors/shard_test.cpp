@@ -1,8 +1,8 @@
 // Shard logic without actors: kinds per key, WRONGTYPE, key cap, idle expiry, leases and
 // holders, peek without creating keys.
-#include <gtest/gtest.h>
-
 #include "shard.hpp"
+
+#include <gtest/gtest.h>
 
 namespace fg {
 namespace {

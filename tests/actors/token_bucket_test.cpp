@@ -1,7 +1,7 @@
 // Token bucket with a frozen clock: burst, refill, cost, cost > capacity, overflow.
-#include <gtest/gtest.h>
-
 #include "token_bucket.hpp"
+
+#include <gtest/gtest.h>
 
 namespace fg {
 namespace {

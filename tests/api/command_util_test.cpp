@@ -1,7 +1,7 @@
 // Argument parsing: strict integers, lease ids, inline limit specs, glob patterns.
-#include <gtest/gtest.h>
-
 #include "command_util.hpp"
+
+#include <gtest/gtest.h>
 
 namespace fg {
 namespace {
@@ -27,7 +27,8 @@ TEST(CommandUtil, LeaseIds) {
 
 TEST(CommandUtil, InlineLimitsAndPolicies) {
   PolicyMap policies{{"free", LimitSpec::window(Kind::kSlidingLog, 100, 60'000'000'000)}};
-  std::vector<std::string_view> args = {"FG.TAKE", "k", "token_bucket", "10", "5", "1000", "COST", "2"};
+  std::vector<std::string_view> args = {"FG.TAKE", "k",    "token_bucket", "10",
+                                        "5",       "1000", "COST",         "2"};
   size_t i = 2;
   LimitSpec spec;
   std::string error;

@@ -1,8 +1,8 @@
 // RESP parser: every split point of a pipelined stream, and the malformed inputs of
 // Redis's tests/unit/protocol.tcl with Redis's error texts.
-#include <gtest/gtest.h>
-
 #include "resp_parser.hpp"
+
+#include <gtest/gtest.h>
 
 namespace fg {
 namespace {
@@ -95,7 +95,8 @@ TEST(RespParser, MalformedInputGetsRedisErrors) {
       {"*1\r\n$blabla\r\n", "ERR Protocol error: invalid bulk length"},
       {"*1\r\n$-5\r\n", "ERR Protocol error: invalid bulk length"},
       {"*1\r\nfoo\r\n", "ERR Protocol error: expected '$', got 'f'"},
-      {"set \"\"\"test-key\"\"\" test-value\r\n", "ERR Protocol error: unbalanced quotes in request"},
+      {"set \"\"\"test-key\"\"\" test-value\r\n",
+       "ERR Protocol error: unbalanced quotes in request"},
       {"set \"unterminated\r\n", "ERR Protocol error: unbalanced quotes in request"},
       {"*" + huge_count, "ERR Protocol error: too big mbulk count string"},
       {"*1\r\n$" + huge_count, "ERR Protocol error: too big bulk count string"},
@@ -130,7 +131,8 @@ TEST(RespParser, LimitsAreSetAtConstruction) {
   lim.max_args = 2;
   RespParser p(lim);
   Cmds out;
-  EXPECT_EQ(feed(p, "*1\r\n$9\r\n123456789\r\n", {}, out), "ERR Protocol error: invalid bulk length");
+  EXPECT_EQ(feed(p, "*1\r\n$9\r\n123456789\r\n", {}, out),
+            "ERR Protocol error: invalid bulk length");
   RespParser q(lim);
   EXPECT_EQ(feed(q, "*3\r\n", {}, out), "ERR Protocol error: invalid multibulk length");
 }

@@ -1,7 +1,7 @@
 // RESP2/RESP3 encoding of every reply type.
-#include <gtest/gtest.h>
-
 #include "resp_writer.hpp"
+
+#include <gtest/gtest.h>
 
 namespace fg {
 namespace {

@@ -1,11 +1,11 @@
 // A Session over real shard actors with a frozen clock: commands, replies in order,
 // errors worded as Redis words them, auth, RESP3.
+#include "session.hpp"
+
 #include <gtest/gtest.h>
 
 #include <condition_variable>
 #include <mutex>
-
-#include "session.hpp"
 
 namespace fg {
 namespace {
@@ -142,8 +142,7 @@ TEST_F(SessionTest, LeasesAndHeartbeat) {
   const std::string lease = a.substr(13, 16);
   EXPECT_EQ(cmd({"FG.ACQUIRE", "conn:u1", "2", "30000", "HOLDER", "app-1"}).substr(0, 8),
             "*5\r\n:1\r\n");
-  EXPECT_EQ(cmd({"FG.ACQUIRE", "conn:u1", "conns"}),
-            "*5\r\n:0\r\n$-1\r\n:2\r\n:2\r\n:30000\r\n");
+  EXPECT_EQ(cmd({"FG.ACQUIRE", "conn:u1", "conns"}), "*5\r\n:0\r\n$-1\r\n:2\r\n:2\r\n:30000\r\n");
   EXPECT_EQ(cmd({"FG.COUNT", "conn:u1"}), ":2\r\n");
   clock_.advance_ms(20'000);
   EXPECT_EQ(cmd({"FG.HEARTBEAT", "app-1", "30000"}), ":2\r\n");
@@ -165,10 +164,11 @@ TEST_F(SessionTest, PipelinedRepliesStayInOrder) {
     in += "*2\r\n$4\r\nECHO\r\n$" + std::to_string(std::to_string(i).size()) + "\r\n" +
           std::to_string(i) + "\r\n";
     want += "$" + std::to_string(std::to_string(i).size()) + "\r\n" + std::to_string(i) + "\r\n";
-    in += "*5\r\n$11\r\nCL.THROTTLE\r\n$2\r\nk" + std::to_string(i % 7) + "\r\n$1\r\n9\r\n$1\r\n1\r\n$1\r\n1\r\n";
+    in += "*5\r\n$11\r\nCL.THROTTLE\r\n$2\r\nk" + std::to_string(i % 7) +
+          "\r\n$1\r\n9\r\n$1\r\n1\r\n$1\r\n1\r\n";
     const int nth = i / 7;  // how many times this key was hit before
-    want += "*5\r\n:0\r\n:10\r\n:" + std::to_string(9 - nth) + "\r\n:-1\r\n:" +
-            std::to_string(nth + 1) + "\r\n";
+    want += "*5\r\n:0\r\n:10\r\n:" + std::to_string(9 - nth) +
+            "\r\n:-1\r\n:" + std::to_string(nth + 1) + "\r\n";
   }
   EXPECT_EQ(raw(in), want);
 }

@@ -1,9 +1,9 @@
 // Config loading: durations, policies, and errors that name the key and the line.
+#include "config.hpp"
+
 #include <gtest/gtest.h>
 
 #include <fstream>
-
-#include "config.hpp"
 
 namespace fg {
 namespace {

@@ -102,8 +102,8 @@ class Client {
 class NodeProcess {
  public:
   explicit NodeProcess(std::vector<std::string> extra = {}) : port_(free_port()) {
-    std::vector<std::string> args = {FLOODGATE_BIN, "--port", std::to_string(port_),
-                                     "--log-level", "warn"};
+    std::vector<std::string> args = {FLOODGATE_BIN, "--port", std::to_string(port_), "--log-level",
+                                     "warn"};
     args.insert(args.end(), extra.begin(), extra.end());
     pid_ = fork();
     if (pid_ == 0) {

@@ -32,8 +32,10 @@ TEST(Process, RedisCliOneShot) {
 TEST(Process, RedisCliInteractiveSession) {
   NodeProcess node;
   // redis-cli reads commands from a pipe exactly as typed at its prompt.
-  std::string out = run("printf 'PING\\nCL.THROTTLE a 1 1 1\\nHELLO 3\\nFG.COUNT c\\nQUIT\\n' | "
-                        "redis-cli -p " + std::to_string(node.port()) + " 2>&1");
+  std::string out =
+      run("printf 'PING\\nCL.THROTTLE a 1 1 1\\nHELLO 3\\nFG.COUNT c\\nQUIT\\n' | "
+          "redis-cli -p " +
+          std::to_string(node.port()) + " 2>&1");
   EXPECT_NE(out.find("PONG"), std::string::npos) << out;
   EXPECT_NE(out.find("floodgate"), std::string::npos) << out;
   EXPECT_NE(out.find("proto 3"), std::string::npos) << out;
@@ -52,7 +54,8 @@ TEST(Process, PipelineOfManyCommandsAnswersInOrder) {
   std::string want_one = "-ERR unknown policy 'free'\r\n";
   std::string got = c.recv_n(want_one.size() * 3000);
   ASSERT_EQ(got.size(), want_one.size() * 3000);
-  for (int i = 0; i < 3000; ++i) ASSERT_EQ(got.substr(i * want_one.size(), want_one.size()), want_one);
+  for (int i = 0; i < 3000; ++i)
+    ASSERT_EQ(got.substr(i * want_one.size(), want_one.size()), want_one);
 }
 
 TEST(Process, HotKeyNeverOverAdmitsUnderConcurrency) {
@@ -64,8 +67,9 @@ TEST(Process, HotKeyNeverOverAdmitsUnderConcurrency) {
       Client c(node.port());
       std::string in;
       for (int i = 0; i < 100; ++i) {
-        in += "*5\r\n$7\r\nFG.TAKE\r\n$3\r\nhot\r\n$11\r\nsliding_log\r\n$3\r\n250\r\n"
-              "$6\r\n600000\r\n";
+        in +=
+            "*5\r\n$7\r\nFG.TAKE\r\n$3\r\nhot\r\n$11\r\nsliding_log\r\n$3\r\n250\r\n"
+            "$6\r\n600000\r\n";
       }
       in += "*1\r\n$4\r\nPING\r\n";  // sentinel: everything before it has been answered
       c.send(in);
@@ -150,7 +154,8 @@ TEST(Process, ClientThatDoesNotReadIsDropped) {
   // Big replies, never read: the node must pause this client, then drop it.
   const std::string big(512 * 1024, 'x');
   std::string in;
-  for (int i = 0; i < 8; ++i) in += "*2\r\n$4\r\nECHO\r\n$" + std::to_string(big.size()) + "\r\n" + big + "\r\n";
+  for (int i = 0; i < 8; ++i)
+    in += "*2\r\n$4\r\nECHO\r\n$" + std::to_string(big.size()) + "\r\n" + big + "\r\n";
   std::thread writer([&] { sink.send(in); });
   std::this_thread::sleep_for(std::chrono::milliseconds(4000));
   EXPECT_EQ(reader.cmd({"PING"}, 7), "+PONG\r\n");
@@ -164,16 +169,18 @@ TEST(Process, ClientThatDoesNotReadIsDropped) {
 TEST(Process, RequirePass) {
   NodeProcess node({"--requirepass", "s3cret"});
   EXPECT_EQ(cli(node.port(), "PING").substr(0, 31), "NOAUTH Authentication required.");
-  EXPECT_EQ(run("redis-cli -p " + std::to_string(node.port()) + " -a s3cret --no-auth-warning PING"),
-            "PONG\n");
+  EXPECT_EQ(
+      run("redis-cli -p " + std::to_string(node.port()) + " -a s3cret --no-auth-warning PING"),
+      "PONG\n");
 }
 
 TEST(Process, ConfigFilePoliciesAndFlagOverride) {
   const std::string path = ::testing::TempDir() + "/fg_policies.yaml";
-  std::ofstream(path) << "port: 1\n"
-                         "policies:\n"
-                         "  starter: {kind: sliding_log, limit: 2, window: 1m}\n"
-                         "  ws_messages: {kind: token_bucket, capacity: 120, refill: 120, period: 1m}\n";
+  std::ofstream(path)
+      << "port: 1\n"
+         "policies:\n"
+         "  starter: {kind: sliding_log, limit: 2, window: 1m}\n"
+         "  ws_messages: {kind: token_bucket, capacity: 120, refill: 120, period: 1m}\n";
   NodeProcess node({"--config", path});  // --port from the helper wins over port: 1
   EXPECT_EQ(cli(node.port(), "FG.TAKE acct:1 starter"), "1\n2\n1\n-1\n60000\n");
   EXPECT_EQ(cli(node.port(), "FG.TAKE ws:1 ws_messages"), "1\n120\n119\n-1\n500\n");
@@ -212,8 +219,9 @@ namespace {
 
 TEST(Process, RedisBenchmarkRunsACustomThrottleLoad) {
   NodeProcess node;
-  std::string out = run("redis-benchmark -p " + std::to_string(node.port()) +
-                        " -c 10 -n 20000 -r 1000 -P 4 --csv CL.THROTTLE key:__rand_int__ 100 100 60");
+  std::string out =
+      run("redis-benchmark -p " + std::to_string(node.port()) +
+          " -c 10 -n 20000 -r 1000 -P 4 --csv CL.THROTTLE key:__rand_int__ 100 100 60");
   ASSERT_NE(out.find("\"CL.THROTTLE key:__rand_int__ 100 100 60\",\""), std::string::npos) << out;
   const size_t at = out.find("\",\"") + 3;
   EXPECT_GT(std::stod(out.substr(at)), 1000.0) << out;
