@@ -136,6 +136,14 @@ void KeyTable::erase_slot(size_t i) {
   slots_[hole] = 0;
 }
 
+void KeyTable::shrink_to_fit() {
+  constexpr size_t kMin = 64;
+  if (slots_.size() <= kMin || size_ * 8 >= slots_.size()) return;
+  size_t cap = kMin;
+  while (size_ * 2 > cap) cap *= 2;  // half full at most, so growth is not imminent
+  rehash(cap);
+}
+
 void KeyTable::rehash(size_t new_capacity) {
   std::vector<uintptr_t> old(new_capacity, 0);
   old.swap(slots_);

@@ -80,6 +80,7 @@ class KeyTable {
   static uintptr_t tag_of(uint64_t h) { return (h >> kTagShift) | 1; }  // never 0
   size_t home(uint64_t h) const { return h & (slots_.size() - 1); }
   void rehash(size_t new_capacity);
+  void shrink_to_fit();  // when at most 1/8 full: down to the smallest size that fits
   void erase_slot(size_t i);
   void free_entry(Entry* e);
 
@@ -95,8 +96,7 @@ size_t KeyTable::sweep(size_t budget, IdleFn&& idle) {
   for (size_t n = 0; n < budget && size_ > 0; ++n) {
     if (cursor_ >= slots_.size()) {
       cursor_ = 0;
-      // Shrink only between passes, so a pass is never restarted half-way.
-      if (slots_.size() > 1024 && size_ * 8 < slots_.size()) rehash(slots_.size() / 2);
+      shrink_to_fit();  // only between passes, so a pass is never restarted half-way
     }
     const uintptr_t s = slots_[cursor_];
     if (s && idle(entry_of(s))) {
@@ -106,6 +106,7 @@ size_t KeyTable::sweep(size_t budget, IdleFn&& idle) {
       ++cursor_;
     }
   }
+  if (size_ == 0) shrink_to_fit();
   return erased;
 }
 

@@ -46,13 +46,14 @@ const std::vector<CommandSpec>& all_commands() {
        cmd_select},
       {"client", -2, 0, "connection", "2.4.0", "Client connection commands",
        "SETNAME|GETNAME|ID|SETINFO|LIST|INFO|HELP ...", cmd_client},
-      {"info", -1, 0, "server", "1.0.0", "Returns information and statistics about the node",
+      {"info", -1, kBarrier, "server", "1.0.0", "Returns information and statistics about the node",
        "[section ...]", cmd_info},
       {"command", -1, 0, "server", "2.8.13", "Returns detailed information about all commands",
        "[COUNT | LIST | INFO name... | DOCS [name...]]", cmd_command},
       {"config", -2, 0, "server", "2.0.0", "Reads configuration parameters",
        "GET parameter [parameter ...]", cmd_config},
-      {"dbsize", 1, kFast, "server", "1.0.0", "Returns the number of limiter keys", "", cmd_dbsize},
+      {"dbsize", 1, kBarrier | kFast, "server", "1.0.0", "Returns the number of limiter keys", "",
+       cmd_dbsize},
       {"time", 1, kFast, "server", "2.6.0", "Returns the server time", "", cmd_time},
   };
   return table;

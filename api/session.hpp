@@ -33,8 +33,9 @@ class Session {
   // keyed ones are appended to `batch` (which may already hold other sessions' ops). When
   // none were added, the replies are already in output(). Otherwise the caller submits the
   // batch and calls complete() once the shards are done. Stops at the end of the input,
-  // at max_batch_commands, before a command that changes the session (HELLO, AUTH, QUIT)
-  // when keyed work is pending, and at a protocol error.
+  // at max_batch_commands, before a command that changes the session or reads shard
+  // state (HELLO, AUTH, QUIT, DBSIZE, INFO) when keyed work is pending, and at a protocol
+  // error.
   ProcessResult process(const char* data, size_t len, Batch& batch);
 
   // After the batch is done: appends every reply of the last process() call, in order.

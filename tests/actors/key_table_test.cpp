@@ -73,6 +73,10 @@ TEST(KeyTable, SweepErasesIdleAndShrinks) {
   for (int round = 0; round < 100; ++round) t.sweep(4096, [](Entry*) { return false; });
   EXPECT_LT(t.capacity(), big);
   EXPECT_LT(t.bytes(), bytes_full / 4);
+  // Once everything is idle the table goes back to its smallest size.
+  t.sweep(1 << 20, [](Entry*) { return true; });
+  EXPECT_EQ(t.size(), 0u);
+  EXPECT_EQ(t.capacity(), 64u);
 }
 
 TEST(KeyTable, SmallFootprintPerKey) {

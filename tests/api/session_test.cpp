@@ -233,3 +233,21 @@ TEST_F(SessionTest, InfoAndConfigForClientHandshakes) {
 
 }  // namespace
 }  // namespace fg
+
+namespace fg {
+namespace {
+
+TEST_F(SessionTest, DbsizeInAPipelineSeesTheCommandsBeforeIt) {
+  std::string in;
+  for (int i = 0; i < 20; ++i) {
+    const std::string k = "p" + std::to_string(i);
+    in += "*6\r\n$7\r\nFG.TAKE\r\n$" + std::to_string(k.size()) + "\r\n" + k +
+          "\r\n$12\r\ntoken_bucket\r\n$1\r\n5\r\n$1\r\n1\r\n$5\r\n60000\r\n";
+  }
+  in += "*1\r\n$6\r\nDBSIZE\r\n";
+  const std::string out = raw(in);
+  EXPECT_EQ(out.substr(out.size() - 5), ":20\r\n");
+}
+
+}  // namespace
+}  // namespace fg

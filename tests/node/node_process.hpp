@@ -92,6 +92,23 @@ class Client {
     send(in);
     return recv_n(reply_bytes);
   }
+  // Sends a command and reads one reply line ("+OK", ":12", "-ERR ...") or, for a bulk
+  // string reply, its whole payload.
+  std::string request(const std::vector<std::string>& words) {
+    std::string in = "*" + std::to_string(words.size()) + "\r\n";
+    for (auto& w : words) in += "$" + std::to_string(w.size()) + "\r\n" + w + "\r\n";
+    send(in);
+    std::string line;
+    while (line.size() < 2 || line.compare(line.size() - 2, 2, "\r\n") != 0) {
+      std::string one = recv_n(1);
+      if (one.empty()) return line;
+      line += one;
+    }
+    if (line[0] != '$' || line == "$-1\r\n") return line.substr(0, line.size() - 2);
+    const size_t n = std::stoul(line.substr(1));
+    std::string body = recv_n(n + 2);
+    return body.substr(0, n);
+  }
   int fd() const { return fd_; }
 
  private:
