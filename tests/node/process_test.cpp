@@ -42,6 +42,24 @@ TEST(Process, RedisCliInteractiveSession) {
   EXPECT_EQ(out.substr(0, 16), "PONG\n0\n2\n1\n-1\n1\n") << out;
 }
 
+// redis-cli at a real terminal (tmux gives it one): prompt, hints, RESP3 rendering.
+TEST(Process, RedisCliInteractiveAtATerminal) {
+  NodeProcess node;
+  const std::string session = "fgtest" + std::to_string(node.port());
+  run("tmux new-session -d -s " + session + " -x 120 -y 40 'redis-cli -p " +
+      std::to_string(node.port()) + "'");
+  std::this_thread::sleep_for(std::chrono::milliseconds(500));
+  for (const char* line : {"CL.THROTTLE user:1 4 1 1", "HELLO 3", "FG.COUNT nobody"}) {
+    run("tmux send-keys -t " + session + " '" + line + "' Enter");
+    std::this_thread::sleep_for(std::chrono::milliseconds(300));
+  }
+  const std::string screen = run("tmux capture-pane -t " + session + " -p");
+  run("tmux kill-session -t " + session);
+  EXPECT_NE(screen.find("5) (integer) 1"), std::string::npos) << screen;
+  EXPECT_NE(screen.find("\"server\" => \"floodgate\""), std::string::npos) << screen;
+  EXPECT_NE(screen.find("(integer) 0"), std::string::npos) << screen;
+}
+
 TEST(Process, PipelineOfManyCommandsAnswersInOrder) {
   NodeProcess node;
   Client c(node.port());
