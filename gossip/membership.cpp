@@ -1,0 +1,334 @@
+// The SWIM rules. Precedence of updates: higher incarnation wins; at equal incarnation
+// left/dead > suspect > alive. Only a node itself raises its incarnation (to refute).
+#include "membership.hpp"
+
+#include <algorithm>
+#include <cmath>
+
+#include "gossip.pb.h"
+
+namespace fg {
+
+namespace {
+constexpr uint32_t kWireVersion = 1;
+
+int rank(MemberState s) {
+  switch (s) {
+    case MemberState::kAlive:
+      return 0;
+    case MemberState::kSuspect:
+      return 1;
+    case MemberState::kDead:
+    case MemberState::kLeft:
+      return 2;
+  }
+  return 0;
+}
+}  // namespace
+
+Membership::Membership(MembershipConfig cfg, std::string id, std::string addr,
+                       std::string resp_addr, Transport& transport, uint64_t seed)
+    : cfg_(cfg), transport_(transport), rng_(seed) {
+  self_.id = std::move(id);
+  self_.addr = std::move(addr);
+  self_.resp_addr = std::move(resp_addr);
+}
+
+std::vector<std::string> Membership::live_ids() const {
+  std::vector<std::string> out{self_.id};
+  for (const auto& [id, m] : members_)
+    if (m.live()) out.push_back(id);
+  std::sort(out.begin(), out.end());
+  return out;
+}
+
+int Membership::retransmit_limit() const {
+  const double n = static_cast<double>(members_.size() + 1);
+  return cfg_.retransmit_mult * std::max(1, static_cast<int>(std::ceil(std::log10(n + 1))));
+}
+
+void Membership::broadcast(const Member& m) {
+  queue_.erase(std::remove_if(queue_.begin(), queue_.end(),
+                              [&](const auto& q) { return q.first.id == m.id; }),
+               queue_.end());
+  queue_.emplace_back(m, retransmit_limit());
+}
+
+void Membership::send(int kind, const std::string& to_addr, uint64_t seq, const std::string& target,
+                      const std::string& target_addr, bool full_view) {
+  wire::Envelope env;
+  env.set_version(kWireVersion);
+  env.set_kind(static_cast<wire::Envelope::Kind>(kind));
+  env.set_seq(seq);
+  env.set_from(self_.id);
+  env.set_from_addr(self_.addr);
+  env.set_target(target);
+  env.set_target_addr(target_addr);
+  auto add = [&](const Member& m) {
+    auto* u = env.add_updates();
+    u->set_id(m.id);
+    u->set_addr(m.addr);
+    u->set_resp_addr(m.resp_addr);
+    u->set_state(static_cast<wire::MemberState>(m.state));
+    u->set_incarnation(m.incarnation);
+    if (m.state == MemberState::kSuspect) u->set_accuser(m.accuser);
+  };
+  if (kind == wire::Envelope::PING) {
+    auto t = members_.find(target);
+    if (t != members_.end() && t->second.state == MemberState::kSuspect) add(t->second);
+  }
+  if (full_view) {
+    add(self_);
+    for (const auto& [id, m] : members_) add(m);
+  } else {
+    // Piggyback the least-sent updates first; drop those sent often enough.
+    std::stable_sort(queue_.begin(), queue_.end(),
+                     [](const auto& a, const auto& b) { return a.second > b.second; });
+    size_t n = 0;
+    for (auto& q : queue_) {
+      if (n++ == cfg_.max_piggyback) break;
+      add(q.first);
+      --q.second;
+    }
+    queue_.erase(
+        std::remove_if(queue_.begin(), queue_.end(), [](const auto& q) { return q.second <= 0; }),
+        queue_.end());
+  }
+  std::string bytes;
+  env.SerializeToString(&bytes);
+  transport_.send(to_addr, bytes);
+}
+
+void Membership::join(const std::vector<std::string>& seed_addrs, int64_t now_ns) {
+  broadcast(self_);
+  for (const auto& a : seed_addrs) {
+    if (a != self_.addr) send(wire::Envelope::SYNC_REQ, a, ++seq_, "", "", true);
+  }
+  next_probe_ns_ = now_ns + cfg_.probe_interval_ns;
+  next_sync_ns_ = now_ns + cfg_.sync_interval_ns;
+}
+
+void Membership::leave(int64_t now_ns) {
+  leaving_ = true;
+  self_.state = MemberState::kLeft;
+  broadcast(self_);
+  for (const Member* m : random_live(static_cast<size_t>(cfg_.indirect_checks) + 2, "")) {
+    send(wire::Envelope::PING, m->addr, ++seq_, m->id, m->addr, false);
+  }
+}
+
+std::vector<const Member*> Membership::random_live(size_t k, const std::string& except) {
+  std::vector<const Member*> live;
+  for (const auto& [id, m] : members_)
+    if (m.live() && id != except) live.push_back(&m);
+  std::shuffle(live.begin(), live.end(), rng_);
+  if (live.size() > k) live.resize(k);
+  return live;
+}
+
+void Membership::set_state(Member& m, MemberState s, uint64_t inc, int64_t now) {
+  const bool changed = m.state != s;
+  m.incarnation = inc;
+  if (changed) {
+    m.state = s;
+    m.changed_ns = now;
+  }
+  broadcast(m);
+  if (changed && on_change_) on_change_(m);
+}
+
+void Membership::refute(uint64_t heard_incarnation) {
+  self_.incarnation = std::max(self_.incarnation, heard_incarnation) + 1;
+  broadcast(self_);
+}
+
+void Membership::apply(const Member& u, int64_t now) {
+  if (u.id == self_.id) {
+    if (!leaving_ && u.state != MemberState::kAlive && u.incarnation >= self_.incarnation) {
+      refute(u.incarnation);  // "I am not dead": outbid the rumour
+    }
+    return;
+  }
+  auto it = members_.find(u.id);
+  if (it == members_.end()) {
+    if (!u.live()) return;  // no need to learn of a stranger only to bury it
+    Member m = u;
+    m.changed_ns = now;
+    members_.emplace(m.id, m);
+    probe_order_.insert(
+        probe_order_.begin() + static_cast<long>(rng_() % (probe_order_.size() + 1)), m.id);
+    broadcast(m);
+    if (on_change_) on_change_(m);
+    return;
+  }
+  Member& m = it->second;
+  if (u.state == MemberState::kSuspect && m.state == MemberState::kSuspect &&
+      u.incarnation == m.incarnation) {
+    // Another accuser of the same incarnation: a confirmation, worth passing on.
+    if (!u.accuser.empty() && m.accusers.insert(u.accuser).second) {
+      Member copy = m;
+      copy.accuser = u.accuser;
+      broadcast(copy);
+    }
+    return;
+  }
+  const bool newer = u.incarnation > m.incarnation ||
+                     (u.incarnation == m.incarnation && rank(u.state) > rank(m.state));
+  if (!newer) return;
+  m.addr = u.addr;
+  m.resp_addr = u.resp_addr;
+  if (u.state == MemberState::kSuspect) {
+    suspect(m, u.incarnation, u.accuser, now);
+  } else {
+    set_state(m, u.state, u.incarnation, now);
+  }
+}
+
+void Membership::suspect(Member& m, uint64_t inc, const std::string& accuser, int64_t now) {
+  m.accusers.clear();
+  if (!accuser.empty()) m.accusers.insert(accuser);
+  m.accuser = accuser;
+  set_state(m, MemberState::kSuspect, inc, now);
+}
+
+int64_t Membership::suspicion_timeout(const Member& m) const {
+  const double k = std::max(1, cfg_.suspicion_confirmations);
+  const double c = std::min(k, static_cast<double>(m.accusers.empty() ? 0 : m.accusers.size() - 1));
+  const double span = static_cast<double>(cfg_.suspicion_max_ns - cfg_.suspicion_min_ns);
+  const double t =
+      static_cast<double>(cfg_.suspicion_max_ns) - span * std::log(c + 1) / std::log(k + 1);
+  return std::max(cfg_.suspicion_min_ns, static_cast<int64_t>(t));
+}
+
+void Membership::receive(const std::string& from_addr, std::string_view bytes, int64_t now) {
+  wire::Envelope env;
+  if (!env.ParseFromArray(bytes.data(), static_cast<int>(bytes.size()))) return;
+  if (env.version() / 1000 > kWireVersion / 1000) return;  // a future major version
+  for (const auto& w : env.updates()) {
+    Member u;
+    u.id = w.id();
+    u.addr = w.addr();
+    u.resp_addr = w.resp_addr();
+    u.state = static_cast<MemberState>(std::min<int>(w.state(), 3));
+    u.incarnation = w.incarnation();
+    u.accuser = w.accuser();
+    apply(u, now);
+  }
+  const std::string reply_to = env.from_addr().empty() ? from_addr : env.from_addr();
+  switch (env.kind()) {
+    case wire::Envelope::PING:
+      if (env.target() == self_.id) send(wire::Envelope::ACK, reply_to, env.seq(), "", "", false);
+      break;
+    case wire::Envelope::ACK: {
+      if (probe_ && probe_->seq == env.seq()) probe_->acked = true;
+      auto r = relays_.find(env.seq());
+      if (r != relays_.end()) {
+        send(wire::Envelope::ACK, r->second.origin_addr, r->second.origin_seq, "", "", false);
+        relays_.erase(r);
+      }
+      break;
+    }
+    case wire::Envelope::PING_REQ: {
+      const uint64_t s = ++seq_;
+      relays_[s] = Relay{reply_to, env.seq(), now + cfg_.probe_interval_ns};
+      send(wire::Envelope::PING, env.target_addr(), s, env.target(), env.target_addr(), false);
+      break;
+    }
+    case wire::Envelope::SYNC_REQ:
+      send(wire::Envelope::SYNC, reply_to, env.seq(), "", "", true);
+      break;
+    default:
+      break;  // SYNC: its view is already merged; unknown kinds are ignored
+  }
+}
+
+void Membership::start_probe(int64_t now) {
+  for (size_t tries = 0; tries < probe_order_.size(); ++tries) {
+    if (probe_pos_ >= probe_order_.size()) {
+      probe_pos_ = 0;
+      std::shuffle(probe_order_.begin(), probe_order_.end(), rng_);
+    }
+    const std::string& id = probe_order_[probe_pos_++];
+    auto it = members_.find(id);
+    if (it == members_.end() || !it->second.live()) continue;
+    probe_ = Probe{id, ++seq_, now, false, false};
+    send(wire::Envelope::PING, it->second.addr, probe_->seq, id, it->second.addr, false);
+    return;
+  }
+}
+
+void Membership::tick(int64_t now) {
+  if (leaving_) return;
+  // Probe: no ack by the end of its interval makes the target a suspect.
+  if (probe_ && !probe_->acked && !probe_->indirect_sent &&
+      now - probe_->sent_ns >= cfg_.probe_timeout_ns) {
+    auto it = members_.find(probe_->target);
+    if (it != members_.end()) {
+      for (const Member* m :
+           random_live(static_cast<size_t>(cfg_.indirect_checks), probe_->target)) {
+        send(wire::Envelope::PING_REQ, m->addr, probe_->seq, it->second.id, it->second.addr, false);
+      }
+    }
+    probe_->indirect_sent = true;
+  }
+  if (now >= next_probe_ns_) {
+    if (probe_ && !probe_->acked) {
+      auto it = members_.find(probe_->target);
+      if (it != members_.end() && it->second.state == MemberState::kAlive) {
+        suspect(it->second, it->second.incarnation, self_.id, now);
+      } else if (it != members_.end() && it->second.state == MemberState::kSuspect &&
+                 it->second.accusers.insert(self_.id).second) {
+        Member copy = it->second;  // we confirm someone else's suspicion
+        copy.accuser = self_.id;
+        broadcast(copy);
+      }
+    }
+    probe_.reset();
+    start_probe(now);
+    next_probe_ns_ = now + cfg_.probe_interval_ns;
+  }
+  // Suspects not refuted in time are dead; the long dead are forgotten.
+  for (auto it = members_.begin(); it != members_.end();) {
+    Member& m = it->second;
+    if (m.state == MemberState::kSuspect && now - m.changed_ns >= suspicion_timeout(m)) {
+      set_state(m, MemberState::kDead, m.incarnation, now);
+    }
+    if (!m.live() && now - m.changed_ns >= cfg_.reap_after_ns) {
+      probe_order_.erase(std::remove(probe_order_.begin(), probe_order_.end(), it->first),
+                         probe_order_.end());
+      it = members_.erase(it);
+    } else {
+      ++it;
+    }
+  }
+  for (auto it = relays_.begin(); it != relays_.end();) {
+    it = it->second.expires_ns <= now ? relays_.erase(it) : std::next(it);
+  }
+  // Gossip: pending updates to a few random members, beyond what probes carry.
+  if (now >= next_gossip_ns_) {
+    if (!queue_.empty()) {
+      for (const Member* m : random_live(static_cast<size_t>(cfg_.gossip_fanout), "")) {
+        send(wire::Envelope::GOSSIP, m->addr, ++seq_, "", "", false);
+        if (queue_.empty()) break;
+      }
+    }
+    next_gossip_ns_ = now + cfg_.gossip_interval_ns;
+  }
+  // Anti-entropy: swap whole views with one random live member now and then, and with
+  // one member we think dead, so both sides of a healed partition find each other.
+  if (now >= next_sync_ns_) {
+    for (const Member* m : random_live(1, "")) {
+      send(wire::Envelope::SYNC_REQ, m->addr, ++seq_, "", "", true);
+    }
+    std::vector<const Member*> dead;
+    for (const auto& [id, m] : members_)
+      if (m.state == MemberState::kDead) dead.push_back(&m);
+    if (!dead.empty()) {
+      const Member* m = dead[rng_() % dead.size()];
+      send(wire::Envelope::SYNC_REQ, m->addr, ++seq_, "", "", true);
+    }
+    next_sync_ns_ = now + cfg_.sync_interval_ns;
+  }
+}
+
+}  // namespace fg

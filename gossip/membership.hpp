@@ -1,0 +1,104 @@
+// SWIM-style membership as a state machine: time comes in through tick()/receive(),
+// messages go out through a Transport. Direct probes, indirect probes through k others,
+// suspicion refuted by incarnation numbers, dissemination piggybacked on every message,
+// push-pull sync to join and to heal, graceful leave.
+#pragma once
+#include <cstdint>
+#include <functional>
+#include <map>
+#include <optional>
+#include <random>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "member.hpp"
+#include "transport.hpp"
+
+namespace fg {
+
+struct MembershipConfig {
+  int64_t probe_interval_ns = 200'000'000;  // one member probed per interval
+  int64_t probe_timeout_ns = 80'000'000;    // direct ack deadline, then ask others
+  int indirect_checks = 3;                  // members asked to probe for us
+  // Suspect -> dead unless refuted within a timeout that starts at max and falls toward
+  // min as independent accusers confirm it (Lifeguard): a lone, perhaps isolated,
+  // accuser waits long; a member everyone fails to reach dies fast.
+  int64_t suspicion_min_ns = 1'000'000'000;
+  int64_t suspicion_max_ns = 4'000'000'000;
+  int suspicion_confirmations = 3;           // accusers beyond the first that reach min
+  int64_t gossip_interval_ns = 100'000'000;  // pending updates go to a few members
+  int gossip_fanout = 3;
+  int retransmit_mult = 6;                   // each update rides ~mult*log10(n+1) messages
+  size_t max_piggyback = 8;                  // updates per message
+  int64_t sync_interval_ns = 5'000'000'000;  // push-pull with one random member
+  int64_t reap_after_ns = 60'000'000'000;    // forget dead/left members after this
+};
+
+class Membership {
+ public:
+  using ChangeFn = std::function<void(const Member&)>;
+
+  Membership(MembershipConfig cfg, std::string id, std::string addr, std::string resp_addr,
+             Transport& transport, uint64_t seed);
+
+  // Announces this node to the seeds (gossip addresses) and asks for their view.
+  void join(const std::vector<std::string>& seed_addrs, int64_t now_ns);
+  // Tells the cluster this node is leaving on purpose (others mark it left, not dead).
+  void leave(int64_t now_ns);
+  void tick(int64_t now_ns);
+  void receive(const std::string& from_addr, std::string_view bytes, int64_t now_ns);
+
+  // Called for every state change of any member (not self), after it is applied.
+  void on_change(ChangeFn fn) { on_change_ = std::move(fn); }
+
+  const Member& self() const { return self_; }
+  const std::map<std::string, Member>& others() const { return members_; }
+  std::vector<std::string> live_ids() const;  // self included, sorted
+  const MembershipConfig& config() const { return cfg_; }
+
+ private:
+  struct Probe {
+    std::string target;
+    uint64_t seq = 0;
+    int64_t sent_ns = 0;
+    bool acked = false;
+    bool indirect_sent = false;
+  };
+  struct Relay {
+    std::string origin_addr;
+    uint64_t origin_seq;
+    int64_t expires_ns;
+  };
+
+  void start_probe(int64_t now);
+  void send(int kind, const std::string& to_addr, uint64_t seq, const std::string& target,
+            const std::string& target_addr, bool full_view);
+  void apply(const Member& u, int64_t now);
+  void refute(uint64_t heard_incarnation);
+  void set_state(Member& m, MemberState s, uint64_t inc, int64_t now);
+  void suspect(Member& m, uint64_t inc, const std::string& accuser, int64_t now);
+  int64_t suspicion_timeout(const Member& m) const;
+  void broadcast(const Member& m);
+  int retransmit_limit() const;
+  std::vector<const Member*> random_live(size_t k, const std::string& except);
+
+  MembershipConfig cfg_;
+  Member self_;
+  Transport& transport_;
+  std::mt19937_64 rng_;
+  std::map<std::string, Member> members_;  // everyone but self
+  std::vector<std::string> probe_order_;
+  size_t probe_pos_ = 0;
+  std::optional<Probe> probe_;
+  std::map<uint64_t, Relay> relays_;
+  std::vector<std::pair<Member, int>> queue_;  // updates to piggyback, with sends left
+  uint64_t seq_ = 0;
+  int64_t next_probe_ns_ = 0;
+  int64_t next_sync_ns_ = 0;
+  int64_t next_gossip_ns_ = 0;
+  bool leaving_ = false;
+  ChangeFn on_change_;
+};
+
+}  // namespace fg
