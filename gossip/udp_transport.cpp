@@ -1,0 +1,90 @@
+// UDP sockets and the membership tick loop.
+#include "udp_transport.hpp"
+
+#include <chrono>
+
+#include "membership.hpp"
+
+namespace fg {
+
+int64_t wall_now_ns() {
+  return std::chrono::duration_cast<std::chrono::nanoseconds>(
+             std::chrono::system_clock::now().time_since_epoch())
+      .count();
+}
+
+UdpTransport::UdpTransport(asio::io_context& io, const std::string& host, uint16_t port,
+                           Handler handler)
+    : socket_(io), handler_(std::move(handler)), host_(host), buf_(65536, '\0') {
+  asio::ip::udp::endpoint ep(asio::ip::make_address(host), port);
+  socket_.open(ep.protocol());
+  socket_.bind(ep);
+  socket_.non_blocking(true);
+  receive();
+}
+
+std::string UdpTransport::local_addr() const {
+  return host_ + ":" + std::to_string(socket_.local_endpoint().port());
+}
+
+void UdpTransport::close() {
+  asio::error_code ec;
+  socket_.close(ec);
+}
+
+asio::ip::udp::endpoint UdpTransport::resolve(const std::string& addr) {
+  auto it = endpoints_.find(addr);
+  if (it != endpoints_.end()) return it->second;
+  const auto colon = addr.rfind(':');
+  asio::error_code ec;
+  asio::ip::udp::endpoint ep;
+  if (colon != std::string::npos) {
+    auto ip = asio::ip::make_address(addr.substr(0, colon), ec);
+    if (!ec) ep = {ip, static_cast<uint16_t>(std::atoi(addr.c_str() + colon + 1))};
+  }
+  if (endpoints_.size() > 4096) endpoints_.clear();  // bounded cache
+  endpoints_[addr] = ep;
+  return ep;
+}
+
+void UdpTransport::send(const std::string& to_addr, std::string_view bytes) {
+  const auto ep = resolve(to_addr);
+  if (ep.port() == 0 || !socket_.is_open()) return;
+  asio::error_code ec;
+  socket_.send_to(asio::buffer(bytes.data(), bytes.size()), ep, 0, ec);  // EAGAIN: dropped
+}
+
+void UdpTransport::receive() {
+  socket_.async_receive_from(asio::buffer(buf_), from_, [this](asio::error_code ec, size_t n) {
+    if (ec == asio::error::operation_aborted || !socket_.is_open()) return;
+    if (!ec) {
+      handler_(from_.address().to_string() + ":" + std::to_string(from_.port()),
+               std::string_view(buf_.data(), n));
+    }
+    receive();
+  });
+}
+
+MembershipRunner::MembershipRunner(asio::io_context& io, Membership& m, int64_t tick_ms)
+    : timer_(io), m_(m), tick_ms_(tick_ms) {}
+
+void MembershipRunner::start(const std::vector<std::string>& seeds) {
+  m_.join(seeds, wall_now_ns());
+  arm();
+}
+
+void MembershipRunner::stop() {
+  stopped_ = true;
+  timer_.cancel();
+}
+
+void MembershipRunner::arm() {
+  timer_.expires_after(std::chrono::milliseconds(tick_ms_));
+  timer_.async_wait([this](asio::error_code ec) {
+    if (ec || stopped_) return;
+    m_.tick(wall_now_ns());
+    arm();
+  });
+}
+
+}  // namespace fg

@@ -1,0 +1,52 @@
+// Gossip datagrams over UDP with Asio. Sends never block; what cannot be sent is dropped,
+// which SWIM tolerates by design.
+#pragma once
+#include <asio.hpp>
+#include <functional>
+#include <map>
+#include <string>
+
+#include "transport.hpp"
+
+namespace fg {
+
+class UdpTransport : public Transport {
+ public:
+  using Handler = std::function<void(const std::string& from, std::string_view bytes)>;
+
+  // Binds host:port (port 0 picks one). `handler` runs on `io`'s thread for every datagram.
+  UdpTransport(asio::io_context& io, const std::string& host, uint16_t port, Handler handler);
+  void send(const std::string& to_addr, std::string_view bytes) override;
+  void close();
+  std::string local_addr() const;  // host:port actually bound
+
+ private:
+  void receive();
+  asio::ip::udp::endpoint resolve(const std::string& addr);
+
+  asio::ip::udp::socket socket_;
+  Handler handler_;
+  std::string host_;
+  asio::ip::udp::endpoint from_;
+  std::string buf_;
+  std::map<std::string, asio::ip::udp::endpoint> endpoints_;
+};
+
+// Runs one Membership on an io_context: ticks it on a timer, feeds it datagrams.
+class MembershipRunner {
+ public:
+  MembershipRunner(asio::io_context& io, class Membership& m, int64_t tick_ms = 10);
+  void start(const std::vector<std::string>& seeds);
+  void stop();
+
+ private:
+  void arm();
+  asio::steady_timer timer_;
+  Membership& m_;
+  int64_t tick_ms_;
+  bool stopped_ = false;
+};
+
+int64_t wall_now_ns();
+
+}  // namespace fg
