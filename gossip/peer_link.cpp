@@ -1,0 +1,284 @@
+// Framing, batching, deadlines and reconnects for peer calls.
+#include "peer_link.hpp"
+
+#include "peer.pb.h"
+
+namespace fg {
+
+namespace {
+constexpr uint32_t kPeerWireVersion = 1;
+
+void put_len(std::string& out, size_t n) {
+  const uint32_t v = static_cast<uint32_t>(n);
+  const char b[4] = {static_cast<char>(v >> 24), static_cast<char>(v >> 16),
+                     static_cast<char>(v >> 8), static_cast<char>(v)};
+  out.append(b, 4);
+}
+uint32_t get_len(const char* h) {
+  return (uint32_t{static_cast<uint8_t>(h[0])} << 24) |
+         (uint32_t{static_cast<uint8_t>(h[1])} << 16) |
+         (uint32_t{static_cast<uint8_t>(h[2])} << 8) | uint32_t{static_cast<uint8_t>(h[3])};
+}
+bool split_addr(const std::string& addr, std::string& host, std::string& port) {
+  const auto c = addr.rfind(':');
+  if (c == std::string::npos) return false;
+  host = addr.substr(0, c);
+  port = addr.substr(c + 1);
+  return true;
+}
+}  // namespace
+
+// ---------------------------------------------------------------- client
+
+PeerClient::PeerClient(asio::io_context& io, std::string addr)
+    : io_(io), addr_(std::move(addr)), socket_(io), backoff_timer_(io) {}
+
+void PeerClient::call(uint32_t kind, std::string body, std::chrono::milliseconds deadline,
+                      PeerCallback cb) {
+  if (closed_) {
+    asio::post(io_, [cb] { cb(PeerStatus::kUnavailable, {}); });
+    return;
+  }
+  const uint64_t id = next_id_++;
+  Pending p;
+  p.cb = std::move(cb);
+  p.timer = std::make_unique<asio::steady_timer>(io_, deadline);
+  p.timer->async_wait([self = shared_from_this(), id](asio::error_code ec) {
+    if (!ec) self->finish(id, PeerStatus::kTimeout, {});
+  });
+  pending_.emplace(id, std::move(p));
+  outbox_.push_back({id, {kind, std::move(body)}});
+  if (state_ == State::kConnected) {
+    flush();
+  } else if (state_ == State::kIdle) {
+    connect();
+  } else if (state_ == State::kBackoff) {
+    // Known unreachable right now: say so instead of letting the caller wait it out.
+    fail_all(PeerStatus::kUnavailable);
+  }
+}
+
+void PeerClient::finish(uint64_t id, PeerStatus st, std::string body) {
+  auto it = pending_.find(id);
+  if (it == pending_.end()) return;
+  PeerCallback cb = std::move(it->second.cb);
+  it->second.timer->cancel();
+  pending_.erase(it);
+  outbox_.erase(
+      std::remove_if(outbox_.begin(), outbox_.end(), [id](const auto& o) { return o.first == id; }),
+      outbox_.end());
+  cb(st, std::move(body));
+}
+
+void PeerClient::fail_all(PeerStatus st) {
+  std::vector<uint64_t> ids;
+  for (auto& [id, p] : pending_) ids.push_back(id);
+  for (uint64_t id : ids) finish(id, st, {});
+}
+
+void PeerClient::connect() {
+  std::string host, port;
+  if (!split_addr(addr_, host, port)) {
+    fail_all(PeerStatus::kUnavailable);
+    return;
+  }
+  state_ = State::kConnecting;
+  asio::error_code ec;
+  auto ip = asio::ip::make_address(host, ec);
+  if (ec) {
+    fail_all(PeerStatus::kUnavailable);
+    state_ = State::kIdle;
+    return;
+  }
+  asio::ip::tcp::endpoint ep(ip, static_cast<uint16_t>(std::atoi(port.c_str())));
+  socket_ = asio::ip::tcp::socket(io_);
+  socket_.async_connect(ep, [self = shared_from_this()](asio::error_code ec) {
+    if (self->closed_) return;
+    if (ec) {
+      self->fail_all(PeerStatus::kUnavailable);
+      self->state_ = State::kBackoff;
+      self->backoff_timer_.expires_after(self->backoff_);
+      self->backoff_ = std::min(self->backoff_ * 2, std::chrono::milliseconds(2000));
+      self->backoff_timer_.async_wait([self](asio::error_code e) {
+        if (!e && !self->closed_) self->state_ = State::kIdle;
+      });
+      return;
+    }
+    asio::error_code ignored;
+    self->socket_.set_option(asio::ip::tcp::no_delay(true), ignored);
+    self->state_ = State::kConnected;
+    self->backoff_ = std::chrono::milliseconds(50);
+    self->read_header();
+    self->flush();
+  });
+}
+
+void PeerClient::flush() {
+  if (writing_ || outbox_.empty() || state_ != State::kConnected) return;
+  wire::PeerFrame frame;
+  frame.set_version(kPeerWireVersion);
+  for (auto& [id, kb] : outbox_) {
+    auto* r = frame.add_requests();
+    r->set_id(id);
+    r->set_kind(kb.first);
+    r->set_body(std::move(kb.second));
+  }
+  outbox_.clear();
+  std::string payload;
+  frame.SerializeToString(&payload);
+  wbuf_.clear();
+  put_len(wbuf_, payload.size());
+  wbuf_ += payload;
+  writing_ = true;
+  ++frames_sent_;
+  asio::async_write(socket_, asio::buffer(wbuf_),
+                    [self = shared_from_this()](asio::error_code ec, size_t) {
+                      self->writing_ = false;
+                      if (ec) return;  // the reader sees the broken connection and fails the calls
+                      self->flush();
+                    });
+}
+
+void PeerClient::read_header() {
+  asio::async_read(
+      socket_, asio::buffer(header_, 4), [self = shared_from_this()](asio::error_code ec, size_t) {
+        const uint32_t n = ec ? 0 : get_len(self->header_);
+        if (ec || n > kMaxPeerFrameBytes) {
+          asio::error_code ignored;
+          self->socket_.close(ignored);
+          self->state_ = State::kIdle;
+          self->fail_all(PeerStatus::kUnavailable);
+          return;
+        }
+        self->rbuf_.resize(n);
+        asio::async_read(
+            self->socket_, asio::buffer(self->rbuf_), [self](asio::error_code ec2, size_t) {
+              if (ec2) {
+                self->state_ = State::kIdle;
+                self->fail_all(PeerStatus::kUnavailable);
+                return;
+              }
+              wire::PeerFrame frame;
+              if (frame.ParseFromString(self->rbuf_)) {
+                for (auto& r : *frame.mutable_responses()) {
+                  PeerStatus st = r.status() == wire::PeerResponse::OK ? PeerStatus::kOk
+                                  : r.status() == wire::PeerResponse::ERROR
+                                      ? PeerStatus::kError
+                                      : PeerStatus::kUnknownKind;
+                  self->finish(r.id(), st,
+                               st == PeerStatus::kError ? r.error() : std::move(*r.mutable_body()));
+                }
+              }
+              self->read_header();
+            });
+      });
+}
+
+void PeerClient::close() {
+  closed_ = true;
+  asio::error_code ec;
+  socket_.close(ec);
+  backoff_timer_.cancel();
+  fail_all(PeerStatus::kUnavailable);
+}
+
+// ---------------------------------------------------------------- server
+
+class PeerServer::Conn : public std::enable_shared_from_this<Conn> {
+ public:
+  Conn(asio::ip::tcp::socket s, std::shared_ptr<Handler> h)
+      : socket_(std::move(s)), handler_(std::move(h)) {}
+  void start() { read_header(); }
+
+ private:
+  void read_header() {
+    asio::async_read(socket_, asio::buffer(header_, 4),
+                     [self = shared_from_this()](asio::error_code ec, size_t) {
+                       if (ec) return;
+                       const uint32_t n = get_len(self->header_);
+                       if (n > kMaxPeerFrameBytes) return;  // dropping the last reference closes it
+                       self->rbuf_.resize(n);
+                       asio::async_read(self->socket_, asio::buffer(self->rbuf_),
+                                        [self](asio::error_code ec2, size_t) {
+                                          if (ec2) return;
+                                          wire::PeerFrame frame;
+                                          if (!frame.ParseFromString(self->rbuf_) ||
+                                              frame.version() / 1000 > kPeerWireVersion / 1000) {
+                                            return;  // not a peer speaking our protocol: hang up
+                                          }
+                                          for (auto& r : *frame.mutable_requests())
+                                            self->dispatch(r);
+                                          self->read_header();
+                                        });
+                     });
+  }
+  void dispatch(wire::PeerRequest& r) {
+    const uint64_t id = r.id();
+    auto self = shared_from_this();
+    (*handler_)(r.kind(), std::move(*r.mutable_body()),
+                [self, id](PeerStatus st, std::string body, std::string error) {
+                  auto* resp = self->out_.add_responses();
+                  resp->set_id(id);
+                  resp->set_status(st == PeerStatus::kOk      ? wire::PeerResponse::OK
+                                   : st == PeerStatus::kError ? wire::PeerResponse::ERROR
+                                                              : wire::PeerResponse::UNKNOWN_KIND);
+                  resp->set_body(std::move(body));
+                  resp->set_error(std::move(error));
+                  self->flush();
+                });
+  }
+  void flush() {
+    if (writing_ || out_.responses_size() == 0) return;
+    out_.set_version(kPeerWireVersion);
+    std::string payload;
+    out_.SerializeToString(&payload);
+    out_.Clear();
+    wbuf_.clear();
+    put_len(wbuf_, payload.size());
+    wbuf_ += payload;
+    writing_ = true;
+    asio::async_write(socket_, asio::buffer(wbuf_),
+                      [self = shared_from_this()](asio::error_code ec, size_t) {
+                        self->writing_ = false;
+                        if (!ec) self->flush();
+                      });
+  }
+
+  asio::ip::tcp::socket socket_;
+  std::shared_ptr<Handler> handler_;
+  char header_[4];
+  std::string rbuf_;
+  std::string wbuf_;
+  wire::PeerFrame out_;
+  bool writing_ = false;
+};
+
+PeerServer::PeerServer(asio::io_context& io, const std::string& host, uint16_t port,
+                       Handler handler)
+    : acceptor_(io), handler_(std::make_shared<Handler>(std::move(handler))) {
+  asio::ip::tcp::endpoint ep(asio::ip::make_address(host), port);
+  acceptor_.open(ep.protocol());
+  acceptor_.set_option(asio::ip::tcp::acceptor::reuse_address(true));
+  acceptor_.bind(ep);
+  acceptor_.listen();
+  accept();
+}
+
+void PeerServer::accept() {
+  acceptor_.async_accept([this](asio::error_code ec, asio::ip::tcp::socket s) {
+    if (ec == asio::error::operation_aborted || !acceptor_.is_open()) return;
+    if (!ec) {
+      asio::error_code ignored;
+      s.set_option(asio::ip::tcp::no_delay(true), ignored);
+      std::make_shared<Conn>(std::move(s), handler_)->start();
+    }
+    accept();
+  });
+}
+
+void PeerServer::close() {
+  asio::error_code ec;
+  acceptor_.close(ec);
+}
+
+}  // namespace fg

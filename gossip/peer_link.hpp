@@ -1,0 +1,76 @@
+// Node-to-node calls over TCP with length-prefixed Protobuf frames. Callers never block:
+// a call returns at once and its callback runs on the io_context's thread with the
+// answer, an error, "unavailable" (cannot connect) or "timeout" (deadline passed).
+// Requests made while a frame is being written go out together in the next frame.
+#pragma once
+#include <asio.hpp>
+#include <cstdint>
+#include <deque>
+#include <functional>
+#include <map>
+#include <memory>
+#include <string>
+
+namespace fg {
+
+enum class PeerStatus { kOk, kError, kUnknownKind, kUnavailable, kTimeout };
+using PeerCallback = std::function<void(PeerStatus, std::string body)>;
+
+constexpr size_t kMaxPeerFrameBytes = 64 << 20;
+
+// One outgoing connection to one peer, reconnecting with backoff when it drops.
+class PeerClient : public std::enable_shared_from_this<PeerClient> {
+ public:
+  PeerClient(asio::io_context& io, std::string addr);
+  void call(uint32_t kind, std::string body, std::chrono::milliseconds deadline, PeerCallback cb);
+  void close();
+  const std::string& addr() const { return addr_; }
+  uint64_t frames_sent() const { return frames_sent_; }
+
+ private:
+  struct Pending {
+    PeerCallback cb;
+    std::unique_ptr<asio::steady_timer> timer;
+  };
+  void connect();
+  void flush();
+  void read_header();
+  void fail_all(PeerStatus st);
+  void finish(uint64_t id, PeerStatus st, std::string body);
+
+  asio::io_context& io_;
+  std::string addr_;
+  asio::ip::tcp::socket socket_;
+  asio::steady_timer backoff_timer_;
+  enum class State { kIdle, kConnecting, kConnected, kBackoff } state_ = State::kIdle;
+  std::chrono::milliseconds backoff_{50};
+  std::vector<std::pair<uint64_t, std::pair<uint32_t, std::string>>> outbox_;
+  std::map<uint64_t, Pending> pending_;
+  std::string wbuf_;
+  bool writing_ = false;
+  char header_[4];
+  std::string rbuf_;
+  uint64_t next_id_ = 1;
+  uint64_t frames_sent_ = 0;
+  bool closed_ = false;
+};
+
+// Accepts peer connections and hands each request to `handler`, which answers through
+// `respond` (now or later, on the io_context's thread).
+class PeerServer {
+ public:
+  using Respond = std::function<void(PeerStatus, std::string body, std::string error)>;
+  using Handler = std::function<void(uint32_t kind, std::string body, Respond respond)>;
+
+  PeerServer(asio::io_context& io, const std::string& host, uint16_t port, Handler handler);
+  uint16_t port() const { return acceptor_.local_endpoint().port(); }
+  void close();
+
+ private:
+  class Conn;
+  void accept();
+  asio::ip::tcp::acceptor acceptor_;
+  std::shared_ptr<Handler> handler_;  // shared with live connections, which may outlive us
+};
+
+}  // namespace fg
