@@ -64,6 +64,8 @@ void Membership::send(int kind, const std::string& to_addr, uint64_t seq, const 
   env.set_from_addr(self_.addr);
   env.set_target(target);
   env.set_target_addr(target_addr);
+  env.set_table_epoch(advert_epoch_);
+  env.set_table_planner(advert_planner_);
   auto add = [&](const Member& m) {
     auto* u = env.add_updates();
     u->set_id(m.id);
@@ -215,6 +217,8 @@ void Membership::receive(const std::string& from_addr, std::string_view bytes, i
     apply(u, now);
   }
   const std::string reply_to = env.from_addr().empty() ? from_addr : env.from_addr();
+  if (on_advert_ && env.table_epoch() > 0)
+    on_advert_(reply_to, env.table_epoch(), env.table_planner());
   switch (env.kind()) {
     case wire::Envelope::PING:
       if (env.target() == self_.id) send(wire::Envelope::ACK, reply_to, env.seq(), "", "", false);
@@ -237,8 +241,12 @@ void Membership::receive(const std::string& from_addr, std::string_view bytes, i
     case wire::Envelope::SYNC_REQ:
       send(wire::Envelope::SYNC, reply_to, env.seq(), "", "", true);
       break;
+    case wire::Envelope::SYNC:
+    case wire::Envelope::GOSSIP:
+      break;  // their updates are already merged
     default:
-      break;  // SYNC: its view is already merged; unknown kinds are ignored
+      if (on_other_) on_other_(reply_to, env.kind(), bytes);
+      break;
   }
 }
 

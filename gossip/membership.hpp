@@ -52,6 +52,21 @@ class Membership {
   // Called for every state change of any member (not self), after it is applied.
   void on_change(ChangeFn fn) { on_change_ = std::move(fn); }
 
+  // Stamped on every message this node sends (the table agreement's advertisement).
+  void set_advert(uint64_t epoch, std::string planner) {
+    advert_epoch_ = epoch;
+    advert_planner_ = std::move(planner);
+  }
+  // Told of every message received: its sender's advertisement, and the raw bytes of any
+  // message kind membership itself does not handle.
+  using AdvertFn =
+      std::function<void(const std::string& from_addr, uint64_t epoch, const std::string& planner)>;
+  using OtherFn =
+      std::function<void(const std::string& from_addr, int kind, std::string_view bytes)>;
+  void on_advert(AdvertFn fn) { on_advert_ = std::move(fn); }
+  void on_other(OtherFn fn) { on_other_ = std::move(fn); }
+  Transport& transport() { return transport_; }
+
   const Member& self() const { return self_; }
   const std::map<std::string, Member>& others() const { return members_; }
   std::vector<std::string> live_ids() const;  // self included, sorted
@@ -99,6 +114,10 @@ class Membership {
   int64_t next_gossip_ns_ = 0;
   bool leaving_ = false;
   ChangeFn on_change_;
+  uint64_t advert_epoch_ = 0;
+  std::string advert_planner_;
+  AdvertFn on_advert_;
+  OtherFn on_other_;
 };
 
 }  // namespace fg

@@ -29,6 +29,18 @@ class SlotTable {
   uint16_t owner(uint32_t slot) const { return owner_[slot]; }
   const std::string& owner_id(uint32_t slot) const { return members_[owner_[slot]]; }
   uint64_t epoch() const { return epoch_; }
+  const std::string& planner() const { return planner_; }
+  // Which of two tables wins: the higher epoch, then the lower planner id (the rightful
+  // coordinator is the lowest live id).
+  bool newer_than(uint64_t epoch, const std::string& planner) const {
+    return epoch_ > epoch || (epoch_ == epoch && !planner_.empty() && planner_ < planner);
+  }
+  SlotTable stamped(uint64_t epoch, std::string planner) const {
+    SlotTable t = *this;
+    t.epoch_ = epoch;
+    t.planner_ = std::move(planner);
+    return t;
+  }
 
   // The owner first, then up to r-1 distinct replicas: the next members after the owner
   // in id order, so each member replicates its neighbours and replica load is even.
@@ -42,7 +54,8 @@ class SlotTable {
   SlotTable plan(std::vector<std::string> members) const;
 
   bool operator==(const SlotTable& o) const {
-    return epoch_ == o.epoch_ && members_ == o.members_ && owner_ == o.owner_;
+    return epoch_ == o.epoch_ && planner_ == o.planner_ && members_ == o.members_ &&
+           owner_ == o.owner_;
   }
 
   // For tables received from peers.
@@ -53,6 +66,7 @@ class SlotTable {
   std::vector<std::string> members_;
   std::vector<uint16_t> owner_;
   uint64_t epoch_ = 0;
+  std::string planner_;
 };
 
 }  // namespace fg

@@ -1,0 +1,124 @@
+// Coordinator planning and table fetches.
+#include "table_agreement.hpp"
+
+#include "gossip.pb.h"
+
+namespace fg {
+
+namespace {
+constexpr int64_t kRefetchNs = 200'000'000;  // ask again if a table did not arrive by then
+}
+
+TableAgreement::TableAgreement(Membership& m, int64_t settle_ns) : m_(m), settle_ns_(settle_ns) {
+  m_.on_advert(
+      [this](const std::string& from, uint64_t e, const std::string& p) { on_advert(from, e, p); });
+  m_.on_other(
+      [this](const std::string& from, int kind, std::string_view b) { on_message(from, kind, b); });
+}
+
+void TableAgreement::adopt(SlotTable t) {
+  SlotTable before = std::move(table_);
+  table_ = std::move(t);
+  m_.set_advert(table_.epoch(), table_.planner());
+  if (on_change_) on_change_(before, table_);
+}
+
+void TableAgreement::on_advert(const std::string& from, uint64_t epoch,
+                               const std::string& planner) {
+  if (epoch == 0) return;
+  const bool better_than_ours =
+      epoch > table_.epoch() || (epoch == table_.epoch() && planner < table_.planner());
+  const bool better_than_wanted =
+      epoch > want_epoch_ || (epoch == want_epoch_ && planner < want_planner_);
+  if (better_than_ours && (want_epoch_ == 0 || better_than_wanted)) {
+    want_epoch_ = epoch;
+    want_planner_ = planner;
+    want_from_ = from;
+    asked_ns_ = 0;  // ask at the next tick
+  }
+}
+
+void TableAgreement::send_table(const std::string& to) {
+  wire::Envelope env;
+  env.set_version(1);
+  env.set_kind(wire::Envelope::TABLE);
+  env.set_from(m_.self().id);
+  env.set_from_addr(m_.self().addr);
+  env.set_table_epoch(table_.epoch());
+  env.set_table_planner(table_.planner());
+  auto* t = env.mutable_table();
+  t->set_epoch(table_.epoch());
+  t->set_planner(table_.planner());
+  for (const auto& id : table_.members()) t->add_member_ids(id);
+  for (const SlotRange& r : table_.ranges()) {
+    t->add_range_first(r.first);
+    t->add_range_owner(r.owner);
+  }
+  std::string bytes;
+  env.SerializeToString(&bytes);
+  m_.transport().send(to, bytes);
+}
+
+void TableAgreement::on_message(const std::string& from, int kind, std::string_view bytes) {
+  if (kind == wire::Envelope::TABLE_REQ) {
+    if (table_.epoch() > 0) send_table(from);
+    return;
+  }
+  if (kind != wire::Envelope::TABLE) return;
+  wire::Envelope env;
+  if (!env.ParseFromArray(bytes.data(), static_cast<int>(bytes.size())) || !env.has_table()) return;
+  const auto& t = env.table();
+  const size_t n = static_cast<size_t>(t.member_ids_size());
+  if (t.range_first_size() != t.range_owner_size() || t.range_first_size() == 0 ||
+      t.range_first(0) != 0 || n == 0 || n > kNoOwner) {
+    return;  // malformed: ignore
+  }
+  std::vector<uint16_t> owners(kSlots, kNoOwner);
+  for (int i = 0; i < t.range_first_size(); ++i) {
+    const uint32_t first = t.range_first(i);
+    const uint32_t end = i + 1 < t.range_first_size() ? t.range_first(i + 1) : kSlots;
+    const uint32_t owner = t.range_owner(i);
+    if (first >= end || end > kSlots || (owner >= n && owner != kNoOwner)) return;
+    for (uint32_t s = first; s < end; ++s) owners[s] = static_cast<uint16_t>(owner);
+  }
+  SlotTable incoming =
+      SlotTable::from_parts(t.epoch(), {t.member_ids().begin(), t.member_ids().end()},
+                            std::move(owners))
+          .stamped(t.epoch(), t.planner());
+  if (incoming.newer_than(table_.epoch(), table_.planner())) adopt(std::move(incoming));
+  if (!want_planner_.empty() &&
+      !(want_epoch_ > table_.epoch() ||
+        (want_epoch_ == table_.epoch() && want_planner_ < table_.planner()))) {
+    want_epoch_ = 0;  // got what we wanted (or better)
+    want_planner_.clear();
+  }
+}
+
+void TableAgreement::tick(int64_t now) {
+  now_ns_ = now;
+  // Fetch a newer table someone advertised.
+  if (want_epoch_ > 0 && now - asked_ns_ >= kRefetchNs) {
+    wire::Envelope env;
+    env.set_version(1);
+    env.set_kind(wire::Envelope::TABLE_REQ);
+    env.set_from(m_.self().id);
+    env.set_from_addr(m_.self().addr);
+    std::string bytes;
+    env.SerializeToString(&bytes);
+    m_.transport().send(want_from_, bytes);
+    asked_ns_ = now;
+  }
+  // Plan, if we are the coordinator and the live set has settled on something new.
+  const auto live = m_.live_ids();
+  if (live != last_live_) {
+    last_live_ = live;
+    live_since_ns_ = now;
+  }
+  if (live.front() != m_.self().id || now - live_since_ns_ < settle_ns_) return;
+  if (table_.members() == live && table_.epoch() > 0) return;
+  if (want_epoch_ > 0) return;  // first learn the newest table, then plan from it
+  const uint64_t epoch = table_.epoch() + 1;
+  adopt(table_.plan(live).stamped(epoch, m_.self().id));
+}
+
+}  // namespace fg

@@ -1,0 +1,47 @@
+// How every node comes to hold the same slot table. The lowest live id is the
+// coordinator: once the live set has been stable for `settle_ns` and differs from the
+// table's members, it plans the next table. Every gossip message advertises the sender's
+// table (epoch, planner); a node that sees a newer one asks that sender for it. Newer
+// means higher epoch, then lower planner id. Split views may plan rival tables; when they
+// meet, the rule picks one and the coordinator of the merged view replans.
+#pragma once
+#include <cstdint>
+#include <functional>
+#include <string>
+
+#include "membership.hpp"
+#include "slot_table.hpp"
+
+namespace fg {
+
+class TableAgreement {
+ public:
+  using ChangeFn = std::function<void(const SlotTable& before, const SlotTable& after)>;
+
+  TableAgreement(Membership& m, int64_t settle_ns = 1'000'000'000);
+
+  void tick(int64_t now_ns);
+  const SlotTable& table() const { return table_; }
+  // Called on this node's thread whenever it adopts a table (its own plan or a peer's).
+  void on_change(ChangeFn fn) { on_change_ = std::move(fn); }
+
+ private:
+  void adopt(SlotTable t);
+  void on_advert(const std::string& from, uint64_t epoch, const std::string& planner);
+  void on_message(const std::string& from, int kind, std::string_view bytes);
+  void send_table(const std::string& to);
+
+  Membership& m_;
+  int64_t settle_ns_;
+  SlotTable table_;
+  std::vector<std::string> last_live_;
+  int64_t live_since_ns_ = 0;
+  // The best table seen advertised and not yet fetched, and when we last asked for it.
+  uint64_t want_epoch_ = 0;
+  std::string want_planner_, want_from_;
+  int64_t asked_ns_ = 0;
+  int64_t now_ns_ = 0;
+  ChangeFn on_change_;
+};
+
+}  // namespace fg

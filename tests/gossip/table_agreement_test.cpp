@@ -1,0 +1,97 @@
+// Table agreement in simulation: every node ends up with the same table, which follows
+// crashes, joins and healed partitions.
+#include <gtest/gtest.h>
+
+#include "sim_cluster.hpp"
+
+namespace fg {
+namespace {
+
+// True when every live node holds the same table, whose members are exactly the live ids.
+bool agreed(SimCluster& c) {
+  const SlotTable* first = nullptr;
+  for (size_t i = 0; i < c.size(); ++i) {
+    if (!c.alive(i)) continue;
+    const SlotTable& t = c.agreement(i).table();
+    if (t.epoch() == 0 || t.members() != c.node(i).live_ids()) return false;
+    if (first && !(t == *first)) return false;
+    first = &t;
+  }
+  return first != nullptr;
+}
+
+TEST(TableAgreement, FiveNodesAgreeOnOneBalancedTable) {
+  SimCluster c(5, 11);
+  c.run_ms(4000);
+  ASSERT_TRUE(agreed(c));
+  const SlotTable& t = c.agreement(3).table();
+  EXPECT_EQ(t.members().size(), 5u);
+  EXPECT_EQ(t.planner(), SimCluster::id(0));  // the lowest id coordinates
+  for (uint16_t m = 0; m < 5; ++m)
+    EXPECT_NEAR(static_cast<double>(t.slots_of(m)), kSlots / 5.0, 1.0);
+}
+
+TEST(TableAgreement, ACrashedNodesSlotsMoveAndNothingElse) {
+  SimCluster c(5, 12);
+  c.run_ms(4000);
+  ASSERT_TRUE(agreed(c));
+  const SlotTable before = c.agreement(1).table();
+  c.crash(2);
+  c.run_ms(6000);  // detection + settle + dissemination
+  ASSERT_TRUE(agreed(c));
+  const SlotTable& after = c.agreement(1).table();
+  EXPECT_GT(after.epoch(), before.epoch());
+  for (uint32_t s = 0; s < kSlots; ++s) {
+    if (before.owner_id(s) != SimCluster::id(2))
+      ASSERT_EQ(after.owner_id(s), before.owner_id(s)) << s;
+  }
+}
+
+TEST(TableAgreement, TheCoordinatorCrashingHandsOverToTheNextLowest) {
+  SimCluster c(5, 13);
+  c.run_ms(4000);
+  c.crash(0);
+  c.run_ms(6000);
+  ASSERT_TRUE(agreed(c));
+  EXPECT_EQ(c.agreement(2).table().planner(), SimCluster::id(1));
+}
+
+TEST(TableAgreement, AJoinerGetsItsShare) {
+  SimCluster c(4, 14);
+  c.run_ms(4000);
+  ASSERT_TRUE(agreed(c));
+  const SlotTable before = c.agreement(0).table();
+  const size_t j = c.add();
+  c.run_ms(4000);
+  ASSERT_TRUE(agreed(c));
+  const SlotTable& after = c.agreement(j).table();
+  size_t moved = 0;
+  for (uint32_t s = 0; s < kSlots; ++s) {
+    if (before.owner_id(s) != after.owner_id(s)) {
+      ++moved;
+      ASSERT_EQ(after.owner_id(s), SimCluster::id(j));
+    }
+  }
+  EXPECT_NEAR(static_cast<double>(moved), kSlots / 5.0, 1.0);
+}
+
+TEST(TableAgreement, SplitViewsReconcileAfterAPartitionHeals) {
+  SimCluster c(5, 15);
+  c.run_ms(4000);
+  for (size_t a : {0u, 1u})
+    for (size_t b : {2u, 3u, 4u}) {
+      c.net().cut(SimCluster::addr(a), SimCluster::addr(b));
+      c.net().cut(SimCluster::addr(b), SimCluster::addr(a));
+    }
+  c.run_ms(8000);
+  // Each side planned for itself.
+  EXPECT_EQ(c.agreement(0).table().members().size(), 2u);
+  EXPECT_EQ(c.agreement(3).table().members().size(), 3u);
+  c.net().heal();
+  c.run_ms(20000);
+  ASSERT_TRUE(agreed(c));
+  EXPECT_EQ(c.agreement(4).table().members().size(), 5u);
+}
+
+}  // namespace
+}  // namespace fg
