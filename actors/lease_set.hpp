@@ -36,6 +36,8 @@ class LeaseSet {
   bool idle(int64_t now_ns) const;
   int64_t soonest_expiry_ns() const;
   const std::vector<Lease>& leases() const { return leases_; }
+  // Puts back a lease exactly as it was (state moving between nodes).
+  void restore(Lease l) { leases_.push_back(std::move(l)); }
 
  private:
   std::vector<Lease> leases_;

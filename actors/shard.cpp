@@ -4,6 +4,7 @@
 
 #include "fixed_window.hpp"
 #include "gcra.hpp"
+#include "key_slot.hpp"
 #include "sliding_log.hpp"
 #include "sliding_window.hpp"
 #include "token_bucket.hpp"
@@ -173,16 +174,10 @@ void Shard::execute(ShardOp& op, int64_t now_ns) {
     case OpCode::kPeek:
       take(op, now_ns);
       break;
-    case OpCode::kReset: {
-      Entry* e = table_.find(op.key, op.hash);
-      if (e && e->kind == Kind::kConcurrency) {
-        std::vector<std::string> holders;
-        for (const auto& l : e->state<LeaseSet*>()->leases()) holders.push_back(l.holder);
-        holders_.remove_key(op.key, holders);
-      }
-      op.value = table_.erase(op.key, op.hash) ? 1 : 0;
+    case OpCode::kReset:
+      op.value = table_.find(op.key, op.hash) ? 1 : 0;
+      forget(op.key, op.hash);
       break;
-    }
     case OpCode::kAcquire:
     case OpCode::kRenew:
     case OpCode::kRelease:
@@ -207,6 +202,49 @@ void Shard::execute_batch(std::vector<ShardOp>& ops, uint16_t id, int64_t now_ns
   }
   for (ShardOp& op : ops)
     if (mine(op)) execute(op, now_ns);
+  publish();
+}
+
+void Shard::forget(std::string_view key, uint64_t hash) {
+  Entry* e = table_.find(key, hash);
+  if (!e) return;
+  if (e->kind == Kind::kConcurrency) {
+    std::vector<std::string> holders;
+    for (const auto& l : e->state<LeaseSet*>()->leases()) holders.push_back(l.holder);
+    holders_.remove_key(key, holders);
+  }
+  table_.erase(key, hash);
+}
+
+std::vector<EntrySnapshot> Shard::extract(const std::function<bool(uint32_t)>& want, int64_t now_ns,
+                                          bool remove) {
+  std::vector<Entry*> hits;
+  table_.for_each([&](Entry* e) {
+    if (want(key_slot(e->key()))) hits.push_back(e);
+  });
+  std::vector<EntrySnapshot> out;
+  std::vector<std::string> gone;
+  for (Entry* e : hits) {
+    if (!idle(e, now_ns)) out.push_back(snapshot_of(*e));
+    if (remove) gone.emplace_back(e->key());
+  }
+  for (const auto& k : gone) forget(k, KeyTable::hash(k));
+  publish();
+  return out;
+}
+
+void Shard::install(const std::vector<EntrySnapshot>& entries) {
+  for (const EntrySnapshot& s : entries) {
+    if (s.kind == Kind::kNone || s.key.size() > kMaxKeyLen ||
+        s.fields.size() != snapshot_field_count(s.kind)) {
+      continue;  // malformed: never half-install
+    }
+    const uint64_t h = KeyTable::hash(s.key);
+    forget(s.key, h);
+    Entry* e = table_.insert(s.key, h, s.kind);
+    restore_into(*e, s);
+    for (const Lease& l : s.leases) holders_.add(l.holder, s.key);
+  }
   publish();
 }
 

@@ -3,7 +3,9 @@
 #pragma once
 #include <atomic>
 #include <cstdint>
+#include <functional>
 
+#include "entry_snapshot.hpp"
 #include "holder_index.hpp"
 #include "key_table.hpp"
 #include "shard_op.hpp"
@@ -29,6 +31,14 @@ class Shard {
   size_t sweep(int64_t now_ns, size_t budget);
   void publish();
 
+  // The live state of every key whose slot satisfies `want`; with `remove`, those keys
+  // leave this shard (a hand-off), else they stay (a copy, for replicas).
+  std::vector<EntrySnapshot> extract(const std::function<bool(uint32_t slot)>& want, int64_t now_ns,
+                                     bool remove);
+  // Installs snapshots, replacing any state the keys had here; malformed ones are
+  // skipped. Not bound by the key cap: state that moves must not be lost on the way.
+  void install(const std::vector<EntrySnapshot>& entries);
+
   const KeyTable& table() const { return table_; }
   size_t key_count() const { return table_.size(); }
 
@@ -38,6 +48,7 @@ class Shard {
   void take(ShardOp& op, int64_t now_ns);
   void leases(ShardOp& op, int64_t now_ns);
   void heartbeat(ShardOp& op, int64_t now_ns);
+  void forget(std::string_view key, uint64_t hash);  // erase, keeping the holder index right
   uint64_t next_lease_id();
 
   KeyTable table_;

@@ -9,7 +9,8 @@
 #include "resp_parser.hpp"
 
 namespace {
-std::vector<std::vector<std::string>> parse_all(const std::string& in, size_t cut, std::string* err) {
+std::vector<std::vector<std::string>> parse_all(const std::string& in, size_t cut,
+                                                std::string* err) {
   fg::ParserLimits lim;
   lim.max_bulk_len = 4096;
   lim.max_args = 64;

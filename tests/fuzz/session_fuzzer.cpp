@@ -2,7 +2,6 @@
 // handler, the shard logic (run in place, without actors) and the reply encoder. Must
 // never crash, leak, hang or produce a reply stream that is not valid RESP framing.
 #include <caf/all.hpp>
-
 #include <cstdint>
 #include <memory>
 #include <string>
@@ -69,7 +68,8 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   }
   // Every reply must start with a RESP type byte.
   const std::string& out = session.output();
-  if (!out.empty() && std::string("+-:$*%_~#,=(!|>").find(out[0]) == std::string::npos) __builtin_trap();
+  if (!out.empty() && std::string("+-:$*%_~#,=(!|>").find(out[0]) == std::string::npos)
+    __builtin_trap();
   w.clients.remove(session.client().id);
   return 0;
 }

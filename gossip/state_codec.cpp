@@ -1,0 +1,67 @@
+// state.proto <-> EntrySnapshot.
+#include "state_codec.hpp"
+
+#include "state.pb.h"
+
+namespace fg {
+
+namespace {
+constexpr uint32_t kStateWireVersion = 1;
+}
+
+std::string encode_state(const std::vector<EntrySnapshot>& entries) {
+  wire::StateChunk chunk;
+  chunk.set_version(kStateWireVersion);
+  for (const EntrySnapshot& s : entries) {
+    auto* e = chunk.add_entries();
+    e->set_key(s.key);
+    e->set_kind(static_cast<uint32_t>(s.kind));
+    for (int64_t f : s.fields) e->add_fields(f);
+    for (const auto& [at, cost] : s.log) {
+      e->add_log_at_ns(at);
+      e->add_log_cost(cost);
+    }
+    for (const Lease& l : s.leases) {
+      auto* m = e->add_leases();
+      m->set_id(l.id);
+      m->set_expires_at_ns(l.expires_at_ns);
+      m->set_holder(l.holder);
+    }
+  }
+  std::string out;
+  chunk.SerializeToString(&out);
+  return out;
+}
+
+bool decode_state(std::string_view bytes, std::vector<EntrySnapshot>& out) {
+  wire::StateChunk chunk;
+  if (!chunk.ParseFromArray(bytes.data(), static_cast<int>(bytes.size()))) return false;
+  if (chunk.version() / 1000 > kStateWireVersion / 1000) return false;
+  std::vector<EntrySnapshot> got;
+  got.reserve(static_cast<size_t>(chunk.entries_size()));
+  for (const auto& e : chunk.entries()) {
+    if (e.kind() < 1 || e.kind() > static_cast<uint32_t>(Kind::kConcurrency)) return false;
+    EntrySnapshot s;
+    s.kind = static_cast<Kind>(e.kind());
+    if (e.key().size() > kMaxKeyLen) return false;
+    if (static_cast<size_t>(e.fields_size()) != snapshot_field_count(s.kind)) return false;
+    if (e.log_at_ns_size() != e.log_cost_size() || e.log_at_ns_size() > kMaxLogLimit) return false;
+    if (e.log_at_ns_size() > 0 && s.kind != Kind::kSlidingLog) return false;
+    if (e.leases_size() > kMaxLeaseLimit || (e.leases_size() > 0 && s.kind != Kind::kConcurrency)) {
+      return false;
+    }
+    s.key = e.key();
+    s.fields.assign(e.fields().begin(), e.fields().end());
+    for (int i = 0; i < e.log_at_ns_size(); ++i) {
+      if (e.log_cost(i) <= 0 || (i > 0 && e.log_at_ns(i) < e.log_at_ns(i - 1))) return false;
+      s.log.emplace_back(e.log_at_ns(i), e.log_cost(i));
+    }
+    for (const auto& l : e.leases())
+      s.leases.push_back(Lease{l.id(), l.expires_at_ns(), l.holder()});
+    got.push_back(std::move(s));
+  }
+  out = std::move(got);
+  return true;
+}
+
+}  // namespace fg
