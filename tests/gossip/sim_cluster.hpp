@@ -44,6 +44,14 @@ class SimCluster {
       }
     }
   }
+  // Cuts every link between the two groups, both ways, until net().heal().
+  void partition(const std::vector<size_t>& a, const std::vector<size_t>& b) {
+    for (size_t x : a)
+      for (size_t y : b) {
+        net_.cut(addr(x), addr(y));
+        net_.cut(addr(y), addr(x));
+      }
+  }
   void crash(size_t i) {
     alive_[i] = false;
     net_.detach(addr(i));
