@@ -39,7 +39,7 @@ void take_or_peek(Session& s, Args& a, OpCode code) {
   size_t i = 2;
   LimitSpec spec;
   std::string error;
-  if (!parse_limit(a, i, *s.svc().policies->snapshot(), spec, error)) {
+  if (!parse_limit(a, i, s.policies(), spec, error)) {
     s.local().error(error);
     return;
   }
@@ -129,7 +129,7 @@ void cmd_fg_acquire(Session& s, Args& a) {
     i = 4;
   } else {
     std::string error;
-    if (!parse_limit(a, i, *s.svc().policies->snapshot(), spec, error)) {
+    if (!parse_limit(a, i, s.policies(), spec, error)) {
       s.local().error(error);
       return;
     }

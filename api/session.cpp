@@ -34,6 +34,11 @@ Session::Session(Services& svc, std::shared_ptr<ClientInfo> client)
 
 RespWriter Session::local() { return RespWriter(local_, proto_); }
 
+const PolicyMap& Session::policies() {
+  if (!policies_) policies_ = svc_.policies->snapshot();
+  return *policies_;
+}
+
 void Session::set_proto(int p) {
   proto_ = p;
   client_->proto = p;
@@ -114,6 +119,7 @@ ProcessResult Session::process(const char* data, size_t len, Batch& batch) {
   r.submitted = batch_->ops.size() > first_op;
   if (!r.submitted) complete(batch);
   batch_ = nullptr;
+  policies_.reset();  // the next read sees policy changes
   return r;
 }
 

@@ -51,6 +51,8 @@ class Session {
   ShardOp& add_op(OpCode code, ReplyKind kind, std::string_view key);
   ShardOp& add_broadcast(OpCode code, ReplyKind kind);
   Services& svc() { return svc_; }
+  // The policies in force, fetched once per process() call rather than once per command.
+  const PolicyMap& policies();
   void set_proto(int p);
   void set_authenticated(bool a) { authenticated_ = a; }
   bool authenticated() const { return authenticated_; }
@@ -72,6 +74,7 @@ class Session {
   std::vector<std::string_view> args_;
   std::deque<std::string> arena_;
   Batch* batch_ = nullptr;
+  std::shared_ptr<const PolicyMap> policies_;
   std::vector<Slot> slots_;
   std::string local_;
   std::string out_;
