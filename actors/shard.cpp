@@ -200,8 +200,14 @@ void Shard::execute_batch(std::vector<ShardOp>& ops, uint16_t id, int64_t now_ns
     for (const ShardOp& op : ops)
       if (mine(op) && !op.key.empty()) table_.prefetch_entry(op.hash);
   }
-  for (ShardOp& op : ops)
-    if (mine(op)) execute(op, now_ns);
+  for (ShardOp& op : ops) {
+    if (!mine(op)) continue;
+    if (owned_ && op.shard != kAllShards && !owned_->test(op.slot)) {
+      op.status = OpStatus::kNotOwner;
+      continue;
+    }
+    execute(op, now_ns);
+  }
   publish();
 }
 
@@ -246,6 +252,15 @@ void Shard::install(const std::vector<EntrySnapshot>& entries) {
     for (const Lease& l : s.leases) holders_.add(l.holder, s.key);
   }
   publish();
+}
+
+void Shard::set_owned(const SlotBits& slots, bool owned) {
+  if (!owned_) return;
+  if (owned) {
+    *owned_ |= slots;
+  } else {
+    *owned_ &= ~slots;
+  }
 }
 
 size_t Shard::sweep(int64_t now_ns, size_t budget) {

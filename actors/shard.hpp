@@ -4,9 +4,11 @@
 #include <atomic>
 #include <cstdint>
 #include <functional>
+#include <memory>
 
 #include "entry_snapshot.hpp"
 #include "holder_index.hpp"
+#include "key_slot.hpp"
 #include "key_table.hpp"
 #include "shard_op.hpp"
 
@@ -39,6 +41,12 @@ class Shard {
   // skipped. Not bound by the key cap: state that moves must not be lost on the way.
   void install(const std::vector<EntrySnapshot>& entries);
 
+  // Cluster mode: the shard serves only the slots it has been given; ops on others are
+  // answered kNotOwner, never run. Out of cluster mode every slot is served.
+  void enable_ownership() { owned_ = std::make_unique<SlotBits>(); }
+  void set_owned(const SlotBits& slots, bool owned);
+  bool owns(uint32_t slot) const { return !owned_ || owned_->test(slot); }
+
   const KeyTable& table() const { return table_; }
   size_t key_count() const { return table_.size(); }
 
@@ -57,6 +65,7 @@ class Shard {
   uint64_t lease_seed_;
   uint64_t lease_counter_ = 0;
   ShardStats* stats_;
+  std::unique_ptr<SlotBits> owned_;  // null: every slot
 };
 
 }  // namespace fg

@@ -5,7 +5,9 @@ namespace fg {
 
 ShardActorImpl::ShardActorImpl(caf::actor_config& cfg, ShardConfig sc, const Clock* clock,
                                ShardStats* stats)
-    : shard_actor::base(cfg), cfg_(sc), clock_(clock), shard_(sc.max_keys, sc.lease_seed, stats) {}
+    : shard_actor::base(cfg), cfg_(sc), clock_(clock), shard_(sc.max_keys, sc.lease_seed, stats) {
+  if (sc.cluster) shard_.enable_ownership();
+}
 
 shard_actor::behavior_type ShardActorImpl::make_behavior() {
   delayed_send(this, std::chrono::milliseconds(cfg_.sweep_interval_ms), sweep_atom::value);
@@ -19,7 +21,25 @@ shard_actor::behavior_type ShardActorImpl::make_behavior() {
         }
         delayed_send(this, std::chrono::milliseconds(cfg_.sweep_interval_ms), sweep_atom::value);
       },
+      [this](extract_atom, const SlotJobPtr& j) {
+        // Ops already queued here ran first: the snapshot includes every admission made
+        // before the slots stopped being served.
+        const SlotBits& slots = j->slots;
+        j->per_shard[cfg_.id] =
+            shard_.extract([&](uint32_t s) { return slots.test(s); }, j->now_ns, j->remove);
+        if (j->remove) shard_.set_owned(slots, false);
+        finish(j);
+      },
+      [this](install_atom, const SlotJobPtr& j) {
+        shard_.install(j->per_shard[cfg_.id]);
+        shard_.set_owned(j->slots, true);
+        finish(j);
+      },
   };
+}
+
+void ShardActorImpl::finish(const SlotJobPtr& j) {
+  if (j->pending.fetch_sub(1, std::memory_order_acq_rel) == 1 && j->done) j->done(*j);
 }
 
 void ShardActorImpl::on_batch(const BatchPtr& b) {

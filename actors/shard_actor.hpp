@@ -8,14 +8,19 @@
 #include "shard_op.hpp"
 
 CAF_ALLOW_UNSAFE_MESSAGE_TYPE(fg::BatchPtr)
+CAF_ALLOW_UNSAFE_MESSAGE_TYPE(fg::SlotJobPtr)
 
 namespace fg {
 
 using batch_atom = caf::atom_constant<caf::atom("batch")>;
 using sweep_atom = caf::atom_constant<caf::atom("sweep")>;
+using extract_atom = caf::atom_constant<caf::atom("extract")>;
+using install_atom = caf::atom_constant<caf::atom("install")>;
 
 using shard_actor = caf::typed_actor<caf::reacts_to<batch_atom, BatchPtr>,  //
-                                     caf::reacts_to<sweep_atom>>;
+                                     caf::reacts_to<sweep_atom>,
+                                     caf::reacts_to<extract_atom, SlotJobPtr>,
+                                     caf::reacts_to<install_atom, SlotJobPtr>>;
 
 struct ShardConfig {
   uint16_t id = 0;
@@ -23,6 +28,7 @@ struct ShardConfig {
   int64_t sweep_interval_ms = 100;
   size_t sweep_budget = 4096;  // slots visited per sweep tick
   uint64_t lease_seed = 0;
+  bool cluster = false;  // serve only slots handed to this shard (Shard::enable_ownership)
 };
 
 class ShardActorImpl : public shard_actor::base {
@@ -32,6 +38,7 @@ class ShardActorImpl : public shard_actor::base {
 
  private:
   void on_batch(const BatchPtr& b);
+  void finish(const SlotJobPtr& j);
 
   ShardConfig cfg_;
   const Clock* clock_;

@@ -2,11 +2,14 @@
 #pragma once
 #include <atomic>
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <string_view>
 #include <vector>
 
 #include "decision.hpp"
+#include "entry_snapshot.hpp"
+#include "key_slot.hpp"
 #include "lease_set.hpp"
 #include "limit_spec.hpp"
 
@@ -27,6 +30,7 @@ enum class OpStatus : uint8_t {
   kOk,
   kWrongType,  // the key holds another kind of limiter
   kKeyLimit,   // the shard is at its key cap
+  kNotOwner,   // cluster: this node does not hold the key's slot (it moved, or is arriving)
 };
 
 constexpr uint16_t kAllShards = 0xffff;
@@ -35,6 +39,7 @@ constexpr size_t kMaxShards = 64;
 struct ShardOp {
   OpCode code = OpCode::kTake;
   uint16_t shard = 0;
+  uint16_t slot = 0;     // the key's cluster slot; only read when the shard checks ownership
   uint64_t hash = 0;     // KeyTable::hash(key), filled in by the shard
   std::string_view key;  // points into the sender's buffer; valid while in flight
   LimitSpec spec;
@@ -60,7 +65,31 @@ struct Batch {
   std::vector<ShardOp> ops;
   std::atomic<int> pending{0};
   std::shared_ptr<BatchSink> sink;  // keeps the sender alive while the batch is in flight
+
+  // One part of the batch is done; the last part tells the sink.
+  void finish_one() {
+    if (pending.fetch_sub(1, std::memory_order_acq_rel) == 1) sink->batch_done();
+  }
 };
 using BatchPtr = std::shared_ptr<Batch>;
+
+}  // namespace fg
+
+namespace fg {
+
+// Slot state moving in or out of this node's shards (cluster hand-off), one job across
+// every shard. Extract: each shard fills its per_shard entry with the live state of the
+// job's slots (and, with `remove`, stops serving them). Install: each shard installs its
+// per_shard entry and starts serving the job's slots. `done` runs once, on the thread of
+// the last shard to finish.
+struct SlotJob {
+  SlotBits slots;
+  bool remove = true;
+  int64_t now_ns = 0;
+  std::vector<std::vector<EntrySnapshot>> per_shard;
+  std::atomic<int> pending{0};
+  std::function<void(SlotJob&)> done;
+};
+using SlotJobPtr = std::shared_ptr<SlotJob>;
 
 }  // namespace fg

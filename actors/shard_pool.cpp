@@ -8,7 +8,7 @@
 namespace fg {
 
 ShardPool::ShardPool(caf::actor_system& sys, ShardPoolConfig cfg, const Clock* clock)
-    : cfg_(cfg), stats_(new ShardStats[cfg.shards]) {
+    : cfg_(cfg), clock_(clock), stats_(new ShardStats[cfg.shards]) {
   std::random_device rd;
   const uint64_t seed = (uint64_t{rd()} << 32) ^ rd();
   for (size_t i = 0; i < cfg_.shards; ++i) {
@@ -18,6 +18,7 @@ ShardPool::ShardPool(caf::actor_system& sys, ShardPoolConfig cfg, const Clock* c
     sc.sweep_interval_ms = cfg_.sweep_interval_ms;
     sc.sweep_budget = cfg_.sweep_budget;
     sc.lease_seed = seed + (uint64_t{i} << 56);
+    sc.cluster = cfg_.cluster;
     shards_.push_back(sys.spawn<ShardActorImpl>(sc, clock, &stats_[i]));
   }
 }
@@ -32,7 +33,7 @@ uint16_t ShardPool::shard_of(std::string_view key) const {
   return static_cast<uint16_t>(key_slot(key) % shards_.size());
 }
 
-void ShardPool::submit(const BatchPtr& b) {
+void ShardPool::submit(const BatchPtr& b, int extra) {
   uint64_t mask = 0;
   for (const ShardOp& op : b->ops) {
     if (op.shard == kAllShards) {
@@ -42,14 +43,27 @@ void ShardPool::submit(const BatchPtr& b) {
     mask |= uint64_t{1} << op.shard;
   }
   const int n = __builtin_popcountll(mask);
-  if (n == 0) {
+  if (n + extra == 0) {
     b->sink->batch_done();
     return;
   }
-  b->pending.store(n, std::memory_order_relaxed);
+  b->pending.store(n + extra, std::memory_order_release);
   for (size_t i = 0; mask; ++i, mask >>= 1) {
     if (mask & 1) caf::anon_send(shards_[i], batch_atom::value, b);
   }
+}
+
+void ShardPool::extract(const SlotJobPtr& j) {
+  j->per_shard.assign(shards_.size(), {});
+  j->pending.store(static_cast<int>(shards_.size()), std::memory_order_release);
+  for (auto& s : shards_) caf::anon_send(s, extract_atom::value, j);
+}
+
+void ShardPool::install(const SlotJobPtr& j, std::vector<EntrySnapshot> entries) {
+  j->per_shard.assign(shards_.size(), {});
+  for (auto& e : entries) j->per_shard[shard_of(e.key)].push_back(std::move(e));
+  j->pending.store(static_cast<int>(shards_.size()), std::memory_order_release);
+  for (auto& s : shards_) caf::anon_send(s, install_atom::value, j);
 }
 
 int64_t ShardPool::keys() const {

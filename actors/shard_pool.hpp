@@ -15,6 +15,7 @@ struct ShardPoolConfig {
   size_t max_keys = 10'000'000;  // for the whole node
   int64_t sweep_interval_ms = 100;
   size_t sweep_budget = 4096;
+  bool cluster = false;  // shards start serving no slot; install() hands them slots
 };
 
 class ShardPool {
@@ -25,17 +26,27 @@ class ShardPool {
   size_t size() const { return shards_.size(); }
   uint16_t shard_of(std::string_view key) const;
 
-  // Sends each shard that has work in `b` one message; b->sink hears when all are done.
-  // Ops with shard == kAllShards go to every shard. A batch with no ops completes at once.
-  void submit(const BatchPtr& b);
+  // Sends each shard that has work in `b` one message; b->sink hears when all are done,
+  // and when `extra` more completions (work elsewhere, e.g. forwards to other nodes, each
+  // ending with Batch::finish_one) have come in. Ops with shard == kAllShards go to every
+  // shard. A batch with nothing to wait for completes at once.
+  void submit(const BatchPtr& b, int extra = 0);
+
+  // Cluster hand-off. extract: every shard snapshots the live keys of j->slots (and with
+  // j->remove stops serving them); install: `entries` are spread over the shards, which
+  // start serving j->slots. j->done runs once on a shard thread when all shards are done.
+  void extract(const SlotJobPtr& j);
+  void install(const SlotJobPtr& j, std::vector<EntrySnapshot> entries);
 
   int64_t keys() const;
   int64_t bytes() const;
   int64_t expired() const;
   const ShardPoolConfig& config() const { return cfg_; }
+  const Clock* clock() const { return clock_; }
 
  private:
   ShardPoolConfig cfg_;
+  const Clock* clock_;
   std::vector<shard_actor> shards_;
   std::unique_ptr<ShardStats[]> stats_;
 };

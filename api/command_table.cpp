@@ -55,6 +55,14 @@ const std::vector<CommandSpec>& all_commands() {
       {"dbsize", 1, kBarrier | kFast, "server", "1.0.0", "Returns the number of limiter keys", "",
        cmd_dbsize},
       {"time", 1, kFast, "server", "2.6.0", "Returns the server time", "", cmd_time},
+      {"cluster", -2, 0, "cluster", "3.0.0", "The cluster's topology and this node's place in it",
+       "SLOTS | SHARDS | NODES | INFO | KEYSLOT key | MYID | HELP", cmd_cluster},
+      {"asking", 1, kFast, "cluster", "3.0.0", "Accepted for cluster clients; changes nothing",
+       "", cmd_asking},
+      {"readonly", 1, kFast, "cluster", "3.0.0", "Accepted for cluster clients; changes nothing",
+       "", cmd_asking},
+      {"readwrite", 1, kFast, "cluster", "3.0.0", "Accepted for cluster clients; changes nothing",
+       "", cmd_asking},
   };
   return table;
 }

@@ -95,7 +95,7 @@ void cmd_hello(Session& s, Args& a) {
   w.bulk("id");
   w.integer(static_cast<int64_t>(s.client().id));
   w.bulk("mode");
-  w.bulk("standalone");
+  w.bulk(s.svc().routing ? "cluster" : "standalone");
   w.bulk("role");
   w.bulk("master");
   w.bulk("modules");

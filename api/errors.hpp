@@ -34,3 +34,12 @@ inline constexpr char kNotConcurrencyPolicy[] =
     "ERR policy is not a concurrency limit: use FG.TAKE";
 
 }  // namespace fg::err
+
+namespace fg::err {
+
+inline constexpr char kClusterDisabled[] = "ERR This instance has cluster support disabled";
+inline constexpr char kClusterDown[] = "CLUSTERDOWN Hash slot not served";
+inline constexpr char kSlotMoving[] =
+    "TRYAGAIN the key's slot changed owner while the request was on its way; try again";
+
+}  // namespace fg::err

@@ -36,4 +36,8 @@ void cmd_config(Session& s, Args& a);
 void cmd_dbsize(Session& s, Args& a);
 void cmd_time(Session& s, Args& a);
 
+// cluster_commands.cpp
+void cmd_cluster(Session& s, Args& a);
+void cmd_asking(Session& s, Args& a);  // ASKING, READONLY, READWRITE
+
 }  // namespace fg

@@ -53,7 +53,7 @@ std::vector<Section> info_sections(Session& s) {
   std::string sv;
   kv(sv, "floodgate_version", st.version);
   kv(sv, "redis_version", "7.0.0");  // the Redis API level the RESP face follows
-  kv(sv, "redis_mode", "standalone");
+  kv(sv, "redis_mode", v.routing ? "cluster" : "standalone");
   kv(sv, "os", "Linux");
   kv(sv, "arch_bits", "64");
   kv(sv, "process_id", n(getpid()));
@@ -101,6 +101,24 @@ std::vector<Section> info_sections(Session& s) {
   kv(fgsec, "max_keys", n(static_cast<int64_t>(v.shards->config().max_keys)));
   kv(fgsec, "policies", n(static_cast<int64_t>(v.policies->snapshot()->size())));
   out.emplace_back("floodgate", std::move(fgsec));
+  std::string cs;
+  kv(cs, "cluster_enabled", v.routing ? "1" : "0");
+  if (v.routing) {
+    const Routing* rt = s.routing();
+    std::shared_ptr<const Routing> hold;
+    if (!rt) {
+      hold = v.routing->get();
+      rt = hold.get();
+    }
+    kv(cs, "cluster_epoch", n(static_cast<int64_t>(rt->epoch)));
+    kv(cs, "cluster_slots_served", n(static_cast<int64_t>(rt->serving.count())));
+    kv(cs, "cluster_slots_awaited", n(static_cast<int64_t>(rt->awaiting.count())));
+    kv(cs, "forwarded_commands", n(static_cast<int64_t>(v.counters.forwarded.load())));
+    kv(cs, "forward_failures", n(static_cast<int64_t>(v.counters.forward_failures.load())));
+    kv(cs, "forwarded_commands_served", n(static_cast<int64_t>(v.counters.forwards_served.load())));
+    kv(cs, "moved_redirections", n(static_cast<int64_t>(v.counters.moved.load())));
+  }
+  out.emplace_back("cluster", std::move(cs));
   std::string ks;
   if (keys > 0) kv(ks, "db0", "keys=" + n(keys) + ",expires=" + n(keys) + ",avg_ttl=0");
   out.emplace_back("keyspace", std::move(ks));

@@ -9,6 +9,7 @@
 #include "clock.hpp"
 #include "policy_registry.hpp"
 #include "resp_parser.hpp"
+#include "routing.hpp"
 #include "shard_pool.hpp"
 
 namespace fg {
@@ -26,6 +27,11 @@ struct NodeSettings {
   int64_t start_ms = 0;
   int io_threads = 1;
   int shard_threads = 1;
+  // Cluster mode (routing != null): how a client reaches a key another node owns.
+  // kAuto: -MOVED once the client has asked for the topology (CLUSTER SLOTS/SHARDS/NODES),
+  // else forwarded; kAlways: always -MOVED; kNever: always forwarded.
+  enum class Redirect { kAuto, kAlways, kNever } redirect = Redirect::kAuto;
+  int64_t forward_timeout_ms = 2000;
 };
 
 struct NodeCounters {
@@ -33,6 +39,10 @@ struct NodeCounters {
   std::atomic<uint64_t> protocol_errors{0};
   std::atomic<uint64_t> dropped_slow{0};     // clients dropped for not reading replies
   std::atomic<uint64_t> dropped_timeout{0};  // idle or half-sent command timeouts
+  std::atomic<uint64_t> forwarded{0};        // commands sent to their slot's owner
+  std::atomic<uint64_t> forward_failures{0};
+  std::atomic<uint64_t> moved{0};           // -MOVED redirections answered
+  std::atomic<uint64_t> forwards_served{0};  // commands run for other nodes
 };
 
 struct Services {
@@ -40,6 +50,8 @@ struct Services {
   const Clock* clock = nullptr;
   PolicyRegistry* policies = nullptr;
   ClientRegistry* clients = nullptr;
+  RoutingHub* routing = nullptr;  // null: not a cluster
+  class Cluster* cluster = nullptr;
   NodeSettings settings;
   NodeCounters counters;
 };

@@ -4,6 +4,7 @@
 #include "commands.hpp"
 #include "errors.hpp"
 #include "gcra.hpp"
+#include "key_slot.hpp"
 
 namespace fg {
 
@@ -49,7 +50,8 @@ ShardOp& Session::add_op(OpCode code, ReplyKind kind, std::string_view key) {
   op.code = code;
   op.key = key;  // the shard hashes it: that thread has the spare cycles
   op.shard = svc_.shards->shard_of(key);
-  slots_.push_back(Slot{false, kind, static_cast<uint32_t>(batch_->ops.size() - 1), 0});
+  op.slot = cur_slot_;
+  slots_.push_back(Slot{SlotType::kOp, kind, static_cast<uint32_t>(batch_->ops.size() - 1), 0});
   return op;
 }
 
@@ -57,20 +59,79 @@ ShardOp& Session::add_broadcast(OpCode code, ReplyKind kind) {
   ShardOp& op = batch_->ops.emplace_back();
   op.code = code;
   op.shard = kAllShards;
-  slots_.push_back(Slot{false, kind, static_cast<uint32_t>(batch_->ops.size() - 1), 0});
+  slots_.push_back(Slot{SlotType::kOp, kind, static_cast<uint32_t>(batch_->ops.size() - 1), 0});
   return op;
 }
 
 void Session::end_local_slot(size_t start) {
   if (local_.size() > start) {
-    slots_.push_back(Slot{true, ReplyKind::kInteger, static_cast<uint32_t>(start),
+    slots_.push_back(Slot{SlotType::kLocal, ReplyKind::kInteger, static_cast<uint32_t>(start),
                           static_cast<uint32_t>(local_.size() - start)});
   }
 }
 
-ProcessResult Session::process(const char* data, size_t len, Batch& batch) {
+// Cluster mode: serve a keyed command here, hold it until its slot's state arrives, or
+// answer it elsewhere (-MOVED, an error, or a forward whose reply fills its place later).
+Session::Route Session::route(const std::vector<std::string_view>& args, uint32_t slot) {
+  const Routing& rt = *routing_;
+  const uint16_t owner = rt.owner[slot];
+  const size_t start = local_.size();
+  auto answered = [&] {
+    end_local_slot(start);
+    return Route::kAnswered;
+  };
+  if (owner == kNoOwner || rt.epoch == 0) {
+    local().error(err::kClusterDown);
+    return answered();
+  }
+  if (static_cast<int>(owner) == rt.self_index) {
+    if (rt.serving.test(slot)) return Route::kHere;
+    if (rt.awaiting.test(slot)) return Route::kStall;
+    local().error(err::kSlotMoving);
+    return answered();
+  }
+  const RouteNode& node = rt.nodes[owner];
+  using R = NodeSettings::Redirect;
+  const R mode = svc_.settings.redirect;
+  if (!forwarded_ && (mode == R::kAlways || (mode == R::kAuto && cluster_aware_))) {
+    svc_.counters.moved.fetch_add(1, std::memory_order_relaxed);
+    local().error("MOVED " + std::to_string(slot) + " " + node.resp_host + ":" +
+                  std::to_string(node.resp_port));
+    return answered();
+  }
+  if (forwarded_ || !forwards_) {
+    local().error(err::kSlotMoving);  // forwarded here on a stale table: one hop only
+    return answered();
+  }
+  // Join (or open) this read's group for that node.
+  uint32_t g = 0;
+  while (g < groups_.size() && (*forwards_)[groups_[g]].node_id != node.id) ++g;
+  if (g == groups_.size()) {
+    groups_.push_back(static_cast<uint32_t>(forwards_->size()));
+    ForwardCall& c = forwards_->emplace_back();
+    c.node_id = node.id;
+    c.peer_addr = node.peer_addr;
+    c.proto = proto_;
+  }
+  ForwardCall& c = (*forwards_)[groups_[g]];
+  RespWriter w(c.cmds, 2);
+  w.array(args.size());
+  for (auto a : args) w.bulk(a);
+  slots_.push_back(Slot{SlotType::kForward, ReplyKind::kInteger, g, c.count});
+  ++c.count;
+  svc_.counters.forwarded.fetch_add(1, std::memory_order_relaxed);
+  return Route::kAnswered;
+}
+
+ProcessResult Session::process(const char* data, size_t len, Batch& batch, ForwardList* forwards) {
   ProcessResult r;
   batch_ = &batch;
+  forwards_ = forwards;
+  groups_.clear();
+  if (svc_.routing && svc_.routing->version() != routing_version_) {
+    routing_version_ = svc_.routing->version();
+    routing_ = svc_.routing->get();
+  }
   const size_t first_op = batch.ops.size();
   slots_.clear();
   local_.clear();
@@ -93,7 +154,20 @@ ProcessResult Session::process(const char* data, size_t len, Batch& batch) {
       continue;
     }
     const CommandSpec* spec = find_command(args_[0]);
-    if (spec && (spec->flags & kBarrier) && batch_->ops.size() > first_op) break;  // after it
+    if (spec && (spec->flags & kBarrier) && (batch_->ops.size() > first_op || !groups_.empty())) {
+      break;  // after the work ahead of it
+    }
+    uint32_t slot = 0;
+    const bool keyed = routing_ && spec && (spec->flags & kKeyed) && args_.size() >= 2;
+    if (keyed) {
+      slot = key_slot(args_[1]);
+      const Routing& rt = *routing_;
+      if (rt.epoch > 0 && static_cast<int>(rt.owner[slot]) == rt.self_index &&
+          !rt.serving.test(slot) && rt.awaiting.test(slot)) {
+        r.stalled = true;  // its state is on its way here: take it up again shortly
+        break;
+      }
+    }
     r.consumed += pr.consumed;
     ++taken;
     const size_t start = local_.size();
@@ -107,6 +181,10 @@ ProcessResult Session::process(const char* data, size_t len, Batch& batch) {
       local().error(err::kNoAuth);
     } else {
       client_->last_cmd.store(spec->name, std::memory_order_relaxed);
+      if (keyed) {
+        cur_slot_ = static_cast<uint16_t>(slot);
+        if (route(args_, slot) != Route::kHere) continue;
+      }
       spec->handler(*this, args_);
     }
     if (batch_->ops.size() == ops_before) end_local_slot(start);
@@ -116,18 +194,44 @@ ProcessResult Session::process(const char* data, size_t len, Batch& batch) {
     client_->last_active_ms.store(svc_.clock->now_ns() / 1'000'000, std::memory_order_relaxed);
   }
   r.close = close_;
-  r.submitted = batch_->ops.size() > first_op;
+  r.submitted = batch_->ops.size() > first_op || !groups_.empty();
   if (!r.submitted) complete(batch);
   batch_ = nullptr;
   policies_.reset();  // the next read sees policy changes
   return r;
 }
 
-void Session::complete(const Batch& batch) {
+void Session::complete(const Batch& batch, const ForwardList* forwards) {
   RespWriter w(out_, proto_);
+  // Each forward group's replies, split back into one reply per command.
+  std::vector<std::vector<std::string_view>> pieces(groups_.size());
+  for (size_t g = 0; g < groups_.size(); ++g) {
+    const ForwardCall& c = (*forwards)[groups_[g]];
+    if (!c.ok) continue;
+    const char* p = c.replies.data();
+    size_t left = c.replies.size();
+    while (left > 0 && pieces[g].size() < c.count) {
+      const size_t n = resp_value_length(p, left);
+      if (n == 0) break;
+      pieces[g].emplace_back(p, n);
+      p += n;
+      left -= n;
+    }
+  }
   for (const Slot& s : slots_) {
-    if (s.local) {
+    if (s.type == SlotType::kLocal) {
       out_.append(local_, s.index, s.len);
+      continue;
+    }
+    if (s.type == SlotType::kForward) {
+      if (pieces[s.index].size() > s.len) {
+        out_.append(pieces[s.index][s.len]);
+      } else {
+        const ForwardCall& c = (*forwards)[groups_[s.index]];
+        svc_.counters.forward_failures.fetch_add(1, std::memory_order_relaxed);
+        w.error("TRYAGAIN the key's owner (" + c.node_id + ") did not answer: " +
+                (c.ok ? std::string("malformed reply") : c.error));
+      }
       continue;
     }
     const ShardOp& op = batch.ops[s.index];
@@ -137,6 +241,10 @@ void Session::complete(const Batch& batch) {
     }
     if (op.status == OpStatus::kKeyLimit) {
       w.error(err::kKeyLimit);
+      continue;
+    }
+    if (op.status == OpStatus::kNotOwner) {
+      w.error(err::kSlotMoving);
       continue;
     }
     const Decision& d = op.decision;
@@ -181,6 +289,7 @@ void Session::complete(const Batch& batch) {
   }
   slots_.clear();
   local_.clear();
+  groups_.clear();
 }
 
 }  // namespace fg

@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "client_registry.hpp"
+#include "forward.hpp"
 #include "resp_parser.hpp"
 #include "resp_writer.hpp"
 #include "services.hpp"
@@ -21,8 +22,10 @@ enum class ReplyKind : uint8_t { kThrottle, kDecision, kInteger, kAcquire, kLeas
 
 struct ProcessResult {
   size_t consumed = 0;     // input bytes the caller may drop once the batch (if any) is done
-  bool submitted = false;  // ops were added to the batch: submit it, wait, then complete()
+  bool submitted = false;  // ops or forwards were added: submit, wait, then complete()
   bool close = false;      // after writing the output, close the connection
+  bool stalled = false;    // stopped before a command whose slot's state is still arriving:
+                           // call process() again shortly
 };
 
 class Session {
@@ -36,10 +39,21 @@ class Session {
   // at max_batch_commands, before a command that changes the session or reads shard
   // state (HELLO, AUTH, QUIT, DBSIZE, INFO) when keyed work is pending, and at a protocol
   // error.
-  ProcessResult process(const char* data, size_t len, Batch& batch);
+  // In cluster mode, commands for slots other nodes own are appended to `forwards`
+  // (which may hold other sessions' calls) unless the client is sent -MOVED.
+  ProcessResult process(const char* data, size_t len, Batch& batch,
+                        ForwardList* forwards = nullptr);
 
-  // After the batch is done: appends every reply of the last process() call, in order.
-  void complete(const Batch& batch);
+  // After the batch (and its forwards) are done: appends every reply of the last
+  // process() call, in order.
+  void complete(const Batch& batch, const ForwardList* forwards = nullptr);
+
+  // This session runs commands forwarded by another node: it never forwards them again.
+  void set_forwarded() { forwarded_ = true; }
+  // The client asked for the cluster's topology: it can follow -MOVED.
+  void set_cluster_aware() { cluster_aware_ = true; }
+  // The routing snapshot in force (cluster mode only), refreshed once per process().
+  const Routing* routing() const { return routing_.get(); }
 
   std::string& output() { return out_; }
   bool command_in_progress() const { return parser_.in_progress(); }
@@ -59,13 +73,15 @@ class Session {
   void request_close() { close_ = true; }
 
  private:
+  enum class SlotType : uint8_t { kLocal, kOp, kForward };
   struct Slot {
-    bool local;
+    SlotType type;
     ReplyKind kind;
-    uint32_t index;  // op index, or start offset in local_
-    uint32_t len;    // length in local_
+    uint32_t index;  // op index; start offset in local_; forward group
+    uint32_t len;    // length in local_; command number within the forward group
   };
-  bool dispatch(std::vector<std::string_view>& args);  // false: stop taking commands
+  enum class Route { kHere, kStall, kAnswered };
+  Route route(const std::vector<std::string_view>& args, uint32_t slot);
   void end_local_slot(size_t start);
 
   Services& svc_;
@@ -75,6 +91,13 @@ class Session {
   std::deque<std::string> arena_;
   Batch* batch_ = nullptr;
   std::shared_ptr<const PolicyMap> policies_;
+  std::shared_ptr<const Routing> routing_;
+  uint64_t routing_version_ = 0;
+  uint16_t cur_slot_ = 0;
+  ForwardList* forwards_ = nullptr;
+  std::vector<uint32_t> groups_;  // forward groups of this process(): index in *forwards_
+  bool forwarded_ = false;
+  bool cluster_aware_ = false;
   std::vector<Slot> slots_;
   std::string local_;
   std::string out_;

@@ -102,6 +102,10 @@ void Membership::send(int kind, const std::string& to_addr, uint64_t seq, const 
 }
 
 void Membership::join(const std::vector<std::string>& seed_addrs, int64_t now_ns) {
+  seeds_.clear();
+  for (const auto& a : seed_addrs)
+    if (a != self_.addr) seeds_.push_back(a);
+  next_seed_ns_ = now_ns + cfg_.seed_retry_ns;
   broadcast(self_);
   for (const auto& a : seed_addrs) {
     if (a != self_.addr) send(wire::Envelope::SYNC_REQ, a, ++seq_, "", "", true);
@@ -336,6 +340,15 @@ void Membership::tick(int64_t now) {
       send(wire::Envelope::SYNC_REQ, m->addr, ++seq_, "", "", true);
     }
     next_sync_ns_ = now + cfg_.sync_interval_ns;
+  }
+  // Alone (the seeds were not up yet, or everyone else is gone): keep knocking.
+  if (!seeds_.empty() && now >= next_seed_ns_) {
+    bool alone = true;
+    for (const auto& [id, m] : members_) alone = alone && !m.live();
+    if (alone) {
+      for (const auto& a : seeds_) send(wire::Envelope::SYNC_REQ, a, ++seq_, "", "", true);
+    }
+    next_seed_ns_ = now + cfg_.seed_retry_ns;
   }
 }
 

@@ -33,6 +33,7 @@ struct MembershipConfig {
   size_t max_piggyback = 8;                  // updates per message
   int64_t sync_interval_ns = 5'000'000'000;  // push-pull with one random member
   int64_t reap_after_ns = 60'000'000'000;    // forget dead/left members after this
+  int64_t seed_retry_ns = 500'000'000;       // a node that knows no live member asks the seeds
 };
 
 class Membership {
@@ -111,6 +112,8 @@ class Membership {
   uint64_t seq_ = 0;
   int64_t next_probe_ns_ = 0;
   int64_t next_sync_ns_ = 0;
+  std::vector<std::string> seeds_;
+  int64_t next_seed_ns_ = 0;
   int64_t next_gossip_ns_ = 0;
   bool leaving_ = false;
   ChangeFn on_change_;

@@ -23,6 +23,13 @@ void TableAgreement::adopt(SlotTable t) {
   if (on_change_) on_change_(before, table_);
 }
 
+void TableAgreement::propose(SlotTable t) {
+  if (!t.newer_than(table_.epoch(), table_.planner())) return;
+  adopt(std::move(t));
+  for (const auto& [id, m] : m_.others())
+    if (m.live()) send_table(m.addr);
+}
+
 void TableAgreement::on_advert(const std::string& from, uint64_t epoch,
                                const std::string& planner) {
   if (epoch == 0) return;
@@ -109,6 +116,7 @@ void TableAgreement::tick(int64_t now) {
     asked_ns_ = now;
   }
   // Plan, if we are the coordinator and the live set has settled on something new.
+  if (m_.self().state == MemberState::kLeft) return;  // leaving: others plan without us
   const auto live = m_.live_ids();
   if (live != last_live_) {
     last_live_ = live;
@@ -118,7 +126,7 @@ void TableAgreement::tick(int64_t now) {
   if (table_.members() == live && table_.epoch() > 0) return;
   if (want_epoch_ > 0) return;  // first learn the newest table, then plan from it
   const uint64_t epoch = table_.epoch() + 1;
-  adopt(table_.plan(live).stamped(epoch, m_.self().id));
+  propose(table_.plan(live).stamped(epoch, m_.self().id));  // and tell everyone now
 }
 
 }  // namespace fg

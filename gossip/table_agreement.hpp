@@ -24,6 +24,9 @@ class TableAgreement {
   const SlotTable& table() const { return table_; }
   // Called on this node's thread whenever it adopts a table (its own plan or a peer's).
   void on_change(ChangeFn fn) { on_change_ = std::move(fn); }
+  // Adopts `t` (if it is newer) and sends it straight to every live member: a leaving
+  // node hands its slots over without waiting for the coordinator to notice.
+  void propose(SlotTable t);
 
  private:
   void adopt(SlotTable t);

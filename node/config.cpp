@@ -161,6 +161,38 @@ void load_config_file(const std::string& path, NodeConfig& cfg) {
       cfg.max_keys = static_cast<size_t>(as_int(v, key, 1, int64_t{1} << 40));
     else if (key == "log-level")
       cfg.log_level = as_string(v, key);
+    else if (key == "cluster-enabled") {
+      try {
+        cfg.cluster_enabled = v.as<bool>();
+      } catch (const YAML::Exception&) {
+        fail(v, key, "must be yes or no");
+      }
+    } else if (key == "cluster-port")
+      cfg.cluster_port = static_cast<int>(as_int(v, key, 1, 65535));
+    else if (key == "cluster-announce-host")
+      cfg.cluster_announce_host = as_string(v, key);
+    else if (key == "node-id") {
+      cfg.node_id = as_string(v, key);
+      const std::string why = check_node_id(cfg.node_id);
+      if (!why.empty()) fail(v, key, why);
+    } else if (key == "seeds") {
+      std::vector<std::string> seeds;
+      bool ok = true;
+      if (v.IsSequence()) {
+        for (const auto& e : v) ok = ok && e.IsScalar() && parse_seeds(e.Scalar(), seeds);
+      } else {
+        ok = v.IsScalar() && parse_seeds(v.Scalar(), seeds);
+      }
+      if (!ok) fail(v, key, "must be a list of host:port cluster addresses");
+      cfg.seeds = seeds;
+    } else if (key == "cluster-redirect") {
+      cfg.cluster_redirect = as_string(v, key);
+      if (cfg.cluster_redirect != "auto" && cfg.cluster_redirect != "moved" &&
+          cfg.cluster_redirect != "forward") {
+        fail(v, key, "must be auto, moved or forward");
+      }
+    } else if (key == "cluster-forward-timeout")
+      cfg.cluster_forward_timeout_ms = as_duration_ms(v, key);
     else if (key == "policies") {
       if (!v.IsMap()) fail(v, key, "must be a map of policy name to settings");
       for (const auto& p : v) {
@@ -174,6 +206,40 @@ void load_config_file(const std::string& path, NodeConfig& cfg) {
       fail(kv.first, key, "unknown setting");
     }
   }
+}
+
+std::string check_node_id(const std::string& id) {
+  if (id.empty() || id.size() > 64) return "must be 1 to 64 characters";
+  for (char c : id) {
+    if (!std::isalnum(static_cast<unsigned char>(c)) && c != '-' && c != '_' && c != '.') {
+      return "may hold only letters, digits, '-', '_' and '.'";
+    }
+  }
+  return "";
+}
+
+bool parse_seeds(const std::string& s, std::vector<std::string>& out) {
+  std::string cur;
+  auto flush = [&] {
+    if (cur.empty()) return true;
+    const auto colon = cur.rfind(':');
+    if (colon == std::string::npos || colon == 0 || colon + 1 == cur.size()) return false;
+    for (size_t i = colon + 1; i < cur.size(); ++i)
+      if (!std::isdigit(static_cast<unsigned char>(cur[i]))) return false;
+    const long port = std::atol(cur.c_str() + colon + 1);
+    if (port < 1 || port > 65535) return false;
+    out.push_back(cur);
+    cur.clear();
+    return true;
+  };
+  for (char c : s) {
+    if (c == ',' || c == ' ') {
+      if (!flush()) return false;
+    } else {
+      cur += c;
+    }
+  }
+  return flush();
 }
 
 void resolve_defaults(NodeConfig& cfg) {

@@ -3,6 +3,7 @@
 #include <cstdint>
 #include <stdexcept>
 #include <string>
+#include <vector>
 
 #include "policy_registry.hpp"
 
@@ -25,7 +26,20 @@ struct NodeConfig {
   std::string log_level = "info";
   std::string config_file;
   PolicyMap policies;
+  // Cluster mode.
+  bool cluster_enabled = false;
+  int cluster_port = 0;               // 0: RESP port + 10000
+  std::string cluster_announce_host;  // empty: the first --bind address
+  std::vector<std::string> seeds;     // cluster bus addresses host:port
+  std::string node_id;                // empty: random 40 hex digits
+  std::string cluster_redirect = "auto";  // auto | moved | forward
+  int64_t cluster_forward_timeout_ms = 5000;
 };
+
+// Empty if `id` can be a node id (letters, digits, '-', '_', '.'; 1..64 chars).
+std::string check_node_id(const std::string& id);
+// Splits "a:1,b:2" (spaces allowed) into addresses; false if one is not host:port.
+bool parse_seeds(const std::string& s, std::vector<std::string>& out);
 
 struct ConfigError : std::runtime_error {
   using std::runtime_error::runtime_error;

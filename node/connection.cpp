@@ -20,6 +20,7 @@ Connection::Connection(asio::ip::tcp::socket sock, Services& svc, ConnectionLimi
                        IoBatcher& batcher)
     : sock_(std::move(sock)),
       watchdog_(sock_.get_executor()),
+      stall_timer_(sock_.get_executor()),
       svc_(svc),
       limits_(limits),
       batcher_(batcher),
@@ -87,7 +88,8 @@ void Connection::read() {
 void Connection::pump() {
   while (state_ != State::kClosed) {
     if (begin_ == end_) break;
-    ProcessResult r = session_->process(in_.data() + begin_, end_ - begin_, batcher_.current());
+    ProcessResult r = session_->process(in_.data() + begin_, end_ - begin_, batcher_.current(),
+                                        batcher_.current_forwards());
     if (r.submitted) {
       // Our ops ride in this turn's batch; the replies come back through batch_complete().
       state_ = State::kInFlight;
@@ -99,6 +101,18 @@ void Connection::pump() {
     begin_ += r.consumed;
     if (r.close) close_after_write_ = true;
     if (!session_->output().empty() || close_after_write_) return write();
+    if (r.stalled) {
+      // A slot moving here: its state arrives within milliseconds (or the wait times out).
+      state_ = State::kInFlight;
+      auto self = shared_from_this();
+      stall_timer_.expires_after(std::chrono::milliseconds(2));
+      stall_timer_.async_wait([self](asio::error_code ec) {
+        if (ec || self->state_ == State::kClosed) return;
+        self->state_ = State::kReading;
+        self->pump();
+      });
+      return;
+    }
     if (r.consumed == 0) break;  // only part of a command is here
   }
   if (begin_ == end_) {
@@ -109,8 +123,8 @@ void Connection::pump() {
   read();
 }
 
-void Connection::batch_complete(const Batch& batch) {
-  session_->complete(batch);
+void Connection::batch_complete(const Batch& batch, const ForwardList& forwards) {
+  session_->complete(batch, &forwards);
   after_batch(pending_consumed_, pending_close_);
 }
 
@@ -142,6 +156,7 @@ void Connection::close() {
   state_ = State::kClosed;
   asio::error_code ec;
   watchdog_.cancel();
+  stall_timer_.cancel();
   sock_.shutdown(asio::ip::tcp::socket::shutdown_both, ec);
   sock_.close(ec);
 }

@@ -25,7 +25,7 @@ class Connection : public std::enable_shared_from_this<Connection> {
   ~Connection();
   void start();
   // On this connection's thread, once the shards have answered its part of `batch`.
-  void batch_complete(const Batch& batch);
+  void batch_complete(const Batch& batch, const ForwardList& forwards);
 
  private:
   enum class State { kReading, kInFlight, kWriting, kClosed };
@@ -40,6 +40,7 @@ class Connection : public std::enable_shared_from_this<Connection> {
 
   asio::ip::tcp::socket sock_;
   asio::steady_timer watchdog_;
+  asio::steady_timer stall_timer_;  // retries a command whose slot's state is arriving
   Services& svc_;
   ConnectionLimits limits_;
   std::shared_ptr<ClientInfo> client_;

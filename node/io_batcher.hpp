@@ -1,11 +1,14 @@
 // Gathers the keyed ops of every connection served by one I/O thread during one turn of
 // its event loop into a single batch: one message per touched shard per turn, and one
-// completion posted back, however many connections took part.
+// completion posted back, however many connections took part. In cluster mode the
+// commands they forward to other nodes ride in the same flight.
 #pragma once
 #include <asio.hpp>
 #include <memory>
 #include <vector>
 
+#include "forward.hpp"
+#include "services.hpp"
 #include "shard_pool.hpp"
 
 namespace fg {
@@ -14,10 +17,12 @@ class Connection;
 
 class IoBatcher {
  public:
-  IoBatcher(asio::io_context& io, ShardPool& pool, size_t max_ops);
+  IoBatcher(asio::io_context& io, Services& svc, size_t max_ops);
 
-  // The batch ops are appended to during this turn.
+  // The batch ops are appended to during this turn, and (cluster mode) the calls to
+  // other nodes that travel with it: the flight completes when both are done.
   Batch& current();
+  ForwardList* current_forwards();
   // `c` appended ops to current(): it is told through Connection::batch_complete. The
   // batch goes to the shards at the end of this turn, or now if it has grown large.
   void join(std::shared_ptr<Connection> c);
@@ -28,7 +33,7 @@ class IoBatcher {
   std::shared_ptr<Flight> take_flight();
 
   asio::io_context& io_;
-  ShardPool& pool_;
+  Services& svc_;
   size_t max_ops_;
   std::shared_ptr<Flight> filling_;
   std::vector<std::shared_ptr<Flight>> spare_;  // finished flights, reused

@@ -6,8 +6,11 @@
 #include <csignal>
 #include <iostream>
 #include <random>
+#include <sstream>
 
+#include "cluster.hpp"
 #include "config.hpp"
+#include "forward.hpp"
 #include "server.hpp"
 
 namespace {
@@ -18,6 +21,19 @@ std::string random_run_id() {
   std::string s(40, '0');
   for (char& c : s) c = hex[rd() % 16];
   return s;
+}
+
+std::string first_word(const std::string& s) {
+  std::istringstream in(s);
+  std::string w;
+  in >> w;
+  return w;
+}
+
+std::string seeds_text(const std::vector<std::string>& seeds) {
+  std::string out;
+  for (const auto& s : seeds) out += (out.empty() ? "" : ",") + s;
+  return out;
 }
 
 }  // namespace
@@ -56,6 +72,20 @@ int main(int argc, char** argv) {
       ->capture_default_str();
   app.add_option("--log-level", cfg.log_level, "trace, debug, info, warn, error or off")
       ->capture_default_str();
+  std::string seeds;
+  app.add_flag("--cluster-enabled", cfg.cluster_enabled,
+               "Run as a cluster member (gossip, slot table, routing)");
+  app.add_option("--cluster-port", cfg.cluster_port,
+                 "Cluster bus port, UDP gossip and TCP peer links (default: RESP port + 10000)")
+      ->check(CLI::Range(1, 65535));
+  app.add_option("--cluster-announce-host", cfg.cluster_announce_host,
+                 "Address peers and clients use to reach this node (default: first --bind)");
+  app.add_option("--seeds", seeds, "Cluster bus addresses to join through: host:port,...");
+  app.add_option("--node-id", cfg.node_id, "This node's id (default: 40 random hex digits)");
+  app.add_option("--cluster-redirect", cfg.cluster_redirect,
+                 "Keys owned elsewhere: auto (-MOVED for clients that asked for the "
+                 "topology, else forwarded), moved, or forward")
+      ->check(CLI::IsMember({"auto", "moved", "forward"}));
   CLI11_PARSE(app, argc, argv);
 
   try {
@@ -76,6 +106,14 @@ int main(int argc, char** argv) {
       if (!given("--shard-threads")) cfg.shard_threads = from_file.shard_threads;
       if (!given("--max-keys")) cfg.max_keys = from_file.max_keys;
       if (!given("--log-level")) cfg.log_level = from_file.log_level;
+      if (!given("--cluster-enabled")) cfg.cluster_enabled = from_file.cluster_enabled;
+      if (!given("--cluster-port")) cfg.cluster_port = from_file.cluster_port;
+      if (!given("--cluster-announce-host"))
+        cfg.cluster_announce_host = from_file.cluster_announce_host;
+      if (!given("--seeds")) cfg.seeds = from_file.seeds;
+      if (!given("--node-id")) cfg.node_id = from_file.node_id;
+      if (!given("--cluster-redirect")) cfg.cluster_redirect = from_file.cluster_redirect;
+      cfg.cluster_forward_timeout_ms = from_file.cluster_forward_timeout_ms;
       cfg.query_deadline_ms = from_file.query_deadline_ms;
       cfg.output_timeout_ms = from_file.output_timeout_ms;
       cfg.policies = from_file.policies;
@@ -84,6 +122,17 @@ int main(int argc, char** argv) {
   } catch (const fg::ConfigError& e) {
     std::cerr << "floodgate: bad config: " << e.what() << "\n";
     return 2;
+  }
+  if (!seeds.empty() && !fg::parse_seeds(seeds, cfg.seeds)) {
+    std::cerr << "floodgate: --seeds: expected host:port[,host:port...], got '" << seeds << "'\n";
+    return 2;
+  }
+  if (!cfg.node_id.empty()) {
+    const std::string why = fg::check_node_id(cfg.node_id);
+    if (!why.empty()) {
+      std::cerr << "floodgate: --node-id: " << why << "\n";
+      return 2;
+    }
   }
   if (query_deadline_ms > 0) cfg.query_deadline_ms = query_deadline_ms;
   if (output_timeout_ms > 0) cfg.output_timeout_ms = output_timeout_ms;
@@ -118,6 +167,7 @@ int main(int argc, char** argv) {
   fg::ShardPoolConfig pool_cfg;
   pool_cfg.shards = cfg.shards;
   pool_cfg.max_keys = cfg.max_keys;
+  pool_cfg.cluster = cfg.cluster_enabled;
   auto pool = std::make_unique<fg::ShardPool>(system, pool_cfg, &clock);
   svc.shards = pool.get();
 
@@ -136,6 +186,41 @@ int main(int argc, char** argv) {
   }
   svc.settings.port = server.port();
 
+  std::unique_ptr<fg::Cluster> cluster;
+  if (cfg.cluster_enabled) {
+    fg::ClusterConfig cc;
+    cc.node_id = cfg.node_id.empty() ? random_run_id() : cfg.node_id;
+    cc.bind_host = first_word(cfg.bind);
+    cc.announce_host = cfg.cluster_announce_host.empty() ? cc.bind_host : cfg.cluster_announce_host;
+    if (cc.bind_host == "0.0.0.0" || cc.bind_host == "::") {
+      if (cfg.cluster_announce_host.empty()) {
+        std::cerr << "floodgate: binding " << cc.bind_host
+                  << " needs --cluster-announce-host (the address peers and clients use)\n";
+        return 2;
+      }
+    }
+    cc.resp_port = server.port();
+    cc.port = cfg.cluster_port ? cfg.cluster_port : server.port() + 10000;
+    cc.seeds = cfg.seeds;
+    cluster = std::make_unique<fg::Cluster>(cc, *pool);
+    svc.routing = &cluster->routing();
+    svc.cluster = cluster.get();
+    svc.settings.redirect = cfg.cluster_redirect == "moved"     ? fg::NodeSettings::Redirect::kAlways
+                            : cfg.cluster_redirect == "forward" ? fg::NodeSettings::Redirect::kNever
+                                                                : fg::NodeSettings::Redirect::kAuto;
+    svc.settings.forward_timeout_ms = cfg.cluster_forward_timeout_ms;
+    fg::serve_forwards(*cluster, svc);
+    try {
+      cluster->start();
+    } catch (const std::exception& e) {
+      std::cerr << "floodgate: cannot use cluster port " << cc.port << " on " << cc.bind_host
+                << ": " << e.what() << "\n";
+      return 1;
+    }
+    spdlog::info("cluster node {} on bus port {}, seeds: {}", cc.node_id, cc.port,
+                 cfg.seeds.empty() ? std::string("none") : seeds_text(cfg.seeds));
+  }
+
   // SIGINT/SIGTERM: stop accepting, close, exit 0.
   asio::signal_set signals(server.main_context(), SIGINT, SIGTERM);
   std::atomic<bool> stopping{false};
@@ -152,7 +237,13 @@ int main(int argc, char** argv) {
       svc.settings.version, cfg.bind, server.port(), cfg.io_threads, cfg.shards, cfg.shard_threads,
       cfg.policies.size());
   while (!stopping) std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  if (cluster) {
+    // Hand this node's slots (and their state) to the others before going.
+    const bool clean = cluster->leave(std::chrono::milliseconds(3000));
+    if (!clean) spdlog::warn("left the cluster before every slot's state was handed over");
+  }
   server.stop();
+  if (cluster) cluster->stop();
   pool.reset();
   return 0;
 }

@@ -1,0 +1,41 @@
+// Commands sent to the node that owns their slot, on behalf of a client connected here
+// (the "plain client sees one big limiter" path), and the owner's side that runs them.
+#pragma once
+#include <cstdint>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "shard_op.hpp"
+
+namespace fg {
+
+class Cluster;
+struct Services;
+
+// One session's commands for one other node, from one read.
+struct ForwardCall {
+  std::string peer_addr;
+  std::string node_id;
+  int proto = 2;
+  uint32_t count = 0;
+  std::string cmds;  // whole RESP commands, back to back
+  // Set when the call completes:
+  bool ok = false;
+  std::string replies;  // RESP replies back to back (ok)
+  std::string error;    // why there are none (!ok)
+};
+using ForwardList = std::vector<ForwardCall>;
+
+// Sends each call of `calls` (kept alive by the batch's sink); each completion ends with
+// batch->finish_one(). The batch must already count them (ShardPool::submit's `extra`).
+void send_forwards(Cluster& cluster, const BatchPtr& batch, ForwardList& calls,
+                   int64_t timeout_ms);
+
+// Length of the first whole RESP value in [p, p+n), or 0 if there is none.
+size_t resp_value_length(const char* p, size_t n, int depth = 0);
+
+// Runs forwarded commands on the node that owns their slots (peer request FORWARD).
+void serve_forwards(Cluster& cluster, Services& svc);
+
+}  // namespace fg

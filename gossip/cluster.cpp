@@ -1,0 +1,385 @@
+// The cluster thread: gossip, table agreement, hand-offs, routing snapshots.
+#include "cluster.hpp"
+
+#include <spdlog/spdlog.h>
+
+#include <random>
+
+#include "peer.pb.h"
+#include "state.pb.h"
+#include "state_codec.hpp"
+
+namespace fg {
+
+namespace {
+constexpr int64_t kTickMs = 10;
+constexpr auto kRetryDelay = std::chrono::milliseconds(200);
+
+std::string slots_to_bytes(const SlotBits& b) {
+  std::string out(kSlotCount / 8, '\0');
+  for (uint32_t s = 0; s < kSlotCount; ++s)
+    if (b.test(s)) out[s / 8] = static_cast<char>(out[s / 8] | (1 << (s % 8)));
+  return out;
+}
+
+bool slots_from_bytes(const std::string& in, SlotBits& b) {
+  if (in.size() != kSlotCount / 8) return false;
+  b.reset();
+  for (uint32_t s = 0; s < kSlotCount; ++s)
+    if (static_cast<unsigned char>(in[s / 8]) & (1 << (s % 8))) b.set(s);
+  return true;
+}
+
+size_t approx_bytes(const EntrySnapshot& e) {
+  return e.key.size() + 16 + e.fields.size() * 10 + e.log.size() * 20 + e.leases.size() * 40;
+}
+
+void split_addr(const std::string& addr, std::string& host, int& port) {
+  const auto colon = addr.rfind(':');
+  if (colon == std::string::npos) {
+    host = addr;
+    port = 0;
+    return;
+  }
+  host = addr.substr(0, colon);
+  port = std::atoi(addr.c_str() + colon + 1);
+}
+}  // namespace
+
+struct Cluster::Outgoing {
+  std::string to;  // node id
+  SlotBits slots;
+  uint64_t epoch = 0;
+  uint64_t id = 0;
+  std::vector<EntrySnapshot> entries;
+  std::vector<std::string> chunks;
+  size_t next = 0;
+  asio::steady_timer retry;
+  explicit Outgoing(asio::io_context& io) : retry(io) {}
+};
+
+Cluster::Cluster(ClusterConfig cfg, ShardPool& pool)
+    : cfg_(std::move(cfg)),
+      pool_(pool),
+      guard_(asio::make_work_guard(io_)),
+      timer_(io_),
+      keeper_(cfg_.node_id, cfg_.await_timeout_ms * 1'000'000) {
+  if (cfg_.announce_host.empty()) cfg_.announce_host = cfg_.bind_host;
+}
+
+Cluster::~Cluster() { stop(); }
+
+void Cluster::start() {
+  const std::string addr = cfg_.announce_host + ":" + std::to_string(cfg_.port);
+  const std::string resp_addr = cfg_.announce_host + ":" + std::to_string(cfg_.resp_port);
+  transport_ = std::make_unique<UdpTransport>(
+      io_, cfg_.bind_host, static_cast<uint16_t>(cfg_.port),
+      [this](const std::string& from, std::string_view bytes) {
+        membership_->receive(from, bytes, wall_now_ns());
+      });
+  server_ = std::make_unique<PeerServer>(
+      io_, cfg_.bind_host, static_cast<uint16_t>(cfg_.port),
+      [this](uint32_t kind, std::string body, PeerServer::Respond respond) {
+        dispatch(kind, std::move(body), std::move(respond));
+      });
+  std::random_device rd;
+  membership_ = std::make_unique<Membership>(cfg_.membership, cfg_.node_id, addr, resp_addr,
+                                             *transport_, (uint64_t{rd()} << 32) ^ rd());
+  agreement_ = std::make_unique<TableAgreement>(*membership_, cfg_.settle_ms * 1'000'000);
+  agreement_->on_change(
+      [this](const SlotTable& before, const SlotTable& after) { on_table(before, after); });
+  membership_->on_change([this](const Member& m) {
+    known_[m.id] = m;
+    dirty_ = true;
+    spdlog::info("member {} ({}) is {}", m.id, m.resp_addr, state_name(m.state));
+  });
+  known_[cfg_.node_id] = membership_->self();
+  publish();
+  asio::post(io_, [this] {
+    membership_->join(cfg_.seeds, wall_now_ns());
+    arm();
+  });
+  thread_ = std::thread([this] { io_.run(); });
+}
+
+void Cluster::stop() {
+  if (!thread_.joinable()) return;
+  asio::post(io_, [this] {
+    timer_.cancel();
+    if (transport_) transport_->close();
+    if (server_) server_->close();
+    for (auto& [a, p] : peers_) p->close();
+    for (auto& o : outgoing_) o->retry.cancel();
+  });
+  guard_.reset();
+  std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  io_.stop();
+  thread_.join();
+}
+
+void Cluster::arm() {
+  timer_.expires_after(std::chrono::milliseconds(kTickMs));
+  timer_.async_wait([this](asio::error_code ec) {
+    if (ec) return;
+    tick();
+    arm();
+  });
+}
+
+void Cluster::tick() {
+  const int64_t now = wall_now_ns();
+  membership_->tick(now);
+  agreement_->tick(now);
+  SlotKeeper::Actions a =
+      keeper_.on_tick([this](const std::string& id) { return can_send(id); }, now);
+  if (a.any()) {
+    spdlog::warn("{} awaited slots never arrived; serving them from empty state",
+                 a.serve_empty.count());
+    apply(a);
+  }
+  if (dirty_) publish();
+}
+
+bool Cluster::can_send(const std::string& id) const {
+  if (id == cfg_.node_id) return true;
+  const auto& others = membership_->others();
+  auto it = others.find(id);
+  return it != others.end() && (it->second.live() || it->second.state == MemberState::kLeft);
+}
+
+void Cluster::on_table(const SlotTable& before, const SlotTable& after) {
+  counters_.table_changes.fetch_add(1, std::memory_order_relaxed);
+  size_t mine = 0;
+  for (uint32_t s = 0; s < kSlots; ++s)
+    if (after.owner(s) != kNoOwner && after.owner_id(s) == cfg_.node_id) ++mine;
+  spdlog::info("slot table epoch {} by {}: {} members, {} slots here", after.epoch(),
+               after.planner(), after.members().size(), mine);
+  apply(keeper_.on_table(before, after, [this](const std::string& id) { return can_send(id); },
+                         wall_now_ns()));
+}
+
+// Order matters: slots start being served only after their shards were told to serve
+// them, and stop being routed here before their shards let go of them.
+void Cluster::apply(const SlotKeeper::Actions& a) {
+  if (a.serve_empty.any()) {
+    counters_.slots_started_empty.fetch_add(a.serve_empty.count(), std::memory_order_relaxed);
+    auto job = std::make_shared<SlotJob>();
+    job->slots = a.serve_empty;
+    pool_.install(job, {});
+  }
+  publish();
+  for (const auto& [to, slots] : a.send) {
+    auto job = std::make_shared<SlotJob>();
+    job->slots = slots;
+    job->remove = true;
+    job->now_ns = pool_.clock()->now_ns();
+    auto o = std::make_shared<Outgoing>(io_);
+    o->to = to;
+    o->slots = slots;
+    o->epoch = agreement_->table().epoch();
+    o->id = next_handoff_++;
+    ++extracting_;
+    job->done = [this, o](SlotJob& j) {
+      for (auto& part : j.per_shard)
+        for (auto& e : part) o->entries.push_back(std::move(e));
+      asio::post(io_, [this, o] {
+        --extracting_;
+        send_handoff(o);
+      });
+    };
+    pool_.extract(job);
+  }
+}
+
+void Cluster::send_handoff(std::shared_ptr<Outgoing> o) {
+  std::vector<EntrySnapshot> part;
+  size_t bytes = 0;
+  size_t i = 0;
+  auto emit = [&](bool last) {
+    wire::SlotHandoff h;
+    h.set_from(cfg_.node_id);
+    h.set_handoff_id(o->id);
+    h.set_chunk(static_cast<uint32_t>(o->chunks.size()));
+    h.set_last(last);
+    h.set_epoch(o->epoch);
+    h.set_slots(slots_to_bytes(o->slots));
+    h.set_state(encode_state(part));
+    o->chunks.push_back(h.SerializeAsString());
+    part.clear();
+    bytes = 0;
+  };
+  for (; i < o->entries.size(); ++i) {
+    if (bytes > cfg_.handoff_chunk_bytes) emit(false);
+    bytes += approx_bytes(o->entries[i]);
+    part.push_back(o->entries[i]);
+  }
+  emit(true);
+  outgoing_.push_back(o);
+  spdlog::info("handing {} slots ({} keys) to {}", o->slots.count(), o->entries.size(), o->to);
+  send_chunk(o);
+}
+
+void Cluster::send_chunk(std::shared_ptr<Outgoing> o) {
+  auto it = known_.find(o->to);
+  if (it == known_.end() || !membership_->others().count(o->to) ||
+      !membership_->others().at(o->to).live()) {
+    return reclaim(o);
+  }
+  peer(it->second.addr)
+      .call(kPeerHandoff, o->chunks[o->next], std::chrono::milliseconds(cfg_.handoff_timeout_ms),
+            [this, o](PeerStatus st, std::string) {
+              if (st == PeerStatus::kOk) {
+                if (++o->next < o->chunks.size()) return send_chunk(o);
+                counters_.handoffs_sent.fetch_add(1, std::memory_order_relaxed);
+                counters_.keys_sent.fetch_add(o->entries.size(), std::memory_order_relaxed);
+                spdlog::info("handed {} slots to {}", o->slots.count(), o->to);
+                outgoing_.erase(std::remove(outgoing_.begin(), outgoing_.end(), o),
+                                outgoing_.end());
+                return;
+              }
+              o->retry.expires_after(kRetryDelay);
+              o->retry.async_wait([this, o](asio::error_code ec) {
+                if (!ec) send_chunk(o);
+              });
+            });
+}
+
+// The receiver is gone: take the state back and keep it until a newer table says where
+// it goes (never serve it here unless that table gives it to us).
+void Cluster::reclaim(std::shared_ptr<Outgoing> o) {
+  spdlog::warn("{} is unreachable; keeping {} slots' state until the next table", o->to,
+               o->slots.count());
+  outgoing_.erase(std::remove(outgoing_.begin(), outgoing_.end(), o), outgoing_.end());
+  auto job = std::make_shared<SlotJob>();
+  const uint64_t hold_until = agreement_->table().epoch() + 1;
+  job->done = [this, slots = o->slots, hold_until](SlotJob&) {
+    asio::post(io_, [this, slots, hold_until] {
+      apply(keeper_.on_install(slots, hold_until, agreement_->table()));
+    });
+  };
+  // Not marked as served by the shards (job->slots stays empty): routing decides that.
+  pool_.install(job, std::move(o->entries));
+}
+
+void Cluster::dispatch(uint32_t kind, std::string body, PeerServer::Respond respond) {
+  if (kind == kPeerHandoff) return on_handoff(std::move(body), std::move(respond));
+  auto it = handlers_.find(kind);
+  if (it == handlers_.end()) return respond(PeerStatus::kUnknownKind, {}, "unknown request kind");
+  it->second(kind, std::move(body), std::move(respond));
+}
+
+void Cluster::on_handoff(std::string body, PeerServer::Respond respond) {
+  wire::SlotHandoff h;
+  SlotBits slots;
+  std::vector<EntrySnapshot> entries;
+  if (!h.ParseFromString(body) || !slots_from_bytes(h.slots(), slots) ||
+      !decode_state(h.state(), entries)) {
+    return respond(PeerStatus::kError, {}, "malformed hand-off");
+  }
+  const auto key = std::make_pair(h.from(), h.handoff_id());
+  auto done = installed_.find(key);
+  if (done != installed_.end() && done->second > h.chunk()) {
+    return respond(PeerStatus::kOk, {}, {});  // a resend of what is already installed
+  }
+  auto job = std::make_shared<SlotJob>();
+  if (h.last()) job->slots = slots;
+  const size_t n = entries.size();
+  job->done = [this, key, n, last = h.last(), chunk = h.chunk(), epoch = h.epoch(), slots,
+               respond = std::move(respond)](SlotJob&) mutable {
+    asio::post(io_, [this, key, n, last, chunk, epoch, slots, respond = std::move(respond)] {
+      if (installed_.size() > 100000) installed_.clear();
+      installed_[key] = chunk + 1;
+      counters_.handoffs_received.fetch_add(1, std::memory_order_relaxed);
+      counters_.keys_received.fetch_add(n, std::memory_order_relaxed);
+      if (last) {
+        spdlog::info("received {} slots from {}", slots.count(), key.first);
+        apply(keeper_.on_install(slots, epoch, agreement_->table()));
+      }
+      respond(PeerStatus::kOk, {}, {});
+    });
+  };
+  pool_.install(job, std::move(entries));
+}
+
+bool Cluster::leave(std::chrono::milliseconds max_wait) {
+  // Shared with the cluster thread, which may still run these after we gave up waiting.
+  auto planned = std::make_shared<std::atomic<bool>>(false);
+  auto drained = std::make_shared<std::atomic<bool>>(false);
+  asio::post(io_, [this, planned] {
+    leaving_ = true;
+    const SlotTable& t = agreement_->table();
+    std::vector<std::string> rest;
+    for (const auto& id : membership_->live_ids())
+      if (id != cfg_.node_id) rest.push_back(id);
+    if (t.epoch() > 0 && !rest.empty()) {
+      agreement_->propose(t.plan(rest).stamped(t.epoch() + 1, cfg_.node_id));
+    }
+    membership_->leave(wall_now_ns());
+    *planned = true;
+  });
+  const auto deadline = std::chrono::steady_clock::now() + max_wait;
+  while (std::chrono::steady_clock::now() < deadline) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+    if (!*planned) continue;
+    asio::post(io_, [this, drained] { *drained = outgoing_.empty() && extracting_ == 0; });
+    std::this_thread::sleep_for(std::chrono::milliseconds(5));
+    if (*drained) return true;
+  }
+  return false;
+}
+
+void Cluster::call(const std::string& peer_addr, uint32_t kind, std::string body,
+                   std::chrono::milliseconds deadline, PeerCallback cb) {
+  asio::post(io_, [this, peer_addr, kind, body = std::move(body), deadline,
+                   cb = std::move(cb)]() mutable {
+    peer(peer_addr).call(kind, std::move(body), deadline, std::move(cb));
+  });
+}
+
+PeerClient& Cluster::peer(const std::string& peer_addr) {
+  auto& p = peers_[peer_addr];
+  if (!p) p = std::make_shared<PeerClient>(io_, peer_addr);
+  return *p;
+}
+
+void Cluster::publish() {
+  dirty_ = false;
+  auto r = std::make_shared<Routing>();
+  const SlotTable& t = agreement_->table();
+  r->epoch = t.epoch();
+  for (const auto& [id, m] : membership_->others()) known_[id] = m;
+  known_[cfg_.node_id] = membership_->self();
+  auto node_of = [&](const std::string& id, bool in_table) {
+    RouteNode n;
+    n.id = id;
+    n.in_table = in_table;
+    n.self = id == cfg_.node_id;
+    auto it = known_.find(id);
+    if (it != known_.end()) {
+      split_addr(it->second.resp_addr, n.resp_host, n.resp_port);
+      n.peer_addr = it->second.addr;
+      n.state = it->second.state;
+    } else {
+      n.state = MemberState::kDead;
+    }
+    return n;
+  };
+  for (const auto& id : t.members()) r->nodes.push_back(node_of(id, true));
+  for (const auto& [id, m] : known_) {
+    if (std::find(t.members().begin(), t.members().end(), id) == t.members().end() &&
+        (m.live() || id == cfg_.node_id)) {
+      r->nodes.push_back(node_of(id, false));
+    }
+  }
+  for (size_t i = 0; i < r->nodes.size(); ++i)
+    if (r->nodes[i].self) r->self_index = static_cast<int>(i);
+  for (uint32_t s = 0; s < kSlots; ++s) r->owner[s] = t.owner(s);
+  if (t.epoch() > 0) r->ranges = t.ranges();
+  r->awaiting = keeper_.awaiting();
+  for (uint32_t s = 0; s < kSlots; ++s) {
+    if (keeper_.held().test(s) && static_cast<int>(r->owner[s]) == r->self_index) r->serving.set(s);
+  }
+  hub_.publish(std::move(r));
+}
+
+}  // namespace fg

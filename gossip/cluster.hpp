@@ -1,0 +1,115 @@
+// A node's place in the cluster, run on one thread of its own: gossip membership (UDP),
+// slot-table agreement, peer links (TCP, same port number), and slot hand-off between
+// this node's shards and its peers. Publishes the routing snapshot request paths read.
+#pragma once
+#include <asio.hpp>
+#include <atomic>
+#include <chrono>
+#include <map>
+#include <memory>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "membership.hpp"
+#include "peer_link.hpp"
+#include "routing.hpp"
+#include "shard_pool.hpp"
+#include "slot_keeper.hpp"
+#include "table_agreement.hpp"
+#include "udp_transport.hpp"
+
+namespace fg {
+
+// Peer request kinds (peer.proto PeerRequest.kind).
+constexpr uint32_t kPeerForward = 1;  // ForwardRequest -> ForwardResponse
+constexpr uint32_t kPeerHandoff = 2;  // SlotHandoff -> empty
+
+struct ClusterConfig {
+  std::string node_id;
+  std::string bind_host = "127.0.0.1";  // cluster bus: UDP gossip and TCP peer links
+  int port = 16380;
+  std::string announce_host;  // how peers and clients reach this node; default bind_host
+  int resp_port = 6380;
+  std::vector<std::string> seeds;  // cluster bus addresses, host:port
+  MembershipConfig membership;
+  int64_t settle_ms = 1000;          // live set stable this long before a new table
+  int64_t await_timeout_ms = 3000;   // wait this long for a moving slot's state
+  int64_t handoff_timeout_ms = 10000;
+  size_t handoff_chunk_bytes = 4 << 20;
+};
+
+struct ClusterCounters {
+  std::atomic<uint64_t> handoffs_sent{0};      // slot hand-offs completed, as sender
+  std::atomic<uint64_t> handoffs_received{0};  // hand-off chunks installed
+  std::atomic<uint64_t> keys_sent{0};
+  std::atomic<uint64_t> keys_received{0};
+  std::atomic<uint64_t> slots_started_empty{0};
+  std::atomic<uint64_t> table_changes{0};
+};
+
+class Cluster {
+ public:
+  Cluster(ClusterConfig cfg, ShardPool& pool);
+  ~Cluster();
+
+  // Handler for peer requests of `kind` (other than HANDOFF); runs on the cluster thread.
+  // Register before start().
+  void on_request(uint32_t kind, PeerServer::Handler h) { handlers_[kind] = std::move(h); }
+  // Binds the cluster port (throws std::system_error), joins the seeds, starts the thread.
+  void start();
+  // Graceful exit: hands this node's slots to the remaining members, tells everyone it is
+  // leaving, and waits (at most `max_wait`) for the hand-offs to be acknowledged.
+  // Returns false if some state could not be handed off in time.
+  bool leave(std::chrono::milliseconds max_wait);
+  void stop();
+
+  RoutingHub& routing() { return hub_; }
+  asio::io_context& io() { return io_; }
+  const ClusterConfig& config() const { return cfg_; }
+  const ClusterCounters& counters() const { return counters_; }
+  // A peer call from any thread; `cb` runs on the cluster thread.
+  void call(const std::string& peer_addr, uint32_t kind, std::string body,
+            std::chrono::milliseconds deadline, PeerCallback cb);
+  // Only on the cluster thread (handlers, callbacks).
+  PeerClient& peer(const std::string& peer_addr);
+
+ private:
+  struct Outgoing;
+  void tick();
+  void arm();
+  void on_table(const SlotTable& before, const SlotTable& after);
+  void apply(const SlotKeeper::Actions& a);
+  void send_handoff(std::shared_ptr<Outgoing> o);
+  void send_chunk(std::shared_ptr<Outgoing> o);
+  void reclaim(std::shared_ptr<Outgoing> o);
+  void on_handoff(std::string body, PeerServer::Respond respond);
+  bool can_send(const std::string& id) const;
+  void publish();
+  void dispatch(uint32_t kind, std::string body, PeerServer::Respond respond);
+
+  ClusterConfig cfg_;
+  ShardPool& pool_;
+  asio::io_context io_;
+  asio::executor_work_guard<asio::io_context::executor_type> guard_;
+  asio::steady_timer timer_;
+  std::unique_ptr<UdpTransport> transport_;
+  std::unique_ptr<Membership> membership_;
+  std::unique_ptr<TableAgreement> agreement_;
+  std::unique_ptr<PeerServer> server_;
+  SlotKeeper keeper_;
+  std::map<std::string, std::shared_ptr<PeerClient>> peers_;
+  std::map<uint32_t, PeerServer::Handler> handlers_;
+  std::map<std::string, Member> known_;  // every member ever heard of, by id
+  std::vector<std::shared_ptr<Outgoing>> outgoing_;
+  std::map<std::pair<std::string, uint64_t>, uint32_t> installed_;  // hand-off -> chunks done
+  uint64_t next_handoff_ = 1;
+  int extracting_ = 0;  // extractions whose state has not come back from the shards yet
+  bool leaving_ = false;
+  bool dirty_ = false;
+  RoutingHub hub_;
+  ClusterCounters counters_;
+  std::thread thread_;
+};
+
+}  // namespace fg

@@ -1,0 +1,61 @@
+// The cluster as request routing sees it: who owns each slot, where clients and peers
+// reach each node, and which slots this node serves right now. Published by the cluster
+// thread as an immutable snapshot; I/O threads re-read it only when its version changes.
+#pragma once
+#include <atomic>
+#include <cstdint>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <vector>
+
+#include "key_slot.hpp"
+#include "member.hpp"
+#include "slot_table.hpp"
+
+namespace fg {
+
+struct RouteNode {
+  std::string id;
+  std::string resp_host;
+  int resp_port = 0;
+  std::string peer_addr;  // cluster bus host:port (UDP gossip, TCP peer links)
+  MemberState state = MemberState::kAlive;
+  bool self = false;
+  bool in_table = false;  // owns slots in the current table
+};
+
+struct Routing {
+  uint64_t epoch = 0;            // of the slot table; 0 = none adopted yet
+  std::vector<RouteNode> nodes;  // table members first (index = owner index), then others
+  int self_index = -1;           // in nodes
+  std::vector<uint16_t> owner = std::vector<uint16_t>(kSlots, kNoOwner);
+  SlotBits serving;               // slots whose state this node holds and serves
+  SlotBits awaiting;              // ours in the table, state still on its way here
+  std::vector<SlotRange> ranges;  // of the table, in slot order
+  const RouteNode& self() const { return nodes[self_index]; }
+};
+
+class RoutingHub {
+ public:
+  RoutingHub() : current_(std::make_shared<const Routing>()) {}
+  uint64_t version() const { return version_.load(std::memory_order_acquire); }
+  std::shared_ptr<const Routing> get() const {
+    std::lock_guard<std::mutex> lock(mu_);
+    return current_;
+  }
+  void publish(std::shared_ptr<const Routing> r) {
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      current_ = std::move(r);
+    }
+    version_.fetch_add(1, std::memory_order_acq_rel);
+  }
+
+ private:
+  mutable std::mutex mu_;
+  std::shared_ptr<const Routing> current_;
+  std::atomic<uint64_t> version_{1};
+};
+
+}  // namespace fg
