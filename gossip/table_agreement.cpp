@@ -1,6 +1,8 @@
 // Coordinator planning and table fetches.
 #include "table_agreement.hpp"
 
+#include <algorithm>
+
 #include "gossip.pb.h"
 
 namespace fg {
@@ -92,7 +94,14 @@ void TableAgreement::on_message(const std::string& from, int kind, std::string_v
       SlotTable::from_parts(t.epoch(), {t.member_ids().begin(), t.member_ids().end()},
                             std::move(owners))
           .stamped(t.epoch(), t.planner());
-  if (incoming.newer_than(table_.epoch(), table_.planner())) adopt(std::move(incoming));
+  // A leaving node has handed its slots away: it never takes a table that gives it some
+  // back (one planned before its leave was known); the others replan without it.
+  const auto& ids = incoming.members();
+  const bool gives_us_slots = std::find(ids.begin(), ids.end(), m_.self().id) != ids.end();
+  if (incoming.newer_than(table_.epoch(), table_.planner()) &&
+      !(m_.self().state == MemberState::kLeft && gives_us_slots)) {
+    adopt(std::move(incoming));
+  }
   if (!want_planner_.empty() &&
       !(want_epoch_ > table_.epoch() ||
         (want_epoch_ == table_.epoch() && want_planner_ < table_.planner()))) {

@@ -1,6 +1,7 @@
 // A simulated cluster for gossip tests: N nodes (membership, and a table agreement each)
 // on a MemoryNetwork, driven by a simulated clock in 5 ms steps.
 #pragma once
+#include <functional>
 #include <memory>
 #include <string>
 #include <vector>
@@ -42,8 +43,10 @@ class SimCluster {
         nodes_[i]->tick(now_);
         agreements_[i]->tick(now_);
       }
+      if (on_step) on_step();
     }
   }
+  std::function<void()> on_step;  // after every 5 ms step
   // Cuts every link between the two groups, both ways, until net().heal().
   void partition(const std::vector<size_t>& a, const std::vector<size_t>& b) {
     for (size_t x : a)
