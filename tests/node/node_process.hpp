@@ -153,6 +153,14 @@ class NodeProcess {
     pid_ = -1;
     return -1;
   }
+  // kill -9: no goodbye, no hand-off.
+  void kill9() {
+    if (pid_ <= 0) return;
+    kill(pid_, SIGKILL);
+    int status = 0;
+    waitpid(pid_, &status, 0);
+    pid_ = -1;
+  }
   int port() const { return port_; }
   pid_t pid() const { return pid_; }
   bool alive() const { return pid_ > 0 && kill(pid_, 0) == 0; }

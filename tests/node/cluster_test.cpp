@@ -1,0 +1,303 @@
+// Real floodgate processes forming a cluster on loopback: one limiter seen through every
+// node, -MOVED for cluster-aware clients, redis-cli -c, state that moves with its slots
+// when a node joins under load or leaves, and recovery from kill -9. Every loop is
+// bounded in count and time.
+#include <gtest/gtest.h>
+
+#include <atomic>
+#include <map>
+#include <memory>
+#include <set>
+#include <sstream>
+
+#include "forward.hpp"
+#include "key_slot.hpp"
+#include "node_process.hpp"
+
+namespace fg::testing {
+namespace {
+
+std::string field(const std::string& info, const std::string& key) {
+  const auto at = info.find(key + ":");
+  if (at == std::string::npos) return "";
+  const auto end = info.find("\r\n", at);
+  return info.substr(at + key.size() + 1, end - at - key.size() - 1);
+}
+
+class TestCluster {
+ public:
+  explicit TestCluster(size_t n, std::vector<std::string> extra = {}) : extra_(std::move(extra)) {
+    for (size_t i = 0; i < n; ++i) add();
+  }
+
+  NodeProcess& add() {
+    const int cport = free_port();
+    cports_.push_back(cport);
+    std::string seeds = "127.0.0.1:" + std::to_string(cports_[0]);
+    if (cports_.size() > 1) seeds += ",127.0.0.1:" + std::to_string(cports_[1]);
+    std::vector<std::string> args = {"--cluster-enabled", "--node-id",
+                                     "t" + std::to_string(nodes_.size() + 1), "--cluster-port",
+                                     std::to_string(cport), "--seeds", seeds};
+    args.insert(args.end(), extra_.begin(), extra_.end());
+    nodes_.push_back(std::make_unique<NodeProcess>(args));
+    return *nodes_.back();
+  }
+
+  // Every running node knows `n` members, has adopted the same table and serves its part.
+  bool formed(size_t n, int timeout_ms = 20000) {
+    const auto end = std::chrono::steady_clock::now() + std::chrono::milliseconds(timeout_ms);
+    while (std::chrono::steady_clock::now() < end) {
+      bool ok = true;
+      std::set<std::string> epochs;
+      for (auto& node : nodes_) {
+        if (!node->alive()) continue;
+        Client c(node->port(), 1000);
+        const std::string info = c.request({"CLUSTER", "INFO"});
+        ok = ok && field(info, "cluster_state") == "ok" &&
+             field(info, "cluster_size") == std::to_string(n) &&
+             field(info, "cluster_slots_awaited_here") == "0";
+        epochs.insert(field(info, "cluster_current_epoch"));
+      }
+      if (ok && epochs.size() == 1) return true;
+      std::this_thread::sleep_for(std::chrono::milliseconds(50));
+    }
+    return false;
+  }
+
+  NodeProcess& node(size_t i) { return *nodes_[i]; }
+  size_t size() const { return nodes_.size(); }
+
+  // The RESP port of the node that owns `key`, from `via`'s CLUSTER SLOTS-equivalent.
+  int owner_port(const std::string& key, size_t via = 0) {
+    Client c(nodes_[via]->port());
+    const std::string nodes = c.request({"CLUSTER", "NODES"});
+    const uint32_t slot = key_slot(key);
+    std::istringstream lines(nodes);
+    std::string line;
+    while (std::getline(lines, line)) {
+      std::istringstream words(line);
+      std::vector<std::string> w;
+      for (std::string x; words >> x;) w.push_back(x);
+      for (size_t i = 8; i < w.size(); ++i) {
+        const auto dash = w[i].find('-');
+        const uint32_t lo = std::stoul(w[i].substr(0, dash));
+        const uint32_t hi = dash == std::string::npos ? lo : std::stoul(w[i].substr(dash + 1));
+        if (slot >= lo && slot <= hi) {
+          const std::string addr = w[1].substr(0, w[1].find('@'));
+          return std::stoi(addr.substr(addr.rfind(':') + 1));
+        }
+      }
+    }
+    return -1;
+  }
+
+ private:
+  std::vector<std::string> extra_;
+  std::vector<int> cports_;
+  std::vector<std::unique_ptr<NodeProcess>> nodes_;
+};
+
+// Splits a stream of RESP replies; counts FG.TAKE/CL.THROTTLE-style verdicts.
+struct Verdicts {
+  int allowed = 0, denied = 0, errors = 0;
+  std::string first_error;
+  void add(const std::string& stream, bool throttle = false) {
+    size_t pos = 0;
+    while (pos < stream.size()) {
+      const size_t n = resp_value_length(stream.data() + pos, stream.size() - pos);
+      if (n == 0) break;
+      const std::string r = stream.substr(pos, n);
+      if (r[0] == '-') {
+        if (errors++ == 0) first_error = r;
+      } else if (r.rfind(throttle ? "*5\r\n:0\r\n" : "*5\r\n:1\r\n", 0) == 0) {
+        ++allowed;
+      } else {
+        ++denied;
+      }
+      pos += n;
+    }
+  }
+};
+
+std::string resp(const std::vector<std::string>& words) {
+  std::string in = "*" + std::to_string(words.size()) + "\r\n";
+  for (auto& w : words) in += "$" + std::to_string(w.size()) + "\r\n" + w + "\r\n";
+  return in;
+}
+
+// Reads exactly `count` replies.
+std::string read_replies(Client& c, size_t count) {
+  std::string got;
+  size_t have = 0, pos = 0;
+  while (have < count) {
+    const std::string more = c.recv_n(1);
+    if (more.empty()) break;
+    got += more;
+    while (true) {
+      const size_t n = resp_value_length(got.data() + pos, got.size() - pos);
+      if (n == 0) break;
+      pos += n;
+      ++have;
+    }
+  }
+  return got;
+}
+
+TEST(Cluster, EveryNodeAnswersForEveryKeyAsOneLimiter) {
+  TestCluster cl(3);
+  ASSERT_TRUE(cl.formed(3));
+  // Twelve takes of one key, rotating over the nodes: exactly ten allowed, counted down
+  // in order, whichever node each went through.
+  for (const std::string key : {"user:1", "user:2", "{tenant}:api"}) {
+    std::vector<std::string> seen;
+    for (int i = 0; i < 12; ++i) {
+      Client c(cl.node(i % 3).port());
+      c.send(resp({"CL.THROTTLE", key, "9", "10", "600"}));
+      seen.push_back(read_replies(c, 1));
+    }
+    for (int i = 0; i < 12; ++i) {
+      const std::string want_head = i < 10 ? "*5\r\n:0\r\n:10\r\n:" + std::to_string(9 - i) + "\r\n"
+                                           : "*5\r\n:1\r\n:10\r\n:0\r\n";
+      EXPECT_EQ(seen[i].substr(0, want_head.size()), want_head) << key << " take " << i;
+    }
+  }
+  // Plain clients were forwarded, not redirected.
+  size_t forwarded = 0;
+  for (size_t i = 0; i < 3; ++i) {
+    Client c(cl.node(i).port());
+    forwarded += std::stoul(field(c.request({"INFO", "cluster"}), "forwarded_commands"));
+  }
+  EXPECT_GT(forwarded, 0u);
+}
+
+TEST(Cluster, ClusterAwareClientsAreMovedToTheOwner) {
+  TestCluster cl(3);
+  ASSERT_TRUE(cl.formed(3));
+  std::string key;
+  for (int i = 0; key.empty(); ++i) {
+    const std::string k = "k" + std::to_string(i);
+    if (cl.owner_port(k) != cl.node(0).port()) key = k;
+  }
+  Client c(cl.node(0).port());
+  c.send(resp({"CLUSTER", "SLOTS"}));  // from now on this client follows redirections
+  read_replies(c, 1);
+  const std::string moved = c.request({"FG.TAKE", key, "fixed_window", "5", "60000"});
+  EXPECT_EQ(moved, "-MOVED " + std::to_string(key_slot(key)) + " 127.0.0.1:" +
+                       std::to_string(cl.owner_port(key)));
+  // redis-cli -c follows it to the owner and shows the owner's answer.
+  const std::string out = run("redis-cli -c -p " + std::to_string(cl.node(0).port()) +
+                              " FG.TAKE " + key + " fixed_window 5 60000 2>&1");
+  EXPECT_EQ(out.substr(0, 9), "1\n5\n4\n-1\n") << out.substr(0, 200);
+}
+
+TEST(Cluster, RedisCliDashCFollowsMovedWhenRedirectionIsForced) {
+  TestCluster cl(3, {"--cluster-redirect", "moved"});
+  ASSERT_TRUE(cl.formed(3));
+  size_t moved_before = 0;
+  {
+    Client c(cl.node(0).port());
+    moved_before = std::stoul(field(c.request({"INFO", "cluster"}), "moved_redirections"));
+  }
+  for (int i = 0; i < 6; ++i) {
+    const std::string out = run("redis-cli -c -p " + std::to_string(cl.node(0).port()) +
+                                " CL.THROTTLE key" + std::to_string(i) + " 4 1 60 2>&1");
+    EXPECT_EQ(out.substr(0, 6), "0\n5\n4\n") << out.substr(0, 200);
+  }
+  Client c(cl.node(0).port());
+  EXPECT_GT(std::stoul(field(c.request({"INFO", "cluster"}), "moved_redirections")),
+            moved_before);
+}
+
+TEST(Cluster, AFourthNodeJoinsUnderLoadAndNoLimitIsExceeded) {
+  TestCluster cl(3);
+  ASSERT_TRUE(cl.formed(3));
+  // 32 hot keys, 40 admissions each per 10 minutes: many will move to the new node.
+  constexpr int kKeys = 32, kLimit = 40;
+  std::vector<std::string> keys;
+  for (int k = 0; k < kKeys; ++k) keys.push_back("hot:" + std::to_string(k));
+  std::vector<std::atomic<int>> allowed(kKeys);
+  std::atomic<int> errors{0}, rounds{0};
+  std::atomic<bool> joined{false}, stop{false};
+  std::atomic<int> fourth_port{0};
+  std::vector<std::thread> load;
+  for (int t = 0; t < 4; ++t) {
+    load.emplace_back([&, t] {
+      const auto end = std::chrono::steady_clock::now() + std::chrono::seconds(40);
+      for (int r = 0; r < 400 && !stop && std::chrono::steady_clock::now() < end; ++r) {
+        const int port = (t == 3 && fourth_port) ? fourth_port.load() : cl.node(t % 3).port();
+        Client c(port);
+        std::string in;
+        for (const auto& k : keys) in += resp({"FG.TAKE", k, "sliding_log", "40", "600000"});
+        c.send(in);
+        const std::string got = read_replies(c, kKeys);
+        size_t pos = 0;
+        for (int k = 0; k < kKeys && pos < got.size(); ++k) {
+          const size_t n = resp_value_length(got.data() + pos, got.size() - pos);
+          if (n == 0) break;
+          if (got.compare(pos, 8, "*5\r\n:1\r\n") == 0) ++allowed[k];
+          if (got[pos] == '-') ++errors;
+          pos += n;
+        }
+        ++rounds;
+      }
+    });
+  }
+  while (rounds < 40) std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  NodeProcess& fourth = cl.add();
+  const bool ok = cl.formed(4);
+  fourth_port = fourth.port();
+  const int at_join = rounds;
+  while (rounds < at_join + 60) std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  stop = true;
+  for (auto& th : load) th.join();
+  ASSERT_TRUE(ok);
+  int moved = 0;
+  for (int k = 0; k < kKeys; ++k) {
+    EXPECT_LE(allowed[k].load(), kLimit) << keys[k];
+    if (cl.owner_port(keys[k]) == fourth.port()) ++moved;
+    // The state is whole wherever it lives now: the window is full.
+    Client c(cl.node(0).port());
+    EXPECT_EQ(c.cmd({"FG.PEEK", keys[k], "sliding_log", "40", "600000"}, 0).size(), 0u);
+    const std::string peek = read_replies(c, 1);
+    EXPECT_EQ(peek.substr(0, 17), "*5\r\n:0\r\n:40\r\n:0\r\n") << keys[k] << ": " << peek;
+  }
+  EXPECT_GT(moved, 0);
+  EXPECT_LT(errors.load(), 4 * kKeys);  // at most a handful of TRYAGAINs while slots moved
+}
+
+TEST(Cluster, AGracefulLeaveHandsItsStateToTheOthers) {
+  TestCluster cl(3);
+  ASSERT_TRUE(cl.formed(3));
+  std::vector<std::string> keys;
+  for (int i = 0; i < 20; ++i) keys.push_back("leave:" + std::to_string(i));
+  for (const auto& k : keys) {
+    Client c(cl.node(0).port());
+    for (int i = 0; i < 3; ++i) c.cmd({"FG.TAKE", k, "fixed_window", "10", "600000"}, 0);
+    read_replies(c, 3);
+  }
+  EXPECT_EQ(cl.node(1).stop(), 0);  // SIGTERM: hand off, then exit 0
+  ASSERT_TRUE(cl.formed(2));
+  for (const auto& k : keys) {
+    Client c(cl.node(2).port());
+    c.cmd({"FG.PEEK", k, "fixed_window", "10", "600000"}, 0);
+    EXPECT_EQ(read_replies(c, 1).substr(0, 17), "*5\r\n:1\r\n:10\r\n:7\r\n") << k;
+  }
+}
+
+TEST(Cluster, AKilledNodesSlotsAreServedAgainWithinSeconds) {
+  TestCluster cl(3);
+  ASSERT_TRUE(cl.formed(3));
+  cl.node(2).kill9();
+  const auto start = std::chrono::steady_clock::now();
+  ASSERT_TRUE(cl.formed(2, 15000));
+  const auto took = std::chrono::steady_clock::now() - start;
+  EXPECT_LT(took, std::chrono::seconds(10));
+  for (int i = 0; i < 20; ++i) {
+    Client c(cl.node(i % 2).port());
+    c.cmd({"FG.TAKE", "after:" + std::to_string(i), "fixed_window", "10", "600000"}, 0);
+    EXPECT_EQ(read_replies(c, 1).substr(0, 8), "*5\r\n:1\r\n");
+  }
+}
+
+}  // namespace
+}  // namespace fg::testing
