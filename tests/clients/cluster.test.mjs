@@ -1,0 +1,123 @@
+// Cluster-aware clients against a real 3-node Floodgate cluster: ioredis Cluster and
+// node-redis createCluster discover the nodes from CLUSTER SLOTS, route keys, follow
+// -MOVED, and get the same limiter answers whichever node they land on.
+import { test, before, after } from 'node:test';
+import assert from 'node:assert/strict';
+import { spawn } from 'node:child_process';
+import net from 'node:net';
+import { createCluster as createCluster5 } from 'redis5';
+import { createCluster as createCluster6 } from 'redis6';
+import Redis from 'ioredis';
+
+const nodes = [];
+const ports = [];
+
+async function freePort() {
+  return new Promise((resolve) => {
+    const srv = net.createServer().listen(0, '127.0.0.1', () => {
+      const p = srv.address().port;
+      srv.close(() => resolve(p));
+    });
+  });
+}
+
+const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
+
+// Every node reports the same epoch, 3 members and nothing awaited.
+async function waitFormed() {
+  for (let i = 0; i < 200; i++) {
+    const infos = await Promise.all(ports.map(async (p) => {
+      const r = new Redis({ port: p, host: '127.0.0.1', lazyConnect: true, maxRetriesPerRequest: 0,
+        retryStrategy: () => null });
+      r.on('error', () => {});  // not up yet: asked again shortly
+      try {
+        await r.connect();
+        return await r.cluster('INFO');
+      } catch {
+        return '';
+      } finally {
+        r.disconnect();
+      }
+    }));
+    const epochs = new Set(infos.map((s) => /cluster_current_epoch:(\d+)/.exec(s)?.[1]));
+    if (infos.every((s) => s.includes('cluster_state:ok') && s.includes('cluster_size:3') &&
+        s.includes('cluster_slots_awaited_here:0')) && epochs.size === 1) return;
+    await sleep(100);
+  }
+  throw new Error('the cluster did not form');
+}
+
+async function counter(name) {
+  let total = 0;
+  for (const p of ports) {
+    const r = new Redis({ port: p, host: '127.0.0.1', maxRetriesPerRequest: 1 });
+    const info = await r.info('cluster');
+    total += Number(new RegExp(`${name}:(\\d+)`).exec(info)[1]);
+    r.disconnect();
+  }
+  return total;
+}
+
+before(async () => {
+  const cports = [];
+  for (let i = 0; i < 3; i++) {
+    ports.push(await freePort());
+    cports.push(await freePort());
+  }
+  const seeds = `127.0.0.1:${cports[0]},127.0.0.1:${cports[1]}`;
+  for (let i = 0; i < 3; i++) {
+    nodes.push(spawn(process.env.FLOODGATE_BIN, ['--port', String(ports[i]), '--cluster-enabled',
+      '--node-id', `c${i + 1}`, '--cluster-port', String(cports[i]), '--seeds', seeds,
+      '--log-level', 'warn'], { stdio: 'inherit' }));
+  }
+  await waitFormed();
+});
+
+after(() => { for (const n of nodes) n.kill('SIGTERM'); });
+
+test('ioredis Cluster: discovers the masters and gets one limiter per key', { timeout: 60000 }, async () => {
+  const cluster = new Redis.Cluster([{ host: '127.0.0.1', port: ports[0] }],
+    { redisOptions: { maxRetriesPerRequest: 2 } });
+  try {
+    await new Promise((resolve, reject) => { cluster.once('ready', resolve); cluster.once('error', reject); });
+    assert.equal(cluster.nodes('master').length, 3);
+    for (const key of ['user:1', 'user:2', '{t}:x', 'another']) {
+      for (let i = 0; i < 7; i++) {
+        const r = await cluster.call('CL.THROTTLE', key, '4', '1', '60');
+        assert.deepEqual(r.slice(0, 3), i < 5 ? [0, 5, 4 - i] : [1, 5, 0], `${key} #${i}`);
+      }
+    }
+    // ioredis knows the key positions of Redis's own commands only; module commands land
+    // on any node, which forwards (or, with --cluster-redirect moved, redirects) them.
+    assert.equal(await cluster.call('CLUSTER', 'KEYSLOT', 'user:1'), 10778);
+  } finally {
+    cluster.disconnect();
+  }
+});
+
+const nodeMajor = Number(process.versions.node.split('.')[0]);
+for (const [name, createCluster] of [['redis v5', createCluster5], ['redis v6', createCluster6]]) {
+  const skip = name === 'redis v6' && nodeMajor < 20 ? `needs Node 20, this is ${process.version}` : false;
+  test(`${name} createCluster: goes straight to each key's owner`, { skip, timeout: 60000 }, async () => {
+    const cluster = createCluster({ rootNodes: [{ url: `redis://127.0.0.1:${ports[1]}` }] });
+    cluster.on('error', () => {});
+    await cluster.connect();
+    try {
+      assert.equal(cluster.masters.length, 3);
+      const forwardedBefore = await counter('forwarded_commands');
+      const movedBefore = await counter('moved_redirections');
+      for (let k = 0; k < 30; k++) {
+        const key = `${name}:${k}`;
+        const r = await cluster.sendCommand(key, false, ['FG.TAKE', key, 'fixed_window', '2', '60000']);
+        assert.deepEqual(r.slice(0, 3), [1, 2, 1]);
+        const r2 = await cluster.sendCommand(key, false, ['FG.TAKE', key, 'fixed_window', '2', '60000']);
+        assert.deepEqual(r2.slice(0, 3), [1, 2, 0]);
+      }
+      // Sixty commands and not one forward or redirection: each went to its owner.
+      assert.equal(await counter('forwarded_commands'), forwardedBefore);
+      assert.equal(await counter('moved_redirections'), movedBefore);
+    } finally {
+      await cluster.close();
+    }
+  });
+}
