@@ -187,6 +187,7 @@ void cmd_fg_heartbeat(Session& s, Args& a) {
   ShardOp& op = s.add_broadcast(OpCode::kHeartbeat, ReplyKind::kInteger);
   op.holder = a[1];
   op.ttl_ns = ttl_ns;
+  s.add_fanout(a);  // cluster: the holder's leases live on every node
 }
 
 namespace {

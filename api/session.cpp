@@ -6,6 +6,8 @@
 #include "gcra.hpp"
 #include "key_slot.hpp"
 
+#include <cstdlib>
+
 namespace fg {
 
 namespace {
@@ -70,6 +72,39 @@ void Session::end_local_slot(size_t start) {
   }
 }
 
+std::pair<uint32_t, uint32_t> Session::forward_to(const RouteNode& node,
+                                                  const std::vector<std::string_view>& args) {
+  // Join (or open) this read's group for that node.
+  uint32_t g = 0;
+  while (g < groups_.size() && (*forwards_)[groups_[g]].node_id != node.id) ++g;
+  if (g == groups_.size()) {
+    groups_.push_back(static_cast<uint32_t>(forwards_->size()));
+    ForwardCall& c = forwards_->emplace_back();
+    c.node_id = node.id;
+    c.peer_addr = node.peer_addr;
+    c.proto = proto_;
+  }
+  ForwardCall& c = (*forwards_)[groups_[g]];
+  RespWriter w(c.cmds, 2);
+  w.array(args.size());
+  for (auto a : args) w.bulk(a);
+  return {g, c.count++};
+}
+
+void Session::add_fanout(const std::vector<std::string_view>& args) {
+  if (!routing_ || forwarded_ || !forwards_ || slots_.empty()) return;
+  const Routing& rt = *routing_;
+  const uint32_t slot = static_cast<uint32_t>(slots_.size() - 1);
+  for (const RouteNode& n : rt.nodes) {
+    if (n.self || !n.in_table || !(n.state == MemberState::kAlive || n.state == MemberState::kSuspect)) {
+      continue;
+    }
+    const auto [g, item] = forward_to(n, args);
+    addends_.push_back({slot, g, item});
+    svc_.counters.forwarded.fetch_add(1, std::memory_order_relaxed);
+  }
+}
+
 // Cluster mode: serve a keyed command here, hold it until its slot's state arrives, or
 // answer it elsewhere (-MOVED, an error, or a forward whose reply fills its place later).
 Session::Route Session::route(const std::vector<std::string_view>& args, uint32_t slot) {
@@ -103,22 +138,8 @@ Session::Route Session::route(const std::vector<std::string_view>& args, uint32_
     local().error(err::kSlotMoving);  // forwarded here on a stale table: one hop only
     return answered();
   }
-  // Join (or open) this read's group for that node.
-  uint32_t g = 0;
-  while (g < groups_.size() && (*forwards_)[groups_[g]].node_id != node.id) ++g;
-  if (g == groups_.size()) {
-    groups_.push_back(static_cast<uint32_t>(forwards_->size()));
-    ForwardCall& c = forwards_->emplace_back();
-    c.node_id = node.id;
-    c.peer_addr = node.peer_addr;
-    c.proto = proto_;
-  }
-  ForwardCall& c = (*forwards_)[groups_[g]];
-  RespWriter w(c.cmds, 2);
-  w.array(args.size());
-  for (auto a : args) w.bulk(a);
-  slots_.push_back(Slot{SlotType::kForward, ReplyKind::kInteger, g, c.count});
-  ++c.count;
+  const auto [g, item] = forward_to(node, args);
+  slots_.push_back(Slot{SlotType::kForward, ReplyKind::kInteger, g, item});
   svc_.counters.forwarded.fetch_add(1, std::memory_order_relaxed);
   return Route::kAnswered;
 }
@@ -218,7 +239,15 @@ void Session::complete(const Batch& batch, const ForwardList* forwards) {
       left -= n;
     }
   }
-  for (const Slot& s : slots_) {
+  // Fanned-out commands: each other node's integer reply adds to the local one.
+  std::vector<int64_t> extra(addends_.empty() ? 0 : slots_.size(), 0);
+  for (const auto& [slot, g, item] : addends_) {
+    if (pieces[g].size() > item && pieces[g][item].size() > 3 && pieces[g][item][0] == ':') {
+      extra[slot] += std::strtoll(pieces[g][item].data() + 1, nullptr, 10);
+    }
+  }
+  for (size_t si = 0; si < slots_.size(); ++si) {
+    const Slot& s = slots_[si];
     if (s.type == SlotType::kLocal) {
       out_.append(local_, s.index, s.len);
       continue;
@@ -283,13 +312,14 @@ void Session::complete(const Batch& batch, const ForwardList* forwards) {
       }
       case ReplyKind::kInteger:
       case ReplyKind::kLeaseCount:
-        w.integer(op.value);
+        w.integer(op.value + (extra.empty() ? 0 : extra[si]));
         break;
     }
   }
   slots_.clear();
   local_.clear();
   groups_.clear();
+  addends_.clear();
 }
 
 }  // namespace fg

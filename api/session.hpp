@@ -52,6 +52,9 @@ class Session {
   void set_forwarded() { forwarded_ = true; }
   // The client asked for the cluster's topology: it can follow -MOVED.
   void set_cluster_aware() { cluster_aware_ = true; }
+  // Cluster mode: also sends the current command to every other member of the table;
+  // their integer replies are added to this command's own (FG.HEARTBEAT).
+  void add_fanout(const std::vector<std::string_view>& args);
   // The routing snapshot in force (cluster mode only), refreshed once per process().
   const Routing* routing() const { return routing_.get(); }
 
@@ -82,6 +85,9 @@ class Session {
   };
   enum class Route { kHere, kStall, kAnswered };
   Route route(const std::vector<std::string_view>& args, uint32_t slot);
+  // Appends `args` to this read's forward group for `node`: (group, command number).
+  std::pair<uint32_t, uint32_t> forward_to(const RouteNode& node,
+                                           const std::vector<std::string_view>& args);
   void end_local_slot(size_t start);
 
   Services& svc_;
@@ -96,6 +102,10 @@ class Session {
   uint16_t cur_slot_ = 0;
   ForwardList* forwards_ = nullptr;
   std::vector<uint32_t> groups_;  // forward groups of this process(): index in *forwards_
+  struct Addend {
+    uint32_t slot, group, item;
+  };
+  std::vector<Addend> addends_;  // fanned-out replies to add to a slot's integer
   bool forwarded_ = false;
   bool cluster_aware_ = false;
   std::vector<Slot> slots_;

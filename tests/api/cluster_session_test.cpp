@@ -228,6 +228,23 @@ TEST_F(ClusterSessionTest, ASlotTheShardsNoLongerServeIsATryAgain) {
             "again\r\n");
 }
 
+TEST_F(ClusterSessionTest, HeartbeatReachesEveryNodeAndAddsUpTheirCounts) {
+  const std::string here = key_in(0, 5460);
+  run(resp({"FG.ACQUIRE", here, "5", "60000", "HOLDER", "app-1"}));
+  const std::string out = run(resp({"FG.HEARTBEAT", "app-1", "60000"}), nullptr,
+                              [](ForwardCall& c) {
+                                EXPECT_EQ(c.node_id, "n2");
+                                EXPECT_EQ(c.cmds, resp({"FG.HEARTBEAT", "app-1", "60000"}));
+                                c.ok = true;
+                                c.replies = ":3\r\n";
+                              });
+  EXPECT_EQ(out, ":4\r\n");  // one lease here, three there
+  // A node that does not answer adds nothing; the rest still count.
+  EXPECT_EQ(run(resp({"FG.HEARTBEAT", "app-1", "60000"}), nullptr,
+                [](ForwardCall& c) { c.error = "timeout"; }),
+            ":1\r\n");
+}
+
 TEST_F(ClusterSessionTest, NoTableYetMeansClusterDown) {
   hub_.publish(std::make_shared<Routing>());
   EXPECT_EQ(run(resp({"FG.COUNT", "x"})), "-CLUSTERDOWN Hash slot not served\r\n");

@@ -284,6 +284,25 @@ TEST(Cluster, AGracefulLeaveHandsItsStateToTheOthers) {
   }
 }
 
+TEST(Cluster, AHeartbeatRenewsAHoldersLeasesOnEveryNode) {
+  TestCluster cl(3);
+  ASSERT_TRUE(cl.formed(3));
+  // Leases of one holder on keys spread over all three nodes.
+  std::set<int> owners;
+  for (int i = 0; i < 12; ++i) {
+    const std::string key = "conn:" + std::to_string(i);
+    owners.insert(cl.owner_port(key));
+    Client c(cl.node(0).port());
+    c.send(resp({"FG.ACQUIRE", key, "5", "60000", "HOLDER", "app-1"}));
+    EXPECT_EQ(read_replies(c, 1).substr(0, 8), "*5\r\n:1\r\n");
+  }
+  EXPECT_EQ(owners.size(), 3u);
+  for (size_t i = 0; i < 3; ++i) {
+    Client c(cl.node(i).port());
+    EXPECT_EQ(c.request({"FG.HEARTBEAT", "app-1", "60000"}), ":12") << "via node " << i;
+  }
+}
+
 TEST(Cluster, AKilledNodesSlotsAreServedAgainWithinSeconds) {
   TestCluster cl(3);
   ASSERT_TRUE(cl.formed(3));
