@@ -17,10 +17,10 @@ using sweep_atom = caf::atom_constant<caf::atom("sweep")>;
 using extract_atom = caf::atom_constant<caf::atom("extract")>;
 using install_atom = caf::atom_constant<caf::atom("install")>;
 
-using shard_actor = caf::typed_actor<caf::reacts_to<batch_atom, BatchPtr>,  //
-                                     caf::reacts_to<sweep_atom>,
-                                     caf::reacts_to<extract_atom, SlotJobPtr>,
-                                     caf::reacts_to<install_atom, SlotJobPtr>>;
+using shard_actor =
+    caf::typed_actor<caf::reacts_to<batch_atom, BatchPtr>,  //
+                     caf::reacts_to<sweep_atom>, caf::reacts_to<extract_atom, SlotJobPtr>,
+                     caf::reacts_to<install_atom, SlotJobPtr>>;
 
 struct ShardConfig {
   uint16_t id = 0;

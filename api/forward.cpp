@@ -185,17 +185,17 @@ class ForwardJob : public BatchSink, public std::enable_shared_from_this<Forward
 }  // namespace
 
 void serve_forwards(Cluster& cluster, Services& svc) {
-  cluster.on_request(kPeerForward, [&cluster, &svc](uint32_t, std::string body,
-                                                    PeerServer::Respond respond) {
-    wire::ForwardRequest req;
-    if (!req.ParseFromString(body) || (req.proto() != 2 && req.proto() != 3)) {
-      return respond(PeerStatus::kError, {}, "malformed forward");
-    }
-    svc.counters.forwards_served.fetch_add(req.count(), std::memory_order_relaxed);
-    auto job = std::make_shared<ForwardJob>(cluster, svc, std::move(*req.mutable_commands()),
-                                            static_cast<int>(req.proto()), std::move(respond));
-    job->run();
-  });
+  cluster.on_request(
+      kPeerForward, [&cluster, &svc](uint32_t, std::string body, PeerServer::Respond respond) {
+        wire::ForwardRequest req;
+        if (!req.ParseFromString(body) || (req.proto() != 2 && req.proto() != 3)) {
+          return respond(PeerStatus::kError, {}, "malformed forward");
+        }
+        svc.counters.forwards_served.fetch_add(req.count(), std::memory_order_relaxed);
+        auto job = std::make_shared<ForwardJob>(cluster, svc, std::move(*req.mutable_commands()),
+                                                static_cast<int>(req.proto()), std::move(respond));
+        job->run();
+      });
 }
 
 }  // namespace fg

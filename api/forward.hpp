@@ -29,8 +29,7 @@ using ForwardList = std::vector<ForwardCall>;
 
 // Sends each call of `calls` (kept alive by the batch's sink); each completion ends with
 // batch->finish_one(). The batch must already count them (ShardPool::submit's `extra`).
-void send_forwards(Cluster& cluster, const BatchPtr& batch, ForwardList& calls,
-                   int64_t timeout_ms);
+void send_forwards(Cluster& cluster, const BatchPtr& batch, ForwardList& calls, int64_t timeout_ms);
 
 // Length of the first whole RESP value in [p, p+n), or 0 if there is none.
 size_t resp_value_length(const char* p, size_t n, int depth = 0);

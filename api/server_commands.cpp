@@ -5,6 +5,7 @@
 #include <string>
 #include <utility>
 
+#include "cluster.hpp"
 #include "command_util.hpp"
 #include "commands.hpp"
 #include "errors.hpp"
@@ -117,6 +118,15 @@ std::vector<Section> info_sections(Session& s) {
     kv(cs, "forward_failures", n(static_cast<int64_t>(v.counters.forward_failures.load())));
     kv(cs, "forwarded_commands_served", n(static_cast<int64_t>(v.counters.forwards_served.load())));
     kv(cs, "moved_redirections", n(static_cast<int64_t>(v.counters.moved.load())));
+    if (v.cluster) {
+      const ClusterCounters& cc = v.cluster->counters();
+      kv(cs, "slot_tables_adopted", n(static_cast<int64_t>(cc.table_changes.load())));
+      kv(cs, "handoffs_sent", n(static_cast<int64_t>(cc.handoffs_sent.load())));
+      kv(cs, "handoff_chunks_received", n(static_cast<int64_t>(cc.handoffs_received.load())));
+      kv(cs, "handoff_keys_sent", n(static_cast<int64_t>(cc.keys_sent.load())));
+      kv(cs, "handoff_keys_received", n(static_cast<int64_t>(cc.keys_received.load())));
+      kv(cs, "slots_started_empty", n(static_cast<int64_t>(cc.slots_started_empty.load())));
+    }
   }
   out.emplace_back("cluster", std::move(cs));
   std::string ks;

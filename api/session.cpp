@@ -1,12 +1,12 @@
 // Session: parse, dispatch, batch, and encode replies in request order.
 #include "session.hpp"
 
+#include <cstdlib>
+
 #include "commands.hpp"
 #include "errors.hpp"
 #include "gcra.hpp"
 #include "key_slot.hpp"
-
-#include <cstdlib>
 
 namespace fg {
 
@@ -96,7 +96,8 @@ void Session::add_fanout(const std::vector<std::string_view>& args) {
   const Routing& rt = *routing_;
   const uint32_t slot = static_cast<uint32_t>(slots_.size() - 1);
   for (const RouteNode& n : rt.nodes) {
-    if (n.self || !n.in_table || !(n.state == MemberState::kAlive || n.state == MemberState::kSuspect)) {
+    if (n.self || !n.in_table ||
+        !(n.state == MemberState::kAlive || n.state == MemberState::kSuspect)) {
       continue;
     }
     const auto [g, item] = forward_to(n, args);
@@ -258,8 +259,8 @@ void Session::complete(const Batch& batch, const ForwardList* forwards) {
       } else {
         const ForwardCall& c = (*forwards)[groups_[s.index]];
         svc_.counters.forward_failures.fetch_add(1, std::memory_order_relaxed);
-        w.error("TRYAGAIN the key's owner (" + c.node_id + ") did not answer: " +
-                (c.ok ? std::string("malformed reply") : c.error));
+        w.error("TRYAGAIN the key's owner (" + c.node_id +
+                ") did not answer: " + (c.ok ? std::string("malformed reply") : c.error));
       }
       continue;
     }

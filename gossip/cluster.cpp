@@ -72,11 +72,11 @@ Cluster::~Cluster() { stop(); }
 void Cluster::start() {
   const std::string addr = cfg_.announce_host + ":" + std::to_string(cfg_.port);
   const std::string resp_addr = cfg_.announce_host + ":" + std::to_string(cfg_.resp_port);
-  transport_ = std::make_unique<UdpTransport>(
-      io_, cfg_.bind_host, static_cast<uint16_t>(cfg_.port),
-      [this](const std::string& from, std::string_view bytes) {
-        membership_->receive(from, bytes, wall_now_ns());
-      });
+  transport_ =
+      std::make_unique<UdpTransport>(io_, cfg_.bind_host, static_cast<uint16_t>(cfg_.port),
+                                     [this](const std::string& from, std::string_view bytes) {
+                                       membership_->receive(from, bytes, wall_now_ns());
+                                     });
   server_ = std::make_unique<PeerServer>(
       io_, cfg_.bind_host, static_cast<uint16_t>(cfg_.port),
       [this](uint32_t kind, std::string body, PeerServer::Respond respond) {
@@ -154,8 +154,8 @@ void Cluster::on_table(const SlotTable& before, const SlotTable& after) {
     if (after.owner(s) != kNoOwner && after.owner_id(s) == cfg_.node_id) ++mine;
   spdlog::info("slot table epoch {} by {}: {} members, {} slots here", after.epoch(),
                after.planner(), after.members().size(), mine);
-  apply(keeper_.on_table(before, after, [this](const std::string& id) { return can_send(id); },
-                         wall_now_ns()));
+  apply(keeper_.on_table(
+      before, after, [this](const std::string& id) { return can_send(id); }, wall_now_ns()));
 }
 
 // Order matters: slots start being served only after their shards were told to serve
@@ -330,10 +330,10 @@ bool Cluster::leave(std::chrono::milliseconds max_wait) {
 
 void Cluster::call(const std::string& peer_addr, uint32_t kind, std::string body,
                    std::chrono::milliseconds deadline, PeerCallback cb) {
-  asio::post(io_, [this, peer_addr, kind, body = std::move(body), deadline,
-                   cb = std::move(cb)]() mutable {
-    peer(peer_addr).call(kind, std::move(body), deadline, std::move(cb));
-  });
+  asio::post(
+      io_, [this, peer_addr, kind, body = std::move(body), deadline, cb = std::move(cb)]() mutable {
+        peer(peer_addr).call(kind, std::move(body), deadline, std::move(cb));
+      });
 }
 
 PeerClient& Cluster::peer(const std::string& peer_addr) {

@@ -33,8 +33,8 @@ struct ClusterConfig {
   int resp_port = 6380;
   std::vector<std::string> seeds;  // cluster bus addresses, host:port
   MembershipConfig membership;
-  int64_t settle_ms = 1000;          // live set stable this long before a new table
-  int64_t await_timeout_ms = 3000;   // wait this long for a moving slot's state
+  int64_t settle_ms = 1000;         // live set stable this long before a new table
+  int64_t await_timeout_ms = 3000;  // wait this long for a moving slot's state
   int64_t handoff_timeout_ms = 10000;
   size_t handoff_chunk_bytes = 4 << 20;
 };

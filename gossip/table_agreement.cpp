@@ -131,7 +131,14 @@ void TableAgreement::tick(int64_t now) {
     last_live_ = live;
     live_since_ns_ = now;
   }
-  if (live.front() != m_.self().id || now - live_since_ns_ < settle_ns_) return;
+  // Joins wait for the live set to settle (several nodes starting together make one
+  // table, not one each). Departures are final (a member is dead only after its
+  // suspicion ran out, or it said it is leaving): replan sooner, its slots are unserved.
+  const auto& have = table_.members();
+  const bool only_departures =
+      table_.epoch() > 0 && std::includes(have.begin(), have.end(), live.begin(), live.end());
+  const int64_t settle = only_departures ? settle_ns_ / 5 : settle_ns_;
+  if (live.front() != m_.self().id || now - live_since_ns_ < settle) return;
   if (table_.members() == live && table_.epoch() > 0) return;
   if (want_epoch_ > 0) return;  // first learn the newest table, then plan from it
   const uint64_t epoch = table_.epoch() + 1;

@@ -28,10 +28,10 @@ struct NodeConfig {
   PolicyMap policies;
   // Cluster mode.
   bool cluster_enabled = false;
-  int cluster_port = 0;               // 0: RESP port + 10000
-  std::string cluster_announce_host;  // empty: the first --bind address
-  std::vector<std::string> seeds;     // cluster bus addresses host:port
-  std::string node_id;                // empty: random 40 hex digits
+  int cluster_port = 0;                   // 0: RESP port + 10000
+  std::string cluster_announce_host;      // empty: the first --bind address
+  std::vector<std::string> seeds;         // cluster bus addresses host:port
+  std::string node_id;                    // empty: random 40 hex digits
   std::string cluster_redirect = "auto";  // auto | moved | forward
   int64_t cluster_forward_timeout_ms = 5000;
 };

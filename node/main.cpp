@@ -205,7 +205,7 @@ int main(int argc, char** argv) {
     cluster = std::make_unique<fg::Cluster>(cc, *pool);
     svc.routing = &cluster->routing();
     svc.cluster = cluster.get();
-    svc.settings.redirect = cfg.cluster_redirect == "moved"     ? fg::NodeSettings::Redirect::kAlways
+    svc.settings.redirect = cfg.cluster_redirect == "moved" ? fg::NodeSettings::Redirect::kAlways
                             : cfg.cluster_redirect == "forward" ? fg::NodeSettings::Redirect::kNever
                                                                 : fg::NodeSettings::Redirect::kAuto;
     svc.settings.forward_timeout_ms = cfg.cluster_forward_timeout_ms;

@@ -12,8 +12,8 @@ Server::Server(Services& svc, ConnectionLimits limits, int io_threads)
   for (int i = 0; i < io_threads; ++i) {
     contexts_.push_back(std::make_unique<asio::io_context>(1));
     guards_.push_back(asio::make_work_guard(*contexts_.back()));
-    batchers_.push_back(std::make_unique<IoBatcher>(*contexts_.back(), svc,
-                                                    svc.settings.max_batch_commands * 4));
+    batchers_.push_back(
+        std::make_unique<IoBatcher>(*contexts_.back(), svc, svc.settings.max_batch_commands * 4));
   }
 }
 

@@ -129,7 +129,8 @@ class ClusterSessionTest : public ::testing::Test {
 
 TEST_F(ClusterSessionTest, KeysServedHereRunHere) {
   const std::string k = key_in(0, 5460);
-  EXPECT_EQ(run(resp({"CL.THROTTLE", k, "5", "10", "60"})), "*5\r\n:0\r\n:6\r\n:5\r\n:-1\r\n:6\r\n");
+  EXPECT_EQ(run(resp({"CL.THROTTLE", k, "5", "10", "60"})),
+            "*5\r\n:0\r\n:6\r\n:5\r\n:-1\r\n:6\r\n");
   EXPECT_TRUE(forwards_.empty());
 }
 
@@ -148,10 +149,10 @@ TEST_F(ClusterSessionTest, OtherNodesKeysAreForwardedAndTheirRepliesKeepTheirPla
   });
   ASSERT_EQ(forwards_.size(), 1u);
   EXPECT_EQ(out,
-            "*2\r\n:1\r\n$2\r\nhi\r\n"                   // forwarded #1
-            "+PONG\r\n"                                  // local
+            "*2\r\n:1\r\n$2\r\nhi\r\n"                  // forwarded #1
+            "+PONG\r\n"                                 // local
             "*5\r\n:1\r\n:3\r\n:2\r\n:-1\r\n:1000\r\n"  // here
-            "-ERR second\r\n");                          // forwarded #2
+            "-ERR second\r\n");                         // forwarded #2
 }
 
 TEST_F(ClusterSessionTest, ForwardedCommandsAreSentAsRespArrays) {
@@ -231,13 +232,13 @@ TEST_F(ClusterSessionTest, ASlotTheShardsNoLongerServeIsATryAgain) {
 TEST_F(ClusterSessionTest, HeartbeatReachesEveryNodeAndAddsUpTheirCounts) {
   const std::string here = key_in(0, 5460);
   run(resp({"FG.ACQUIRE", here, "5", "60000", "HOLDER", "app-1"}));
-  const std::string out = run(resp({"FG.HEARTBEAT", "app-1", "60000"}), nullptr,
-                              [](ForwardCall& c) {
-                                EXPECT_EQ(c.node_id, "n2");
-                                EXPECT_EQ(c.cmds, resp({"FG.HEARTBEAT", "app-1", "60000"}));
-                                c.ok = true;
-                                c.replies = ":3\r\n";
-                              });
+  const std::string out =
+      run(resp({"FG.HEARTBEAT", "app-1", "60000"}), nullptr, [](ForwardCall& c) {
+        EXPECT_EQ(c.node_id, "n2");
+        EXPECT_EQ(c.cmds, resp({"FG.HEARTBEAT", "app-1", "60000"}));
+        c.ok = true;
+        c.replies = ":3\r\n";
+      });
   EXPECT_EQ(out, ":4\r\n");  // one lease here, three there
   // A node that does not answer adds nothing; the rest still count.
   EXPECT_EQ(run(resp({"FG.HEARTBEAT", "app-1", "60000"}), nullptr,
@@ -308,9 +309,9 @@ TEST(RespValueLength, FindsWholeRepliesAndOnlyWholeOnes) {
   EXPECT_EQ(len("*2\r\n:1\r\n$1\r\nx\r\n"), 15u);
   EXPECT_EQ(len("%1\r\n+a\r\n:1\r\n"), 12u);
   EXPECT_EQ(len("*-1\r\n"), 5u);
-  EXPECT_EQ(len("$3\r\nab"), 0u);           // cut short
-  EXPECT_EQ(len("*2\r\n:1\r\n"), 0u);       // missing element
-  EXPECT_EQ(len("?what\r\n"), 0u);          // not RESP
+  EXPECT_EQ(len("$3\r\nab"), 0u);      // cut short
+  EXPECT_EQ(len("*2\r\n:1\r\n"), 0u);  // missing element
+  EXPECT_EQ(len("?what\r\n"), 0u);     // not RESP
   EXPECT_EQ(len("$99999999999999999999\r\n"), 0u);
 }
 

@@ -97,7 +97,8 @@ TEST(SlotKeeper, ADeadOwnersSlotsAreServedAtOnce) {
   const SlotTable t2 = t1.plan({"a", "b"}).stamped(2, "a");
   SlotKeeper a("a", 3000 * kMs);
   a.on_table(SlotTable(), t1, kEveryoneUp, 0);
-  auto acts = a.on_table(t1, t2, [](const std::string& id) { return id != "c"; }, 0);
+  auto acts = a.on_table(
+      t1, t2, [](const std::string& id) { return id != "c"; }, 0);
   EXPECT_EQ(a.held().count(), t2.slots_of(0));
   EXPECT_EQ(acts.serve_empty.count(), t2.slots_of(0) - t1.slots_of(0));
   EXPECT_EQ(a.awaiting_count(), 0u);
@@ -161,8 +162,7 @@ class HandoffSim {
           ++holders;
           if (nodes[i].value[s] != admitted[s]) {
             return "slot " + std::to_string(s) + " at " + SimCluster::id(i) + " counts " +
-                   std::to_string(nodes[i].value[s]) + ", admitted " +
-                   std::to_string(admitted[s]);
+                   std::to_string(nodes[i].value[s]) + ", admitted " + std::to_string(admitted[s]);
           }
         }
       }

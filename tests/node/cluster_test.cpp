@@ -35,9 +35,13 @@ class TestCluster {
     cports_.push_back(cport);
     std::string seeds = "127.0.0.1:" + std::to_string(cports_[0]);
     if (cports_.size() > 1) seeds += ",127.0.0.1:" + std::to_string(cports_[1]);
-    std::vector<std::string> args = {"--cluster-enabled", "--node-id",
-                                     "t" + std::to_string(nodes_.size() + 1), "--cluster-port",
-                                     std::to_string(cport), "--seeds", seeds};
+    std::vector<std::string> args = {"--cluster-enabled",
+                                     "--node-id",
+                                     "t" + std::to_string(nodes_.size() + 1),
+                                     "--cluster-port",
+                                     std::to_string(cport),
+                                     "--seeds",
+                                     seeds};
     args.insert(args.end(), extra_.begin(), extra_.end());
     nodes_.push_back(std::make_unique<NodeProcess>(args));
     return *nodes_.back();
@@ -182,11 +186,11 @@ TEST(Cluster, ClusterAwareClientsAreMovedToTheOwner) {
   c.send(resp({"CLUSTER", "SLOTS"}));  // from now on this client follows redirections
   read_replies(c, 1);
   const std::string moved = c.request({"FG.TAKE", key, "fixed_window", "5", "60000"});
-  EXPECT_EQ(moved, "-MOVED " + std::to_string(key_slot(key)) + " 127.0.0.1:" +
-                       std::to_string(cl.owner_port(key)));
+  EXPECT_EQ(moved, "-MOVED " + std::to_string(key_slot(key)) +
+                       " 127.0.0.1:" + std::to_string(cl.owner_port(key)));
   // redis-cli -c follows it to the owner and shows the owner's answer.
-  const std::string out = run("redis-cli -c -p " + std::to_string(cl.node(0).port()) +
-                              " FG.TAKE " + key + " fixed_window 5 60000 2>&1");
+  const std::string out = run("redis-cli -c -p " + std::to_string(cl.node(0).port()) + " FG.TAKE " +
+                              key + " fixed_window 5 60000 2>&1");
   EXPECT_EQ(out.substr(0, 9), "1\n5\n4\n-1\n") << out.substr(0, 200);
 }
 
@@ -204,8 +208,7 @@ TEST(Cluster, RedisCliDashCFollowsMovedWhenRedirectionIsForced) {
     EXPECT_EQ(out.substr(0, 6), "0\n5\n4\n") << out.substr(0, 200);
   }
   Client c(cl.node(0).port());
-  EXPECT_GT(std::stoul(field(c.request({"INFO", "cluster"}), "moved_redirections")),
-            moved_before);
+  EXPECT_GT(std::stoul(field(c.request({"INFO", "cluster"}), "moved_redirections")), moved_before);
 }
 
 TEST(Cluster, AFourthNodeJoinsUnderLoadAndNoLimitIsExceeded) {
