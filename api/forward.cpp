@@ -90,6 +90,7 @@ void send_forwards(Cluster& cluster, const BatchPtr& batch, ForwardList& calls,
     wire::ForwardRequest req;
     req.set_proto(static_cast<uint32_t>(c.proto));
     req.set_count(c.count);
+    req.set_hops(c.hops);
     req.set_commands(std::move(c.cmds));
     c.cmds.clear();
     cluster.call(c.peer_addr, kPeerForward, req.SerializeAsString(),
@@ -113,7 +114,7 @@ namespace {
 // batch by batch, then the replies go back in one response.
 class ForwardJob : public BatchSink, public std::enable_shared_from_this<ForwardJob> {
  public:
-  ForwardJob(Cluster& cluster, Services& svc, std::string cmds, int proto,
+  ForwardJob(Cluster& cluster, Services& svc, std::string cmds, int proto, uint32_t hops,
              PeerServer::Respond respond)
       : cluster_(cluster),
         svc_(svc),
@@ -124,7 +125,7 @@ class ForwardJob : public BatchSink, public std::enable_shared_from_this<Forward
     auto client = std::make_shared<ClientInfo>();
     client->addr = "peer";
     session_ = std::make_unique<Session>(svc, client);
-    session_->set_forwarded();
+    session_->set_forwarded(hops);
     session_->set_authenticated(true);
     session_->set_proto(proto);
   }
@@ -132,11 +133,15 @@ class ForwardJob : public BatchSink, public std::enable_shared_from_this<Forward
   void run() {
     while (true) {
       if (pos_ >= cmds_.size()) return reply();
-      ProcessResult r = session_->process(cmds_.data() + pos_, cmds_.size() - pos_, *batch_);
+      ProcessResult r =
+          session_->process(cmds_.data() + pos_, cmds_.size() - pos_, *batch_, &forwards_);
       if (r.submitted) {
         consumed_ = r.consumed;
         batch_->sink = shared_from_this();
-        svc_.shards->submit(batch_);
+        svc_.shards->submit(batch_, static_cast<int>(forwards_.size()));
+        if (!forwards_.empty()) {
+          send_forwards(cluster_, batch_, forwards_, svc_.settings.forward_timeout_ms);
+        }
         return;
       }
       pos_ += r.consumed;
@@ -157,8 +162,9 @@ class ForwardJob : public BatchSink, public std::enable_shared_from_this<Forward
   void batch_done() override {
     asio::post(cluster_.io(), [self = shared_from_this()] {
       self->batch_->sink.reset();
-      self->session_->complete(*self->batch_);
+      self->session_->complete(*self->batch_, &self->forwards_);
       self->batch_->ops.clear();
+      self->forwards_.clear();
       self->pos_ += self->consumed_;
       self->run();
     });
@@ -177,6 +183,7 @@ class ForwardJob : public BatchSink, public std::enable_shared_from_this<Forward
   PeerServer::Respond respond_;
   asio::steady_timer timer_;
   BatchPtr batch_;
+  ForwardList forwards_;  // commands whose slot moved on meanwhile: one more hop
   std::unique_ptr<Session> session_;
   size_t pos_ = 0;
   size_t consumed_ = 0;
@@ -193,7 +200,9 @@ void serve_forwards(Cluster& cluster, Services& svc) {
         }
         svc.counters.forwards_served.fetch_add(req.count(), std::memory_order_relaxed);
         auto job = std::make_shared<ForwardJob>(cluster, svc, std::move(*req.mutable_commands()),
-                                                static_cast<int>(req.proto()), std::move(respond));
+                                                static_cast<int>(req.proto()),
+                                                std::max<uint32_t>(1, req.hops()),
+                                                std::move(respond));
         job->run();
       });
 }

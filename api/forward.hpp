@@ -13,11 +13,17 @@ namespace fg {
 class Cluster;
 struct Services;
 
+// A command is forwarded at most this many times: once from the node a client talks to,
+// once more if the slot moved on while it travelled. Tables that disagree longer than
+// that get -TRYAGAIN rather than a loop.
+constexpr uint32_t kMaxForwardHops = 2;
+
 // One session's commands for one other node, from one read.
 struct ForwardCall {
   std::string peer_addr;
   std::string node_id;
   int proto = 2;
+  uint32_t hops = 1;  // including this one
   uint32_t count = 0;
   std::string cmds;  // whole RESP commands, back to back
   // Set when the call completes:

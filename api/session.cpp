@@ -83,6 +83,7 @@ std::pair<uint32_t, uint32_t> Session::forward_to(const RouteNode& node,
     c.node_id = node.id;
     c.peer_addr = node.peer_addr;
     c.proto = proto_;
+    c.hops = hops_ + 1;
   }
   ForwardCall& c = (*forwards_)[groups_[g]];
   RespWriter w(c.cmds, 2);
@@ -135,8 +136,8 @@ Session::Route Session::route(const std::vector<std::string_view>& args, uint32_
                   std::to_string(node.resp_port));
     return answered();
   }
-  if (forwarded_ || !forwards_) {
-    local().error(err::kSlotMoving);  // forwarded here on a stale table: one hop only
+  if (!forwards_ || hops_ >= kMaxForwardHops) {
+    local().error(err::kSlotMoving);  // the tables disagree for too long: no loops
     return answered();
   }
   const auto [g, item] = forward_to(node, args);

@@ -48,8 +48,13 @@ class Session {
   // process() call, in order.
   void complete(const Batch& batch, const ForwardList* forwards = nullptr);
 
-  // This session runs commands forwarded by another node: it never forwards them again.
-  void set_forwarded() { forwarded_ = true; }
+  // This session runs commands another node forwarded after `hops` hops: it never
+  // answers -MOVED, and forwards again (a slot that moved meanwhile) only while
+  // hops < kMaxForwardHops.
+  void set_forwarded(uint32_t hops) {
+    forwarded_ = true;
+    hops_ = hops;
+  }
   // The client asked for the cluster's topology: it can follow -MOVED.
   void set_cluster_aware() { cluster_aware_ = true; }
   // Cluster mode: also sends the current command to every other member of the table;
@@ -107,6 +112,7 @@ class Session {
   };
   std::vector<Addend> addends_;  // fanned-out replies to add to a slot's integer
   bool forwarded_ = false;
+  uint32_t hops_ = 0;  // forwards this session's commands have already taken
   bool cluster_aware_ = false;
   std::vector<Slot> slots_;
   std::string local_;

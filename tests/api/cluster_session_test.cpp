@@ -251,9 +251,18 @@ TEST_F(ClusterSessionTest, NoTableYetMeansClusterDown) {
   EXPECT_EQ(run(resp({"FG.COUNT", "x"})), "-CLUSTERDOWN Hash slot not served\r\n");
 }
 
-TEST_F(ClusterSessionTest, AForwardedSessionNeverForwardsAgain) {
-  session_->set_forwarded();
-  EXPECT_EQ(run(resp({"FG.COUNT", key_in(5461, 10922)})).substr(0, 10), "-TRYAGAIN ");
+TEST_F(ClusterSessionTest, AForwardedCommandWhoseSlotMovedOnTakesOneMoreHopAtMost) {
+  const std::string there = key_in(5461, 10922);
+  session_->set_forwarded(1);  // arrived from the node the client talks to
+  const std::string out = run(resp({"FG.COUNT", there}), nullptr, [](ForwardCall& c) {
+    EXPECT_EQ(c.hops, 2u);
+    c.ok = true;
+    c.replies = ":2\r\n";
+  });
+  EXPECT_EQ(out, ":2\r\n");
+  EXPECT_NE(run(resp({"CLUSTER", "SLOTS"})), "");  // a forwarded session is never moved
+  session_->set_forwarded(kMaxForwardHops);
+  EXPECT_EQ(run(resp({"FG.COUNT", there})).substr(0, 10), "-TRYAGAIN ");
   EXPECT_TRUE(forwards_.empty());
 }
 

@@ -265,7 +265,9 @@ TEST(Cluster, AFourthNodeJoinsUnderLoadAndNoLimitIsExceeded) {
     EXPECT_EQ(peek.substr(0, 17), "*5\r\n:0\r\n:40\r\n:0\r\n") << keys[k] << ": " << peek;
   }
   EXPECT_GT(moved, 0);
-  EXPECT_LT(errors.load(), 4 * kKeys);  // at most a handful of TRYAGAINs while slots moved
+  // A request can still meet a slot in the microseconds it leaves its shard (-TRYAGAIN);
+  // forwards that find their slot moved on take one more hop instead of failing.
+  EXPECT_LE(errors.load(), 16);
 }
 
 TEST(Cluster, AGracefulLeaveHandsItsStateToTheOthers) {
