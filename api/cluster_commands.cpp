@@ -189,8 +189,10 @@ void cmd_cluster(Session& s, Args& a) {
     s.set_cluster_aware();
     shards_reply(s, rt);
   } else if (iequals(sub, "nodes")) {
+    // Not a sign of a cluster client: people type it at redis-cli, whose next command
+    // should still be answered, not redirected. Client libraries discover the cluster
+    // through SLOTS or SHARDS.
     if (!arity(2)) return;
-    s.set_cluster_aware();
     s.local().bulk(nodes_text(rt));
   } else if (iequals(sub, "info")) {
     if (!arity(2)) return;

@@ -28,7 +28,7 @@ struct NodeSettings {
   int io_threads = 1;
   int shard_threads = 1;
   // Cluster mode (routing != null): how a client reaches a key another node owns.
-  // kAuto: -MOVED once the client has asked for the topology (CLUSTER SLOTS/SHARDS/NODES),
+  // kAuto: -MOVED once the client has asked for the topology (CLUSTER SLOTS or SHARDS),
   // else forwarded; kAlways: always -MOVED; kNever: always forwarded.
   enum class Redirect { kAuto, kAlways, kNever } redirect = Redirect::kAuto;
   int64_t forward_timeout_ms = 2000;

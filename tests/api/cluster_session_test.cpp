@@ -184,6 +184,16 @@ TEST_F(ClusterSessionTest, ClientsThatAskedForTheTopologyGetMoved) {
   EXPECT_TRUE(forwards_.empty());
 }
 
+TEST_F(ClusterSessionTest, ClusterNodesTypedAtAPromptDoesNotTurnOnRedirection) {
+  const std::string there = key_in(5461, 10922);
+  run(resp({"CLUSTER", "NODES"}));
+  run(resp({"FG.RESET", there}), nullptr, [](ForwardCall& c) {
+    c.ok = true;
+    c.replies = ":0\r\n";
+  });
+  EXPECT_EQ(forwards_.size(), 1u);
+}
+
 TEST_F(ClusterSessionTest, RedirectAlwaysMovesEveryone) {
   svc_.settings.redirect = NodeSettings::Redirect::kAlways;
   const std::string there = key_in(5461, 10922);
