@@ -1,11 +1,14 @@
 // libFuzzer target: any bytes through a whole RESP session — parser, every command
-// handler, the shard logic (run in place, without actors) and the reply encoder. Must
-// never crash, leak, hang or produce a reply stream that is not valid RESP framing.
+// handler, the shard logic (run in place, without actors) and the reply encoder, alone
+// or (first byte odd) as a cluster member whose routing sends some slots elsewhere, holds
+// others as arriving, and gets the fuzz input's own bytes back as forwarded replies. Must
+// never crash, leak, hang or produce a reply stream that is not whole RESP values.
 #include <caf/all.hpp>
 #include <cstdint>
 #include <memory>
 #include <string>
 
+#include "forward.hpp"
 #include "session.hpp"
 #include "shard.hpp"
 
@@ -35,7 +38,36 @@ struct World {
     svc.clients = &clients;
     svc.settings.parser.max_bulk_len = 4096;
     svc.settings.parser.max_args = 64;
+    // The cluster twin: same shards and settings, plus routing.
+    auto r = std::make_shared<fg::Routing>();
+    r->epoch = 3;
+    fg::RouteNode self, other;
+    self.id = "n1";
+    self.resp_host = other.resp_host = "127.0.0.1";
+    self.resp_port = 7001;
+    self.self = self.in_table = true;
+    other.id = "n2";
+    other.resp_port = 7002;
+    other.peer_addr = "127.0.0.1:17002";
+    other.in_table = true;
+    r->nodes = {self, other};
+    r->self_index = 0;
+    for (uint32_t s = 0; s < fg::kSlots; ++s) {
+      r->owner[s] = (s >= 8192 && s < 12288) ? 1 : 0;
+      if (s < 8192) r->serving.set(s);
+      if (s >= 12288) r->awaiting.set(s);
+    }
+    r->ranges = {{0, 8191, 0}, {8192, 12287, 1}, {12288, 16383, 0}};
+    hub.publish(r);
+    csvc.shards = svc.shards;
+    csvc.clock = svc.clock;
+    csvc.policies = svc.policies;
+    csvc.clients = svc.clients;
+    csvc.settings = svc.settings;
+    csvc.routing = &hub;
   }
+  fg::RoutingHub hub;
+  fg::Services csvc;
 };
 
 World& world() {
@@ -48,28 +80,41 @@ World& world() {
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   World& w = world();
   fg::Shard shard(1000, 7);
-  fg::Session session(w.svc, w.clients.add("fuzz", "fuzz", 0));
+  const bool cluster = size > 0 && (data[0] & 1);
+  fg::Session session(cluster ? w.csvc : w.svc, w.clients.add("fuzz", "fuzz", 0));
   fg::Batch batch;
+  fg::ForwardList forwards;
   const char* in = reinterpret_cast<const char*>(data);
   size_t begin = 0;
   for (int rounds = 0; rounds < 10000 && begin < size; ++rounds) {
     batch.ops.clear();
-    fg::ProcessResult r = session.process(in + begin, size - begin, batch);
+    forwards.clear();
+    fg::ProcessResult r = session.process(in + begin, size - begin, batch, &forwards);
     if (r.submitted) {
       for (auto& op : batch.ops) {
         op.hash = fg::KeyTable::hash(op.key);
         if (op.shard == fg::kAllShards || op.shard == 0) shard.execute(op, w.clock.now_ns());
       }
-      session.complete(batch);
+      // The "owner" answers with arbitrary bytes (a suffix of the input), or fails.
+      for (size_t i = 0; i < forwards.size(); ++i) {
+        const size_t from = (begin + i * 7) % (size + 1);
+        forwards[i].ok = (from & 3) != 0;
+        forwards[i].replies.assign(in + from, size - from);
+        forwards[i].error = "timeout";
+      }
+      session.complete(batch, &forwards);
     }
     w.clock.advance_ms(7);
     begin += r.consumed;
     if (r.close || r.consumed == 0) break;
   }
-  // Every reply must start with a RESP type byte.
+  // The output must be whole RESP values, back to back, and nothing else.
   const std::string& out = session.output();
-  if (!out.empty() && std::string("+-:$*%_~#,=(!|>").find(out[0]) == std::string::npos)
-    __builtin_trap();
+  for (size_t pos = 0; pos < out.size();) {
+    const size_t n = fg::resp_value_length(out.data() + pos, out.size() - pos);
+    if (n == 0) __builtin_trap();
+    pos += n;
+  }
   w.clients.remove(session.client().id);
   return 0;
 }
