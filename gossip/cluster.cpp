@@ -14,6 +14,7 @@ namespace fg {
 namespace {
 constexpr int64_t kTickMs = 10;
 constexpr auto kRetryDelay = std::chrono::milliseconds(200);
+constexpr auto kExtractDelay = std::chrono::milliseconds(2);
 
 std::string slots_to_bytes(const SlotBits& b) {
   std::string out(kSlotCount / 8, '\0');
@@ -172,7 +173,6 @@ void Cluster::apply(const SlotKeeper::Actions& a) {
     auto job = std::make_shared<SlotJob>();
     job->slots = slots;
     job->remove = true;
-    job->now_ns = pool_.clock()->now_ns();
     auto o = std::make_shared<Outgoing>(io_);
     o->to = to;
     o->slots = slots;
@@ -187,7 +187,15 @@ void Cluster::apply(const SlotKeeper::Actions& a) {
         send_handoff(o);
       });
     };
-    pool_.extract(job);
+    // Give batches routed by the previous snapshot (an I/O thread may have read it just
+    // before the publish above) time to reach the shards: the extraction then includes
+    // them instead of their being refused as "not owner".
+    o->retry.expires_after(kExtractDelay);
+    o->retry.async_wait([this, job](asio::error_code ec) {
+      job->now_ns = pool_.clock()->now_ns();
+      pool_.extract(job);  // even when cancelled at shutdown: the state must not be lost
+      (void)ec;
+    });
   }
 }
 
