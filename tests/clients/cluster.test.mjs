@@ -12,13 +12,14 @@ import Redis from 'ioredis';
 const nodes = [];
 const ports = [];
 
-async function freePort() {
-  return new Promise((resolve) => {
-    const srv = net.createServer().listen(0, '127.0.0.1', () => {
-      const p = srv.address().port;
-      srv.close(() => resolve(p));
-    });
-  });
+// n distinct free ports: all are held open together, then released.
+async function freePorts(n) {
+  const servers = await Promise.all(Array.from({ length: n }, () => new Promise((resolve) => {
+    const srv = net.createServer().listen(0, '127.0.0.1', () => resolve(srv));
+  })));
+  const ports = servers.map((s) => s.address().port);
+  await Promise.all(servers.map((s) => new Promise((r) => s.close(r))));
+  return ports;
 }
 
 const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
@@ -58,17 +59,29 @@ async function counter(name) {
   return total;
 }
 
-before(async () => {
-  const cports = [];
-  for (let i = 0; i < 3; i++) {
-    ports.push(await freePort());
-    cports.push(await freePort());
-  }
+async function startCluster() {
+  const all = await freePorts(6);
+  ports.splice(0, ports.length, ...all.slice(0, 3));
+  const cports = all.slice(3);
   const seeds = `127.0.0.1:${cports[0]},127.0.0.1:${cports[1]}`;
+  let exited = false;
   for (let i = 0; i < 3; i++) {
-    nodes.push(spawn(process.env.FLOODGATE_BIN, ['--port', String(ports[i]), '--cluster-enabled',
+    const n = spawn(process.env.FLOODGATE_BIN, ['--port', String(ports[i]), '--cluster-enabled',
       '--node-id', `c${i + 1}`, '--cluster-port', String(cports[i]), '--seeds', seeds,
-      '--log-level', 'warn'], { stdio: 'inherit' }));
+      '--log-level', 'warn'], { stdio: 'inherit' });
+    n.on('exit', () => { exited = true; });
+    nodes.push(n);
+  }
+  await sleep(300);
+  return !exited;
+}
+
+before(async () => {
+  // A port taken between choosing it and binding it (other tests run alongside) makes a
+  // node exit at once: start again on new ports.
+  for (let attempt = 0; attempt < 3; attempt++) {
+    if (await startCluster()) break;
+    for (const n of nodes.splice(0)) n.kill('SIGKILL');
   }
   await waitFormed();
 });

@@ -30,21 +30,27 @@ class TestCluster {
     for (size_t i = 0; i < n; ++i) add();
   }
 
+  // Starts the next node. A port taken between choosing and binding it (other tests run
+  // alongside) makes the node exit at once: it is started again on fresh ports.
   NodeProcess& add() {
-    const int cport = free_port();
-    cports_.push_back(cport);
-    std::string seeds = "127.0.0.1:" + std::to_string(cports_[0]);
-    if (cports_.size() > 1) seeds += ",127.0.0.1:" + std::to_string(cports_[1]);
-    std::vector<std::string> args = {"--cluster-enabled",
-                                     "--node-id",
-                                     "t" + std::to_string(nodes_.size() + 1),
-                                     "--cluster-port",
-                                     std::to_string(cport),
-                                     "--seeds",
-                                     seeds};
-    args.insert(args.end(), extra_.begin(), extra_.end());
-    nodes_.push_back(std::make_unique<NodeProcess>(args));
-    return *nodes_.back();
+    const std::string id = "t" + std::to_string(nodes_.size() + 1);
+    for (int attempt = 0;; ++attempt) {
+      const int cport = free_port();
+      const int seed0 = cports_.empty() ? cport : cports_[0];
+      std::string seeds = "127.0.0.1:" + std::to_string(seed0);
+      if (!cports_.empty()) {
+        seeds += ",127.0.0.1:" + std::to_string(cports_.size() > 1 ? cports_[1] : cport);
+      }
+      std::vector<std::string> args = {"--cluster-enabled", "--node-id", id, "--cluster-port",
+                                       std::to_string(cport), "--seeds", seeds};
+      args.insert(args.end(), extra_.begin(), extra_.end());
+      auto node = std::make_unique<NodeProcess>(args);
+      if (node->alive() || attempt == 2) {
+        cports_.push_back(cport);
+        nodes_.push_back(std::move(node));
+        return *nodes_.back();
+      }
+    }
   }
 
   // Every running node knows `n` members, has adopted the same table and serves its part.

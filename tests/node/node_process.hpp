@@ -133,6 +133,11 @@ class NodeProcess {
     for (int i = 0; i < 200; ++i) {  // up to 10 s for the port to open
       Client c(port_, 200);
       if (c.connected()) return;
+      int status = 0;
+      if (waitpid(pid_, &status, WNOHANG) == pid_) {  // it exited (a port was taken?)
+        pid_ = -1;
+        return;
+      }
       std::this_thread::sleep_for(std::chrono::milliseconds(50));
     }
   }
