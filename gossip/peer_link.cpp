@@ -117,13 +117,29 @@ void PeerClient::flush() {
   if (writing_ || outbox_.empty() || state_ != State::kConnected) return;
   wire::PeerFrame frame;
   frame.set_version(kPeerWireVersion);
-  for (auto& [id, kb] : outbox_) {
+  // Up to a frame's budget per write; what does not fit waits for the next frame. A
+  // single request the receiver could never accept fails here instead of breaking the link.
+  size_t bytes = 0, taken = 0;
+  std::vector<uint64_t> too_big;
+  for (; taken < outbox_.size(); ++taken) {
+    auto& [id, kb] = outbox_[taken];
+    const size_t n = kb.second.size() + 32;
+    if (n > kPeerFrameBudget) {
+      too_big.push_back(id);
+      continue;
+    }
+    if (bytes > 0 && bytes + n > kPeerFrameBudget) break;
+    bytes += n;
     auto* r = frame.add_requests();
     r->set_id(id);
     r->set_kind(kb.first);
     r->set_body(std::move(kb.second));
   }
-  outbox_.clear();
+  outbox_.erase(outbox_.begin(), outbox_.begin() + static_cast<std::ptrdiff_t>(taken));
+  for (uint64_t id : too_big) {
+    asio::post(io_, [self = shared_from_this(), id] { self->finish(id, PeerStatus::kError, {}); });
+  }
+  if (frame.requests_size() == 0) return;
   std::string payload;
   frame.SerializeToString(&payload);
   wbuf_.clear();
@@ -217,7 +233,7 @@ class PeerServer::Conn : public std::enable_shared_from_this<Conn> {
     auto self = shared_from_this();
     (*handler_)(r.kind(), std::move(*r.mutable_body()),
                 [self, id](PeerStatus st, std::string body, std::string error) {
-                  auto* resp = self->out_.add_responses();
+                  auto* resp = &self->pending_.emplace_back();
                   resp->set_id(id);
                   resp->set_status(st == PeerStatus::kOk      ? wire::PeerResponse::OK
                                    : st == PeerStatus::kError ? wire::PeerResponse::ERROR
@@ -228,11 +244,28 @@ class PeerServer::Conn : public std::enable_shared_from_this<Conn> {
                 });
   }
   void flush() {
-    if (writing_ || out_.responses_size() == 0) return;
-    out_.set_version(kPeerWireVersion);
+    if (writing_ || pending_.empty()) return;
+    // As many responses as fit a frame's budget; a response too large for any frame is
+    // replaced by an error for its caller.
+    wire::PeerFrame out;
+    out.set_version(kPeerWireVersion);
+    size_t bytes = 0;
+    while (!pending_.empty()) {
+      wire::PeerResponse& r = pending_.front();
+      const size_t n = r.ByteSizeLong() + 16;
+      if (n > kPeerFrameBudget) {
+        r.clear_body();
+        r.set_status(wire::PeerResponse::ERROR);
+        r.set_error("response too large for a peer frame");
+        continue;
+      }
+      if (bytes > 0 && bytes + n > kPeerFrameBudget) break;
+      bytes += n;
+      *out.add_responses() = std::move(r);
+      pending_.pop_front();
+    }
     std::string payload;
-    out_.SerializeToString(&payload);
-    out_.Clear();
+    out.SerializeToString(&payload);
     wbuf_.clear();
     put_len(wbuf_, payload.size());
     wbuf_ += payload;
@@ -249,7 +282,7 @@ class PeerServer::Conn : public std::enable_shared_from_this<Conn> {
   char header_[4];
   std::string rbuf_;
   std::string wbuf_;
-  wire::PeerFrame out_;
+  std::deque<wire::PeerResponse> pending_;
   bool writing_ = false;
 };
 

@@ -16,7 +16,8 @@ namespace fg {
 enum class PeerStatus { kOk, kError, kUnknownKind, kUnavailable, kTimeout };
 using PeerCallback = std::function<void(PeerStatus, std::string body)>;
 
-constexpr size_t kMaxPeerFrameBytes = 64 << 20;
+constexpr size_t kMaxPeerFrameBytes = 64 << 20;  // a receiver drops a link sending more
+constexpr size_t kPeerFrameBudget = 32 << 20;    // what a sender puts in one frame, at most
 
 // One outgoing connection to one peer, reconnecting with backoff when it drops.
 class PeerClient : public std::enable_shared_from_this<PeerClient> {
@@ -44,7 +45,7 @@ class PeerClient : public std::enable_shared_from_this<PeerClient> {
   asio::steady_timer backoff_timer_;
   enum class State { kIdle, kConnecting, kConnected, kBackoff } state_ = State::kIdle;
   std::chrono::milliseconds backoff_{50};
-  std::vector<std::pair<uint64_t, std::pair<uint32_t, std::string>>> outbox_;
+  std::deque<std::pair<uint64_t, std::pair<uint32_t, std::string>>> outbox_;
   std::map<uint64_t, Pending> pending_;
   std::string wbuf_;
   bool writing_ = false;

@@ -51,6 +51,36 @@ TEST(PeerLink, CallsAreAnsweredAndBatched) {
   EXPECT_LT(client->frames_sent(), 10u);  // 200 calls made at once travel in a few frames
 }
 
+TEST(PeerLink, LargeCallsSpreadOverFramesAndOneTooLargeFailsAlone) {
+  Fixture f;
+  f.serve();
+  auto client = std::make_shared<PeerClient>(f.io, f.addr());
+  // 12 calls of 10 MiB: 120 MiB in all, well past one frame's 64 MiB cap.
+  int ok = 0;
+  for (int i = 0; i < 12; ++i) {
+    client->call(1, std::string(10 << 20, static_cast<char>('a' + i)), 20s,
+                 [&ok, i](PeerStatus st, std::string body) {
+                   if (st == PeerStatus::kOk && body.size() == (10u << 20) + 5 &&
+                       body[5] == static_cast<char>('a' + i)) {
+                     ++ok;
+                   }
+                 });
+  }
+  // One call no frame can carry fails by itself; the link keeps working.
+  PeerStatus big = PeerStatus::kOk;
+  bool big_done = false;
+  client->call(1, std::string(kMaxPeerFrameBytes, 'x'), 20s, [&](PeerStatus st, std::string) {
+    big = st;
+    big_done = true;
+  });
+  std::string after;
+  client->call(1, "after", 20s, [&](PeerStatus, std::string b) { after = b; });
+  ASSERT_TRUE(f.run_until([&] { return ok == 12 && big_done && !after.empty(); }, 20000ms));
+  EXPECT_EQ(big, PeerStatus::kError);
+  EXPECT_EQ(after, "echo:after");
+  EXPECT_GE(client->frames_sent(), 3u);
+}
+
 TEST(PeerLink, ErrorsAndUnknownKinds) {
   Fixture f;
   f.serve();
