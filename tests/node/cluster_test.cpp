@@ -41,8 +41,8 @@ class TestCluster {
       if (!cports_.empty()) {
         seeds += ",127.0.0.1:" + std::to_string(cports_.size() > 1 ? cports_[1] : cport);
       }
-      std::vector<std::string> args = {"--cluster-enabled", "--node-id", id, "--cluster-port",
-                                       std::to_string(cport), "--seeds", seeds};
+      std::vector<std::string> args = {"--cluster-enabled",   "--node-id", id,   "--cluster-port",
+                                       std::to_string(cport), "--seeds",   seeds};
       args.insert(args.end(), extra_.begin(), extra_.end());
       auto node = std::make_unique<NodeProcess>(args);
       if (node->alive() || attempt == 2) {
@@ -151,6 +151,26 @@ std::string read_replies(Client& c, size_t count) {
     }
   }
   return got;
+}
+
+TEST(Cluster, BadClusterSettingsAreRefusedWithAReason) {
+  const std::string bin = FLOODGATE_BIN, port = std::to_string(free_port());
+  auto start = [&](const std::string& args) {
+    return run(bin + " --port " + port + " --cluster-enabled " + args + " 2>&1; echo rc=$?");
+  };
+  EXPECT_EQ(start("--seeds nonsense"),
+            "floodgate: --seeds: expected host:port[,host:port...], got 'nonsense'\nrc=2\n");
+  EXPECT_EQ(start("--node-id 'a b'"),
+            "floodgate: --node-id: may hold only letters, digits, '-', '_' and '.'\nrc=2\n");
+  EXPECT_EQ(start("--bind 0.0.0.0"),
+            "floodgate: binding 0.0.0.0 needs --cluster-announce-host (the address peers and "
+            "clients use)\nrc=2\n");
+  // The cluster port is taken (here by a node's own RESP listener): exit 1, saying which.
+  NodeProcess other;
+  const std::string out = start("--cluster-port " + std::to_string(other.port()));
+  EXPECT_NE(out.find("cannot use cluster port " + std::to_string(other.port())), std::string::npos)
+      << out;
+  EXPECT_NE(out.find("rc=1"), std::string::npos) << out;
 }
 
 TEST(Cluster, EveryNodeAnswersForEveryKeyAsOneLimiter) {

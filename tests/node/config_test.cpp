@@ -68,5 +68,44 @@ TEST(Config, ErrorsNameKeyAndLine) {
   EXPECT_NE(load_error("port: [1\n").find("cfg.yaml"), std::string::npos);
 }
 
+TEST(Config, ClusterSettings) {
+  NodeConfig cfg;
+  load_config_file(write("cluster.yaml",
+                         "cluster-enabled: yes\n"
+                         "cluster-port: 17001\n"
+                         "node-id: edge-1\n"
+                         "seeds: [10.0.0.1:16380, \"10.0.0.2:16380\"]\n"
+                         "cluster-redirect: moved\n"
+                         "cluster-forward-timeout: 2s\n"),
+                   cfg);
+  EXPECT_TRUE(cfg.cluster_enabled);
+  EXPECT_EQ(cfg.cluster_port, 17001);
+  EXPECT_EQ(cfg.node_id, "edge-1");
+  EXPECT_EQ(cfg.seeds, (std::vector<std::string>{"10.0.0.1:16380", "10.0.0.2:16380"}));
+  EXPECT_EQ(cfg.cluster_redirect, "moved");
+  EXPECT_EQ(cfg.cluster_forward_timeout_ms, 2000);
+
+  EXPECT_EQ(load_error("seeds: 10.0.0.1\n"),
+            "seeds (line 1): must be a list of host:port cluster addresses");
+  EXPECT_EQ(load_error("seeds: [a:1, b:99999]\n"),
+            "seeds (line 1): must be a list of host:port cluster addresses");
+  EXPECT_EQ(load_error("node-id: \"has space\"\n"),
+            "node-id (line 1): may hold only letters, digits, '-', '_' and '.'");
+  EXPECT_EQ(load_error("cluster-redirect: sometimes\n"),
+            "cluster-redirect (line 1): must be auto, moved or forward");
+  EXPECT_EQ(load_error("cluster-enabled: perhaps\n"),
+            "cluster-enabled (line 1): must be yes or no");
+}
+
+TEST(Config, SeedLists) {
+  std::vector<std::string> out;
+  EXPECT_TRUE(parse_seeds("a:1, b:2,c:3", out));
+  EXPECT_EQ(out, (std::vector<std::string>{"a:1", "b:2", "c:3"}));
+  for (const char* bad : {"a", "a:", ":1", "a:x", "a:0", "a:70000"}) {
+    std::vector<std::string> v;
+    EXPECT_FALSE(parse_seeds(bad, v)) << bad;
+  }
+}
+
 }  // namespace
 }  // namespace fg
