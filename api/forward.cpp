@@ -199,10 +199,9 @@ void serve_forwards(Cluster& cluster, Services& svc) {
           return respond(PeerStatus::kError, {}, "malformed forward");
         }
         svc.counters.forwards_served.fetch_add(req.count(), std::memory_order_relaxed);
-        auto job = std::make_shared<ForwardJob>(cluster, svc, std::move(*req.mutable_commands()),
-                                                static_cast<int>(req.proto()),
-                                                std::max<uint32_t>(1, req.hops()),
-                                                std::move(respond));
+        auto job = std::make_shared<ForwardJob>(
+            cluster, svc, std::move(*req.mutable_commands()), static_cast<int>(req.proto()),
+            std::max<uint32_t>(1, req.hops()), std::move(respond));
         job->run();
       });
 }
