@@ -9,6 +9,7 @@
 #include "forward.hpp"
 #include "key_slot.hpp"
 #include "session.hpp"
+#include "wait_sink.hpp"
 
 namespace fg {
 namespace {
@@ -48,16 +49,7 @@ std::string key_in(uint32_t lo, uint32_t hi) {
 
 class ClusterSessionTest : public ::testing::Test {
  protected:
-  struct Sink : BatchSink {
-    std::mutex mu;
-    std::condition_variable cv;
-    bool done = false;
-    void batch_done() override {
-      std::lock_guard<std::mutex> g(mu);
-      done = true;
-      cv.notify_all();
-    }
-  };
+  using Sink = WaitSink;
 
   void SetUp() override {
     svc_.clock = &clock_;
@@ -80,10 +72,7 @@ class ClusterSessionTest : public ::testing::Test {
     session_ = std::make_unique<Session>(svc_, clients_.add("127.0.0.1:1", "127.0.0.1:2", 0));
   }
 
-  static void wait(Sink& s) {
-    std::unique_lock<std::mutex> g(s.mu);
-    ASSERT_TRUE(s.cv.wait_for(g, std::chrono::seconds(10), [&] { return s.done; }));
-  }
+  static void wait(Sink& s) { ASSERT_TRUE(s.wait()); }
 
   // Runs one process() over `input`; forwards are answered by `answer` (or fail) before
   // the batch completes. Returns the output.

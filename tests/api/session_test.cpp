@@ -7,6 +7,8 @@
 #include <condition_variable>
 #include <mutex>
 
+#include "wait_sink.hpp"
+
 namespace fg {
 namespace {
 
@@ -14,16 +16,7 @@ constexpr int64_t kS = 1'000'000'000;
 
 class SessionTest : public ::testing::Test {
  protected:
-  struct Sink : BatchSink {
-    std::mutex mu;
-    std::condition_variable cv;
-    bool done = false;
-    void batch_done() override {
-      std::lock_guard<std::mutex> g(mu);
-      done = true;
-      cv.notify_all();
-    }
-  };
+  using Sink = WaitSink;
 
   void SetUp() override { start(""); }
 
@@ -59,8 +52,7 @@ class SessionTest : public ::testing::Test {
       if (r.submitted) {
         batch->sink = sink;
         pool_->submit(batch);
-        std::unique_lock<std::mutex> g(sink->mu);
-        EXPECT_TRUE(sink->cv.wait_for(g, std::chrono::seconds(10), [&] { return sink->done; }));
+        EXPECT_TRUE(sink->wait());
         session_->complete(*batch);
       }
       begin += r.consumed;
