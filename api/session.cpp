@@ -107,8 +107,9 @@ void Session::add_fanout(const std::vector<std::string_view>& args) {
   }
 }
 
-// Cluster mode: serve a keyed command here, hold it until its slot's state arrives, or
-// answer it elsewhere (-MOVED, an error, or a forward whose reply fills its place later).
+// Cluster mode: serve a keyed command here, or answer it elsewhere (-MOVED, an error, or
+// a forward whose reply fills its place later). Commands for a slot whose state is still
+// arriving never get here: process() stops before them.
 Session::Route Session::route(const std::vector<std::string_view>& args, uint32_t slot) {
   const Routing& rt = *routing_;
   const uint16_t owner = rt.owner[slot];
@@ -123,8 +124,7 @@ Session::Route Session::route(const std::vector<std::string_view>& args, uint32_
   }
   if (static_cast<int>(owner) == rt.self_index) {
     if (rt.serving.test(slot)) return Route::kHere;
-    if (rt.awaiting.test(slot)) return Route::kStall;
-    local().error(err::kSlotMoving);
+    local().error(err::kSlotMoving);  // (arriving slots were held back by process())
     return answered();
   }
   const RouteNode& node = rt.nodes[owner];

@@ -88,7 +88,7 @@ class Session {
     uint32_t index;  // op index; start offset in local_; forward group
     uint32_t len;    // length in local_; command number within the forward group
   };
-  enum class Route { kHere, kStall, kAnswered };
+  enum class Route { kHere, kAnswered };
   Route route(const std::vector<std::string_view>& args, uint32_t slot);
   // Appends `args` to this read's forward group for `node`: (group, command number).
   std::pair<uint32_t, uint32_t> forward_to(const RouteNode& node,
