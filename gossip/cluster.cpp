@@ -265,7 +265,10 @@ void Cluster::reclaim(std::shared_ptr<Outgoing> o) {
       apply(keeper_.on_install(slots, hold_until, agreement_->table()));
     });
   };
-  // Not marked as served by the shards (job->slots stays empty): routing decides that.
+  // The shards hold it as theirs again (it is the only copy); routing decides whether
+  // clients reach it, and the next table that gives it away extracts it from here.
+  job->slots = o->slots;
+  if (leaving_) lost_on_leave_ = true;
   pool_.install(job, std::move(o->entries));
 }
 
@@ -329,9 +332,13 @@ bool Cluster::leave(std::chrono::milliseconds max_wait) {
   while (std::chrono::steady_clock::now() < deadline) {
     std::this_thread::sleep_for(std::chrono::milliseconds(10));
     if (!*planned) continue;
-    asio::post(io_, [this, drained] { *drained = outgoing_.empty() && extracting_ == 0; });
+    auto lost = std::make_shared<std::atomic<bool>>(false);
+    asio::post(io_, [this, drained, lost] {
+      *lost = lost_on_leave_;
+      *drained = outgoing_.empty() && extracting_ == 0;
+    });
     std::this_thread::sleep_for(std::chrono::milliseconds(5));
-    if (*drained) return true;
+    if (*drained) return !*lost;
   }
   return false;
 }

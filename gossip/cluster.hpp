@@ -106,6 +106,7 @@ class Cluster {
   uint64_t next_handoff_ = 1;
   int extracting_ = 0;  // extractions whose state has not come back from the shards yet
   bool leaving_ = false;
+  bool lost_on_leave_ = false;  // a hand-off failed while leaving: that state goes with us
   bool dirty_ = false;
   RoutingHub hub_;
   ClusterCounters counters_;
