@@ -220,6 +220,17 @@ TEST(Cluster, ClusterAwareClientsAreMovedToTheOwner) {
   EXPECT_EQ(out.substr(0, 9), "1\n5\n4\n-1\n") << out.substr(0, 200);
 }
 
+TEST(Cluster, RedisCliClusterCheckFindsItHealthy) {
+  TestCluster cl(3);
+  ASSERT_TRUE(cl.formed(3));
+  const std::string out =
+      run("timeout 20 redis-cli --cluster check 127.0.0.1:" + std::to_string(cl.node(1).port()) +
+          " 2>&1");
+  EXPECT_NE(out.find("All nodes agree about slots configuration."), std::string::npos) << out;
+  EXPECT_NE(out.find("All 16384 slots covered."), std::string::npos) << out;
+  EXPECT_EQ(out.find("[ERR]"), std::string::npos) << out;
+}
+
 TEST(Cluster, RedisCliDashCFollowsMovedWhenRedirectionIsForced) {
   TestCluster cl(3, {"--cluster-redirect", "moved"});
   ASSERT_TRUE(cl.formed(3));
