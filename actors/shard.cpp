@@ -120,7 +120,10 @@ void Shard::take(ShardOp& op, int64_t now_ns) {
     return;
   }
   Entry* e = get_or_create(op, kind, now_ns);
-  if (e) op.decision = run(kind, e->state_bytes(), op, now_ns, false);
+  if (e) {
+    op.decision = run(kind, e->state_bytes(), op, now_ns, false);
+    mark(e, op.key);
+  }
 }
 
 void Shard::leases(ShardOp& op, int64_t now_ns) {
@@ -155,15 +158,23 @@ void Shard::leases(ShardOp& op, int64_t now_ns) {
     default:
       break;
   }
-  if (set.empty()) table_.erase(op.key, op.hash);
+  if (set.empty()) {
+    table_.erase(op.key, op.hash);
+    if (op.code != OpCode::kCount) mark_gone(op.key);
+  } else if (op.code != OpCode::kCount) {
+    mark(e, op.key);
+  }
 }
 
 void Shard::heartbeat(ShardOp& op, int64_t now_ns) {
   int64_t renewed = 0;
   for (const auto& key : holders_.keys_of(op.holder)) {
+    if (owned_ && !owned_->test(key_slot(key))) continue;  // a replica's copy: its owner renews
     Entry* e = table_.find(key, KeyTable::hash(key));
     if (!e || e->kind != Kind::kConcurrency) continue;
-    renewed += e->state<LeaseSet*>()->renew_holder(op.holder, op.ttl_ns, now_ns);
+    const int64_t n = e->state<LeaseSet*>()->renew_holder(op.holder, op.ttl_ns, now_ns);
+    if (n > 0) mark(e, key);
+    renewed += n;
   }
   __atomic_fetch_add(&op.value, renewed, __ATOMIC_RELAXED);
 }
@@ -177,6 +188,7 @@ void Shard::execute(ShardOp& op, int64_t now_ns) {
     case OpCode::kReset:
       op.value = table_.find(op.key, op.hash) ? 1 : 0;
       forget(op.key, op.hash);
+      if (op.value) mark_gone(op.key);
       break;
     case OpCode::kAcquire:
     case OpCode::kRenew:
@@ -239,17 +251,66 @@ std::vector<EntrySnapshot> Shard::extract(const std::function<bool(uint32_t)>& w
   return out;
 }
 
+void Shard::install_one(const EntrySnapshot& s) {
+  if (s.kind == Kind::kNone || s.key.size() > kMaxKeyLen ||
+      s.fields.size() != snapshot_field_count(s.kind)) {
+    return;  // malformed: never half-install
+  }
+  const uint64_t h = KeyTable::hash(s.key);
+  forget(s.key, h);
+  Entry* e = table_.insert(s.key, h, s.kind);
+  restore_into(*e, s);
+  for (const Lease& l : s.leases) holders_.add(l.holder, s.key);
+}
+
 void Shard::install(const std::vector<EntrySnapshot>& entries) {
-  for (const EntrySnapshot& s : entries) {
-    if (s.kind == Kind::kNone || s.key.size() > kMaxKeyLen ||
-        s.fields.size() != snapshot_field_count(s.kind)) {
-      continue;  // malformed: never half-install
-    }
-    const uint64_t h = KeyTable::hash(s.key);
-    forget(s.key, h);
-    Entry* e = table_.insert(s.key, h, s.kind);
-    restore_into(*e, s);
-    for (const Lease& l : s.leases) holders_.add(l.holder, s.key);
+  for (const EntrySnapshot& s : entries) install_one(s);
+  publish();
+}
+
+void Shard::note_dirty(std::string_view key) {
+  if (dirty_.size() >= kMaxDirty) {
+    dirty_overflow_ = true;  // the replicas will be sent everything instead
+    return;
+  }
+  dirty_.emplace_back(key);
+}
+
+bool Shard::collect_dirty(std::vector<EntrySnapshot>& changed, std::vector<std::string>& deleted,
+                          int64_t now_ns) {
+  for (const std::string& k : dirty_) {
+    Entry* e = table_.find(k, KeyTable::hash(k));
+    if (!e || idle(e, now_ns)) {
+      deleted.push_back(k);  // (a replica sweeps idle state by itself; this is cheap)
+    } else if (e->reserved & kDirtyBit) {
+      e->reserved &= static_cast<uint8_t>(~kDirtyBit);
+      changed.push_back(snapshot_of(*e));
+    }  // else: listed twice, already taken
+  }
+  dirty_.clear();
+  if (dirty_.capacity() > 65536) dirty_.shrink_to_fit();
+  const bool complete = !dirty_overflow_;
+  dirty_overflow_ = false;
+  return complete;
+}
+
+void Shard::clear_unowned(const SlotBits& slots) {
+  if (slots.none()) return;
+  std::vector<std::string> gone;
+  table_.for_each([&](Entry* e) {
+    const uint32_t s = key_slot(e->key());
+    if (slots.test(s) && !owns(s)) gone.emplace_back(e->key());
+  });
+  for (const auto& k : gone) forget(k, KeyTable::hash(k));
+  publish();
+}
+
+void Shard::apply_replica(const std::vector<EntrySnapshot>& entries,
+                          const std::vector<std::string>& deleted) {
+  for (const std::string& k : deleted)
+    if (!owns(key_slot(k))) forget(k, KeyTable::hash(k));
+  for (const EntrySnapshot& e : entries) {
+    if (!owns(key_slot(e.key))) install_one(e);  // served here: this node decides
   }
   publish();
 }

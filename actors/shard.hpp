@@ -5,6 +5,8 @@
 #include <cstdint>
 #include <functional>
 #include <memory>
+#include <string>
+#include <vector>
 
 #include "entry_snapshot.hpp"
 #include "holder_index.hpp"
@@ -42,8 +44,19 @@ class Shard {
   void install(const std::vector<EntrySnapshot>& entries);
 
   // Cluster mode: the shard serves only the slots it has been given; ops on others are
-  // answered kNotOwner, never run. Out of cluster mode every slot is served.
+  // answered kNotOwner, never run. Out of cluster mode every slot is served. It also
+  // remembers which keys requests changed, for the replication stream.
   void enable_ownership() { owned_ = std::make_unique<SlotBits>(); }
+  // The keys changed since the last call (live ones as snapshots, erased ones by name),
+  // forgetting them. False if more changed than could be tracked: replicas need a full copy.
+  bool collect_dirty(std::vector<EntrySnapshot>& changed, std::vector<std::string>& deleted,
+                     int64_t now_ns);
+  // Another node's state kept here as its replica: installs `entries` and erases
+  // `deleted`. Slots this shard serves are never touched.
+  void apply_replica(const std::vector<EntrySnapshot>& entries,
+                     const std::vector<std::string>& deleted);
+  // Erases every key of `slots` this shard does not serve (an old copy, before a new one).
+  void clear_unowned(const SlotBits& slots);
   void set_owned(const SlotBits& slots, bool owned);
   bool owns(uint32_t slot) const { return !owned_ || owned_->test(slot); }
 
@@ -56,8 +69,23 @@ class Shard {
   void take(ShardOp& op, int64_t now_ns);
   void leases(ShardOp& op, int64_t now_ns);
   void heartbeat(ShardOp& op, int64_t now_ns);
-  void forget(std::string_view key, uint64_t hash);  // erase, keeping the holder index right
+  void forget(std::string_view key, uint64_t hash);
+  void install_one(const EntrySnapshot& s);  // erase, keeping the holder index right
   uint64_t next_lease_id();
+  // Replication: remember that a served key changed (or went).
+  void mark(Entry* e, std::string_view key) {
+    if (owned_ && !(e->reserved & kDirtyBit)) {
+      e->reserved |= kDirtyBit;
+      note_dirty(key);
+    }
+  }
+  void mark_gone(std::string_view key) {
+    if (owned_) note_dirty(key);
+  }
+  void note_dirty(std::string_view key);
+
+  static constexpr uint8_t kDirtyBit = 1;
+  static constexpr size_t kMaxDirty = 1 << 22;
 
   KeyTable table_;
   HolderIndex holders_;
@@ -66,6 +94,8 @@ class Shard {
   uint64_t lease_counter_ = 0;
   ShardStats* stats_;
   std::unique_ptr<SlotBits> owned_;  // null: every slot
+  std::vector<std::string> dirty_;    // keys changed since the last collect_dirty
+  bool dirty_overflow_ = false;
 };
 
 }  // namespace fg

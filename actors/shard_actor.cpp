@@ -25,12 +25,24 @@ shard_actor::behavior_type ShardActorImpl::make_behavior() {
         // Ops already queued here ran first: the snapshot includes every admission made
         // before the slots stopped being served.
         const SlotBits& slots = j->slots;
+        if (j->dirty) {
+          if (!shard_.collect_dirty(j->per_shard[cfg_.id], j->per_shard_deleted[cfg_.id],
+                                    clock_->now_ns())) {
+            j->overflow.store(true, std::memory_order_relaxed);
+          }
+          return finish(j);
+        }
         j->per_shard[cfg_.id] =
             shard_.extract([&](uint32_t s) { return slots.test(s); }, j->now_ns, j->remove);
         if (j->remove) shard_.set_owned(slots, false);
         finish(j);
       },
       [this](install_atom, const SlotJobPtr& j) {
+        shard_.clear_unowned(j->clear);
+        if (j->replica) {
+          shard_.apply_replica(j->per_shard[cfg_.id], j->per_shard_deleted[cfg_.id]);
+          return finish(j);
+        }
         shard_.install(j->per_shard[cfg_.id]);
         shard_.set_owned(j->slots, true);
         finish(j);

@@ -55,13 +55,17 @@ void ShardPool::submit(const BatchPtr& b, int extra) {
 
 void ShardPool::extract(const SlotJobPtr& j) {
   j->per_shard.assign(shards_.size(), {});
+  j->per_shard_deleted.assign(shards_.size(), {});
   j->pending.store(static_cast<int>(shards_.size()), std::memory_order_release);
   for (auto& s : shards_) caf::anon_send(s, extract_atom::value, j);
 }
 
-void ShardPool::install(const SlotJobPtr& j, std::vector<EntrySnapshot> entries) {
+void ShardPool::install(const SlotJobPtr& j, std::vector<EntrySnapshot> entries,
+                        std::vector<std::string> deleted) {
   j->per_shard.assign(shards_.size(), {});
+  j->per_shard_deleted.assign(shards_.size(), {});
   for (auto& e : entries) j->per_shard[shard_of(e.key)].push_back(std::move(e));
+  for (auto& k : deleted) j->per_shard_deleted[shard_of(k)].push_back(std::move(k));
   j->pending.store(static_cast<int>(shards_.size()), std::memory_order_release);
   for (auto& s : shards_) caf::anon_send(s, install_atom::value, j);
 }

@@ -16,21 +16,6 @@ constexpr int64_t kTickMs = 10;
 constexpr auto kRetryDelay = std::chrono::milliseconds(200);
 constexpr auto kExtractDelay = std::chrono::milliseconds(2);
 
-std::string slots_to_bytes(const SlotBits& b) {
-  std::string out(kSlotCount / 8, '\0');
-  for (uint32_t s = 0; s < kSlotCount; ++s)
-    if (b.test(s)) out[s / 8] = static_cast<char>(out[s / 8] | (1 << (s % 8)));
-  return out;
-}
-
-bool slots_from_bytes(const std::string& in, SlotBits& b) {
-  if (in.size() != kSlotCount / 8) return false;
-  b.reset();
-  for (uint32_t s = 0; s < kSlotCount; ++s)
-    if (static_cast<unsigned char>(in[s / 8]) & (1 << (s % 8))) b.set(s);
-  return true;
-}
-
 size_t approx_bytes(const EntrySnapshot& e) {
   return e.key.size() + 16 + e.fields.size() * 10 + e.log.size() * 20 + e.leases.size() * 40;
 }
@@ -66,6 +51,20 @@ Cluster::Cluster(ClusterConfig cfg, ShardPool& pool)
       timer_(io_),
       keeper_(cfg_.node_id, cfg_.await_timeout_ms * 1'000'000) {
   if (cfg_.announce_host.empty()) cfg_.announce_host = cfg_.bind_host;
+  ReplicatorConfig rc;
+  rc.self = cfg_.node_id;
+  rc.lag_ms = cfg_.replication_lag_ms;
+  rc.timeout_ms = cfg_.sync_timeout_ms;
+  rc.chunk_bytes = cfg_.handoff_chunk_bytes;
+  replicator_ = std::make_unique<Replicator>(
+      rc, pool_, io_, keeper_.held(),
+      [this](const std::string& id, std::string body, std::chrono::milliseconds deadline,
+             PeerCallback cb) {
+        auto it = known_.find(id);
+        if (it == known_.end()) return cb(PeerStatus::kUnavailable, {});
+        peer(it->second.addr).call(kPeerReplicate, std::move(body), deadline, std::move(cb));
+      },
+      [this](const std::string& id) { return live(id); });
 }
 
 Cluster::~Cluster() { stop(); }
@@ -87,6 +86,7 @@ void Cluster::start() {
   membership_ = std::make_unique<Membership>(cfg_.membership, cfg_.node_id, addr, resp_addr,
                                              *transport_, (uint64_t{rd()} << 32) ^ rd());
   agreement_ = std::make_unique<TableAgreement>(*membership_, cfg_.settle_ms * 1'000'000);
+  agreement_->set_replicas(cfg_.replicas);
   agreement_->on_change(
       [this](const SlotTable& before, const SlotTable& after) { on_table(before, after); });
   membership_->on_change([this](const Member& m) {
@@ -99,6 +99,7 @@ void Cluster::start() {
   asio::post(io_, [this] {
     membership_->join(cfg_.seeds, wall_now_ns());
     arm();
+    replicator_->start();
   });
   thread_ = std::thread([this] { io_.run(); });
 }
@@ -107,6 +108,7 @@ void Cluster::stop() {
   if (!thread_.joinable()) return;
   asio::post(io_, [this] {
     timer_.cancel();
+    replicator_->stop();
     if (transport_) transport_->close();
     if (server_) server_->close();
     for (auto& [a, p] : peers_) p->close();
@@ -141,6 +143,12 @@ void Cluster::tick() {
   if (dirty_) publish();
 }
 
+bool Cluster::live(const std::string& id) const {
+  const auto& others = membership_->others();
+  auto it = others.find(id);
+  return it != others.end() && it->second.live();
+}
+
 bool Cluster::can_send(const std::string& id) const {
   if (id == cfg_.node_id) return true;
   const auto& others = membership_->others();
@@ -155,15 +163,49 @@ void Cluster::on_table(const SlotTable& before, const SlotTable& after) {
     if (after.owner(s) != kNoOwner && after.owner_id(s) == cfg_.node_id) ++mine;
   spdlog::info("slot table epoch {} by {}: {} members, {} slots here", after.epoch(),
                after.planner(), after.members().size(), mine);
+  // Fencing: a table that no longer lists us (we did not leave), or lists us only since
+  // after the last table we knew, was planned while the others thought us dead. Whatever
+  // we hold is stale: their replicas took over. Drop it, never hand it to anyone.
+  const uint64_t since = after.member_since(cfg_.node_id);
+  const bool was_member = before.epoch() > 0 && before.index_of(cfg_.node_id) >= 0;
+  if (!leaving_ && was_member && (since == 0 || since > before.epoch())) {
+    fence(after);
+    return;
+  }
   apply(keeper_.on_table(
       before, after, [this](const std::string& id) { return can_send(id); }, wall_now_ns()));
+  replicator_->on_table(before, after);
+}
+
+void Cluster::fence(const SlotTable& after) {
+  counters_.fenced.fetch_add(1, std::memory_order_relaxed);
+  spdlog::warn("the cluster went on without this node (table epoch {}); dropping its state",
+               after.epoch());
+  keeper_.fence();
+  replicator_->fence();
+  auto job = std::make_shared<SlotJob>();
+  job->slots.set();
+  job->remove = true;
+  job->now_ns = pool_.clock()->now_ns();
+  pool_.extract(job);  // (the snapshots are discarded)
+  publish();
+  // From here on, a newcomer: slots the table gives us are awaited from their owners.
+  apply(keeper_.on_table(
+      SlotTable(), after, [this](const std::string& id) { return can_send(id); }, wall_now_ns()));
+  replicator_->on_table(SlotTable(), after);
 }
 
 // Order matters: slots start being served only after their shards were told to serve
 // them, and stop being routed here before their shards let go of them.
 void Cluster::apply(const SlotKeeper::Actions& a) {
   if (a.serve_empty.any()) {
-    counters_.slots_started_empty.fetch_add(a.serve_empty.count(), std::memory_order_relaxed);
+    // Slots whose previous owner cannot send their state: a whole replica copy here is
+    // promoted as it is; anything else starts from what this node holds (usually none).
+    const size_t promoted = (a.serve_empty & replicator_->complete()).count();
+    if (promoted) spdlog::info("serving {} slots from this replica's copy", promoted);
+    counters_.slots_promoted.fetch_add(promoted, std::memory_order_relaxed);
+    counters_.slots_started_empty.fetch_add(a.serve_empty.count() - promoted,
+                                            std::memory_order_relaxed);
     auto job = std::make_shared<SlotJob>();
     job->slots = a.serve_empty;
     pool_.install(job, {});
@@ -274,6 +316,7 @@ void Cluster::reclaim(std::shared_ptr<Outgoing> o) {
 
 void Cluster::dispatch(uint32_t kind, std::string body, PeerServer::Respond respond) {
   if (kind == kPeerHandoff) return on_handoff(std::move(body), std::move(respond));
+  if (kind == kPeerReplicate) return replicator_->on_update(std::move(body), std::move(respond));
   auto it = handlers_.find(kind);
   if (it == handlers_.end()) return respond(PeerStatus::kUnknownKind, {}, "unknown request kind");
   it->second(kind, std::move(body), std::move(respond));
@@ -294,6 +337,7 @@ void Cluster::on_handoff(std::string body, PeerServer::Respond respond) {
   }
   auto job = std::make_shared<SlotJob>();
   if (h.last()) job->slots = slots;
+  if (h.chunk() == 0) job->clear = slots;  // a replica's older copy of them goes first
   const size_t n = entries.size();
   job->done = [this, key, n, last = h.last(), chunk = h.chunk(), epoch = h.epoch(), slots,
                respond = std::move(respond)](SlotJob&) mutable {
@@ -323,7 +367,7 @@ bool Cluster::leave(std::chrono::milliseconds max_wait) {
     for (const auto& id : membership_->live_ids())
       if (id != cfg_.node_id) rest.push_back(id);
     if (t.epoch() > 0 && !rest.empty()) {
-      agreement_->propose(t.plan(rest).stamped(t.epoch() + 1, cfg_.node_id));
+      agreement_->propose(t.plan(rest, cfg_.replicas).stamped(t.epoch() + 1, cfg_.node_id));
     }
     membership_->leave(wall_now_ns());
     *planned = true;
@@ -391,7 +435,11 @@ void Cluster::publish() {
   for (uint32_t s = 0; s < kSlots; ++s) r->owner[s] = t.owner(s);
   if (t.epoch() > 0) r->ranges = t.ranges();
   r->awaiting = keeper_.awaiting();
-  for (uint32_t s = 0; s < kSlots; ++s) {
+  // Cut off from most of the table's members, a node stops serving: the others may have
+  // promoted its slots' replicas already. (Two-node tables cannot tell; they serve.)
+  r->quorum = t.epoch() == 0 || t.members().size() < 3 || t.quorum(membership_->live_ids());
+  r->replicas = t.replica_count();
+  for (uint32_t s = 0; s < kSlots && r->quorum; ++s) {
     if (keeper_.held().test(s) && static_cast<int>(r->owner[s]) == r->self_index) r->serving.set(s);
   }
   hub_.publish(std::move(r));

@@ -13,6 +13,7 @@
 
 #include "membership.hpp"
 #include "peer_link.hpp"
+#include "replicator.hpp"
 #include "routing.hpp"
 #include "shard_pool.hpp"
 #include "slot_keeper.hpp"
@@ -37,6 +38,9 @@ struct ClusterConfig {
   int64_t await_timeout_ms = 3000;  // wait this long for a moving slot's state
   int64_t handoff_timeout_ms = 10000;
   size_t handoff_chunk_bytes = 4 << 20;
+  size_t replicas = 2;              // copies of each slot's state, owner included (R)
+  int64_t replication_lag_ms = 5;   // Δ
+  int64_t sync_timeout_ms = 1000;   // a replica's acknowledgement, at most
 };
 
 struct ClusterCounters {
@@ -45,7 +49,9 @@ struct ClusterCounters {
   std::atomic<uint64_t> keys_sent{0};
   std::atomic<uint64_t> keys_received{0};
   std::atomic<uint64_t> slots_started_empty{0};
+  std::atomic<uint64_t> slots_promoted{0};  // served from a replica's copy after a failure
   std::atomic<uint64_t> table_changes{0};
+  std::atomic<uint64_t> fenced{0};  // times this node found its state stale and dropped it
 };
 
 class Cluster {
@@ -68,6 +74,12 @@ class Cluster {
   asio::io_context& io() { return io_; }
   const ClusterConfig& config() const { return cfg_; }
   const ClusterCounters& counters() const { return counters_; }
+  const ReplicationCounters& replication() const { return replicator_->counters(); }
+  // Runs `done(ok)` (on the cluster thread) once every change the shards made before this
+  // call is held by its slot's live replicas. Any thread.
+  void after_replicated(std::function<void(bool ok)> done) {
+    replicator_->after_replicated(std::move(done));
+  }
   // A peer call from any thread; `cb` runs on the cluster thread.
   void call(const std::string& peer_addr, uint32_t kind, std::string body,
             std::chrono::milliseconds deadline, PeerCallback cb);
@@ -87,6 +99,8 @@ class Cluster {
   bool can_send(const std::string& id) const;
   void publish();
   void dispatch(uint32_t kind, std::string body, PeerServer::Respond respond);
+  bool live(const std::string& id) const;
+  void fence(const SlotTable& after);
 
   ClusterConfig cfg_;
   ShardPool& pool_;
@@ -98,6 +112,7 @@ class Cluster {
   std::unique_ptr<TableAgreement> agreement_;
   std::unique_ptr<PeerServer> server_;
   SlotKeeper keeper_;
+  std::unique_ptr<Replicator> replicator_;
   std::map<std::string, std::shared_ptr<PeerClient>> peers_;
   std::map<uint32_t, PeerServer::Handler> handlers_;
   std::map<std::string, Member> known_;  // every member ever heard of, by id

@@ -33,6 +33,8 @@ struct Routing {
   SlotBits serving;               // slots whose state this node holds and serves
   SlotBits awaiting;              // ours in the table, state still on its way here
   std::vector<SlotRange> ranges;  // of the table, in slot order
+  bool quorum = true;             // this node sees enough of the table's members to serve
+  size_t replicas = 2;            // copies the table keeps of each slot (owner included)
   const RouteNode& self() const { return nodes[self_index]; }
 };
 

@@ -11,6 +11,7 @@
 // held until that table arrives, never bounced back.
 #pragma once
 #include <cstdint>
+#include <algorithm>
 #include <functional>
 #include <map>
 #include <string>
@@ -42,6 +43,13 @@ class SlotKeeper {
   Actions on_install(const SlotBits& slots, uint64_t epoch, const SlotTable& current);
   // Gives up on awaited slots whose source died or that waited past the timeout.
   Actions on_tick(const CanSend& can_send, int64_t now_ns);
+
+  // This node's state was found stale: it holds and awaits nothing any more.
+  void fence() {
+    held_.reset();
+    await_.clear();
+    std::fill(held_epoch_.begin(), held_epoch_.end(), 0);
+  }
 
   const SlotBits& held() const { return held_; }
   SlotBits awaiting() const;

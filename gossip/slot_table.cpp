@@ -6,13 +6,39 @@
 
 namespace fg {
 
-std::vector<uint16_t> SlotTable::replicas(uint32_t slot, size_t r) const {
+std::vector<uint16_t> SlotTable::replicas(uint32_t slot) const {
   std::vector<uint16_t> out;
   const uint16_t o = owner_[slot];
   if (o == kNoOwner) return out;
   const size_t n = members_.size();
-  for (size_t k = 0; k < std::min(r, n); ++k) out.push_back(static_cast<uint16_t>((o + k) % n));
+  for (size_t k = 0; k < std::min(r_, n); ++k) out.push_back(static_cast<uint16_t>((o + k) % n));
   return out;
+}
+
+bool SlotTable::holds_copy(uint32_t slot, uint16_t m) const {
+  const uint16_t o = owner_[slot];
+  if (o == kNoOwner || m >= members_.size()) return false;
+  const size_t n = members_.size();
+  return (m + n - o) % n < std::min(r_, n);
+}
+
+int SlotTable::index_of(const std::string& id) const {
+  auto it = std::lower_bound(members_.begin(), members_.end(), id);
+  return it != members_.end() && *it == id ? static_cast<int>(it - members_.begin()) : -1;
+}
+
+bool SlotTable::quorum(const std::vector<std::string>& live) const {
+  if (members_.empty()) return true;
+  size_t seen = 0;
+  for (const auto& id : live) seen += index_of(id) >= 0 ? 1 : 0;
+  if (2 * seen != members_.size()) return 2 * seen > members_.size();
+  return std::find(live.begin(), live.end(), members_.front()) != live.end();
+}
+
+uint64_t SlotTable::member_since(const std::string& id) const {
+  const int i = index_of(id);
+  if (i < 0) return 0;
+  return static_cast<size_t>(i) < since_.size() ? since_[i] : epoch_;
 }
 
 std::vector<SlotRange> SlotTable::ranges() const {
@@ -32,24 +58,34 @@ size_t SlotTable::slots_of(uint16_t member) const {
 }
 
 SlotTable SlotTable::from_parts(uint64_t epoch, std::vector<std::string> members,
-                                std::vector<uint16_t> owners) {
+                                std::vector<uint16_t> owners, size_t r,
+                                std::vector<uint64_t> since) {
   SlotTable t;
   t.epoch_ = epoch;
   t.members_ = std::move(members);
   if (owners.size() == kSlots) t.owner_ = std::move(owners);
+  t.r_ = std::max<size_t>(1, r);
+  if (since.size() != t.members_.size()) since.assign(t.members_.size(), epoch);
+  t.since_ = std::move(since);
   return t;
 }
 
-SlotTable SlotTable::plan(std::vector<std::string> members) const {
+SlotTable SlotTable::plan(std::vector<std::string> members, size_t r) const {
   std::sort(members.begin(), members.end());
   members.erase(std::unique(members.begin(), members.end()), members.end());
   SlotTable next;
   next.epoch_ = epoch_ + 1;
   next.members_ = members;
+  next.r_ = r > 0 ? r : (epoch_ > 0 ? r_ : 2);
   const size_t n = members.size();
+  for (const auto& id : members) {
+    const uint64_t was = member_since(id);
+    next.since_.push_back(was > 0 ? was : next.epoch_);
+  }
   if (n == 0) return next;
 
-  // 1. Keep every slot whose owner stays; the rest are free.
+  // 1. Keep every slot whose owner stays. A departed owner's slot goes to the first of its
+  //    replicas that stays (it holds the slot's state already); the rest are free.
   std::vector<uint16_t> remap(members_.size(), kNoOwner);
   for (size_t i = 0; i < members_.size(); ++i) {
     auto it = std::lower_bound(members.begin(), members.end(), members_[i]);
@@ -58,7 +94,13 @@ SlotTable SlotTable::plan(std::vector<std::string> members) const {
   }
   std::vector<size_t> load(n, 0);
   for (uint32_t s = 0; s < kSlots; ++s) {
-    const uint16_t o = owner_[s] == kNoOwner ? kNoOwner : remap[owner_[s]];
+    uint16_t o = kNoOwner;
+    if (owner_[s] != kNoOwner) {
+      for (uint16_t copy : replicas(s)) {
+        o = remap[copy];
+        if (o != kNoOwner) break;
+      }
+    }
     next.owner_[s] = o;
     if (o != kNoOwner) ++load[o];
   }
@@ -72,12 +114,16 @@ SlotTable SlotTable::plan(std::vector<std::string> members) const {
   std::vector<size_t> target(n, kSlots / n);
   for (size_t k = 0; k < kSlots % n; ++k) ++target[order[k]];
 
-  // 3. Over-target members give up slots from the high end of their ranges.
-  for (uint32_t s = kSlots; s-- > 0;) {
-    const uint16_t o = next.owner_[s];
-    if (o != kNoOwner && load[o] > target[o]) {
-      next.owner_[s] = kNoOwner;
-      --load[o];
+  // 3. Over-target members give up slots from the high end of their ranges: first those
+  //    they just took over from a departed owner, then their own.
+  for (int pass = 0; pass < 2; ++pass) {
+    for (uint32_t s = kSlots; s-- > 0;) {
+      const uint16_t o = next.owner_[s];
+      const bool inherited = owner_[s] != kNoOwner && remap[owner_[s]] != o;
+      if (o != kNoOwner && load[o] > target[o] && (pass == 1 || inherited)) {
+        next.owner_[s] = kNoOwner;
+        --load[o];
+      }
     }
   }
 

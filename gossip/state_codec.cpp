@@ -64,4 +64,19 @@ bool decode_state(std::string_view bytes, std::vector<EntrySnapshot>& out) {
   return true;
 }
 
+std::string slots_to_bytes(const SlotBits& b) {
+  std::string out(kSlotCount / 8, '\0');
+  for (uint32_t s = 0; s < kSlotCount; ++s)
+    if (b.test(s)) out[s / 8] = static_cast<char>(out[s / 8] | (1 << (s % 8)));
+  return out;
+}
+
+bool slots_from_bytes(std::string_view in, SlotBits& b) {
+  if (in.size() != kSlotCount / 8) return false;
+  b.reset();
+  for (uint32_t s = 0; s < kSlotCount; ++s)
+    if (static_cast<unsigned char>(in[s / 8]) & (1 << (s % 8))) b.set(s);
+  return true;
+}
+
 }  // namespace fg

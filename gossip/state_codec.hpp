@@ -5,6 +5,7 @@
 #include <vector>
 
 #include "entry_snapshot.hpp"
+#include "key_slot.hpp"
 
 namespace fg {
 
@@ -12,5 +13,9 @@ std::string encode_state(const std::vector<EntrySnapshot>& entries);
 // False, with `out` untouched, if the bytes are not a chunk this node fully understands
 // and could install safely (unknown kind, wrong field count, oversized, disordered log).
 bool decode_state(std::string_view bytes, std::vector<EntrySnapshot>& out);
+
+// A set of slots as a 2048-byte bitmap (bit s = slot s, little-endian within bytes).
+std::string slots_to_bytes(const SlotBits& b);
+bool slots_from_bytes(std::string_view in, SlotBits& b);
 
 }  // namespace fg

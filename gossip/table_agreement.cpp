@@ -63,6 +63,8 @@ void TableAgreement::send_table(const std::string& to) {
     t->add_range_first(r.first);
     t->add_range_owner(r.owner);
   }
+  t->set_replicas(static_cast<uint32_t>(table_.replica_count()));
+  for (uint64_t e : table_.since()) t->add_member_since(e);
   std::string bytes;
   env.SerializeToString(&bytes);
   m_.transport().send(to, bytes);
@@ -92,7 +94,8 @@ void TableAgreement::on_message(const std::string& from, int kind, std::string_v
   }
   SlotTable incoming =
       SlotTable::from_parts(t.epoch(), {t.member_ids().begin(), t.member_ids().end()},
-                            std::move(owners))
+                            std::move(owners), t.replicas() ? t.replicas() : 2,
+                            {t.member_since().begin(), t.member_since().end()})
           .stamped(t.epoch(), t.planner());
   // A leaving node has handed its slots away: it never takes a table that gives it some
   // back (one planned before its leave was known); the others replan without it.
@@ -141,8 +144,9 @@ void TableAgreement::tick(int64_t now) {
   if (live.front() != m_.self().id || now - live_since_ns_ < settle) return;
   if (table_.members() == live && table_.epoch() > 0) return;
   if (want_epoch_ > 0) return;  // first learn the newest table, then plan from it
+  if (table_.epoch() > 0 && !table_.quorum(live)) return;
   const uint64_t epoch = table_.epoch() + 1;
-  propose(table_.plan(live).stamped(epoch, m_.self().id));  // and tell everyone now
+  propose(table_.plan(live, replicas_).stamped(epoch, m_.self().id));  // tell everyone now
 }
 
 }  // namespace fg

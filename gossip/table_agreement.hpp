@@ -3,7 +3,9 @@
 // table's members, it plans the next table. Every gossip message advertises the sender's
 // table (epoch, planner); a node that sees a newer one asks that sender for it. Newer
 // means higher epoch, then lower planner id. Split views may plan rival tables; when they
-// meet, the rule picks one and the coordinator of the merged view replans.
+// meet, the rule picks one and the coordinator of the merged view replans. Only a side
+// that sees a quorum of the current table's members plans (SlotTable::quorum): a node cut
+// off from the rest does not take the slots of the nodes it cannot see.
 #pragma once
 #include <cstdint>
 #include <functional>
@@ -27,6 +29,8 @@ class TableAgreement {
   // Adopts `t` (if it is newer) and sends it straight to every live member: a leaving
   // node hands its slots over without waiting for the coordinator to notice.
   void propose(SlotTable t);
+  // Copies of each slot's state the tables this node plans keep (owner included).
+  void set_replicas(size_t r) { replicas_ = r; }
 
  private:
   void adopt(SlotTable t);
@@ -44,6 +48,7 @@ class TableAgreement {
   std::string want_planner_, want_from_;
   int64_t asked_ns_ = 0;
   int64_t now_ns_ = 0;
+  size_t replicas_ = 2;
   ChangeFn on_change_;
 };
 

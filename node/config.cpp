@@ -81,6 +81,24 @@ LimitSpec load_policy(const std::string& name, const YAML::Node& p) {
       allowed.insert(allowed.end(), {"limit", "window"});
       break;
   }
+  allowed.insert(allowed.end(), {"on_unavailable", "replication"});
+  if (p["on_unavailable"]) {
+    const std::string v = as_string(p["on_unavailable"], at + ".on_unavailable");
+    if (v == "fail_open") {
+      spec.on_unavailable = FailMode::kOpen;
+    } else if (v == "fail_closed") {
+      spec.on_unavailable = FailMode::kClosed;
+    } else if (v != "error") {
+      fail(p["on_unavailable"], at + ".on_unavailable", "must be fail_open, fail_closed or error");
+    }
+  }
+  if (p["replication"]) {
+    const std::string v = as_string(p["replication"], at + ".replication");
+    if (v != "sync" && v != "async") {
+      fail(p["replication"], at + ".replication", "must be async or sync");
+    }
+    spec.sync = v == "sync";
+  }
   for (const auto& kv : p) {
     const std::string k = kv.first.Scalar();
     if (std::find(allowed.begin(), allowed.end(), k) == allowed.end()) {
@@ -193,6 +211,13 @@ void load_config_file(const std::string& path, NodeConfig& cfg) {
       }
     } else if (key == "cluster-forward-timeout")
       cfg.cluster_forward_timeout_ms = as_duration_ms(v, key);
+    else if (key == "cluster-replicas")
+      cfg.cluster_replicas = static_cast<int>(as_int(v, key, 1, 5));
+    else if (key == "replication-lag") {
+      cfg.replication_lag_ms = as_duration_ms(v, key);
+      if (cfg.replication_lag_ms > 1000) fail(v, key, "must be at most 1s");
+    } else if (key == "replication-sync-timeout")
+      cfg.replication_sync_timeout_ms = as_duration_ms(v, key);
     else if (key == "policies") {
       if (!v.IsMap()) fail(v, key, "must be a map of policy name to settings");
       for (const auto& p : v) {

@@ -86,6 +86,10 @@ int main(int argc, char** argv) {
                  "Keys owned elsewhere: auto (-MOVED for clients that asked for the "
                  "topology, else forwarded), moved, or forward")
       ->check(CLI::IsMember({"auto", "moved", "forward"}));
+  app.add_option("--cluster-replicas", cfg.cluster_replicas,
+                 "Copies of each slot's state in the cluster, the owner's included")
+      ->check(CLI::Range(1, 5))
+      ->capture_default_str();
   CLI11_PARSE(app, argc, argv);
 
   try {
@@ -113,7 +117,10 @@ int main(int argc, char** argv) {
       if (!given("--seeds")) cfg.seeds = from_file.seeds;
       if (!given("--node-id")) cfg.node_id = from_file.node_id;
       if (!given("--cluster-redirect")) cfg.cluster_redirect = from_file.cluster_redirect;
+      if (!given("--cluster-replicas")) cfg.cluster_replicas = from_file.cluster_replicas;
       cfg.cluster_forward_timeout_ms = from_file.cluster_forward_timeout_ms;
+      cfg.replication_lag_ms = from_file.replication_lag_ms;
+      cfg.replication_sync_timeout_ms = from_file.replication_sync_timeout_ms;
       cfg.query_deadline_ms = from_file.query_deadline_ms;
       cfg.output_timeout_ms = from_file.output_timeout_ms;
       cfg.policies = from_file.policies;
@@ -202,6 +209,9 @@ int main(int argc, char** argv) {
     cc.resp_port = server.port();
     cc.port = cfg.cluster_port ? cfg.cluster_port : server.port() + 10000;
     cc.seeds = cfg.seeds;
+    cc.replicas = static_cast<size_t>(cfg.cluster_replicas);
+    cc.replication_lag_ms = cfg.replication_lag_ms;
+    cc.sync_timeout_ms = cfg.replication_sync_timeout_ms;
     cluster = std::make_unique<fg::Cluster>(cc, *pool);
     svc.routing = &cluster->routing();
     svc.cluster = cluster.get();

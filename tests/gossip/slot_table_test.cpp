@@ -106,16 +106,16 @@ TEST(SlotTable, SameInputsSameTable) {
 TEST(SlotTable, ReplicasAreTheNextDistinctMembers) {
   SlotTable t = SlotTable().plan({"a", "b", "c"});
   for (uint32_t s : {0u, 6000u, kSlots - 1}) {
-    auto r = t.replicas(s, 2);
+    auto r = t.replicas(s);
     ASSERT_EQ(r.size(), 2u);
     EXPECT_EQ(r[0], t.owner(s));
     EXPECT_NE(r[1], r[0]);
   }
   // Each member replicates exactly one other member's slots: replica load is even.
   std::vector<size_t> replica_load(3, 0);
-  for (uint32_t s = 0; s < kSlots; ++s) ++replica_load[t.replicas(s, 2)[1]];
+  for (uint32_t s = 0; s < kSlots; ++s) ++replica_load[t.replicas(s)[1]];
   for (size_t l : replica_load) EXPECT_NEAR(static_cast<double>(l), kSlots / 3.0, 1.0);
-  EXPECT_EQ(SlotTable().plan({"solo"}).replicas(5, 2).size(), 1u);
+  EXPECT_EQ(SlotTable().plan({"solo"}).replicas(5).size(), 1u);
 }
 
 }  // namespace

@@ -1,0 +1,335 @@
+// The replication stream: rounds of changed keys, whole copies for new replicas, fencing.
+#include "replicator.hpp"
+
+#include <spdlog/spdlog.h>
+
+#include "state.pb.h"
+#include "state_codec.hpp"
+
+namespace fg {
+
+namespace {
+constexpr int64_t kCopyRetryMs = 500;
+
+int64_t mono_ms() {
+  return std::chrono::duration_cast<std::chrono::milliseconds>(
+             std::chrono::steady_clock::now().time_since_epoch())
+      .count();
+}
+
+int64_t mono_us() {
+  return std::chrono::duration_cast<std::chrono::microseconds>(
+             std::chrono::steady_clock::now().time_since_epoch())
+      .count();
+}
+
+size_t approx_bytes(const EntrySnapshot& e) {
+  return e.key.size() + 16 + e.fields.size() * 10 + e.log.size() * 20 + e.leases.size() * 40;
+}
+}  // namespace
+
+Replicator::Replicator(ReplicatorConfig cfg, ShardPool& pool, asio::io_context& io,
+                       const SlotBits& held, Send send, Live live)
+    : cfg_(std::move(cfg)),
+      pool_(pool),
+      io_(io),
+      held_(held),
+      send_(std::move(send)),
+      live_(std::move(live)),
+      timer_(io) {}
+
+void Replicator::start() { arm(); }
+
+void Replicator::stop() {
+  stopped_ = true;
+  timer_.cancel();
+}
+
+void Replicator::arm() {
+  timer_.expires_after(std::chrono::milliseconds(cfg_.lag_ms));
+  timer_.async_wait([this](asio::error_code ec) {
+    if (ec || stopped_) return;
+    round();
+    // Replicas that lack a whole copy of some slots get one.
+    const int64_t now = mono_ms();
+    for (auto& [id, d] : dests_) {
+      if (now < d.retry_at_ms || !live_(id)) continue;
+      const SlotBits need = d.replicated & held_ & ~d.synced & ~d.copying;
+      if (need.any()) copy_whole(id, need);
+    }
+    arm();
+  });
+}
+
+void Replicator::after_replicated(std::function<void(bool)> done) {
+  asio::post(io_, [this, done = std::move(done)]() mutable {
+    counters_.sync_waits.fetch_add(1, std::memory_order_relaxed);
+    if (dests_.empty()) return done(true);  // nobody to copy to (one node, or R = 1)
+    next_waiters_.push_back(std::move(done));
+    round();  // now, not at the next tick: this reply is waiting
+  });
+}
+
+// One round: collect every shard's changes, then ship them. A round started while one is
+// collecting runs right after it (changes made meanwhile may have been missed by it).
+void Replicator::round() {
+  if (collecting_) {
+    again_ = true;
+    return;
+  }
+  collecting_ = true;
+  again_ = false;
+  auto waiters = std::make_shared<Waiters>(std::move(next_waiters_));
+  next_waiters_.clear();
+  auto job = std::make_shared<SlotJob>();
+  job->dirty = true;
+  job->remove = false;
+  const int64_t started = mono_us();
+  job->done = [this, waiters, started](SlotJob& j) {
+    std::vector<EntrySnapshot> changed;
+    std::vector<std::string> deleted;
+    for (auto& part : j.per_shard)
+      for (auto& e : part) changed.push_back(std::move(e));
+    for (auto& part : j.per_shard_deleted)
+      for (auto& k : part) deleted.push_back(std::move(k));
+    const bool overflow = j.overflow.load(std::memory_order_relaxed);
+    asio::post(io_, [this, changed = std::move(changed), deleted = std::move(deleted), overflow,
+                     waiters, started]() mutable {
+      collecting_ = false;
+      ship(std::move(changed), std::move(deleted), overflow, waiters, started);
+      if (!stopped_ && (again_ || !next_waiters_.empty())) round();
+    });
+  };
+  pool_.extract(job);
+}
+
+void Replicator::ship(std::vector<EntrySnapshot> changed, std::vector<std::string> deleted,
+                      bool overflow, std::shared_ptr<Waiters> waiters, int64_t started_us) {
+  if (overflow) {
+    spdlog::warn("more keys changed than the replication stream tracks; re-copying replicas");
+    for (auto& [id, d] : dests_) d.synced.reset();
+  }
+  struct Out {
+    std::vector<EntrySnapshot> entries;
+    wire::ReplicaUpdate msg;
+  };
+  std::map<uint16_t, Out> out;  // by member index
+  auto targets = [&](uint32_t slot, auto&& fn) {
+    if (self_index_ < 0 || table_.owner(slot) != self_index_) return;  // moved: hand-off has it
+    for (uint16_t r : table_.replicas(slot)) {
+      if (static_cast<int>(r) != self_index_ && live_(table_.members()[r])) fn(out[r]);
+    }
+  };
+  for (auto& e : changed) {
+    targets(key_slot(e.key), [&](Out& o) { o.entries.push_back(e); });
+  }
+  for (auto& k : deleted) {
+    targets(key_slot(k), [&](Out& o) { o.msg.add_deleted(k); });
+  }
+  if (out.empty()) {
+    for (auto& w : *waiters) w(true);
+    return;
+  }
+  struct Round {
+    size_t pending = 0;
+    bool ok = true;
+  };
+  auto r = std::make_shared<Round>();
+  r->pending = out.size();
+  for (auto& [idx, o] : out) {
+    const std::string id = table_.members()[idx];
+    o.msg.set_from(cfg_.self);
+    o.msg.set_epoch(table_.epoch());
+    o.msg.set_state(encode_state(o.entries));
+    counters_.updates_sent.fetch_add(1, std::memory_order_relaxed);
+    counters_.keys_sent.fetch_add(o.entries.size() + o.msg.deleted_size(),
+                                  std::memory_order_relaxed);
+    send_(id, o.msg.SerializeAsString(), std::chrono::milliseconds(cfg_.timeout_ms),
+          [this, r, id, waiters, started_us](PeerStatus st, std::string) {
+            if (st != PeerStatus::kOk) {
+              r->ok = false;
+              lost(id);
+            }
+            if (--r->pending > 0) return;
+            counters_.last_round_us.store(mono_us() - started_us, std::memory_order_relaxed);
+            if (!r->ok) counters_.sync_failures.fetch_add(waiters->size(), std::memory_order_relaxed);
+            for (auto& w : *waiters) w(r->ok);
+          });
+  }
+}
+
+// A replica missed an update (or its link failed): it gets whole copies again.
+void Replicator::lost(const std::string& id) {
+  counters_.update_failures.fetch_add(1, std::memory_order_relaxed);
+  auto it = dests_.find(id);
+  if (it == dests_.end()) return;
+  it->second.synced.reset();
+  it->second.retry_at_ms = mono_ms() + kCopyRetryMs;
+}
+
+void Replicator::copy_whole(const std::string& id, SlotBits slots) {
+  dests_[id].copying |= slots;
+  auto job = std::make_shared<SlotJob>();
+  job->slots = slots;
+  job->remove = false;
+  job->now_ns = pool_.clock()->now_ns();
+  job->done = [this, id, slots](SlotJob& j) {
+    std::vector<EntrySnapshot> entries;
+    for (auto& part : j.per_shard)
+      for (auto& e : part) entries.push_back(std::move(e));
+    asio::post(io_, [this, id, slots, entries = std::move(entries)] {
+      // Chunks, in order: the first drops the replica's old copy, the last completes it.
+      std::vector<std::string> chunks;
+      std::vector<EntrySnapshot> part;
+      size_t bytes = 0;
+      const std::string bitmap = slots_to_bytes(slots);
+      auto emit = [&](bool last) {
+        wire::ReplicaUpdate m;
+        m.set_from(cfg_.self);
+        m.set_epoch(table_.epoch());
+        if (chunks.empty()) m.set_clear(bitmap);
+        if (last) m.set_complete(bitmap);
+        m.set_state(encode_state(part));
+        chunks.push_back(m.SerializeAsString());
+        part.clear();
+        bytes = 0;
+      };
+      for (const auto& e : entries) {
+        if (bytes > cfg_.chunk_bytes) emit(false);
+        bytes += approx_bytes(e);
+        part.push_back(e);
+      }
+      emit(true);
+      auto left = std::make_shared<size_t>(chunks.size());
+      auto ok = std::make_shared<bool>(true);
+      for (auto& c : chunks) {
+        send_(id, std::move(c), std::chrono::milliseconds(cfg_.timeout_ms * 5),
+              [this, id, slots, left, ok, n = entries.size()](PeerStatus st, std::string) {
+                if (st != PeerStatus::kOk) *ok = false;
+                if (--*left > 0) return;
+                auto it = dests_.find(id);
+                if (it == dests_.end()) return;
+                it->second.copying &= ~slots;
+                if (!*ok) {
+                  spdlog::warn("copy of {} slots to replica {} failed; retrying", slots.count(), id);
+                  return lost(id);
+                }
+                it->second.synced |= slots & it->second.replicated;
+                counters_.full_copies_sent.fetch_add(slots.count(), std::memory_order_relaxed);
+                spdlog::info("replica {} holds a whole copy of {} slots ({} keys)", id,
+                             slots.count(), n);
+              });
+      }
+    });
+  };
+  pool_.extract(job);
+}
+
+bool Replicator::accepts(const std::string& from, uint64_t epoch, uint32_t slot) const {
+  const uint16_t o = table_.owner(slot);
+  if (o != kNoOwner && static_cast<int>(o) == self_index_) return false;  // served here
+  if (epoch > table_.epoch()) return true;  // our table is behind: trust the newer one
+  return o != kNoOwner && table_.owner_id(slot) == from;
+}
+
+void Replicator::on_update(std::string body, PeerServer::Respond respond) {
+  wire::ReplicaUpdate m;
+  std::vector<EntrySnapshot> entries;
+  SlotBits clear, complete;
+  if (!m.ParseFromString(body) || !decode_state(m.state(), entries) ||
+      (!m.clear().empty() && !slots_from_bytes(m.clear(), clear)) ||
+      (!m.complete().empty() && !slots_from_bytes(m.complete(), complete))) {
+    return respond(PeerStatus::kError, {}, "malformed replica update");
+  }
+  const std::string& from = m.from();
+  const uint64_t epoch = m.epoch();
+  bool fenced = false;
+  for (uint32_t s = 0; s < kSlotCount; ++s) {
+    if ((clear.test(s) || complete.test(s)) && !accepts(from, epoch, s)) {
+      clear.reset(s);
+      complete.reset(s);
+      fenced = true;
+    }
+  }
+  std::vector<EntrySnapshot> keep;
+  keep.reserve(entries.size());
+  for (auto& e : entries) {
+    if (accepts(from, epoch, key_slot(e.key))) {
+      keep.push_back(std::move(e));
+    } else {
+      fenced = true;
+    }
+  }
+  std::vector<std::string> deleted;
+  for (const auto& k : m.deleted()) {
+    if (accepts(from, epoch, key_slot(k))) deleted.push_back(k);
+  }
+  if (fenced) counters_.fenced_updates.fetch_add(1, std::memory_order_relaxed);
+  counters_.updates_received.fetch_add(1, std::memory_order_relaxed);
+  counters_.keys_received.fetch_add(keep.size() + deleted.size(), std::memory_order_relaxed);
+  copies_ |= clear | complete;
+  for (const auto& e : keep) copies_.set(key_slot(e.key));
+  auto job = std::make_shared<SlotJob>();
+  job->replica = true;
+  job->clear = clear;
+  job->done = [this, complete, respond = std::move(respond)](SlotJob&) mutable {
+    asio::post(io_, [this, complete, respond = std::move(respond)] {
+      complete_ |= complete & copies_;
+      respond(PeerStatus::kOk, {}, {});
+    });
+  };
+  pool_.install(job, std::move(keep), std::move(deleted));
+}
+
+void Replicator::on_table(const SlotTable& before, const SlotTable& after) {
+  table_ = after;
+  self_index_ = after.index_of(cfg_.self);
+  // Owner side: who keeps a copy of which of our slots now.
+  for (auto& [id, d] : dests_) d.replicated.reset();
+  if (self_index_ >= 0) {
+    for (uint32_t s = 0; s < kSlots; ++s) {
+      if (after.owner(s) != self_index_) continue;
+      for (uint16_t r : after.replicas(s)) {
+        if (static_cast<int>(r) != self_index_) dests_[after.members()[r]].replicated.set(s);
+      }
+    }
+  }
+  for (auto it = dests_.begin(); it != dests_.end();) {
+    Dest& d = it->second;
+    d.synced &= d.replicated;
+    it = d.replicated.none() && d.copying.none() ? dests_.erase(it) : std::next(it);
+  }
+  // Replica side: a copy stays whole only while its slot keeps its owner and we keep
+  // copying it; copies of slots we no longer keep (and do not own) are dropped.
+  SlotBits keep;
+  for (uint32_t s = 0; s < kSlots; ++s) {
+    const uint16_t o = after.owner(s);
+    if (o == kNoOwner || self_index_ < 0 || static_cast<int>(o) == self_index_) continue;
+    if (!after.holds_copy(s, static_cast<uint16_t>(self_index_))) continue;
+    keep.set(s);
+    const bool same_owner = before.epoch() > 0 && before.owner(s) != kNoOwner &&
+                            before.owner_id(s) == after.owner_id(s);
+    if (!same_owner) complete_.reset(s);
+  }
+  complete_ &= keep;
+  SlotBits drop = copies_ & ~keep & ~held_;
+  if (self_index_ >= 0) {
+    for (uint32_t s = 0; s < kSlots; ++s)
+      if (drop.test(s) && after.owner(s) == self_index_) drop.reset(s);  // ours now
+  }
+  copies_ &= keep;
+  if (drop.any()) {
+    auto job = std::make_shared<SlotJob>();
+    job->replica = true;  // serves nothing, installs nothing: only clears
+    job->clear = drop;
+    pool_.install(job, {});
+  }
+}
+
+void Replicator::fence() {
+  dests_.clear();
+  complete_.reset();
+  copies_.reset();
+}
+
+}  // namespace fg

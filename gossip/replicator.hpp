@@ -1,0 +1,116 @@
+// Keeps R-1 copies of every slot this node owns on the slot's replicas (SlotTable), and
+// keeps the copies other owners send here. Runs on the cluster thread.
+//
+// Owner side: every `lag` (Δ) the shards hand over the keys requests changed since the
+// last round, and each change goes to the live replicas of its slot in one update per
+// replica; the peer link keeps updates in order. A replica that is new for some slots, or
+// missed an update, first gets a full copy of them (which drops its older copy), then the
+// stream continues. `after_replicated` lets a reply wait until every change made before
+// the call has been acknowledged by the replicas (synchronous replication).
+//
+// Replica side: changes are applied only for slots whose owner in this node's table is
+// the sender (a fenced ex-owner cannot overwrite), never to slots this node serves. Slots
+// copied whole are `complete()`: a failover promotes them with their state.
+#pragma once
+#include <asio.hpp>
+#include <atomic>
+#include <chrono>
+#include <functional>
+#include <map>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "key_slot.hpp"
+#include "peer_link.hpp"
+#include "shard_pool.hpp"
+#include "slot_table.hpp"
+
+namespace fg {
+
+constexpr uint32_t kPeerReplicate = 3;  // ReplicaUpdate -> empty
+
+struct ReplicatorConfig {
+  std::string self;
+  int64_t lag_ms = 5;  // Δ
+  int64_t timeout_ms = 1000;
+  size_t chunk_bytes = 4 << 20;
+};
+
+struct ReplicationCounters {
+  std::atomic<uint64_t> updates_sent{0};
+  std::atomic<uint64_t> keys_sent{0};
+  std::atomic<uint64_t> full_copies_sent{0};   // slots copied whole to a replica
+  std::atomic<uint64_t> update_failures{0};    // an update or copy a replica did not take
+  std::atomic<uint64_t> updates_received{0};
+  std::atomic<uint64_t> keys_received{0};
+  std::atomic<uint64_t> fenced_updates{0};     // from a node that no longer owns the slots
+  std::atomic<uint64_t> sync_waits{0};         // replies that waited for the replicas
+  std::atomic<uint64_t> sync_failures{0};      // ... and were not acknowledged in time
+  std::atomic<int64_t> last_round_us{0};       // last round: changes collected -> all acked
+};
+
+class Replicator {
+ public:
+  using Send = std::function<void(const std::string& node_id, std::string body,
+                                  std::chrono::milliseconds deadline, PeerCallback cb)>;
+  using Live = std::function<bool(const std::string& node_id)>;
+
+  // `held`: the slots whose state this node holds as owner (SlotKeeper::held).
+  Replicator(ReplicatorConfig cfg, ShardPool& pool, asio::io_context& io, const SlotBits& held,
+             Send send, Live live);
+
+  void start();
+  void stop();
+  // A new table was adopted (after the slot keeper acted on it).
+  void on_table(const SlotTable& before, const SlotTable& after);
+  // This node's state was declared stale: forget every copy and every replica's progress.
+  void fence();
+  // Runs `done(ok)` on the cluster thread once every change made before this call is
+  // held by the live replicas of its slot (ok false: a replica did not acknowledge in
+  // time). Callable from any thread.
+  void after_replicated(std::function<void(bool ok)> done);
+  // A ReplicaUpdate from an owner.
+  void on_update(std::string body, PeerServer::Respond respond);
+
+  // Slots held here as a whole copy of their owner's state.
+  const SlotBits& complete() const { return complete_; }
+  const ReplicationCounters& counters() const { return counters_; }
+  bool active() const { return !dests_.empty(); }
+
+ private:
+  using Waiters = std::vector<std::function<void(bool)>>;
+  struct Dest {
+    SlotBits replicated;  // slots owned here that this member keeps a copy of
+    SlotBits synced;      // ... of which it holds a whole copy plus every update since
+    SlotBits copying;     // ... of which a whole copy is on its way
+    int64_t retry_at_ms = 0;
+  };
+  void arm();
+  void round();
+  void ship(std::vector<EntrySnapshot> changed, std::vector<std::string> deleted, bool overflow,
+            std::shared_ptr<Waiters> waiters, int64_t started_us);
+  void copy_whole(const std::string& id, SlotBits slots);
+  void lost(const std::string& id);
+  bool accepts(const std::string& from, uint64_t epoch, uint32_t slot) const;
+
+  ReplicatorConfig cfg_;
+  ShardPool& pool_;
+  asio::io_context& io_;
+  const SlotBits& held_;
+  Send send_;
+  Live live_;
+  asio::steady_timer timer_;
+  SlotTable table_;
+  int self_index_ = -1;
+  std::map<std::string, Dest> dests_;
+  SlotBits complete_;  // replica side
+  SlotBits copies_;    // replica side: slots whose copy may be held here
+  bool collecting_ = false;
+  bool again_ = false;
+  Waiters next_waiters_;  // wait for the next round that collects changes
+  ReplicationCounters counters_;
+  bool stopped_ = false;
+};
+
+}  // namespace fg
