@@ -31,6 +31,7 @@ enum class OpStatus : uint8_t {
   kWrongType,  // the key holds another kind of limiter
   kKeyLimit,   // the shard is at its key cap
   kNotOwner,   // cluster: this node does not hold the key's slot (it moved, or is arriving)
+  kNotReplicated,  // cluster: done here, but no replica acknowledged it in time (sync)
 };
 
 constexpr uint16_t kAllShards = 0xffff;

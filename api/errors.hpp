@@ -39,6 +39,9 @@ namespace fg::err {
 
 inline constexpr char kClusterDisabled[] = "ERR This instance has cluster support disabled";
 inline constexpr char kClusterDown[] = "CLUSTERDOWN Hash slot not served";
+inline constexpr char kNoQuorum[] = "CLUSTERDOWN The cluster is down";
+inline constexpr char kNotReplicated[] =
+    "TRYAGAIN no replica acknowledged the change in time; it may have been counted";
 inline constexpr char kSlotMoving[] =
     "TRYAGAIN the key's slot changed owner while the request was on its way; try again";
 

@@ -109,6 +109,40 @@ void send_forwards(Cluster& cluster, const BatchPtr& batch, ForwardList& calls,
 }
 
 namespace {
+bool wants_ack(const ShardOp& op) {
+  if (op.status != OpStatus::kOk) return false;
+  switch (op.code) {
+    case OpCode::kAcquire:
+      return op.acquire.granted;
+    case OpCode::kRelease:
+      return op.value == 1;
+    case OpCode::kTake:
+    case OpCode::kReset:
+    case OpCode::kRenew:
+      return op.spec.sync;
+    default:
+      return false;
+  }
+}
+}  // namespace
+
+bool needs_replica_ack(const Batch& b) {
+  for (const ShardOp& op : b.ops)
+    if (wants_ack(op)) return true;
+  return false;
+}
+
+void await_replicas(Cluster& cluster, const BatchPtr& b, std::function<void()> then) {
+  cluster.after_replicated([b, then = std::move(then)](bool ok) {
+    if (!ok) {
+      for (ShardOp& op : b->ops)
+        if (wants_ack(op)) op.status = OpStatus::kNotReplicated;
+    }
+    then();
+  });
+}
+
+namespace {
 
 // One forwarded request on the owner: its commands run through a session of their own,
 // batch by batch, then the replies go back in one response.
@@ -160,6 +194,13 @@ class ForwardJob : public BatchSink, public std::enable_shared_from_this<Forward
   }
 
   void batch_done() override {
+    if (needs_replica_ack(*batch_)) {
+      return await_replicas(cluster_, batch_, [self = shared_from_this()] { self->finish(); });
+    }
+    finish();
+  }
+
+  void finish() {
     asio::post(cluster_.io(), [self = shared_from_this()] {
       self->batch_->sink.reset();
       self->session_->complete(*self->batch_, &self->forwards_);

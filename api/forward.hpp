@@ -2,6 +2,7 @@
 // (the "plain client sees one big limiter" path), and the owner's side that runs them.
 #pragma once
 #include <cstdint>
+#include <functional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -39,6 +40,14 @@ void send_forwards(Cluster& cluster, const BatchPtr& batch, ForwardList& calls, 
 
 // Length of the first whole RESP value in [p, p+n), or 0 if there is none.
 size_t resp_value_length(const char* p, size_t n, int depth = 0);
+
+// Whether an op of `b` changed state that must be on a replica before it is answered: a
+// policy with `replication: sync`, and every lease granted or released (a failover must
+// never grant a permit twice).
+bool needs_replica_ack(const Batch& b);
+// Runs `then` (on the cluster thread) once the replicas hold the changes of `b`; ops whose
+// change they did not acknowledge in time get status kNotReplicated.
+void await_replicas(Cluster& cluster, const BatchPtr& b, std::function<void()> then);
 
 // Runs forwarded commands on the node that owns their slots (peer request FORWARD).
 void serve_forwards(Cluster& cluster, Services& svc);

@@ -126,7 +126,26 @@ std::vector<Section> info_sections(Session& s) {
       kv(cs, "handoff_keys_sent", n(static_cast<int64_t>(cc.keys_sent.load())));
       kv(cs, "handoff_keys_received", n(static_cast<int64_t>(cc.keys_received.load())));
       kv(cs, "slots_started_empty", n(static_cast<int64_t>(cc.slots_started_empty.load())));
+      kv(cs, "slots_promoted", n(static_cast<int64_t>(cc.slots_promoted.load())));
+      kv(cs, "times_fenced", n(static_cast<int64_t>(cc.fenced.load())));
+      const ReplicationCounters& rc = v.cluster->replication();
+      auto u = [&](const std::atomic<uint64_t>& x) { return n(static_cast<int64_t>(x.load())); };
+      kv(cs, "cluster_replicas", n(static_cast<int64_t>(rt->replicas)));
+      kv(cs, "cluster_quorum", rt->quorum ? "1" : "0");
+      kv(cs, "replication_updates_sent", u(rc.updates_sent));
+      kv(cs, "replication_keys_sent", u(rc.keys_sent));
+      kv(cs, "replication_slots_copied", u(rc.full_copies_sent));
+      kv(cs, "replication_failures", u(rc.update_failures));
+      kv(cs, "replication_updates_received", u(rc.updates_received));
+      kv(cs, "replication_keys_received", u(rc.keys_received));
+      kv(cs, "replication_fenced_updates", u(rc.fenced_updates));
+      kv(cs, "replication_last_round_us", n(rc.last_round_us.load()));
+      kv(cs, "sync_replies", u(rc.sync_waits));
+      kv(cs, "sync_replies_unacknowledged", u(rc.sync_failures));
     }
+    kv(cs, "unavailable_errors", n(static_cast<int64_t>(v.counters.unavailable.load())));
+    kv(cs, "fail_open_replies", n(static_cast<int64_t>(v.counters.fail_open.load())));
+    kv(cs, "fail_closed_replies", n(static_cast<int64_t>(v.counters.fail_closed.load())));
   }
   out.emplace_back("cluster", std::move(cs));
   std::string ks;

@@ -3,6 +3,7 @@
 
 #include <cstdlib>
 
+#include "command_util.hpp"
 #include "commands.hpp"
 #include "errors.hpp"
 #include "gcra.hpp"
@@ -118,8 +119,9 @@ Session::Route Session::route(const std::vector<std::string_view>& args, uint32_
     end_local_slot(start);
     return Route::kAnswered;
   };
-  if (owner == kNoOwner || rt.epoch == 0) {
-    local().error(err::kClusterDown);
+  if (owner == kNoOwner || rt.epoch == 0 || !rt.quorum) {
+    RespWriter w = local();
+    unavailable(w, policy_of(args), rt.quorum ? err::kClusterDown : err::kNoQuorum);
     return answered();
   }
   if (static_cast<int>(owner) == rt.self_index) {
@@ -128,6 +130,13 @@ Session::Route Session::route(const std::vector<std::string_view>& args, uint32_
     return answered();
   }
   const RouteNode& node = rt.nodes[owner];
+  if (node.state == MemberState::kDead || node.state == MemberState::kLeft) {
+    // Its replica takes over once the next table is out (well under a second).
+    RespWriter w = local();
+    unavailable(w, policy_of(args),
+                "TRYAGAIN the key's owner (" + node.id + ") is down; a replica takes over shortly");
+    return answered();
+  }
   using R = NodeSettings::Redirect;
   const R mode = svc_.settings.redirect;
   if (!forwarded_ && (mode == R::kAlways || (mode == R::kAuto && cluster_aware_))) {
@@ -141,6 +150,9 @@ Session::Route Session::route(const std::vector<std::string_view>& args, uint32_
     return answered();
   }
   const auto [g, item] = forward_to(node, args);
+  if (const LimitSpec* p = policy_of(args); p && p->on_unavailable != FailMode::kError) {
+    forward_policies_.emplace_back(static_cast<uint32_t>(slots_.size()), *p);
+  }
   slots_.push_back(Slot{SlotType::kForward, ReplyKind::kInteger, g, item});
   svc_.counters.forwarded.fetch_add(1, std::memory_order_relaxed);
   return Route::kAnswered;
@@ -260,8 +272,12 @@ void Session::complete(const Batch& batch, const ForwardList* forwards) {
       } else {
         const ForwardCall& c = (*forwards)[groups_[s.index]];
         svc_.counters.forward_failures.fetch_add(1, std::memory_order_relaxed);
-        w.error("TRYAGAIN the key's owner (" + c.node_id +
-                ") did not answer: " + (c.ok ? std::string("malformed reply") : c.error));
+        const LimitSpec* policy = nullptr;
+        for (const auto& [at, spec] : forward_policies_)
+          if (at == si) policy = &spec;
+        unavailable(w, policy,
+                    "TRYAGAIN the key's owner (" + c.node_id +
+                        ") did not answer: " + (c.ok ? std::string("malformed reply") : c.error));
       }
       continue;
     }
@@ -276,6 +292,10 @@ void Session::complete(const Batch& batch, const ForwardList* forwards) {
     }
     if (op.status == OpStatus::kNotOwner) {
       w.error(err::kSlotMoving);
+      continue;
+    }
+    if (op.status == OpStatus::kNotReplicated) {
+      w.error(err::kNotReplicated);
       continue;
     }
     const Decision& d = op.decision;
@@ -322,6 +342,46 @@ void Session::complete(const Batch& batch, const ForwardList* forwards) {
   local_.clear();
   groups_.clear();
   addends_.clear();
+  forward_policies_.clear();
+}
+
+const LimitSpec* Session::policy_of(const std::vector<std::string_view>& args) {
+  if (args.size() < 3) return nullptr;
+  const std::string_view cmd = args[0];
+  if (!iequals(cmd, "fg.take") && !iequals(cmd, "fg.peek") && !iequals(cmd, "fg.acquire")) {
+    return nullptr;
+  }
+  const PolicyMap& p = policies();
+  auto it = p.find(args[2]);
+  return it == p.end() ? nullptr : &it->second;
+}
+
+// Never a bare failure nobody thought about: the policy chose, and the reply says so
+// (a sixth element, "fail_open" or "fail_closed", after the usual five).
+void Session::unavailable(RespWriter& w, const LimitSpec* policy, const std::string& error) {
+  const FailMode mode = policy ? policy->on_unavailable : FailMode::kError;
+  if (mode == FailMode::kError) {
+    svc_.counters.unavailable.fetch_add(1, std::memory_order_relaxed);
+    w.error(error);
+    return;
+  }
+  const bool open = mode == FailMode::kOpen;
+  (open ? svc_.counters.fail_open : svc_.counters.fail_closed)
+      .fetch_add(1, std::memory_order_relaxed);
+  const int64_t retry_ms = open ? (policy->kind == Kind::kConcurrency ? -1 : 0) : 1000;
+  w.array(6);
+  w.integer(open ? 1 : 0);
+  if (policy->kind == Kind::kConcurrency) {  // FG.ACQUIRE: no lease to renew or release
+    w.null();
+    w.integer(0);
+    w.integer(policy->a);
+  } else {
+    w.integer(policy->a);
+    w.integer(open ? policy->a : 0);
+  }
+  w.integer(retry_ms);
+  if (policy->kind != Kind::kConcurrency) w.integer(0);
+  w.bulk(open ? "fail_open" : "fail_closed");
 }
 
 }  // namespace fg

@@ -94,6 +94,11 @@ class Session {
   std::pair<uint32_t, uint32_t> forward_to(const RouteNode& node,
                                            const std::vector<std::string_view>& args);
   void end_local_slot(size_t start);
+  // The key's state cannot be reached: the command's policy says what to answer
+  // (on_unavailable), else `error`. Writes to `w`.
+  void unavailable(RespWriter& w, const LimitSpec* policy, const std::string& error);
+  // The named policy a limiter command uses, if any (FG.TAKE/PEEK/ACQUIRE key policy ...).
+  const LimitSpec* policy_of(const std::vector<std::string_view>& args);
 
   Services& svc_;
   std::shared_ptr<ClientInfo> client_;
@@ -111,6 +116,7 @@ class Session {
     uint32_t slot, group, item;
   };
   std::vector<Addend> addends_;  // fanned-out replies to add to a slot's integer
+  std::vector<std::pair<uint32_t, LimitSpec>> forward_policies_;  // forwarded slot -> policy
   bool forwarded_ = false;
   uint32_t hops_ = 0;  // forwards this session's commands have already taken
   bool cluster_aware_ = false;

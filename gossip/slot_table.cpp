@@ -27,6 +27,17 @@ int SlotTable::index_of(const std::string& id) const {
   return it != members_.end() && *it == id ? static_cast<int>(it - members_.begin()) : -1;
 }
 
+bool SlotTable::balanced() const {
+  if (members_.empty()) return true;
+  std::vector<size_t> load(members_.size(), 0);
+  for (uint16_t o : owner_) {
+    if (o == kNoOwner) return false;
+    ++load[o];
+  }
+  const auto [lo, hi] = std::minmax_element(load.begin(), load.end());
+  return *hi - *lo <= 1;
+}
+
 bool SlotTable::quorum(const std::vector<std::string>& live) const {
   if (members_.empty()) return true;
   size_t seen = 0;
@@ -93,6 +104,7 @@ SlotTable SlotTable::plan(std::vector<std::string> members, size_t r) const {
       remap[i] = static_cast<uint16_t>(it - members.begin());
   }
   std::vector<size_t> load(n, 0);
+  bool inherited = false;
   for (uint32_t s = 0; s < kSlots; ++s) {
     uint16_t o = kNoOwner;
     if (owner_[s] != kNoOwner) {
@@ -100,9 +112,22 @@ SlotTable SlotTable::plan(std::vector<std::string> members, size_t r) const {
         o = remap[copy];
         if (o != kNoOwner) break;
       }
+      inherited = inherited || (o != kNoOwner && remap[owner_[s]] == kNoOwner);
     }
     next.owner_[s] = o;
     if (o != kNoOwner) ++load[o];
+  }
+  // A failover table only moves slots to the replicas holding them (and gives slots with
+  // no surviving copy to the least loaded); evening out the load is the next table's job,
+  // when every slot's owner is alive to hand its state over.
+  if (inherited) {
+    for (uint32_t s = 0; s < kSlots; ++s) {
+      if (next.owner_[s] != kNoOwner) continue;
+      const auto m = static_cast<uint16_t>(std::min_element(load.begin(), load.end()) - load.begin());
+      next.owner_[s] = m;
+      ++load[m];
+    }
+    return next;
   }
 
   // 2. Targets: an equal share; the members already holding the most get the +1s, so the

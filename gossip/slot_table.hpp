@@ -41,6 +41,8 @@ class SlotTable {
   // Whether `live` (ids) holds a majority of this table's members, or exactly half of them
   // including the lowest id: the side of a split that may plan the next table.
   bool quorum(const std::vector<std::string>& live) const;
+  // Every slot owned, and shares within one slot of each other (a failover table is not).
+  bool balanced() const;
   // Which of two tables wins: the higher epoch, then the lower planner id (the rightful
   // coordinator is the lowest live id).
   bool newer_than(uint64_t epoch, const std::string& planner) const {

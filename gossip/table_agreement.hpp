@@ -48,6 +48,7 @@ class TableAgreement {
   std::string want_planner_, want_from_;
   int64_t asked_ns_ = 0;
   int64_t now_ns_ = 0;
+  int64_t adopted_ns_ = 0;
   size_t replicas_ = 2;
   ChangeFn on_change_;
 };

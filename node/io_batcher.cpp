@@ -14,6 +14,14 @@ struct IoBatcher::Flight : BatchSink, std::enable_shared_from_this<Flight> {
 
   // Called by the last shard to finish; everything else happens on the I/O thread.
   void batch_done() override {
+    if (owner->svc_.cluster && needs_replica_ack(*batch)) {
+      return await_replicas(*owner->svc_.cluster, batch,
+                            [self = shared_from_this()] { self->finish(); });
+    }
+    finish();
+  }
+
+  void finish() {
     asio::post(owner->io_, [self = shared_from_this()] {
       self->batch->sink.reset();
       for (auto& c : self->waiters) c->batch_complete(*self->batch, self->forwards);

@@ -74,9 +74,18 @@ TEST(SlotTable, ALeaveMovesOnlyTheLeaversSlots) {
     SlotTable before = SlotTable().plan(members);
     const std::string leaver = members[rng() % n];
     members.erase(std::find(members.begin(), members.end(), leaver));
+    // First the failover table: the leaver's slots go to the replica holding their state.
     SlotTable after = before.plan(members);
-    for (uint32_t s : moved(before, after)) ASSERT_EQ(before.owner_id(s), leaver) << "slot " << s;
-    EXPECT_LE(balance(after), 1.25);
+    for (uint32_t s : moved(before, after)) {
+      ASSERT_EQ(before.owner_id(s), leaver) << "slot " << s;
+      ASSERT_EQ(after.owner_id(s), before.members()[before.replicas(s)[1]]) << "slot " << s;
+    }
+    EXPECT_FALSE(after.balanced());
+    // Then the next table evens the load out, moving slots between live members only.
+    SlotTable even = after.plan(members);
+    EXPECT_TRUE(even.balanced());
+    EXPECT_LE(balance(even), 1.25);
+    EXPECT_LE(moved(after, even).size(), kSlots / n + 1);
   }
 }
 
@@ -91,10 +100,37 @@ TEST(SlotTable, ChurnKeepsRangesFewAndBalanced) {
       members.push_back("n" + std::to_string(step));
     }
     t = t.plan(members);
+    if (!t.balanced()) t = t.plan(members);  // a failover table, then the even one
     ASSERT_LE(balance(t), 1.25) << step;
   }
   // Contiguous enough for CLUSTER SLOTS to stay short, unlike per-slot hashing.
   EXPECT_LT(t.ranges().size(), 200u);
+}
+
+TEST(SlotTable, ADepartedOwnersSlotsGoToTheirFirstSurvivingReplica) {
+  SlotTable t = SlotTable().plan({"a", "b", "c", "d"}, 3);
+  // b and c leave at once: b's slots go to d (c, its first replica, is gone too).
+  SlotTable after = t.plan({"a", "d"});
+  EXPECT_EQ(after.replica_count(), 3u);
+  for (uint32_t s = 0; s < kSlots; ++s) {
+    const std::string& was = t.owner_id(s);
+    if (was == "b" || was == "c") {
+      EXPECT_EQ(after.owner_id(s), "d") << s;
+    } else {
+      EXPECT_EQ(after.owner_id(s), was) << s;
+    }
+  }
+  EXPECT_EQ(after.member_since("a"), 1u);
+  EXPECT_EQ(after.member_since("b"), 0u);
+  EXPECT_EQ(after.plan({"a", "b", "d"}).member_since("b"), 3u);  // back, but with a break
+}
+
+TEST(SlotTable, QuorumIsAMajorityOrTheHalfWithTheLowestId) {
+  SlotTable t = SlotTable().plan({"a", "b", "c", "d"});
+  EXPECT_TRUE(t.quorum({"a", "b", "c"}));
+  EXPECT_TRUE(t.quorum({"a", "d"}));
+  EXPECT_FALSE(t.quorum({"b", "c"}));
+  EXPECT_FALSE(t.quorum({"d", "x", "y"}));  // newcomers do not count
 }
 
 TEST(SlotTable, SameInputsSameTable) {
