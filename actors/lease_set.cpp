@@ -63,6 +63,14 @@ int64_t LeaseSet::renew_holder(std::string_view holder, int64_t ttl_ns, int64_t 
   return n;
 }
 
+int64_t LeaseSet::release_holder(std::string_view holder) {
+  const auto before = leases_.size();
+  leases_.erase(std::remove_if(leases_.begin(), leases_.end(),
+                               [&](const Lease& l) { return l.holder == holder; }),
+                leases_.end());
+  return static_cast<int64_t>(before - leases_.size());
+}
+
 int64_t LeaseSet::count(int64_t now_ns) {
   int64_t n = 0;
   for (const auto& l : leases_) n += l.expires_at_ns > now_ns ? 1 : 0;

@@ -29,6 +29,8 @@ class LeaseSet {
   bool release(uint64_t id, std::string* holder_out = nullptr);
   // Renews every lease of `holder`; returns how many.
   int64_t renew_holder(std::string_view holder, int64_t ttl_ns, int64_t now_ns);
+  // Releases every lease of `holder`; returns how many.
+  int64_t release_holder(std::string_view holder);
   int64_t count(int64_t now_ns);
   // Drops expired leases, appending their holders (for the holder index) to `holders_out`.
   void expire(int64_t now_ns, std::vector<std::string>* holders_out = nullptr);

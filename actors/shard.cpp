@@ -167,16 +167,31 @@ void Shard::leases(ShardOp& op, int64_t now_ns) {
 }
 
 void Shard::heartbeat(ShardOp& op, int64_t now_ns) {
-  int64_t renewed = 0;
+  int64_t done = 0;
   for (const auto& key : holders_.keys_of(op.holder)) {
-    if (owned_ && !owned_->test(key_slot(key))) continue;  // a replica's copy: its owner renews
-    Entry* e = table_.find(key, KeyTable::hash(key));
+    if (owned_ && !owned_->test(key_slot(key))) continue;  // a replica's copy: its owner acts
+    const uint64_t h = KeyTable::hash(key);
+    Entry* e = table_.find(key, h);
     if (!e || e->kind != Kind::kConcurrency) continue;
-    const int64_t n = e->state<LeaseSet*>()->renew_holder(op.holder, op.ttl_ns, now_ns);
-    if (n > 0) mark(e, key);
-    renewed += n;
+    LeaseSet& set = *e->state<LeaseSet*>();
+    if (op.code == OpCode::kHeartbeat) {
+      const int64_t n = set.renew_holder(op.holder, op.ttl_ns, now_ns);
+      if (n > 0) mark(e, key);
+      done += n;
+      continue;
+    }
+    const int64_t n = set.release_holder(op.holder);
+    if (n == 0) continue;
+    done += n;
+    holders_.remove(op.holder, key, static_cast<uint32_t>(n));
+    if (set.empty()) {
+      table_.erase(key, h);
+      mark_gone(key);
+    } else {
+      mark(e, key);
+    }
   }
-  __atomic_fetch_add(&op.value, renewed, __ATOMIC_RELAXED);
+  __atomic_fetch_add(&op.value, done, __ATOMIC_RELAXED);
 }
 
 void Shard::execute(ShardOp& op, int64_t now_ns) {
@@ -197,6 +212,7 @@ void Shard::execute(ShardOp& op, int64_t now_ns) {
       leases(op, now_ns);
       break;
     case OpCode::kHeartbeat:
+    case OpCode::kReleaseHolder:
       heartbeat(op, now_ns);
       break;
   }

@@ -68,7 +68,7 @@ class Shard {
   bool idle(Entry* e, int64_t now_ns);
   void take(ShardOp& op, int64_t now_ns);
   void leases(ShardOp& op, int64_t now_ns);
-  void heartbeat(ShardOp& op, int64_t now_ns);
+  void heartbeat(ShardOp& op, int64_t now_ns);  // and kReleaseHolder
   void forget(std::string_view key, uint64_t hash);
   void install_one(const EntrySnapshot& s);  // erase, keeping the holder index right
   uint64_t next_lease_id();

@@ -24,6 +24,7 @@ enum class OpCode : uint8_t {
   kRelease,    // give one lease back
   kCount,      // live leases of the key
   kHeartbeat,  // renew every lease of a holder (sent to every shard)
+  kReleaseHolder,  // release every lease of a holder (sent to every shard)
 };
 
 enum class OpStatus : uint8_t {

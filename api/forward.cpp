@@ -116,6 +116,8 @@ bool wants_ack(const ShardOp& op) {
       return op.acquire.granted;
     case OpCode::kRelease:
       return op.value == 1;
+    case OpCode::kReleaseHolder:
+      return op.value > 0;
     case OpCode::kTake:
     case OpCode::kReset:
     case OpCode::kRenew:
@@ -144,22 +146,24 @@ void await_replicas(Cluster& cluster, const BatchPtr& b, std::function<void()> t
 
 namespace {
 
-// One forwarded request on the owner: its commands run through a session of their own,
-// batch by batch, then the replies go back in one response.
-class ForwardJob : public BatchSink, public std::enable_shared_from_this<ForwardJob> {
+// Commands run through a session of their own, batch by batch, then the replies go back
+// in one response: a forwarded request on the owner (hops > 0), or work the node does on
+// its own behalf (hops 0, cluster optional).
+class CommandJob : public BatchSink, public std::enable_shared_from_this<CommandJob> {
  public:
-  ForwardJob(Cluster& cluster, Services& svc, std::string cmds, int proto, uint32_t hops,
-             PeerServer::Respond respond)
-      : cluster_(cluster),
+  CommandJob(asio::io_context& io, Cluster* cluster, Services& svc, std::string cmds, int proto,
+             uint32_t hops, PeerServer::Respond respond)
+      : io_(io),
+        cluster_(cluster),
         svc_(svc),
         cmds_(std::move(cmds)),
         respond_(std::move(respond)),
-        timer_(cluster.io()),
+        timer_(io),
         batch_(std::make_shared<Batch>()) {
     auto client = std::make_shared<ClientInfo>();
-    client->addr = "peer";
+    client->addr = hops > 0 ? "peer" : "node";
     session_ = std::make_unique<Session>(svc, client);
-    session_->set_forwarded(hops);
+    if (hops > 0) session_->set_forwarded(hops);
     session_->set_authenticated(true);
     session_->set_proto(proto);
   }
@@ -167,14 +171,14 @@ class ForwardJob : public BatchSink, public std::enable_shared_from_this<Forward
   void run() {
     while (true) {
       if (pos_ >= cmds_.size()) return reply();
-      ProcessResult r =
-          session_->process(cmds_.data() + pos_, cmds_.size() - pos_, *batch_, &forwards_);
+      ProcessResult r = session_->process(cmds_.data() + pos_, cmds_.size() - pos_, *batch_,
+                                          cluster_ ? &forwards_ : nullptr);
       if (r.submitted) {
         consumed_ = r.consumed;
         batch_->sink = shared_from_this();
         svc_.shards->submit(batch_, static_cast<int>(forwards_.size()));
         if (!forwards_.empty()) {
-          send_forwards(cluster_, batch_, forwards_, svc_.settings.forward_timeout_ms);
+          send_forwards(*cluster_, batch_, forwards_, svc_.settings.forward_timeout_ms);
         }
         return;
       }
@@ -194,14 +198,14 @@ class ForwardJob : public BatchSink, public std::enable_shared_from_this<Forward
   }
 
   void batch_done() override {
-    if (needs_replica_ack(*batch_)) {
-      return await_replicas(cluster_, batch_, [self = shared_from_this()] { self->finish(); });
+    if (cluster_ && needs_replica_ack(*batch_)) {
+      return await_replicas(*cluster_, batch_, [self = shared_from_this()] { self->finish(); });
     }
     finish();
   }
 
   void finish() {
-    asio::post(cluster_.io(), [self = shared_from_this()] {
+    asio::post(io_, [self = shared_from_this()] {
       self->batch_->sink.reset();
       self->session_->complete(*self->batch_, &self->forwards_);
       self->batch_->ops.clear();
@@ -218,7 +222,8 @@ class ForwardJob : public BatchSink, public std::enable_shared_from_this<Forward
     respond_(PeerStatus::kOk, resp.SerializeAsString(), {});
   }
 
-  Cluster& cluster_;
+  asio::io_context& io_;
+  Cluster* cluster_;
   Services& svc_;
   std::string cmds_;
   PeerServer::Respond respond_;
@@ -240,11 +245,19 @@ void serve_forwards(Cluster& cluster, Services& svc) {
           return respond(PeerStatus::kError, {}, "malformed forward");
         }
         svc.counters.forwards_served.fetch_add(req.count(), std::memory_order_relaxed);
-        auto job = std::make_shared<ForwardJob>(
-            cluster, svc, std::move(*req.mutable_commands()), static_cast<int>(req.proto()),
-            std::max<uint32_t>(1, req.hops()), std::move(respond));
+        auto job = std::make_shared<CommandJob>(
+            cluster.io(), &cluster, svc, std::move(*req.mutable_commands()),
+            static_cast<int>(req.proto()), std::max<uint32_t>(1, req.hops()), std::move(respond));
         job->run();
       });
+}
+
+void run_commands(asio::io_context& io, Cluster* cluster, Services& svc, std::string cmds) {
+  asio::post(io, [&io, cluster, &svc, cmds = std::move(cmds)]() mutable {
+    auto job = std::make_shared<CommandJob>(io, cluster, svc, std::move(cmds), 2, 0,
+                                            [](PeerStatus, std::string, std::string) {});
+    job->run();
+  });
 }
 
 }  // namespace fg

@@ -1,6 +1,7 @@
 // Commands sent to the node that owns their slot, on behalf of a client connected here
 // (the "plain client sees one big limiter" path), and the owner's side that runs them.
 #pragma once
+#include <asio.hpp>
 #include <cstdint>
 #include <functional>
 #include <string>
@@ -51,5 +52,8 @@ void await_replicas(Cluster& cluster, const BatchPtr& b, std::function<void()> t
 
 // Runs forwarded commands on the node that owns their slots (peer request FORWARD).
 void serve_forwards(Cluster& cluster, Services& svc);
+// Runs RESP commands on the node's own behalf on `io` (cluster: routed and fanned out like
+// a client's); the replies are dropped.
+void run_commands(asio::io_context& io, Cluster* cluster, Services& svc, std::string cmds);
 
 }  // namespace fg

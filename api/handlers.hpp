@@ -18,6 +18,7 @@ void cmd_fg_renew(Session& s, Args& a);
 void cmd_fg_release(Session& s, Args& a);
 void cmd_fg_count(Session& s, Args& a);
 void cmd_fg_heartbeat(Session& s, Args& a);
+void cmd_fg_releaseall(Session& s, Args& a);
 void cmd_fg_policy(Session& s, Args& a);
 
 // connection_commands.cpp

@@ -140,8 +140,11 @@ void cmd_fg_acquire(Session& s, Args& a) {
   }
   std::string_view holder;
   for (; i < a.size(); ++i) {
-    if (iequals(a[i], "holder") && i + 1 < a.size() && !a[i + 1].empty()) {
+    if (iequals(a[i], "holder") && i + 1 < a.size() && !a[i + 1].empty() && holder.empty()) {
       holder = a[++i];
+    } else if (iequals(a[i], "bound") && holder.empty() && s.svc().bound) {
+      // This connection holds the lease: renewed while it lives, released when it closes.
+      holder = s.keep(s.svc().bound->bind(s.client().id, spec.c / kNsPerMs));
     } else {
       s.local().error(err::kSyntax);
       return;
@@ -187,6 +190,15 @@ void cmd_fg_heartbeat(Session& s, Args& a) {
   ShardOp& op = s.add_broadcast(OpCode::kHeartbeat, ReplyKind::kInteger);
   op.holder = a[1];
   op.ttl_ns = ttl_ns;
+  s.add_fanout(a);  // cluster: the holder's leases live on every node
+}
+
+void cmd_fg_releaseall(Session& s, Args& a) {
+  if (a[1].empty()) {
+    s.local().error(err::kSyntax);
+    return;
+  }
+  s.add_broadcast(OpCode::kReleaseHolder, ReplyKind::kInteger).holder = a[1];
   s.add_fanout(a);  // cluster: the holder's leases live on every node
 }
 

@@ -2,9 +2,11 @@
 #pragma once
 #include <atomic>
 #include <cstdint>
+#include <functional>
 #include <map>
 #include <string>
 
+#include "bound_leases.hpp"
 #include "client_registry.hpp"
 #include "clock.hpp"
 #include "policy_registry.hpp"
@@ -55,6 +57,10 @@ struct Services {
   ClientRegistry* clients = nullptr;
   RoutingHub* routing = nullptr;  // null: not a cluster
   class Cluster* cluster = nullptr;
+  BoundLeases* bound = nullptr;  // null: FG.ACQUIRE ... BOUND is refused
+  // Runs RESP commands on the node's behalf (renewing and releasing BOUND leases),
+  // replies discarded. Null in tests that do not need it.
+  std::function<void(std::string commands)> run_background;
   NodeSettings settings;
   NodeCounters counters;
 };

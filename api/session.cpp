@@ -149,7 +149,26 @@ Session::Route Session::route(const std::vector<std::string_view>& args, uint32_
     local().error(err::kSlotMoving);  // the tables disagree for too long: no loops
     return answered();
   }
-  const auto [g, item] = forward_to(node, args);
+  // A BOUND lease belongs to this connection: the owner is told the holder name.
+  std::vector<std::string_view> bound_args;
+  if (svc_.bound && args.size() > 3 && iequals(args[0], "fg.acquire")) {
+    for (size_t i = 3; i < args.size(); ++i) {
+      if (!iequals(args[i], "bound")) continue;
+      int64_t ttl_ms = 0;
+      const LimitSpec* p = policy_of(args);
+      if (p) {
+        ttl_ms = p->c / kNsPerMs;
+      } else if (!parse_int(args[3], ttl_ms)) {
+        break;  // malformed: the owner answers the error
+      }
+      bound_args = args;
+      bound_args[i] = "HOLDER";
+      bound_args.insert(bound_args.begin() + static_cast<long>(i) + 1,
+                        keep(svc_.bound->bind(client_->id, ttl_ms)));
+      break;
+    }
+  }
+  const auto [g, item] = forward_to(node, bound_args.empty() ? args : bound_args);
   if (const LimitSpec* p = policy_of(args); p && p->on_unavailable != FailMode::kError) {
     forward_policies_.emplace_back(static_cast<uint32_t>(slots_.size()), *p);
   }

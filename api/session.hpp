@@ -73,6 +73,8 @@ class Session {
   ShardOp& add_op(OpCode code, ReplyKind kind, std::string_view key);
   ShardOp& add_broadcast(OpCode code, ReplyKind kind);
   Services& svc() { return svc_; }
+  // Keeps `s` alive until this read's replies are written; returns a view of it.
+  std::string_view keep(std::string s) { return arena_.emplace_back(std::move(s)); }
   // The policies in force, fetched once per process() call rather than once per command.
   const PolicyMap& policies();
   void set_proto(int p);

@@ -11,6 +11,7 @@
 #include "cluster.hpp"
 #include "config.hpp"
 #include "forward.hpp"
+#include "resp_writer.hpp"
 #include "server.hpp"
 
 namespace {
@@ -162,6 +163,8 @@ int main(int argc, char** argv) {
   svc.policies = &policies;
   svc.clients = &clients;
   svc.settings.run_id = random_run_id();
+  fg::BoundLeases bound(svc.settings.run_id.substr(0, 12));
+  svc.bound = &bound;
   svc.settings.bind = cfg.bind;
   svc.settings.requirepass = cfg.requirepass;
   svc.settings.timeout_s = cfg.timeout_s;
@@ -231,6 +234,29 @@ int main(int argc, char** argv) {
                  cfg.seeds.empty() ? std::string("none") : seeds_text(cfg.seeds));
   }
 
+  // BOUND leases: renewed by this node while their connection lives (see api/bound_leases).
+  svc.run_background = [&server, &cluster, &svc](std::string cmds) {
+    fg::run_commands(server.main_context(), cluster.get(), svc, std::move(cmds));
+  };
+  asio::steady_timer renew_timer(server.main_context());
+  std::function<void()> renew = [&] {
+    renew_timer.expires_after(std::chrono::milliseconds(100));
+    renew_timer.async_wait([&](asio::error_code ec) {
+      if (ec) return;
+      std::string cmds;
+      for (const auto& [holder, ttl_ms] : bound.due(clock.now_ns() / 1'000'000)) {
+        fg::RespWriter w(cmds, 2);
+        w.array(3);
+        w.bulk("FG.HEARTBEAT");
+        w.bulk(holder);
+        w.bulk(std::to_string(ttl_ms));
+      }
+      if (!cmds.empty()) svc.run_background(std::move(cmds));
+      renew();
+    });
+  };
+  renew();
+
   // SIGINT/SIGTERM: stop accepting, close, exit 0.
   asio::signal_set signals(server.main_context(), SIGINT, SIGTERM);
   std::atomic<bool> stopping{false};
@@ -252,7 +278,9 @@ int main(int argc, char** argv) {
     const bool clean = cluster->leave(std::chrono::milliseconds(3000));
     if (!clean) spdlog::warn("left the cluster before every slot's state was handed over");
   }
+  renew_timer.cancel();
   server.stop();
+  svc.run_background = nullptr;
   if (cluster) cluster->stop();
   pool.reset();
   return 0;
