@@ -34,17 +34,24 @@ void slots_reply(Session& s, const Routing& rt) {
   for (const SlotRange& r : rt.ranges) n += r.owner != kNoOwner;
   RespWriter w = s.local();
   w.array(n);
+  size_t members = 0;
+  for (const RouteNode& node : rt.nodes) members += node.in_table;
+  const size_t copies = std::min(rt.replicas, members);
   for (const SlotRange& r : rt.ranges) {
     if (r.owner == kNoOwner) continue;
-    const RouteNode& node = rt.nodes[r.owner];
-    w.array(3);
+    // The owner, then the nodes keeping a copy of the range's state (they answer its
+    // keys with -MOVED: replicas are for failover, not for reads).
+    w.array(2 + std::max<size_t>(copies, 1));
     w.integer(r.first);
     w.integer(r.last);
-    w.array(4);
-    w.bulk(node.resp_host);
-    w.integer(node.resp_port);
-    w.bulk(node.id);
-    w.map(0);
+    for (size_t k = 0; k < std::max<size_t>(copies, 1); ++k) {
+      const RouteNode& node = rt.nodes[(r.owner + k) % std::max<size_t>(members, 1)];
+      w.array(4);
+      w.bulk(node.resp_host);
+      w.integer(node.resp_port);
+      w.bulk(node.id);
+      w.map(0);
+    }
   }
 }
 

@@ -278,11 +278,16 @@ TEST_F(ClusterSessionTest, ClusterCommandsDescribeTheRouting) {
             std::string::npos);
   EXPECT_NE(nodes.find("n2 127.0.0.1:7002@17002 master - 0 0 7 connected 5461-10922\n"),
             std::string::npos);
+#define N1 "*4\r\n$9\r\n127.0.0.1\r\n:7001\r\n$2\r\nn1\r\n*0\r\n"
+#define N2 "*4\r\n$9\r\n127.0.0.1\r\n:7002\r\n$2\r\nn2\r\n*0\r\n"
   EXPECT_EQ(run(resp({"CLUSTER", "SLOTS"})),
+            // Each range: its owner, then its replica (R = 2 by default).
             "*3\r\n"
-            "*3\r\n:0\r\n:5460\r\n*4\r\n$9\r\n127.0.0.1\r\n:7001\r\n$2\r\nn1\r\n*0\r\n"
-            "*3\r\n:5461\r\n:10922\r\n*4\r\n$9\r\n127.0.0.1\r\n:7002\r\n$2\r\nn2\r\n*0\r\n"
-            "*3\r\n:10923\r\n:16383\r\n*4\r\n$9\r\n127.0.0.1\r\n:7001\r\n$2\r\nn1\r\n*0\r\n");
+            "*4\r\n:0\r\n:5460\r\n" N1 N2
+            "*4\r\n:5461\r\n:10922\r\n" N2 N1
+            "*4\r\n:10923\r\n:16383\r\n" N1 N2);
+#undef N1
+#undef N2
   EXPECT_EQ(run(resp({"CLUSTER", "BOGUS"})),
             "-ERR unknown subcommand 'BOGUS'. Try CLUSTER HELP.\r\n");
   EXPECT_EQ(run(resp({"ASKING"})), "+OK\r\n");
