@@ -148,7 +148,12 @@ void TableAgreement::tick(int64_t now) {
     return;  // (an unbalanced failover table is evened out shortly after)
   }
   if (want_epoch_ > 0) return;  // first learn the newest table, then plan from it
-  if (table_.epoch() > 0 && !table_.quorum(live)) return;
+  // A quorum of members known to be alive (a suspect may be dead already: several nodes
+  // failing together must not shrink the table one step at a time down to a minority).
+  std::vector<std::string> alive{m_.self().id};
+  for (const auto& [id, m] : m_.others())
+    if (m.state == MemberState::kAlive) alive.push_back(id);
+  if (table_.epoch() > 0 && !table_.quorum(alive)) return;
   const uint64_t epoch = table_.epoch() + 1;
   propose(table_.plan(live, replicas_).stamped(epoch, m_.self().id));  // tell everyone now
 }

@@ -85,18 +85,32 @@ TEST(TableAgreement, AJoinerGetsItsShare) {
   EXPECT_NEAR(static_cast<double>(moved), kSlots / 5.0, 1.0);
 }
 
-TEST(TableAgreement, SplitViewsReconcileAfterAPartitionHeals) {
+TEST(TableAgreement, OnlyTheMajoritySidePlansAndViewsReconcile) {
   SimCluster c(5, 15);
   c.run_ms(4000);
+  const uint64_t epoch = c.agreement(0).table().epoch();
   c.partition({0, 1}, {2, 3, 4});
   c.run_ms(8000);
-  // Each side planned for itself.
-  EXPECT_EQ(c.agreement(0).table().members().size(), 2u);
+  // The majority planned without the minority; the minority (no quorum) planned nothing.
+  EXPECT_EQ(c.agreement(0).table().members().size(), 5u);
+  EXPECT_EQ(c.agreement(0).table().epoch(), epoch);
   EXPECT_EQ(c.agreement(3).table().members().size(), 3u);
   c.net().heal();
   c.run_ms(20000);
   ASSERT_TRUE(agreed(c));
   EXPECT_EQ(c.agreement(4).table().members().size(), 5u);
+  // The minority came back through a break in membership: its old state is stale.
+  EXPECT_GT(c.agreement(4).table().member_since(SimCluster::id(0)), epoch);
+  EXPECT_EQ(c.agreement(4).table().member_since(SimCluster::id(3)), 1u);
+}
+
+TEST(TableAgreement, AnEvenSplitPlansOnTheSideOfTheLowestId) {
+  SimCluster c(4, 16);
+  c.run_ms(4000);
+  c.partition({0, 1}, {2, 3});
+  c.run_ms(8000);
+  EXPECT_EQ(c.agreement(0).table().members().size(), 2u);
+  EXPECT_EQ(c.agreement(2).table().members().size(), 4u);
 }
 
 }  // namespace

@@ -5,6 +5,9 @@
 #include <gtest/gtest.h>
 
 #include <atomic>
+#include <cstdio>
+#include <fstream>
+#include <thread>
 #include <map>
 #include <memory>
 #include <set>
@@ -358,6 +361,232 @@ TEST(Cluster, AKilledNodesSlotsAreServedAgainWithinSeconds) {
     c.cmd({"FG.TAKE", "after:" + std::to_string(i), "fixed_window", "10", "600000"}, 0);
     EXPECT_EQ(read_replies(c, 1).substr(0, 8), "*5\r\n:1\r\n");
   }
+}
+
+}  // namespace
+}  // namespace fg::testing
+
+namespace fg::testing {
+namespace {
+using namespace std::chrono_literals;
+
+// Keys whose slot `port`'s node owns.
+std::vector<std::string> keys_owned_by(TestCluster& cl, int port, const std::string& prefix,
+                                       size_t n) {
+  std::vector<std::string> out;
+  for (int i = 0; out.size() < n && i < 100000; ++i) {
+    const std::string k = prefix + std::to_string(i);
+    if (cl.owner_port(k) == port) out.push_back(k);
+  }
+  return out;
+}
+
+std::string ask(Client& c, const std::vector<std::string>& words) {
+  if (!c.send(resp(words))) return "";
+  return read_replies(c, 1);
+}
+
+int64_t remaining_of(const std::string& reply) {  // FG.PEEK's third integer
+  size_t pos = 0;
+  for (int i = 0; i < 3; ++i) pos = reply.find(':', pos) + 1;
+  return std::stoll(reply.substr(pos));
+}
+
+std::string policy_file() {
+  const std::string path = "/tmp/fg-failover-" + std::to_string(getpid()) + ".yaml";
+  std::ofstream f(path);
+  f << "policies:\n"
+       "  strict: {kind: fixed_window, limit: 1000000, window: 10m, replication: sync,\n"
+       "           on_unavailable: fail_closed}\n"
+       "  lenient: {kind: fixed_window, limit: 1000000, window: 10m, on_unavailable: fail_open}\n"
+       "  seats: {kind: concurrency, limit: 5, ttl: 60s, on_unavailable: fail_closed}\n";
+  return path;
+}
+
+using Clock = std::chrono::steady_clock;
+
+// Admissions acknowledged to a client (with when), against what the new owner counts.
+struct Load {
+  std::vector<std::vector<Clock::time_point>> acked;  // per key
+  std::atomic<bool> stop{false};
+};
+
+void hammer(int port, const std::vector<std::string>& keys, const std::string& policy, Load& load,
+            size_t first, size_t step) {
+  Client c(port, 2000);
+  for (int round = 0; !load.stop && round < 200000; ++round) {
+    for (size_t k = first; k < keys.size() && !load.stop; k += step) {
+      const std::string r = ask(c, {"FG.TAKE", keys[k], policy});
+      if (r.rfind("*5\r\n:1\r\n", 0) == 0) load.acked[k].push_back(Clock::now());
+      if (r.empty()) return;  // the connection failed: stop, counting nothing unacknowledged
+    }
+  }
+}
+
+// kill -9 of an owner while clients hammer its keys through the other nodes: its replica
+// serves them, and what is missing is at most what was admitted in the last moments.
+void kill_under_load(const std::string& policy, bool sync) {
+  const std::string config = policy_file();
+  TestCluster cl(3, {"--config", config});
+  ASSERT_TRUE(cl.formed(3));
+  const int victim = cl.node(2).port();
+  const auto keys = keys_owned_by(cl, victim, "hot:", 8);
+  Load load;
+  load.acked.resize(keys.size());
+  std::vector<std::thread> clients;
+  for (size_t i = 0; i < 4; ++i)
+    clients.emplace_back(hammer, cl.node(i % 2).port(), std::cref(keys), policy, std::ref(load),
+                         i, 4);
+  std::this_thread::sleep_for(std::chrono::milliseconds(700));
+  const auto killed_at = Clock::now();
+  cl.node(2).kill9();
+  // The first answer for one of its keys from a survivor.
+  Client probe(cl.node(0).port(), 2000);
+  Clock::time_point served_at;
+  for (int i = 0; i < 1500; ++i) {
+    const std::string r = ask(probe, {"FG.PEEK", keys[0], policy});
+    if (r.rfind("*5\r\n", 0) == 0) {
+      served_at = Clock::now();
+      break;
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+  ASSERT_NE(served_at, Clock::time_point()) << "its keys were never served again";
+  std::this_thread::sleep_for(std::chrono::milliseconds(500));
+  load.stop = true;
+  for (auto& t : clients) t.join();
+  ASSERT_TRUE(cl.formed(2, 15000));
+  const double served_s = std::chrono::duration<double>(served_at - killed_at).count();
+  EXPECT_LT(served_s, 4.0);
+  int64_t acked_total = 0, lost_total = 0, recent_total = 0;
+  for (size_t k = 0; k < keys.size(); ++k) {
+    const int64_t counted =
+        1000000 - remaining_of(ask(probe, {"FG.PEEK", keys[k], policy}));
+    const int64_t acked = static_cast<int64_t>(load.acked[k].size());
+    // Admitted before the kill within the last 100 ms: all that async replication may
+    // lose (Δ = 5 ms, plus room for a loaded machine's scheduling).
+    int64_t recent = 0;
+    for (auto t : load.acked[k]) recent += t <= killed_at && killed_at - t < 100ms;
+    const int64_t lost = std::max<int64_t>(0, acked - counted);
+    acked_total += acked;
+    lost_total += lost;
+    recent_total += recent;
+    if (sync) {
+      EXPECT_EQ(lost, 0) << keys[k] << ": acked " << acked << ", counted " << counted;
+    } else {
+      EXPECT_LE(lost, recent) << keys[k] << ": acked " << acked << ", counted " << counted;
+    }
+    // Never more counted than was sent (at most one request per client in flight).
+    EXPECT_LE(counted, acked + 4) << keys[k];
+  }
+  EXPECT_GT(acked_total, 1000);
+  std::cout << "[ figures  ] " << policy << ": " << acked_total << " admissions acked, "
+            << lost_total << " lost (" << recent_total << " in the last 100 ms before the kill); "
+            << "kill -> served by the replica in " << served_s << " s\n";
+  std::remove(config.c_str());
+}
+
+TEST(Failover, AKilledOwnersCountsSurviveOnItsReplica) { kill_under_load("lenient", false); }
+
+TEST(Failover, SyncReplicationLosesNoAcknowledgedAdmission) { kill_under_load("strict", true); }
+
+TEST(Failover, LeasesSurviveTheOwnersDeathAndBoundOnesComeBack) {
+  TestCluster cl(3);
+  ASSERT_TRUE(cl.formed(3));
+  const int victim = cl.node(2).port();
+  const auto seats = keys_owned_by(cl, victim, "seats:", 3);
+  // Three permits of five on keys the victim owns.
+  Client app(cl.node(0).port());
+  for (const auto& k : seats) {
+    for (int i = 0; i < 3; ++i) {
+      EXPECT_EQ(ask(app, {"FG.ACQUIRE", k, "5", "60000", "HOLDER", "app-1"}).substr(0, 8),
+                "*5\r\n:1\r\n");
+    }
+  }
+  // Leases bound to a connection held by the victim, on keys the survivors own.
+  const auto bound_keys = keys_owned_by(cl, cl.node(0).port(), "conns:", 2);
+  Client via_victim(victim);
+  for (const auto& k : bound_keys) {
+    EXPECT_EQ(ask(via_victim, {"FG.ACQUIRE", k, "4", "1500", "BOUND"}).substr(0, 8),
+              "*5\r\n:1\r\n");
+  }
+  std::this_thread::sleep_for(std::chrono::milliseconds(2000));  // renewed past their TTL
+  EXPECT_EQ(ask(app, {"FG.COUNT", bound_keys[0]}), ":1\r\n");
+  const auto killed_at = Clock::now();
+  cl.node(2).kill9();
+  ASSERT_TRUE(cl.formed(2, 15000));
+  for (const auto& k : seats) {
+    EXPECT_EQ(ask(app, {"FG.COUNT", k}), ":3\r\n") << k;  // none forgotten
+    // No permit granted twice: two more fit under the limit of five, then none.
+    EXPECT_EQ(ask(app, {"FG.ACQUIRE", k, "5", "60000"}).substr(0, 8), "*5\r\n:1\r\n");
+    EXPECT_EQ(ask(app, {"FG.ACQUIRE", k, "5", "60000"}).substr(0, 8), "*5\r\n:1\r\n");
+    EXPECT_EQ(ask(app, {"FG.ACQUIRE", k, "5", "60000"}).substr(0, 8), "*5\r\n:0\r\n");
+  }
+  EXPECT_EQ(ask(app, {"FG.HEARTBEAT", "app-1", "60000"}), ":9\r\n");
+  // Nobody renews the dead node's bound leases: back within TTL + detection.
+  Clock::time_point back;
+  for (int i = 0; i < 600; ++i) {
+    if (ask(app, {"FG.COUNT", bound_keys[0]}) == ":0\r\n" &&
+        ask(app, {"FG.COUNT", bound_keys[1]}) == ":0\r\n") {
+      back = Clock::now();
+      break;
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+  ASSERT_NE(back, Clock::time_point());
+  const double took = std::chrono::duration<double>(back - killed_at).count();
+  EXPECT_LT(took, 1.5 + 3.0);
+  std::cout << "[ figures  ] bound leases of a killed node back after " << took
+            << " s (TTL 1.5 s)\n";
+}
+
+TEST(Failover, BoundLeasesGoBackWhenTheirConnectionCloses) {
+  TestCluster cl(2);
+  ASSERT_TRUE(cl.formed(2));
+  Client app(cl.node(0).port());
+  {
+    Client conn(cl.node(1).port());
+    for (int i = 0; i < 6; ++i) {
+      EXPECT_EQ(ask(conn, {"FG.ACQUIRE", "ws:" + std::to_string(i), "2", "1000", "BOUND"})
+                    .substr(0, 8),
+                "*5\r\n:1\r\n");
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(1600));  // outlives its TTL
+    for (int i = 0; i < 6; ++i) EXPECT_EQ(ask(app, {"FG.COUNT", "ws:" + std::to_string(i)}), ":1\r\n");
+  }
+  std::string counts;
+  for (int attempt = 0; attempt < 100; ++attempt) {
+    counts.clear();
+    for (int i = 0; i < 6; ++i) counts += ask(app, {"FG.COUNT", "ws:" + std::to_string(i)});
+    if (counts == ":0\r\n:0\r\n:0\r\n:0\r\n:0\r\n:0\r\n") break;
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+  EXPECT_EQ(counts, ":0\r\n:0\r\n:0\r\n:0\r\n:0\r\n:0\r\n");  // well before the 1 s TTL would have
+}
+
+TEST(Failover, WithoutAQuorumAPolicysFailModeAnswers) {
+  const std::string config = policy_file();
+  TestCluster cl(3, {"--config", config});
+  ASSERT_TRUE(cl.formed(3));
+  cl.node(1).kill9();
+  cl.node(2).kill9();
+  Client c(cl.node(0).port());
+  for (int i = 0; i < 500; ++i) {  // until the survivor sees it is alone
+    if (field(c.request({"INFO", "cluster"}), "cluster_quorum") == "0") break;
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  }
+  EXPECT_EQ(ask(c, {"FG.TAKE", "k", "strict"}), "*6\r\n:0\r\n:1000000\r\n:0\r\n:1000\r\n:0\r\n$11\r\nfail_closed\r\n");
+  EXPECT_EQ(ask(c, {"FG.TAKE", "k", "lenient"}),
+            "*6\r\n:1\r\n:1000000\r\n:1000000\r\n:0\r\n:0\r\n$9\r\nfail_open\r\n");
+  EXPECT_EQ(ask(c, {"FG.ACQUIRE", "k", "seats"}),
+            "*6\r\n:0\r\n$-1\r\n:0\r\n:5\r\n:1000\r\n$11\r\nfail_closed\r\n");
+  EXPECT_EQ(ask(c, {"FG.TAKE", "k", "fixed_window", "10", "1000"}),
+            "-CLUSTERDOWN The cluster is down\r\n");
+  const std::string info = c.request({"INFO", "cluster"});
+  EXPECT_EQ(field(info, "fail_open_replies"), "1");
+  EXPECT_EQ(field(info, "fail_closed_replies"), "2");
+  EXPECT_EQ(field(info, "cluster_quorum"), "0");
+  std::remove(config.c_str());
 }
 
 }  // namespace
