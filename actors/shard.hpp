@@ -94,7 +94,7 @@ class Shard {
   uint64_t lease_counter_ = 0;
   ShardStats* stats_;
   std::unique_ptr<SlotBits> owned_;  // null: every slot
-  std::vector<std::string> dirty_;    // keys changed since the last collect_dirty
+  std::vector<std::string> dirty_;   // keys changed since the last collect_dirty
   bool dirty_overflow_ = false;
 };
 

@@ -16,22 +16,22 @@
 namespace fg {
 
 enum class OpCode : uint8_t {
-  kTake,       // consume from the key's limiter
-  kPeek,       // evaluate without consuming
-  kReset,      // forget the key
-  kAcquire,    // take a lease
-  kRenew,      // extend one lease
-  kRelease,    // give one lease back
-  kCount,      // live leases of the key
-  kHeartbeat,  // renew every lease of a holder (sent to every shard)
+  kTake,           // consume from the key's limiter
+  kPeek,           // evaluate without consuming
+  kReset,          // forget the key
+  kAcquire,        // take a lease
+  kRenew,          // extend one lease
+  kRelease,        // give one lease back
+  kCount,          // live leases of the key
+  kHeartbeat,      // renew every lease of a holder (sent to every shard)
   kReleaseHolder,  // release every lease of a holder (sent to every shard)
 };
 
 enum class OpStatus : uint8_t {
   kOk,
-  kWrongType,  // the key holds another kind of limiter
-  kKeyLimit,   // the shard is at its key cap
-  kNotOwner,   // cluster: this node does not hold the key's slot (it moved, or is arriving)
+  kWrongType,      // the key holds another kind of limiter
+  kKeyLimit,       // the shard is at its key cap
+  kNotOwner,       // cluster: this node does not hold the key's slot (it moved, or is arriving)
   kNotReplicated,  // cluster: done here, but no replica acknowledged it in time (sync)
 };
 

@@ -38,9 +38,9 @@ struct ClusterConfig {
   int64_t await_timeout_ms = 3000;  // wait this long for a moving slot's state
   int64_t handoff_timeout_ms = 10000;
   size_t handoff_chunk_bytes = 4 << 20;
-  size_t replicas = 2;              // copies of each slot's state, owner included (R)
-  int64_t replication_lag_ms = 5;   // Δ
-  int64_t sync_timeout_ms = 1000;   // a replica's acknowledgement, at most
+  size_t replicas = 2;             // copies of each slot's state, owner included (R)
+  int64_t replication_lag_ms = 5;  // Δ
+  int64_t sync_timeout_ms = 1000;  // a replica's acknowledgement, at most
 };
 
 struct ClusterCounters {

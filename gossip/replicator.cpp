@@ -152,7 +152,8 @@ void Replicator::ship(std::vector<EntrySnapshot> changed, std::vector<std::strin
             }
             if (--r->pending > 0) return;
             counters_.last_round_us.store(mono_us() - started_us, std::memory_order_relaxed);
-            if (!r->ok) counters_.sync_failures.fetch_add(waiters->size(), std::memory_order_relaxed);
+            if (!r->ok)
+              counters_.sync_failures.fetch_add(waiters->size(), std::memory_order_relaxed);
             for (auto& w : *waiters) w(r->ok);
           });
   }
@@ -211,7 +212,8 @@ void Replicator::copy_whole(const std::string& id, SlotBits slots) {
                 if (it == dests_.end()) return;
                 it->second.copying &= ~slots;
                 if (!*ok) {
-                  spdlog::warn("copy of {} slots to replica {} failed; retrying", slots.count(), id);
+                  spdlog::warn("copy of {} slots to replica {} failed; retrying", slots.count(),
+                               id);
                   return lost(id);
                 }
                 it->second.synced |= slots & it->second.replicated;

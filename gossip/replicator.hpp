@@ -40,14 +40,14 @@ struct ReplicatorConfig {
 struct ReplicationCounters {
   std::atomic<uint64_t> updates_sent{0};
   std::atomic<uint64_t> keys_sent{0};
-  std::atomic<uint64_t> full_copies_sent{0};   // slots copied whole to a replica
-  std::atomic<uint64_t> update_failures{0};    // an update or copy a replica did not take
+  std::atomic<uint64_t> full_copies_sent{0};  // slots copied whole to a replica
+  std::atomic<uint64_t> update_failures{0};   // an update or copy a replica did not take
   std::atomic<uint64_t> updates_received{0};
   std::atomic<uint64_t> keys_received{0};
-  std::atomic<uint64_t> fenced_updates{0};     // from a node that no longer owns the slots
-  std::atomic<uint64_t> sync_waits{0};         // replies that waited for the replicas
-  std::atomic<uint64_t> sync_failures{0};      // ... and were not acknowledged in time
-  std::atomic<int64_t> last_round_us{0};       // last round: changes collected -> all acked
+  std::atomic<uint64_t> fenced_updates{0};  // from a node that no longer owns the slots
+  std::atomic<uint64_t> sync_waits{0};      // replies that waited for the replicas
+  std::atomic<uint64_t> sync_failures{0};   // ... and were not acknowledged in time
+  std::atomic<int64_t> last_round_us{0};    // last round: changes collected -> all acked
 };
 
 class Replicator {

@@ -123,7 +123,8 @@ SlotTable SlotTable::plan(std::vector<std::string> members, size_t r) const {
   if (inherited) {
     for (uint32_t s = 0; s < kSlots; ++s) {
       if (next.owner_[s] != kNoOwner) continue;
-      const auto m = static_cast<uint16_t>(std::min_element(load.begin(), load.end()) - load.begin());
+      const auto m =
+          static_cast<uint16_t>(std::min_element(load.begin(), load.end()) - load.begin());
       next.owner_[s] = m;
       ++load[m];
     }

@@ -34,8 +34,8 @@ struct NodeConfig {
   std::string node_id;                    // empty: random 40 hex digits
   std::string cluster_redirect = "auto";  // auto | moved | forward
   int64_t cluster_forward_timeout_ms = 5000;
-  int cluster_replicas = 2;                  // copies of each slot's state, owner included
-  int64_t replication_lag_ms = 5;            // Δ: changes reach replicas within this
+  int cluster_replicas = 2;                    // copies of each slot's state, owner included
+  int64_t replication_lag_ms = 5;              // Δ: changes reach replicas within this
   int64_t replication_sync_timeout_ms = 1000;  // a sync reply waits this long for a replica
 };
 

@@ -19,7 +19,8 @@ struct Node {
        std::map<std::string, Node*>& net, int64_t lag_ms)
       : id(id),
         pool(sys, cluster_pool(), clock),
-        rep(config(id, lag_ms), pool, io, held,
+        rep(
+            config(id, lag_ms), pool, io, held,
             [this, &net, &io](const std::string& to, std::string body, std::chrono::milliseconds,
                               PeerCallback cb) {
               // The in-memory link: delivered in order on the shared io_context, unless

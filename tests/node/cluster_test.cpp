@@ -7,11 +7,11 @@
 #include <atomic>
 #include <cstdio>
 #include <fstream>
-#include <thread>
 #include <map>
 #include <memory>
 #include <set>
 #include <sstream>
+#include <thread>
 
 #include "forward.hpp"
 #include "key_slot.hpp"
@@ -435,8 +435,8 @@ void kill_under_load(const std::string& policy, bool sync) {
   load.acked.resize(keys.size());
   std::vector<std::thread> clients;
   for (size_t i = 0; i < 4; ++i)
-    clients.emplace_back(hammer, cl.node(i % 2).port(), std::cref(keys), policy, std::ref(load),
-                         i, 4);
+    clients.emplace_back(hammer, cl.node(i % 2).port(), std::cref(keys), policy, std::ref(load), i,
+                         4);
   std::this_thread::sleep_for(std::chrono::milliseconds(700));
   const auto killed_at = Clock::now();
   cl.node(2).kill9();
@@ -460,8 +460,7 @@ void kill_under_load(const std::string& policy, bool sync) {
   EXPECT_LT(served_s, 4.0);
   int64_t acked_total = 0, lost_total = 0, recent_total = 0;
   for (size_t k = 0; k < keys.size(); ++k) {
-    const int64_t counted =
-        1000000 - remaining_of(ask(probe, {"FG.PEEK", keys[k], policy}));
+    const int64_t counted = 1000000 - remaining_of(ask(probe, {"FG.PEEK", keys[k], policy}));
     const int64_t acked = static_cast<int64_t>(load.acked[k].size());
     // Admitted before the kill within the last 100 ms: all that async replication may
     // lose (Δ = 5 ms, plus room for a loaded machine's scheduling).
@@ -547,12 +546,13 @@ TEST(Failover, BoundLeasesGoBackWhenTheirConnectionCloses) {
   {
     Client conn(cl.node(1).port());
     for (int i = 0; i < 6; ++i) {
-      EXPECT_EQ(ask(conn, {"FG.ACQUIRE", "ws:" + std::to_string(i), "2", "1000", "BOUND"})
-                    .substr(0, 8),
-                "*5\r\n:1\r\n");
+      EXPECT_EQ(
+          ask(conn, {"FG.ACQUIRE", "ws:" + std::to_string(i), "2", "1000", "BOUND"}).substr(0, 8),
+          "*5\r\n:1\r\n");
     }
     std::this_thread::sleep_for(std::chrono::milliseconds(1600));  // outlives its TTL
-    for (int i = 0; i < 6; ++i) EXPECT_EQ(ask(app, {"FG.COUNT", "ws:" + std::to_string(i)}), ":1\r\n");
+    for (int i = 0; i < 6; ++i)
+      EXPECT_EQ(ask(app, {"FG.COUNT", "ws:" + std::to_string(i)}), ":1\r\n");
   }
   std::string counts;
   for (int attempt = 0; attempt < 100; ++attempt) {
@@ -575,7 +575,8 @@ TEST(Failover, WithoutAQuorumAPolicysFailModeAnswers) {
     if (field(c.request({"INFO", "cluster"}), "cluster_quorum") == "0") break;
     std::this_thread::sleep_for(std::chrono::milliseconds(20));
   }
-  EXPECT_EQ(ask(c, {"FG.TAKE", "k", "strict"}), "*6\r\n:0\r\n:1000000\r\n:0\r\n:1000\r\n:0\r\n$11\r\nfail_closed\r\n");
+  EXPECT_EQ(ask(c, {"FG.TAKE", "k", "strict"}),
+            "*6\r\n:0\r\n:1000000\r\n:0\r\n:1000\r\n:0\r\n$11\r\nfail_closed\r\n");
   EXPECT_EQ(ask(c, {"FG.TAKE", "k", "lenient"}),
             "*6\r\n:1\r\n:1000000\r\n:1000000\r\n:0\r\n:0\r\n$9\r\nfail_open\r\n");
   EXPECT_EQ(ask(c, {"FG.ACQUIRE", "k", "seats"}),
