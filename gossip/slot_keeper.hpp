@@ -10,8 +10,8 @@
 // at once. State that arrives stamped with a newer table than this node has adopted is
 // held until that table arrives, never bounced back.
 #pragma once
-#include <cstdint>
 #include <algorithm>
+#include <cstdint>
 #include <functional>
 #include <map>
 #include <string>

@@ -283,8 +283,7 @@ TEST_F(ClusterSessionTest, ClusterCommandsDescribeTheRouting) {
   EXPECT_EQ(run(resp({"CLUSTER", "SLOTS"})),
             // Each range: its owner, then its replica (R = 2 by default).
             "*3\r\n"
-            "*4\r\n:0\r\n:5460\r\n" N1 N2
-            "*4\r\n:5461\r\n:10922\r\n" N2 N1
+            "*4\r\n:0\r\n:5460\r\n" N1 N2 "*4\r\n:5461\r\n:10922\r\n" N2 N1
             "*4\r\n:10923\r\n:16383\r\n" N1 N2);
 #undef N1
 #undef N2
