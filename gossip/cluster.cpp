@@ -16,10 +16,6 @@ constexpr int64_t kTickMs = 10;
 constexpr auto kRetryDelay = std::chrono::milliseconds(200);
 constexpr auto kExtractDelay = std::chrono::milliseconds(2);
 
-size_t approx_bytes(const EntrySnapshot& e) {
-  return e.key.size() + 16 + e.fields.size() * 10 + e.log.size() * 20 + e.leases.size() * 40;
-}
-
 void split_addr(const std::string& addr, std::string& host, int& port) {
   const auto colon = addr.rfind(':');
   if (colon == std::string::npos) {
@@ -242,28 +238,18 @@ void Cluster::apply(const SlotKeeper::Actions& a) {
 }
 
 void Cluster::send_handoff(std::shared_ptr<Outgoing> o) {
-  std::vector<EntrySnapshot> part;
-  size_t bytes = 0;
-  size_t i = 0;
-  auto emit = [&](bool last) {
+  auto parts = split_by_bytes(o->entries, cfg_.handoff_chunk_bytes);
+  for (size_t i = 0; i < parts.size(); ++i) {
     wire::SlotHandoff h;
     h.set_from(cfg_.node_id);
     h.set_handoff_id(o->id);
-    h.set_chunk(static_cast<uint32_t>(o->chunks.size()));
-    h.set_last(last);
+    h.set_chunk(static_cast<uint32_t>(i));
+    h.set_last(i + 1 == parts.size());
     h.set_epoch(o->epoch);
     h.set_slots(slots_to_bytes(o->slots));
-    h.set_state(encode_state(part));
+    h.set_state(encode_state(parts[i]));
     o->chunks.push_back(h.SerializeAsString());
-    part.clear();
-    bytes = 0;
-  };
-  for (; i < o->entries.size(); ++i) {
-    if (bytes > cfg_.handoff_chunk_bytes) emit(false);
-    bytes += approx_bytes(o->entries[i]);
-    part.push_back(o->entries[i]);
   }
-  emit(true);
   outgoing_.push_back(o);
   spdlog::info("handing {} slots ({} keys) to {}", o->slots.count(), o->entries.size(), o->to);
   send_chunk(o);

@@ -23,9 +23,6 @@ int64_t mono_us() {
       .count();
 }
 
-size_t approx_bytes(const EntrySnapshot& e) {
-  return e.key.size() + 16 + e.fields.size() * 10 + e.log.size() * 20 + e.leases.size() * 40;
-}
 }  // namespace
 
 Replicator::Replicator(ReplicatorConfig cfg, ShardPool& pool, asio::io_context& io,
@@ -180,27 +177,18 @@ void Replicator::copy_whole(const std::string& id, SlotBits slots) {
       for (auto& e : part) entries.push_back(std::move(e));
     asio::post(io_, [this, id, slots, entries = std::move(entries)] {
       // Chunks, in order: the first drops the replica's old copy, the last completes it.
-      std::vector<std::string> chunks;
-      std::vector<EntrySnapshot> part;
-      size_t bytes = 0;
       const std::string bitmap = slots_to_bytes(slots);
-      auto emit = [&](bool last) {
+      auto parts = split_by_bytes(entries, cfg_.chunk_bytes);
+      std::vector<std::string> chunks;
+      for (size_t i = 0; i < parts.size(); ++i) {
         wire::ReplicaUpdate m;
         m.set_from(cfg_.self);
         m.set_epoch(table_.epoch());
-        if (chunks.empty()) m.set_clear(bitmap);
-        if (last) m.set_complete(bitmap);
-        m.set_state(encode_state(part));
+        if (i == 0) m.set_clear(bitmap);
+        if (i + 1 == parts.size()) m.set_complete(bitmap);
+        m.set_state(encode_state(parts[i]));
         chunks.push_back(m.SerializeAsString());
-        part.clear();
-        bytes = 0;
-      };
-      for (const auto& e : entries) {
-        if (bytes > cfg_.chunk_bytes) emit(false);
-        bytes += approx_bytes(e);
-        part.push_back(e);
       }
-      emit(true);
       auto left = std::make_shared<size_t>(chunks.size());
       auto ok = std::make_shared<bool>(true);
       for (auto& c : chunks) {

@@ -64,6 +64,21 @@ bool decode_state(std::string_view bytes, std::vector<EntrySnapshot>& out) {
   return true;
 }
 
+std::vector<std::vector<EntrySnapshot>> split_by_bytes(const std::vector<EntrySnapshot>& entries,
+                                                       size_t max_bytes) {
+  std::vector<std::vector<EntrySnapshot>> parts(1);
+  size_t bytes = 0;
+  for (const EntrySnapshot& e : entries) {
+    if (bytes > max_bytes) {
+      parts.emplace_back();
+      bytes = 0;
+    }
+    bytes += e.key.size() + 16 + e.fields.size() * 10 + e.log.size() * 20 + e.leases.size() * 40;
+    parts.back().push_back(e);
+  }
+  return parts;
+}
+
 std::string slots_to_bytes(const SlotBits& b) {
   std::string out(kSlotCount / 8, '\0');
   for (uint32_t s = 0; s < kSlotCount; ++s)

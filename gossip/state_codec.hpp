@@ -14,6 +14,11 @@ std::string encode_state(const std::vector<EntrySnapshot>& entries);
 // and could install safely (unknown kind, wrong field count, oversized, disordered log).
 bool decode_state(std::string_view bytes, std::vector<EntrySnapshot>& out);
 
+// `entries` split into consecutive parts of about `max_bytes` each (at least one part,
+// maybe empty): the chunks of a hand-off or a whole replica copy.
+std::vector<std::vector<EntrySnapshot>> split_by_bytes(const std::vector<EntrySnapshot>& entries,
+                                                       size_t max_bytes);
+
 // A set of slots as a 2048-byte bitmap (bit s = slot s, little-endian within bytes).
 std::string slots_to_bytes(const SlotBits& b);
 bool slots_from_bytes(std::string_view in, SlotBits& b);

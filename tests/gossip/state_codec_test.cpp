@@ -88,5 +88,25 @@ TEST(StateCodec, AShardsStateSurvivesTheWire) {
   EXPECT_EQ(a.key_count(), 0u);
 }
 
+TEST(StateCodec, SplitByBytesKeepsOrderAndBoundsEachPart) {
+  std::vector<EntrySnapshot> many;
+  for (int i = 0; i < 1000; ++i) {
+    EntrySnapshot e;
+    e.key = "key:" + std::to_string(i);
+    e.kind = Kind::kGcra;
+    e.fields = {i};
+    many.push_back(e);
+  }
+  const auto parts = split_by_bytes(many, 2000);
+  EXPECT_GT(parts.size(), 5u);
+  std::vector<EntrySnapshot> joined;
+  for (const auto& p : parts) {
+    EXPECT_LE(p.size(), 2000u / 20 + 2);
+    joined.insert(joined.end(), p.begin(), p.end());
+  }
+  EXPECT_EQ(joined, many);
+  EXPECT_EQ(split_by_bytes({}, 2000).size(), 1u);  // one (empty) chunk still says "last"
+}
+
 }  // namespace
 }  // namespace fg

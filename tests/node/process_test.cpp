@@ -282,3 +282,30 @@ TEST(Process, IdleKeysExpireAndTheirMemoryComesBack) {
 
 }  // namespace
 }  // namespace fg::testing
+
+namespace fg::testing {
+namespace {
+
+// Out of cluster mode too, a BOUND lease lives as long as its connection.
+TEST(Process, ABoundLeaseIsRenewedWhileItsConnectionLivesAndFreedWhenItCloses) {
+  NodeProcess node;
+  Client app(node.port());
+  {
+    Client conn(node.port());
+    conn.send("*5\r\n$10\r\nFG.ACQUIRE\r\n$4\r\nws:1\r\n$1\r\n2\r\n$3\r\n600\r\n$5\r\nBOUND\r\n");
+    EXPECT_EQ(conn.recv_n(8), "*5\r\n:1\r\n");
+    std::this_thread::sleep_for(std::chrono::milliseconds(1200));  // twice its TTL
+    EXPECT_EQ(app.request({"FG.COUNT", "ws:1"}), ":1");
+  }
+  std::string count;
+  for (int i = 0; i < 50 && count != ":0"; ++i) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+    count = app.request({"FG.COUNT", "ws:1"});
+  }
+  EXPECT_EQ(count, ":0");
+  EXPECT_EQ(app.request({"FG.ACQUIRE", "ws:2", "2", "600", "HOLDER", "h", "BOUND"}),
+            "-ERR syntax error");
+}
+
+}  // namespace
+}  // namespace fg::testing
