@@ -14,6 +14,10 @@ struct FixedWindowState {
 Decision fixed_window_take(FixedWindowState& s, const LimitSpec& spec, int64_t cost, int64_t now_ns,
                            bool dry_run);
 
+// Gives back `cost` taken at `taken_ns`, if its window is still the current one.
+void fixed_window_refund(FixedWindowState& s, const LimitSpec& spec, int64_t cost,
+                         int64_t taken_ns);
+
 inline bool fixed_window_idle(const FixedWindowState& s, int64_t now_ns) {
   return s.window_end_ns <= now_ns;
 }

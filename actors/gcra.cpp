@@ -48,4 +48,13 @@ int64_t redis_cell_seconds(int64_t ns) {
   return s;
 }
 
+void gcra_refund(GcraState& st, const LimitSpec& s, int64_t quantity, int64_t now_ns) {
+  if (quantity <= 0 || st.tat_ns == 0) return;
+  const int64_t emission =
+      static_cast<int64_t>(static_cast<double>(s.c) / static_cast<double>(s.b));
+  const __int128 back = static_cast<__int128>(emission) * quantity;
+  const __int128 tat = static_cast<__int128>(st.tat_ns) - back;
+  st.tat_ns = tat > now_ns ? static_cast<int64_t>(tat) : now_ns;  // at most back to idle
+}
+
 }  // namespace fg

@@ -13,6 +13,9 @@ struct GcraState {
 Decision gcra_take(GcraState& s, const LimitSpec& spec, int64_t quantity, int64_t now_ns,
                    bool dry_run);
 
+// Gives back a `quantity` admitted earlier (an expired or cancelled reservation).
+void gcra_refund(GcraState& s, const LimitSpec& spec, int64_t quantity, int64_t now_ns);
+
 inline bool gcra_idle(const GcraState& s, int64_t now_ns) { return s.tat_ns <= now_ns; }
 
 // CL.THROTTLE reports whole seconds, rounded up when a millisecond part remains; -1 stays.

@@ -215,6 +215,72 @@ void Shard::execute(ShardOp& op, int64_t now_ns) {
     case OpCode::kReleaseHolder:
       heartbeat(op, now_ns);
       break;
+    case OpCode::kReserve:
+    case OpCode::kCommit:
+    case OpCode::kCancel:
+      reserve(op, now_ns);
+      break;
+  }
+}
+
+void Shard::reserve(ShardOp& op, int64_t now_ns) {
+  if (op.code == OpCode::kReserve) {
+    take(op, now_ns);
+    if (op.status != OpStatus::kOk || !op.decision.allowed || op.cost == 0) return;
+    Ticket t{std::string(op.key), op.spec, op.cost, now_ns, now_ns + op.ttl_ns};
+    op.lease_id = next_lease_id();
+    ticket_expiry_.emplace(t.expires_ns, op.lease_id);
+    tickets_.emplace(op.lease_id, std::move(t));
+    return;
+  }
+  auto it = tickets_.find(op.lease_id);
+  if (it == tickets_.end() || it->second.key != op.key) return;  // value 0: gone or not this key
+  if (op.code == OpCode::kCancel) refund(it->second, now_ns);
+  auto range = ticket_expiry_.equal_range(it->second.expires_ns);
+  for (auto e = range.first; e != range.second; ++e) {
+    if (e->second == op.lease_id) {
+      ticket_expiry_.erase(e);
+      break;
+    }
+  }
+  tickets_.erase(it);
+  op.value = 1;
+}
+
+void Shard::refund(const Ticket& t, int64_t now_ns) {
+  if (owned_ && !owned_->test(key_slot(t.key))) return;  // moved away: the new owner keeps it
+  Entry* e = table_.find(t.key, KeyTable::hash(t.key));
+  if (!e || e->kind != t.spec.kind) return;
+  switch (e->kind) {
+    case Kind::kTokenBucket:
+      token_bucket_refund(e->state<TokenBucketState>(), t.spec, t.cost);
+      break;
+    case Kind::kGcra:
+      gcra_refund(e->state<GcraState>(), t.spec, t.cost, now_ns);
+      break;
+    case Kind::kFixedWindow:
+      fixed_window_refund(e->state<FixedWindowState>(), t.spec, t.cost, t.taken_ns);
+      break;
+    case Kind::kSlidingWindow:
+      sliding_window_refund(e->state<SlidingWindowState>(), t.spec, t.cost, t.taken_ns);
+      break;
+    case Kind::kSlidingLog:
+      sliding_log_refund(*e->state<SlidingLogState*>(), t.cost, t.taken_ns);
+      break;
+    default:
+      return;
+  }
+  mark(e, t.key);
+}
+
+void Shard::expire_tickets(int64_t now_ns) {
+  while (!ticket_expiry_.empty() && ticket_expiry_.begin()->first <= now_ns) {
+    auto it = tickets_.find(ticket_expiry_.begin()->second);
+    if (it != tickets_.end()) {
+      refund(it->second, now_ns);
+      tickets_.erase(it);
+    }
+    ticket_expiry_.erase(ticket_expiry_.begin());
   }
 }
 
@@ -341,6 +407,7 @@ void Shard::set_owned(const SlotBits& slots, bool owned) {
 }
 
 size_t Shard::sweep(int64_t now_ns, size_t budget) {
+  expire_tickets(now_ns);
   const size_t n = table_.sweep(budget, [&](Entry* e) { return idle(e, now_ns); });
   if (stats_ && n) stats_->expired.fetch_add(static_cast<int64_t>(n), std::memory_order_relaxed);
   publish();

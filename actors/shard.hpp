@@ -4,8 +4,10 @@
 #include <atomic>
 #include <cstdint>
 #include <functional>
+#include <map>
 #include <memory>
 #include <string>
+#include <unordered_map>
 #include <vector>
 
 #include "entry_snapshot.hpp"
@@ -21,6 +23,14 @@ struct ShardStats {
   std::atomic<int64_t> keys{0};
   std::atomic<int64_t> bytes{0};
   std::atomic<int64_t> expired{0};
+};
+
+struct Ticket {
+  std::string key;
+  LimitSpec spec;
+  int64_t cost = 0;
+  int64_t taken_ns = 0;
+  int64_t expires_ns = 0;
 };
 
 class Shard {
@@ -61,6 +71,7 @@ class Shard {
   bool owns(uint32_t slot) const { return !owned_ || owned_->test(slot); }
 
   const KeyTable& table() const { return table_; }
+  size_t open_reservations() const { return tickets_.size(); }
   size_t key_count() const { return table_.size(); }
 
  private:
@@ -69,6 +80,10 @@ class Shard {
   void take(ShardOp& op, int64_t now_ns);
   void leases(ShardOp& op, int64_t now_ns);
   void heartbeat(ShardOp& op, int64_t now_ns);  // and kReleaseHolder
+  void reserve(ShardOp& op, int64_t now_ns);    // kReserve, kCommit, kCancel
+  // Gives back what a reservation took, if its key still holds the same kind here.
+  void refund(const Ticket& t, int64_t now_ns);
+  void expire_tickets(int64_t now_ns);
   void forget(std::string_view key, uint64_t hash);
   void install_one(const EntrySnapshot& s);  // erase, keeping the holder index right
   uint64_t next_lease_id();
@@ -89,6 +104,11 @@ class Shard {
 
   KeyTable table_;
   HolderIndex holders_;
+  // Open reservations (all-or-nothing checks over several keys): what each took, so it
+  // can be given back when cancelled or when nobody commits it in time. Owner-local:
+  // a failover or hand-off keeps what they took (the conservative side).
+  std::unordered_map<uint64_t, Ticket> tickets_;
+  std::multimap<int64_t, uint64_t> ticket_expiry_;  // expires_ns -> ticket id
   size_t max_keys_;
   uint64_t lease_seed_;
   uint64_t lease_counter_ = 0;

@@ -25,6 +25,9 @@ enum class OpCode : uint8_t {
   kCount,          // live leases of the key
   kHeartbeat,      // renew every lease of a holder (sent to every shard)
   kReleaseHolder,  // release every lease of a holder (sent to every shard)
+  kReserve,        // take, but give it back after ttl_ns unless committed (lease_id: ticket)
+  kCommit,         // keep what a reservation took (value 1), 0 if the ticket is gone
+  kCancel,         // give back what a reservation took now (value 1), 0 if the ticket is gone
 };
 
 enum class OpStatus : uint8_t {

@@ -58,4 +58,17 @@ bool sliding_log_idle(const SlidingLogState& st, int64_t now_ns) {
   return st.live() == 0 || st.entries.back().at_ns <= now_ns - st.window_ns;
 }
 
+void sliding_log_refund(SlidingLogState& st, int64_t cost, int64_t taken_ns) {
+  for (size_t i = st.entries.size(); i > st.head && cost > 0; --i) {
+    SlidingLogState::Entry& e = st.entries[i - 1];
+    if (e.at_ns < taken_ns) break;
+    if (e.at_ns != taken_ns) continue;
+    const int64_t back = e.cost < cost ? e.cost : cost;
+    e.cost -= back;
+    st.total -= back;
+    if (e.cost == 0) st.entries.erase(st.entries.begin() + static_cast<long>(i - 1));
+    return;
+  }
+}
+
 }  // namespace fg

@@ -26,6 +26,9 @@ struct SlidingLogState {
 Decision sliding_log_take(SlidingLogState& s, const LimitSpec& spec, int64_t cost, int64_t now_ns,
                           bool dry_run);
 
+// Removes `cost` admitted at exactly `taken_ns` from the log, if still there.
+void sliding_log_refund(SlidingLogState& s, int64_t cost, int64_t taken_ns);
+
 bool sliding_log_idle(const SlidingLogState& s, int64_t now_ns);
 
 }  // namespace fg

@@ -53,4 +53,13 @@ Decision sliding_window_take(SlidingWindowState& st, const LimitSpec& s, int64_t
   return d;
 }
 
+void sliding_window_refund(SlidingWindowState& st, const LimitSpec& s, int64_t cost,
+                           int64_t taken_ns) {
+  const int64_t w = s.c;
+  const int64_t start = taken_ns - taken_ns % w;
+  if (cost <= 0 || st.window_ns != w) return;
+  int64_t* n = st.start_ns == start ? &st.curr : st.start_ns == start + w ? &st.prev : nullptr;
+  if (n) *n = *n > cost ? *n - cost : 0;
+}
+
 }  // namespace fg

@@ -16,6 +16,11 @@ struct SlidingWindowState {
 Decision sliding_window_take(SlidingWindowState& s, const LimitSpec& spec, int64_t cost,
                              int64_t now_ns, bool dry_run);
 
+// Gives back `cost` taken at `taken_ns` from whichever window (current or previous)
+// still counts it.
+void sliding_window_refund(SlidingWindowState& s, const LimitSpec& spec, int64_t cost,
+                           int64_t taken_ns);
+
 inline bool sliding_window_idle(const SlidingWindowState& s, int64_t now_ns) {
   return s.window_ns == 0 || s.start_ns + 2 * s.window_ns <= now_ns;
 }

@@ -43,4 +43,10 @@ Decision token_bucket_take(TokenBucketState& st, const LimitSpec& s, int64_t cos
   return d;
 }
 
+// The tokens come back as if they had dripped in already; a bucket never overfills.
+void token_bucket_refund(TokenBucketState& st, const LimitSpec& s, int64_t cost) {
+  if (cost <= 0) return;
+  st.full_at_ns -= drip_ns(std::min(cost, s.a), s);
+}
+
 }  // namespace fg

@@ -15,6 +15,9 @@ struct TokenBucketState {
 Decision token_bucket_take(TokenBucketState& s, const LimitSpec& spec, int64_t cost, int64_t now_ns,
                            bool dry_run);
 
+// Gives back `cost` tokens taken earlier (an expired or cancelled reservation).
+void token_bucket_refund(TokenBucketState& s, const LimitSpec& spec, int64_t cost);
+
 inline bool token_bucket_idle(const TokenBucketState& s, int64_t now_ns) {
   return s.full_at_ns <= now_ns;
 }

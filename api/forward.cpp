@@ -119,6 +119,7 @@ bool wants_ack(const ShardOp& op) {
     case OpCode::kReleaseHolder:
       return op.value > 0;
     case OpCode::kTake:
+    case OpCode::kReserve:
     case OpCode::kReset:
     case OpCode::kRenew:
       return op.spec.sync;

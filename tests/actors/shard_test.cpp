@@ -156,3 +156,91 @@ TEST(Shard, ResetForgetsAKey) {
 
 }  // namespace
 }  // namespace fg
+
+namespace fg {
+namespace {
+
+// Reservations (all-or-nothing checks): a reserve takes like FG.TAKE; commit keeps it,
+// cancel and expiry give it back, for every rate-limit kind.
+class Reservation : public ::testing::TestWithParam<LimitSpec> {};
+
+int64_t remaining_after(Shard& s, const LimitSpec& spec, int64_t now) {
+  auto p = op(OpCode::kPeek, "r", spec);
+  s.execute(p, now);
+  return p.decision.remaining;
+}
+
+ShardOp reserve(Shard& s, const LimitSpec& spec, int64_t now, int64_t ttl = kS) {
+  auto r = op(OpCode::kReserve, "r", spec);
+  r.cost = 2;
+  r.ttl_ns = ttl;
+  s.execute(r, now);
+  return r;
+}
+
+TEST_P(Reservation, CancelGivesBackCommitKeeps) {
+  const LimitSpec spec = GetParam();
+  Shard s(100, 1);
+  const int64_t full = remaining_after(s, spec, kT0);
+  auto r = reserve(s, spec, kT0);
+  ASSERT_TRUE(r.decision.allowed);
+  ASSERT_NE(r.lease_id, 0u);
+  EXPECT_EQ(s.open_reservations(), 1u);
+  EXPECT_EQ(remaining_after(s, spec, kT0), full - 2);
+  auto c = op(OpCode::kCancel, "r");
+  c.lease_id = r.lease_id;
+  s.execute(c, kT0);
+  EXPECT_EQ(c.value, 1);
+  EXPECT_EQ(remaining_after(s, spec, kT0), full);
+  auto again = op(OpCode::kCancel, "r");  // a ticket is used once
+  again.lease_id = r.lease_id;
+  s.execute(again, kT0);
+  EXPECT_EQ(again.value, 0);
+
+  auto r2 = reserve(s, spec, kT0);
+  auto k = op(OpCode::kCommit, "r");
+  k.lease_id = r2.lease_id;
+  s.execute(k, kT0);
+  EXPECT_EQ(k.value, 1);
+  EXPECT_EQ(s.open_reservations(), 0u);
+  s.sweep(kT0 + 2 * kS / 10, 1000);  // nothing left to expire
+  EXPECT_EQ(remaining_after(s, spec, kT0 + 1), full - 2);
+}
+
+TEST_P(Reservation, UncommittedExpiresAndComesBack) {
+  const LimitSpec spec = GetParam();
+  Shard s(100, 1);
+  const int64_t full = remaining_after(s, spec, kT0);
+  auto r = reserve(s, spec, kT0, kS / 10);
+  ASSERT_TRUE(r.decision.allowed);
+  s.sweep(kT0 + kS / 20, 1000);  // not yet
+  EXPECT_EQ(s.open_reservations(), 1u);
+  s.sweep(kT0 + kS / 10, 1000);  // the caller died: its reservation goes back
+  EXPECT_EQ(s.open_reservations(), 0u);
+  EXPECT_EQ(remaining_after(s, spec, kT0 + kS / 10), full);
+  auto k = op(OpCode::kCommit, "r");  // too late to commit
+  k.lease_id = r.lease_id;
+  s.execute(k, kT0 + kS / 10);
+  EXPECT_EQ(k.value, 0);
+}
+
+TEST_P(Reservation, ATicketOnlyWorksForItsKey) {
+  const LimitSpec spec = GetParam();
+  Shard s(100, 1);
+  auto r = reserve(s, spec, kT0);
+  auto c = op(OpCode::kCancel, "other");
+  c.lease_id = r.lease_id;
+  s.execute(c, kT0);
+  EXPECT_EQ(c.value, 0);
+  EXPECT_EQ(s.open_reservations(), 1u);
+}
+
+INSTANTIATE_TEST_SUITE_P(
+    EveryKind, Reservation,
+    ::testing::Values(LimitSpec::token_bucket(10, 10, 60 * kS), LimitSpec::gcra(9, 10, 60 * kS),
+                      LimitSpec::window(Kind::kFixedWindow, 10, 3600 * kS),
+                      LimitSpec::window(Kind::kSlidingWindow, 10, 3600 * kS),
+                      LimitSpec::window(Kind::kSlidingLog, 10, 60 * kS)));
+
+}  // namespace
+}  // namespace fg
