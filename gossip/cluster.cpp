@@ -81,6 +81,7 @@ void Cluster::start() {
   std::random_device rd;
   membership_ = std::make_unique<Membership>(cfg_.membership, cfg_.node_id, addr, resp_addr,
                                              *transport_, (uint64_t{rd()} << 32) ^ rd());
+  membership_->set_native_port(cfg_.native_port);
   agreement_ = std::make_unique<TableAgreement>(*membership_, cfg_.settle_ms * 1'000'000);
   agreement_->set_replicas(cfg_.replicas);
   agreement_->on_change(
@@ -402,6 +403,7 @@ void Cluster::publish() {
     auto it = known_.find(id);
     if (it != known_.end()) {
       split_addr(it->second.resp_addr, n.resp_host, n.resp_port);
+      n.native_port = it->second.native_port;
       n.peer_addr = it->second.addr;
       n.state = it->second.state;
     } else {

@@ -13,6 +13,7 @@ struct Member {
   std::string id;
   std::string addr;       // gossip (UDP) address
   std::string resp_addr;  // client address
+  int native_port = 0;    // native-protocol port on resp_addr's host; 0 = none
   MemberState state = MemberState::kAlive;
   uint64_t incarnation = 0;
   int64_t changed_ns = 0;          // when `state` last changed, by the local clock

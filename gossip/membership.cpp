@@ -71,6 +71,7 @@ void Membership::send(int kind, const std::string& to_addr, uint64_t seq, const 
     u->set_id(m.id);
     u->set_addr(m.addr);
     u->set_resp_addr(m.resp_addr);
+    u->set_native_port(static_cast<uint32_t>(m.native_port));
     u->set_state(static_cast<wire::MemberState>(m.state));
     u->set_incarnation(m.incarnation);
     if (m.state == MemberState::kSuspect) u->set_accuser(m.accuser);
@@ -183,6 +184,7 @@ void Membership::apply(const Member& u, int64_t now) {
   if (!newer) return;
   m.addr = u.addr;
   m.resp_addr = u.resp_addr;
+  m.native_port = u.native_port;
   if (u.state == MemberState::kSuspect) {
     suspect(m, u.incarnation, u.accuser, now);
   } else {
@@ -215,6 +217,7 @@ void Membership::receive(const std::string& from_addr, std::string_view bytes, i
     u.id = w.id();
     u.addr = w.addr();
     u.resp_addr = w.resp_addr();
+    u.native_port = static_cast<int>(std::min<uint32_t>(w.native_port(), 65535));
     u.state = static_cast<MemberState>(std::min<int>(w.state(), 3));
     u.incarnation = w.incarnation();
     u.accuser = w.accuser();

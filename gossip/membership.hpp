@@ -42,6 +42,8 @@ class Membership {
 
   Membership(MembershipConfig cfg, std::string id, std::string addr, std::string resp_addr,
              Transport& transport, uint64_t seed);
+  // The native-protocol port clients are told about (before start).
+  void set_native_port(int port) { self_.native_port = port; }
 
   // Announces this node to the seeds (gossip addresses) and asks for their view.
   void join(const std::vector<std::string>& seed_addrs, int64_t now_ns);

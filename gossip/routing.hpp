@@ -19,6 +19,7 @@ struct RouteNode {
   std::string id;
   std::string resp_host;
   int resp_port = 0;
+  int native_port = 0;    // on resp_host; 0 = no native listener
   std::string peer_addr;  // cluster bus host:port (UDP gossip, TCP peer links)
   MemberState state = MemberState::kAlive;
   bool self = false;

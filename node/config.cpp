@@ -155,6 +155,8 @@ void load_config_file(const std::string& path, NodeConfig& cfg) {
       cfg.bind = as_string(v, key);
     else if (key == "port")
       cfg.port = static_cast<int>(as_int(v, key, 0, 65535));
+    else if (key == "native-port")
+      cfg.native_port = static_cast<int>(as_int(v, key, 0, 65535));
     else if (key == "requirepass")
       cfg.requirepass = as_string(v, key);
     else if (key == "maxclients")

@@ -12,6 +12,7 @@ namespace fg {
 struct NodeConfig {
   std::string bind = "127.0.0.1";
   int port = 6380;
+  int native_port = -1;  // native protocol; -1: RESP port + 1000, 0: off
   std::string requirepass;
   size_t maxclients = 10000;
   int64_t timeout_s = 0;                // close idle clients after this; 0 = never

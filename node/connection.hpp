@@ -18,14 +18,14 @@ struct ConnectionLimits {
   int64_t timeout_s = 0;
 };
 
-class Connection : public std::enable_shared_from_this<Connection> {
+class Connection : public BatchWaiter, public std::enable_shared_from_this<Connection> {
  public:
   Connection(asio::ip::tcp::socket sock, Services& svc, ConnectionLimits limits,
              IoBatcher& batcher);
   ~Connection();
   void start();
   // On this connection's thread, once the shards have answered its part of `batch`.
-  void batch_complete(const Batch& batch, const ForwardList& forwards);
+  void batch_complete(const Batch& batch, const ForwardList& forwards) override;
 
  private:
   enum class State { kReading, kInFlight, kWriting, kClosed };

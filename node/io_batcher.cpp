@@ -2,7 +2,6 @@
 // on the I/O thread. A flight is reused once every waiter has its replies.
 #include "io_batcher.hpp"
 
-#include "connection.hpp"
 
 namespace fg {
 
@@ -10,7 +9,7 @@ struct IoBatcher::Flight : BatchSink, std::enable_shared_from_this<Flight> {
   IoBatcher* owner = nullptr;
   BatchPtr batch = std::make_shared<Batch>();
   ForwardList forwards;
-  std::vector<std::shared_ptr<Connection>> waiters;
+  std::vector<std::shared_ptr<BatchWaiter>> waiters;
 
   // Called by the last shard to finish; everything else happens on the I/O thread.
   void batch_done() override {
@@ -58,7 +57,7 @@ ForwardList* IoBatcher::current_forwards() {
   return &filling_->forwards;
 }
 
-void IoBatcher::join(std::shared_ptr<Connection> c) {
+void IoBatcher::join(std::shared_ptr<BatchWaiter> c) {
   filling_->waiters.push_back(std::move(c));
   if (filling_->batch->ops.size() + filling_->forwards.size() >= max_ops_) {
     flush();

@@ -13,7 +13,13 @@
 
 namespace fg {
 
-class Connection;
+// A connection whose requests ride in a flight: told on its own I/O thread when the
+// flight is done.
+class BatchWaiter {
+ public:
+  virtual ~BatchWaiter() = default;
+  virtual void batch_complete(const Batch& batch, const ForwardList& forwards) = 0;
+};
 
 class IoBatcher {
  public:
@@ -23,9 +29,9 @@ class IoBatcher {
   // other nodes that travel with it: the flight completes when both are done.
   Batch& current();
   ForwardList* current_forwards();
-  // `c` appended ops to current(): it is told through Connection::batch_complete. The
+  // `c` appended ops to current(): it is told through BatchWaiter::batch_complete. The
   // batch goes to the shards at the end of this turn, or now if it has grown large.
-  void join(std::shared_ptr<Connection> c);
+  void join(std::shared_ptr<BatchWaiter> c);
 
  private:
   struct Flight;  // one batch on its way through the shards, and who waits for it

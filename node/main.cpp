@@ -49,6 +49,9 @@ int main(int argc, char** argv) {
   app.add_option("--bind", cfg.bind, "Addresses to listen on, space-separated")
       ->capture_default_str();
   app.add_option("--port", cfg.port, "RESP port (0 picks a free one)")->capture_default_str();
+  app.add_option("--native-port", cfg.native_port,
+                 "Native-protocol port (default: RESP port + 1000; 0 turns it off)")
+      ->check(CLI::Range(0, 65535));
   app.add_option("--requirepass", cfg.requirepass, "Password clients must AUTH with");
   app.add_option("--maxclients", cfg.maxclients, "Most simultaneous client connections")
       ->capture_default_str();
@@ -101,6 +104,7 @@ int main(int argc, char** argv) {
       auto given = [&](const char* flag) { return app.count(flag) > 0; };
       if (!given("--bind")) cfg.bind = from_file.bind;
       if (!given("--port")) cfg.port = from_file.port;
+      if (!given("--native-port")) cfg.native_port = from_file.native_port;
       if (!given("--requirepass")) cfg.requirepass = from_file.requirepass;
       if (!given("--maxclients")) cfg.maxclients = from_file.maxclients;
       if (!given("--timeout")) cfg.timeout_s = from_file.timeout_s;
@@ -195,6 +199,20 @@ int main(int argc, char** argv) {
     return 1;
   }
   svc.settings.port = server.port();
+  if (cfg.native_port != 0) {
+    // Default: RESP port + 1000 (with --port 0, a free port as well).
+    const int want = cfg.native_port > 0 ? cfg.native_port
+                     : cfg.port == 0     ? 0
+                                         : server.port() + 1000;
+    try {
+      server.listen_native(cfg.bind, want);
+    } catch (const std::exception& e) {
+      std::cerr << "floodgate: cannot listen on " << cfg.bind << " native port " << want << ": "
+                << e.what() << "\n";
+      return 1;
+    }
+    svc.settings.native_port = server.native_port();
+  }
 
   std::unique_ptr<fg::Cluster> cluster;
   if (cfg.cluster_enabled) {
@@ -210,6 +228,7 @@ int main(int argc, char** argv) {
       }
     }
     cc.resp_port = server.port();
+    cc.native_port = server.native_port();
     cc.port = cfg.cluster_port ? cfg.cluster_port : server.port() + 10000;
     cc.seeds = cfg.seeds;
     cc.replicas = static_cast<size_t>(cfg.cluster_replicas);
@@ -268,9 +287,9 @@ int main(int argc, char** argv) {
 
   server.run();
   spdlog::info(
-      "floodgate {} ready: RESP on {} port {} ({} io threads, {} shards on {} threads, "
-      "{} policies)",
-      svc.settings.version, cfg.bind, server.port(), cfg.io_threads, cfg.shards, cfg.shard_threads,
+      "floodgate {} ready: RESP on {} port {}, native port {} ({} io threads, {} shards on {} "
+      "threads, {} policies)",
+      svc.settings.version, cfg.bind, server.port(), server.native_port(), cfg.io_threads, cfg.shards, cfg.shard_threads,
       cfg.policies.size());
   while (!stopping) std::this_thread::sleep_for(std::chrono::milliseconds(50));
   if (cluster) {

@@ -19,7 +19,14 @@ Server::Server(Services& svc, ConnectionLimits limits, int io_threads)
 
 Server::~Server() { stop(); }
 
-void Server::listen(const std::string& bind, int port) {
+void Server::listen(const std::string& bind, int port) { port_ = bind_all(bind, port, false); }
+
+void Server::listen_native(const std::string& bind, int port) {
+  native_port_ = bind_all(bind, port, true);
+}
+
+int Server::bind_all(const std::string& bind, int port, bool native) {
+  const size_t before = acceptors_.size();
   std::istringstream in(bind);
   std::string addr;
   while (in >> addr) {
@@ -30,28 +37,31 @@ void Server::listen(const std::string& bind, int port) {
     acc->bind(ep);
     acc->listen(asio::socket_base::max_listen_connections);
     port = acc->local_endpoint().port();  // resolves port 0 for every later address too
-    port_ = port;
-    accept(*acc);
+    accept(*acc, native);
     acceptors_.push_back(std::move(acc));
   }
-  if (acceptors_.empty()) throw std::runtime_error("no address to bind (--bind is empty)");
+  if (acceptors_.size() == before) throw std::runtime_error("no address to bind (--bind is empty)");
+  return port;
 }
 
-void Server::accept(asio::ip::tcp::acceptor& acc) {
+void Server::accept(asio::ip::tcp::acceptor& acc, bool native) {
   const size_t k = next_++ % contexts_.size();
   asio::io_context& ctx = *contexts_[k];
   IoBatcher& batcher = *batchers_[k];
   acc.async_accept(
-      ctx, [this, &acc, &ctx, &batcher](asio::error_code ec, asio::ip::tcp::socket sock) {
+      ctx, [this, &acc, &ctx, &batcher, native](asio::error_code ec, asio::ip::tcp::socket sock) {
         if (ec == asio::error::operation_aborted) return;
-        if (!ec) {
+        if (!ec && native) {
+          auto conn = std::make_shared<NativeConnection>(std::move(sock), svc_, limits_, batcher);
+          asio::post(ctx, [conn] { conn->start(); });
+        } else if (!ec) {
           // Start on the connection's own thread: from then on only that thread touches it.
           auto conn = std::make_shared<Connection>(std::move(sock), svc_, limits_, batcher);
           asio::post(ctx, [conn] { conn->start(); });
         } else {
           spdlog::warn("accept failed: {}", ec.message());
         }
-        accept(acc);
+        accept(acc, native);
       });
 }
 

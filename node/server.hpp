@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "connection.hpp"
+#include "native_connection.hpp"
 
 namespace fg {
 
@@ -19,13 +20,17 @@ class Server {
   // Binds every address in `bind` (space-separated, as redis.conf) on `port`.
   // Throws std::system_error when an address cannot be bound. Port 0 picks a free port.
   void listen(const std::string& bind, int port);
+  // The same for the native protocol (api/native.proto).
+  void listen_native(const std::string& bind, int port);
   int port() const { return port_; }
+  int native_port() const { return native_port_; }
   void run();   // starts the I/O threads; returns at once
   void stop();  // closes listeners and stops the threads
   asio::io_context& main_context() { return *contexts_[0]; }
 
  private:
-  void accept(asio::ip::tcp::acceptor& acc);
+  int bind_all(const std::string& bind, int port, bool native);
+  void accept(asio::ip::tcp::acceptor& acc, bool native);
 
   Services& svc_;
   ConnectionLimits limits_;
@@ -36,6 +41,7 @@ class Server {
   std::vector<std::thread> threads_;
   size_t next_ = 0;
   int port_ = 0;
+  int native_port_ = 0;
 };
 
 }  // namespace fg

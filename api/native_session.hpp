@@ -1,0 +1,76 @@
+// One native-protocol connection's state, with no sockets (the node's NativeConnection
+// moves the bytes): length-prefixed ClientFrames in, keyed requests into the I/O thread's
+// batch, one ServerFrame per ClientFrame out, results in request order. The native client
+// knows the topology, so a request for a slot another node owns is answered MOVED, never
+// forwarded.
+#pragma once
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "client_registry.hpp"
+#include "services.hpp"
+#include "shard_op.hpp"
+
+namespace floodgate::native {
+class ClientFrame;
+class ServerFrame;
+class Result;
+class Topology;
+}  // namespace floodgate::native
+
+namespace fg {
+
+constexpr uint32_t kNativeVersion = 1;
+constexpr size_t kNativeMaxFrame = 16 << 20;
+
+struct NativeProcessResult {
+  size_t consumed = 0;     // input bytes the caller may drop once the batch (if any) is done
+  bool submitted = false;  // ops were added: submit, wait, then complete()
+  bool close = false;      // a framing error: write the output, then close
+};
+
+class NativeSession {
+ public:
+  NativeSession(Services& svc, std::shared_ptr<ClientInfo> client);
+  ~NativeSession();
+
+  // Takes whole frames from `data`. Requests served here become ops in `batch`; when none
+  // were added the answers are already in output(), else call complete() once the shards
+  // are done.
+  NativeProcessResult process(const char* data, size_t len, Batch& batch);
+  void complete(const Batch& batch);
+
+  // The client asked for topology pushes and the node adopted a new table since the
+  // last one it was sent: appends a push frame to output(). Returns whether it did.
+  bool push_topology_if_changed();
+  bool watches_topology() const { return watch_topology_; }
+
+  std::string& output() { return out_; }
+
+ private:
+  struct Frame;
+  void serve(const floodgate::native::ClientFrame& in, Frame& f);
+  void request(const void* req, Frame& f, floodgate::native::Result& res);
+  bool routed_here(const void* req, uint32_t slot, floodgate::native::Result& res);
+  void fill_topology(floodgate::native::Topology& t) const;
+  void finish(Frame& f, const Batch* batch);
+  void unavailable(floodgate::native::Result& res, const LimitSpec* policy, int code,
+                   const std::string& error);
+
+  Services& svc_;
+  std::shared_ptr<ClientInfo> client_;
+  std::vector<std::unique_ptr<Frame>> frames_;  // of the current process() call
+  size_t used_frames_ = 0;
+  Batch* batch_ = nullptr;
+  std::shared_ptr<const PolicyMap> policies_;
+  std::shared_ptr<const Routing> routing_;
+  uint64_t routing_version_ = 0;
+  uint64_t pushed_epoch_ = 0;
+  bool watch_topology_ = false;
+  bool authenticated_;
+  std::string out_;
+};
+
+}  // namespace fg

@@ -1,0 +1,172 @@
+// The native connection's loop: read frames -> NativeSession::process -> (shards) ->
+// write answers; topology pushes go out between answers.
+#include "native_connection.hpp"
+
+#include <spdlog/spdlog.h>
+
+#include "errors.hpp"
+
+namespace fg {
+
+namespace {
+constexpr size_t kInitialBuffer = 64 * 1024;
+constexpr size_t kMaxBuffer = kNativeMaxFrame + 64 * 1024;
+std::string endpoint_str(const asio::ip::tcp::endpoint& e) {
+  return e.address().to_string() + ":" + std::to_string(e.port());
+}
+}  // namespace
+
+NativeConnection::NativeConnection(asio::ip::tcp::socket sock, Services& svc,
+                                   ConnectionLimits limits, IoBatcher& batcher)
+    : sock_(std::move(sock)),
+      timer_(sock_.get_executor()),
+      svc_(svc),
+      limits_(limits),
+      batcher_(batcher),
+      in_(kInitialBuffer) {}
+
+NativeConnection::~NativeConnection() {
+  session_.reset();  // gives back the connection's bound leases
+  if (client_) svc_.clients->remove(client_->id);
+}
+
+int64_t NativeConnection::now_ms() const { return svc_.clock->now_ns() / 1'000'000; }
+
+void NativeConnection::start() {
+  asio::error_code ec;
+  sock_.set_option(asio::ip::tcp::no_delay(true), ec);
+  auto remote = sock_.remote_endpoint(ec);
+  auto local = sock_.local_endpoint(ec);
+  client_ = svc_.clients->add(endpoint_str(remote), endpoint_str(local), now_ms());
+  if (!client_) {
+    // Over --maxclients: close at once; the client library reports the refused connection.
+    sock_.close(ec);
+    return;
+  }
+  svc_.clients->set_lib(*client_, true, "floodgate-native");
+  session_ = std::make_unique<NativeSession>(svc_, client_);
+  last_read_ms_ = now_ms();
+  arm_timer();
+  maybe_read();
+}
+
+void NativeConnection::maybe_read() {
+  if (reading_ || closed_ || close_after_write_) return;
+  if (begin_ == end_) begin_ = end_ = 0;
+  if (in_.size() - end_ < 4096) {
+    if (begin_ > 0) {
+      std::memmove(in_.data(), in_.data() + begin_, end_ - begin_);
+      end_ -= begin_;
+      begin_ = 0;
+    }
+    if (in_.size() - end_ < 4096) {
+      if (in_.size() >= kMaxBuffer) return;  // full: processing frees room, then we read
+      in_.resize(std::min(in_.size() * 2, kMaxBuffer));
+    }
+  }
+  reading_ = true;
+  auto self = shared_from_this();
+  sock_.async_read_some(asio::buffer(in_.data() + end_, in_.size() - end_),
+                        [self](asio::error_code ec, size_t n) {
+                          self->reading_ = false;
+                          if (ec) return self->close();
+                          self->end_ += n;
+                          self->last_read_ms_ = self->now_ms();
+                          self->pump();
+                        });
+}
+
+void NativeConnection::pump() {
+  if (closed_) return;
+  while (!in_flight_ && !writing_ && begin_ < end_) {
+    NativeProcessResult r = session_->process(in_.data() + begin_, end_ - begin_,
+                                              batcher_.current());
+    begin_ += r.consumed;  // the session keeps its own copy of what it parsed
+    if (r.submitted) {
+      in_flight_ = true;
+      pending_close_ = r.close;
+      batcher_.join(shared_from_this());
+      break;
+    }
+    if (r.close) close_after_write_ = true;
+    if (!session_->output().empty() || close_after_write_) {
+      write();
+      break;
+    }
+    if (r.consumed == 0) break;  // only part of a frame is here
+  }
+  if (begin_ == end_) {
+    partial_since_ms_ = 0;
+  } else if (partial_since_ms_ == 0) {
+    partial_since_ms_ = now_ms();
+  }
+  maybe_read();
+}
+
+void NativeConnection::batch_complete(const Batch& batch, const ForwardList&) {
+  in_flight_ = false;
+  session_->complete(batch);
+  if (pending_close_) close_after_write_ = true;
+  if (closed_) return;
+  if (!session_->output().empty() || close_after_write_) return write();
+  pump();
+}
+
+void NativeConnection::write() {
+  if (closed_ || writing_) return;
+  writing_ = true;
+  write_since_ms_ = now_ms();
+  wbuf_.clear();
+  wbuf_.swap(session_->output());
+  auto self = shared_from_this();
+  asio::async_write(sock_, asio::buffer(wbuf_), [self](asio::error_code ec, size_t) {
+    self->writing_ = false;
+    if (ec || self->close_after_write_) return self->close();
+    if (self->wbuf_.capacity() > (1 << 20)) std::string().swap(self->wbuf_);
+    if (!self->session_->output().empty() && !self->in_flight_) return self->write();
+    self->pump();
+  });
+}
+
+void NativeConnection::close() {
+  if (closed_) return;
+  closed_ = true;
+  asio::error_code ec;
+  timer_.cancel();
+  sock_.shutdown(asio::ip::tcp::socket::shutdown_both, ec);
+  sock_.close(ec);
+}
+
+void NativeConnection::arm_timer() {
+  auto self = shared_from_this();
+  timer_.expires_after(std::chrono::milliseconds(100));
+  timer_.async_wait([self](asio::error_code ec) {
+    if (ec || self->closed_) return;
+    self->tick();
+    if (!self->closed_) self->arm_timer();
+  });
+}
+
+// Ten times a second: topology pushes, then the same defences as a RESP connection.
+void NativeConnection::tick() {
+  if (session_->push_topology_if_changed() && !writing_ && !in_flight_) write();
+  const int64_t now = now_ms();
+  if (writing_ && now - write_since_ms_ > limits_.output_timeout_ms) {
+    svc_.counters.dropped_slow.fetch_add(1, std::memory_order_relaxed);
+    spdlog::info("native client {} dropped: not reading its answers", client_->addr);
+    return close();
+  }
+  if (writing_ || in_flight_) return;
+  if (partial_since_ms_ != 0 && now - partial_since_ms_ > limits_.query_deadline_ms) {
+    svc_.counters.dropped_timeout.fetch_add(1, std::memory_order_relaxed);
+    spdlog::info("native client {} dropped: frame not completed within the query deadline",
+                 client_->addr);
+    return close();
+  }
+  if (limits_.timeout_s > 0 && begin_ == end_ && now - last_read_ms_ > limits_.timeout_s * 1000) {
+    svc_.counters.dropped_timeout.fetch_add(1, std::memory_order_relaxed);
+    return close();
+  }
+}
+
+}  // namespace fg

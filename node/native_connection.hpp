@@ -1,0 +1,52 @@
+// One native-protocol client connection: moves frames between its socket and its
+// NativeSession. Reads go on while a batch is in flight (the client pipelines frames);
+// processing waits for the previous answers to be written, which bounds what a client
+// that does not read can make the node hold.
+#pragma once
+#include <asio.hpp>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "connection.hpp"
+#include "io_batcher.hpp"
+#include "native_session.hpp"
+
+namespace fg {
+
+class NativeConnection : public BatchWaiter,
+                         public std::enable_shared_from_this<NativeConnection> {
+ public:
+  NativeConnection(asio::ip::tcp::socket sock, Services& svc, ConnectionLimits limits,
+                   IoBatcher& batcher);
+  ~NativeConnection() override;
+  void start();
+  void batch_complete(const Batch& batch, const ForwardList& forwards) override;
+
+ private:
+  void pump();
+  void maybe_read();
+  void write();
+  void close();
+  void arm_timer();
+  void tick();
+  int64_t now_ms() const;
+
+  asio::ip::tcp::socket sock_;
+  asio::steady_timer timer_;
+  Services& svc_;
+  ConnectionLimits limits_;
+  std::shared_ptr<ClientInfo> client_;
+  std::unique_ptr<NativeSession> session_;
+  IoBatcher& batcher_;
+  std::vector<char> in_;
+  size_t begin_ = 0, end_ = 0;
+  std::string wbuf_;
+  bool reading_ = false, writing_ = false, in_flight_ = false, closed_ = false;
+  bool close_after_write_ = false, pending_close_ = false;
+  int64_t last_read_ms_ = 0;
+  int64_t partial_since_ms_ = 0;
+  int64_t write_since_ms_ = 0;
+};
+
+}  // namespace fg
