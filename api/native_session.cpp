@@ -8,6 +8,7 @@
 #include "key_slot.hpp"
 #include "key_table.hpp"
 #include "native.pb.h"
+#include "native_wire.hpp"
 #include "resp_writer.hpp"
 
 namespace fg {
@@ -23,7 +24,7 @@ uint32_t read_be32(const char* p) {
   return (uint32_t{u[0]} << 24) | (uint32_t{u[1]} << 16) | (uint32_t{u[2]} << 8) | u[3];
 }
 
-void append_frame(std::string& out, const pb::ServerFrame& f) {
+[[maybe_unused]] void append_frame(std::string& out, const pb::ServerFrame& f) {
   const size_t n = f.ByteSizeLong();
   const size_t at = out.size();
   out.resize(at + 4 + n);
@@ -35,9 +36,9 @@ void append_frame(std::string& out, const pb::ServerFrame& f) {
   f.SerializeWithCachedSizesToArray(p + 4);
 }
 
-void fail(pb::Result& r, pb::Code code, std::string error) {
-  r.set_code(code);
-  r.set_error(std::move(error));
+void fail(wire::ResultView& r, pb::Code code, std::string_view error) {
+  r.code = code;
+  r.error = error;
 }
 
 bool is_rate_op(int op) { return op == pb::TAKE || op == pb::PEEK || op == pb::RESERVE; }
@@ -45,10 +46,12 @@ bool is_rate_op(int op) { return op == pb::TAKE || op == pb::PEEK || op == pb::R
 }  // namespace
 
 struct NativeSession::Frame {
-  pb::ClientFrame in;
-  pb::ServerFrame out;
+  std::string bytes;  // the frame as received: requests' keys point into it
+  wire::ClientFrameView in;
+  std::vector<wire::ResultView> results;
   std::vector<int32_t> op_of;     // per result: its op in the batch, or -1 if answered
-  std::deque<std::string> arena;  // holder names made here (BOUND)
+  std::deque<std::string> arena;  // texts and names made here (errors, BOUND holders)
+  std::string_view keep(std::string s) { return arena.emplace_back(std::move(s)); }
 };
 
 NativeSession::NativeSession(Services& svc, std::shared_ptr<ClientInfo> client)
@@ -83,10 +86,11 @@ NativeProcessResult NativeSession::process(const char* data, size_t len, Batch& 
     const uint32_t n = read_be32(data + r.consumed);
     if (n > kNativeMaxFrame) {
       svc_.counters.protocol_errors.fetch_add(1, std::memory_order_relaxed);
-      pb::ServerFrame f;
-      f.set_version(kNativeVersion);
-      fail(*f.add_results(), pb::ERR, "ERR Protocol error: frame larger than 16 MiB");
-      append_frame(out_, f);
+      wire::ServerFrameWriter w(out_, kNativeVersion);
+      wire::ResultView e;
+      fail(e, pb::ERR, "ERR Protocol error: frame larger than 16 MiB");
+      w.add(e);
+      w.finish();
       r.close = true;
       r.consumed = len;
       break;
@@ -95,22 +99,22 @@ NativeProcessResult NativeSession::process(const char* data, size_t len, Batch& 
     if (used_frames_ > 0 && requests >= max_requests) break;
     if (used_frames_ == frames_.size()) frames_.push_back(std::make_unique<Frame>());
     Frame& f = *frames_[used_frames_++];
-    f.out.Clear();
+    f.results.clear();
     f.op_of.clear();
     f.arena.clear();
-    f.out.set_version(kNativeVersion);
-    if (!f.in.ParseFromArray(data + r.consumed + 4, static_cast<int>(n))) {
+    f.bytes.assign(data + r.consumed + 4, n);
+    if (!wire::decode_client_frame(f.bytes, f.in)) {
       svc_.counters.protocol_errors.fetch_add(1, std::memory_order_relaxed);
-      f.in.Clear();
-      fail(*f.out.add_results(), pb::ERR, "ERR Protocol error: malformed frame");
+      f.in.requests.clear();
+      fail(f.results.emplace_back(), pb::ERR, "ERR Protocol error: malformed frame");
       f.op_of.push_back(-1);
       r.close = true;
       r.consumed = len;
       break;
     }
     r.consumed += 4 + n;
-    serve(f.in, f);
-    requests += static_cast<size_t>(f.in.requests_size());
+    serve(f);
+    requests += f.in.requests.size();
   }
   if (requests > 0) {
     svc_.counters.commands.fetch_add(requests, std::memory_order_relaxed);
@@ -123,92 +127,108 @@ NativeProcessResult NativeSession::process(const char* data, size_t len, Batch& 
   return r;
 }
 
-void NativeSession::serve(const pb::ClientFrame& in, Frame& f) {
-  if (in.has_hello()) {
-    const pb::Hello& h = in.hello();
-    if (!svc_.settings.requirepass.empty() && !h.password().empty()) {
-      authenticated_ = h.password() == svc_.settings.requirepass;
+void NativeSession::serve(Frame& f) {
+  const wire::ClientFrameView& in = f.in;
+  bool bad_password = false;
+  if (in.has_hello) {
+    pb::Hello h;
+    if (h.ParseFromArray(in.hello.data(), static_cast<int>(in.hello.size()))) {
+      if (!svc_.settings.requirepass.empty() && !h.password().empty()) {
+        authenticated_ = h.password() == svc_.settings.requirepass;
+        bad_password = !authenticated_;
+      }
+      if (!h.client_name().empty()) svc_.clients->set_lib(*client_, true, h.client_name());
+      watch_topology_ = h.watch_topology();
+      if (watch_topology_ && routing_) pushed_epoch_ = routing_->epoch;
     }
-    if (!h.client_name().empty()) svc_.clients->set_lib(*client_, true, h.client_name());
-    watch_topology_ = h.watch_topology();
-    if (watch_topology_ && routing_) pushed_epoch_ = routing_->epoch;
   }
-  for (const pb::Request& req : in.requests()) {
-    pb::Result& res = *f.out.add_results();
-    f.op_of.push_back(-1);
-    if (!authenticated_ && req.op() != pb::PING) {
-      fail(res, pb::NOAUTH,
-           in.has_hello() && !in.hello().password().empty() ? err::kWrongPass : err::kNoAuth);
+  f.results.resize(in.requests.size());
+  f.op_of.assign(in.requests.size(), -1);
+  wire::RequestView req;
+  for (size_t i = 0; i < in.requests.size(); ++i) {
+    wire::ResultView& res = f.results[i];
+    if (!wire::decode_request(in.requests[i], req)) {
+      fail(res, pb::ERR, "ERR Protocol error: malformed request");
       continue;
     }
-    request(&req, f, res);
+    if (!authenticated_ && req.op != pb::PING) {
+      fail(res, pb::NOAUTH, bad_password ? err::kWrongPass : err::kNoAuth);
+      continue;
+    }
+    request(req, f, i);
   }
 }
 
 // Resolves a request's limit: a named policy, or an inline one.
-static bool resolve_limit(const pb::Request& req, const PolicyMap& policies, LimitSpec& spec,
-                          std::string& error) {
-  if (!req.policy().empty()) {
-    auto it = policies.find(req.policy());
+static bool resolve_limit(const wire::RequestView& req, const PolicyMap& policies,
+                          LimitSpec& spec, std::string& error) {
+  if (!req.policy.empty()) {
+    auto it = policies.find(req.policy);
     if (it == policies.end()) {
-      error = "ERR unknown policy '" + req.policy().substr(0, 128) + "'";
+      error = "ERR unknown policy '" + std::string(req.policy.substr(0, 128)) + "'";
       return false;
     }
     spec = it->second;
     return true;
   }
-  const pb::Limit& l = req.limit();
-  if (l.kind() == pb::KIND_NONE || l.kind() > pb::CONCURRENCY) {
+  if (req.kind <= pb::KIND_NONE || req.kind > pb::CONCURRENCY) {
     error = "ERR a request needs a policy or a limit with a kind";
     return false;
   }
-  if (l.period_ms() <= 0 || l.period_ms() > kMaxPeriodNs / kNsPerMs) {
-    error = l.period_ms() <= 0 ? err::kNotPositive : err::kNotInteger;
+  if (req.period_ms <= 0 || req.period_ms > kMaxPeriodNs / kNsPerMs) {
+    error = req.period_ms <= 0 ? err::kNotPositive : err::kNotInteger;
     return false;
   }
-  spec = LimitSpec::make(static_cast<Kind>(l.kind()), l.a(), l.b(), l.period_ms() * kNsPerMs);
+  spec = LimitSpec::make(static_cast<Kind>(req.kind), req.a, req.b, req.period_ms * kNsPerMs);
   error = validate(spec);
   return error.empty();
 }
 
-void NativeSession::request(const void* raw, Frame& f, pb::Result& res) {
-  const pb::Request& req = *static_cast<const pb::Request*>(raw);
-  const int op = req.op();
+void NativeSession::request(const wire::RequestView& req, Frame& f, size_t index) {
+  wire::ResultView& res = f.results[index];
+  const int op = req.op;
   switch (op) {
     case pb::PING:
       return;
-    case pb::TOPOLOGY:
-      return fill_topology(*res.mutable_topology());
+    case pb::TOPOLOGY: {
+      pb::Topology t;
+      fill_topology(t);
+      res.has_topology = true;
+      res.topology = f.keep(t.SerializeAsString());
+      return;
+    }
     case pb::HEARTBEAT:
     case pb::RELEASE_ALL: {
-      if (req.holder().empty()) return fail(res, pb::ERR, "ERR a holder is required");
-      if (op == pb::HEARTBEAT && (req.ttl_ms() <= 0 || req.ttl_ms() > kMaxPeriodNs / kNsPerMs)) {
+      if (req.holder.empty()) return fail(res, pb::ERR, "ERR a holder is required");
+      if (op == pb::HEARTBEAT && (req.ttl_ms <= 0 || req.ttl_ms > kMaxPeriodNs / kNsPerMs)) {
         return fail(res, pb::ERR, err::kNotPositive);
       }
       ShardOp& o = batch_->ops.emplace_back();
       o.code = op == pb::HEARTBEAT ? OpCode::kHeartbeat : OpCode::kReleaseHolder;
       o.shard = kAllShards;
-      o.holder = req.holder();
-      o.ttl_ns = req.ttl_ms() * kNsPerMs;
-      f.op_of.back() = static_cast<int32_t>(batch_->ops.size() - 1);
+      o.holder = req.holder;
+      o.ttl_ns = req.ttl_ms * kNsPerMs;
+      f.op_of[index] = static_cast<int32_t>(batch_->ops.size() - 1);
       return;
     }
     default:
       break;
   }
   if (op < pb::TAKE || op > pb::CANCEL) {
-    return fail(res, pb::UNSUPPORTED, "ERR unknown op " + std::to_string(op));
+    return fail(res, pb::UNSUPPORTED, f.keep("ERR unknown op " + std::to_string(op)));
   }
   // Keyed requests.
-  if (req.key().size() > kMaxKeyLen) return fail(res, pb::ERR, err::kKeyTooLong);
+  if (req.key.size() > kMaxKeyLen) return fail(res, pb::ERR, err::kKeyTooLong);
   LimitSpec spec;
-  int64_t cost = req.has_cost() ? req.cost() : 1;
-  uint64_t lease = req.lease();
+  int64_t cost = req.has_cost ? req.cost : 1;
+  uint64_t lease = req.lease;
   int64_t ttl_ns = 0;
   std::string_view holder;
   std::string error;
   if (is_rate_op(op) || op == pb::ACQUIRE) {
-    if (!resolve_limit(req, *policies_, spec, error)) return fail(res, pb::ERR, error);
+    if (!resolve_limit(req, *policies_, spec, error)) {
+      return fail(res, pb::ERR, f.keep(std::move(error)));
+    }
     if (is_rate_op(op) && spec.kind == Kind::kConcurrency) {
       return fail(res, pb::ERR, err::kConcurrencyPolicy);
     }
@@ -220,16 +240,16 @@ void NativeSession::request(const void* raw, Frame& f, pb::Result& res) {
     return fail(res, pb::ERR, err::kNotInteger);
   }
   if (op == pb::RESERVE) {
-    if (req.ttl_ms() <= 0 || req.ttl_ms() > kMaxReserveMs) {
+    if (req.ttl_ms <= 0 || req.ttl_ms > kMaxReserveMs) {
       return fail(res, pb::ERR, "ERR a reservation's ttl_ms must be between 1 and 60000");
     }
-    ttl_ns = req.ttl_ms() * kNsPerMs;
+    ttl_ns = req.ttl_ms * kNsPerMs;
   }
   if (op == pb::RENEW) {
-    if (req.ttl_ms() <= 0 || req.ttl_ms() > kMaxPeriodNs / kNsPerMs) {
+    if (req.ttl_ms <= 0 || req.ttl_ms > kMaxPeriodNs / kNsPerMs) {
       return fail(res, pb::ERR, err::kNotPositive);
     }
-    ttl_ns = req.ttl_ms() * kNsPerMs;
+    ttl_ns = req.ttl_ms * kNsPerMs;
   }
   if ((op == pb::RENEW || op == pb::RELEASE || op == pb::COMMIT || op == pb::CANCEL) &&
       lease == 0) {
@@ -237,19 +257,19 @@ void NativeSession::request(const void* raw, Frame& f, pb::Result& res) {
   }
   if (op == pb::ACQUIRE) {
     ttl_ns = spec.c;
-    if (req.bound() && !req.holder().empty()) return fail(res, pb::ERR, err::kSyntax);
-    if (req.bound()) {
+    if (req.bound && !req.holder.empty()) return fail(res, pb::ERR, err::kSyntax);
+    if (req.bound) {
       if (!svc_.bound) return fail(res, pb::ERR, "ERR bound leases are not available here");
       holder = f.arena.emplace_back(svc_.bound->bind(client_->id, ttl_ns / kNsPerMs));
     } else {
-      holder = req.holder();
+      holder = req.holder;
     }
   }
-  const uint32_t slot = routing_ ? key_slot(req.key()) : 0;
+  const uint32_t slot = routing_ ? key_slot(req.key) : 0;
   if (routing_) {
     // The policy's on_unavailable applies to the limiter requests that name one.
     const LimitSpec* policy = nullptr;
-    if ((is_rate_op(op) || op == pb::ACQUIRE) && !req.policy().empty()) policy = &spec;
+    if ((is_rate_op(op) || op == pb::ACQUIRE) && !req.policy.empty()) policy = &spec;
     const Routing& rt = *routing_;
     const uint16_t owner = rt.owner[slot];
     if (owner == kNoOwner || rt.epoch == 0 || !rt.quorum) {
@@ -261,16 +281,16 @@ void NativeSession::request(const void* raw, Frame& f, pb::Result& res) {
     } else {
       const RouteNode& node = rt.nodes[owner];
       if (node.state == MemberState::kDead || node.state == MemberState::kLeft) {
-        return unavailable(
-            res, policy, pb::TRYAGAIN,
-            "TRYAGAIN the key's owner (" + node.id + ") is down; a replica takes over shortly");
+        return unavailable(res, policy, pb::TRYAGAIN,
+                           f.keep("TRYAGAIN the key's owner (" + node.id +
+                                  ") is down; a replica takes over shortly"));
       }
       svc_.counters.moved.fetch_add(1, std::memory_order_relaxed);
-      res.set_code(pb::MOVED);
-      res.set_slot(slot);
-      res.set_node(node.id);
-      res.set_error("MOVED " + std::to_string(slot) + " " + node.resp_host + ":" +
-                    std::to_string(node.native_port));
+      res.code = pb::MOVED;
+      res.slot = slot;
+      res.node = f.keep(node.id);
+      res.error = f.keep("MOVED " + std::to_string(slot) + " " + node.resp_host + ":" +
+                         std::to_string(node.native_port));
       return;
     }
   }
@@ -307,7 +327,7 @@ void NativeSession::request(const void* raw, Frame& f, pb::Result& res) {
       o.code = OpCode::kCancel;
       break;
   }
-  o.key = req.key();
+  o.key = req.key;
   o.shard = svc_.shards->shard_of(o.key);
   o.slot = static_cast<uint16_t>(slot);
   o.spec = spec;
@@ -315,12 +335,12 @@ void NativeSession::request(const void* raw, Frame& f, pb::Result& res) {
   o.ttl_ns = ttl_ns;
   o.lease_id = lease;
   o.holder = holder;
-  f.op_of.back() = static_cast<int32_t>(batch_->ops.size() - 1);
+  f.op_of[index] = static_cast<int32_t>(batch_->ops.size() - 1);
 }
 
 // The policy chose what to answer when no copy of the key's state can be reached.
-void NativeSession::unavailable(pb::Result& res, const LimitSpec* policy, int code,
-                                const std::string& error) {
+void NativeSession::unavailable(wire::ResultView& res, const LimitSpec* policy, int code,
+                                std::string_view error) {
   const FailMode mode = policy ? policy->on_unavailable : FailMode::kError;
   if (mode == FailMode::kError) {
     svc_.counters.unavailable.fetch_add(1, std::memory_order_relaxed);
@@ -329,11 +349,11 @@ void NativeSession::unavailable(pb::Result& res, const LimitSpec* policy, int co
   const bool open = mode == FailMode::kOpen;
   (open ? svc_.counters.fail_open : svc_.counters.fail_closed)
       .fetch_add(1, std::memory_order_relaxed);
-  res.set_allowed(open);
-  res.set_limit(policy->a);
-  res.set_remaining(open && policy->kind != Kind::kConcurrency ? policy->a : 0);
-  res.set_retry_after_ms(open ? -1 : 1000);
-  res.set_unavailable(open ? "fail_open" : "fail_closed");
+  res.allowed = open;
+  res.limit = policy->a;
+  res.remaining = open && policy->kind != Kind::kConcurrency ? policy->a : 0;
+  res.retry_after_ms = open ? -1 : 1000;
+  res.unavailable = open ? "fail_open" : "fail_closed";
 }
 
 void NativeSession::fill_topology(pb::Topology& t) const {
@@ -397,54 +417,54 @@ bool NativeSession::push_topology_if_changed() {
 }
 
 void NativeSession::finish(Frame& f, const Batch* batch) {
-  for (size_t i = 0; i < f.op_of.size(); ++i) {
-    if (f.op_of[i] < 0) continue;
-    const ShardOp& op = batch->ops[static_cast<size_t>(f.op_of[i])];
-    pb::Result& res = *f.out.mutable_results(static_cast<int>(i));
-    switch (op.status) {
-      case OpStatus::kOk:
-        break;
-      case OpStatus::kWrongType:
-        fail(res, pb::WRONGTYPE, err::kWrongType);
-        continue;
-      case OpStatus::kKeyLimit:
-        fail(res, pb::OOM, err::kKeyLimit);
-        continue;
-      case OpStatus::kNotOwner:
-        fail(res, pb::TRYAGAIN, err::kSlotMoving);
-        continue;
-      case OpStatus::kNotReplicated:
-        fail(res, pb::NOTREPLICATED, err::kNotReplicated);
-        continue;
-    }
-    switch (op.code) {
-      case OpCode::kTake:
-      case OpCode::kPeek:
-      case OpCode::kReserve: {
-        const Decision& d = op.decision;
-        res.set_allowed(d.allowed);
-        res.set_limit(d.limit);
-        res.set_remaining(d.remaining);
-        res.set_retry_after_ms(ceil_ms(d.retry_after_ns));
-        res.set_reset_after_ms(ceil_ms(d.reset_after_ns));
-        if (op.code == OpCode::kReserve) res.set_lease(op.lease_id);
-        break;
-      }
-      case OpCode::kAcquire: {
-        const AcquireResult& a = op.acquire;
-        res.set_allowed(a.granted);
-        res.set_lease(a.granted ? a.lease_id : 0);
-        res.set_value(a.held);
-        res.set_limit(op.spec.a);
-        res.set_retry_after_ms(a.granted ? -1 : ceil_ms(a.retry_after_ns));
-        break;
-      }
-      default:
-        res.set_value(op.value);
-        break;
-    }
+  wire::ServerFrameWriter w(out_, kNativeVersion);
+  for (size_t i = 0; i < f.results.size(); ++i) {
+    wire::ResultView& res = f.results[i];
+    if (f.op_of[i] >= 0) fill_result(batch->ops[static_cast<size_t>(f.op_of[i])], res);
+    w.add(res);
   }
-  append_frame(out_, f.out);
+  w.finish();
+}
+
+void NativeSession::fill_result(const ShardOp& op, wire::ResultView& res) {
+  switch (op.status) {
+    case OpStatus::kOk:
+      break;
+    case OpStatus::kWrongType:
+      return fail(res, pb::WRONGTYPE, err::kWrongType);
+    case OpStatus::kKeyLimit:
+      return fail(res, pb::OOM, err::kKeyLimit);
+    case OpStatus::kNotOwner:
+      return fail(res, pb::TRYAGAIN, err::kSlotMoving);
+    case OpStatus::kNotReplicated:
+      return fail(res, pb::NOTREPLICATED, err::kNotReplicated);
+  }
+  switch (op.code) {
+    case OpCode::kTake:
+    case OpCode::kPeek:
+    case OpCode::kReserve: {
+      const Decision& d = op.decision;
+      res.allowed = d.allowed;
+      res.limit = d.limit;
+      res.remaining = d.remaining;
+      res.retry_after_ms = ceil_ms(d.retry_after_ns);
+      res.reset_after_ms = ceil_ms(d.reset_after_ns);
+      if (op.code == OpCode::kReserve) res.lease = op.lease_id;
+      break;
+    }
+    case OpCode::kAcquire: {
+      const AcquireResult& a = op.acquire;
+      res.allowed = a.granted;
+      res.lease = a.granted ? a.lease_id : 0;
+      res.value = a.held;
+      res.limit = op.spec.a;
+      res.retry_after_ms = a.granted ? -1 : ceil_ms(a.retry_after_ns);
+      break;
+    }
+    default:
+      res.value = op.value;
+      break;
+  }
 }
 
 void NativeSession::complete(const Batch& batch) {

@@ -14,11 +14,13 @@
 #include "shard_op.hpp"
 
 namespace floodgate::native {
-class ClientFrame;
-class ServerFrame;
-class Result;
 class Topology;
 }  // namespace floodgate::native
+
+namespace fg::wire {
+struct RequestView;
+struct ResultView;
+}  // namespace fg::wire
 
 namespace fg {
 
@@ -51,13 +53,13 @@ class NativeSession {
 
  private:
   struct Frame;
-  void serve(const floodgate::native::ClientFrame& in, Frame& f);
-  void request(const void* req, Frame& f, floodgate::native::Result& res);
-  bool routed_here(const void* req, uint32_t slot, floodgate::native::Result& res);
+  void serve(Frame& f);
+  void request(const wire::RequestView& req, Frame& f, size_t index);
   void fill_topology(floodgate::native::Topology& t) const;
   void finish(Frame& f, const Batch* batch);
-  void unavailable(floodgate::native::Result& res, const LimitSpec* policy, int code,
-                   const std::string& error);
+  static void fill_result(const ShardOp& op, wire::ResultView& res);
+  void unavailable(wire::ResultView& res, const LimitSpec* policy, int code,
+                   std::string_view error);
 
   Services& svc_;
   std::shared_ptr<ClientInfo> client_;

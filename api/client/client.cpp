@@ -17,12 +17,13 @@
 #include "floodgate/client.hpp"
 #include "key_slot.hpp"
 #include "native.pb.h"
+#include "native_wire.hpp"
 
 namespace floodgate {
 
 namespace pb = floodgate::native;
 using Clock = std::chrono::steady_clock;
-using Done = std::function<void(Status, const std::string&, const pb::Result*)>;
+using Done = std::function<void(Status, const std::string&, const fg::wire::ResultView*)>;
 
 std::string_view status_name(Status s) {
   switch (s) {
@@ -174,14 +175,14 @@ struct Req {
 };
 
 
-Decision decision_of(const pb::Result& r) {
+Decision decision_of(const fg::wire::ResultView& r) {
   Decision d;
-  d.allowed = r.allowed();
-  d.limit = r.limit();
-  d.remaining = r.remaining();
-  d.retry_after_ms = r.retry_after_ms();
-  d.reset_after_ms = r.reset_after_ms();
-  d.unavailable = r.unavailable();
+  d.allowed = r.allowed;
+  d.limit = r.limit;
+  d.remaining = r.remaining;
+  d.retry_after_ms = r.retry_after_ms;
+  d.reset_after_ms = r.reset_after_ms;
+  d.unavailable = std::string(r.unavailable);
   return d;
 }
 
@@ -303,7 +304,7 @@ class Client::Impl {
 
   void collect(Conn& conn, std::vector<CallPtr>& out);
 
-  void finish(const CallPtr& c, Status s, const std::string& error, const pb::Result* r) {
+  void finish(const CallPtr& c, Status s, const std::string& error, const fg::wire::ResultView* r) {
     if (c->finished) return;
     c->finished = true;
     switch (c->want) {
@@ -312,7 +313,7 @@ class Client::Impl {
         return c->on_decision(Result<Decision>(decision_of(*r)));
       case Call::Want::kValue:
         if (s != Status::kOk || !r) return c->on_value(Result<int64_t>(s, error));
-        return c->on_value(Result<int64_t>(r->value()));
+        return c->on_value(Result<int64_t>(r->value));
       case Call::Want::kRaw:
         return c->done(s, error, r);
     }
@@ -392,27 +393,27 @@ class Client::Impl {
   void send_node(size_t index, CallPtr c);
 
   // Answers from a connection, in order.
-  void on_result(CallPtr c, const pb::Result& r) {
+  void on_result(CallPtr c, const fg::wire::ResultView& r) {
     if (c->finished) return;
-    switch (r.code()) {
+    switch (r.code) {
       case pb::MOVED: {
         redirects_.fetch_add(1, std::memory_order_relaxed);
         // Follow the redirection at once if we know the node; learn the new table anyway.
         for (size_t i = 0; i < ids_.size(); ++i) {
-          if (ids_[i] == r.node() && c->keyed && r.slot() < fg::kSlotCount) {
-            owner_[r.slot()] = static_cast<int>(i);
+          if (ids_[i] == r.node && c->keyed && r.slot < fg::kSlotCount) {
+            owner_[r.slot] = static_cast<int>(i);
           }
         }
-        if (c->keyed && r.slot() < fg::kSlotCount) c->slot = r.slot();
+        if (c->keyed && r.slot < fg::kSlotCount) c->slot = r.slot;
         refresh();
-        if (++c->attempts > 16) return retry_later(std::move(c), r.error());
+        if (++c->attempts > 16) return retry_later(std::move(c), std::string(r.error));
         return dispatch(std::move(c));
       }
       case pb::TRYAGAIN:
       case pb::CLUSTERDOWN:
-        return retry_later(std::move(c), r.error());
+        return retry_later(std::move(c), std::string(r.error));
       default:
-        return finish(c, status_of(r.code()), r.error(), &r);
+        return finish(c, status_of(r.code), std::string(r.error), &r);
     }
   }
 
@@ -502,10 +503,14 @@ class Client::Impl {
     c->req = r.encode();
     c->addr = addr;
     c->deadline = now + std::chrono::milliseconds(1000);
-    c->done = [this, addr](Status s, const std::string&, const pb::Result* res) {
+    c->done = [this, addr](Status s, const std::string& e, const fg::wire::ResultView* res) {
       refreshing_ = false;
-      if (s == Status::kOk && res && res->has_topology()) {
-        on_topology(res->topology(), addr);
+      if (s != Status::kOk) last_error_ = addr + ": " + e;
+      if (s == Status::kOk && res && res->has_topology) {
+        pb::Topology t;
+        if (t.ParseFromArray(res->topology.data(), static_cast<int>(res->topology.size()))) {
+          on_topology(t, addr);
+        }
       } else {
         down_until_[addr] = Clock::now() + std::chrono::milliseconds(100);
         refresh_wanted_ = true;
@@ -582,12 +587,25 @@ struct Client::Impl::Conn : std::enable_shared_from_this<Conn> {
   // frame) leave together in one frame.
   void send(CallPtr c) {
     pending.push_back(std::move(c));
-    if (state == kIdle) return connect();
+    if (state == kIdle) return connect_soon();
     if (state != kUp || flush_posted || writing) return;
     flush_posted = true;
     asio::post(impl.io_, [self = shared_from_this(), g = gen] {
       self->flush_posted = false;
       if (self->gen == g) self->flush();
+    });
+  }
+
+  // Reconnects to a node that just failed wait a little longer each time (up to 1 s), so a
+  // dead node costs a connection attempt now and then, not one per retried call.
+  void connect_soon() {
+    const auto now = coarse_now();
+    if (now >= next_connect) return connect();
+    state = kConnecting;
+    timer.expires_at(next_connect);
+    timer.async_wait([self = shared_from_this(), g = gen](asio::error_code ec) {
+      if (ec || self->gen != g) return;
+      self->connect();
     });
   }
 
@@ -606,6 +624,7 @@ struct Client::Impl::Conn : std::enable_shared_from_this<Conn> {
         asio::error_code ignored;
         self->sock.set_option(asio::ip::tcp::no_delay(true), ignored);
         self->state = kUp;
+        self->backoff = std::chrono::milliseconds(0);
         self->hello_sent = false;
         self->read();
         self->flush();
@@ -615,7 +634,7 @@ struct Client::Impl::Conn : std::enable_shared_from_this<Conn> {
 
   void flush() {
     if (state != kUp || writing || pending.empty() || flights.size() >= impl.opt_.max_frames_in_flight) return;
-    body.clear();
+    body.assign(4, '\0');          // the frame's length, filled in below
     body.append("\x08\x01", 2);  // version = 1
     if (!hello_sent) {
       pb::Hello h;
@@ -648,13 +667,12 @@ struct Client::Impl::Conn : std::enable_shared_from_this<Conn> {
     }
     body.resize(static_cast<size_t>(p - body.data()));
     if (f.calls.empty()) return;
-    wbuf.resize(4);
-    const size_t n = body.size();
-    wbuf[0] = static_cast<char>(n >> 24);
-    wbuf[1] = static_cast<char>(n >> 16);
-    wbuf[2] = static_cast<char>(n >> 8);
-    wbuf[3] = static_cast<char>(n);
-    wbuf.append(body);
+    const size_t n = body.size() - 4;
+    body[0] = static_cast<char>(n >> 24);
+    body[1] = static_cast<char>(n >> 16);
+    body[2] = static_cast<char>(n >> 8);
+    body[3] = static_cast<char>(n);
+    wbuf.swap(body);
     flights.push_back(std::move(f));
     impl.frames_.fetch_add(1, std::memory_order_relaxed);
     writing = true;
@@ -701,13 +719,17 @@ struct Client::Impl::Conn : std::enable_shared_from_this<Conn> {
         if (rbuf.size() < n + 4 + 4096) rbuf.resize(n + 4 + 4096);
         break;
       }
-      if (!frame.ParseFromArray(rbuf.data() + rbeg + 4, static_cast<int>(n))) {
+      if (!fg::wire::decode_server_frame(std::string_view(rbuf.data() + rbeg + 4, n), frame)) {
         broken("malformed frame from the node");
         return false;
       }
       rbeg += 4 + n;
-      if (frame.push()) {
-        if (frame.has_topology()) impl.on_topology(frame.topology(), addr);
+      if (frame.push) {
+        pb::Topology t;
+        if (frame.has_topology &&
+            t.ParseFromArray(frame.topology.data(), static_cast<int>(frame.topology.size()))) {
+          impl.on_topology(t, addr);
+        }
         continue;
       }
       if (flights.empty()) {
@@ -718,8 +740,8 @@ struct Client::Impl::Conn : std::enable_shared_from_this<Conn> {
       flights.pop_front();
       auto self = shared_from_this();  // on_result may break this connection
       for (size_t i = 0; i < f.calls.size(); ++i) {
-        if (static_cast<int>(i) < frame.results_size()) {
-          impl.on_result(std::move(f.calls[i]), frame.results(static_cast<int>(i)));
+        if (i < frame.results.size() && fg::wire::decode_result(frame.results[i], result)) {
+          impl.on_result(std::move(f.calls[i]), result);
         } else {
           impl.finish(f.calls[i], Status::kError, "the node's answer had fewer results", nullptr);
         }
@@ -735,6 +757,10 @@ struct Client::Impl::Conn : std::enable_shared_from_this<Conn> {
     if (state == kIdle) return;
     state = kIdle;
     ++gen;  // handlers of the old socket find this and do nothing
+    backoff = std::min<std::chrono::milliseconds>(std::chrono::milliseconds(1000),
+                                                  std::max(backoff * 2, std::chrono::milliseconds(20)));
+    next_connect = coarse_now() + backoff;
+    timer.cancel();
     asio::error_code ec;
     sock.close(ec);
     sock = asio::ip::tcp::socket(impl.io_);
@@ -757,13 +783,17 @@ struct Client::Impl::Conn : std::enable_shared_from_this<Conn> {
   std::deque<CallPtr> pending;
   std::deque<Flight> flights;
   std::string body, wbuf;
+  asio::steady_timer timer{impl.io_};
+  Clock::time_point next_connect{};
+  std::chrono::milliseconds backoff{0};
   bool writing = false;
   bool flush_posted = false;
   bool hello_sent = false;
   uint64_t gen = 0;
   std::vector<char> rbuf = std::vector<char>(64 * 1024);
   size_t rbeg = 0, rend = 0;
-  pb::ServerFrame frame;
+  fg::wire::ServerFrameView frame;
+  fg::wire::ResultView result;
 };
 
 void Client::Impl::collect(Conn& conn, std::vector<CallPtr>& out) {
@@ -909,9 +939,9 @@ void fan_out(Client::Impl& impl, pb::Op op, std::string holder, int64_t ttl_ms,
     r.holder = holder;
     r.ttl_ms = ttl_ms;
     for (const auto& addr : nodes) {
-      CallPtr c = impl.make(r, [sum, addr](Status s, const std::string& e, const pb::Result* res) {
+      CallPtr c = impl.make(r, [sum, addr](Status s, const std::string& e, const fg::wire::ResultView* res) {
         if (s == Status::kOk && res) {
-          sum->total += res->value();
+          sum->total += res->value;
         } else if (sum->status == Status::kOk) {
           sum->status = s;
           sum->error = addr + ": " + e;
@@ -960,15 +990,15 @@ void Client::acquire(std::string_view key, const Limit& limit, std::string_view 
   Req r = keyed(pb::ACQUIRE, key, &limit);
   r.holder = holder;
   impl_->submit(impl_->make(r, [cb = std::move(cb), k = std::string(key)](
-                                   Status s, const std::string& e, const pb::Result* res) {
+                                   Status s, const std::string& e, const fg::wire::ResultView* res) {
     if (s != Status::kOk || !res) return cb(Result<Lease>(s, e));
     Lease l;
-    l.granted = res->allowed();
+    l.granted = res->allowed;
     l.key = k;
-    l.id = res->lease();
-    l.held = res->value();
-    l.limit = res->limit();
-    l.retry_after_ms = res->retry_after_ms();
+    l.id = res->lease;
+    l.held = res->value;
+    l.limit = res->limit;
+    l.retry_after_ms = res->retry_after_ms;
     cb(Result<Lease>(std::move(l)));
   }));
 }
@@ -1048,7 +1078,7 @@ void Client::check_all(std::vector<Check> checks, Callback<MultiDecision> cb) {
       Req r = keyed(commit ? pb::COMMIT : pb::CANCEL, st->checks[i].key);
       r.lease = st->tickets[i];
       impl.submit(impl.make(r, [pending, commit, answer](Status, const std::string&,
-                                                         const pb::Result*) {
+                                                         const fg::wire::ResultView*) {
         if (--*pending == 0 && commit) answer();
       }));
     }
@@ -1060,10 +1090,10 @@ void Client::check_all(std::vector<Check> checks, Callback<MultiDecision> cb) {
     r.cost = ch.cost;
     r.ttl_ms = ttl;
     impl.submit(impl.make(r, [st, i, second_phase](Status s, const std::string& e,
-                                                   const pb::Result* res) {
+                                                   const fg::wire::ResultView* res) {
       if (s == Status::kOk && res) {
         st->results[i] = Result<Decision>(decision_of(*res));
-        st->tickets[i] = res->lease();
+        st->tickets[i] = res->lease;
       } else {
         st->results[i] = Result<Decision>(s, e);
       }
