@@ -1,0 +1,271 @@
+// floodgate::Client and floodgate-cli against a real standalone node over the native
+// protocol: every request kind, errors, batching, all-or-nothing checks (including a
+// caller that dies midway), the Holder, bad frames, and the CLI's exit codes.
+#include <gtest/gtest.h>
+
+#include <atomic>
+#include <future>
+
+#include "floodgate/client.hpp"
+#include "native.pb.h"
+#include "node_process.hpp"
+
+namespace fg::testing {
+namespace {
+
+using floodgate::Limit;
+using floodgate::Status;
+
+struct NativeNode {
+  int native_port = free_port();
+  NodeProcess node{{"--native-port", std::to_string(native_port), "--config",
+                    std::string(FLOODGATE_SOURCE_DIR) + "/deploy/floodgate.example.yaml"}};
+  floodgate::Client::Options options() const {
+    floodgate::Client::Options o;
+    o.seeds = {"127.0.0.1:" + std::to_string(native_port)};
+    o.deadline = std::chrono::milliseconds(3000);
+    return o;
+  }
+};
+
+TEST(Native, EveryRequestKind) {
+  NativeNode n;
+  ASSERT_TRUE(n.node.alive());
+  floodgate::Client c(n.options());
+  const Limit bucket = Limit::token_bucket(3, 1, 60000);
+  auto t = c.take("k", bucket, 2);
+  ASSERT_TRUE(t.ok()) << t.error();
+  EXPECT_TRUE(t->allowed);
+  EXPECT_EQ(t->limit, 3);
+  EXPECT_EQ(t->remaining, 1);
+  EXPECT_EQ(t->retry_after_ms, -1);
+  auto denied = c.take("k", bucket, 2);
+  ASSERT_TRUE(denied.ok());
+  EXPECT_FALSE(denied->allowed);
+  EXPECT_GT(denied->retry_after_ms, 50000);
+  auto p = c.peek("k", bucket, 1);
+  ASSERT_TRUE(p.ok());
+  EXPECT_TRUE(p->allowed);
+  EXPECT_EQ(p->remaining, 1);  // peeking consumed nothing
+  EXPECT_EQ(c.take("k", bucket, 0)->remaining, 1);
+  EXPECT_TRUE(*c.reset("k"));
+  EXPECT_FALSE(*c.reset("k"));
+  EXPECT_EQ(c.take("k", bucket, 1)->remaining, 2);
+
+  // A named policy from the config (free: 100 per minute).
+  auto f = c.take("api:user:1", Limit::policy("free"));
+  ASSERT_TRUE(f.ok()) << f.error();
+  EXPECT_EQ(f->limit, 100);
+  EXPECT_EQ(f->remaining, 99);
+
+  // Leases.
+  const Limit two = Limit::concurrency(2, 60000);
+  auto l1 = c.acquire("conn:u1", two, "app-1");
+  auto l2 = c.acquire("conn:u1", two, "app-1");
+  auto l3 = c.acquire("conn:u1", two, "app-1");
+  ASSERT_TRUE(l1.ok() && l2.ok() && l3.ok());
+  EXPECT_TRUE(l1->granted);
+  EXPECT_NE(l1->id, 0u);
+  EXPECT_TRUE(l2->granted);
+  EXPECT_FALSE(l3->granted);
+  EXPECT_GT(l3->retry_after_ms, 0);
+  EXPECT_EQ(*c.count("conn:u1"), 2);
+  EXPECT_TRUE(*c.renew("conn:u1", l1->id, 90000));
+  EXPECT_EQ(*c.heartbeat("app-1", 90000), 2);
+  EXPECT_TRUE(*c.release("conn:u1", l1->id));
+  EXPECT_FALSE(*c.release("conn:u1", l1->id));
+  EXPECT_EQ(*c.release_all("app-1"), 1);
+  EXPECT_EQ(*c.count("conn:u1"), 0);
+
+  auto topo = c.topology();
+  ASSERT_TRUE(topo.ok());
+  EXPECT_FALSE(topo->cluster);
+}
+
+TEST(Native, ErrorsAreClearAndInRedisWords) {
+  NativeNode n;
+  floodgate::Client c(n.options());
+  auto unknown = c.take("k", Limit::policy("nosuch"));
+  EXPECT_EQ(unknown.status(), Status::kError);
+  EXPECT_EQ(unknown.error(), "ERR unknown policy 'nosuch'");
+  ASSERT_TRUE(c.take("tb", Limit::token_bucket(3, 1, 1000)).ok());
+  auto wrong = c.take("tb", Limit::sliding_log(3, 1000));
+  EXPECT_EQ(wrong.status(), Status::kWrongType);
+  EXPECT_EQ(wrong.error(), "WRONGTYPE Operation against a key holding the wrong kind of value");
+  EXPECT_EQ(c.take("k", Limit::token_bucket(0, 1, 1000)).status(), Status::kError);
+  EXPECT_EQ(c.take("k", Limit::token_bucket(3, 1, -5)).error(),
+            "ERR value is out of range, must be positive");
+  EXPECT_EQ(c.take(std::string(5000, 'k'), Limit::token_bucket(3, 1, 1000)).error(),
+            "ERR key is too long (at most 4096 bytes)");
+  EXPECT_EQ(c.acquire("c", Limit::token_bucket(3, 1, 1000)).error(),
+            "ERR policy is not a concurrency limit: use FG.TAKE");
+  EXPECT_EQ(c.renew("c", 0, 1000).error(), "ERR invalid lease id");
+  // The node still serves.
+  EXPECT_TRUE(c.take("ok", Limit::token_bucket(3, 1, 1000))->allowed);
+}
+
+TEST(Native, BatchedAsyncCallsCountExactly) {
+  NativeNode n;
+  floodgate::Client c(n.options());
+  const Limit limit = Limit::token_bucket(5000, 1, 3600000);
+  constexpr int kCalls = 20000;
+  std::atomic<int> allowed{0}, done{0}, errors{0};
+  std::promise<void> all;
+  for (int i = 0; i < kCalls; ++i) {
+    c.take("hot", limit, 1, [&](floodgate::Result<floodgate::Decision> r) {
+      if (!r.ok()) ++errors;
+      else if (r->allowed) ++allowed;
+      if (++done == kCalls) all.set_value();
+    });
+  }
+  ASSERT_EQ(all.get_future().wait_for(std::chrono::seconds(20)), std::future_status::ready);
+  EXPECT_EQ(errors.load(), 0);
+  EXPECT_EQ(allowed.load(), 5000);  // never one more, however the calls were batched
+  const auto st = c.stats();
+  EXPECT_LT(st.frames, static_cast<uint64_t>(kCalls) / 4);  // they did travel in batches
+}
+
+TEST(Native, CheckAllAdmitsOnlyWhenEveryLimitAllowsAndThenCountsEach) {
+  NativeNode n;
+  floodgate::Client c(n.options());
+  const Limit user = Limit::token_bucket(10, 1, 3600000);
+  const Limit room = Limit::fixed_window(3, 3600000);
+  const Limit ip = Limit::sliding_log(5, 3600000);
+  auto checks = [&] {
+    return std::vector<floodgate::Check>{
+        {"u:1", user, 1}, {"room:7", room, 1}, {"ip:10.0.0.1", ip, 1}};
+  };
+  for (int i = 0; i < 3; ++i) {
+    auto m = c.check_all(checks());
+    ASSERT_TRUE(m.ok()) << m.error();
+    EXPECT_TRUE(m->allowed);
+    ASSERT_EQ(m->decisions.size(), 3u);
+  }
+  // The room is full: the check is denied and neither the user nor the IP pays for it.
+  for (int i = 0; i < 4; ++i) {
+    auto m = c.check_all(checks());
+    ASSERT_TRUE(m.ok());
+    EXPECT_FALSE(m->allowed);
+    EXPECT_GT(m->retry_after_ms, 0);
+  }
+  EXPECT_EQ(c.peek("u:1", user)->remaining, 7);
+  EXPECT_EQ(c.peek("ip:10.0.0.1", ip)->remaining, 2);
+  EXPECT_EQ(c.peek("room:7", room)->remaining, 0);
+  // An error on one check (wrong kind) is an error, and also consumes nothing.
+  ASSERT_TRUE(c.take("tb", Limit::token_bucket(3, 1, 1000)).ok());
+  auto bad = c.check_all({{"u:1", user, 1}, {"tb", ip, 1}});
+  EXPECT_EQ(bad.status(), Status::kWrongType);
+  EXPECT_EQ(c.peek("u:1", user)->remaining, 7);
+}
+
+// A caller that dies after reserving and before committing: the node gives back what the
+// reservations took when they expire. Spoken at the protocol level, so nothing commits.
+TEST(Native, ReservationsOfACallerThatDiedComeBack) {
+  NativeNode n;
+  namespace pb = floodgate::native;
+  {
+    Client raw(n.native_port);
+    ASSERT_TRUE(raw.connected());
+    pb::ClientFrame f;
+    f.set_version(1);
+    pb::Request* r = f.add_requests();
+    r->set_op(pb::RESERVE);
+    r->set_key("room:9");
+    r->mutable_limit()->set_kind(pb::FIXED_WINDOW);
+    r->mutable_limit()->set_a(3);
+    r->mutable_limit()->set_period_ms(3600000);
+    r->set_cost(2);
+    r->set_ttl_ms(300);
+    const std::string body = f.SerializeAsString();
+    std::string frame(4, '\0');
+    frame[3] = static_cast<char>(body.size());
+    ASSERT_TRUE(raw.send(frame + body));
+    const std::string hdr = raw.recv_n(4);
+    ASSERT_EQ(hdr.size(), 4u);
+    const std::string reply = raw.recv_n(static_cast<size_t>(static_cast<unsigned char>(hdr[3])));
+    pb::ServerFrame sf;
+    ASSERT_TRUE(sf.ParseFromString(reply));
+    ASSERT_EQ(sf.results_size(), 1);
+    EXPECT_TRUE(sf.results(0).allowed());
+    EXPECT_NE(sf.results(0).lease(), 0u);
+  }  // the caller is gone
+  floodgate::Client c(n.options());
+  const Limit room = Limit::fixed_window(3, 3600000);
+  EXPECT_EQ(c.peek("room:9", room)->remaining, 1);  // held by the reservation
+  bool back = false;
+  for (int i = 0; i < 40 && !back; ++i) {  // 300 ms TTL + one sweep (100 ms)
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+    back = c.peek("room:9", room)->remaining == 3;
+  }
+  EXPECT_TRUE(back);
+}
+
+TEST(Native, HolderKeepsLeasesAliveAndGivesThemBackOnShutdown) {
+  NativeNode n;
+  floodgate::Client c(n.options());
+  const Limit conns = Limit::concurrency(5, 600);  // leases die 600 ms after their last renewal
+  {
+    floodgate::Holder h(c, "app-server-1", std::chrono::milliseconds(600));
+    ASSERT_TRUE(h.acquire("conn:u", conns)->granted);
+    ASSERT_TRUE(h.acquire("conn:u", conns)->granted);
+    auto l = h.acquire("conn:v", conns);
+    ASSERT_TRUE(l->granted);
+    std::this_thread::sleep_for(std::chrono::milliseconds(1500));  // past the TTL, twice
+    EXPECT_EQ(*c.count("conn:u"), 2);
+    EXPECT_EQ(*c.count("conn:v"), 1);
+    EXPECT_TRUE(*h.release(*l));
+    EXPECT_EQ(*c.count("conn:v"), 0);
+    EXPECT_EQ(h.failed_heartbeats(), 0u);
+  }
+  EXPECT_EQ(*c.count("conn:u"), 0);  // released at once, not after the TTL
+}
+
+TEST(Native, ABadFrameClosesOnlyThatConnection) {
+  NativeNode n;
+  floodgate::Client c(n.options());
+  ASSERT_TRUE(c.take("a", Limit::token_bucket(3, 1, 1000)).ok());
+  Client garbage(n.native_port);
+  ASSERT_TRUE(garbage.send(std::string("\x00\x00\x00\x05\xff\xff\xff\xff\xff", 9)));
+  const std::string reply = garbage.recv_all();
+  EXPECT_NE(reply.find("ERR Protocol error"), std::string::npos);
+  Client huge(n.native_port);
+  ASSERT_TRUE(huge.send(std::string("\x7f\xff\xff\xff", 4)));
+  EXPECT_NE(huge.recv_all().find("larger than 16 MiB"), std::string::npos);
+  EXPECT_TRUE(c.take("a", Limit::token_bucket(3, 1, 1000)).ok());
+  EXPECT_TRUE(n.node.alive());
+}
+
+TEST(Native, AnUnreachableClusterIsAnErrorAtTheDeadline) {
+  floodgate::Client::Options o;
+  o.seeds = {"127.0.0.1:" + std::to_string(free_port())};
+  o.deadline = std::chrono::milliseconds(300);
+  floodgate::Client c(o);
+  const auto t0 = std::chrono::steady_clock::now();
+  auto r = c.take("k", Limit::token_bucket(3, 1, 1000));
+  const auto took = std::chrono::steady_clock::now() - t0;
+  EXPECT_EQ(r.status(), Status::kUnavailable);
+  EXPECT_NE(r.error().find("Connection refused"), std::string::npos) << r.error();
+  EXPECT_LT(took, std::chrono::milliseconds(2000));
+}
+
+TEST(Native, CliExitCodesAndOutput) {
+  NativeNode n;
+  const std::string cli = std::string(FLOODGATE_CLI) + " -s 127.0.0.1:" +
+                          std::to_string(n.native_port) + " ";
+  EXPECT_EQ(run(cli + "take k token_bucket 1 1 60000"),
+            "allowed limit=1 remaining=0 retry_after_ms=-1 reset_after_ms=60000\n");
+  EXPECT_EQ(system((cli + "take k token_bucket 1 1 60000 >/dev/null").c_str()) >> 8, 1);
+  EXPECT_EQ(system((cli + "take k nosuch >/dev/null 2>&1").c_str()) >> 8, 2);
+  const std::string lease = run(cli + "acquire c concurrency 1 60000 --holder h");
+  ASSERT_EQ(lease.rfind("granted lease=", 0), 0u) << lease;
+  EXPECT_EQ(run(cli + "count c"), "1\n");
+  EXPECT_EQ(run(cli + "release c " + lease.substr(14, 16)), "released\n");
+  EXPECT_NE(run(cli + "cluster").find("standalone"), std::string::npos);
+  const std::string bench = run(cli + "bench -q -c 1 -P 64 -d 0.5 -k 100");
+  EXPECT_NE(bench.find("throughput:"), std::string::npos) << bench;
+  EXPECT_NE(bench.find("p999"), std::string::npos);
+  EXPECT_NE(bench.find("errors 0)"), std::string::npos) << bench;
+}
+
+}  // namespace
+}  // namespace fg::testing
