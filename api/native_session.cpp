@@ -180,8 +180,10 @@ static bool resolve_limit(const wire::RequestView& req, const PolicyMap& policie
     return false;
   }
   spec = LimitSpec::make(static_cast<Kind>(req.kind), req.a, req.b, req.period_ms * kNsPerMs);
-  error = validate(spec);
-  return error.empty();
+  const std::string why = validate(spec);
+  if (why.empty()) return true;
+  error = "ERR " + why;
+  return false;
 }
 
 void NativeSession::request(const wire::RequestView& req, Frame& f, size_t index) {

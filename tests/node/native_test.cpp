@@ -93,6 +93,7 @@ TEST(Native, ErrorsAreClearAndInRedisWords) {
   EXPECT_EQ(wrong.status(), Status::kWrongType);
   EXPECT_EQ(wrong.error(), "WRONGTYPE Operation against a key holding the wrong kind of value");
   EXPECT_EQ(c.take("k", Limit::token_bucket(0, 1, 1000)).status(), Status::kError);
+  EXPECT_EQ(c.take("k", Limit::token_bucket(1000000, 1, 3600000)).error().rfind("ERR ", 0), 0u);
   EXPECT_EQ(c.take("k", Limit::token_bucket(3, 1, -5)).error(),
             "ERR value is out of range, must be positive");
   EXPECT_EQ(c.take(std::string(5000, 'k'), Limit::token_bucket(3, 1, 1000)).error(),
