@@ -60,6 +60,7 @@ std::vector<Section> info_sections(Session& s) {
   kv(sv, "process_id", n(getpid()));
   kv(sv, "run_id", st.run_id);
   kv(sv, "tcp_port", n(st.port));
+  kv(sv, "native_port", n(st.native_port));
   kv(sv, "uptime_in_seconds", n(up_s));
   kv(sv, "uptime_in_days", n(up_s / 86400));
   kv(sv, "io_threads", n(st.io_threads));

@@ -6,7 +6,9 @@
 // across failover until the call's deadline. Every call has a callback form (the callback
 // runs on the client's I/O thread: keep it short, never block in it) and a blocking form.
 //
-//   floodgate::Client fg({.seeds = {"127.0.0.1:7380"}});
+//   floodgate::Client::Options opt;
+//   opt.seeds = {"127.0.0.1:7380"};
+//   floodgate::Client fg(opt);
 //   auto d = fg.take("api:user:42", floodgate::Limit::policy("free"));
 //   if (d.ok() && !d->allowed) reply_429(d->retry_after_ms);
 #pragma once
