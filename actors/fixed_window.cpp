@@ -23,8 +23,7 @@ Decision fixed_window_take(FixedWindowState& st, const LimitSpec& s, int64_t cos
   return d;
 }
 
-void fixed_window_refund(FixedWindowState& st, const LimitSpec& s, int64_t cost,
-                         int64_t taken_ns) {
+void fixed_window_refund(FixedWindowState& st, const LimitSpec& s, int64_t cost, int64_t taken_ns) {
   const int64_t w = s.c;
   if (cost <= 0 || st.window_end_ns != taken_ns - taken_ns % w + w) return;  // window gone
   st.count = st.count > cost ? st.count - cost : 0;

@@ -160,8 +160,8 @@ void NativeSession::serve(Frame& f) {
 }
 
 // Resolves a request's limit: a named policy, or an inline one.
-static bool resolve_limit(const wire::RequestView& req, const PolicyMap& policies,
-                          LimitSpec& spec, std::string& error) {
+static bool resolve_limit(const wire::RequestView& req, const PolicyMap& policies, LimitSpec& spec,
+                          std::string& error) {
   if (!req.policy.empty()) {
     auto it = policies.find(req.policy);
     if (it == policies.end()) {

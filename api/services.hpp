@@ -21,7 +21,7 @@ struct NodeSettings {
   std::string run_id;
   std::string bind = "127.0.0.1";
   int port = 6380;
-  int native_port = 0;  // 0: no native listener
+  int native_port = 0;               // 0: no native listener
   std::string requirepass;           // empty: no AUTH needed
   int64_t timeout_s = 0;             // idle client timeout, 0 = never
   size_t max_batch_commands = 1024;  // commands taken from one read into one batch

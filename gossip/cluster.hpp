@@ -32,7 +32,7 @@ struct ClusterConfig {
   int port = 16380;
   std::string announce_host;  // how peers and clients reach this node; default bind_host
   int resp_port = 6380;
-  int native_port = 0;  // 0: no native listener
+  int native_port = 0;             // 0: no native listener
   std::vector<std::string> seeds;  // cluster bus addresses, host:port
   MembershipConfig membership;
   int64_t settle_ms = 1000;         // live set stable this long before a new table

@@ -2,7 +2,6 @@
 // on the I/O thread. A flight is reused once every waiter has its replies.
 #include "io_batcher.hpp"
 
-
 namespace fg {
 
 struct IoBatcher::Flight : BatchSink, std::enable_shared_from_this<Flight> {

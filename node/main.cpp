@@ -289,8 +289,8 @@ int main(int argc, char** argv) {
   spdlog::info(
       "floodgate {} ready: RESP on {} port {}, native port {} ({} io threads, {} shards on {} "
       "threads, {} policies)",
-      svc.settings.version, cfg.bind, server.port(), server.native_port(), cfg.io_threads, cfg.shards, cfg.shard_threads,
-      cfg.policies.size());
+      svc.settings.version, cfg.bind, server.port(), server.native_port(), cfg.io_threads,
+      cfg.shards, cfg.shard_threads, cfg.policies.size());
   while (!stopping) std::this_thread::sleep_for(std::chrono::milliseconds(50));
   if (cluster) {
     // Hand this node's slots (and their state) to the others before going.

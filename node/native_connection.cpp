@@ -79,8 +79,8 @@ void NativeConnection::maybe_read() {
 void NativeConnection::pump() {
   if (closed_) return;
   while (!in_flight_ && !writing_ && begin_ < end_) {
-    NativeProcessResult r = session_->process(in_.data() + begin_, end_ - begin_,
-                                              batcher_.current());
+    NativeProcessResult r =
+        session_->process(in_.data() + begin_, end_ - begin_, batcher_.current());
     begin_ += r.consumed;  // the session keeps its own copy of what it parsed
     if (r.submitted) {
       in_flight_ = true;

@@ -14,8 +14,7 @@
 
 namespace fg {
 
-class NativeConnection : public BatchWaiter,
-                         public std::enable_shared_from_this<NativeConnection> {
+class NativeConnection : public BatchWaiter, public std::enable_shared_from_this<NativeConnection> {
  public:
   NativeConnection(asio::ip::tcp::socket sock, Services& svc, ConnectionLimits limits,
                    IoBatcher& batcher);

@@ -308,16 +308,20 @@ int main(int argc, char** argv) {
   auto* cluster = app.add_subcommand("cluster", "Members, their states and slot ranges");
 
   BenchOptions bo;
-  auto* benchc = app.add_subcommand("bench", "Load a node or cluster; prints throughput and latency");
-  benchc->add_option("-c,--connections", bo.connections, "Connections per node")->capture_default_str();
+  auto* benchc =
+      app.add_subcommand("bench", "Load a node or cluster; prints throughput and latency");
+  benchc->add_option("-c,--connections", bo.connections, "Connections per node")
+      ->capture_default_str();
   benchc->add_option("-P,--pipeline", bo.pipeline, "Requests outstanding per connection")
       ->capture_default_str();
   benchc->add_option("-d,--duration", bo.duration_s, "Seconds")->capture_default_str();
-  benchc->add_option("-k,--keys", bo.keys, "Random keys bench:0 .. bench:N-1")->capture_default_str();
+  benchc->add_option("-k,--keys", bo.keys, "Random keys bench:0 .. bench:N-1")
+      ->capture_default_str();
   benchc->add_option("-l,--limit", bo.limit, "policy name, or <kind> <params...>")
       ->expected(1, 4)
       ->capture_default_str();
-  benchc->add_option("--op", bo.op, "take or peek")->check(CLI::IsMember({"take", "peek"}))
+  benchc->add_option("--op", bo.op, "take or peek")
+      ->check(CLI::IsMember({"take", "peek"}))
       ->capture_default_str();
   benchc->add_flag("-q,--quiet", bo.quiet, "No progress line");
 
@@ -384,8 +388,8 @@ int main(int argc, char** argv) {
     if (!check(r)) return 2;
     const floodgate::Topology& t = *r;
     if (!t.cluster) {
-      std::printf("standalone node %s (native %s)\n",
-                  t.nodes.empty() ? "?" : t.nodes[0].id.c_str(), copt.seeds[0].c_str());
+      std::printf("standalone node %s (native %s)\n", t.nodes.empty() ? "?" : t.nodes[0].id.c_str(),
+                  copt.seeds[0].c_str());
       return 0;
     }
     std::printf("epoch %" PRIu64 ", %s\n", t.epoch, t.quorum ? "quorum" : "NO QUORUM");
@@ -396,7 +400,8 @@ int main(int argc, char** argv) {
       for (const auto& rg : t.ranges) {
         if (rg.owner != static_cast<int>(i)) continue;
         slots += rg.last - rg.first + 1;
-        ranges += (ranges.empty() ? "" : ",") + std::to_string(rg.first) + "-" + std::to_string(rg.last);
+        ranges +=
+            (ranges.empty() ? "" : ",") + std::to_string(rg.first) + "-" + std::to_string(rg.last);
       }
       std::printf("%-20s %s:%d (resp %d)  %-7s %5d slots  %s\n", n.id.c_str(), n.host.c_str(),
                   n.port, n.resp_port, n.state.c_str(), slots, ranges.c_str());

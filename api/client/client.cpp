@@ -3,10 +3,12 @@
 // (pipelining), answers are matched to calls by order. Routing follows the topology the
 // nodes send (answers to TOPOLOGY, pushes on change, MOVED); calls that meet a moving slot,
 // a failover or a broken connection are retried until their deadline.
+#include "floodgate/client.hpp"
+
 #include <asio.hpp>
+#include <atomic>
 #include <cstring>
 #include <ctime>
-#include <atomic>
 #include <deque>
 #include <future>
 #include <map>
@@ -14,7 +16,6 @@
 #include <optional>
 #include <thread>
 
-#include "floodgate/client.hpp"
 #include "key_slot.hpp"
 #include "native.pb.h"
 #include "native_wire.hpp"
@@ -64,10 +65,10 @@ Clock::time_point coarse_now() {
 }
 
 struct Call {
-  std::string req;        // the encoded pb::Request
+  std::string req;          // the encoded pb::Request
   uint32_t slot = kNoSlot;  // kNoSlot: not known yet (or not keyed)
   bool keyed = false;
-  std::string addr;       // set: goes to this node address (fan-out, topology)
+  std::string addr;  // set: goes to this node address (fan-out, topology)
   Clock::time_point deadline;
   int attempts = 0;
   bool finished = false;
@@ -174,7 +175,6 @@ struct Req {
   }
 };
 
-
 Decision decision_of(const fg::wire::ResultView& r) {
   Decision d;
   d.allowed = r.allowed;
@@ -191,7 +191,8 @@ bool split_addr(const std::string& a, std::string& host, std::string& port) {
   if (c == std::string::npos || c == 0 || c + 1 == a.size()) return false;
   host = a.substr(0, c);
   port = a.substr(c + 1);
-  if (host.size() > 2 && host.front() == '[' && host.back() == ']') host = host.substr(1, host.size() - 2);
+  if (host.size() > 2 && host.front() == '[' && host.back() == ']')
+    host = host.substr(1, host.size() - 2);
   return true;
 }
 
@@ -349,7 +350,9 @@ class Client::Impl {
   void dispatch(CallPtr c) {
     if (c->finished) return;
     if (c->attempts > 0 && coarse_now() >= c->deadline) {
-      return finish(c, Status::kUnavailable, last_error_.empty() ? "no node answered before the deadline" : last_error_, nullptr);
+      return finish(c, Status::kUnavailable,
+                    last_error_.empty() ? "no node answered before the deadline" : last_error_,
+                    nullptr);
     }
     if (!have_topology_ && c->addr.empty()) {
       waiting_.push_back(std::move(c));
@@ -435,8 +438,8 @@ class Client::Impl {
                           static_cast<int>(n.resp_port()), n.state(), n.in_table()});
     }
     for (const auto& r : t.ranges()) {
-      TopologyRange tr{static_cast<int>(r.first()), static_cast<int>(r.last()),
-                       static_cast<int>(r.owner()), {}};
+      TopologyRange tr{
+          static_cast<int>(r.first()), static_cast<int>(r.last()), static_cast<int>(r.owner()), {}};
       for (auto x : r.replicas()) tr.replicas.push_back(static_cast<int>(x));
       nt.ranges.push_back(std::move(tr));
     }
@@ -581,7 +584,8 @@ struct Client::Impl::Conn : std::enable_shared_from_this<Conn> {
     Clock::time_point sent;
   };
 
-  Conn(Impl& impl, std::string addr) : impl(impl), addr(std::move(addr)), sock(impl.io_), resolver(impl.io_) {}
+  Conn(Impl& impl, std::string addr)
+      : impl(impl), addr(std::move(addr)), sock(impl.io_), resolver(impl.io_) {}
 
   // Calls made during one turn of the I/O loop (say, by the callbacks of one answer
   // frame) leave together in one frame.
@@ -615,26 +619,30 @@ struct Client::Impl::Conn : std::enable_shared_from_this<Conn> {
     if (!split_addr(addr, host, port)) return broken("bad address (expected host:port)");
     auto self = shared_from_this();
     const uint64_t g = gen;
-    resolver.async_resolve(host, port, [self, g](asio::error_code ec, asio::ip::tcp::resolver::results_type res) {
-      if (self->gen != g) return;
-      if (ec) return self->broken(ec.message());
-      asio::async_connect(self->sock, res, [self, g](asio::error_code ec2, const asio::ip::tcp::endpoint&) {
-        if (self->gen != g) return;
-        if (ec2) return self->broken(ec2.message());
-        asio::error_code ignored;
-        self->sock.set_option(asio::ip::tcp::no_delay(true), ignored);
-        self->state = kUp;
-        self->backoff = std::chrono::milliseconds(0);
-        self->hello_sent = false;
-        self->read();
-        self->flush();
-      });
-    });
+    resolver.async_resolve(
+        host, port, [self, g](asio::error_code ec, asio::ip::tcp::resolver::results_type res) {
+          if (self->gen != g) return;
+          if (ec) return self->broken(ec.message());
+          asio::async_connect(self->sock, res,
+                              [self, g](asio::error_code ec2, const asio::ip::tcp::endpoint&) {
+                                if (self->gen != g) return;
+                                if (ec2) return self->broken(ec2.message());
+                                asio::error_code ignored;
+                                self->sock.set_option(asio::ip::tcp::no_delay(true), ignored);
+                                self->state = kUp;
+                                self->backoff = std::chrono::milliseconds(0);
+                                self->hello_sent = false;
+                                self->read();
+                                self->flush();
+                              });
+        });
   }
 
   void flush() {
-    if (state != kUp || writing || pending.empty() || flights.size() >= impl.opt_.max_frames_in_flight) return;
-    body.assign(4, '\0');          // the frame's length, filled in below
+    if (state != kUp || writing || pending.empty() ||
+        flights.size() >= impl.opt_.max_frames_in_flight)
+      return;
+    body.assign(4, '\0');        // the frame's length, filled in below
     body.append("\x08\x01", 2);  // version = 1
     if (!hello_sent) {
       pb::Hello h;
@@ -651,7 +659,8 @@ struct Client::Impl::Conn : std::enable_shared_from_this<Conn> {
     f.sent = coarse_now();
     size_t need = 0;
     const size_t n_calls = std::min(pending.size(), impl.opt_.max_batch);
-    for (size_t i = 0; i < n_calls; ++i) need += 1 + varint_size(pending[i]->req.size()) + pending[i]->req.size();
+    for (size_t i = 0; i < n_calls; ++i)
+      need += 1 + varint_size(pending[i]->req.size()) + pending[i]->req.size();
     size_t at = body.size();
     body.resize(at + need);
     char* p = body.data() + at;
@@ -757,8 +766,8 @@ struct Client::Impl::Conn : std::enable_shared_from_this<Conn> {
     if (state == kIdle) return;
     state = kIdle;
     ++gen;  // handlers of the old socket find this and do nothing
-    backoff = std::min<std::chrono::milliseconds>(std::chrono::milliseconds(1000),
-                                                  std::max(backoff * 2, std::chrono::milliseconds(20)));
+    backoff = std::min<std::chrono::milliseconds>(
+        std::chrono::milliseconds(1000), std::max(backoff * 2, std::chrono::milliseconds(20)));
     next_connect = coarse_now() + backoff;
     timer.cancel();
     asio::error_code ec;
@@ -805,7 +814,8 @@ void Client::Impl::collect(Conn& conn, std::vector<CallPtr>& out) {
 std::vector<std::shared_ptr<Client::Impl::Conn>>& Client::Impl::pool_of(const std::string& addr) {
   auto& p = conns_[addr];
   if (p.empty()) {
-    for (int i = 0; i < opt_.connections_per_node; ++i) p.push_back(std::make_shared<Conn>(*this, addr));
+    for (int i = 0; i < opt_.connections_per_node; ++i)
+      p.push_back(std::make_shared<Conn>(*this, addr));
   }
   return p;
 }
@@ -858,7 +868,8 @@ void Client::Impl::on_tick() {
   }
   // A connection whose oldest frame has gone unanswered too long is to a node that is
   // paused or gone: break it, so its calls go elsewhere once the cluster has failed over.
-  const auto stall = std::max<std::chrono::milliseconds>(std::chrono::milliseconds(500), opt_.deadline / 4);
+  const auto stall =
+      std::max<std::chrono::milliseconds>(std::chrono::milliseconds(500), opt_.deadline / 4);
   bool busy = false;
   std::vector<std::shared_ptr<Conn>> stuck;
   for (auto& [addr, p] : conns_) {
@@ -939,17 +950,19 @@ void fan_out(Client::Impl& impl, pb::Op op, std::string holder, int64_t ttl_ms,
     r.holder = holder;
     r.ttl_ms = ttl_ms;
     for (const auto& addr : nodes) {
-      CallPtr c = impl.make(r, [sum, addr](Status s, const std::string& e, const fg::wire::ResultView* res) {
-        if (s == Status::kOk && res) {
-          sum->total += res->value;
-        } else if (sum->status == Status::kOk) {
-          sum->status = s;
-          sum->error = addr + ": " + e;
-        }
-        if (--sum->left > 0) return;
-        if (sum->status != Status::kOk) return sum->cb(Result<int64_t>(sum->status, sum->error));
-        sum->cb(Result<int64_t>(sum->total));
-      });
+      CallPtr c = impl.make(
+          r, [sum, addr](Status s, const std::string& e, const fg::wire::ResultView* res) {
+            if (s == Status::kOk && res) {
+              sum->total += res->value;
+            } else if (sum->status == Status::kOk) {
+              sum->status = s;
+              sum->error = addr + ": " + e;
+            }
+            if (--sum->left > 0) return;
+            if (sum->status != Status::kOk)
+              return sum->cb(Result<int64_t>(sum->status, sum->error));
+            sum->cb(Result<int64_t>(sum->total));
+          });
       c->addr = addr;
       c->no_retry = true;
       impl.submit(std::move(c));
@@ -964,9 +977,9 @@ Client::~Client() = default;
 
 Client::Stats Client::stats() const { return impl_->stats(); }
 
-#define FG_CHECK_THREAD(T)                                                           \
-  if (impl_->on_io_thread())                                                         \
-    return Result<T>(Status::kError,                                                 \
+#define FG_CHECK_THREAD(T)                                                             \
+  if (impl_->on_io_thread())                                                           \
+    return Result<T>(Status::kError,                                                   \
                      "a blocking call from a client callback would deadlock; use the " \
                      "callback form");
 
@@ -989,18 +1002,19 @@ void Client::acquire(std::string_view key, const Limit& limit, std::string_view 
                      Callback<Lease> cb) {
   Req r = keyed(pb::ACQUIRE, key, &limit);
   r.holder = holder;
-  impl_->submit(impl_->make(r, [cb = std::move(cb), k = std::string(key)](
-                                   Status s, const std::string& e, const fg::wire::ResultView* res) {
-    if (s != Status::kOk || !res) return cb(Result<Lease>(s, e));
-    Lease l;
-    l.granted = res->allowed;
-    l.key = k;
-    l.id = res->lease;
-    l.held = res->value;
-    l.limit = res->limit;
-    l.retry_after_ms = res->retry_after_ms;
-    cb(Result<Lease>(std::move(l)));
-  }));
+  impl_->submit(
+      impl_->make(r, [cb = std::move(cb), k = std::string(key)](Status s, const std::string& e,
+                                                                const fg::wire::ResultView* res) {
+        if (s != Status::kOk || !res) return cb(Result<Lease>(s, e));
+        Lease l;
+        l.granted = res->allowed;
+        l.key = k;
+        l.id = res->lease;
+        l.held = res->value;
+        l.limit = res->limit;
+        l.retry_after_ms = res->retry_after_ms;
+        cb(Result<Lease>(std::move(l)));
+      }));
 }
 void Client::renew(std::string_view key, uint64_t lease, int64_t ttl_ms, Callback<bool> cb) {
   Req r = keyed(pb::RENEW, key);
@@ -1077,10 +1091,10 @@ void Client::check_all(std::vector<Check> checks, Callback<MultiDecision> cb) {
       if (st->tickets[i] == 0) continue;
       Req r = keyed(commit ? pb::COMMIT : pb::CANCEL, st->checks[i].key);
       r.lease = st->tickets[i];
-      impl.submit(impl.make(r, [pending, commit, answer](Status, const std::string&,
-                                                         const fg::wire::ResultView*) {
-        if (--*pending == 0 && commit) answer();
-      }));
+      impl.submit(impl.make(
+          r, [pending, commit, answer](Status, const std::string&, const fg::wire::ResultView*) {
+            if (--*pending == 0 && commit) answer();
+          }));
     }
   };
   for (size_t i = 0; i < st->checks.size(); ++i) {
@@ -1089,16 +1103,16 @@ void Client::check_all(std::vector<Check> checks, Callback<MultiDecision> cb) {
     r.has_cost = true;
     r.cost = ch.cost;
     r.ttl_ms = ttl;
-    impl.submit(impl.make(r, [st, i, second_phase](Status s, const std::string& e,
-                                                   const fg::wire::ResultView* res) {
-      if (s == Status::kOk && res) {
-        st->results[i] = Result<Decision>(decision_of(*res));
-        st->tickets[i] = res->lease;
-      } else {
-        st->results[i] = Result<Decision>(s, e);
-      }
-      if (--st->left == 0) second_phase();
-    }));
+    impl.submit(impl.make(
+        r, [st, i, second_phase](Status s, const std::string& e, const fg::wire::ResultView* res) {
+          if (s == Status::kOk && res) {
+            st->results[i] = Result<Decision>(decision_of(*res));
+            st->tickets[i] = res->lease;
+          } else {
+            st->results[i] = Result<Decision>(s, e);
+          }
+          if (--st->left == 0) second_phase();
+        }));
   }
 }
 
@@ -1143,7 +1157,8 @@ Result<int64_t> Client::release_all(std::string_view holder) {
 }
 Result<MultiDecision> Client::check_all(std::vector<Check> checks) {
   FG_CHECK_THREAD(MultiDecision)
-  return block<MultiDecision>([&](Callback<MultiDecision> cb) { check_all(std::move(checks), std::move(cb)); });
+  return block<MultiDecision>(
+      [&](Callback<MultiDecision> cb) { check_all(std::move(checks), std::move(cb)); });
 }
 Result<Topology> Client::topology() {
   FG_CHECK_THREAD(Topology)

@@ -81,8 +81,7 @@ int main(int argc, char** argv) {
   http.Get("/hello", [](const httplib::Request&, httplib::Response& res) {
     res.set_content("hello\n", "text/plain");
   });
-  std::printf("http_middleware listening on 127.0.0.1:%d (Floodgate at %s)\n", port,
-              seeds.c_str());
+  std::printf("http_middleware listening on 127.0.0.1:%d (Floodgate at %s)\n", port, seeds.c_str());
   std::fflush(stdout);
   return http.listen("127.0.0.1", port) ? 0 : 1;
 }

@@ -36,14 +36,15 @@ class Session : public std::enable_shared_from_this<Session> {
 
  private:
   void read() {
-    asio::async_read_until(sock_, buf_, '\n', [self = shared_from_this()](asio::error_code ec, size_t n) {
-      if (ec) return;  // closed: the destructor gives the lease back
-      std::string line(asio::buffers_begin(self->buf_.data()),
-                       asio::buffers_begin(self->buf_.data()) + static_cast<long>(n));
-      self->buf_.consume(n);
-      while (!line.empty() && (line.back() == '\n' || line.back() == '\r')) line.pop_back();
-      self->handle(line);
-    });
+    asio::async_read_until(
+        sock_, buf_, '\n', [self = shared_from_this()](asio::error_code ec, size_t n) {
+          if (ec) return;  // closed: the destructor gives the lease back
+          std::string line(asio::buffers_begin(self->buf_.data()),
+                           asio::buffers_begin(self->buf_.data()) + static_cast<long>(n));
+          self->buf_.consume(n);
+          while (!line.empty() && (line.back() == '\n' || line.back() == '\r')) line.pop_back();
+          self->handle(line);
+        });
   }
 
   // Floodgate answers on its own thread: hop back to this connection's executor.
@@ -55,9 +56,11 @@ class Session : public std::enable_shared_from_this<Session> {
   void handle(const std::string& line) {
     auto self = shared_from_this();
     if (user_.empty()) {
-      if (line.rfind("HELLO ", 0) != 0 || line.size() == 6) return reply("ERR say HELLO <user> first", false);
+      if (line.rfind("HELLO ", 0) != 0 || line.size() == 6)
+        return reply("ERR say HELLO <user> first", false);
       user_ = line.substr(6);
-      holder_.acquire("conns:" + user_, floodgate::Limit::concurrency(kConnectionsPerUser, kLeaseTtlMs),
+      holder_.acquire("conns:" + user_,
+                      floodgate::Limit::concurrency(kConnectionsPerUser, kLeaseTtlMs),
                       [self](floodgate::Result<floodgate::Lease> r) {
                         self->on_io([self, r = std::move(r)] {
                           if (!r.ok()) return self->reply("ERR " + r.error(), false);
@@ -77,7 +80,8 @@ class Session : public std::enable_shared_from_this<Session> {
                self->on_io([self, d = std::move(d)] {
                  if (!d.ok()) return self->reply("OK unlimited (" + d.error() + ")", true);
                  if (!d->allowed) {
-                   return self->reply("SLOW retry_after_ms=" + std::to_string(d->retry_after_ms), true);
+                   return self->reply("SLOW retry_after_ms=" + std::to_string(d->retry_after_ms),
+                                      true);
                  }
                  self->reply("OK " + std::to_string(d->remaining), true);
                });
@@ -86,12 +90,13 @@ class Session : public std::enable_shared_from_this<Session> {
 
   void reply(std::string text, bool keep_open) {
     auto msg = std::make_shared<std::string>(std::move(text) + "\n");
-    asio::async_write(sock_, asio::buffer(*msg), [self = shared_from_this(), msg, keep_open](asio::error_code ec, size_t) {
-      if (ec) return;
-      if (keep_open) return self->read();
-      asio::error_code ignored;
-      self->sock_.shutdown(asio::ip::tcp::socket::shutdown_both, ignored);
-    });
+    asio::async_write(sock_, asio::buffer(*msg),
+                      [self = shared_from_this(), msg, keep_open](asio::error_code ec, size_t) {
+                        if (ec) return;
+                        if (keep_open) return self->read();
+                        asio::error_code ignored;
+                        self->sock_.shutdown(asio::ip::tcp::socket::shutdown_both, ignored);
+                      });
   }
 
   asio::ip::tcp::socket sock_;
@@ -121,7 +126,8 @@ int main(int argc, char** argv) {
   floodgate::Holder holder(fg, server_id, std::chrono::milliseconds(kLeaseTtlMs));
 
   asio::io_context io;
-  asio::ip::tcp::acceptor acc(io, {asio::ip::make_address("127.0.0.1"), static_cast<uint16_t>(port)});
+  asio::ip::tcp::acceptor acc(io,
+                              {asio::ip::make_address("127.0.0.1"), static_cast<uint16_t>(port)});
   uint64_t next_id = 1;
   std::function<void()> accept = [&] {
     acc.async_accept([&](asio::error_code ec, asio::ip::tcp::socket s) {

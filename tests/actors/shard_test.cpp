@@ -235,12 +235,12 @@ TEST_P(Reservation, ATicketOnlyWorksForItsKey) {
   EXPECT_EQ(s.open_reservations(), 1u);
 }
 
-INSTANTIATE_TEST_SUITE_P(
-    EveryKind, Reservation,
-    ::testing::Values(LimitSpec::token_bucket(10, 10, 60 * kS), LimitSpec::gcra(9, 10, 60 * kS),
-                      LimitSpec::window(Kind::kFixedWindow, 10, 3600 * kS),
-                      LimitSpec::window(Kind::kSlidingWindow, 10, 3600 * kS),
-                      LimitSpec::window(Kind::kSlidingLog, 10, 60 * kS)));
+INSTANTIATE_TEST_SUITE_P(EveryKind, Reservation,
+                         ::testing::Values(LimitSpec::token_bucket(10, 10, 60 * kS),
+                                           LimitSpec::gcra(9, 10, 60 * kS),
+                                           LimitSpec::window(Kind::kFixedWindow, 10, 3600 * kS),
+                                           LimitSpec::window(Kind::kSlidingWindow, 10, 3600 * kS),
+                                           LimitSpec::window(Kind::kSlidingLog, 10, 60 * kS)));
 
 }  // namespace
 }  // namespace fg

@@ -124,10 +124,13 @@ TEST(NativeWire, WritesWhatTheGeneratedCodeReads) {
 
 TEST(NativeWire, RefusesMalformedBytes) {
   RequestView v;
-  EXPECT_FALSE(decode_request(std::string("\x12\x05" "ab", 4), v));  // length past the end
-  EXPECT_FALSE(decode_request(std::string("\x08", 1), v));            // varint cut short
-  EXPECT_FALSE(decode_request(std::string("\x0b", 1), v));            // a group
-  EXPECT_FALSE(decode_request(std::string("\x22\x02\x08", 3), v));    // limit cut short
+  EXPECT_FALSE(decode_request(std::string("\x12\x05"
+                                          "ab",
+                                          4),
+                              v));                                  // length past the end
+  EXPECT_FALSE(decode_request(std::string("\x08", 1), v));          // varint cut short
+  EXPECT_FALSE(decode_request(std::string("\x0b", 1), v));          // a group
+  EXPECT_FALSE(decode_request(std::string("\x22\x02\x08", 3), v));  // limit cut short
   ClientFrameView f;
   EXPECT_FALSE(decode_client_frame(std::string(10, '\xff'), f));
   EXPECT_TRUE(decode_client_frame("", f));  // an empty frame is a frame with no requests

@@ -114,8 +114,10 @@ TEST(Native, BatchedAsyncCallsCountExactly) {
   std::promise<void> all;
   for (int i = 0; i < kCalls; ++i) {
     c.take("hot", limit, 1, [&](floodgate::Result<floodgate::Decision> r) {
-      if (!r.ok()) ++errors;
-      else if (r->allowed) ++allowed;
+      if (!r.ok())
+        ++errors;
+      else if (r->allowed)
+        ++allowed;
       if (++done == kCalls) all.set_value();
     });
   }
@@ -251,8 +253,8 @@ TEST(Native, AnUnreachableClusterIsAnErrorAtTheDeadline) {
 
 TEST(Native, CliExitCodesAndOutput) {
   NativeNode n;
-  const std::string cli = std::string(FLOODGATE_CLI) + " -s 127.0.0.1:" +
-                          std::to_string(n.native_port) + " ";
+  const std::string cli =
+      std::string(FLOODGATE_CLI) + " -s 127.0.0.1:" + std::to_string(n.native_port) + " ";
   EXPECT_EQ(run(cli + "take k token_bucket 1 1 60000"),
             "allowed limit=1 remaining=0 retry_after_ms=-1 reset_after_ms=60000\n");
   EXPECT_EQ(system((cli + "take k token_bucket 1 1 60000 >/dev/null").c_str()) >> 8, 1);

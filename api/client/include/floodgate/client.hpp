@@ -122,14 +122,14 @@ struct Check {
 };
 
 struct MultiDecision {
-  bool allowed = false;              // every check allowed, and all of them were counted
-  std::vector<Decision> decisions;   // one per check, in order
-  int64_t retry_after_ms = -1;       // when denied: the longest wait among the denials
+  bool allowed = false;             // every check allowed, and all of them were counted
+  std::vector<Decision> decisions;  // one per check, in order
+  int64_t retry_after_ms = -1;      // when denied: the longest wait among the denials
 };
 
 struct TopologyNode {
   std::string id, host;
-  int port = 0;       // native
+  int port = 0;  // native
   int resp_port = 0;
   std::string state;  // alive, suspect, dead, left
   bool in_table = false;
@@ -154,9 +154,9 @@ class Client {
  public:
   struct Options {
     std::vector<std::string> seeds{"127.0.0.1:7380"};  // native ports, host:port
-    std::chrono::milliseconds deadline{2000};  // per call, retries across failover included
+    std::chrono::milliseconds deadline{2000};          // per call, retries across failover included
     int connections_per_node = 1;
-    size_t max_batch = 1024;        // requests per frame at most
+    size_t max_batch = 1024;          // requests per frame at most
     size_t max_frames_in_flight = 4;  // per connection (pipelining)
     std::string password;
     std::string name = "floodgate-client";
