@@ -514,6 +514,9 @@ class Client::Impl {
         if (t.ParseFromArray(res->topology.data(), static_cast<int>(res->topology.size()))) {
           on_topology(t, addr);
         }
+      } else if (s == Status::kNoAuth) {
+        // Retrying cannot help: every call waiting for the topology gets the node's answer.
+        fail_waiting(s, e);
       } else {
         down_until_[addr] = Clock::now() + std::chrono::milliseconds(100);
         refresh_wanted_ = true;
@@ -527,6 +530,18 @@ class Client::Impl {
     // A refresh answered by a broken connection is not retried: the next one asks another.
     c->no_retry = true;
     send_to(addr, std::move(c));
+  }
+
+  void fail_waiting(Status s, const std::string& e) {
+    auto waiting = std::move(waiting_);
+    waiting_.clear();
+    for (auto& c : waiting) finish(c, s, e, nullptr);
+    auto tw = std::move(topology_waiting_);
+    topology_waiting_.clear();
+    for (auto& [at, cb] : tw) cb(Result<Topology>(s, e));
+    auto mw = std::move(members_waiting_);
+    members_waiting_.clear();
+    for (auto& [at, cb] : mw) cb({});
   }
 
   void arm_tick() {

@@ -238,6 +238,32 @@ TEST(Native, ABadFrameClosesOnlyThatConnection) {
   EXPECT_TRUE(n.node.alive());
 }
 
+TEST(Native, APasswordProtectedNodeNeedsItInTheHello) {
+  const int np = free_port();
+  NodeProcess node({"--native-port", std::to_string(np), "--requirepass", "s3cret"});
+  ASSERT_TRUE(node.alive());
+  floodgate::Client::Options o;
+  o.seeds = {"127.0.0.1:" + std::to_string(np)};
+  o.deadline = std::chrono::milliseconds(2000);
+  {
+    floodgate::Client anonymous(o);
+    auto r = anonymous.take("k", Limit::token_bucket(3, 1, 1000));
+    EXPECT_EQ(r.status(), Status::kNoAuth) << r.error();
+  }
+  {
+    o.password = "wrong";
+    floodgate::Client wrong(o);
+    auto r = wrong.take("k", Limit::token_bucket(3, 1, 1000));
+    EXPECT_EQ(r.status(), Status::kNoAuth);
+    EXPECT_EQ(r.error(), "WRONGPASS invalid username-password pair or user is disabled.");
+  }
+  o.password = "s3cret";
+  floodgate::Client good(o);
+  auto r = good.take("k", Limit::token_bucket(3, 1, 1000));
+  ASSERT_TRUE(r.ok()) << r.error();
+  EXPECT_TRUE(r->allowed);
+}
+
 TEST(Native, AnUnreachableClusterIsAnErrorAtTheDeadline) {
   floodgate::Client::Options o;
   o.seeds = {"127.0.0.1:" + std::to_string(free_port())};
