@@ -597,8 +597,8 @@ TEST(NativeClient, RoutesToOwnersAndRidesThroughAFailover) {
   TestCluster cl(3);
   ASSERT_TRUE(cl.formed(3));
   floodgate::Client::Options o;
-  o.seeds = {"127.0.0.1:" + std::to_string(cl.node(0).port() + 1000),
-             "127.0.0.1:" + std::to_string(cl.node(1).port() + 1000)};
+  o.seeds = {"127.0.0.1:" + std::to_string(cl.node(0).native_port()),
+             "127.0.0.1:" + std::to_string(cl.node(1).native_port())};
   o.deadline = std::chrono::milliseconds(10000);
   floodgate::Client c(o);
   auto topo = c.topology();

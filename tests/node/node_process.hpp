@@ -121,6 +121,15 @@ class NodeProcess {
   explicit NodeProcess(std::vector<std::string> extra = {}) : port_(free_port()) {
     std::vector<std::string> args = {FLOODGATE_BIN, "--port", std::to_string(port_), "--log-level",
                                      "warn"};
+    // A free native port too, unless the test chose one (RESP + 1000 may be taken by a
+    // test running alongside).
+    for (size_t i = 0; i + 1 < extra.size(); ++i)
+      if (extra[i] == "--native-port") native_port_ = std::stoi(extra[i + 1]);
+    if (native_port_ < 0) {
+      native_port_ = free_port();
+      args.push_back("--native-port");
+      args.push_back(std::to_string(native_port_));
+    }
     args.insert(args.end(), extra.begin(), extra.end());
     pid_ = fork();
     if (pid_ == 0) {
@@ -167,6 +176,7 @@ class NodeProcess {
     pid_ = -1;
   }
   int port() const { return port_; }
+  int native_port() const { return native_port_; }
   pid_t pid() const { return pid_; }
   bool alive() const { return pid_ > 0 && kill(pid_, 0) == 0; }
   long rss_kb() const {
@@ -182,6 +192,7 @@ class NodeProcess {
 
  private:
   int port_;
+  int native_port_ = -1;
   pid_t pid_ = -1;
 };
 
