@@ -261,4 +261,16 @@ void run_commands(asio::io_context& io, Cluster* cluster, Services& svc, std::st
   });
 }
 
+void release_bound_leases(Services& svc, uint64_t client_id) {
+  if (!svc.bound) return;
+  std::string cmds;
+  for (const auto& holder : svc.bound->unbind(client_id)) {
+    RespWriter w(cmds, 2);
+    w.array(2);
+    w.bulk("FG.RELEASEALL");
+    w.bulk(holder);
+  }
+  if (!cmds.empty() && svc.run_background) svc.run_background(std::move(cmds));
+}
+
 }  // namespace fg

@@ -52,6 +52,9 @@ void await_replicas(Cluster& cluster, const BatchPtr& b, std::function<void()> t
 
 // Runs forwarded commands on the node that owns their slots (peer request FORWARD).
 void serve_forwards(Cluster& cluster, Services& svc);
+// A client connection (RESP or native) closed: gives back every lease it took with BOUND,
+// wherever their keys live.
+void release_bound_leases(Services& svc, uint64_t client_id);
 // Runs RESP commands on the node's own behalf on `io` (cluster: routed and fanned out like
 // a client's); the replies are dropped.
 void run_commands(asio::io_context& io, Cluster* cluster, Services& svc, std::string cmds);

@@ -5,11 +5,11 @@
 #include <deque>
 
 #include "errors.hpp"
+#include "forward.hpp"
 #include "key_slot.hpp"
 #include "key_table.hpp"
 #include "native.pb.h"
 #include "native_wire.hpp"
-#include "resp_writer.hpp"
 
 namespace fg {
 
@@ -59,15 +59,7 @@ NativeSession::NativeSession(Services& svc, std::shared_ptr<ClientInfo> client)
 
 NativeSession::~NativeSession() {
   // Leases this connection took with `bound` go back now.
-  if (!svc_.bound || !client_) return;
-  std::string cmds;
-  for (const auto& holder : svc_.bound->unbind(client_->id)) {
-    RespWriter w(cmds, 2);
-    w.array(2);
-    w.bulk("FG.RELEASEALL");
-    w.bulk(holder);
-  }
-  if (!cmds.empty() && svc_.run_background) svc_.run_background(std::move(cmds));
+  if (client_) release_bound_leases(svc_, client_->id);
 }
 
 NativeProcessResult NativeSession::process(const char* data, size_t len, Batch& batch) {

@@ -65,14 +65,6 @@ struct Reader {
   }
 };
 
-char* put_varint(char* p, uint64_t v) {
-  while (v >= 0x80) {
-    *p++ = static_cast<char>(v | 0x80);
-    v >>= 7;
-  }
-  *p++ = static_cast<char>(v);
-  return p;
-}
 char* put_int(char* p, uint32_t field, int64_t v) {
   p = put_varint(p, field << 3 | kVarint);
   return put_varint(p, static_cast<uint64_t>(v));
@@ -83,6 +75,17 @@ char* put_bytes(char* p, uint32_t field, std::string_view v) {
   std::memcpy(p, v.data(), v.size());
   return p + v.size();
 }
+}  // namespace
+
+char* put_varint(char* p, uint64_t v) {
+  while (v >= 0x80) {
+    *p++ = static_cast<char>(v | 0x80);
+    v >>= 7;
+  }
+  *p++ = static_cast<char>(v);
+  return p;
+}
+
 size_t varint_size(uint64_t v) {
   size_t n = 1;
   while (v >= 0x80) {
@@ -92,7 +95,34 @@ size_t varint_size(uint64_t v) {
   return n;
 }
 
-}  // namespace
+std::string encode_request(const RequestView& r) {
+  std::string o;
+  o.resize(96 + r.key.size() + r.policy.size() + r.holder.size());
+  char* const begin = o.data();
+  char* p = begin;
+  if (r.op) p = put_int(p, 1, r.op);
+  if (!r.key.empty()) p = put_bytes(p, 2, r.key);
+  if (!r.policy.empty()) p = put_bytes(p, 3, r.policy);
+  if (r.has_limit) {
+    char m[48];
+    char* q = m;
+    if (r.kind) q = put_int(q, 1, r.kind);
+    if (r.a) q = put_int(q, 2, r.a);
+    if (r.b) q = put_int(q, 3, r.b);
+    if (r.period_ms) q = put_int(q, 4, r.period_ms);
+    p = put_bytes(p, 4, std::string_view(m, static_cast<size_t>(q - m)));
+  }
+  if (r.has_cost) p = put_int(p, 5, r.cost);
+  if (r.ttl_ms) p = put_int(p, 6, r.ttl_ms);
+  if (r.lease) {
+    p = put_varint(p, 7 << 3 | kFixed64);
+    for (int i = 0; i < 8; ++i) *p++ = static_cast<char>(r.lease >> (8 * i));
+  }
+  if (!r.holder.empty()) p = put_bytes(p, 8, r.holder);
+  if (r.bound) p = put_int(p, 9, 1);
+  o.resize(static_cast<size_t>(p - begin));
+  return o;
+}
 
 bool decode_client_frame(std::string_view in, ClientFrameView& out) {
   Reader r{in.data(), in.data() + in.size()};

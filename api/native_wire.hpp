@@ -34,6 +34,12 @@ struct ClientFrameView {
 // False when the bytes are not a well-formed message (unknown fields are skipped).
 bool decode_client_frame(std::string_view in, ClientFrameView& out);
 bool decode_request(std::string_view in, RequestView& out);
+// A Request message (fields at their defaults left out; `cost` written when has_cost).
+std::string encode_request(const RequestView& r);
+
+// Varints, for writers of frames.
+char* put_varint(char* p, uint64_t v);
+size_t varint_size(uint64_t v);
 
 struct ResultView {
   int code = 0;

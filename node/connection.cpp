@@ -6,7 +6,6 @@
 #include <spdlog/spdlog.h>
 
 #include "errors.hpp"
-#include "resp_writer.hpp"
 
 namespace fg {
 
@@ -31,15 +30,7 @@ Connection::~Connection() {
   if (!client_) return;
   svc_.clients->remove(client_->id);
   // Leases this connection took with BOUND go back now, wherever they live.
-  if (!svc_.bound) return;
-  std::string cmds;
-  for (const auto& holder : svc_.bound->unbind(client_->id)) {
-    RespWriter w(cmds, 2);
-    w.array(2);
-    w.bulk("FG.RELEASEALL");
-    w.bulk(holder);
-  }
-  if (!cmds.empty() && svc_.run_background) svc_.run_background(std::move(cmds));
+  release_bound_leases(svc_, client_->id);
 }
 
 int64_t Connection::now_ms() const { return svc_.clock->now_ns() / 1'000'000; }

@@ -104,40 +104,15 @@ Status status_of(int code) {
   }
 }
 
-char* put_varint(char* p, uint64_t v) {
-  while (v >= 0x80) {
-    *p++ = static_cast<char>(v | 0x80);
-    v >>= 7;
-  }
-  *p++ = static_cast<char>(v);
-  return p;
-}
+using fg::wire::put_varint;
+using fg::wire::varint_size;
 void put_varint(std::string& out, uint64_t v) {
   char buf[10];
   out.append(buf, static_cast<size_t>(put_varint(buf, v) - buf));
 }
-size_t varint_size(uint64_t v) {
-  size_t n = 1;
-  while (v >= 0x80) {
-    v >>= 7;
-    ++n;
-  }
-  return n;
-}
 
 // Requests are written straight in the wire format of native.proto's Request (no message
-// objects on the hot path); answers are parsed with the generated code.
-enum : uint32_t { kVarint = 0, kFixed64 = 1, kBytes = 2 };
-char* put_tag(char* p, uint32_t field, uint32_t type) { return put_varint(p, field << 3 | type); }
-char* put_int(char* p, uint32_t field, int64_t v) {
-  return put_varint(put_tag(p, field, kVarint), static_cast<uint64_t>(v));
-}
-char* put_bytes(char* p, uint32_t field, std::string_view v) {
-  p = put_varint(put_tag(p, field, kBytes), v.size());
-  std::memcpy(p, v.data(), v.size());
-  return p + v.size();
-}
-
+// objects on the hot path), by the same codec the node reads them with.
 struct Req {
   pb::Op op = pb::OP_UNKNOWN;
   std::string_view key;
@@ -149,29 +124,23 @@ struct Req {
   std::string_view holder;
 
   std::string encode() const {
-    std::string o;
-    o.resize(96 + key.size() + holder.size() + (limit ? limit->name.size() : 0));
-    char* const begin = o.data();
-    char* p = put_int(begin, 1, op);
-    if (!key.empty()) p = put_bytes(p, 2, key);
-    if (limit && limit->kind == Limit::Kind::kPolicy) p = put_bytes(p, 3, limit->name);
+    fg::wire::RequestView v;
+    v.op = op;
+    v.key = key;
+    if (limit && limit->kind == Limit::Kind::kPolicy) v.policy = limit->name;
     if (limit && limit->kind != Limit::Kind::kPolicy) {
-      char m[48];
-      char* q = put_int(m, 1, static_cast<int>(limit->kind));  // native.proto's Kind numbers
-      if (limit->a) q = put_int(q, 2, limit->a);
-      if (limit->b) q = put_int(q, 3, limit->b);
-      if (limit->period_ms) q = put_int(q, 4, limit->period_ms);
-      p = put_bytes(p, 4, std::string_view(m, static_cast<size_t>(q - m)));
+      v.has_limit = true;
+      v.kind = static_cast<int>(limit->kind);  // the same numbers as native.proto's Kind
+      v.a = limit->a;
+      v.b = limit->b;
+      v.period_ms = limit->period_ms;
     }
-    if (has_cost) p = put_int(p, 5, cost);
-    if (ttl_ms) p = put_int(p, 6, ttl_ms);
-    if (lease) {
-      p = put_tag(p, 7, kFixed64);
-      for (int i = 0; i < 8; ++i) *p++ = static_cast<char>(lease >> (8 * i));
-    }
-    if (!holder.empty()) p = put_bytes(p, 8, holder);
-    o.resize(static_cast<size_t>(p - begin));
-    return o;
+    v.has_cost = has_cost;
+    v.cost = cost;
+    v.ttl_ms = ttl_ms;
+    v.lease = lease;
+    v.holder = holder;
+    return fg::wire::encode_request(v);
   }
 };
 

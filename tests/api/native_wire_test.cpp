@@ -65,6 +65,41 @@ TEST(NativeWire, ReadsWhatTheGeneratedCodeWrites) {
   EXPECT_EQ(back.holder(), "app-1");
 }
 
+TEST(NativeWire, TheRequestWriterAgreesWithTheGeneratedCode) {
+  RequestView v;
+  v.op = pb::ACQUIRE;
+  v.key = "conn:user:42";
+  v.has_limit = true;
+  v.kind = pb::CONCURRENCY;
+  v.a = 5;
+  v.period_ms = 60000;
+  v.has_cost = true;
+  v.cost = 0;
+  v.ttl_ms = -1;
+  v.lease = 0xffffffffffffffffULL;
+  v.holder = "app-1";
+  v.bound = true;
+  pb::Request r;
+  const std::string bytes = encode_request(v);
+  ASSERT_TRUE(r.ParseFromString(bytes));
+  EXPECT_EQ(r.op(), pb::ACQUIRE);
+  EXPECT_EQ(r.key(), "conn:user:42");
+  EXPECT_EQ(r.limit().kind(), pb::CONCURRENCY);
+  EXPECT_EQ(r.limit().a(), 5);
+  EXPECT_EQ(r.limit().period_ms(), 60000);
+  EXPECT_TRUE(r.has_cost());
+  EXPECT_EQ(r.cost(), 0);
+  EXPECT_EQ(r.ttl_ms(), -1);
+  EXPECT_EQ(r.lease(), 0xffffffffffffffffULL);
+  EXPECT_EQ(r.holder(), "app-1");
+  EXPECT_TRUE(r.bound());
+  EXPECT_EQ(bytes, r.SerializeAsString());  // byte for byte what the generated code writes
+  RequestView back;
+  ASSERT_TRUE(decode_request(bytes, back));
+  EXPECT_EQ(back.holder, "app-1");
+  EXPECT_EQ(back.lease, v.lease);
+}
+
 TEST(NativeWire, WritesWhatTheGeneratedCodeReads) {
   std::string out = "prefix";
   ServerFrameWriter w(out, 1);
