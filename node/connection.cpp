@@ -177,22 +177,35 @@ void Connection::arm_watchdog() {
 // Once a second: drop slowloris senders, silent idlers and clients that stopped reading.
 void Connection::check_deadlines() {
   const int64_t now = now_ms();
-  if (state_ == State::kWriting && now - write_since_ms_ > limits_.output_timeout_ms) {
-    svc_.counters.dropped_slow.fetch_add(1, std::memory_order_relaxed);
-    spdlog::info("client {} dropped: not reading its replies", client_->addr);
-    return close();
+  ConnectionClock c;
+  c.writing = state_ == State::kWriting;
+  c.write_since_ms = write_since_ms_;
+  c.waiting_for_input = state_ == State::kReading;
+  c.partial_since_ms = partial_since_ms_;
+  c.input_empty = begin_ == end_;
+  c.last_read_ms = last_read_ms_;
+  const char* why = deadline_breach(limits_, c, now, svc_.counters);
+  if (!why) return;
+  if (*why) spdlog::info("client {} dropped: {}", client_->addr, why);
+  close();
+}
+
+const char* deadline_breach(const ConnectionLimits& limits, const ConnectionClock& c, int64_t now,
+                            NodeCounters& counters) {
+  if (c.writing && now - c.write_since_ms > limits.output_timeout_ms) {
+    counters.dropped_slow.fetch_add(1, std::memory_order_relaxed);
+    return "not reading its replies";
   }
-  if (state_ != State::kReading) return;
-  if (partial_since_ms_ != 0 && now - partial_since_ms_ > limits_.query_deadline_ms) {
-    svc_.counters.dropped_timeout.fetch_add(1, std::memory_order_relaxed);
-    spdlog::info("client {} dropped: command not completed within the query deadline",
-                 client_->addr);
-    return close();
+  if (!c.waiting_for_input) return nullptr;
+  if (c.partial_since_ms != 0 && now - c.partial_since_ms > limits.query_deadline_ms) {
+    counters.dropped_timeout.fetch_add(1, std::memory_order_relaxed);
+    return "request not completed within the query deadline";
   }
-  if (limits_.timeout_s > 0 && begin_ == end_ && now - last_read_ms_ > limits_.timeout_s * 1000) {
-    svc_.counters.dropped_timeout.fetch_add(1, std::memory_order_relaxed);
-    return close();
+  if (limits.timeout_s > 0 && c.input_empty && now - c.last_read_ms > limits.timeout_s * 1000) {
+    counters.dropped_timeout.fetch_add(1, std::memory_order_relaxed);
+    return "";
   }
+  return nullptr;
 }
 
 }  // namespace fg

@@ -18,6 +18,21 @@ struct ConnectionLimits {
   int64_t timeout_s = 0;
 };
 
+// Where a connection stands, for the defences every client connection (RESP or native)
+// gets: a client not reading its replies, a half-sent request, a silent idler.
+struct ConnectionClock {
+  bool writing = false;  // replies are being written
+  int64_t write_since_ms = 0;
+  bool waiting_for_input = false;  // nothing written or in flight: the client's turn
+  int64_t partial_since_ms = 0;    // 0: no half-received request buffered
+  bool input_empty = true;
+  int64_t last_read_ms = 0;
+};
+// Null if the client may stay; otherwise why it is dropped ("" for a plain idle timeout,
+// which is not logged). Counts the drop.
+const char* deadline_breach(const ConnectionLimits& limits, const ConnectionClock& c,
+                            int64_t now_ms, NodeCounters& counters);
+
 class Connection : public BatchWaiter, public std::enable_shared_from_this<Connection> {
  public:
   Connection(asio::ip::tcp::socket sock, Services& svc, ConnectionLimits limits,

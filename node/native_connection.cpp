@@ -150,23 +150,17 @@ void NativeConnection::arm_timer() {
 // Ten times a second: topology pushes, then the same defences as a RESP connection.
 void NativeConnection::tick() {
   if (session_->push_topology_if_changed() && !writing_ && !in_flight_) write();
-  const int64_t now = now_ms();
-  if (writing_ && now - write_since_ms_ > limits_.output_timeout_ms) {
-    svc_.counters.dropped_slow.fetch_add(1, std::memory_order_relaxed);
-    spdlog::info("native client {} dropped: not reading its answers", client_->addr);
-    return close();
-  }
-  if (writing_ || in_flight_) return;
-  if (partial_since_ms_ != 0 && now - partial_since_ms_ > limits_.query_deadline_ms) {
-    svc_.counters.dropped_timeout.fetch_add(1, std::memory_order_relaxed);
-    spdlog::info("native client {} dropped: frame not completed within the query deadline",
-                 client_->addr);
-    return close();
-  }
-  if (limits_.timeout_s > 0 && begin_ == end_ && now - last_read_ms_ > limits_.timeout_s * 1000) {
-    svc_.counters.dropped_timeout.fetch_add(1, std::memory_order_relaxed);
-    return close();
-  }
+  ConnectionClock c;
+  c.writing = writing_;
+  c.write_since_ms = write_since_ms_;
+  c.waiting_for_input = !writing_ && !in_flight_;
+  c.partial_since_ms = partial_since_ms_;
+  c.input_empty = begin_ == end_;
+  c.last_read_ms = last_read_ms_;
+  const char* why = deadline_breach(limits_, c, now_ms(), svc_.counters);
+  if (!why) return;
+  if (*why) spdlog::info("native client {} dropped: {}", client_->addr, why);
+  close();
 }
 
 }  // namespace fg

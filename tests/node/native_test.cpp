@@ -264,6 +264,20 @@ TEST(Native, APasswordProtectedNodeNeedsItInTheHello) {
   EXPECT_TRUE(r->allowed);
 }
 
+TEST(Native, AHalfSentFrameIsDroppedAtTheQueryDeadline) {
+  const int np = free_port();
+  NodeProcess node({"--native-port", std::to_string(np), "--query-deadline-ms", "1000"});
+  Client slow(np, 6000);
+  ASSERT_TRUE(slow.send(std::string("\x00\x00\x01\x00\x08", 5)));  // 256 bytes promised, 1 sent
+  const auto t0 = std::chrono::steady_clock::now();
+  EXPECT_TRUE(slow.closed_by_peer());
+  EXPECT_GE(std::chrono::steady_clock::now() - t0, std::chrono::milliseconds(700));
+  floodgate::Client::Options o;
+  o.seeds = {"127.0.0.1:" + std::to_string(np)};
+  floodgate::Client c(o);
+  EXPECT_TRUE(c.take("k", Limit::token_bucket(3, 1, 1000)).ok());
+}
+
 TEST(Native, AnUnreachableClusterIsAnErrorAtTheDeadline) {
   floodgate::Client::Options o;
   o.seeds = {"127.0.0.1:" + std::to_string(free_port())};
