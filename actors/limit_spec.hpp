@@ -35,7 +35,8 @@ struct LimitSpec {
   Kind kind = Kind::kNone;
   // Policy options (they fill padding: no size cost per request).
   FailMode on_unavailable = FailMode::kError;
-  bool sync = false;  // the reply waits until a replica holds the change
+  bool sync = false;    // the reply waits until a replica holds the change
+  uint16_t policy = 0;  // which named policy this is, for metrics (0: none; see PolicyIds)
   int64_t a = 0;
   int64_t b = 0;
   int64_t c = 0;

@@ -92,6 +92,7 @@ bool Shard::idle(Entry* e, int64_t now) {
       std::vector<std::string> gone;
       e->state<LeaseSet*>()->expire(now, &gone);
       holders_.remove_key(e->key(), gone);
+      leases_ -= static_cast<int64_t>(gone.size());
       return e->state<LeaseSet*>()->empty();
     }
     case Kind::kNone:
@@ -135,6 +136,7 @@ void Shard::leases(ShardOp& op, int64_t now_ns) {
     return;
   }
   LeaseSet& set = *e->state<LeaseSet*>();
+  const int64_t before = static_cast<int64_t>(set.leases().size());
   std::vector<std::string> gone;
   set.expire(now_ns, &gone);
   holders_.remove_key(op.key, gone);
@@ -158,6 +160,7 @@ void Shard::leases(ShardOp& op, int64_t now_ns) {
     default:
       break;
   }
+  leases_ += static_cast<int64_t>(set.leases().size()) - before;
   if (set.empty()) {
     table_.erase(op.key, op.hash);
     if (op.code != OpCode::kCount) mark_gone(op.key);
@@ -183,6 +186,7 @@ void Shard::heartbeat(ShardOp& op, int64_t now_ns) {
     const int64_t n = set.release_holder(op.holder);
     if (n == 0) continue;
     done += n;
+    leases_ -= n;
     holders_.remove(op.holder, key, static_cast<uint32_t>(n));
     if (set.empty()) {
       table_.erase(key, h);
@@ -312,6 +316,7 @@ void Shard::forget(std::string_view key, uint64_t hash) {
     std::vector<std::string> holders;
     for (const auto& l : e->state<LeaseSet*>()->leases()) holders.push_back(l.holder);
     holders_.remove_key(key, holders);
+    leases_ -= static_cast<int64_t>(holders.size());
   }
   table_.erase(key, hash);
 }
@@ -343,6 +348,7 @@ void Shard::install_one(const EntrySnapshot& s) {
   Entry* e = table_.insert(s.key, h, s.kind);
   restore_into(*e, s);
   for (const Lease& l : s.leases) holders_.add(l.holder, s.key);
+  if (s.kind == Kind::kConcurrency) leases_ += static_cast<int64_t>(s.leases.size());
 }
 
 void Shard::install(const std::vector<EntrySnapshot>& entries) {
@@ -418,6 +424,7 @@ void Shard::publish() {
   if (!stats_) return;
   stats_->keys.store(static_cast<int64_t>(table_.size()), std::memory_order_relaxed);
   stats_->bytes.store(static_cast<int64_t>(table_.bytes()), std::memory_order_relaxed);
+  stats_->leases.store(leases_, std::memory_order_relaxed);
 }
 
 }  // namespace fg

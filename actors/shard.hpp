@@ -23,6 +23,8 @@ struct ShardStats {
   std::atomic<int64_t> keys{0};
   std::atomic<int64_t> bytes{0};
   std::atomic<int64_t> expired{0};
+  std::atomic<int64_t> leases{0};  // live concurrency leases (a replica's copies included)
+  std::atomic<int64_t> queued{0};  // batches sent to the shard, not yet run (mailbox depth)
 };
 
 struct Ticket {
@@ -112,6 +114,7 @@ class Shard {
   size_t max_keys_;
   uint64_t lease_seed_;
   uint64_t lease_counter_ = 0;
+  int64_t leases_ = 0;  // live leases held in table_
   ShardStats* stats_;
   std::unique_ptr<SlotBits> owned_;  // null: every slot
   std::vector<std::string> dirty_;   // keys changed since the last collect_dirty

@@ -5,7 +5,11 @@ namespace fg {
 
 ShardActorImpl::ShardActorImpl(caf::actor_config& cfg, ShardConfig sc, const Clock* clock,
                                ShardStats* stats)
-    : shard_actor::base(cfg), cfg_(sc), clock_(clock), shard_(sc.max_keys, sc.lease_seed, stats) {
+    : shard_actor::base(cfg),
+      cfg_(sc),
+      clock_(clock),
+      stats_(stats),
+      shard_(sc.max_keys, sc.lease_seed, stats) {
   if (sc.cluster) shard_.enable_ownership();
 }
 
@@ -56,6 +60,7 @@ void ShardActorImpl::finish(const SlotJobPtr& j) {
 
 void ShardActorImpl::on_batch(const BatchPtr& b) {
   const int64_t now = clock_->now_ns();  // one clock read per batch
+  if (stats_) stats_->queued.fetch_sub(1, std::memory_order_relaxed);
   shard_.execute_batch(b->ops, cfg_.id, now);
   // Whoever brings pending to zero hands the batch back; nothing touches it afterwards.
   if (b->pending.fetch_sub(1, std::memory_order_acq_rel) == 1) b->sink->batch_done();

@@ -42,6 +42,7 @@ class ShardActorImpl : public shard_actor::base {
 
   ShardConfig cfg_;
   const Clock* clock_;
+  ShardStats* stats_;
   Shard shard_;
 };
 

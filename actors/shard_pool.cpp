@@ -49,7 +49,10 @@ void ShardPool::submit(const BatchPtr& b, int extra) {
   }
   b->pending.store(n + extra, std::memory_order_release);
   for (size_t i = 0; mask; ++i, mask >>= 1) {
-    if (mask & 1) caf::anon_send(shards_[i], batch_atom::value, b);
+    if (mask & 1) {
+      stats_[i].queued.fetch_add(1, std::memory_order_relaxed);
+      caf::anon_send(shards_[i], batch_atom::value, b);
+    }
   }
 }
 
@@ -68,6 +71,16 @@ void ShardPool::install(const SlotJobPtr& j, std::vector<EntrySnapshot> entries,
   for (auto& k : deleted) j->per_shard_deleted[shard_of(k)].push_back(std::move(k));
   j->pending.store(static_cast<int>(shards_.size()), std::memory_order_release);
   for (auto& s : shards_) caf::anon_send(s, install_atom::value, j);
+}
+
+int64_t ShardPool::leases() const {
+  int64_t n = 0;
+  for (size_t i = 0; i < shards_.size(); ++i) n += stats_[i].leases.load(std::memory_order_relaxed);
+  return n;
+}
+
+int64_t ShardPool::queued(size_t shard) const {
+  return stats_[shard].queued.load(std::memory_order_relaxed);
 }
 
 int64_t ShardPool::keys() const {

@@ -42,6 +42,8 @@ class ShardPool {
                std::vector<std::string> deleted = {});
 
   int64_t keys() const;
+  int64_t leases() const;
+  int64_t queued(size_t shard) const;  // batches waiting in the shard's mailbox
   int64_t bytes() const;
   int64_t expired() const;
   const ShardPoolConfig& config() const { return cfg_; }

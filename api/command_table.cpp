@@ -13,16 +13,16 @@ const std::vector<CommandSpec>& all_commands() {
       {"cl.throttle", -5, kKeyed | kWrite | kFast, "floodgate", "0.1.0",
        "GCRA rate limit with redis-cell's semantics and reply",
        "key max_burst count period [quantity]", cmd_cl_throttle},
-      {"fg.take", -3, kKeyed | kWrite | kFast, "floodgate", "0.1.0",
+      {"fg.take", -2, kKeyed | kWrite | kFast, "floodgate", "0.1.0",
        "Consume from a key's limiter (named policy or inline kind and parameters)",
-       "key policy|kind params... [COST n]", cmd_fg_take},
-      {"fg.peek", -3, kKeyed | kFast, "floodgate", "0.1.0",
-       "Evaluate a key's limiter without consuming", "key policy|kind params... [COST n]",
+       "key [policy|kind params...] [COST n]", cmd_fg_take},
+      {"fg.peek", -2, kKeyed | kFast, "floodgate", "0.1.0",
+       "Evaluate a key's limiter without consuming", "key [policy|kind params...] [COST n]",
        cmd_fg_peek},
       {"fg.reset", 2, kKeyed | kWrite | kFast, "floodgate", "0.1.0", "Forget a key's limiter state",
        "key", cmd_fg_reset},
-      {"fg.acquire", -3, kKeyed | kWrite | kFast, "floodgate", "0.1.0", "Take a concurrency lease",
-       "key limit ttl_ms|policy [HOLDER id | BOUND]", cmd_fg_acquire},
+      {"fg.acquire", -2, kKeyed | kWrite | kFast, "floodgate", "0.1.0", "Take a concurrency lease",
+       "key [limit ttl_ms|policy] [HOLDER id | BOUND]", cmd_fg_acquire},
       {"fg.renew", 4, kKeyed | kWrite | kFast, "floodgate", "0.1.0", "Extend one lease",
        "key lease ttl_ms", cmd_fg_renew},
       {"fg.release", 3, kKeyed | kWrite | kFast, "floodgate", "0.1.0", "Give a lease back",
@@ -33,8 +33,12 @@ const std::vector<CommandSpec>& all_commands() {
        "holder ttl_ms", cmd_fg_heartbeat},
       {"fg.releaseall", 2, kWrite, "floodgate", "0.1.0", "Release every lease of a holder",
        "holder", cmd_fg_releaseall},
-      {"fg.policy", -2, 0, "floodgate", "0.1.0", "List or show configured policies",
-       "LIST | GET name", cmd_fg_policy},
+      {"fg.policy", -2, 0, "floodgate", "0.1.0",
+       "Change or show policies, key patterns and per-key overrides, cluster-wide",
+       "SET name kind params... | GET name | DEL name | LIST | MAP pattern policy | "
+       "UNMAP pattern | PATTERNS | OVERRIDE key policy|kind params... | UNOVERRIDE key | "
+       "OVERRIDES | WHICH key [policy]",
+       cmd_fg_policy},
       {"ping", -1, kFast, "connection", "1.0.0", "Returns the server's liveliness response",
        "[message]", cmd_ping},
       {"echo", 2, kFast, "connection", "1.0.0", "Returns the given string", "message", cmd_echo},
@@ -83,6 +87,18 @@ const CommandSpec* find_command(std::string_view name) {
   }
   auto it = index.find(std::string_view(buf, name.size()));
   return it == index.end() ? nullptr : it->second;
+}
+
+std::string command_id_name(uint16_t id) {
+  static constexpr const char* kNative[] = {
+      "unknown",   "take",        "peek",    "reset",  "acquire", "renew",    "release", "count",
+      "heartbeat", "release_all", "reserve", "commit", "cancel",  "topology", "ping"};
+  const auto& all = all_commands();
+  if (id < all.size()) return all[id].name;
+  if (id >= kNativeCommandBase && id - kNativeCommandBase < std::size(kNative)) {
+    return std::string("native.") + kNative[id - kNativeCommandBase];
+  }
+  return "unknown";
 }
 
 }  // namespace fg

@@ -149,4 +149,39 @@ bool glob_match(std::string_view p, std::string_view s, bool nocase) {
   return si == s.size();
 }
 
+bool resolve_limit(const std::vector<std::string_view>& args, size_t& i, const PolicySet& set,
+                   std::initializer_list<std::string_view> keywords, LimitSpec& spec,
+                   std::string& error) {
+  if (i < args.size() && kind_from_name(args[i]) != Kind::kNone) {
+    return parse_limit(args, i, set.policies, spec, error);
+  }
+  std::string_view named;
+  if (i < args.size()) {
+    named = args[i];
+    for (auto k : keywords)
+      if (iequals(named, k)) named = {};
+    if (!named.empty()) ++i;
+  }
+  const LimitSpec* p = set.lookup(args[1], named, error);
+  if (!p) return false;
+  spec = *p;
+  return true;
+}
+
+const LimitSpec* policy_for(const std::vector<std::string_view>& args, const PolicySet& set) {
+  if (args.size() < 2) return nullptr;
+  const std::string_view cmd = args[0];
+  const bool acquire = iequals(cmd, "fg.acquire");
+  if (!acquire && !iequals(cmd, "fg.take") && !iequals(cmd, "fg.peek")) return nullptr;
+  std::string_view named;
+  if (args.size() > 2) {
+    named = args[2];
+    int64_t n;
+    if (kind_from_name(named) != Kind::kNone || (acquire && parse_int(named, n))) return nullptr;
+    if (iequals(named, "cost") || iequals(named, "holder") || iequals(named, "bound")) named = {};
+  }
+  std::string error;
+  return set.lookup(args[1], named, error);
+}
+
 }  // namespace fg

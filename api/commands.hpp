@@ -2,6 +2,7 @@
 // hands one op to the owning shard. Every command the node knows is listed here.
 #pragma once
 #include <cstdint>
+#include <string>
 #include <string_view>
 #include <vector>
 
@@ -32,5 +33,15 @@ struct CommandSpec {
 
 const CommandSpec* find_command(std::string_view name);  // case-insensitive
 const std::vector<CommandSpec>& all_commands();
+
+// Ids for metrics: a RESP command's place in the table; native ops from kNativeCommandBase;
+// kUnknownCommandId for unknown commands and protocol errors.
+constexpr uint16_t kNativeCommandBase = 96;
+constexpr uint16_t kUnknownCommandId = 127;
+inline uint16_t command_id(const CommandSpec* c) {
+  return static_cast<uint16_t>(c - all_commands().data());
+}
+// "fg.take", "native.take", "unknown": the name a command id is reported under.
+std::string command_id_name(uint16_t id);
 
 }  // namespace fg

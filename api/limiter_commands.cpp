@@ -39,7 +39,7 @@ void take_or_peek(Session& s, Args& a, OpCode code) {
   size_t i = 2;
   LimitSpec spec;
   std::string error;
-  if (!parse_limit(a, i, s.policies(), spec, error)) {
+  if (!resolve_limit(a, i, s.policies(), {"cost"}, spec, error)) {
     s.local().error(error);
     return;
   }
@@ -109,7 +109,7 @@ void cmd_fg_acquire(Session& s, Args& a) {
   LimitSpec spec;
   size_t i = 2;
   int64_t limit;
-  if (parse_int(a[2], limit)) {
+  if (a.size() > 2 && parse_int(a[2], limit)) {
     if (a.size() < 4) {
       s.local().error("ERR wrong number of arguments for 'fg.acquire' command");
       return;
@@ -129,7 +129,7 @@ void cmd_fg_acquire(Session& s, Args& a) {
     i = 4;
   } else {
     std::string error;
-    if (!parse_limit(a, i, s.policies(), spec, error)) {
+    if (!resolve_limit(a, i, s.policies(), {"holder", "bound"}, spec, error)) {
       s.local().error(error);
       return;
     }
@@ -200,56 +200,6 @@ void cmd_fg_releaseall(Session& s, Args& a) {
   }
   s.add_broadcast(OpCode::kReleaseHolder, ReplyKind::kInteger).holder = a[1];
   s.add_fanout(a);  // cluster: the holder's leases live on every node
-}
-
-namespace {
-void write_policy(RespWriter& w, const std::string& name, const LimitSpec& p) {
-  const bool two = p.kind == Kind::kTokenBucket || p.kind == Kind::kGcra;
-  w.map(two ? 5 : 4);
-  w.bulk("name");
-  w.bulk(name);
-  w.bulk("kind");
-  w.bulk(kind_name(p.kind));
-  switch (p.kind) {
-    case Kind::kTokenBucket:
-      w.bulk("capacity"), w.integer(p.a), w.bulk("refill"), w.integer(p.b);
-      w.bulk("period_ms"), w.integer(p.c / kNsPerMs);
-      break;
-    case Kind::kGcra:
-      w.bulk("max_burst"), w.integer(p.a), w.bulk("count"), w.integer(p.b);
-      w.bulk("period_ms"), w.integer(p.c / kNsPerMs);
-      break;
-    case Kind::kConcurrency:
-      w.bulk("limit"), w.integer(p.a), w.bulk("ttl_ms"), w.integer(p.c / kNsPerMs);
-      break;
-    default:
-      w.bulk("limit"), w.integer(p.a), w.bulk("window_ms"), w.integer(p.c / kNsPerMs);
-      break;
-  }
-}
-}  // namespace
-
-// FG.POLICY LIST | FG.POLICY GET name
-void cmd_fg_policy(Session& s, Args& a) {
-  auto policies = s.svc().policies->snapshot();
-  RespWriter w = s.local();
-  if (iequals(a[1], "list") && a.size() == 2) {
-    w.array(policies->size());
-    for (const auto& [name, spec] : *policies) write_policy(w, name, spec);
-  } else if (iequals(a[1], "get") && a.size() == 3) {
-    auto it = policies->find(a[2]);
-    if (it == policies->end()) {
-      w.null();
-    } else {
-      write_policy(w, it->first, it->second);
-    }
-  } else if (iequals(a[1], "list") || iequals(a[1], "get")) {
-    w.error("ERR wrong number of arguments for 'fg.policy|" +
-            std::string(iequals(a[1], "list") ? "list" : "get") + "' command");
-  } else {
-    w.error("ERR unknown subcommand '" + std::string(a[1].substr(0, 128)) +
-            "'. Try FG.POLICY LIST or FG.POLICY GET name.");
-  }
 }
 
 }  // namespace fg

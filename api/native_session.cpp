@@ -4,12 +4,14 @@
 #include <algorithm>
 #include <deque>
 
+#include "commands.hpp"
 #include "errors.hpp"
 #include "forward.hpp"
 #include "key_slot.hpp"
 #include "key_table.hpp"
 #include "native.pb.h"
 #include "native_wire.hpp"
+#include "request_metrics.hpp"
 
 namespace fg {
 
@@ -49,7 +51,9 @@ struct NativeSession::Frame {
   std::string bytes;  // the frame as received: requests' keys point into it
   wire::ClientFrameView in;
   std::vector<wire::ResultView> results;
-  std::vector<int32_t> op_of;     // per result: its op in the batch, or -1 if answered
+  std::vector<int32_t> op_of;  // per result: its op in the batch, or -1 if answered
+  std::vector<uint8_t> op;     // per result: the request's op, for metrics
+  int64_t arrived_ns = 0;
   std::deque<std::string> arena;  // texts and names made here (errors, BOUND holders)
   std::string_view keep(std::string s) { return arena.emplace_back(std::move(s)); }
 };
@@ -136,6 +140,8 @@ void NativeSession::serve(Frame& f) {
   }
   f.results.resize(in.requests.size());
   f.op_of.assign(in.requests.size(), -1);
+  f.op.assign(in.requests.size(), 0);
+  f.arrived_ns = steady_ns();
   wire::RequestView req;
   for (size_t i = 0; i < in.requests.size(); ++i) {
     wire::ResultView& res = f.results[i];
@@ -143,6 +149,7 @@ void NativeSession::serve(Frame& f) {
       fail(res, pb::ERR, "ERR Protocol error: malformed request");
       continue;
     }
+    f.op[i] = static_cast<uint8_t>(req.op >= 0 && req.op <= pb::PING ? req.op : 0);
     if (!authenticated_ && req.op != pb::PING) {
       fail(res, pb::NOAUTH, bad_password ? err::kWrongPass : err::kNoAuth);
       continue;
@@ -151,20 +158,18 @@ void NativeSession::serve(Frame& f) {
   }
 }
 
-// Resolves a request's limit: a named policy, or an inline one.
-static bool resolve_limit(const wire::RequestView& req, const PolicyMap& policies, LimitSpec& spec,
+// Resolves a request's limit: inline, or what PolicySet::lookup says for its key (a
+// per-key override, the named policy, or the key's mapped pattern).
+static bool resolve_limit(const wire::RequestView& req, const PolicySet& policies, LimitSpec& spec,
                           std::string& error) {
-  if (!req.policy.empty()) {
-    auto it = policies.find(req.policy);
-    if (it == policies.end()) {
-      error = "ERR unknown policy '" + std::string(req.policy.substr(0, 128)) + "'";
-      return false;
-    }
-    spec = it->second;
+  if (!req.policy.empty() || req.kind == pb::KIND_NONE) {
+    const LimitSpec* p = policies.lookup(req.key, req.policy, error);
+    if (!p) return false;
+    spec = *p;
     return true;
   }
-  if (req.kind <= pb::KIND_NONE || req.kind > pb::CONCURRENCY) {
-    error = "ERR a request needs a policy or a limit with a kind";
+  if (req.kind < pb::KIND_NONE || req.kind > pb::CONCURRENCY) {
+    error = "ERR unknown limiter kind";
     return false;
   }
   if (req.period_ms <= 0 || req.period_ms > kMaxPeriodNs / kNsPerMs) {
@@ -412,9 +417,28 @@ bool NativeSession::push_topology_if_changed() {
 
 void NativeSession::finish(Frame& f, const Batch* batch) {
   wire::ServerFrameWriter w(out_, kNativeVersion);
+  RequestMetrics& metrics = RequestMetrics::get();
+  const int64_t latency_us = (steady_ns() - f.arrived_ns) / 1000;
+  const int64_t now_s = svc_.clock->now_ns() / kNsPerSec;
   for (size_t i = 0; i < f.results.size(); ++i) {
     wire::ResultView& res = f.results[i];
-    if (f.op_of[i] >= 0) fill_result(batch->ops[static_cast<size_t>(f.op_of[i])], res);
+    const uint16_t cmd =
+        static_cast<uint16_t>(kNativeCommandBase + (i < f.op.size() ? f.op[i] : 0));
+    RequestResult r = res.code == pb::OK ? RequestResult::kOk : RequestResult::kError;
+    if (f.op_of[i] >= 0) {
+      const ShardOp& op = batch->ops[static_cast<size_t>(f.op_of[i])];
+      fill_result(op, res);
+      const bool decides =
+          op.code == OpCode::kTake || op.code == OpCode::kReserve || op.code == OpCode::kAcquire;
+      if (op.status != OpStatus::kOk) {
+        r = RequestResult::kError;
+      } else if (decides) {
+        r = res.allowed ? RequestResult::kAllowed : RequestResult::kDenied;
+        metrics.decision(op.spec.policy, res.allowed);
+        if (!res.allowed) metrics.denied(op.key, now_s);
+      }
+    }
+    metrics.record(cmd, r, latency_us);
     w.add(res);
   }
   w.finish();

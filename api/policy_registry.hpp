@@ -1,11 +1,12 @@
-// Named limiter policies ("free", "ws_messages", ...), read on the request path without
-// locks: readers take a snapshot; a change publishes a whole new set.
+// The policies in force — named policies, key patterns mapped to them, per-key overrides —
+// read on the request path without locks: readers take a snapshot; a change publishes a
+// whole new set (built by PolicyStore from the cluster-wide book).
 #pragma once
 #include <map>
 #include <memory>
-#include <mutex>
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include "limit_spec.hpp"
 
@@ -13,16 +14,49 @@ namespace fg {
 
 using PolicyMap = std::map<std::string, LimitSpec, std::less<>>;
 
+struct KeyPattern {
+  std::string glob;    // Redis glob: * ? [abc] \x
+  std::string policy;  // a policy name, looked up when used
+};
+
+struct PolicyOverride {
+  std::string policy;  // a policy name, or empty: `spec` is the limit itself
+  LimitSpec spec;
+};
+
+struct PolicySet {
+  PolicyMap policies;
+  std::vector<KeyPattern> patterns;  // most specific first (see sort_patterns)
+  std::map<std::string, PolicyOverride, std::less<>> overrides;
+  uint64_t digest = 0;  // the book it was built from
+
+  // Where a request's limit came from.
+  enum class Source { kNamed, kOverride, kPattern };
+  // The limit for `key` when the caller named `named` (empty: none). A per-key override
+  // wins over the named policy; with no name and no override, the most specific matching
+  // pattern decides. Null with `error` set (the reply text) when nothing applies.
+  const LimitSpec* lookup(std::string_view key, std::string_view named, std::string& error,
+                          Source* source = nullptr) const;
+  // Orders patterns most specific first: more literal characters, then by text.
+  void sort_patterns();
+};
+
 class PolicyRegistry {
  public:
-  std::shared_ptr<const PolicyMap> snapshot() const { return std::atomic_load(&map_); }
+  std::shared_ptr<const PolicySet> snapshot() const { return std::atomic_load(&set_); }
+  void replace(PolicySet s) {
+    std::atomic_store(&set_,
+                      std::shared_ptr<const PolicySet>(std::make_shared<PolicySet>(std::move(s))));
+  }
+  // Only the named policies replaced (tests, and nodes without a store).
   void replace(PolicyMap m) {
-    std::atomic_store(&map_,
-                      std::shared_ptr<const PolicyMap>(std::make_shared<PolicyMap>(std::move(m))));
+    PolicySet s;
+    s.policies = std::move(m);
+    replace(std::move(s));
   }
 
  private:
-  std::shared_ptr<const PolicyMap> map_ = std::make_shared<PolicyMap>();
+  std::shared_ptr<const PolicySet> set_ = std::make_shared<PolicySet>();
 };
 
 }  // namespace fg

@@ -101,7 +101,15 @@ std::vector<Section> info_sections(Session& s) {
   std::string fgsec;
   kv(fgsec, "shards", n(static_cast<int64_t>(v.shards->size())));
   kv(fgsec, "max_keys", n(static_cast<int64_t>(v.shards->config().max_keys)));
-  kv(fgsec, "policies", n(static_cast<int64_t>(v.policies->snapshot()->size())));
+  {
+    auto ps = v.policies->snapshot();
+    char digest[17];
+    std::snprintf(digest, sizeof digest, "%016llx", static_cast<unsigned long long>(ps->digest));
+    kv(fgsec, "policies", n(static_cast<int64_t>(ps->policies.size())));
+    kv(fgsec, "policy_patterns", n(static_cast<int64_t>(ps->patterns.size())));
+    kv(fgsec, "policy_overrides", n(static_cast<int64_t>(ps->overrides.size())));
+    kv(fgsec, "policy_book_digest", digest);
+  }
   out.emplace_back("floodgate", std::move(fgsec));
   std::string cs;
   kv(cs, "cluster_enabled", v.routing ? "1" : "0");

@@ -22,6 +22,7 @@ struct NodeSettings {
   std::string bind = "127.0.0.1";
   int port = 6380;
   int native_port = 0;               // 0: no native listener
+  int admin_port = 0;                // 0: no admin HTTP
   std::string requirepass;           // empty: no AUTH needed
   int64_t timeout_s = 0;             // idle client timeout, 0 = never
   size_t max_batch_commands = 1024;  // commands taken from one read into one batch
@@ -55,6 +56,7 @@ struct Services {
   ShardPool* shards = nullptr;
   const Clock* clock = nullptr;
   PolicyRegistry* policies = nullptr;
+  class PolicyStore* policy_store = nullptr;  // null: FG.POLICY changes are refused
   ClientRegistry* clients = nullptr;
   RoutingHub* routing = nullptr;  // null: not a cluster
   class Cluster* cluster = nullptr;

@@ -38,7 +38,7 @@ Session::Session(Services& svc, std::shared_ptr<ClientInfo> client)
 
 RespWriter Session::local() { return RespWriter(local_, proto_); }
 
-const PolicyMap& Session::policies() {
+const PolicySet& Session::policies() {
   if (!policies_) policies_ = svc_.policies->snapshot();
   return *policies_;
 }
@@ -54,7 +54,8 @@ ShardOp& Session::add_op(OpCode code, ReplyKind kind, std::string_view key) {
   op.key = key;  // the shard hashes it: that thread has the spare cycles
   op.shard = svc_.shards->shard_of(key);
   op.slot = cur_slot_;
-  slots_.push_back(Slot{SlotType::kOp, kind, static_cast<uint32_t>(batch_->ops.size() - 1), 0});
+  slots_.push_back(
+      Slot{SlotType::kOp, kind, cur_cmd_, static_cast<uint32_t>(batch_->ops.size() - 1), 0});
   return op;
 }
 
@@ -62,13 +63,15 @@ ShardOp& Session::add_broadcast(OpCode code, ReplyKind kind) {
   ShardOp& op = batch_->ops.emplace_back();
   op.code = code;
   op.shard = kAllShards;
-  slots_.push_back(Slot{SlotType::kOp, kind, static_cast<uint32_t>(batch_->ops.size() - 1), 0});
+  slots_.push_back(
+      Slot{SlotType::kOp, kind, cur_cmd_, static_cast<uint32_t>(batch_->ops.size() - 1), 0});
   return op;
 }
 
 void Session::end_local_slot(size_t start) {
   if (local_.size() > start) {
-    slots_.push_back(Slot{SlotType::kLocal, ReplyKind::kInteger, static_cast<uint32_t>(start),
+    slots_.push_back(Slot{SlotType::kLocal, ReplyKind::kInteger, cur_cmd_,
+                          static_cast<uint32_t>(start),
                           static_cast<uint32_t>(local_.size() - start)});
   }
 }
@@ -151,14 +154,14 @@ Session::Route Session::route(const std::vector<std::string_view>& args, uint32_
   }
   // A BOUND lease belongs to this connection: the owner is told the holder name.
   std::vector<std::string_view> bound_args;
-  if (svc_.bound && args.size() > 3 && iequals(args[0], "fg.acquire")) {
-    for (size_t i = 3; i < args.size(); ++i) {
+  if (svc_.bound && args.size() > 2 && iequals(args[0], "fg.acquire")) {
+    for (size_t i = 2; i < args.size(); ++i) {
       if (!iequals(args[i], "bound")) continue;
       int64_t ttl_ms = 0;
       const LimitSpec* p = policy_of(args);
       if (p) {
         ttl_ms = p->c / kNsPerMs;
-      } else if (!parse_int(args[3], ttl_ms)) {
+      } else if (args.size() < 4 || !parse_int(args[3], ttl_ms)) {
         break;  // malformed: the owner answers the error
       }
       bound_args = args;
@@ -172,7 +175,7 @@ Session::Route Session::route(const std::vector<std::string_view>& args, uint32_
   if (const LimitSpec* p = policy_of(args); p && p->on_unavailable != FailMode::kError) {
     forward_policies_.emplace_back(static_cast<uint32_t>(slots_.size()), *p);
   }
-  slots_.push_back(Slot{SlotType::kForward, ReplyKind::kInteger, g, item});
+  slots_.push_back(Slot{SlotType::kForward, ReplyKind::kInteger, cur_cmd_, g, item});
   svc_.counters.forwarded.fetch_add(1, std::memory_order_relaxed);
   return Route::kAnswered;
 }
@@ -187,6 +190,7 @@ ProcessResult Session::process(const char* data, size_t len, Batch& batch, Forwa
     routing_ = svc_.routing->get();
   }
   const size_t first_op = batch.ops.size();
+  arrived_ns_ = steady_ns();
   slots_.clear();
   local_.clear();
   arena_.clear();
@@ -196,6 +200,7 @@ ProcessResult Session::process(const char* data, size_t len, Batch& batch, Forwa
     if (pr.status == ParseStatus::kNeedMore) break;
     if (pr.status == ParseStatus::kError) {
       svc_.counters.protocol_errors.fetch_add(1, std::memory_order_relaxed);
+      cur_cmd_ = kUnknownCommandId;
       const size_t start = local_.size();
       local().error(pr.error);
       end_local_slot(start);
@@ -208,6 +213,7 @@ ProcessResult Session::process(const char* data, size_t len, Batch& batch, Forwa
       continue;
     }
     const CommandSpec* spec = find_command(args_[0]);
+    cur_cmd_ = spec ? command_id(spec) : kUnknownCommandId;
     if (spec && (spec->flags & kBarrier) && (batch_->ops.size() > first_op || !groups_.empty())) {
       break;  // after the work ahead of it
     }
@@ -279,16 +285,26 @@ void Session::complete(const Batch& batch, const ForwardList* forwards) {
       extra[slot] += std::strtoll(pieces[g][item].data() + 1, nullptr, 10);
     }
   }
+  const int64_t latency_us = (steady_ns() - arrived_ns_) / 1000;
+  const int64_t now_s = svc_.clock->now_ns() / kNsPerSec;
+  RequestMetrics& metrics = RequestMetrics::get();
   for (size_t si = 0; si < slots_.size(); ++si) {
     const Slot& s = slots_[si];
     if (s.type == SlotType::kLocal) {
       out_.append(local_, s.index, s.len);
+      metrics.record(s.cmd, local_[s.index] == '-' ? RequestResult::kError : RequestResult::kOk,
+                     latency_us);
       continue;
     }
     if (s.type == SlotType::kForward) {
       if (pieces[s.index].size() > s.len) {
         out_.append(pieces[s.index][s.len]);
+        metrics.record(
+            s.cmd,
+            pieces[s.index][s.len][0] == '-' ? RequestResult::kError : RequestResult::kForwarded,
+            latency_us);
       } else {
+        metrics.record(s.cmd, RequestResult::kError, latency_us);
         const ForwardCall& c = (*forwards)[groups_[s.index]];
         svc_.counters.forward_failures.fetch_add(1, std::memory_order_relaxed);
         const LimitSpec* policy = nullptr;
@@ -301,6 +317,18 @@ void Session::complete(const Batch& batch, const ForwardList* forwards) {
       continue;
     }
     const ShardOp& op = batch.ops[s.index];
+    if (op.status != OpStatus::kOk) {
+      metrics.record(s.cmd, RequestResult::kError, latency_us);
+    } else if (s.kind == ReplyKind::kAcquire ||
+               (op.code == OpCode::kTake &&
+                (s.kind == ReplyKind::kDecision || s.kind == ReplyKind::kThrottle))) {
+      const bool allowed = s.kind == ReplyKind::kAcquire ? op.acquire.granted : op.decision.allowed;
+      metrics.record(s.cmd, allowed ? RequestResult::kAllowed : RequestResult::kDenied, latency_us);
+      metrics.decision(op.spec.policy, allowed);
+      if (!allowed) metrics.denied(op.key, now_s);
+    } else {
+      metrics.record(s.cmd, RequestResult::kOk, latency_us);
+    }
     if (op.status == OpStatus::kWrongType) {
       w.error(err::kWrongType);
       continue;
@@ -365,14 +393,7 @@ void Session::complete(const Batch& batch, const ForwardList* forwards) {
 }
 
 const LimitSpec* Session::policy_of(const std::vector<std::string_view>& args) {
-  if (args.size() < 3) return nullptr;
-  const std::string_view cmd = args[0];
-  if (!iequals(cmd, "fg.take") && !iequals(cmd, "fg.peek") && !iequals(cmd, "fg.acquire")) {
-    return nullptr;
-  }
-  const PolicyMap& p = policies();
-  auto it = p.find(args[2]);
-  return it == p.end() ? nullptr : &it->second;
+  return policy_for(args, policies());
 }
 
 // Never a bare failure nobody thought about: the policy chose, and the reply says so

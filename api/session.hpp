@@ -10,6 +10,7 @@
 
 #include "client_registry.hpp"
 #include "forward.hpp"
+#include "request_metrics.hpp"
 #include "resp_parser.hpp"
 #include "resp_writer.hpp"
 #include "services.hpp"
@@ -76,7 +77,7 @@ class Session {
   // Keeps `s` alive until this read's replies are written; returns a view of it.
   std::string_view keep(std::string s) { return arena_.emplace_back(std::move(s)); }
   // The policies in force, fetched once per process() call rather than once per command.
-  const PolicyMap& policies();
+  const PolicySet& policies();
   void set_proto(int p);
   void set_authenticated(bool a) { authenticated_ = a; }
   bool authenticated() const { return authenticated_; }
@@ -87,9 +88,11 @@ class Session {
   struct Slot {
     SlotType type;
     ReplyKind kind;
+    uint16_t cmd;    // the command's id for metrics (its place in the command table)
     uint32_t index;  // op index; start offset in local_; forward group
     uint32_t len;    // length in local_; command number within the forward group
   };
+  void count(const Slot& s, RequestResult r, int64_t latency_us);
   enum class Route { kHere, kAnswered };
   Route route(const std::vector<std::string_view>& args, uint32_t slot);
   // Appends `args` to this read's forward group for `node`: (group, command number).
@@ -108,7 +111,7 @@ class Session {
   std::vector<std::string_view> args_;
   std::deque<std::string> arena_;
   Batch* batch_ = nullptr;
-  std::shared_ptr<const PolicyMap> policies_;
+  std::shared_ptr<const PolicySet> policies_;
   std::shared_ptr<const Routing> routing_;
   uint64_t routing_version_ = 0;
   uint16_t cur_slot_ = 0;
@@ -128,6 +131,8 @@ class Session {
   int proto_ = 2;
   bool authenticated_;
   bool close_ = false;
+  uint16_t cur_cmd_ = 0;
+  int64_t arrived_ns_ = 0;  // when this read's commands were parsed (steady clock)
 };
 
 }  // namespace fg

@@ -92,6 +92,7 @@ void Cluster::start() {
     spdlog::info("member {} ({}) is {}", m.id, m.resp_addr, state_name(m.state));
   });
   known_[cfg_.node_id] = membership_->self();
+  if (book_) start_book_sync();
   publish();
   asio::post(io_, [this] {
     membership_->join(cfg_.seeds, wall_now_ns());
@@ -101,7 +102,37 @@ void Cluster::start() {
   thread_ = std::thread([this] { io_.run(); });
 }
 
+void Cluster::start_book_sync() {
+  book_sync_ = std::make_unique<BookSync>(
+      *book_, [this](const std::string& addr, uint32_t kind, std::string body,
+                     std::chrono::milliseconds deadline, PeerCallback cb) {
+        book_exchanges_.fetch_add(1, std::memory_order_relaxed);
+        peer(addr).call(kind, std::move(body), deadline, std::move(cb));
+      });
+  membership_->set_book_digest(book_->digest());
+  membership_->on_book_advert([this](const std::string& from, uint64_t digest) {
+    book_sync_->on_advert(from, digest, wall_now_ns() / 1'000'000);
+  });
+  book_listener_ = book_->listen([this] {
+    asio::post(io_, [this] {
+      membership_->set_book_digest(book_->digest());
+      book_sync_->on_change(live_addrs());
+    });
+  });
+}
+
+std::vector<std::string> Cluster::live_addrs() const {
+  std::vector<std::string> out;
+  for (const auto& [id, m] : membership_->others())
+    if (m.live()) out.push_back(m.addr);
+  return out;
+}
+
 void Cluster::stop() {
+  if (book_listener_) {
+    book_->unlisten(book_listener_);
+    book_listener_ = 0;
+  }
   if (!thread_.joinable()) return;
   asio::post(io_, [this] {
     timer_.cancel();
@@ -304,6 +335,7 @@ void Cluster::reclaim(std::shared_ptr<Outgoing> o) {
 void Cluster::dispatch(uint32_t kind, std::string body, PeerServer::Respond respond) {
   if (kind == kPeerHandoff) return on_handoff(std::move(body), std::move(respond));
   if (kind == kPeerReplicate) return replicator_->on_update(std::move(body), std::move(respond));
+  if (kind == kPeerBook && book_sync_) return book_sync_->on_request(body, std::move(respond));
   auto it = handlers_.find(kind);
   if (it == handlers_.end()) return respond(PeerStatus::kUnknownKind, {}, "unknown request kind");
   it->second(kind, std::move(body), std::move(respond));

@@ -11,6 +11,7 @@
 #include <thread>
 #include <vector>
 
+#include "book_sync.hpp"
 #include "membership.hpp"
 #include "peer_link.hpp"
 #include "replicator.hpp"
@@ -63,6 +64,10 @@ class Cluster {
   // Handler for peer requests of `kind` (other than HANDOFF); runs on the cluster thread.
   // Register before start().
   void on_request(uint32_t kind, PeerServer::Handler h) { handlers_[kind] = std::move(h); }
+  // The settings book this node keeps equal to every other member's (before start; it
+  // must outlive the cluster).
+  void share_book(Book* book) { book_ = book; }
+  uint64_t book_exchanges() const { return book_exchanges_.load(std::memory_order_relaxed); }
   // Binds the cluster port (throws std::system_error), joins the seeds, starts the thread.
   void start();
   // Graceful exit: hands this node's slots to the remaining members, tells everyone it is
@@ -102,6 +107,8 @@ class Cluster {
   void dispatch(uint32_t kind, std::string body, PeerServer::Respond respond);
   bool live(const std::string& id) const;
   void fence(const SlotTable& after);
+  void start_book_sync();
+  std::vector<std::string> live_addrs() const;
 
   ClusterConfig cfg_;
   ShardPool& pool_;
@@ -124,6 +131,10 @@ class Cluster {
   bool leaving_ = false;
   bool lost_on_leave_ = false;  // a hand-off failed while leaving: that state goes with us
   bool dirty_ = false;
+  Book* book_ = nullptr;
+  int book_listener_ = 0;
+  std::unique_ptr<BookSync> book_sync_;
+  std::atomic<uint64_t> book_exchanges_{0};
   RoutingHub hub_;
   ClusterCounters counters_;
   std::thread thread_;

@@ -66,6 +66,7 @@ void Membership::send(int kind, const std::string& to_addr, uint64_t seq, const 
   env.set_target_addr(target_addr);
   env.set_table_epoch(advert_epoch_);
   env.set_table_planner(advert_planner_);
+  env.set_book_digest(book_digest_);
   auto add = [&](const Member& m) {
     auto* u = env.add_updates();
     u->set_id(m.id);
@@ -226,6 +227,8 @@ void Membership::receive(const std::string& from_addr, std::string_view bytes, i
   const std::string reply_to = env.from_addr().empty() ? from_addr : env.from_addr();
   if (on_advert_ && env.table_epoch() > 0)
     on_advert_(reply_to, env.table_epoch(), env.table_planner());
+  if (on_book_advert_ && env.book_digest() != book_digest_)
+    on_book_advert_(reply_to, env.book_digest());
   switch (env.kind()) {
     case wire::Envelope::PING:
       if (env.target() == self_.id) send(wire::Envelope::ACK, reply_to, env.seq(), "", "", false);

@@ -67,6 +67,10 @@ class Membership {
   using OtherFn =
       std::function<void(const std::string& from_addr, int kind, std::string_view bytes)>;
   void on_advert(AdvertFn fn) { on_advert_ = std::move(fn); }
+  // The settings book's digest, stamped on every message; told of every different one heard.
+  void set_book_digest(uint64_t digest) { book_digest_ = digest; }
+  using BookAdvertFn = std::function<void(const std::string& from_addr, uint64_t digest)>;
+  void on_book_advert(BookAdvertFn fn) { on_book_advert_ = std::move(fn); }
   void on_other(OtherFn fn) { on_other_ = std::move(fn); }
   Transport& transport() { return transport_; }
 
@@ -122,6 +126,8 @@ class Membership {
   uint64_t advert_epoch_ = 0;
   std::string advert_planner_;
   AdvertFn on_advert_;
+  uint64_t book_digest_ = 0;
+  BookAdvertFn on_book_advert_;
   OtherFn on_other_;
 };
 

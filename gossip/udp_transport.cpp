@@ -33,18 +33,31 @@ void UdpTransport::close() {
 }
 
 asio::ip::udp::endpoint UdpTransport::resolve(const std::string& addr) {
+  const auto now = std::chrono::steady_clock::now();
   auto it = endpoints_.find(addr);
-  if (it != endpoints_.end()) return it->second;
+  if (it != endpoints_.end() && it->second.until > now) return it->second.ep;
   const auto colon = addr.rfind(':');
   asio::error_code ec;
-  asio::ip::udp::endpoint ep;
+  Resolved r{asio::ip::udp::endpoint(), now + std::chrono::hours(24)};
   if (colon != std::string::npos) {
-    auto ip = asio::ip::make_address(addr.substr(0, colon), ec);
-    if (!ec) ep = {ip, static_cast<uint16_t>(std::atoi(addr.c_str() + colon + 1))};
+    const std::string host = addr.substr(0, colon), port = addr.substr(colon + 1);
+    auto ip = asio::ip::make_address(host, ec);
+    if (!ec) {
+      r.ep = {ip, static_cast<uint16_t>(std::atoi(port.c_str()))};
+    } else {
+      // A name (only seeds are): ask DNS, again in 10 s, or in 1 s if it failed.
+      asio::ip::udp::resolver resolver(socket_.get_executor());
+      auto results = resolver.resolve(asio::ip::udp::v4(), host, port, ec);
+      r.until = now + std::chrono::seconds(1);
+      if (!ec && !results.empty()) {
+        r.ep = results.begin()->endpoint();
+        r.until = now + std::chrono::seconds(10);
+      }
+    }
   }
   if (endpoints_.size() > 4096) endpoints_.clear();  // bounded cache
-  endpoints_[addr] = ep;
-  return ep;
+  endpoints_[addr] = r;
+  return r.ep;
 }
 
 void UdpTransport::send(const std::string& to_addr, std::string_view bytes) {

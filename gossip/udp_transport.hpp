@@ -2,6 +2,7 @@
 // which SWIM tolerates by design.
 #pragma once
 #include <asio.hpp>
+#include <chrono>
 #include <functional>
 #include <map>
 #include <string>
@@ -29,7 +30,13 @@ class UdpTransport : public Transport {
   std::string host_;
   asio::ip::udp::endpoint from_;
   std::string buf_;
-  std::map<std::string, asio::ip::udp::endpoint> endpoints_;
+  struct Resolved {
+    asio::ip::udp::endpoint ep;  // port 0: could not resolve
+    std::chrono::steady_clock::time_point until;
+  };
+  // Addresses are IPs, except seeds, which may be DNS names (a Kubernetes headless
+  // Service): those are looked up again after a while, as pods come and go.
+  std::map<std::string, Resolved> endpoints_;
 };
 
 // Runs one Membership on an io_context: ticks it on a timer, feeds it datagrams.

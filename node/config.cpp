@@ -6,6 +6,7 @@
 #include <thread>
 
 #include "limit_spec.hpp"
+#include "policy_store.hpp"
 
 namespace fg {
 
@@ -40,8 +41,8 @@ std::string as_string(const YAML::Node& n, const std::string& key) {
   return n.Scalar();
 }
 
-LimitSpec load_policy(const std::string& name, const YAML::Node& p) {
-  const std::string at = "policies." + name;
+// A policy's settings at `at` ("policies.free", "overrides.tenant:42").
+LimitSpec load_policy(const std::string& at, const YAML::Node& p) {
   if (!p.IsMap()) fail(p, at, "must be a map with a 'kind'");
   if (!p["kind"]) fail(p, at, "needs a 'kind'");
   const Kind kind = kind_from_name(as_string(p["kind"], at + ".kind"));
@@ -148,6 +149,7 @@ void load_config_file(const std::string& path, NodeConfig& cfg) {
   cfg.config_file = path;
   if (root.IsNull()) return;
   if (!root.IsMap()) throw ConfigError(path + ": the top level must be a map of settings");
+  std::vector<std::pair<std::string, YAML::Node>> named;  // policy names patterns refer to
   for (const auto& kv : root) {
     const std::string key = kv.first.Scalar();
     const YAML::Node& v = kv.second;
@@ -157,6 +159,8 @@ void load_config_file(const std::string& path, NodeConfig& cfg) {
       cfg.port = static_cast<int>(as_int(v, key, 0, 65535));
     else if (key == "native-port")
       cfg.native_port = static_cast<int>(as_int(v, key, 0, 65535));
+    else if (key == "admin-port")
+      cfg.admin_port = static_cast<int>(as_int(v, key, 0, 65535));
     else if (key == "requirepass")
       cfg.requirepass = as_string(v, key);
     else if (key == "maxclients")
@@ -179,9 +183,12 @@ void load_config_file(const std::string& path, NodeConfig& cfg) {
       cfg.shard_threads = static_cast<int>(as_int(v, key, 1, 256));
     else if (key == "max-keys")
       cfg.max_keys = static_cast<size_t>(as_int(v, key, 1, int64_t{1} << 40));
-    else if (key == "log-level")
+    else if (key == "log-level") {
       cfg.log_level = as_string(v, key);
-    else if (key == "cluster-enabled") {
+      const std::string& l = cfg.log_level;
+      if (l != "trace" && l != "debug" && l != "info" && l != "warn" && l != "error" && l != "off")
+        fail(v, key, "must be trace, debug, info, warn, error or off");
+    } else if (key == "cluster-enabled") {
       try {
         cfg.cluster_enabled = v.as<bool>();
       } catch (const YAML::Exception&) {
@@ -224,13 +231,40 @@ void load_config_file(const std::string& path, NodeConfig& cfg) {
       if (!v.IsMap()) fail(v, key, "must be a map of policy name to settings");
       for (const auto& p : v) {
         const std::string name = p.first.Scalar();
-        if (kind_from_name(name) != Kind::kNone) {
-          fail(p.first, "policies." + name, "a policy may not be named like a limiter kind");
+        const std::string why = check_policy_name(name);
+        if (!why.empty()) fail(p.first, "policies." + name, why);
+        cfg.policies[name] = load_policy("policies." + name, p.second);
+      }
+    } else if (key == "patterns") {
+      if (!v.IsMap()) fail(v, key, "must be a map of key pattern to policy name");
+      for (const auto& p : v) {
+        const std::string glob = p.first.Scalar();
+        const std::string at = "patterns." + glob;
+        if (glob.empty() || glob.size() > 1024) fail(p.first, at, "must be 1 to 1024 bytes");
+        cfg.patterns[glob] = as_string(p.second, at);
+        named.emplace_back(at, p.second);
+      }
+    } else if (key == "overrides") {
+      if (!v.IsMap()) fail(v, key, "must be a map of key to a policy name or a limit");
+      for (const auto& p : v) {
+        const std::string k = p.first.Scalar();
+        const std::string at = "overrides." + k;
+        PolicyOverride o;
+        if (p.second.IsScalar()) {
+          o.policy = p.second.Scalar();
+          named.emplace_back(at, p.second);
+        } else {
+          o.spec = load_policy(at, p.second);
         }
-        cfg.policies[name] = load_policy(name, p.second);
+        cfg.overrides[k] = o;
       }
     } else {
       fail(kv.first, key, "unknown setting");
+    }
+  }
+  for (const auto& [at, n] : named) {
+    if (!cfg.policies.count(n.Scalar())) {
+      fail(n, at, "no policy named '" + n.Scalar() + "' in this file");
     }
   }
 }

@@ -1,6 +1,7 @@
 // Node configuration: defaults, then the YAML file (--config), then command-line flags.
 #pragma once
 #include <cstdint>
+#include <map>
 #include <stdexcept>
 #include <string>
 #include <vector>
@@ -27,6 +28,9 @@ struct NodeConfig {
   std::string log_level = "info";
   std::string config_file;
   PolicyMap policies;
+  std::map<std::string, std::string> patterns;      // key glob -> policy name
+  std::map<std::string, PolicyOverride> overrides;  // key -> policy name or its own limit
+  int admin_port = -1;                              // admin HTTP; -1: RESP port + 2000, 0: off
   // Cluster mode.
   bool cluster_enabled = false;
   int cluster_port = 0;                   // 0: RESP port + 10000

@@ -4,13 +4,17 @@
 #include <CLI/CLI.hpp>
 #include <caf/all.hpp>
 #include <csignal>
+#include <filesystem>
 #include <iostream>
 #include <random>
 #include <sstream>
 
+#include "admin_http.hpp"
+#include "book.hpp"
 #include "cluster.hpp"
 #include "config.hpp"
 #include "forward.hpp"
+#include "policy_store.hpp"
 #include "resp_writer.hpp"
 #include "server.hpp"
 
@@ -37,31 +41,77 @@ std::string seeds_text(const std::vector<std::string>& seeds) {
   return out;
 }
 
+// The value after `flag` ("--config FILE" or "--config=FILE"), read before the flags are
+// parsed: the file gives the base the flags then override.
+std::string pre_scan(int argc, char** argv, const std::string& flag) {
+  for (int i = 1; i < argc; ++i) {
+    const std::string a = argv[i];
+    if (a == flag && i + 1 < argc) return argv[i + 1];
+    if (a.rfind(flag + "=", 0) == 0) return a.substr(flag.size() + 1);
+  }
+  return "";
+}
+
+uint64_t file_mtime_ms(const std::string& path) {
+  std::error_code ec;
+  const auto t = std::filesystem::last_write_time(path, ec);
+  if (ec) return 0;
+  const auto sys = std::chrono::time_point_cast<std::chrono::milliseconds>(
+      t - std::filesystem::file_time_type::clock::now() + std::chrono::system_clock::now());
+  return static_cast<uint64_t>(std::max<int64_t>(0, sys.time_since_epoch().count()));
+}
+
+fg::PolicyFile policy_file(const fg::NodeConfig& cfg) {
+  fg::PolicyFile f;
+  f.policies = cfg.policies;
+  f.patterns = cfg.patterns;
+  f.overrides = cfg.overrides;
+  return f;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
   fg::NodeConfig cfg;
+  // Settings: defaults, then the file, then flags given on the command line.
+  const std::string check_file = pre_scan(argc, argv, "--check-config");
+  const std::string config_file =
+      check_file.empty() ? pre_scan(argc, argv, "--config") : check_file;
+  try {
+    if (!config_file.empty()) fg::load_config_file(config_file, cfg);
+  } catch (const fg::ConfigError& e) {
+    std::cerr << "floodgate: bad config: " << e.what() << "\n";
+    return 2;
+  }
   CLI::App app{"floodgate: a rate-limiter node that speaks the Redis protocol (RESP)"};
   app.set_version_flag("--version", std::string("floodgate 0.1.0"));
-  std::string config_file;
-  int64_t query_deadline_ms = 0, output_timeout_ms = 0;
-  app.add_option("--config", config_file, "YAML config file (settings and named policies)");
+  std::string unused_file;
+  app.add_option("--config", unused_file, "YAML config file (settings and named policies)");
+  app.add_option("--check-config", unused_file,
+                 "Validate this config file (with the flags given) and exit: 0 good, 2 bad");
   app.add_option("--bind", cfg.bind, "Addresses to listen on, space-separated")
       ->capture_default_str();
   app.add_option("--port", cfg.port, "RESP port (0 picks a free one)")->capture_default_str();
   app.add_option("--native-port", cfg.native_port,
                  "Native-protocol port (default: RESP port + 1000; 0 turns it off)")
       ->check(CLI::Range(0, 65535));
+  app.add_option("--admin-port", cfg.admin_port,
+                 "Admin HTTP port: /metrics, /healthz, /readyz, /cluster, status page "
+                 "(default: RESP port + 2000; 0 turns it off)")
+      ->check(CLI::Range(0, 65535));
   app.add_option("--requirepass", cfg.requirepass, "Password clients must AUTH with");
   app.add_option("--maxclients", cfg.maxclients, "Most simultaneous client connections")
       ->capture_default_str();
   app.add_option("--timeout", cfg.timeout_s, "Close clients idle this many seconds (0 = never)")
       ->capture_default_str();
-  app.add_option(
-      "--query-deadline-ms", query_deadline_ms,
-      "Drop a client whose half-sent command is not complete after this (default 30000)");
-  app.add_option("--output-timeout-ms", output_timeout_ms,
-                 "Drop a client that has not read its replies after this (default 30000)");
+  app.add_option("--query-deadline-ms", cfg.query_deadline_ms,
+                 "Drop a client whose half-sent command is not complete after this")
+      ->check(CLI::Range(int64_t{1}, int64_t{86'400'000}))
+      ->capture_default_str();
+  app.add_option("--output-timeout-ms", cfg.output_timeout_ms,
+                 "Drop a client that has not read its replies after this")
+      ->check(CLI::Range(int64_t{1}, int64_t{86'400'000}))
+      ->capture_default_str();
   app.add_option("--max-query-bytes", cfg.max_query_bytes, "Largest single command, in bytes")
       ->capture_default_str();
   app.add_option("--proto-max-bulk-len", cfg.proto_max_bulk_len,
@@ -75,6 +125,7 @@ int main(int argc, char** argv) {
   app.add_option("--max-keys", cfg.max_keys, "Most limiter keys the node holds")
       ->capture_default_str();
   app.add_option("--log-level", cfg.log_level, "trace, debug, info, warn, error or off")
+      ->check(CLI::IsMember({"trace", "debug", "info", "warn", "error", "off"}))
       ->capture_default_str();
   std::string seeds;
   app.add_flag("--cluster-enabled", cfg.cluster_enabled,
@@ -90,54 +141,30 @@ int main(int argc, char** argv) {
                  "Keys owned elsewhere: auto (-MOVED for clients that asked for the "
                  "topology, else forwarded), moved, or forward")
       ->check(CLI::IsMember({"auto", "moved", "forward"}));
+  app.add_option("--cluster-forward-timeout-ms", cfg.cluster_forward_timeout_ms,
+                 "A forwarded command's deadline; past it the client gets -TRYAGAIN")
+      ->check(CLI::Range(int64_t{1}, int64_t{600'000}))
+      ->capture_default_str();
   app.add_option("--cluster-replicas", cfg.cluster_replicas,
                  "Copies of each slot's state in the cluster, the owner's included")
       ->check(CLI::Range(1, 5))
       ->capture_default_str();
+  app.add_option("--replication-lag-ms", cfg.replication_lag_ms,
+                 "Changes reach the replicas within this (at most 1000)")
+      ->check(CLI::Range(int64_t{1}, int64_t{1000}))
+      ->capture_default_str();
+  app.add_option("--replication-sync-timeout-ms", cfg.replication_sync_timeout_ms,
+                 "How long a synchronous reply waits for a replica")
+      ->check(CLI::Range(int64_t{1}, int64_t{600'000}))
+      ->capture_default_str();
   CLI11_PARSE(app, argc, argv);
 
-  try {
-    if (!config_file.empty()) {
-      // The file gives the base; flags given on the command line win.
-      fg::NodeConfig from_file;
-      fg::load_config_file(config_file, from_file);
-      auto given = [&](const char* flag) { return app.count(flag) > 0; };
-      if (!given("--bind")) cfg.bind = from_file.bind;
-      if (!given("--port")) cfg.port = from_file.port;
-      if (!given("--native-port")) cfg.native_port = from_file.native_port;
-      if (!given("--requirepass")) cfg.requirepass = from_file.requirepass;
-      if (!given("--maxclients")) cfg.maxclients = from_file.maxclients;
-      if (!given("--timeout")) cfg.timeout_s = from_file.timeout_s;
-      if (!given("--max-query-bytes")) cfg.max_query_bytes = from_file.max_query_bytes;
-      if (!given("--proto-max-bulk-len")) cfg.proto_max_bulk_len = from_file.proto_max_bulk_len;
-      if (!given("--shards")) cfg.shards = from_file.shards;
-      if (!given("--io-threads")) cfg.io_threads = from_file.io_threads;
-      if (!given("--shard-threads")) cfg.shard_threads = from_file.shard_threads;
-      if (!given("--max-keys")) cfg.max_keys = from_file.max_keys;
-      if (!given("--log-level")) cfg.log_level = from_file.log_level;
-      if (!given("--cluster-enabled")) cfg.cluster_enabled = from_file.cluster_enabled;
-      if (!given("--cluster-port")) cfg.cluster_port = from_file.cluster_port;
-      if (!given("--cluster-announce-host"))
-        cfg.cluster_announce_host = from_file.cluster_announce_host;
-      if (!given("--seeds")) cfg.seeds = from_file.seeds;
-      if (!given("--node-id")) cfg.node_id = from_file.node_id;
-      if (!given("--cluster-redirect")) cfg.cluster_redirect = from_file.cluster_redirect;
-      if (!given("--cluster-replicas")) cfg.cluster_replicas = from_file.cluster_replicas;
-      cfg.cluster_forward_timeout_ms = from_file.cluster_forward_timeout_ms;
-      cfg.replication_lag_ms = from_file.replication_lag_ms;
-      cfg.replication_sync_timeout_ms = from_file.replication_sync_timeout_ms;
-      cfg.query_deadline_ms = from_file.query_deadline_ms;
-      cfg.output_timeout_ms = from_file.output_timeout_ms;
-      cfg.policies = from_file.policies;
-      cfg.config_file = config_file;
+  if (!seeds.empty()) {
+    cfg.seeds.clear();
+    if (!fg::parse_seeds(seeds, cfg.seeds)) {
+      std::cerr << "floodgate: --seeds: expected host:port[,host:port...], got '" << seeds << "'\n";
+      return 2;
     }
-  } catch (const fg::ConfigError& e) {
-    std::cerr << "floodgate: bad config: " << e.what() << "\n";
-    return 2;
-  }
-  if (!seeds.empty() && !fg::parse_seeds(seeds, cfg.seeds)) {
-    std::cerr << "floodgate: --seeds: expected host:port[,host:port...], got '" << seeds << "'\n";
-    return 2;
   }
   if (!cfg.node_id.empty()) {
     const std::string why = fg::check_node_id(cfg.node_id);
@@ -146,8 +173,19 @@ int main(int argc, char** argv) {
       return 2;
     }
   }
-  if (query_deadline_ms > 0) cfg.query_deadline_ms = query_deadline_ms;
-  if (output_timeout_ms > 0) cfg.output_timeout_ms = output_timeout_ms;
+  const std::string bind_host = first_word(cfg.bind);
+  if (cfg.cluster_enabled && (bind_host == "0.0.0.0" || bind_host == "::") &&
+      cfg.cluster_announce_host.empty()) {
+    std::cerr << "floodgate: binding " << bind_host
+              << " needs --cluster-announce-host (the address peers and clients use)\n";
+    return 2;
+  }
+  if (!check_file.empty()) {
+    std::cout << "floodgate: " << check_file << " is a valid config (" << cfg.policies.size()
+              << " policies, " << cfg.patterns.size() << " key patterns, " << cfg.overrides.size()
+              << " overrides)\n";
+    return 0;
+  }
   fg::resolve_defaults(cfg);
   spdlog::set_level(spdlog::level::from_str(cfg.log_level));
 
@@ -160,11 +198,18 @@ int main(int argc, char** argv) {
 
   fg::SystemClock clock;
   fg::PolicyRegistry policies;
-  policies.replace(cfg.policies);
+  // The node id comes first: it signs this node's writes to the cluster-wide policy book.
+  if (cfg.cluster_enabled && cfg.node_id.empty()) cfg.node_id = random_run_id();
+  fg::Book book(cfg.node_id.empty() ? "standalone" : cfg.node_id);
+  fg::PolicyStore policy_store(book, policies, clock);
+  if (!cfg.config_file.empty()) {
+    policy_store.load_file(policy_file(cfg), file_mtime_ms(cfg.config_file));
+  }
   fg::ClientRegistry clients(cfg.maxclients);
   fg::Services svc;
   svc.clock = &clock;
   svc.policies = &policies;
+  svc.policy_store = &policy_store;
   svc.clients = &clients;
   svc.settings.run_id = random_run_id();
   fg::BoundLeases bound(svc.settings.run_id.substr(0, 12));
@@ -217,16 +262,9 @@ int main(int argc, char** argv) {
   std::unique_ptr<fg::Cluster> cluster;
   if (cfg.cluster_enabled) {
     fg::ClusterConfig cc;
-    cc.node_id = cfg.node_id.empty() ? random_run_id() : cfg.node_id;
-    cc.bind_host = first_word(cfg.bind);
+    cc.node_id = cfg.node_id;
+    cc.bind_host = bind_host;
     cc.announce_host = cfg.cluster_announce_host.empty() ? cc.bind_host : cfg.cluster_announce_host;
-    if (cc.bind_host == "0.0.0.0" || cc.bind_host == "::") {
-      if (cfg.cluster_announce_host.empty()) {
-        std::cerr << "floodgate: binding " << cc.bind_host
-                  << " needs --cluster-announce-host (the address peers and clients use)\n";
-        return 2;
-      }
-    }
     cc.resp_port = server.port();
     cc.native_port = server.native_port();
     cc.port = cfg.cluster_port ? cfg.cluster_port : server.port() + 10000;
@@ -235,6 +273,7 @@ int main(int argc, char** argv) {
     cc.replication_lag_ms = cfg.replication_lag_ms;
     cc.sync_timeout_ms = cfg.replication_sync_timeout_ms;
     cluster = std::make_unique<fg::Cluster>(cc, *pool);
+    cluster->share_book(&book);
     svc.routing = &cluster->routing();
     svc.cluster = cluster.get();
     svc.settings.redirect = cfg.cluster_redirect == "moved" ? fg::NodeSettings::Redirect::kAlways
@@ -276,6 +315,50 @@ int main(int argc, char** argv) {
   };
   renew();
 
+  fg::AdminCounters admin_counters;
+  std::unique_ptr<fg::AdminHttp> admin;
+  if (cfg.admin_port != 0) {
+    const int want = cfg.admin_port > 0 ? cfg.admin_port : cfg.port == 0 ? 0 : server.port() + 2000;
+    admin = std::make_unique<fg::AdminHttp>(svc, cluster.get(), &policy_store, admin_counters);
+    try {
+      admin->start(bind_host, want);
+    } catch (const std::exception& e) {
+      std::cerr << "floodgate: " << e.what() << "\n";
+      return 1;
+    }
+    svc.settings.admin_port = admin->port();
+  }
+
+  // SIGHUP: read the config file again; policies, key patterns, overrides and the log
+  // level change at once (the rest of the file takes effect at the next start).
+  asio::signal_set hangup(server.main_context(), SIGHUP);
+  std::function<void()> on_hangup = [&] {
+    hangup.async_wait([&](const asio::error_code& ec, int) {
+      if (ec) return;
+      if (cfg.config_file.empty()) {
+        spdlog::warn("SIGHUP: no --config file to reload");
+      } else {
+        fg::NodeConfig fresh;
+        try {
+          fg::load_config_file(cfg.config_file, fresh);
+          const size_t n = policy_store.reload_file(policy_file(fresh));
+          if (fresh.log_level != cfg.log_level) {
+            cfg.log_level = fresh.log_level;
+            spdlog::set_level(spdlog::level::from_str(cfg.log_level));
+          }
+          admin_counters.reloads_ok.fetch_add(1);
+          spdlog::info("config reloaded from {}: {} policy entries changed cluster-wide",
+                       cfg.config_file, n);
+        } catch (const fg::ConfigError& e) {
+          admin_counters.reloads_failed.fetch_add(1);
+          spdlog::error("config reload refused, keeping the running settings: {}", e.what());
+        }
+      }
+      on_hangup();
+    });
+  };
+  on_hangup();
+
   // SIGINT/SIGTERM: stop accepting, close, exit 0.
   asio::signal_set signals(server.main_context(), SIGINT, SIGTERM);
   std::atomic<bool> stopping{false};
@@ -287,10 +370,11 @@ int main(int argc, char** argv) {
 
   server.run();
   spdlog::info(
-      "floodgate {} ready: RESP on {} port {}, native port {} ({} io threads, {} shards on {} "
-      "threads, {} policies)",
-      svc.settings.version, cfg.bind, server.port(), server.native_port(), cfg.io_threads,
-      cfg.shards, cfg.shard_threads, cfg.policies.size());
+      "floodgate {} ready: RESP on {} port {}, native port {}, admin port {} ({} io threads, {} "
+      "shards on {} threads, {} policies)",
+      svc.settings.version, cfg.bind, server.port(), server.native_port(),
+      admin ? admin->port() : 0, cfg.io_threads, cfg.shards, cfg.shard_threads,
+      policies.snapshot()->policies.size());
   while (!stopping) std::this_thread::sleep_for(std::chrono::milliseconds(50));
   if (cluster) {
     // Hand this node's slots (and their state) to the others before going.
@@ -298,6 +382,8 @@ int main(int argc, char** argv) {
     if (!clean) spdlog::warn("left the cluster before every slot's state was handed over");
   }
   renew_timer.cancel();
+  hangup.cancel();
+  if (admin) admin->stop();
   server.stop();
   svc.run_background = nullptr;
   if (cluster) cluster->stop();

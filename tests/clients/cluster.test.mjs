@@ -66,7 +66,7 @@ async function startCluster() {
   const seeds = `127.0.0.1:${cports[0]},127.0.0.1:${cports[1]}`;
   let exited = false;
   for (let i = 0; i < 3; i++) {
-    const n = spawn(process.env.FLOODGATE_BIN, ['--port', String(ports[i]), '--native-port', '0',
+    const n = spawn(process.env.FLOODGATE_BIN, ['--port', String(ports[i]), '--native-port', '0', '--admin-port', '0',
       '--cluster-enabled',
       '--node-id', `c${i + 1}`, '--cluster-port', String(cports[i]), '--seeds', seeds,
       '--log-level', 'warn'], { stdio: 'inherit' });

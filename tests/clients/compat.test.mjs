@@ -45,7 +45,7 @@ before(async () => {
     '  ws_messages: {kind: token_bucket, capacity: 120, refill: 120, period: 1m}',
     '  connections: {kind: concurrency, limit: 5, ttl: 1m}',
   ].join('\n'));
-  node = spawn(process.env.FLOODGATE_BIN, ['--port', String(port), '--native-port', '0', '--config', cfg,
+  node = spawn(process.env.FLOODGATE_BIN, ['--port', String(port), '--native-port', '0', '--admin-port', '0', '--config', cfg,
     '--log-level', 'warn'], { stdio: 'inherit' });
   await waitForPort(port);
 });

@@ -653,3 +653,84 @@ TEST(NativeClient, RoutesToOwnersAndRidesThroughAFailover) {
 
 }  // namespace
 }  // namespace fg::testing
+
+namespace fg::testing {
+namespace {
+
+// Operations: a policy set on one node is in force everywhere within a second; /readyz
+// answers 200 only once a node has joined and holds its slots' state.
+TEST(Operations, APolicySetOnOneNodeIsInForceOnAllWithinASecond) {
+  TestCluster cluster(3);
+  ASSERT_TRUE(cluster.formed(3));
+  for (int round = 0; round < 3; ++round) {
+    const std::string limit = std::to_string(10 + round);
+    Client set(cluster.node(round).port());
+    ASSERT_EQ(set.request({"FG.POLICY", "SET", "plan", "sliding_log", limit, "60000"}), "+OK");
+    const auto start = std::chrono::steady_clock::now();
+    std::set<size_t> seen;
+    while (seen.size() < 3 && std::chrono::steady_clock::now() - start < std::chrono::seconds(3)) {
+      for (size_t i = 0; i < 3; ++i) {
+        Client c(cluster.node(i).port());
+        c.send(resp({"FG.POLICY", "GET", "plan"}));
+        const std::string r = read_replies(c, 1);
+        if (r.find("$5\r\nlimit\r\n:" + limit + "\r\n") != std::string::npos) seen.insert(i);
+      }
+      if (seen.size() < 3) std::this_thread::sleep_for(std::chrono::milliseconds(10));
+    }
+    const auto took = std::chrono::steady_clock::now() - start;
+    EXPECT_EQ(seen.size(), 3u) << "round " << round;
+    EXPECT_LT(took, std::chrono::seconds(1)) << "round " << round;
+  }
+  // Patterns and overrides travel the same way, and a key's owner uses them.
+  Client c0(cluster.node(0).port());
+  ASSERT_EQ(c0.request({"FG.POLICY", "MAP", "tenant:*", "plan"}), "+OK");
+  ASSERT_EQ(c0.request({"FG.POLICY", "OVERRIDE", "tenant:big", "fixed_window", "500", "60000"}),
+            "+OK");
+  std::this_thread::sleep_for(std::chrono::milliseconds(500));
+  for (size_t i = 0; i < 3; ++i) {
+    Client c(cluster.node(i).port());
+    c.send(resp({"FG.TAKE", "tenant:small"}) + resp({"FG.TAKE", "tenant:big"}));
+    const std::string r = read_replies(c, 2);
+    EXPECT_NE(r.find("*5\r\n:1\r\n:12\r\n"), std::string::npos) << "node " << i << ": " << r;
+    EXPECT_NE(r.find("*5\r\n:1\r\n:500\r\n"), std::string::npos) << "node " << i << ": " << r;
+  }
+}
+
+TEST(Operations, ReadyzFlipsOnceTheNodeHasJoined) {
+  const int bus_a = free_port(), bus_b = free_port();
+  const std::string seeds = "127.0.0.1:" + std::to_string(bus_a);
+  // B knows only A, which is not running yet: alive, but not ready.
+  NodeProcess b({"--cluster-enabled", "--node-id", "b", "--cluster-port", std::to_string(bus_b),
+                 "--seeds", seeds});
+  ASSERT_TRUE(b.alive());
+  EXPECT_EQ(http_get(b.admin_port(), "/healthz").status, 200);
+  for (int i = 0; i < 10; ++i) {
+    const HttpReply r = http_get(b.admin_port(), "/readyz");
+    EXPECT_EQ(r.status, 503) << r.body;
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  }
+  NodeProcess a({"--cluster-enabled", "--node-id", "a", "--cluster-port", std::to_string(bus_a),
+                 "--seeds", seeds});
+  ASSERT_TRUE(a.alive());
+  // Ready once both are in one table and B holds its slots' state.
+  int status = 0;
+  std::string json;
+  for (int i = 0; i < 200; ++i) {
+    status = http_get(b.admin_port(), "/readyz").status;
+    json = http_get(b.admin_port(), "/cluster").body;
+    if (status == 200 && json.find("\"id\":\"a\"") != std::string::npos &&
+        json.find("\"in_table\":false") == std::string::npos) {
+      break;
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  }
+  EXPECT_EQ(status, 200);
+  EXPECT_NE(json.find("\"id\":\"a\""), std::string::npos) << json;
+  EXPECT_NE(json.find("\"id\":\"b\""), std::string::npos) << json;
+  const std::string m = http_get(a.admin_port(), "/metrics").body;
+  EXPECT_NE(m.find("floodgate_cluster_members{state=\"alive\"} 2"), std::string::npos) << m;
+  EXPECT_NE(m.find("floodgate_ready 1"), std::string::npos);
+}
+
+}  // namespace
+}  // namespace fg::testing

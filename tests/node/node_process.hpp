@@ -123,12 +123,19 @@ class NodeProcess {
                                      "warn"};
     // A free native port too, unless the test chose one (RESP + 1000 may be taken by a
     // test running alongside).
-    for (size_t i = 0; i + 1 < extra.size(); ++i)
+    for (size_t i = 0; i + 1 < extra.size(); ++i) {
       if (extra[i] == "--native-port") native_port_ = std::stoi(extra[i + 1]);
+      if (extra[i] == "--admin-port") admin_port_ = std::stoi(extra[i + 1]);
+    }
     if (native_port_ < 0) {
       native_port_ = free_port();
       args.push_back("--native-port");
       args.push_back(std::to_string(native_port_));
+    }
+    if (admin_port_ < 0) {  // the same for the admin HTTP port (RESP + 2000)
+      admin_port_ = free_port();
+      args.push_back("--admin-port");
+      args.push_back(std::to_string(admin_port_));
     }
     args.insert(args.end(), extra.begin(), extra.end());
     pid_ = fork();
@@ -177,6 +184,7 @@ class NodeProcess {
   }
   int port() const { return port_; }
   int native_port() const { return native_port_; }
+  int admin_port() const { return admin_port_; }
   pid_t pid() const { return pid_; }
   bool alive() const { return pid_ > 0 && kill(pid_, 0) == 0; }
   long rss_kb() const {
@@ -193,6 +201,7 @@ class NodeProcess {
  private:
   int port_;
   int native_port_ = -1;
+  int admin_port_ = -1;
   pid_t pid_ = -1;
 };
 
@@ -206,6 +215,26 @@ inline std::string run(const std::string& cmd) {
   while ((n = fread(buf, 1, sizeof buf, p)) > 0) out.append(buf, n);
   pclose(p);
   return out;
+}
+
+struct HttpReply {
+  int status = 0;  // 0: no answer
+  std::string body;
+};
+
+// One HTTP/1.0 GET on loopback (the admin port); the server closes when done.
+inline HttpReply http_get(int port, const std::string& path) {
+  Client c(port, 3000);
+  HttpReply r;
+  if (!c.connected() || !c.send("GET " + path + " HTTP/1.0\r\nHost: 127.0.0.1\r\n\r\n")) {
+    return r;
+  }
+  const std::string all = c.recv_n(8 << 20);
+  if (all.compare(0, 5, "HTTP/") != 0) return r;
+  r.status = std::atoi(all.c_str() + all.find(' ') + 1);
+  const auto at = all.find("\r\n\r\n");
+  if (at != std::string::npos) r.body = all.substr(at + 4);
+  return r;
 }
 
 }  // namespace fg::testing

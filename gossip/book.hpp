@@ -1,0 +1,67 @@
+// The cluster-wide book of settings (policies, key patterns, overrides): a last-writer-wins
+// map every node holds whole. Writes are stamped with a version (wall-clock milliseconds,
+// never below the entry's current version + 1); merging two books keeps, per key, the entry
+// with the higher (version, origin, deleted, value), so every node ends with the same book
+// whatever order the exchanges happen in. Deletions are tombstones that win like writes.
+// Thread-safe: written by command handlers, merged by the cluster thread.
+#pragma once
+#include <cstdint>
+#include <functional>
+#include <map>
+#include <mutex>
+#include <string>
+#include <vector>
+
+namespace fg {
+
+struct BookEntry {
+  std::string value;
+  uint64_t version = 0;
+  std::string origin;
+  bool deleted = false;
+};
+
+using BookEntries = std::map<std::string, BookEntry, std::less<>>;
+
+// True if `a` supersedes `b` (the merge rule).
+bool book_wins(const BookEntry& a, const BookEntry& b);
+
+class Book {
+ public:
+  static constexpr size_t kMaxEntries = 100'000;  // tombstones included
+
+  explicit Book(std::string origin) : origin_(std::move(origin)) {}
+
+  // Writes (or, with deleted, removes) `key` now. False when the book is full.
+  bool put(const std::string& key, std::string value, bool deleted, uint64_t now_ms);
+  // Merges entries from elsewhere (a peer, a file); returns how many changed this book.
+  size_t merge(const BookEntries& in);
+  BookEntries entries() const;
+  // Identifies the book's content: equal digests, equal books (with overwhelming odds).
+  uint64_t digest() const;
+  size_t size() const;
+  const std::string& origin() const { return origin_; }
+  void set_origin(std::string origin);
+
+  // Called after every change (local or merged), on the writer's thread. A listener may
+  // read the book but not (un)listen. After unlisten(id) returns, it is never called again.
+  using Listener = std::function<void()>;
+  int listen(Listener fn);
+  void unlisten(int id);
+
+  // BookMsg wire form.
+  static std::string encode(const BookEntries& e);
+  static bool decode(const std::string& bytes, BookEntries& out);
+
+ private:
+  void changed();
+  mutable std::mutex mu_;
+  std::string origin_;
+  BookEntries entries_;
+  uint64_t digest_ = 0;
+  std::mutex listeners_mu_;  // held while listeners run, so unlisten waits for them
+  std::map<int, Listener> listeners_;
+  int next_listener_ = 1;
+};
+
+}  // namespace fg

@@ -1,0 +1,52 @@
+// The admin HTTP port: Prometheus /metrics, /healthz, /readyz, /cluster (JSON), /status
+// (JSON for the page) and the live status page at /. Runs on threads of its own (cpp-httplib);
+// reads only snapshots and counters, never touches a shard.
+#pragma once
+#include <atomic>
+#include <memory>
+#include <string>
+#include <thread>
+
+#include "services.hpp"
+
+namespace httplib {
+class Server;
+}
+
+namespace fg {
+
+class Cluster;
+class PolicyStore;
+
+struct AdminCounters {
+  std::atomic<uint64_t> reloads_ok{0};
+  std::atomic<uint64_t> reloads_failed{0};
+};
+
+class AdminHttp {
+ public:
+  AdminHttp(Services& svc, Cluster* cluster, PolicyStore* store, const AdminCounters& counters);
+  ~AdminHttp();
+  // Binds `host:port` (0: a free port) and serves; throws std::runtime_error if it cannot.
+  void start(const std::string& host, int port);
+  void stop();
+  int port() const { return port_; }
+
+  // The bodies, separately callable (tests).
+  std::string metrics() const;
+  std::string cluster_json() const;
+  std::string status_json() const;
+  // Empty when ready; else why not.
+  std::string not_ready() const;
+
+ private:
+  Services& svc_;
+  Cluster* cluster_;
+  PolicyStore* store_;
+  const AdminCounters& counters_;
+  std::unique_ptr<httplib::Server> http_;
+  std::thread thread_;
+  int port_ = 0;
+};
+
+}  // namespace fg

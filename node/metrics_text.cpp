@@ -1,0 +1,199 @@
+// /metrics: every counter and gauge of the node in Prometheus's text format.
+#include "admin_http.hpp"
+#include "cluster.hpp"
+#include "commands.hpp"
+#include "policy_store.hpp"
+#include "request_metrics.hpp"
+
+namespace fg {
+
+namespace {
+class Text {
+ public:
+  // A metric family's HELP and TYPE lines.
+  void family(const char* name, const char* type, const char* help) {
+    out_ += "# HELP ";
+    out_ += name;
+    out_ += ' ';
+    out_ += help;
+    out_ += "\n# TYPE ";
+    out_ += name;
+    out_ += ' ';
+    out_ += type;
+    out_ += '\n';
+  }
+  void sample(const std::string& name, const std::string& labels, double v) {
+    out_ += name;
+    if (!labels.empty()) out_ += "{" + labels + "}";
+    char buf[32];
+    std::snprintf(buf, sizeof buf, " %.17g\n", v);
+    out_ += buf;
+  }
+  void one(const char* name, const char* type, const char* help, double v) {
+    family(name, type, help);
+    sample(name, "", v);
+  }
+  std::string& str() { return out_; }
+
+ private:
+  std::string out_;
+};
+
+std::string label(const char* k, std::string_view v) {
+  std::string out = k;
+  out += "=\"";
+  for (char c : v) {
+    if (c == '"' || c == '\\') out += '\\';
+    if (c == '\n') {
+      out += "\\n";
+      continue;
+    }
+    out += c;
+  }
+  return out + "\"";
+}
+
+double load(const std::atomic<uint64_t>& a) { return static_cast<double>(a.load()); }
+}  // namespace
+
+std::string AdminHttp::metrics() const {
+  Text t;
+  const auto counts = RequestMetrics::get().counts();
+  t.family("floodgate_requests_total", "counter",
+           "Requests by command and result (forwarded: answered by the key's owner, which "
+           "counts the result)");
+  for (uint16_t c = 0; c < kMaxCommandIds; ++c) {
+    for (size_t r = 0; r < counts.requests[c].size(); ++r) {
+      if (!counts.requests[c][r]) continue;
+      t.sample("floodgate_requests_total",
+               label("command", command_id_name(c)) + "," +
+                   label("result", result_name(static_cast<RequestResult>(r))),
+               static_cast<double>(counts.requests[c][r]));
+    }
+  }
+  t.family("floodgate_request_duration_seconds", "histogram",
+           "Time from a command's arrival to its reply, by command");
+  for (uint16_t c = 0; c < kMaxCommandIds; ++c) {
+    uint64_t total = 0;
+    for (uint64_t n : counts.latency[c]) total += n;
+    if (!total) continue;
+    const std::string cmd = label("command", command_id_name(c));
+    uint64_t cum = 0;
+    for (size_t b = 0; b < kLatencyBuckets; ++b) {
+      cum += counts.latency[c][b];
+      char le[32];
+      if (b < kLatencyBoundsUs.size()) {
+        std::snprintf(le, sizeof le, "%g", static_cast<double>(kLatencyBoundsUs[b]) / 1e6);
+      } else {
+        std::snprintf(le, sizeof le, "+Inf");
+      }
+      t.sample("floodgate_request_duration_seconds_bucket", cmd + "," + label("le", le),
+               static_cast<double>(cum));
+    }
+    t.sample("floodgate_request_duration_seconds_sum", cmd,
+             static_cast<double>(counts.latency_sum_us[c]) / 1e6);
+    t.sample("floodgate_request_duration_seconds_count", cmd, static_cast<double>(total));
+  }
+  t.family("floodgate_decisions_total", "counter",
+           "Limiter decisions made on this node by policy ((inline): limits given in the "
+           "request; (override): a per-key override's own limit)");
+  const auto names = PolicyIds::get().names();
+  for (size_t p = 0; p < counts.policy.size() && p < names.size(); ++p) {
+    for (int k = 0; k < 2; ++k) {
+      if (!counts.policy[p][k]) continue;
+      t.sample("floodgate_decisions_total",
+               label("policy", p == 0 ? "(inline)" : names[p]) + "," +
+                   label("decision", k == 0 ? "allowed" : "denied"),
+               static_cast<double>(counts.policy[p][k]));
+    }
+  }
+  t.family("floodgate_shard_mailbox_depth", "gauge", "Batches waiting for each shard actor");
+  for (size_t i = 0; i < svc_.shards->size(); ++i) {
+    t.sample("floodgate_shard_mailbox_depth", label("shard", std::to_string(i)),
+             static_cast<double>(svc_.shards->queued(i)));
+  }
+  t.one("floodgate_keys", "gauge", "Limiter keys held (a replica's copies included)",
+        static_cast<double>(svc_.shards->keys()));
+  t.one("floodgate_key_bytes", "gauge", "Memory the keys' state takes",
+        static_cast<double>(svc_.shards->bytes()));
+  t.one("floodgate_leases", "gauge", "Concurrency leases held (a replica's copies included)",
+        static_cast<double>(svc_.shards->leases()));
+  t.one("floodgate_keys_expired_total", "counter", "Idle keys reclaimed",
+        static_cast<double>(svc_.shards->expired()));
+  t.one("floodgate_connected_clients", "gauge", "Client connections (RESP and native)",
+        static_cast<double>(svc_.clients->count()));
+  const NodeCounters& n = svc_.counters;
+  t.one("floodgate_protocol_errors_total", "counter", "Connections closed for a protocol error",
+        load(n.protocol_errors));
+  t.family("floodgate_clients_dropped_total", "counter", "Clients dropped by a defence");
+  t.sample("floodgate_clients_dropped_total", label("reason", "slow_reader"), load(n.dropped_slow));
+  t.sample("floodgate_clients_dropped_total", label("reason", "timeout"), load(n.dropped_timeout));
+  t.one("floodgate_forwards_total", "counter", "Commands forwarded to their key's owner",
+        load(n.forwarded));
+  t.one("floodgate_forward_failures_total", "counter", "Forwards the owner did not answer",
+        load(n.forward_failures));
+  t.one("floodgate_forwards_served_total", "counter", "Commands run here for other nodes",
+        load(n.forwards_served));
+  t.one("floodgate_moved_total", "counter", "-MOVED redirections answered", load(n.moved));
+  t.family("floodgate_unavailable_total", "counter",
+           "Requests whose key's state no copy could serve, by the policy's on_unavailable mode");
+  t.sample("floodgate_unavailable_total", label("mode", "fail_open"), load(n.fail_open));
+  t.sample("floodgate_unavailable_total", label("mode", "fail_closed"), load(n.fail_closed));
+  t.sample("floodgate_unavailable_total", label("mode", "error"), load(n.unavailable));
+  auto ps = svc_.policies->snapshot();
+  t.one("floodgate_policies", "gauge", "Named policies in force",
+        static_cast<double>(ps->policies.size()));
+  t.one("floodgate_policy_patterns", "gauge", "Key patterns mapped to policies",
+        static_cast<double>(ps->patterns.size()));
+  t.one("floodgate_policy_overrides", "gauge", "Per-key overrides",
+        static_cast<double>(ps->overrides.size()));
+  t.family("floodgate_config_reloads_total", "counter", "SIGHUP reloads of the config file");
+  t.sample("floodgate_config_reloads_total", label("result", "ok"), load(counters_.reloads_ok));
+  t.sample("floodgate_config_reloads_total", label("result", "failed"),
+           load(counters_.reloads_failed));
+  t.one("floodgate_uptime_seconds", "gauge", "Seconds since the node started",
+        static_cast<double>(svc_.clock->now_ns() / 1'000'000 - svc_.settings.start_ms) / 1e3);
+  t.family("floodgate_build_info", "gauge", "Version of this node");
+  t.sample("floodgate_build_info", label("version", svc_.settings.version), 1);
+  if (!svc_.routing) return t.str();
+
+  auto rt = svc_.routing->get();
+  size_t by_state[4] = {0, 0, 0, 0};
+  for (const RouteNode& m : rt->nodes)
+    ++by_state[static_cast<int>(m.self ? MemberState::kAlive : m.state)];
+  t.family("floodgate_cluster_members", "gauge", "Members this node knows of, by state");
+  for (int s = 0; s < 4; ++s) {
+    t.sample("floodgate_cluster_members", label("state", state_name(static_cast<MemberState>(s))),
+             static_cast<double>(by_state[s]));
+  }
+  t.one("floodgate_cluster_epoch", "gauge", "Epoch of the slot table in force",
+        static_cast<double>(rt->epoch));
+  t.one("floodgate_cluster_slots_served", "gauge", "Slots this node owns and serves",
+        static_cast<double>(rt->serving.count()));
+  t.one("floodgate_cluster_slots_awaited", "gauge", "Slots this node owns whose state is arriving",
+        static_cast<double>(rt->awaiting.count()));
+  t.one("floodgate_ready", "gauge", "1 when /readyz answers 200", not_ready().empty() ? 1 : 0);
+  if (!cluster_) return t.str();
+  const ReplicationCounters& r = cluster_->replication();
+  t.one("floodgate_replication_round_seconds", "gauge",
+        "Replication lag: the last round from changes collected to every replica's ack",
+        static_cast<double>(r.last_round_us.load()) / 1e6);
+  t.one("floodgate_replication_keys_sent_total", "counter", "Key changes shipped to replicas",
+        load(r.keys_sent));
+  t.one("floodgate_replication_failures_total", "counter", "Updates a replica did not take",
+        load(r.update_failures));
+  t.one("floodgate_replication_sync_failures_total", "counter",
+        "Synchronous replies whose replicas did not acknowledge in time", load(r.sync_failures));
+  const ClusterCounters& c = cluster_->counters();
+  t.one("floodgate_handoffs_sent_total", "counter", "Slot hand-offs completed as sender",
+        load(c.handoffs_sent));
+  t.one("floodgate_slots_promoted_total", "counter",
+        "Slots served from this replica's copy after their owner failed", load(c.slots_promoted));
+  t.one("floodgate_slot_table_changes_total", "counter", "Slot tables adopted",
+        load(c.table_changes));
+  t.one("floodgate_policy_book_exchanges_total", "counter",
+        "Policy book push-pulls with other nodes", static_cast<double>(cluster_->book_exchanges()));
+  return t.str();
+}
+
+}  // namespace fg

@@ -1,0 +1,57 @@
+// The cluster-wide settings book: last writer wins, deletions are tombstones, and merging
+// in any order ends with the same book (equal digests).
+#include "book.hpp"
+
+#include <gtest/gtest.h>
+
+namespace fg {
+namespace {
+
+TEST(Book, MergingInAnyOrderConverges) {
+  Book a("a"), b("b"), c("c");
+  a.put("policy/free", "sliding_log 100 60000", false, 1000);
+  b.put("policy/free", "sliding_log 200 60000", false, 2000);  // later: wins
+  c.put("pattern/user:*", "free", false, 1500);
+  c.put("policy/old", "", true, 1600);  // a tombstone travels too
+  Book x("x"), y("y");
+  for (Book* from : {&a, &b, &c}) x.merge(from->entries());
+  for (Book* from : {&c, &b, &a}) y.merge(from->entries());
+  EXPECT_EQ(x.digest(), y.digest());
+  EXPECT_EQ(x.entries().at("policy/free").value, "sliding_log 200 60000");
+  EXPECT_TRUE(x.entries().at("policy/old").deleted);
+  EXPECT_EQ(x.merge(y.entries()), 0u);  // nothing new
+}
+
+TEST(Book, AWriteAlwaysSupersedesWhatTheNodeHasSeen) {
+  Book a("a");
+  BookEntries far;
+  far["policy/p"] = BookEntry{"fixed_window 1 1000", 5000, "z", false};  // a clock ahead
+  a.merge(far);
+  a.put("policy/p", "fixed_window 2 1000", false, 1000);  // our clock is behind
+  const BookEntry e = a.entries().at("policy/p");
+  EXPECT_EQ(e.value, "fixed_window 2 1000");
+  EXPECT_EQ(e.version, 5001u);
+  a.put("policy/p", "", true, 1000);
+  EXPECT_TRUE(a.entries().at("policy/p").deleted);
+  EXPECT_EQ(a.entries().at("policy/p").version, 5002u);
+}
+
+TEST(Book, WireFormRoundTripsAndListenersHearChanges) {
+  Book a("a");
+  int heard = 0;
+  const int id = a.listen([&] { ++heard; });
+  a.put("override/k", "free", false, 10);
+  EXPECT_EQ(heard, 1);
+  BookEntries back;
+  ASSERT_TRUE(Book::decode(Book::encode(a.entries()), back));
+  Book b("b");
+  b.merge(back);
+  EXPECT_EQ(a.digest(), b.digest());
+  a.unlisten(id);
+  a.put("override/k", "other", false, 20);
+  EXPECT_EQ(heard, 1);
+  EXPECT_FALSE(Book::decode("\xff\xff\xff", back));
+}
+
+}  // namespace
+}  // namespace fg

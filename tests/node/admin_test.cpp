@@ -1,0 +1,183 @@
+// The operator's side of a real node: the admin HTTP port (/healthz, /readyz, /metrics,
+// /cluster, /status, the page), FG.POLICY at runtime, key patterns and overrides, SIGHUP
+// reloads and --check-config. Every wait is bounded.
+#include <gtest/gtest.h>
+
+#include <fstream>
+
+#include "node_process.hpp"
+
+namespace fg::testing {
+namespace {
+
+// redis-cli's output, trailing newlines dropped.
+std::string cli(int port, const std::string& args) {
+  std::string out = run("redis-cli -p " + std::to_string(port) + " " + args + " 2>&1");
+  while (!out.empty() && out.back() == '\n') out.pop_back();
+  return out;
+}
+
+bool starts(const std::string& s, const std::string& prefix) {
+  return s.compare(0, prefix.size(), prefix) == 0;
+}
+
+std::string write_file(const std::string& name, const std::string& text) {
+  const std::string path = ::testing::TempDir() + name;
+  std::ofstream(path) << text;
+  return path;
+}
+
+// The value of the first sample whose line starts with `series` (name and labels).
+double sample(const std::string& metrics, const std::string& series) {
+  size_t at = 0;
+  while ((at = metrics.find(series + " ", at)) != std::string::npos) {
+    if (at == 0 || metrics[at - 1] == '\n') return std::atof(metrics.c_str() + at + series.size());
+    ++at;
+  }
+  return -1;
+}
+
+TEST(Admin, HealthReadinessAndThePage) {
+  NodeProcess node;
+  ASSERT_TRUE(node.alive());
+  EXPECT_EQ(http_get(node.admin_port(), "/healthz").status, 200);
+  EXPECT_EQ(http_get(node.admin_port(), "/readyz").status, 200);  // standalone: at once
+  const HttpReply page = http_get(node.admin_port(), "/");
+  EXPECT_EQ(page.status, 200);
+  EXPECT_NE(page.body.find("<title>Floodgate status</title>"), std::string::npos);
+  const HttpReply cluster = http_get(node.admin_port(), "/cluster");
+  EXPECT_NE(cluster.body.find("\"cluster_enabled\":false"), std::string::npos) << cluster.body;
+  EXPECT_EQ(http_get(node.admin_port(), "/nothing").status, 404);
+}
+
+TEST(Admin, MetricsCoverRequestsDecisionsLatencyAndState) {
+  const std::string cfg = write_file("metrics.yaml",
+                                     "policies:\n"
+                                     "  free: {kind: sliding_log, limit: 3, window: 1m}\n"
+                                     "  conns: {kind: concurrency, limit: 2, ttl: 1m}");
+  NodeProcess node({"--config", cfg});
+  ASSERT_TRUE(node.alive());
+  for (int i = 0; i < 5; ++i) cli(node.port(), "FG.TAKE hot free");
+  cli(node.port(), "FG.ACQUIRE c1 conns HOLDER app");
+  cli(node.port(), "FG.TAKE k nosuchpolicy");
+  const std::string m = http_get(node.admin_port(), "/metrics").body;
+  EXPECT_EQ(sample(m, "floodgate_requests_total{command=\"fg.take\",result=\"allowed\"}"), 3) << m;
+  EXPECT_EQ(sample(m, "floodgate_requests_total{command=\"fg.take\",result=\"denied\"}"), 2);
+  EXPECT_EQ(sample(m, "floodgate_requests_total{command=\"fg.take\",result=\"error\"}"), 1);
+  EXPECT_EQ(sample(m, "floodgate_decisions_total{policy=\"free\",decision=\"allowed\"}"), 3);
+  EXPECT_EQ(sample(m, "floodgate_decisions_total{policy=\"free\",decision=\"denied\"}"), 2);
+  EXPECT_EQ(sample(m, "floodgate_decisions_total{policy=\"conns\",decision=\"allowed\"}"), 1);
+  EXPECT_EQ(sample(m, "floodgate_request_duration_seconds_count{command=\"fg.take\"}"), 6);
+  EXPECT_EQ(sample(m, "floodgate_request_duration_seconds_bucket{command=\"fg.take\",le=\"+Inf\"}"),
+            6);
+  EXPECT_EQ(sample(m, "floodgate_leases"), 1);
+  EXPECT_EQ(sample(m, "floodgate_keys"), 2);
+  EXPECT_GE(sample(m, "floodgate_shard_mailbox_depth{shard=\"0\"}"), 0);
+  EXPECT_GE(sample(m, "floodgate_unavailable_total{mode=\"fail_open\"}"), 0);
+  EXPECT_GE(sample(m, "floodgate_forwards_total"), 0);
+  const std::string status = http_get(node.admin_port(), "/status").body;
+  EXPECT_NE(status.find("{\"key\":\"hot\",\"denials\":2}"), std::string::npos) << status;
+}
+
+TEST(Admin, PoliciesChangeAtRuntime) {
+  NodeProcess node;
+  ASSERT_TRUE(node.alive());
+  const int p = node.port();
+  EXPECT_EQ(cli(p, "FG.POLICY SET trial fixed_window 2 60000"), "OK");
+  EXPECT_TRUE(starts(cli(p, "FG.TAKE a trial"), "1\n2\n1\n-1\n"));
+  EXPECT_EQ(cli(p, "FG.TAKE k"),
+            "ERR no policy applies to this key: name one, or map a key pattern to one with "
+            "FG.POLICY MAP");
+  EXPECT_EQ(cli(p, "FG.POLICY MAP 'user:*' trial"), "OK");
+  EXPECT_EQ(cli(p, "FG.POLICY MAP 'x:*' nosuch"), "ERR unknown policy 'nosuch'");
+  EXPECT_TRUE(starts(cli(p, "FG.TAKE user:1"), "1\n2\n"));  // the pattern's policy
+  // A per-key override wins over the named and the mapped policy.
+  EXPECT_EQ(cli(p, "FG.POLICY OVERRIDE user:vip sliding_log 50 60000"), "OK");
+  EXPECT_TRUE(starts(cli(p, "FG.TAKE user:vip"), "1\n50\n"));
+  EXPECT_TRUE(starts(cli(p, "FG.TAKE user:vip trial"), "1\n50\n"));
+  EXPECT_NE(cli(p, "FG.POLICY WHICH user:2").find("pattern user:*"), std::string::npos);
+  EXPECT_NE(cli(p, "FG.POLICY WHICH user:vip").find("override"), std::string::npos);
+  EXPECT_EQ(cli(p, "FG.POLICY DEL trial"),
+            "ERR policy 'trial' is mapped from pattern 'user:*'; FG.POLICY UNMAP it first");
+  EXPECT_EQ(cli(p, "FG.POLICY UNMAP 'user:*'"), "1");
+  EXPECT_EQ(cli(p, "FG.POLICY UNOVERRIDE user:vip"), "1");
+  EXPECT_EQ(cli(p, "FG.POLICY DEL trial"), "1");
+  EXPECT_EQ(cli(p, "FG.POLICY DEL trial"), "0");
+  EXPECT_EQ(cli(p, "FG.TAKE a trial"), "ERR unknown policy 'trial'");
+  // Bad definitions get a reason; the node keeps serving.
+  EXPECT_EQ(cli(p, "FG.POLICY SET gcra fixed_window 1 1000"),
+            "ERR a policy may not be named like a limiter kind");
+  EXPECT_TRUE(starts(cli(p, "FG.POLICY SET x fixed_window 0 1000"), "ERR "));
+  EXPECT_EQ(cli(p, "FG.POLICY SET x fixed_window 1 1000 REPLICATION maybe"), "ERR syntax error");
+  EXPECT_EQ(cli(p, "FG.POLICY SET x"), "ERR wrong number of arguments for 'fg.policy|set' command");
+  EXPECT_EQ(cli(p, "PING"), "PONG");
+}
+
+TEST(Admin, SighupReloadsPoliciesAndKeepsRuntimeOnesTheFileDidNotTouch) {
+  const std::string cfg = write_file("reload.yaml",
+                                     "policies:\n"
+                                     "  free: {kind: sliding_log, limit: 100, window: 1m}\n"
+                                     "  old: {kind: sliding_log, limit: 1, window: 1m}");
+  NodeProcess node({"--config", cfg});
+  ASSERT_TRUE(node.alive());
+  const int p = node.port();
+  EXPECT_EQ(cli(p, "FG.POLICY SET runtime fixed_window 7 1000"), "OK");
+  write_file("reload.yaml",
+             "policies:\n"
+             "  free: {kind: sliding_log, limit: 200, window: 1m}\n"
+             "patterns:\n"
+             "  \"api:*\": free");
+  kill(node.pid(), SIGHUP);
+  bool reloaded = false;
+  for (int i = 0; i < 100 && !reloaded; ++i) {
+    reloaded = starts(cli(p, "FG.TAKE api:1"), "1\n200\n");
+    if (!reloaded) std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  }
+  EXPECT_TRUE(reloaded);
+  EXPECT_EQ(cli(p, "FG.POLICY GET old"), "");      // dropped from the file: gone
+  EXPECT_NE(cli(p, "FG.POLICY GET runtime"), "");  // set at runtime: kept
+  // A broken file is refused; what runs stays.
+  write_file("reload.yaml", "policies:\n  free: {kind: sliding_log, limit: -1, window: 1m}");
+  kill(node.pid(), SIGHUP);
+  std::this_thread::sleep_for(std::chrono::milliseconds(300));
+  EXPECT_TRUE(starts(cli(p, "FG.TAKE api:2"), "1\n200\n"));
+  const std::string m = http_get(node.admin_port(), "/metrics").body;
+  EXPECT_EQ(sample(m, "floodgate_config_reloads_total{result=\"ok\"}"), 1) << m;
+  EXPECT_EQ(sample(m, "floodgate_config_reloads_total{result=\"failed\"}"), 1);
+}
+
+TEST(Admin, CheckConfigValidatesWithoutStarting) {
+  const std::string good = write_file("good.yaml",
+                                      "port: 1\n"
+                                      "policies:\n"
+                                      "  free: {kind: sliding_log, limit: 100, window: 1m}\n"
+                                      "patterns:\n"
+                                      "  \"user:*\": free");
+  const std::string out =
+      run(std::string(FLOODGATE_BIN) + " --check-config " + good + "; echo rc=$?");
+  EXPECT_NE(out.find("is a valid config (1 policies, 1 key patterns, 0 overrides)"),
+            std::string::npos)
+      << out;
+  EXPECT_NE(out.find("rc=0"), std::string::npos);
+  const std::string bad = write_file("bad.yaml",
+                                     "policies:\n"
+                                     "  free: {kind: sliding_log, limit: 100, window: 1m}\n"
+                                     "patterns:\n"
+                                     "  \"user:*\": fre");
+  const std::string err =
+      run(std::string(FLOODGATE_BIN) + " --check-config " + bad + " 2>&1; echo rc=$?");
+  EXPECT_NE(err.find("bad config: patterns.user:* (line 4): no policy named 'fre' in this file"),
+            std::string::npos)
+      << err;
+  EXPECT_NE(err.find("rc=2"), std::string::npos);
+  // Every example shipped in deploy/ is valid.
+  for (const char* f : {"floodgate.example.yaml", "examples/api-tiers.yaml",
+                        "examples/websocket.yaml", "examples/connection-caps.yaml"}) {
+    const std::string r = run(std::string(FLOODGATE_BIN) + " --check-config " +
+                              FLOODGATE_SOURCE_DIR + "/deploy/" + f + " 2>&1; echo rc=$?");
+    EXPECT_NE(r.find("rc=0"), std::string::npos) << f << ": " << r;
+  }
+}
+
+}  // namespace
+}  // namespace fg::testing
