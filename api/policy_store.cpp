@@ -119,11 +119,6 @@ PolicyStore::PolicyStore(Book& book, PolicyRegistry& registry, const Clock& cloc
 
 PolicyStore::~PolicyStore() { book_.unlisten(listener_); }
 
-uint64_t PolicyStore::rebuilds() const {
-  std::lock_guard<std::mutex> lock(mu_);
-  return rebuilds_;
-}
-
 std::string PolicyStore::put(const std::string& key, const std::string& value) {
   if (!book_.put(key, value, false, static_cast<uint64_t>(clock_.now_ns() / 1'000'000))) {
     return "ERR the policy book is full (" + std::to_string(Book::kMaxEntries) + " entries)";
@@ -257,7 +252,6 @@ void PolicyStore::rebuild() {
       spdlog::warn("policy book entry {} = '{}' is not understood here: {}", key, e.value, error);
   }
   set.sort_patterns();
-  ++rebuilds_;
   registry_.replace(std::move(set));
 }
 

@@ -54,10 +54,6 @@ class PolicyStore {
   // now (they win everywhere); the rest stay as the cluster has them. Returns how many.
   size_t reload_file(const PolicyFile& f);
 
-  uint64_t digest() const { return book_.digest(); }
-  size_t entries() const { return book_.size(); }
-  uint64_t rebuilds() const;
-
  private:
   static std::map<std::string, std::string> to_book(const PolicyFile& f);
   std::string put(const std::string& key, const std::string& value);
@@ -70,7 +66,6 @@ class PolicyStore {
   int listener_ = 0;
   mutable std::mutex mu_;
   std::map<std::string, std::string> file_;  // book key -> value, as the file last said
-  uint64_t rebuilds_ = 0;
 };
 
 }  // namespace fg

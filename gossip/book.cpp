@@ -84,11 +84,6 @@ size_t Book::size() const {
   return entries_.size();
 }
 
-void Book::set_origin(std::string origin) {
-  std::lock_guard<std::mutex> lock(mu_);
-  origin_ = std::move(origin);
-}
-
 int Book::listen(Listener fn) {
   std::lock_guard<std::mutex> lock(listeners_mu_);
   listeners_[next_listener_] = std::move(fn);

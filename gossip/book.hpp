@@ -41,7 +41,6 @@ class Book {
   uint64_t digest() const;
   size_t size() const;
   const std::string& origin() const { return origin_; }
-  void set_origin(std::string origin);
 
   // Called after every change (local or merged), on the writer's thread. A listener may
   // read the book but not (un)listen. After unlisten(id) returns, it is never called again.

@@ -5,7 +5,6 @@
 #include <spdlog/spdlog.h>
 
 #include "cluster.hpp"
-#include "policy_store.hpp"
 #include "request_metrics.hpp"
 #include "status_page.hpp"
 
@@ -30,9 +29,8 @@ std::string json_str(std::string_view s) {
 }
 }  // namespace
 
-AdminHttp::AdminHttp(Services& svc, Cluster* cluster, PolicyStore* store,
-                     const AdminCounters& counters)
-    : svc_(svc), cluster_(cluster), store_(store), counters_(counters) {}
+AdminHttp::AdminHttp(Services& svc, Cluster* cluster, const AdminCounters& counters)
+    : svc_(svc), cluster_(cluster), counters_(counters) {}
 
 AdminHttp::~AdminHttp() { stop(); }
 

@@ -16,7 +16,6 @@ class Server;
 namespace fg {
 
 class Cluster;
-class PolicyStore;
 
 struct AdminCounters {
   std::atomic<uint64_t> reloads_ok{0};
@@ -25,7 +24,7 @@ struct AdminCounters {
 
 class AdminHttp {
  public:
-  AdminHttp(Services& svc, Cluster* cluster, PolicyStore* store, const AdminCounters& counters);
+  AdminHttp(Services& svc, Cluster* cluster, const AdminCounters& counters);
   ~AdminHttp();
   // Binds `host:port` (0: a free port) and serves; throws std::runtime_error if it cannot.
   void start(const std::string& host, int port);
@@ -42,7 +41,6 @@ class AdminHttp {
  private:
   Services& svc_;
   Cluster* cluster_;
-  PolicyStore* store_;
   const AdminCounters& counters_;
   std::unique_ptr<httplib::Server> http_;
   std::thread thread_;

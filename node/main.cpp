@@ -319,7 +319,7 @@ int main(int argc, char** argv) {
   std::unique_ptr<fg::AdminHttp> admin;
   if (cfg.admin_port != 0) {
     const int want = cfg.admin_port > 0 ? cfg.admin_port : cfg.port == 0 ? 0 : server.port() + 2000;
-    admin = std::make_unique<fg::AdminHttp>(svc, cluster.get(), &policy_store, admin_counters);
+    admin = std::make_unique<fg::AdminHttp>(svc, cluster.get(), admin_counters);
     try {
       admin->start(bind_host, want);
     } catch (const std::exception& e) {

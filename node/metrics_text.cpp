@@ -2,7 +2,6 @@
 #include "admin_http.hpp"
 #include "cluster.hpp"
 #include "commands.hpp"
-#include "policy_store.hpp"
 #include "request_metrics.hpp"
 
 namespace fg {

@@ -37,7 +37,10 @@ class TestCluster {
   // Starts the next node. A port taken between choosing and binding it (other tests run
   // alongside) makes the node exit at once: it is started again on fresh ports.
   NodeProcess& add() {
-    const std::string id = "t" + std::to_string(nodes_.size() + 1);
+    // Ids unique to this test process: a test's killed node's ports may be reused by
+    // another test running alongside, whose stale peers must not take it for theirs.
+    const std::string id =
+        "t" + std::to_string(nodes_.size() + 1) + "-" + std::to_string(getpid() % 1000000);
     for (int attempt = 0;; ++attempt) {
       const int cport = free_port();
       const int seed0 = cports_.empty() ? cport : cports_[0];
