@@ -50,6 +50,7 @@ struct NodeCounters {
   std::atomic<uint64_t> fail_open{0};        // answered "allowed" with no copy reachable
   std::atomic<uint64_t> fail_closed{0};      // answered "denied" with no copy reachable
   std::atomic<uint64_t> unavailable{0};      // answered an error with no copy reachable
+  std::atomic<uint64_t> connections_closed{0};  // both faces; drives the memory trim
 };
 
 struct Services {

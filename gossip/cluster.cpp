@@ -416,7 +416,7 @@ void Cluster::call(const std::string& peer_addr, uint32_t kind, std::string body
 
 PeerClient& Cluster::peer(const std::string& peer_addr) {
   auto& p = peers_[peer_addr];
-  if (!p) p = std::make_shared<PeerClient>(io_, peer_addr);
+  if (!p) p = std::make_shared<PeerClient>(io_, peer_addr, cfg_.bind_host);
   return *p;
 }
 

@@ -30,8 +30,13 @@ bool split_addr(const std::string& addr, std::string& host, std::string& port) {
 
 // ---------------------------------------------------------------- client
 
-PeerClient::PeerClient(asio::io_context& io, std::string addr)
-    : io_(io), addr_(std::move(addr)), socket_(io), backoff_timer_(io) {}
+PeerClient::PeerClient(asio::io_context& io, std::string addr, std::string local_host)
+    : io_(io),
+      addr_(std::move(addr)),
+      local_host_(std::move(local_host)),
+      socket_(io),
+      backoff_timer_(io),
+      connect_timer_(io) {}
 
 void PeerClient::call(uint32_t kind, std::string body, std::chrono::milliseconds deadline,
                       PeerCallback cb) {
@@ -76,6 +81,17 @@ void PeerClient::fail_all(PeerStatus st) {
   for (uint64_t id : ids) finish(id, st, {});
 }
 
+void PeerClient::bind_local(const asio::ip::tcp::endpoint& to) {
+  if (local_host_.empty()) return;
+  asio::error_code ec;
+  const auto ip = asio::ip::make_address(local_host_, ec);
+  if (ec || ip.is_unspecified() || ip.is_v4() != to.address().is_v4()) return;
+  socket_.open(to.protocol(), ec);
+  if (!ec) socket_.bind(asio::ip::tcp::endpoint(ip, 0), ec);
+  // Not fatal: the kernel then picks the source address, as without a bind address.
+  if (ec) socket_ = asio::ip::tcp::socket(io_);
+}
+
 void PeerClient::connect() {
   std::string host, port;
   if (!split_addr(addr_, host, port)) {
@@ -92,8 +108,15 @@ void PeerClient::connect() {
   }
   asio::ip::tcp::endpoint ep(ip, static_cast<uint16_t>(std::atoi(port.c_str())));
   socket_ = asio::ip::tcp::socket(io_);
+  bind_local(ep);
+  connect_timer_.expires_after(kConnectTimeout);
+  connect_timer_.async_wait([self = shared_from_this()](asio::error_code e) {
+    asio::error_code ignored;
+    if (!e && self->state_ == State::kConnecting) self->socket_.close(ignored);
+  });
   socket_.async_connect(ep, [self = shared_from_this()](asio::error_code ec) {
     if (self->closed_) return;
+    self->connect_timer_.cancel();
     if (ec) {
       self->fail_all(PeerStatus::kUnavailable);
       self->state_ = State::kBackoff;
@@ -195,6 +218,7 @@ void PeerClient::close() {
   asio::error_code ec;
   socket_.close(ec);
   backoff_timer_.cancel();
+  connect_timer_.cancel();
   fail_all(PeerStatus::kUnavailable);
 }
 

@@ -16,13 +16,18 @@ namespace fg {
 enum class PeerStatus { kOk, kError, kUnknownKind, kUnavailable, kTimeout };
 using PeerCallback = std::function<void(PeerStatus, std::string body)>;
 
+// Past this an unanswered connect gives up and backs off, instead of waiting out the
+// kernel's SYN retries (minutes) while a partition heals.
+constexpr std::chrono::milliseconds kConnectTimeout{1000};
 constexpr size_t kMaxPeerFrameBytes = 64 << 20;  // a receiver drops a link sending more
 constexpr size_t kPeerFrameBudget = 32 << 20;    // what a sender puts in one frame, at most
 
 // One outgoing connection to one peer, reconnecting with backoff when it drops.
 class PeerClient : public std::enable_shared_from_this<PeerClient> {
  public:
-  PeerClient(asio::io_context& io, std::string addr);
+  // `local_host`, when a specific address, is where the connection leaves from (the node's
+  // bind address), so peers and firewalls see the same address the bus uses.
+  PeerClient(asio::io_context& io, std::string addr, std::string local_host = {});
   void call(uint32_t kind, std::string body, std::chrono::milliseconds deadline, PeerCallback cb);
   void close();
   const std::string& addr() const { return addr_; }
@@ -34,6 +39,7 @@ class PeerClient : public std::enable_shared_from_this<PeerClient> {
     std::unique_ptr<asio::steady_timer> timer;
   };
   void connect();
+  void bind_local(const asio::ip::tcp::endpoint& to);
   void flush();
   void read_header();
   void fail_all(PeerStatus st);
@@ -41,8 +47,10 @@ class PeerClient : public std::enable_shared_from_this<PeerClient> {
 
   asio::io_context& io_;
   std::string addr_;
+  std::string local_host_;
   asio::ip::tcp::socket socket_;
   asio::steady_timer backoff_timer_;
+  asio::steady_timer connect_timer_;  // a SYN nobody answers fails after kConnectTimeout
   enum class State { kIdle, kConnecting, kConnected, kBackoff } state_ = State::kIdle;
   std::chrono::milliseconds backoff_{50};
   std::deque<std::pair<uint64_t, std::pair<uint32_t, std::string>>> outbox_;

@@ -27,6 +27,7 @@ Connection::Connection(asio::ip::tcp::socket sock, Services& svc, ConnectionLimi
       in_(kInitialBuffer) {}
 
 Connection::~Connection() {
+  svc_.counters.connections_closed.fetch_add(1, std::memory_order_relaxed);
   if (!client_) return;
   svc_.clients->remove(client_->id);
   // Leases this connection took with BOUND go back now, wherever they live.
@@ -60,7 +61,11 @@ void Connection::start() {
 void Connection::read() {
   if (state_ == State::kClosed) return;
   state_ = State::kReading;
-  if (begin_ == end_) begin_ = end_ = 0;
+  if (begin_ == end_) {
+    begin_ = end_ = 0;
+    // A big command is done: give its buffer back rather than keep it for the connection's life.
+    if (in_.size() > 4 * kInitialBuffer) std::vector<char>(kInitialBuffer).swap(in_);
+  }
   if (in_.size() - end_ < 4096) {
     if (begin_ > 0) {  // make room by moving the unconsumed tail to the front
       std::memmove(in_.data(), in_.data() + begin_, end_ - begin_);

@@ -5,6 +5,7 @@
 #include <caf/all.hpp>
 #include <csignal>
 #include <filesystem>
+#include <malloc.h>
 #include <iostream>
 #include <random>
 #include <sstream>
@@ -72,6 +73,10 @@ fg::PolicyFile policy_file(const fg::NodeConfig& cfg) {
 }  // namespace
 
 int main(int argc, char** argv) {
+  // Client buffers of a MB and more come and go with connections. A fixed mmap threshold
+  // keeps them out of the heap (glibc would otherwise raise it after the first free and
+  // keep that memory), so what a burst of big or half-sent commands took comes back.
+  mallopt(M_MMAP_THRESHOLD, 256 * 1024);
   fg::NodeConfig cfg;
   // Settings: defaults, then the file, then flags given on the command line.
   const std::string check_file = pre_scan(argc, argv, "--check-config");
@@ -296,6 +301,21 @@ int main(int argc, char** argv) {
   svc.run_background = [&server, &cluster, &svc](std::string cmds) {
     fg::run_commands(server.main_context(), cluster.get(), svc, std::move(cmds));
   };
+  // Thousands of connections closing leave their buffers free in the middle of malloc's
+  // heaps, where glibc does not return them by itself: hand those pages back.
+  asio::steady_timer trim_timer(server.main_context());
+  uint64_t closed_at_trim = 0;
+  std::function<void()> trim = [&] {
+    trim_timer.expires_after(std::chrono::seconds(1));
+    trim_timer.async_wait([&](asio::error_code ec) {
+      if (ec) return;
+      const uint64_t closed = svc.counters.connections_closed.load(std::memory_order_relaxed);
+      if (closed - closed_at_trim >= 64) malloc_trim(0);
+      closed_at_trim = closed;
+      trim();
+    });
+  };
+  trim();
   asio::steady_timer renew_timer(server.main_context());
   std::function<void()> renew = [&] {
     renew_timer.expires_after(std::chrono::milliseconds(100));
@@ -382,6 +402,7 @@ int main(int argc, char** argv) {
     if (!clean) spdlog::warn("left the cluster before every slot's state was handed over");
   }
   renew_timer.cancel();
+  trim_timer.cancel();
   hangup.cancel();
   if (admin) admin->stop();
   server.stop();

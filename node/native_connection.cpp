@@ -26,6 +26,7 @@ NativeConnection::NativeConnection(asio::ip::tcp::socket sock, Services& svc,
       in_(kInitialBuffer) {}
 
 NativeConnection::~NativeConnection() {
+  svc_.counters.connections_closed.fetch_add(1, std::memory_order_relaxed);
   session_.reset();  // gives back the connection's bound leases
   if (client_) svc_.clients->remove(client_->id);
 }
@@ -52,7 +53,11 @@ void NativeConnection::start() {
 
 void NativeConnection::maybe_read() {
   if (reading_ || closed_ || close_after_write_) return;
-  if (begin_ == end_) begin_ = end_ = 0;
+  if (begin_ == end_) {
+    begin_ = end_ = 0;
+    // A big command is done: give its buffer back rather than keep it for the connection's life.
+    if (in_.size() > 4 * kInitialBuffer) std::vector<char>(kInitialBuffer).swap(in_);
+  }
   if (in_.size() - end_ < 4096) {
     if (begin_ > 0) {
       std::memmove(in_.data(), in_.data() + begin_, end_ - begin_);
