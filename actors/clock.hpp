@@ -14,13 +14,30 @@ class Clock {
   virtual int64_t now_ns() const = 0;
 };
 
+// The node's clock follows the wall clock by slewing at most this fast (NTP's own limit), so
+// a wall-clock step (an operator, a VM resume, a bad NTP server) does not jump limiter state:
+// a step of an hour forward would otherwise reset every window, and back, freeze them.
+constexpr int64_t kMaxSlewPpm = 500;
+constexpr int64_t kSlewEveryNs = 10'000'000;  // the offset is re-aimed at most this often
+
+// Pure core of SystemClock: the next offset (node time minus steady time), moving from
+// `offset_ns` toward `target_ns` (wall minus steady time now) by at most max_ppm of the
+// `elapsed_ns` of steady time since the last step.
+int64_t slew_offset(int64_t offset_ns, int64_t target_ns, int64_t elapsed_ns, int64_t max_ppm);
+
+// Wall-clock time that never jumps: the monotonic clock plus an offset that starts at the
+// wall clock's and then follows it only by slewing. A node restarted takes the wall clock at
+// once. Safe to read from any thread.
 class SystemClock final : public Clock {
  public:
-  int64_t now_ns() const override {
-    return std::chrono::duration_cast<std::chrono::nanoseconds>(
-               std::chrono::system_clock::now().time_since_epoch())
-        .count();
-  }
+  SystemClock();
+  int64_t now_ns() const override;
+  // The one clock of this process (limiters, leases, membership, the settings book).
+  static SystemClock& process();
+
+ private:
+  mutable std::atomic<int64_t> offset_ns_;
+  mutable std::atomic<int64_t> aimed_at_ns_;  // steady time of the last slew step
 };
 
 // A clock that only moves when told to; safe to read from several threads.

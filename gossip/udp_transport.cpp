@@ -3,15 +3,12 @@
 
 #include <chrono>
 
+#include "clock.hpp"
 #include "membership.hpp"
 
 namespace fg {
 
-int64_t wall_now_ns() {
-  return std::chrono::duration_cast<std::chrono::nanoseconds>(
-             std::chrono::system_clock::now().time_since_epoch())
-      .count();
-}
+int64_t wall_now_ns() { return SystemClock::process().now_ns(); }
 
 UdpTransport::UdpTransport(asio::io_context& io, const std::string& host, uint16_t port,
                            Handler handler)

@@ -201,7 +201,7 @@ int main(int argc, char** argv) {
   caf_cfg.set("logger.verbosity", caf::atom("quiet"));
   caf::actor_system system{caf_cfg};
 
-  fg::SystemClock clock;
+  fg::SystemClock& clock = fg::SystemClock::process();
   fg::PolicyRegistry policies;
   // The node id comes first: it signs this node's writes to the cluster-wide policy book.
   if (cfg.cluster_enabled && cfg.node_id.empty()) cfg.node_id = random_run_id();
