@@ -271,9 +271,9 @@ void NativeSession::request(const wire::RequestView& req, Frame& f, size_t index
     if ((is_rate_op(op) || op == pb::ACQUIRE) && !req.policy.empty()) policy = &spec;
     const Routing& rt = *routing_;
     const uint16_t owner = rt.owner[slot];
-    if (owner == kNoOwner || rt.epoch == 0 || !rt.quorum) {
+    if (owner == kNoOwner || rt.epoch == 0 || !rt.can_serve()) {
       return unavailable(res, policy, pb::CLUSTERDOWN,
-                         rt.quorum ? err::kClusterDown : err::kNoQuorum);
+                         rt.can_serve() ? err::kClusterDown : err::kNoQuorum);
     }
     if (static_cast<int>(owner) == rt.self_index) {
       if (!rt.serving.test(slot)) return fail(res, pb::TRYAGAIN, err::kSlotMoving);

@@ -45,11 +45,11 @@ struct NodeCounters {
   std::atomic<uint64_t> dropped_timeout{0};  // idle or half-sent command timeouts
   std::atomic<uint64_t> forwarded{0};        // commands sent to their slot's owner
   std::atomic<uint64_t> forward_failures{0};
-  std::atomic<uint64_t> moved{0};            // -MOVED redirections answered
-  std::atomic<uint64_t> forwards_served{0};  // commands run for other nodes
-  std::atomic<uint64_t> fail_open{0};        // answered "allowed" with no copy reachable
-  std::atomic<uint64_t> fail_closed{0};      // answered "denied" with no copy reachable
-  std::atomic<uint64_t> unavailable{0};      // answered an error with no copy reachable
+  std::atomic<uint64_t> moved{0};               // -MOVED redirections answered
+  std::atomic<uint64_t> forwards_served{0};     // commands run for other nodes
+  std::atomic<uint64_t> fail_open{0};           // answered "allowed" with no copy reachable
+  std::atomic<uint64_t> fail_closed{0};         // answered "denied" with no copy reachable
+  std::atomic<uint64_t> unavailable{0};         // answered an error with no copy reachable
   std::atomic<uint64_t> connections_closed{0};  // both faces; drives the memory trim
 };
 

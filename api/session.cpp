@@ -122,9 +122,9 @@ Session::Route Session::route(const std::vector<std::string_view>& args, uint32_
     end_local_slot(start);
     return Route::kAnswered;
   };
-  if (owner == kNoOwner || rt.epoch == 0 || !rt.quorum) {
+  if (owner == kNoOwner || rt.epoch == 0 || !rt.can_serve()) {
     RespWriter w = local();
-    unavailable(w, policy_of(args), rt.quorum ? err::kClusterDown : err::kNoQuorum);
+    unavailable(w, policy_of(args), rt.can_serve() ? err::kClusterDown : err::kNoQuorum);
     return answered();
   }
   if (static_cast<int>(owner) == rt.self_index) {

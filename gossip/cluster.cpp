@@ -89,8 +89,17 @@ void Cluster::start() {
   membership_->on_change([this](const Member& m) {
     known_[m.id] = m;
     dirty_ = true;
+    // Forwards and replication waiting on a member just declared dead (a paused process, a
+    // one-way partition: its connection stays open) end now, not at their deadlines.
+    if (!m.live()) {
+      auto p = peers_.find(m.addr);
+      if (p != peers_.end()) p->second->abort_calls();
+    }
     spdlog::info("member {} ({}) is {}", m.id, m.resp_addr, state_name(m.state));
   });
+  membership_->on_heard(
+      [this](const std::string& id, uint64_t epoch) { wake_.on_heard(id, epoch); });
+  pulse_ns_ = std::make_shared<std::atomic<int64_t>>(wall_now_ns());
   known_[cfg_.node_id] = membership_->self();
   if (book_) start_book_sync();
   publish();
@@ -159,8 +168,21 @@ void Cluster::arm() {
 
 void Cluster::tick() {
   const int64_t now = wall_now_ns();
+  if (wake_.on_tick(now)) {
+    spdlog::warn(
+        "this node did not run for a while; not serving until it hears from most of "
+        "the cluster");
+  }
   membership_->tick(now);
   agreement_->tick(now);
+  const SlotTable& table = agreement_->table();
+  const bool down = wake_.standing_down(table.epoch(), table.members().size());
+  if (down != standing_down_) {
+    standing_down_ = down;
+    dirty_ = true;
+    if (!down) spdlog::info("heard from most of the cluster again (table epoch {})", table.epoch());
+  }
+  if (!down) pulse_ns_->store(now, std::memory_order_release);
   SlotKeeper::Actions a =
       keeper_.on_tick([this](const std::string& id) { return can_send(id); }, now);
   if (a.any()) {
@@ -457,7 +479,12 @@ void Cluster::publish() {
   r->awaiting = keeper_.awaiting();
   // Cut off from most of the table's members, a node stops serving: the others may have
   // promoted its slots' replicas already. (Two-node tables cannot tell; they serve.)
-  r->quorum = t.epoch() == 0 || t.members().size() < 3 || t.quorum(membership_->live_ids());
+  // Suspects do not count: a node that hears nobody suspects everyone within a few probe
+  // rounds, well before the others can have declared it dead (suspicion lasts at least
+  // suspicion_min), so an owner cut off even one way stops before its replica takes over.
+  r->quorum = !standing_down_ &&
+              (t.epoch() == 0 || t.members().size() < 3 || t.quorum(membership_->alive_ids()));
+  r->pulse_ns = pulse_ns_;
   r->replicas = t.replica_count();
   for (uint32_t s = 0; s < kSlots && r->quorum; ++s) {
     if (keeper_.held().test(s) && static_cast<int>(r->owner[s]) == r->self_index) r->serving.set(s);

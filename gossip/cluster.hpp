@@ -20,6 +20,7 @@
 #include "slot_keeper.hpp"
 #include "table_agreement.hpp"
 #include "udp_transport.hpp"
+#include "wake_guard.hpp"
 
 namespace fg {
 
@@ -131,6 +132,9 @@ class Cluster {
   bool leaving_ = false;
   bool lost_on_leave_ = false;  // a hand-off failed while leaving: that state goes with us
   bool dirty_ = false;
+  WakeGuard wake_;
+  bool standing_down_ = false;
+  std::shared_ptr<std::atomic<int64_t>> pulse_ns_;  // shared with every Routing published
   Book* book_ = nullptr;
   int book_listener_ = 0;
   std::unique_ptr<BookSync> book_sync_;

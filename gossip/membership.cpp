@@ -42,6 +42,14 @@ std::vector<std::string> Membership::live_ids() const {
   return out;
 }
 
+std::vector<std::string> Membership::alive_ids() const {
+  std::vector<std::string> out{self_.id};
+  for (const auto& [id, m] : members_)
+    if (m.state == MemberState::kAlive) out.push_back(id);
+  std::sort(out.begin(), out.end());
+  return out;
+}
+
 int Membership::retransmit_limit() const {
   const double n = static_cast<double>(members_.size() + 1);
   return cfg_.retransmit_mult * std::max(1, static_cast<int>(std::ceil(std::log10(n + 1))));
@@ -225,6 +233,7 @@ void Membership::receive(const std::string& from_addr, std::string_view bytes, i
     apply(u, now);
   }
   const std::string reply_to = env.from_addr().empty() ? from_addr : env.from_addr();
+  if (on_heard_ && !env.from().empty()) on_heard_(env.from(), env.table_epoch());
   if (on_advert_ && env.table_epoch() > 0)
     on_advert_(reply_to, env.table_epoch(), env.table_planner());
   if (on_book_advert_ && env.book_digest() != book_digest_)

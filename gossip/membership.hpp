@@ -67,6 +67,9 @@ class Membership {
   using OtherFn =
       std::function<void(const std::string& from_addr, int kind, std::string_view bytes)>;
   void on_advert(AdvertFn fn) { on_advert_ = std::move(fn); }
+  // Every message received, with its sender's id and advertised table epoch.
+  using HeardFn = std::function<void(const std::string& from_id, uint64_t epoch)>;
+  void on_heard(HeardFn fn) { on_heard_ = std::move(fn); }
   // The settings book's digest, stamped on every message; told of every different one heard.
   void set_book_digest(uint64_t digest) { book_digest_ = digest; }
   using BookAdvertFn = std::function<void(const std::string& from_addr, uint64_t digest)>;
@@ -76,7 +79,8 @@ class Membership {
 
   const Member& self() const { return self_; }
   const std::map<std::string, Member>& others() const { return members_; }
-  std::vector<std::string> live_ids() const;  // self included, sorted
+  std::vector<std::string> live_ids() const;   // self included, sorted
+  std::vector<std::string> alive_ids() const;  // the same without suspects
   const MembershipConfig& config() const { return cfg_; }
 
  private:
@@ -126,6 +130,7 @@ class Membership {
   uint64_t advert_epoch_ = 0;
   std::string advert_planner_;
   AdvertFn on_advert_;
+  HeardFn on_heard_;
   uint64_t book_digest_ = 0;
   BookAdvertFn on_book_advert_;
   OtherFn on_other_;

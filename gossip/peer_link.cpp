@@ -213,6 +213,14 @@ void PeerClient::read_header() {
       });
 }
 
+void PeerClient::abort_calls() {
+  if (closed_) return;
+  fail_all(PeerStatus::kTimeout);
+  asio::error_code ec;
+  // The pending read (or connect) completes with an error and resets the link's state.
+  if (state_ == State::kConnected || state_ == State::kConnecting) socket_.close(ec);
+}
+
 void PeerClient::close() {
   closed_ = true;
   asio::error_code ec;

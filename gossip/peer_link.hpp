@@ -30,6 +30,9 @@ class PeerClient : public std::enable_shared_from_this<PeerClient> {
   PeerClient(asio::io_context& io, std::string addr, std::string local_host = {});
   void call(uint32_t kind, std::string body, std::chrono::milliseconds deadline, PeerCallback cb);
   void close();
+  // The peer was declared dead: calls waiting on it end now with kTimeout (they may have
+  // run there) instead of at their deadlines, and the next call connects afresh.
+  void abort_calls();
   const std::string& addr() const { return addr_; }
   uint64_t frames_sent() const { return frames_sent_; }
 

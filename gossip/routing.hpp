@@ -9,9 +9,11 @@
 #include <string>
 #include <vector>
 
+#include "clock.hpp"
 #include "key_slot.hpp"
 #include "member.hpp"
 #include "slot_table.hpp"
+#include "wake_guard.hpp"
 
 namespace fg {
 
@@ -36,7 +38,16 @@ struct Routing {
   std::vector<SlotRange> ranges;  // of the table, in slot order
   bool quorum = true;             // this node sees enough of the table's members to serve
   size_t replicas = 2;            // copies the table keeps of each slot (owner included)
+  // The cluster thread's last tick while not standing down (see wake_guard.hpp), on the
+  // process clock. An I/O thread that finds it older than kStallNs has woken from a stall
+  // before the cluster thread did, or the node stands down: either way, do not serve.
+  std::shared_ptr<const std::atomic<int64_t>> pulse_ns;
   const RouteNode& self() const { return nodes[self_index]; }
+  bool can_serve() const {
+    return quorum &&
+           (!pulse_ns ||
+            SystemClock::process().now_ns() - pulse_ns->load(std::memory_order_acquire) < kStallNs);
+  }
 };
 
 class RoutingHub {
