@@ -1,11 +1,11 @@
 // The floodgate executable: flags and config, then shards (CAF), then the RESP listener.
+#include <malloc.h>
 #include <spdlog/spdlog.h>
 
 #include <CLI/CLI.hpp>
 #include <caf/all.hpp>
 #include <csignal>
 #include <filesystem>
-#include <malloc.h>
 #include <iostream>
 #include <random>
 #include <sstream>

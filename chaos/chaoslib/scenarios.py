@@ -93,6 +93,7 @@ def _partition(run, quick, how):
         side_a, side_b = [owner], others
         label = "one-way: %s hears nobody" % owner.id
         fw.one_way(side_b, side_a)
+        run.watch_detection(owner, run.hist.t())
     else:
         k = len(nodes) // 2 - 1  # 5 nodes: 2 | 3 (a minority); 4 nodes: 2 | 2 (a clean split)
         side_a, side_b = [owner] + others[:k], others[k:]
@@ -111,6 +112,8 @@ def _partition(run, quick, how):
     # the state it had; the figures say how much that cost. After healing nothing is lost.
     run.check_counters(t_loss_at=t, report_only=True)
     run.end_load()
+    if how == "one-way":
+        run.check_detection(bound=False)  # a figure: the stated bound is for crashed nodes
     run.check_admission()
     run.check_serving()
 

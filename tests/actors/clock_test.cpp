@@ -13,13 +13,13 @@ TEST(Clock, SlewMovesAtMostMaxPpmOfElapsedTime) {
   struct Case {
     int64_t offset, target, elapsed, want;
   } cases[] = {
-      {0, kHourNs, 10 * kMs, 5'000},                 // +1 h step: 5 µs per 10 ms
-      {0, -kHourNs, 10 * kMs, -5'000},               // -1 h step: the same, backwards
-      {0, 1'000, 10 * kMs, 1'000},                   // a small gap closes at once
-      {100, 100, 10 * kMs, 100},                     // on target: unchanged
-      {0, kHourNs, 1000 * kMs, 500'000},             // 0.5 ms per second
-      {0, kHourNs, 0, 0},                            // no time passed, no step
-      {7, kHourNs, -5, 7},                           // a steady clock never runs back
+      {0, kHourNs, 10 * kMs, 5'000},                           // +1 h step: 5 µs per 10 ms
+      {0, -kHourNs, 10 * kMs, -5'000},                         // -1 h step: the same, backwards
+      {0, 1'000, 10 * kMs, 1'000},                             // a small gap closes at once
+      {100, 100, 10 * kMs, 100},                               // on target: unchanged
+      {0, kHourNs, 1000 * kMs, 500'000},                       // 0.5 ms per second
+      {0, kHourNs, 0, 0},                                      // no time passed, no step
+      {7, kHourNs, -5, 7},                                     // a steady clock never runs back
       {0, 2 * kHourNs, 86'400'000LL * kMs, 43'200'000'000LL},  // a day: 43.2 s
   };
   for (const auto& c : cases)
