@@ -32,6 +32,22 @@ def over_admission(ops, limit, window_s, t_from, t_to):
     return worst, at
 
 
+def bucket_over_admission(ops, burst, rate_per_s, t_from, t_to, horizon_s=10.0):
+    """Token bucket: at most burst + rate * tau admissions in any interval of length tau.
+    Returns the largest excess (0 when it held) over intervals up to `horizon_s` long that
+    start at an admission's start and end at another's end, inside [t_from, t_to]."""
+    adm = sorted((o[4], o[5]) for o in ops if o[6] == OK and o[4] >= t_from and o[5] <= t_to)
+    rate = rate_per_s * (1 + CLOCK_RATE_TOLERANCE)
+    worst, at = 0, None
+    for i, (t1, _) in enumerate(adm):
+        ends = sorted(e for s, e in adm[i:] if s < t1 + horizon_s)
+        for n, t2 in enumerate(ends, start=1):
+            excess = n - (burst + int(rate * (t2 - t1)))
+            if excess > worst:
+                worst, at = excess, t1
+    return worst, at
+
+
 def possible_admissions(ops, t_from, t_to):
     """Upper bound on what was counted within [t_from, t_to]: every operation that may have
     been counted whose interval meets it."""

@@ -13,6 +13,7 @@ from .load import History, LeaseClient, TakeClient, join_clients, run_clients
 from .resp import RespError
 
 LIMIT, WINDOW_S = 40, 1.0  # the hot key: sliding log, at most LIMIT in any WINDOW_S
+BURST, RATE = 10, 20       # the bucket key: token bucket, BURST + RATE per second
 CONN_LIMIT, CAP_LIMIT, LEASE_TTL_S = 4, 2, 2.0
 LAG_S = 0.005  # replication lag Δ (the node default)
 # Client clocks bracket the node's decision; a replication round also waits its turn on a
@@ -24,12 +25,14 @@ CONVERGE_BOUND_S = 30.0
 CONFIG = """# written by chaos/run for one scenario
 policies:
   chaos_log:      {kind: sliding_log, limit: %d, window: %dms, on_unavailable: fail_closed}
+  chaos_tb:       {kind: token_bucket, capacity: %d, refill: %d, period: 1000ms,
+                   on_unavailable: fail_closed}
   chaos_ctr:      {kind: fixed_window, limit: 1000000000, window: 3660d, on_unavailable: fail_closed}
   chaos_ctr_sync: {kind: fixed_window, limit: 1000000000, window: 3660d, replication: sync,
                    on_unavailable: fail_closed}
   chaos_conn:     {kind: concurrency, limit: %d, ttl: %dms, on_unavailable: fail_closed}
   chaos_cap:      {kind: concurrency, limit: %d, ttl: %dms}
-""" % (LIMIT, WINDOW_S * 1000, CONN_LIMIT, LEASE_TTL_S * 1000, CAP_LIMIT, LEASE_TTL_S * 1000)
+""" % (LIMIT, WINDOW_S * 1000, BURST, RATE, CONN_LIMIT, LEASE_TTL_S * 1000, CAP_LIMIT, LEASE_TTL_S * 1000)
 
 
 class SetupError(Exception):
@@ -53,6 +56,7 @@ class Run:
         self.clients = []
         self.tag = "s%d" % seed
         self.hot = "{%s}:log" % self.tag
+        self.bucket = "{%s}:tb" % self.tag
         self.ctr = "{%s}:ctr" % self.tag
         self.ctr_sync = "{%s}:ctrs" % self.tag
         self.faults = []  # (start, end) of every fault window, for the healthy-window checks
@@ -75,6 +79,11 @@ class Run:
             self.clients.append(TakeClient("take", self.hot, "chaos_log", "c%d" % i, self.cluster,
                                            i % n, self.hist, self.stop, rate_hz, timeout_s,
                                            self.rng.random()))
+        n_bucket = clients // 4
+        for i in range(n_bucket):
+            self.clients.append(TakeClient("tb", self.bucket, "chaos_tb", "b%d" % i, self.cluster,
+                                           i % n, self.hist, self.stop, rate_hz, timeout_s,
+                                           self.rng.random()))
         if counters:
             for i in range(4):
                 for kind, key, pol in (("ctr", self.ctr, "chaos_ctr"),
@@ -82,7 +91,7 @@ class Run:
                     self.clients.append(TakeClient(kind, key, pol, "%s%d" % (kind, i),
                                                    self.cluster, i % n, self.hist, self.stop,
                                                    40, timeout_s, self.rng.random()))
-        run_clients(self.clients[-(clients + (8 if counters else 0)):])
+        run_clients(self.clients[-(clients + n_bucket + (8 if counters else 0)):])
         self.load_started = self.hist.t()
 
     def lease_load(self, key, holders=8, hold_s=(0.02, 0.12)):
@@ -255,10 +264,17 @@ class Run:
                 healthy.append((cursor, s))
             cursor = max(cursor, e + getattr(self, "settle_s", 0.0))
         healthy.append((cursor, t_end))
-        worst_h = 0
+        worst_h = worst_b = 0
+        bucket = self.hist.of("tb")
         for a, b in healthy:
             worst_h = max(worst_h, checks.over_admission(ops, LIMIT, WINDOW_S, a, b)[0])
-        self.verdict.check("no over-admission while healthy", worst_h == 0, worst_h, 0)
+            worst_b = max(worst_b, checks.bucket_over_admission(bucket, BURST, RATE, a, b)[0])
+        self.verdict.check("no over-admission while healthy", worst_h == 0, worst_h, 0,
+                           "sliding log, %d per %gs" % (LIMIT, WINDOW_S))
+        if bucket:
+            self.verdict.check("token bucket within B + R*tau while healthy", worst_b == 0,
+                               worst_b, 0, "B %d, R %d/s" % (BURST, RATE))
+            self.verdict.figure("bucket_admitted", sum(1 for o in bucket if o[6] == "ok"))
         worst_all, at = checks.over_admission(ops, LIMIT, WINDOW_S, 0.0, t_end)
         self.verdict.figure("max_over_admission", worst_all)
         if at is not None:

@@ -236,6 +236,7 @@ def leases(run, quick):
     holder.close()  # the holder "crashes": no more heartbeats, no release
     run.fault("holder crashy stops", last_hb[1])
     granted = _probe_until_granted(run, cap_key, LEASE_TTL_S + 3)
+    bound_reclaim = _bound_holder_crash(run, conn_key)
     victim = run.cluster.owner_of(conn_key)
     t = run.hist.t()
     victim.kill9()
@@ -261,9 +262,38 @@ def leases(run, quick):
                           reclaim <= LEASE_TTL_S + 1, "%.2fs" % reclaim, "%gs" % (LEASE_TTL_S + 1))
         run.verdict.check("and not before the TTL", granted[1] >= last_hb[0] + LEASE_TTL_S - 0.002,
                           "%.2fs" % (granted[1] - last_hb[0]), ">= %gs" % LEASE_TTL_S)
+    if bound_reclaim is not None:
+        run.verdict.figure("bound_reclaim_s", round(bound_reclaim, 3))
+    run.verdict.check("a crashed node's BOUND leases back within TTL + 1 s",
+                      bound_reclaim is not None and bound_reclaim <= LEASE_TTL_S + 1,
+                      None if bound_reclaim is None else "%.2fs" % bound_reclaim,
+                      "%gs" % (LEASE_TTL_S + 1))
     run.check_detection()
     run.check_admission()
     run.check_serving()
+
+
+def _bound_holder_crash(run, conn_key):
+    """A node holding client connections with BOUND leases is killed: nobody renews them
+    any more, and the permits come back within the TTL. Returns the seconds that took."""
+    bound_key = "{d%s}:bound" % run.tag
+    busy = {run.cluster.owner_of(bound_key), run.cluster.owner_of(conn_key)}
+    holder = next(n for n in run.cluster.nodes if n not in busy and n.running())
+    conn = holder.resp()
+    for _ in range(CAP_LIMIT):
+        reply = conn.call("FG.ACQUIRE", bound_key, "chaos_cap", "BOUND")
+        if reply[0] != 1:
+            run.verdict.check("BOUND leases granted", False, detail=repr(reply))
+            return None
+    run.sleep(LEASE_TTL_S / 2)  # renewed by the node at least once
+    t = run.hist.t()
+    holder.kill9()
+    conn.close()
+    granted = _probe_until_granted(run, bound_key, LEASE_TTL_S + 4)
+    run.fault("kill -9 %s (holds BOUND leases)" % holder.id, t, run.hist.t(), holder.id)
+    healed = _restart(run, holder)
+    run.faults.append((t, healed))
+    return None if granted is None else granted[1] - t
 
 
 def _probe_until_granted(run, key, timeout_s):
