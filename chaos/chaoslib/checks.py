@@ -97,12 +97,16 @@ def lease_overlap(ops, limit):
 
 
 def admitted_series(ops, window_s, t_end, step_s=0.1):
-    """(t, admissions completed in the trailing window) every step, for the picture."""
-    ends = sorted(o[5] for o in ops if o[6] == OK)
+    """(t, admissions certainly inside the trailing window) every step, for the picture:
+    the same count the checker uses, so the line crosses the limit only on a real
+    over-admission (counting by reply time alone would, whenever replies bunch up)."""
+    adm = sorted((o[4], o[5]) for o in ops if o[6] == OK)
+    starts = [a[0] for a in adm]
+    w = window_s * (1 - CLOCK_RATE_TOLERANCE)
     out, t = [], window_s
     while t <= t_end:
-        n = bisect.bisect_right(ends, t) - bisect.bisect_right(ends, t - window_s)
-        out.append((round(t, 2), n))
+        lo, hi = bisect.bisect_left(starts, t - w), bisect.bisect_right(starts, t)
+        out.append((round(t, 2), sum(1 for k in range(lo, hi) if adm[k][1] <= t)))
         t += step_s
     return out
 

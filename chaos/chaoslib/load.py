@@ -6,6 +6,7 @@ connection was refused) or "info" (unknown: timed out, cut off, or an error that
 been counted). "info" counts only toward upper bounds, as in Jepsen's counter checker."""
 import random
 import socket
+import subprocess
 import threading
 import time
 
@@ -149,3 +150,42 @@ def join_clients(clients, stop, timeout_s=15):
     deadline = time.monotonic() + timeout_s
     for c in clients:
         c.join(max(0.0, deadline - time.monotonic()))
+
+
+class NativeLoad(threading.Thread):
+    """Load through the native client (chaos-native-load, built with the tree): routed to
+    owners and retried across failover by floodgate::Client. Its history lines join ours;
+    closing its stdin stops it."""
+
+    def __init__(self, binary, seeds, key, policy, hist, clients, rate_hz, name="n"):
+        super().__init__(daemon=True, name="native-load")
+        self.args = [binary, "--seeds", ",".join(seeds), "--key", key, "--policy", policy,
+                     "--clients", str(clients), "--rate", str(rate_hz), "--name", name,
+                     "--max-seconds", "3600"]
+        self.hist = hist
+        self.proc = None
+        self.lines = 0
+
+    def run(self):
+        from .cluster import _die_with_parent
+        self.proc = subprocess.Popen(self.args, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                                     stderr=subprocess.DEVNULL, preexec_fn=_die_with_parent)
+        t0 = self.hist.t0
+        for raw in self.proc.stdout:
+            f = raw.decode(errors="replace").rstrip("\n").split("\t")
+            if len(f) != 8:
+                continue
+            self.hist.add("take", f[1], f[2], -1, float(f[4]) - t0, float(f[5]) - t0, f[6],
+                          None if f[7] == "None" else f[7])
+            self.lines += 1
+        self.proc.wait()
+
+    def join(self, timeout=None):
+        if self.proc and self.proc.stdin and not self.proc.stdin.closed:
+            try:
+                self.proc.stdin.close()
+            except OSError:
+                pass
+        super().join(timeout)
+        if self.proc and self.proc.poll() is None:
+            self.proc.kill()

@@ -61,8 +61,8 @@ def write_svg(path, title, series, limit, window_s, events, t_end, passed):
     out.append('<polyline points="%s" fill="none" stroke="#1d3557" stroke-width="1.5"/>' % pts)
     out.append('<text x="%d" y="20" font-size="14" font-weight="bold">%s — %s</text>'
                % (L, html.escape(title), "PASS" if passed else "FAIL"))
-    out.append('<text x="%d" y="%d">admitted in the trailing %gs window (blue) vs the limit '
-               '(red); shaded: faults</text>' % (L, H - 10, window_s))
+    out.append('<text x="%d" y="%d">admissions certainly inside the trailing %gs window (blue) vs '
+               'the limit (red); shaded: faults</text>' % (L, H - 10, window_s))
     out.append("</svg>")
     with open(path, "w") as f:
         f.write("\n".join(out))
@@ -81,3 +81,44 @@ def summary_lines(result):
 
 def report_paths(out_dir, name):
     return os.path.join(out_dir, name + ".json"), os.path.join(out_dir, name + ".svg")
+
+
+def write_index(out_dir, profile, seconds, results):
+    """index.html: every scenario of the run with its verdict, figures, checks and picture."""
+    rows = []
+    for r in results:
+        name = "%s-%s" % (r["scenario"], r["seed"])
+        status = "SKIP" if r.get("skipped") else ("PASS" if r["pass"] else "FAIL")
+        color = {"PASS": "#2a9d8f", "FAIL": "#d62828", "SKIP": "#8d99ae"}[status]
+        figs = "".join("<tr><td>%s</td><td>%s</td></tr>" % (html.escape(k), html.escape(str(v)))
+                       for k, v in r.get("figures", {}).items())
+        checks = "".join(
+            '<li style="color:%s">%s %s%s</li>' % (
+                "inherit" if c["pass"] else "#d62828", "&#10003;" if c["pass"] else "&#10007;",
+                html.escape(c["name"]),
+                "" if c["figure"] is None else ": <b>%s</b>%s" % (
+                    html.escape(str(c["figure"])),
+                    "" if c["bound"] is None else " (bound %s)" % html.escape(str(c["bound"]))))
+            for c in r.get("checks", []))
+        svg = os.path.join(out_dir, name + ".svg")
+        img = '<img src="%s.svg" width="960">' % html.escape(name) if os.path.exists(svg) else ""
+        extra = ""
+        if r.get("skipped"):
+            extra = "<p>needs %s</p>" % html.escape(", ".join(r["skipped"]))
+        elif not r["pass"] and r.get("replay"):
+            extra = "<p>replay: <code>%s</code></p>" % html.escape(r["replay"])
+        rows.append('<section><h2><span style="color:%s">%s</span> %s <small>seed %s, %ss'
+                    '</small></h2>%s%s<div style="display:flex;gap:2em"><ul>%s</ul>'
+                    '<table>%s</table></div></section>'
+                    % (color, status, html.escape(r["scenario"]), r["seed"],
+                       r.get("duration_s", "-"), extra, img, checks, figs))
+    failed = sum(1 for r in results if not r["pass"])
+    page = ('<!doctype html><meta charset="utf-8"><title>Floodgate chaos report</title>'
+            '<style>body{font-family:sans-serif;max-width:1000px;margin:2em auto}'
+            'td{padding:0 1em 0 0;font-size:90%%}section{border-top:1px solid #ccc}</style>'
+            '<h1>Floodgate chaos report</h1><p>%s profile, %d scenarios, %d failed, %ds</p>%s'
+            % (html.escape(profile), len(results), failed, seconds, "".join(rows)))
+    path = os.path.join(out_dir, "index.html")
+    with open(path, "w") as f:
+        f.write(page)
+    return path

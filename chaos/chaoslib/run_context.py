@@ -9,7 +9,7 @@ import time
 from . import checks, report
 from .checks import Verdict
 from .cluster import Cluster
-from .load import History, LeaseClient, TakeClient, join_clients, run_clients
+from .load import History, LeaseClient, NativeLoad, TakeClient, join_clients, run_clients
 from .resp import RespError
 
 LIMIT, WINDOW_S = 40, 1.0  # the hot key: sliding log, at most LIMIT in any WINDOW_S
@@ -72,8 +72,9 @@ class Run:
         if self.cluster.wait_converged(converge_s) is None:
             raise SetupError("the cluster did not form within %ds" % converge_s)
 
-    def load(self, clients=64, rate_hz=20, counters=True, timeout_s=6.0):
-        """Hot-key clients spread over every node; counter clients on the same slot."""
+    def load(self, clients=64, rate_hz=20, counters=True, timeout_s=6.0, native_clients=8):
+        """Hot-key clients spread over every node (RESP, so non-owners forward) and through
+        the native client (straight to the owner); bucket and counter clients likewise."""
         n = len(self.cluster.nodes)
         for i in range(clients):
             self.clients.append(TakeClient("take", self.hot, "chaos_log", "c%d" % i, self.cluster,
@@ -92,6 +93,12 @@ class Run:
                                                    self.cluster, i % n, self.hist, self.stop,
                                                    40, timeout_s, self.rng.random()))
         run_clients(self.clients[-(clients + n_bucket + (8 if counters else 0)):])
+        native = os.path.join(self.ctx.build, "chaos", "chaos-native-load")
+        if native_clients and os.path.exists(native):
+            seeds = ["%s:%d" % (n.host, n.native_port) for n in self.cluster.nodes]
+            self.native = NativeLoad(native, seeds, self.hot, "chaos_log", self.hist,
+                                     native_clients, rate_hz)
+            self.clients += run_clients([self.native])
         self.load_started = self.hist.t()
 
     def lease_load(self, key, holders=8, hold_s=(0.02, 0.12)):
@@ -287,6 +294,7 @@ class Run:
             self.verdict.figure("unavailability_s",
                                 round(checks.unavailability(ops, f0, t_end), 3))
         self.verdict.figure("admitted", sum(1 for o in ops if o[6] == "ok"))
+        self.verdict.figure("native_requests", sum(1 for o in ops if o[3] == -1))
         self.verdict.figure("requests", len(ops))
 
     # ------------------------------------------------------------------ report
