@@ -3,11 +3,10 @@
 // and print one history line per call until stdin closes or --max-seconds pass:
 //   native <key> <client> -1 <start_s> <end_s> <ok|deny|info> <value>
 // Times are CLOCK_MONOTONIC seconds, the runner's clock.
-#include <floodgate/client.hpp>
-
 #include <atomic>
 #include <chrono>
 #include <cstdio>
+#include <floodgate/client.hpp>
 #include <iostream>
 #include <mutex>
 #include <sstream>
@@ -18,8 +17,7 @@
 namespace {
 
 double mono_s() {
-  return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch())
-      .count();
+  return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
 }
 
 struct Args {
@@ -54,8 +52,7 @@ bool parse(int argc, char** argv, Args& a) {
       return false;
     }
   }
-  return !a.seeds.empty() && !a.key.empty() && !a.policy.empty() && a.clients > 0 &&
-         a.rate_hz > 0;
+  return !a.seeds.empty() && !a.key.empty() && !a.policy.empty() && a.clients > 0 && a.rate_hz > 0;
 }
 
 }  // namespace
@@ -78,8 +75,8 @@ int main(int argc, char** argv) {
   const double until = mono_s() + a.max_seconds;
   auto worker = [&](int idx) {
     using clock = std::chrono::steady_clock;
-    const auto period = std::chrono::duration_cast<clock::duration>(
-        std::chrono::duration<double>(1.0 / a.rate_hz));
+    const auto period =
+        std::chrono::duration_cast<clock::duration>(std::chrono::duration<double>(1.0 / a.rate_hz));
     clock::time_point next = clock::now() + period * idx / a.clients;
     char line[512];
     while (!stop.load() && mono_s() < until) {
