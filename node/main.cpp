@@ -310,8 +310,10 @@ int main(int argc, char** argv) {
     trim_timer.async_wait([&](asio::error_code ec) {
       if (ec) return;
       const uint64_t closed = svc.counters.connections_closed.load(std::memory_order_relaxed);
-      if (closed - closed_at_trim >= 64) malloc_trim(0);
-      closed_at_trim = closed;
+      if (closed - closed_at_trim >= 64) {
+        malloc_trim(0);
+        closed_at_trim = closed;
+      }
       trim();
     });
   };
