@@ -97,8 +97,9 @@ void Cluster::start() {
     }
     spdlog::info("member {} ({}) is {}", m.id, m.resp_addr, state_name(m.state));
   });
-  membership_->on_heard(
-      [this](const std::string& id, uint64_t epoch) { wake_.on_heard(id, epoch); });
+  membership_->on_heard([this](const std::string& id, uint64_t epoch, uint64_t seq) {
+    if (seq >= wake_seq_) wake_.on_heard(id, epoch);
+  });
   pulse_ns_ = std::make_shared<std::atomic<int64_t>>(wall_now_ns());
   known_[cfg_.node_id] = membership_->self();
   if (book_) start_book_sync();
@@ -169,6 +170,9 @@ void Cluster::arm() {
 void Cluster::tick() {
   const int64_t now = wall_now_ns();
   if (wake_.on_tick(now)) {
+    // Only answers to pings sent from now on count: what waited in the socket buffer while
+    // the process was stopped may predate the others declaring it dead.
+    wake_seq_ = membership_->ping_all();
     spdlog::warn(
         "this node did not run for a while; not serving until it hears from most of "
         "the cluster");

@@ -233,7 +233,8 @@ void Membership::receive(const std::string& from_addr, std::string_view bytes, i
     apply(u, now);
   }
   const std::string reply_to = env.from_addr().empty() ? from_addr : env.from_addr();
-  if (on_heard_ && !env.from().empty()) on_heard_(env.from(), env.table_epoch());
+  if (on_heard_ && env.kind() == wire::Envelope::ACK && !env.from().empty())
+    on_heard_(env.from(), env.table_epoch(), env.seq());
   if (on_advert_ && env.table_epoch() > 0)
     on_advert_(reply_to, env.table_epoch(), env.table_planner());
   if (on_book_advert_ && env.book_digest() != book_digest_)
@@ -282,6 +283,13 @@ void Membership::start_probe(int64_t now) {
     send(wire::Envelope::PING, it->second.addr, probe_->seq, id, it->second.addr, false);
     return;
   }
+}
+
+uint64_t Membership::ping_all() {
+  const uint64_t first = seq_ + 1;
+  for (const auto& [id, m] : members_)
+    if (m.live()) send(wire::Envelope::PING, m.addr, ++seq_, id, m.addr, false);
+  return first;
 }
 
 void Membership::tick(int64_t now) {

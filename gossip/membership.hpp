@@ -67,9 +67,13 @@ class Membership {
   using OtherFn =
       std::function<void(const std::string& from_addr, int kind, std::string_view bytes)>;
   void on_advert(AdvertFn fn) { on_advert_ = std::move(fn); }
-  // Every message received, with its sender's id and advertised table epoch.
-  using HeardFn = std::function<void(const std::string& from_id, uint64_t epoch)>;
+  // Every ACK received, with its sender's id, advertised table epoch and the sequence
+  // number it answers (an answer to a ping sent at or after ping_all's first one is
+  // fresh: it cannot have waited in a socket buffer while this process was stopped).
+  using HeardFn = std::function<void(const std::string& from_id, uint64_t epoch, uint64_t seq)>;
   void on_heard(HeardFn fn) { on_heard_ = std::move(fn); }
+  // Pings every live member now; returns the first sequence number used.
+  uint64_t ping_all();
   // The settings book's digest, stamped on every message; told of every different one heard.
   void set_book_digest(uint64_t digest) { book_digest_ = digest; }
   using BookAdvertFn = std::function<void(const std::string& from_addr, uint64_t digest)>;

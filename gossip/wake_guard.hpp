@@ -18,7 +18,8 @@ class WakeGuard {
   explicit WakeGuard(int64_t stall_ns = kStallNs) : stall_ns_(stall_ns) {}
   // Every cluster tick. True when this tick found a stall (the node starts standing down).
   bool on_tick(int64_t now_ns);
-  // Any gossip message from member `id`, advertising its table `epoch`.
+  // A fresh answer from member `id` (to a ping sent after the stall), advertising its table
+  // `epoch`. Messages that may have waited out the stall in a buffer must not be passed.
   void on_heard(const std::string& id, uint64_t epoch);
   // Whether the node stands down, given its table; ends it once the condition is met.
   bool standing_down(uint64_t my_epoch, size_t table_members);

@@ -5,6 +5,7 @@
 
 #include <gtest/gtest.h>
 
+#include <map>
 #include <memory>
 
 #include "sim_cluster.hpp"
@@ -58,6 +59,23 @@ TEST(Membership, ASuspectRefutesAndStaysAlive) {
   EXPECT_EQ(c.deaths_seen, 0);
   EXPECT_TRUE(c.everyone_sees(4, MemberState::kAlive));
   EXPECT_GT(c.node(4).self().incarnation, 0u);  // it had to outbid a suspicion
+}
+
+TEST(Membership, PingAllIsAnsweredByEveryLiveMemberWithFreshAcks) {
+  SimCluster c(5, 6);
+  c.run_ms(3000);
+  ASSERT_TRUE(c.converged());
+  std::map<std::string, uint64_t> newest;  // member -> highest acked sequence number
+  c.node(0).on_heard([&](const std::string& id, uint64_t, uint64_t seq) {
+    newest[id] = std::max(newest[id], seq);
+  });
+  c.run_ms(1000);
+  const uint64_t first = c.node(0).ping_all();
+  for (const auto& [id, seq] : newest) EXPECT_LT(seq, first) << id;  // older acks: stale
+  c.run_ms(50);  // one round trip, well before a round-robin probe reaches everyone
+  size_t fresh = 0;
+  for (const auto& [id, seq] : newest) fresh += seq >= first;
+  EXPECT_EQ(fresh, 4u);
 }
 
 TEST(Membership, GracefulLeaveIsNotADeath) {
