@@ -116,6 +116,26 @@ class Client {
   bool connected_ = false;
 };
 
+struct HttpReply {
+  int status = 0;  // 0: no answer
+  std::string body;
+};
+
+// One HTTP/1.0 GET on loopback (the admin port); the server closes when done.
+inline HttpReply http_get(int port, const std::string& path) {
+  Client c(port, 3000);
+  HttpReply r;
+  if (!c.connected() || !c.send("GET " + path + " HTTP/1.0\r\nHost: 127.0.0.1\r\n\r\n")) {
+    return r;
+  }
+  const std::string all = c.recv_n(8 << 20);
+  if (all.compare(0, 5, "HTTP/") != 0) return r;
+  r.status = std::atoi(all.c_str() + all.find(' ') + 1);
+  const auto at = all.find("\r\n\r\n");
+  if (at != std::string::npos) r.body = all.substr(at + 4);
+  return r;
+}
+
 class NodeProcess {
  public:
   explicit NodeProcess(std::vector<std::string> extra = {}) : port_(free_port()) {
@@ -146,18 +166,35 @@ class NodeProcess {
       execv(argv[0], argv.data());
       _exit(127);
     }
-    for (int i = 0; i < 200; ++i) {  // up to 10 s for the port to open
-      Client c(port_, 200);
-      if (c.connected()) return;
+    // Up to 10 s for the RESP port to open, then the admin port (bound later: a port taken
+    // meanwhile by a test alongside makes the node exit after its RESP port opened, and
+    // the port answering is then someone else's).
+    if (!wait_for_port(port_) || admin_port_ <= 0) return;
+    const std::string mine = "\"resp_port\":" + std::to_string(port_) + ",";
+    for (int i = 0; i < 100 && pid_ > 0; ++i) {
+      if (http_get(admin_port_, "/cluster").body.find(mine) != std::string::npos) return;
       int status = 0;
-      if (waitpid(pid_, &status, WNOHANG) == pid_) {  // it exited (a port was taken?)
-        pid_ = -1;
-        return;
-      }
+      if (waitpid(pid_, &status, WNOHANG) == pid_) pid_ = -1;
       std::this_thread::sleep_for(std::chrono::milliseconds(50));
     }
   }
   ~NodeProcess() { stop(); }
+  // Whether `port` accepts before the process exits; a process that exited is reaped
+  // (pid -1: alive() is false, so callers start it again on fresh ports).
+  bool wait_for_port(int port) {
+    if (port <= 0) return true;
+    for (int i = 0; i < 200; ++i) {
+      int status = 0;
+      if (waitpid(pid_, &status, WNOHANG) == pid_) {
+        pid_ = -1;
+        return false;
+      }
+      Client c(port, 200);
+      if (c.connected()) return true;
+      std::this_thread::sleep_for(std::chrono::milliseconds(50));
+    }
+    return false;
+  }
   int stop() {
     if (pid_ <= 0) return -1;
     kill(pid_, SIGTERM);
@@ -215,26 +252,6 @@ inline std::string run(const std::string& cmd) {
   while ((n = fread(buf, 1, sizeof buf, p)) > 0) out.append(buf, n);
   pclose(p);
   return out;
-}
-
-struct HttpReply {
-  int status = 0;  // 0: no answer
-  std::string body;
-};
-
-// One HTTP/1.0 GET on loopback (the admin port); the server closes when done.
-inline HttpReply http_get(int port, const std::string& path) {
-  Client c(port, 3000);
-  HttpReply r;
-  if (!c.connected() || !c.send("GET " + path + " HTTP/1.0\r\nHost: 127.0.0.1\r\n\r\n")) {
-    return r;
-  }
-  const std::string all = c.recv_n(8 << 20);
-  if (all.compare(0, 5, "HTTP/") != 0) return r;
-  r.status = std::atoi(all.c_str() + all.find(' ') + 1);
-  const auto at = all.find("\r\n\r\n");
-  if (at != std::string::npos) r.body = all.substr(at + 4);
-  return r;
 }
 
 }  // namespace fg::testing
