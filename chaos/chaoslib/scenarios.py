@@ -114,8 +114,25 @@ def _partition(run, quick, how):
     run.end_load()
     if how == "one-way":
         run.check_detection(bound=False)  # a figure: the stated bound is for crashed nodes
+        _check_stopped_before_declared_dead(run, owner, t, t2)
     run.check_admission()
     run.check_serving()
+
+
+def _check_stopped_before_declared_dead(run, owner, t, healed):
+    """No split brain: the cut-off owner gives no definite answer of its own between the
+    first other node declaring it dead (a replica may serve its slots from then on) and
+    the heal."""
+    seen, _ = getattr(run, "detection", ({}, 0))
+    if not seen:
+        run.verdict.check("the others declared the cut-off owner dead", False)
+        return
+    declared = t + min(seen.values())
+    idx = run.cluster.nodes.index(owner)
+    late = [o for o in run.hist.of("take") if o[3] == idx and o[6] in ("ok", "deny") and
+            o[7] is None and declared < o[5] < healed]
+    run.verdict.check("cut-off owner stopped before it was declared dead", not late, len(late), 0,
+                      "answers it gave after %.2fs" % declared)
 
 
 def partition_minority(run, quick):
