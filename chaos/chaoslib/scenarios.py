@@ -34,50 +34,43 @@ def healthy(run, quick):
     run.check_admission()
 
 
-def kill(run, quick):
-    """kill -9 the hot key's owner: detected by all within 3 s, its replica serves, loss is
-    at most the last Δ (none with sync replication); it restarts and rejoins."""
+def _owner_down(run, label, down, up, down_s):
+    """The hot key's owner goes down (`down`) for `down_s`, then comes back (`up`): it is
+    detected by all within 3 s, its replica serves, what is lost (counters, and
+    over-admission of the hot key) is at most the last Δ, none with sync replication."""
     run.start()
     run.load()
     run.sleep(run.rng.uniform(2, 4))
     victim = run.cluster.owner_of(run.hot)
     t = run.hist.t()
-    victim.kill9()
+    down(victim)
     run.watch_detection(victim, t)
-    run.sleep(run.rng.uniform(4.5, 6))
+    run.sleep(down_s)
     run.check_counters(t_loss_at=t)
-    run.fault("kill -9 %s" % victim.id, t, run.hist.t(), victim.id)
-    healed = _restart(run, victim)
-    run.faults.append((t, healed))
-    run.sleep(3)
-    run.end_load()
-    run.check_detection()
-    run.check_admission(_lost_bound(run, t), "admissions possibly in the last Δ before the kill")
-    run.check_serving()
-
-
-def pause(run, quick):
-    """SIGSTOP the owner for longer than the failure timeout, then SIGCONT: it is declared
-    dead, its replica serves, and the woken node rejoins without double-counting."""
-    run.start()
-    run.load()
-    run.sleep(run.rng.uniform(2, 4))
-    victim = run.cluster.owner_of(run.hot)
-    t = run.hist.t()
-    victim.pause()
-    run.watch_detection(victim, t)
-    run.sleep(run.rng.uniform(5, 7))
-    run.check_counters(t_loss_at=t)
-    victim.resume()
     t2 = run.hist.t()
-    run.fault("SIGSTOP %s" % victim.id, t, t2, victim.id)
-    conv = run.wait_converged("converged after SIGCONT")
+    up(victim)
+    run.fault("%s %s" % (label, victim.id), t, t2, victim.id)
+    conv = run.wait_converged("converged after %s ended" % label)
     run.faults.append((t, t2 + (conv or 0)))
     run.sleep(3)
     run.end_load()
     run.check_detection()
-    run.check_admission(_lost_bound(run, t), "admissions possibly in the last Δ before the pause")
+    run.check_admission(_lost_bound(run, t), "admissions possibly in the last Δ before it")
     run.check_serving()
+
+
+def kill(run, quick):
+    """kill -9 the hot key's owner, restart it: detected by all within 3 s, its replica
+    serves, loss at most the last Δ (none with sync replication); it rejoins."""
+    _owner_down(run, "kill -9", lambda n: n.kill9(),
+                lambda n: n.start(run.cluster.seeds_for(n)), run.rng.uniform(4.5, 6))
+
+
+def pause(run, quick):
+    """SIGSTOP the owner for longer than the failure timeout, then SIGCONT: it is declared
+    dead, its replica serves, and the woken node rejoins without answering from its old
+    state."""
+    _owner_down(run, "SIGSTOP", lambda n: n.pause(), lambda n: n.resume(), run.rng.uniform(5, 7))
 
 
 def _partition(run, quick, how):
