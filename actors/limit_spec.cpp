@@ -1,7 +1,10 @@
-// Validation of limiter parameters, shared by RESP commands and configured policies.
+// Making and validating limits: shared by both doors, the config file and the CLI.
 #include "limit_spec.hpp"
 
 #include <strings.h>
+
+#include "errors.hpp"
+#include "words.hpp"
 
 namespace fg {
 
@@ -22,44 +25,79 @@ Kind kind_from_name(std::string_view name) {
   return Kind::kNone;
 }
 
-std::string validate(const LimitSpec& s) {
+const char* validate(const LimitSpec& s) {
   auto positive = [](int64_t v) { return v > 0; };
   switch (s.kind) {
     case Kind::kTokenBucket:
-      if (!positive(s.a) || !positive(s.b) || !positive(s.c))
-        return "capacity, refill and period must be positive";
-      if (s.a > kMaxCount || s.b > kMaxCount || s.c > kMaxPeriodNs)
-        return "capacity, refill or period is out of range";
+      if (!positive(s.a) || !positive(s.b) || !positive(s.c)) return err::kBucketPositive;
+      if (s.a > kMaxCount || s.b > kMaxCount || s.c > kMaxPeriodNs) return err::kBucketRange;
       // Time to refill a whole bucket must fit comfortably in int64 nanoseconds.
-      if (static_cast<__int128>(s.a) * s.c / s.b > kMaxPeriodNs)
-        return "capacity / refill * period is out of range";
-      return {};
+      if (static_cast<__int128>(s.a) * s.c / s.b > kMaxPeriodNs) return err::kBucketProduct;
+      return nullptr;
     case Kind::kGcra:
-      if (s.a < 0) return "max_burst must not be negative";
-      if (!positive(s.b) || !positive(s.c)) return "count and period must be positive";
-      if (s.a > kMaxCount || s.b > kMaxCount || s.c > kMaxPeriodNs)
-        return "max_burst, count or period is out of range";
-      if (static_cast<__int128>(s.a + 1) * (s.c / s.b) > kMaxPeriodNs)
-        return "max_burst * period / count is out of range";
-      return {};
+      if (s.a < 0) return err::kGcraBurstNegative;
+      if (!positive(s.b) || !positive(s.c)) return err::kGcraPositive;
+      if (s.a > kMaxCount || s.b > kMaxCount || s.c > kMaxPeriodNs) return err::kGcraRange;
+      if (static_cast<__int128>(s.a + 1) * (s.c / s.b) > kMaxPeriodNs) return err::kGcraProduct;
+      return nullptr;
     case Kind::kFixedWindow:
     case Kind::kSlidingWindow:
     case Kind::kSlidingLog:
-      if (!positive(s.a) || !positive(s.c)) return "limit and window must be positive";
-      if (s.c > kMaxPeriodNs) return "window is out of range";
-      if (s.kind == Kind::kSlidingLog && s.a > kMaxLogLimit)
-        return "sliding_log limit must be at most 100000";
-      if (s.a > kMaxCount) return "limit is out of range";
-      return {};
+      if (!positive(s.a) || !positive(s.c)) return err::kWindowPositive;
+      if (s.c > kMaxPeriodNs) return err::kWindowRange;
+      if (s.kind == Kind::kSlidingLog && s.a > kMaxLogLimit) return err::kLogLimit;
+      if (s.a > kMaxCount) return err::kLimitRange;
+      return nullptr;
     case Kind::kConcurrency:
-      if (!positive(s.a) || !positive(s.c)) return "limit and ttl must be positive";
-      if (s.a > kMaxLeaseLimit) return "concurrency limit must be at most 100000";
-      if (s.c > kMaxPeriodNs) return "ttl is out of range";
-      return {};
+      if (!positive(s.a) || !positive(s.c)) return err::kLeasePositive;
+      if (s.a > kMaxLeaseLimit) return err::kLeaseLimit;
+      if (s.c > kMaxPeriodNs) return err::kTtlRange;
+      return nullptr;
     case Kind::kNone:
       break;
   }
-  return "unknown limiter kind";
+  return err::kUnknownKind;
+}
+
+size_t param_count(Kind k) { return k == Kind::kTokenBucket || k == Kind::kGcra ? 3 : 2; }
+
+Result<LimitSpec> make_limit(Kind kind, int64_t a, int64_t b, int64_t period_ms) {
+  if (kind == Kind::kNone || static_cast<int>(kind) > static_cast<int>(Kind::kConcurrency)) {
+    return Error{err::kUnknownKind};
+  }
+  if (period_ms <= 0) return Error{err::kNotPositive};
+  if (period_ms > kMaxPeriodNs / 1'000'000) return Error{err::kNotInteger};
+  const int64_t ns = period_ms * 1'000'000;
+  LimitSpec spec;
+  switch (kind) {
+    case Kind::kTokenBucket:
+      spec = LimitSpec::token_bucket(a, b, ns);
+      break;
+    case Kind::kGcra:
+      spec = LimitSpec::gcra(a, b, ns);
+      break;
+    case Kind::kConcurrency:
+      spec = LimitSpec::concurrency(a, ns);
+      break;
+    default:
+      spec = LimitSpec::window(kind, a, ns);
+      break;
+  }
+  if (const char* why = validate(spec)) return Error{why};
+  return spec;
+}
+
+Result<LimitSpec> parse_limit_words(const std::vector<std::string_view>& words, size_t& i) {
+  const Kind kind = i < words.size() ? kind_from_name(words[i]) : Kind::kNone;
+  if (kind == Kind::kNone) return Error{err::kLimitNeedsKind};
+  const size_t n = param_count(kind);
+  if (i + n >= words.size()) return Error{err::kind_params(kind_name(kind), n)};
+  int64_t p[3] = {0, 0, 0};
+  for (size_t k = 0; k < n; ++k) {
+    if (!parse_int(words[i + 1 + k], p[k])) return Error{err::kNotInteger};
+  }
+  i += 1 + n;
+  return n == 3 ? make_limit(kind, p[0], p[1], p[2]) : make_limit(kind, p[0], 0, p[1]);
 }
 
 }  // namespace fg

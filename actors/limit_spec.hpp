@@ -3,6 +3,9 @@
 #include <cstdint>
 #include <string>
 #include <string_view>
+#include <vector>
+
+#include "result.hpp"
 
 namespace fg {
 
@@ -64,10 +67,19 @@ struct LimitSpec {
 };
 static_assert(sizeof(LimitSpec) == 32);
 
-// Empty when the spec is usable; otherwise the reason, worded for a client.
-std::string validate(const LimitSpec& spec);
+// Null when the spec is usable; otherwise the reply text saying why not (errors.hpp).
+const char* validate(const LimitSpec& spec);
 
 std::string_view kind_name(Kind k);
 Kind kind_from_name(std::string_view name);  // kNone when unknown; case-insensitive
+// How many numbers a kind takes as users write it: 3 for token_bucket and gcra, else 2.
+size_t param_count(Kind k);
+
+// The one way a limit is made from what a user wrote — RESP arguments, a native request,
+// the config file, the CLI: a kind and its numbers with the period (window, ttl) in
+// milliseconds. Checks the period's range, then validate().
+Result<LimitSpec> make_limit(Kind kind, int64_t a, int64_t b, int64_t period_ms);
+// "<kind> <numbers...>" at words[i] (the numbers strict decimal); advances i past them.
+Result<LimitSpec> parse_limit_words(const std::vector<std::string_view>& words, size_t& i);
 
 }  // namespace fg

@@ -213,7 +213,7 @@ bool Cluster::can_send(const std::string& id) const {
 void Cluster::on_table(const SlotTable& before, const SlotTable& after) {
   counters_.table_changes.fetch_add(1, std::memory_order_relaxed);
   size_t mine = 0;
-  for (uint32_t s = 0; s < kSlots; ++s)
+  for (uint32_t s = 0; s < kSlotCount; ++s)
     if (after.owner(s) != kNoOwner && after.owner_id(s) == cfg_.node_id) ++mine;
   spdlog::info("slot table epoch {} by {}: {} members, {} slots here", after.epoch(),
                after.planner(), after.members().size(), mine);
@@ -478,7 +478,7 @@ void Cluster::publish() {
   }
   for (size_t i = 0; i < r->nodes.size(); ++i)
     if (r->nodes[i].self) r->self_index = static_cast<int>(i);
-  for (uint32_t s = 0; s < kSlots; ++s) r->owner[s] = t.owner(s);
+  for (uint32_t s = 0; s < kSlotCount; ++s) r->owner[s] = t.owner(s);
   if (t.epoch() > 0) r->ranges = t.ranges();
   r->awaiting = keeper_.awaiting();
   // Cut off from most of the table's members, a node stops serving: the others may have
@@ -490,7 +490,7 @@ void Cluster::publish() {
               (t.epoch() == 0 || t.members().size() < 3 || t.quorum(membership_->alive_ids()));
   r->pulse_ns = pulse_ns_;
   r->replicas = t.replica_count();
-  for (uint32_t s = 0; s < kSlots && r->quorum; ++s) {
+  for (uint32_t s = 0; s < kSlotCount && r->quorum; ++s) {
     if (keeper_.held().test(s) && static_cast<int>(r->owner[s]) == r->self_index) r->serving.set(s);
   }
   hub_.publish(std::move(r));

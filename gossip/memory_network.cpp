@@ -21,7 +21,6 @@ void MemoryNetwork::enqueue(const std::string& from, const std::string& to,
   ++sent_;
   if (!handlers_.count(from) || cuts_.count({from, to}) ||
       std::uniform_real_distribution<double>(0, 1)(rng_) < loss_) {
-    ++dropped_;
     return;
   }
   const int64_t delay = std::uniform_int_distribution<int64_t>(delay_min_, delay_max_)(rng_);

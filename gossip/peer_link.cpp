@@ -1,6 +1,7 @@
 // Framing, batching, deadlines and reconnects for peer calls.
 #include "peer_link.hpp"
 
+#include "length_prefix.hpp"
 #include "peer.pb.h"
 
 namespace fg {
@@ -8,17 +9,6 @@ namespace fg {
 namespace {
 constexpr uint32_t kPeerWireVersion = 1;
 
-void put_len(std::string& out, size_t n) {
-  const uint32_t v = static_cast<uint32_t>(n);
-  const char b[4] = {static_cast<char>(v >> 24), static_cast<char>(v >> 16),
-                     static_cast<char>(v >> 8), static_cast<char>(v)};
-  out.append(b, 4);
-}
-uint32_t get_len(const char* h) {
-  return (uint32_t{static_cast<uint8_t>(h[0])} << 24) |
-         (uint32_t{static_cast<uint8_t>(h[1])} << 16) |
-         (uint32_t{static_cast<uint8_t>(h[2])} << 8) | uint32_t{static_cast<uint8_t>(h[3])};
-}
 bool split_addr(const std::string& addr, std::string& host, std::string& port) {
   const auto c = addr.rfind(':');
   if (c == std::string::npos) return false;
@@ -166,8 +156,9 @@ void PeerClient::flush() {
   std::string payload;
   frame.SerializeToString(&payload);
   wbuf_.clear();
-  put_len(wbuf_, payload.size());
+  const size_t at = open_frame(wbuf_);
   wbuf_ += payload;
+  close_frame(wbuf_, at);
   writing_ = true;
   ++frames_sent_;
   asio::async_write(socket_, asio::buffer(wbuf_),
@@ -181,7 +172,7 @@ void PeerClient::flush() {
 void PeerClient::read_header() {
   asio::async_read(
       socket_, asio::buffer(header_, 4), [self = shared_from_this()](asio::error_code ec, size_t) {
-        const uint32_t n = ec ? 0 : get_len(self->header_);
+        const uint32_t n = ec ? 0 : read_length(self->header_);
         if (ec || n > kMaxPeerFrameBytes) {
           asio::error_code ignored;
           self->socket_.close(ignored);
@@ -243,7 +234,7 @@ class PeerServer::Conn : public std::enable_shared_from_this<Conn> {
     asio::async_read(socket_, asio::buffer(header_, 4),
                      [self = shared_from_this()](asio::error_code ec, size_t) {
                        if (ec) return;
-                       const uint32_t n = get_len(self->header_);
+                       const uint32_t n = read_length(self->header_);
                        if (n > kMaxPeerFrameBytes) return;  // dropping the last reference closes it
                        self->rbuf_.resize(n);
                        asio::async_read(self->socket_, asio::buffer(self->rbuf_),
@@ -299,8 +290,9 @@ class PeerServer::Conn : public std::enable_shared_from_this<Conn> {
     std::string payload;
     out.SerializeToString(&payload);
     wbuf_.clear();
-    put_len(wbuf_, payload.size());
+    const size_t at = open_frame(wbuf_);
     wbuf_ += payload;
+    close_frame(wbuf_, at);
     writing_ = true;
     asio::async_write(socket_, asio::buffer(wbuf_),
                       [self = shared_from_this()](asio::error_code ec, size_t) {

@@ -277,7 +277,7 @@ void Replicator::on_table(const SlotTable& before, const SlotTable& after) {
   // Owner side: who keeps a copy of which of our slots now.
   for (auto& [id, d] : dests_) d.replicated.reset();
   if (self_index_ >= 0) {
-    for (uint32_t s = 0; s < kSlots; ++s) {
+    for (uint32_t s = 0; s < kSlotCount; ++s) {
       if (after.owner(s) != self_index_) continue;
       for (uint16_t r : after.replicas(s)) {
         if (static_cast<int>(r) != self_index_) dests_[after.members()[r]].replicated.set(s);
@@ -292,7 +292,7 @@ void Replicator::on_table(const SlotTable& before, const SlotTable& after) {
   // Replica side: a copy stays whole only while its slot keeps its owner and we keep
   // copying it; copies of slots we no longer keep (and do not own) are dropped.
   SlotBits keep;
-  for (uint32_t s = 0; s < kSlots; ++s) {
+  for (uint32_t s = 0; s < kSlotCount; ++s) {
     const uint16_t o = after.owner(s);
     if (o == kNoOwner || self_index_ < 0 || static_cast<int>(o) == self_index_) continue;
     if (!after.holds_copy(s, static_cast<uint16_t>(self_index_))) continue;
@@ -304,7 +304,7 @@ void Replicator::on_table(const SlotTable& before, const SlotTable& after) {
   complete_ &= keep;
   SlotBits drop = copies_ & ~keep & ~held_;
   if (self_index_ >= 0) {
-    for (uint32_t s = 0; s < kSlots; ++s)
+    for (uint32_t s = 0; s < kSlotCount; ++s)
       if (drop.test(s) && after.owner(s) == self_index_) drop.reset(s);  // ours now
   }
   copies_ &= keep;

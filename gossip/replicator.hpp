@@ -76,7 +76,6 @@ class Replicator {
   // Slots held here as a whole copy of their owner's state.
   const SlotBits& complete() const { return complete_; }
   const ReplicationCounters& counters() const { return counters_; }
-  bool active() const { return !dests_.empty(); }
 
  private:
   using Waiters = std::vector<std::function<void(bool)>>;

@@ -32,21 +32,20 @@ struct Routing {
   uint64_t epoch = 0;            // of the slot table; 0 = none adopted yet
   std::vector<RouteNode> nodes;  // table members first (index = owner index), then others
   int self_index = -1;           // in nodes
-  std::vector<uint16_t> owner = std::vector<uint16_t>(kSlots, kNoOwner);
+  std::vector<uint16_t> owner = std::vector<uint16_t>(kSlotCount, kNoOwner);
   SlotBits serving;               // slots whose state this node holds and serves
   SlotBits awaiting;              // ours in the table, state still on its way here
   std::vector<SlotRange> ranges;  // of the table, in slot order
   bool quorum = true;             // this node sees enough of the table's members to serve
   size_t replicas = 2;            // copies the table keeps of each slot (owner included)
   // The cluster thread's last tick while not standing down (see wake_guard.hpp), on the
-  // process clock. An I/O thread that finds it older than kStallNs has woken from a stall
+  // node's clock. An I/O thread that finds it older than kStallNs has woken from a stall
   // before the cluster thread did, or the node stands down: either way, do not serve.
   std::shared_ptr<const std::atomic<int64_t>> pulse_ns;
   const RouteNode& self() const { return nodes[self_index]; }
-  bool can_serve() const {
-    return quorum &&
-           (!pulse_ns ||
-            SystemClock::process().now_ns() - pulse_ns->load(std::memory_order_acquire) < kStallNs);
+  // `now_ns` on the node's clock (the one the cluster thread stamps the pulse with).
+  bool can_serve(int64_t now_ns) const {
+    return quorum && (!pulse_ns || now_ns - pulse_ns->load(std::memory_order_acquire) < kStallNs);
   }
 };
 

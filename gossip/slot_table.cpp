@@ -54,7 +54,7 @@ uint64_t SlotTable::member_since(const std::string& id) const {
 
 std::vector<SlotRange> SlotTable::ranges() const {
   std::vector<SlotRange> out;
-  for (uint32_t s = 0; s < kSlots; ++s) {
+  for (uint32_t s = 0; s < kSlotCount; ++s) {
     if (!out.empty() && out.back().owner == owner_[s]) {
       out.back().last = s;
     } else {
@@ -74,7 +74,7 @@ SlotTable SlotTable::from_parts(uint64_t epoch, std::vector<std::string> members
   SlotTable t;
   t.epoch_ = epoch;
   t.members_ = std::move(members);
-  if (owners.size() == kSlots) t.owner_ = std::move(owners);
+  if (owners.size() == kSlotCount) t.owner_ = std::move(owners);
   t.r_ = std::max<size_t>(1, r);
   if (since.size() != t.members_.size()) since.assign(t.members_.size(), epoch);
   t.since_ = std::move(since);
@@ -105,7 +105,7 @@ SlotTable SlotTable::plan(std::vector<std::string> members, size_t r) const {
   }
   std::vector<size_t> load(n, 0);
   bool inherited = false;
-  for (uint32_t s = 0; s < kSlots; ++s) {
+  for (uint32_t s = 0; s < kSlotCount; ++s) {
     uint16_t o = kNoOwner;
     if (owner_[s] != kNoOwner) {
       for (uint16_t copy : replicas(s)) {
@@ -121,7 +121,7 @@ SlotTable SlotTable::plan(std::vector<std::string> members, size_t r) const {
   // no surviving copy to the least loaded); evening out the load is the next table's job,
   // when every slot's owner is alive to hand its state over.
   if (inherited) {
-    for (uint32_t s = 0; s < kSlots; ++s) {
+    for (uint32_t s = 0; s < kSlotCount; ++s) {
       if (next.owner_[s] != kNoOwner) continue;
       const auto m =
           static_cast<uint16_t>(std::min_element(load.begin(), load.end()) - load.begin());
@@ -137,13 +137,13 @@ SlotTable SlotTable::plan(std::vector<std::string> members, size_t r) const {
   std::iota(order.begin(), order.end(), 0);
   std::stable_sort(order.begin(), order.end(),
                    [&](size_t a, size_t b) { return load[a] > load[b]; });
-  std::vector<size_t> target(n, kSlots / n);
-  for (size_t k = 0; k < kSlots % n; ++k) ++target[order[k]];
+  std::vector<size_t> target(n, kSlotCount / n);
+  for (size_t k = 0; k < kSlotCount % n; ++k) ++target[order[k]];
 
   // 3. Over-target members give up slots from the high end of their ranges: first those
   //    they just took over from a departed owner, then their own.
   for (int pass = 0; pass < 2; ++pass) {
-    for (uint32_t s = kSlots; s-- > 0;) {
+    for (uint32_t s = kSlotCount; s-- > 0;) {
       const uint16_t o = next.owner_[s];
       const bool inherited = owner_[s] != kNoOwner && remap[owner_[s]] != o;
       if (o != kNoOwner && load[o] > target[o] && (pass == 1 || inherited)) {
@@ -156,10 +156,10 @@ SlotTable SlotTable::plan(std::vector<std::string> members, size_t r) const {
   // 4. Free slots go, in slot order, to under-target members in id order: each takes one
   //    contiguous run of free slots where it can.
   size_t m = 0;
-  for (uint32_t s = 0; s < kSlots; ++s) {
+  for (uint32_t s = 0; s < kSlotCount; ++s) {
     if (next.owner_[s] != kNoOwner) continue;
     while (m < n && load[m] >= target[m]) ++m;
-    if (m == n) break;  // cannot happen: targets sum to kSlots
+    if (m == n) break;  // cannot happen: targets sum to kSlotCount
     next.owner_[s] = static_cast<uint16_t>(m);
     ++load[m];
   }

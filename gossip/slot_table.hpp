@@ -11,9 +11,10 @@
 #include <string>
 #include <vector>
 
+#include "key_slot.hpp"
+
 namespace fg {
 
-constexpr uint32_t kSlots = 16384;
 constexpr uint16_t kNoOwner = 0xffff;
 
 struct SlotRange {
@@ -24,7 +25,7 @@ struct SlotRange {
 
 class SlotTable {
  public:
-  SlotTable() : owner_(kSlots, kNoOwner) {}
+  SlotTable() : owner_(kSlotCount, kNoOwner) {}
 
   // Members are node ids; owner indices point into members(). Sorted, unique.
   const std::vector<std::string>& members() const { return members_; }

@@ -85,12 +85,12 @@ void TableAgreement::on_message(const std::string& from, int kind, std::string_v
       t.range_first(0) != 0 || n == 0 || n > kNoOwner) {
     return;  // malformed: ignore
   }
-  std::vector<uint16_t> owners(kSlots, kNoOwner);
+  std::vector<uint16_t> owners(kSlotCount, kNoOwner);
   for (int i = 0; i < t.range_first_size(); ++i) {
     const uint32_t first = t.range_first(i);
-    const uint32_t end = i + 1 < t.range_first_size() ? t.range_first(i + 1) : kSlots;
+    const uint32_t end = i + 1 < t.range_first_size() ? t.range_first(i + 1) : kSlotCount;
     const uint32_t owner = t.range_owner(i);
-    if (first >= end || end > kSlots || (owner >= n && owner != kNoOwner)) return;
+    if (first >= end || end > kSlotCount || (owner >= n && owner != kNoOwner)) return;
     for (uint32_t s = first; s < end; ++s) owners[s] = static_cast<uint16_t>(owner);
   }
   SlotTable incoming =

@@ -68,7 +68,7 @@ std::string AdminHttp::cluster_json() const {
   j += ",\"replicas\":" + std::to_string(rt->replicas);
   if (rt->self_index >= 0) j += ",\"self\":" + json_str(rt->self().id);
   std::vector<size_t> slots(rt->nodes.size(), 0);
-  for (uint32_t s = 0; s < kSlots; ++s)
+  for (uint32_t s = 0; s < kSlotCount; ++s)
     if (rt->owner[s] < slots.size()) ++slots[rt->owner[s]];
   j += ",\"members\":[";
   for (size_t i = 0; i < rt->nodes.size(); ++i) {

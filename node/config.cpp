@@ -5,6 +5,7 @@
 
 #include <thread>
 
+#include "errors.hpp"
 #include "limit_spec.hpp"
 #include "policy_store.hpp"
 
@@ -56,32 +57,36 @@ LimitSpec load_policy(const std::string& at, const YAML::Node& p) {
     return p[k];
   };
   const int64_t big = kMaxCount;
-  LimitSpec spec;
+  int64_t a = 0, b = 0, period_ms = 0;
   std::vector<std::string> allowed = {"kind"};
   switch (kind) {
     case Kind::kTokenBucket:
-      spec = LimitSpec::token_bucket(as_int(get("capacity"), at + ".capacity", 1, big),
-                                     as_int(get("refill"), at + ".refill", 1, big),
-                                     as_duration_ms(get("period"), at + ".period") * 1'000'000);
+      a = as_int(get("capacity"), at + ".capacity", 1, big);
+      b = as_int(get("refill"), at + ".refill", 1, big);
+      period_ms = as_duration_ms(get("period"), at + ".period");
       allowed.insert(allowed.end(), {"capacity", "refill", "period"});
       break;
     case Kind::kGcra:
-      spec = LimitSpec::gcra(as_int(get("max_burst"), at + ".max_burst", 0, big),
-                             as_int(get("count"), at + ".count", 1, big),
-                             as_duration_ms(get("period"), at + ".period") * 1'000'000);
+      a = as_int(get("max_burst"), at + ".max_burst", 0, big);
+      b = as_int(get("count"), at + ".count", 1, big);
+      period_ms = as_duration_ms(get("period"), at + ".period");
       allowed.insert(allowed.end(), {"max_burst", "count", "period"});
       break;
     case Kind::kConcurrency:
-      spec = LimitSpec::concurrency(as_int(get("limit"), at + ".limit", 1, kMaxLeaseLimit),
-                                    as_duration_ms(get("ttl"), at + ".ttl") * 1'000'000);
+      a = as_int(get("limit"), at + ".limit", 1, kMaxLeaseLimit);
+      period_ms = as_duration_ms(get("ttl"), at + ".ttl");
       allowed.insert(allowed.end(), {"limit", "ttl"});
       break;
     default:
-      spec = LimitSpec::window(kind, as_int(get("limit"), at + ".limit", 1, big),
-                               as_duration_ms(get("window"), at + ".window") * 1'000'000);
+      a = as_int(get("limit"), at + ".limit", 1, big);
+      period_ms = as_duration_ms(get("window"), at + ".window");
       allowed.insert(allowed.end(), {"limit", "window"});
       break;
   }
+  // The same construction (and checks) as a limit given in a command.
+  Result<LimitSpec> made = make_limit(kind, a, b, period_ms);
+  if (!made.ok()) fail(p, at, std::string(err::reason(made.error())));
+  LimitSpec spec = made.value();
   allowed.insert(allowed.end(), {"on_unavailable", "replication"});
   if (p["on_unavailable"]) {
     const std::string v = as_string(p["on_unavailable"], at + ".on_unavailable");
@@ -107,8 +112,6 @@ LimitSpec load_policy(const std::string& at, const YAML::Node& p) {
            "is not a setting of a " + std::string(kind_name(kind)) + " policy");
     }
   }
-  const std::string why = validate(spec);
-  if (!why.empty()) fail(p, at, why);
   return spec;
 }
 }  // namespace
@@ -231,8 +234,9 @@ void load_config_file(const std::string& path, NodeConfig& cfg) {
       if (!v.IsMap()) fail(v, key, "must be a map of policy name to settings");
       for (const auto& p : v) {
         const std::string name = p.first.Scalar();
-        const std::string why = check_policy_name(name);
-        if (!why.empty()) fail(p.first, "policies." + name, why);
+        const Status named_ok = check_policy_name(name);
+        if (!named_ok.ok())
+          fail(p.first, "policies." + name, std::string(err::reason(named_ok.error())));
         cfg.policies[name] = load_policy("policies." + name, p.second);
       }
     } else if (key == "patterns") {

@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "policy_registry.hpp"
+#include "services.hpp"
 
 namespace fg {
 
@@ -38,7 +39,7 @@ struct NodeConfig {
   std::vector<std::string> seeds;         // cluster bus addresses host:port
   std::string node_id;                    // empty: random 40 hex digits
   std::string cluster_redirect = "auto";  // auto | moved | forward
-  int64_t cluster_forward_timeout_ms = 5000;
+  int64_t cluster_forward_timeout_ms = kDefaultForwardTimeoutMs;
   int cluster_replicas = 2;                    // copies of each slot's state, owner included
   int64_t replication_lag_ms = 5;              // Δ: changes reach replicas within this
   int64_t replication_sync_timeout_ms = 1000;  // a sync reply waits this long for a replica

@@ -6,6 +6,7 @@
 #include <spdlog/spdlog.h>
 
 #include "errors.hpp"
+#include "lease_upkeep.hpp"
 
 namespace fg {
 
@@ -52,7 +53,7 @@ void Connection::start() {
     });
     return;
   }
-  session_ = std::make_unique<Session>(svc_, client_);
+  session_ = std::make_unique<RespSession>(svc_, client_);
   last_read_ms_ = now_ms();
   arm_watchdog();
   read();
@@ -74,7 +75,7 @@ void Connection::read() {
     }
     if (in_.size() - end_ < 4096) {
       if (in_.size() >= limits_.max_query_bytes) {
-        session_->output().append("-ERR Protocol error: query buffer limit exceeded\r\n");
+        RespWriter(session_->output(), session_->proto()).error(err::kQueryBufferLimit);
         svc_.counters.protocol_errors.fetch_add(1, std::memory_order_relaxed);
         close_after_write_ = true;
         write();
@@ -96,8 +97,7 @@ void Connection::read() {
 void Connection::pump() {
   while (state_ != State::kClosed) {
     if (begin_ == end_) break;
-    ProcessResult r = session_->process(in_.data() + begin_, end_ - begin_, batcher_.current(),
-                                        batcher_.current_forwards());
+    ProcessResult r = session_->process(in_.data() + begin_, end_ - begin_, batcher_.current());
     if (r.submitted) {
       // Our ops ride in this turn's batch; the replies come back through batch_complete().
       state_ = State::kInFlight;
@@ -131,8 +131,8 @@ void Connection::pump() {
   read();
 }
 
-void Connection::batch_complete(const Batch& batch, const ForwardList& forwards) {
-  session_->complete(batch, &forwards);
+void Connection::batch_complete(Flight& flight) {
+  session_->complete(flight);
   after_batch(pending_consumed_, pending_close_);
 }
 

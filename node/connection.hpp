@@ -7,7 +7,7 @@
 #include <vector>
 
 #include "io_batcher.hpp"
-#include "session.hpp"
+#include "resp_session.hpp"
 
 namespace fg {
 
@@ -39,8 +39,8 @@ class Connection : public BatchWaiter, public std::enable_shared_from_this<Conne
              IoBatcher& batcher);
   ~Connection();
   void start();
-  // On this connection's thread, once the shards have answered its part of `batch`.
-  void batch_complete(const Batch& batch, const ForwardList& forwards) override;
+  // On this connection's thread, once its requests' flight is back.
+  void batch_complete(Flight& flight) override;
 
  private:
   enum class State { kReading, kInFlight, kWriting, kClosed };
@@ -59,7 +59,7 @@ class Connection : public BatchWaiter, public std::enable_shared_from_this<Conne
   Services& svc_;
   ConnectionLimits limits_;
   std::shared_ptr<ClientInfo> client_;
-  std::unique_ptr<Session> session_;
+  std::unique_ptr<RespSession> session_;
   IoBatcher& batcher_;
   std::vector<char> in_;
   size_t begin_ = 0, end_ = 0;

@@ -14,9 +14,9 @@
 #include "book.hpp"
 #include "cluster.hpp"
 #include "config.hpp"
-#include "forward.hpp"
+#include "forwarding.hpp"
+#include "lease_upkeep.hpp"
 #include "policy_store.hpp"
-#include "resp_writer.hpp"
 #include "server.hpp"
 
 namespace {
@@ -89,7 +89,7 @@ int main(int argc, char** argv) {
     return 2;
   }
   CLI::App app{"floodgate: a rate-limiter node that speaks the Redis protocol (RESP)"};
-  app.set_version_flag("--version", std::string("floodgate 0.1.0"));
+  app.set_version_flag("--version", std::string("floodgate ") + FLOODGATE_VERSION);
   std::string unused_file;
   app.add_option("--config", unused_file, "YAML config file (settings and named policies)");
   app.add_option("--check-config", unused_file,
@@ -249,6 +249,7 @@ int main(int argc, char** argv) {
     return 1;
   }
   svc.settings.port = server.port();
+  svc.lanes = server.lanes();
   if (cfg.native_port != 0) {
     // Default: RESP port + 1000 (with --port 0, a free port as well).
     const int want = cfg.native_port > 0 ? cfg.native_port
@@ -265,6 +266,7 @@ int main(int argc, char** argv) {
   }
 
   std::unique_ptr<fg::Cluster> cluster;
+  std::unique_ptr<fg::ClusterForwarder> forwarder;
   if (cfg.cluster_enabled) {
     fg::ClusterConfig cc;
     cc.node_id = cfg.node_id;
@@ -285,6 +287,8 @@ int main(int argc, char** argv) {
                             : cfg.cluster_redirect == "forward" ? fg::NodeSettings::Redirect::kNever
                                                                 : fg::NodeSettings::Redirect::kAuto;
     svc.settings.forward_timeout_ms = cfg.cluster_forward_timeout_ms;
+    forwarder = std::make_unique<fg::ClusterForwarder>(*cluster);
+    svc.forwarder = forwarder.get();
     fg::serve_forwards(*cluster, svc);
     try {
       cluster->start();
@@ -297,10 +301,6 @@ int main(int argc, char** argv) {
                  cfg.seeds.empty() ? std::string("none") : seeds_text(cfg.seeds));
   }
 
-  // BOUND leases: renewed by this node while their connection lives (see api/bound_leases).
-  svc.run_background = [&server, &cluster, &svc](std::string cmds) {
-    fg::run_commands(server.main_context(), cluster.get(), svc, std::move(cmds));
-  };
   // Thousands of connections closing leave their buffers free in the middle of malloc's
   // heaps, where glibc does not return them by itself: hand those pages back.
   asio::steady_timer trim_timer(server.main_context());
@@ -318,20 +318,13 @@ int main(int argc, char** argv) {
     });
   };
   trim();
+  // BOUND leases: renewed by this node while their connection lives (api/core/lease_upkeep).
   asio::steady_timer renew_timer(server.main_context());
   std::function<void()> renew = [&] {
     renew_timer.expires_after(std::chrono::milliseconds(100));
     renew_timer.async_wait([&](asio::error_code ec) {
       if (ec) return;
-      std::string cmds;
-      for (const auto& [holder, ttl_ms] : bound.due(clock.now_ns() / 1'000'000)) {
-        fg::RespWriter w(cmds, 2);
-        w.array(3);
-        w.bulk("FG.HEARTBEAT");
-        w.bulk(holder);
-        w.bulk(std::to_string(ttl_ms));
-      }
-      if (!cmds.empty()) svc.run_background(std::move(cmds));
+      fg::renew_bound_leases(svc, clock.now_ns() / 1'000'000);
       renew();
     });
   };
@@ -408,7 +401,6 @@ int main(int argc, char** argv) {
   hangup.cancel();
   if (admin) admin->stop();
   server.stop();
-  svc.run_background = nullptr;
   if (cluster) cluster->stop();
   pool.reset();
   return 0;

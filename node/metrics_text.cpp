@@ -1,7 +1,7 @@
 // /metrics: every counter and gauge of the node in Prometheus's text format.
 #include "admin_http.hpp"
 #include "cluster.hpp"
-#include "commands.hpp"
+#include "command_table.hpp"
 #include "request_metrics.hpp"
 
 namespace fg {

@@ -4,13 +4,13 @@
 
 #include <spdlog/spdlog.h>
 
-#include "errors.hpp"
+#include "native_wire.hpp"
 
 namespace fg {
 
 namespace {
 constexpr size_t kInitialBuffer = 64 * 1024;
-constexpr size_t kMaxBuffer = kNativeMaxFrame + 64 * 1024;
+constexpr size_t kMaxBuffer = wire::kMaxFrameBytes + 64 * 1024;
 std::string endpoint_str(const asio::ip::tcp::endpoint& e) {
   return e.address().to_string() + ":" + std::to_string(e.port());
 }
@@ -20,6 +20,7 @@ NativeConnection::NativeConnection(asio::ip::tcp::socket sock, Services& svc,
                                    ConnectionLimits limits, IoBatcher& batcher)
     : sock_(std::move(sock)),
       timer_(sock_.get_executor()),
+      stall_timer_(sock_.get_executor()),
       svc_(svc),
       limits_(limits),
       batcher_(batcher),
@@ -83,7 +84,7 @@ void NativeConnection::maybe_read() {
 
 void NativeConnection::pump() {
   if (closed_) return;
-  while (!in_flight_ && !writing_ && begin_ < end_) {
+  while (!in_flight_ && !writing_ && !stalled_ && begin_ < end_) {
     NativeProcessResult r =
         session_->process(in_.data() + begin_, end_ - begin_, batcher_.current());
     begin_ += r.consumed;  // the session keeps its own copy of what it parsed
@@ -98,6 +99,16 @@ void NativeConnection::pump() {
       write();
       break;
     }
+    if (r.stalled) {
+      // A slot moving here: its state arrives within milliseconds (or the wait times out).
+      stalled_ = true;
+      stall_timer_.expires_after(std::chrono::milliseconds(2));
+      stall_timer_.async_wait([self = shared_from_this()](asio::error_code ec) {
+        self->stalled_ = false;
+        if (!ec && !self->closed_) self->pump();
+      });
+      break;
+    }
     if (r.consumed == 0) break;  // only part of a frame is here
   }
   if (begin_ == end_) {
@@ -108,9 +119,9 @@ void NativeConnection::pump() {
   maybe_read();
 }
 
-void NativeConnection::batch_complete(const Batch& batch, const ForwardList&) {
+void NativeConnection::batch_complete(Flight& flight) {
   in_flight_ = false;
-  session_->complete(batch);
+  session_->complete(flight);
   if (pending_close_) close_after_write_ = true;
   if (closed_) return;
   if (!session_->output().empty() || close_after_write_) return write();
@@ -138,6 +149,7 @@ void NativeConnection::close() {
   closed_ = true;
   asio::error_code ec;
   timer_.cancel();
+  stall_timer_.cancel();
   sock_.shutdown(asio::ip::tcp::socket::shutdown_both, ec);
   sock_.close(ec);
 }

@@ -20,7 +20,7 @@ class NativeConnection : public BatchWaiter, public std::enable_shared_from_this
                    IoBatcher& batcher);
   ~NativeConnection() override;
   void start();
-  void batch_complete(const Batch& batch, const ForwardList& forwards) override;
+  void batch_complete(Flight& flight) override;
 
  private:
   void pump();
@@ -33,6 +33,7 @@ class NativeConnection : public BatchWaiter, public std::enable_shared_from_this
 
   asio::ip::tcp::socket sock_;
   asio::steady_timer timer_;
+  asio::steady_timer stall_timer_;  // retries a frame whose slot's state is arriving
   Services& svc_;
   ConnectionLimits limits_;
   std::shared_ptr<ClientInfo> client_;
@@ -41,7 +42,7 @@ class NativeConnection : public BatchWaiter, public std::enable_shared_from_this
   std::vector<char> in_;
   size_t begin_ = 0, end_ = 0;
   std::string wbuf_;
-  bool reading_ = false, writing_ = false, in_flight_ = false, closed_ = false;
+  bool reading_ = false, writing_ = false, in_flight_ = false, closed_ = false, stalled_ = false;
   bool close_after_write_ = false, pending_close_ = false;
   int64_t last_read_ms_ = 0;
   int64_t partial_since_ms_ = 0;

@@ -65,6 +65,13 @@ void Server::accept(asio::ip::tcp::acceptor& acc, bool native) {
       });
 }
 
+std::vector<Lane> Server::lanes() const {
+  std::vector<Lane> out;
+  for (size_t i = 0; i < contexts_.size(); ++i)
+    out.push_back({contexts_[i].get(), batchers_[i].get()});
+  return out;
+}
+
 void Server::run() {
   for (auto& ctx : contexts_) {
     threads_.emplace_back([c = ctx.get()] { c->run(); });

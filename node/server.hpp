@@ -27,6 +27,8 @@ class Server {
   void run();   // starts the I/O threads; returns at once
   void stop();  // closes listeners and stops the threads
   asio::io_context& main_context() { return *contexts_[0]; }
+  // The I/O threads, for work that is no client's (forwarded requests, lease upkeep).
+  std::vector<Lane> lanes() const;
 
  private:
   int bind_all(const std::string& bind, int port, bool native);

@@ -13,70 +13,34 @@
 #include <sstream>
 #include <thread>
 
+#include "errors.hpp"
 #include "floodgate/client.hpp"
+#include "limit_spec.hpp"
 
 namespace {
 
 using floodgate::Limit;
 using Ms = std::chrono::milliseconds;
 
-bool to_int(const std::string& s, int64_t& out) {
-  if (s.empty()) return false;
-  char* end = nullptr;
-  errno = 0;
-  const long long v = std::strtoll(s.c_str(), &end, 10);
-  if (errno != 0 || *end != '\0') return false;
-  out = v;
-  return true;
-}
-
-// "free" (a policy) or "<kind> <params...>" as FG.TAKE takes them (durations in ms).
-bool parse_limit(const std::vector<std::string>& w, Limit& l, std::string& error) {
-  if (w.empty()) {
-    error = "a limit is needed: a policy name or <kind> <params...>";
-    return false;
+// "free" (a policy) or "<kind> <params...>" as FG.TAKE takes them (durations in ms), read
+// by the same parser the node reads FG.TAKE's arguments with.
+fg::Result<Limit> parse_limit(const std::vector<std::string>& w) {
+  if (w.empty()) return fg::Error{"a limit is needed: a policy name or <kind> <params...>"};
+  if (fg::kind_from_name(w[0]) == fg::Kind::kNone) {
+    if (w.size() != 1) return fg::Error{std::string(fg::err::reason(fg::err::kLimitNeedsKind))};
+    return Limit::policy(w[0]);
   }
-  const std::string& k = w[0];
-  auto need = [&](size_t n) {
-    if (w.size() != n + 1) {
-      error = k + " takes " + std::to_string(n) + " numbers";
-      return false;
-    }
-    return true;
-  };
-  int64_t x[3] = {0, 0, 0};
-  for (size_t i = 1; i < w.size() && i <= 3; ++i) {
-    if (!to_int(w[i], x[i - 1])) {
-      error = "not an integer: " + w[i];
-      return false;
-    }
-  }
-  if (k == "token_bucket") {
-    if (!need(3)) return false;
-    l = Limit::token_bucket(x[0], x[1], x[2]);
-  } else if (k == "gcra") {
-    if (!need(3)) return false;
-    l = Limit::gcra(x[0], x[1], x[2]);
-  } else if (k == "fixed_window") {
-    if (!need(2)) return false;
-    l = Limit::fixed_window(x[0], x[1]);
-  } else if (k == "sliding_log") {
-    if (!need(2)) return false;
-    l = Limit::sliding_log(x[0], x[1]);
-  } else if (k == "sliding_window") {
-    if (!need(2)) return false;
-    l = Limit::sliding_window(x[0], x[1]);
-  } else if (k == "concurrency") {
-    if (!need(2)) return false;
-    l = Limit::concurrency(x[0], x[1]);
-  } else {
-    if (w.size() != 1) {
-      error = "unknown limit kind '" + k + "'";
-      return false;
-    }
-    l = Limit::policy(k);
-  }
-  return true;
+  const std::vector<std::string_view> words(w.begin(), w.end());
+  size_t i = 0;
+  fg::Result<fg::LimitSpec> spec = fg::parse_limit_words(words, i);
+  if (spec.ok() && i != words.size()) spec = fg::Error{fg::err::kSyntax};
+  if (!spec.ok()) return fg::Error{std::string(fg::err::reason(spec.error()))};
+  Limit l;
+  l.kind = static_cast<Limit::Kind>(spec->kind);  // the same numbering as the native protocol's
+  l.a = spec->a;
+  l.b = spec->b;
+  l.period_ms = spec->c / 1'000'000;
+  return l;
 }
 
 int fail(const std::string& what) {
@@ -166,9 +130,9 @@ struct BenchOptions {
 };
 
 int bench(floodgate::Client::Options copt, const BenchOptions& b) {
-  Limit limit;
-  std::string error;
-  if (!parse_limit(b.limit, limit, error)) return fail(error);
+  const fg::Result<Limit> parsed = parse_limit(b.limit);
+  if (!parsed.ok()) return fail(parsed.error());
+  const Limit limit = parsed.value();
   if (b.connections < 1 || b.pipeline < 1 || b.duration_s <= 0 || b.keys < 1) {
     return fail("bench: connections, pipeline, duration and keys must be positive");
   }
@@ -262,7 +226,7 @@ int bench(floodgate::Client::Options copt, const BenchOptions& b) {
 
 int main(int argc, char** argv) {
   CLI::App app{"floodgate-cli: talk to a Floodgate cluster over the native protocol"};
-  app.set_version_flag("--version", std::string("floodgate-cli 0.1.0"));
+  app.set_version_flag("--version", std::string("floodgate-cli ") + FLOODGATE_VERSION);
   app.require_subcommand(1);
   floodgate::Client::Options copt;
   std::string seeds = "127.0.0.1:7380";
@@ -339,9 +303,10 @@ int main(int argc, char** argv) {
 
   floodgate::Client client(copt);
   Limit limit;
-  std::string error;
   if (take->parsed() || peek->parsed() || acquire->parsed()) {
-    if (!parse_limit(limit_words, limit, error)) return fail(error);
+    const fg::Result<Limit> parsed = parse_limit(limit_words);
+    if (!parsed.ok()) return fail(parsed.error());
+    limit = parsed.value();
   }
   if (take->parsed() || peek->parsed()) {
     auto r = take->parsed() ? client.take(key, limit, cost) : client.peek(key, limit, cost);

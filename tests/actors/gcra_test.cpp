@@ -40,7 +40,7 @@ TEST(Gcra, RedisCellVectors) {
   };
   GcraState st;
   const LimitSpec spec = LimitSpec::gcra(4, 1, 1 * kS);
-  ASSERT_EQ(validate(spec), "");
+  ASSERT_EQ(validate(spec), nullptr);
   int i = 0;
   for (const Case& c : cases) {
     SCOPED_TRACE("case " + std::to_string(i++));
@@ -91,11 +91,11 @@ TEST(Gcra, HugeQuantityIsDeniedWithoutOverflow) {
 }
 
 TEST(Gcra, ValidationRejectsBadParameters) {
-  EXPECT_NE(validate(LimitSpec::gcra(-1, 1, kS)), "");
-  EXPECT_NE(validate(LimitSpec::gcra(1, 0, kS)), "");
-  EXPECT_NE(validate(LimitSpec::gcra(1, 1, 0)), "");
-  EXPECT_NE(validate(LimitSpec::gcra(int64_t{1} << 50, 1, kS)), "");
-  EXPECT_EQ(validate(LimitSpec::gcra(0, 1, kS)), "");
+  EXPECT_NE(validate(LimitSpec::gcra(-1, 1, kS)), nullptr);
+  EXPECT_NE(validate(LimitSpec::gcra(1, 0, kS)), nullptr);
+  EXPECT_NE(validate(LimitSpec::gcra(1, 1, 0)), nullptr);
+  EXPECT_NE(validate(LimitSpec::gcra(int64_t{1} << 50, 1, kS)), nullptr);
+  EXPECT_EQ(validate(LimitSpec::gcra(0, 1, kS)), nullptr);
 }
 
 }  // namespace

@@ -64,15 +64,15 @@ TEST(TokenBucket, CostLargerThanCapacityIsNeverAllowed) {
 }
 
 TEST(TokenBucket, HugeParametersAreRejectedOrSafe) {
-  EXPECT_NE(validate(LimitSpec::token_bucket(0, 1, kS)), "");
-  EXPECT_NE(validate(LimitSpec::token_bucket(1, 0, kS)), "");
-  EXPECT_NE(validate(LimitSpec::token_bucket(1, 1, 0)), "");
-  EXPECT_NE(validate(LimitSpec::token_bucket(-5, 1, kS)), "");
+  EXPECT_NE(validate(LimitSpec::token_bucket(0, 1, kS)), nullptr);
+  EXPECT_NE(validate(LimitSpec::token_bucket(1, 0, kS)), nullptr);
+  EXPECT_NE(validate(LimitSpec::token_bucket(1, 1, 0)), nullptr);
+  EXPECT_NE(validate(LimitSpec::token_bucket(-5, 1, kS)), nullptr);
   // capacity / refill * period beyond ~10 years cannot be represented.
-  EXPECT_NE(validate(LimitSpec::token_bucket(int64_t{1} << 39, 1, kMaxPeriodNs)), "");
+  EXPECT_NE(validate(LimitSpec::token_bucket(int64_t{1} << 39, 1, kMaxPeriodNs)), nullptr);
   // The largest accepted values still compute without overflow.
   const LimitSpec big = LimitSpec::token_bucket(kMaxCount, kMaxCount, kMaxPeriodNs);
-  ASSERT_EQ(validate(big), "");
+  ASSERT_EQ(validate(big), nullptr);
   TokenBucketState st;
   Decision d = token_bucket_take(st, big, kMaxCount, kT0, false);
   EXPECT_TRUE(d.allowed);

@@ -128,13 +128,13 @@ TEST(SlidingWindow, IdleAfterTwoWindows) {
 
 TEST(Windows, ValidationRejectsBadParameters) {
   for (Kind k : {Kind::kFixedWindow, Kind::kSlidingLog, Kind::kSlidingWindow}) {
-    EXPECT_NE(validate(LimitSpec::window(k, 0, kS)), "");
-    EXPECT_NE(validate(LimitSpec::window(k, -1, kS)), "");
-    EXPECT_NE(validate(LimitSpec::window(k, 1, 0)), "");
-    EXPECT_NE(validate(LimitSpec::window(k, 1, kMaxPeriodNs + 1)), "");
-    EXPECT_EQ(validate(LimitSpec::window(k, 100, 60 * kS)), "");
+    EXPECT_NE(validate(LimitSpec::window(k, 0, kS)), nullptr);
+    EXPECT_NE(validate(LimitSpec::window(k, -1, kS)), nullptr);
+    EXPECT_NE(validate(LimitSpec::window(k, 1, 0)), nullptr);
+    EXPECT_NE(validate(LimitSpec::window(k, 1, kMaxPeriodNs + 1)), nullptr);
+    EXPECT_EQ(validate(LimitSpec::window(k, 100, 60 * kS)), nullptr);
   }
-  EXPECT_NE(validate(LimitSpec::window(Kind::kSlidingLog, kMaxLogLimit + 1, kS)), "");
+  EXPECT_NE(validate(LimitSpec::window(Kind::kSlidingLog, kMaxLogLimit + 1, kS)), nullptr);
 }
 
 }  // namespace

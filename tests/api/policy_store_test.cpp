@@ -5,6 +5,7 @@
 #include <gtest/gtest.h>
 
 #include "clock.hpp"
+#include "errors.hpp"
 
 namespace fg {
 namespace {
@@ -18,26 +19,26 @@ struct Fixture {
 
 TEST(PolicyStore, OverrideThenNamedThenMostSpecificPattern) {
   Fixture f;
-  ASSERT_EQ(f.store.set_policy("free", LimitSpec::window(Kind::kSlidingLog, 100, 60'000'000'000)),
-            "");
-  ASSERT_EQ(f.store.set_policy("pro", LimitSpec::window(Kind::kSlidingLog, 900, 60'000'000'000)),
-            "");
-  ASSERT_EQ(f.store.map_pattern("user:*", "free"), "");
-  ASSERT_EQ(f.store.map_pattern("user:pro:*", "pro"), "");
+  ASSERT_TRUE(
+      f.store.set_policy("free", LimitSpec::window(Kind::kSlidingLog, 100, 60'000'000'000)).ok());
+  ASSERT_TRUE(
+      f.store.set_policy("pro", LimitSpec::window(Kind::kSlidingLog, 900, 60'000'000'000)).ok());
+  ASSERT_TRUE(f.store.map_pattern("user:*", "free").ok());
+  ASSERT_TRUE(f.store.map_pattern("user:pro:*", "pro").ok());
   PolicyOverride o;
   o.spec = LimitSpec::window(Kind::kFixedWindow, 5, 1'000'000'000);
-  ASSERT_EQ(f.store.set_override("user:pro:7", o), "");
+  ASSERT_TRUE(f.store.set_override("user:pro:7", o).ok());
   auto set = f.registry.snapshot();
-  std::string error;
-  EXPECT_EQ(set->lookup("user:1", "", error)->a, 100);
-  EXPECT_EQ(set->lookup("user:pro:1", "", error)->a, 900);  // more literal characters
-  EXPECT_EQ(set->lookup("user:pro:7", "", error)->a, 5);    // the override
-  EXPECT_EQ(set->lookup("user:pro:7", "free", error)->a, 5);
-  EXPECT_EQ(set->lookup("user:1", "pro", error)->a, 900);  // named wins over pattern
-  EXPECT_EQ(set->lookup("other", "", error), nullptr);
-  EXPECT_NE(error.find("no policy applies"), std::string::npos);
-  EXPECT_EQ(set->lookup("user:1", "nope", error), nullptr);
-  EXPECT_EQ(error, "ERR unknown policy 'nope'");
+  EXPECT_EQ(set->resolve("user:1", "")->a, 100);
+  EXPECT_EQ(set->resolve("user:pro:1", "")->a, 900);  // more literal characters
+  EXPECT_EQ(set->resolve("user:pro:7", "")->a, 5);    // the override
+  EXPECT_EQ(set->resolve("user:pro:7", "free")->a, 5);
+  EXPECT_EQ(set->resolve("user:1", "pro")->a, 900);  // named wins over pattern
+  EXPECT_EQ(set->resolve("other", "").error(), err::kNoPolicyApplies);
+  EXPECT_EQ(set->resolve("user:1", "nope").error(), "ERR unknown policy 'nope'");
+  EXPECT_EQ(f.store.map_pattern("x:*", "nope").error(), "ERR unknown policy 'nope'");
+  EXPECT_EQ(f.store.del_policy("free").error(),
+            "ERR policy 'free' is mapped from pattern 'user:*'; FG.POLICY UNMAP it first");
 }
 
 TEST(PolicyStore, DefinitionsRoundTrip) {
@@ -49,14 +50,13 @@ TEST(PolicyStore, DefinitionsRoundTrip) {
   std::vector<std::string_view> words = {"token_bucket",   "120",         "120",
                                          "60000",          "REPLICATION", "sync",
                                          "ON_UNAVAILABLE", "fail_closed"};
-  LimitSpec back;
-  std::string error;
-  ASSERT_TRUE(parse_definition(words, 0, back, error)) << error;
-  EXPECT_EQ(policy_definition(back), text);
-  EXPECT_NE(check_policy_name("cost"), "");
-  EXPECT_NE(check_policy_name("sliding_log"), "");
-  EXPECT_NE(check_policy_name("a b"), "");
-  EXPECT_EQ(check_policy_name("plan:free-2"), "");
+  Result<LimitSpec> back = parse_definition(words, 0);
+  ASSERT_TRUE(back.ok()) << back.error();
+  EXPECT_EQ(policy_definition(back.value()), text);
+  EXPECT_EQ(check_policy_name("cost").error(), err::kPolicyNamedLikeWord);
+  EXPECT_EQ(check_policy_name("sliding_log").error(), err::kPolicyNamedLikeKind);
+  EXPECT_EQ(check_policy_name("a b").error(), err::kPolicyNameChars);
+  EXPECT_TRUE(check_policy_name("plan:free-2").ok());
 }
 
 TEST(PolicyStore, AReloadWritesOnlyWhatTheFileChanged) {
@@ -66,7 +66,8 @@ TEST(PolicyStore, AReloadWritesOnlyWhatTheFileChanged) {
   file.policies["b"] = LimitSpec::window(Kind::kSlidingLog, 2, 60'000'000'000);
   f.store.load_file(file, 1000);  // an old file: its version is its mtime
   // A runtime change after the file was written wins over it.
-  ASSERT_EQ(f.store.set_policy("b", LimitSpec::window(Kind::kSlidingLog, 22, 60'000'000'000)), "");
+  ASSERT_TRUE(
+      f.store.set_policy("b", LimitSpec::window(Kind::kSlidingLog, 22, 60'000'000'000)).ok());
   file.policies["a"].a = 11;   // changed in the file
   file.policies.erase("b");    // dropped from the file
   file.patterns["k:*"] = "a";  // added
@@ -74,8 +75,7 @@ TEST(PolicyStore, AReloadWritesOnlyWhatTheFileChanged) {
   auto set = f.registry.snapshot();
   EXPECT_EQ(set->policies.at("a").a, 11);
   EXPECT_EQ(set->policies.count("b"), 0u);
-  std::string error;
-  EXPECT_EQ(set->lookup("k:1", "", error)->a, 11);
+  EXPECT_EQ(set->resolve("k:1", "")->a, 11);
   EXPECT_EQ(f.store.reload_file(file), 0u);  // unchanged file: nothing written
 }
 

@@ -1,18 +1,25 @@
-// libFuzzer target: any bytes through a whole RESP session — parser, every command
-// handler, the shard logic (run in place, without actors) and the reply encoder, alone
-// or (first byte odd) as a cluster member whose routing sends some slots elsewhere, holds
-// others as arriving, and gets the fuzz input's own bytes back as forwarded replies. Must
-// never crash, leak, hang or produce a reply stream that is not whole RESP values.
+// libFuzzer target: any bytes through a whole RESP door — parser, every command handler,
+// the request core, the shard logic (run in place, without actors) and the reply encoder,
+// alone or (first byte odd) as a cluster member whose routing sends some slots elsewhere,
+// holds others as arriving, and gets the fuzz input's own bytes back as the owner's answers
+// to forwarded requests. Must never crash, leak, hang or produce a reply stream that is not
+// whole RESP values.
 #include <caf/all.hpp>
 #include <cstdint>
 #include <memory>
 #include <string>
 
-#include "forward.hpp"
-#include "session.hpp"
+#include "resp_reply.hpp"
+#include "resp_session.hpp"
 #include "shard.hpp"
 
 namespace {
+
+// Forwards go nowhere: the fuzz target answers them itself.
+struct NoForwarder : fg::Forwarder {
+  void send(const std::string&, std::string, int64_t,
+            std::function<void(bool, std::string)>) override {}
+};
 
 struct World {
   caf::actor_system_config cfg;
@@ -52,7 +59,7 @@ struct World {
     other.in_table = true;
     r->nodes = {self, other};
     r->self_index = 0;
-    for (uint32_t s = 0; s < fg::kSlots; ++s) {
+    for (uint32_t s = 0; s < fg::kSlotCount; ++s) {
       r->owner[s] = (s >= 8192 && s < 12288) ? 1 : 0;
       if (s < 8192) r->serving.set(s);
       if (s >= 12288) r->awaiting.set(s);
@@ -65,8 +72,10 @@ struct World {
     csvc.clients = svc.clients;
     csvc.settings = svc.settings;
     csvc.routing = &hub;
+    csvc.forwarder = &forwarder;
   }
   fg::RoutingHub hub;
+  NoForwarder forwarder;
   fg::Services csvc;
 };
 
@@ -81,28 +90,25 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   World& w = world();
   fg::Shard shard(1000, 7);
   const bool cluster = size > 0 && (data[0] & 1);
-  fg::Session session(cluster ? w.csvc : w.svc, w.clients.add("fuzz", "fuzz", 0));
-  fg::Batch batch;
-  fg::ForwardList forwards;
+  fg::RespSession session(cluster ? w.csvc : w.svc, w.clients.add("fuzz", "fuzz", 0));
+  fg::Flight flight;
   const char* in = reinterpret_cast<const char*>(data);
   size_t begin = 0;
   for (int rounds = 0; rounds < 10000 && begin < size; ++rounds) {
-    batch.ops.clear();
-    forwards.clear();
-    fg::ProcessResult r = session.process(in + begin, size - begin, batch, &forwards);
+    flight.clear();
+    fg::ProcessResult r = session.process(in + begin, size - begin, flight);
     if (r.submitted) {
-      for (auto& op : batch.ops) {
+      for (auto& op : flight.batch->ops) {
         op.hash = fg::KeyTable::hash(op.key);
         if (op.shard == fg::kAllShards || op.shard == 0) shard.execute(op, w.clock.now_ns());
       }
       // The "owner" answers with arbitrary bytes (a suffix of the input), or fails.
-      for (size_t i = 0; i < forwards.size(); ++i) {
+      for (size_t i = 0; i < flight.forwards.size(); ++i) {
         const size_t from = (begin + i * 7) % (size + 1);
-        forwards[i].ok = (from & 3) != 0;
-        forwards[i].replies.assign(in + from, size - from);
-        forwards[i].error = "timeout";
+        flight.forwards[i].ok = (from & 3) != 0;
+        flight.forwards[i].body.assign(in + from, size - from);
       }
-      session.complete(batch, &forwards);
+      session.complete(flight);
     }
     w.clock.advance_ms(7);
     begin += r.consumed;

@@ -99,7 +99,7 @@ class ReplicationTest : public ::testing::Test {
     table = SlotTable().plan({"a", "b"}).stamped(1, "a");
     a = std::make_unique<Node>(sys, &clock, io, "a", net, 5);
     b = std::make_unique<Node>(sys, &clock, io, "b", net, 5);
-    for (uint32_t s = 0; s < kSlots; ++s) (table.owner_id(s) == "a" ? a_slots : b_slots).set(s);
+    for (uint32_t s = 0; s < kSlotCount; ++s) (table.owner_id(s) == "a" ? a_slots : b_slots).set(s);
     a->own(a_slots);
     b->own(b_slots);
     a->rep.on_table(SlotTable(), table);

@@ -59,14 +59,14 @@ TEST(SlotKeeper, StateSentUnderANewerTableIsHeldNotBouncedBack) {
   SlotKeeper b("b", 3000 * kMs);
   b.on_table(SlotTable(), t1, kEveryoneUp, 0);
   SlotBits from_a;
-  for (uint32_t s = 0; s < kSlots; ++s)
+  for (uint32_t s = 0; s < kSlotCount; ++s)
     if (t1.owner_id(s) == "a") from_a.set(s);
   // Arrives before b has adopted t2: under t1 these are a's, but b must keep them.
   auto acts = b.on_install(from_a, 2, t1);
   EXPECT_TRUE(acts.send.empty());
   acts = b.on_table(t1, t2, kEveryoneUp, 0);
   EXPECT_FALSE(acts.any());
-  EXPECT_EQ(b.held().count(), kSlots);
+  EXPECT_EQ(b.held().count(), kSlotCount);
 }
 
 TEST(SlotKeeper, StateForSomeoneElseIsPassedOn) {
@@ -115,7 +115,7 @@ TEST(SlotKeeper, ASourceThatDiesWhileAwaitedStopsTheWait) {
   EXPECT_GT(a.awaiting_count(), 0u);
   auto acts = a.on_tick(kNobodyUp, 10 * kMs);
   EXPECT_EQ(acts.serve_empty.count(), t1.slots_of(1));
-  EXPECT_EQ(a.held().count(), kSlots);
+  EXPECT_EQ(a.held().count(), kSlotCount);
   (void)t2;
 }
 
@@ -154,7 +154,7 @@ class HandoffSim {
 
   // Nobody serving or holding anything they should not; returns a description if so.
   std::string check_settled() {
-    for (uint32_t s = 0; s < kSlots; s += kEvery) {
+    for (uint32_t s = 0; s < kSlotCount; s += kEvery) {
       size_t holders = 0;
       for (size_t i = 0; i < nodes.size(); ++i) {
         if (!sim.alive(i) || leaving.count(i)) continue;
@@ -192,7 +192,7 @@ class HandoffSim {
   struct Node {
     std::unique_ptr<SlotKeeper> keeper;
     SlotBits has;
-    std::vector<int64_t> value = std::vector<int64_t>(kSlots, 0);
+    std::vector<int64_t> value = std::vector<int64_t>(kSlotCount, 0);
   };
   struct Transfer {
     size_t to;
@@ -220,7 +220,7 @@ class HandoffSim {
 
   void apply(size_t i, const SlotKeeper::Actions& a) {
     Node& n = nodes[i];
-    for (uint32_t s = 0; s < kSlots; ++s) {
+    for (uint32_t s = 0; s < kSlotCount; ++s) {
       if (!a.serve_empty.test(s)) continue;
       n.has.set(s);
       n.value[s] = 0;
@@ -246,7 +246,7 @@ class HandoffSim {
     }
     for (Transfer& t : due) {
       Node& n = nodes[t.to];
-      for (uint32_t s = 0; s < kSlots; ++s) {
+      for (uint32_t s = 0; s < kSlotCount; ++s) {
         if (!t.slots.test(s)) continue;
         n.has.set(s);
         n.value[s] = t.values[s];
@@ -257,7 +257,7 @@ class HandoffSim {
       if (sim.alive(i)) apply(i, nodes[i].keeper->on_tick(can_send(i), sim.now()));
     }
     // Serve: a node serves a slot it owns in its table and holds the state of.
-    for (uint32_t s = 0; s < kSlots; s += kEvery) {
+    for (uint32_t s = 0; s < kSlotCount; s += kEvery) {
       int serving = 0;
       for (size_t i = 0; i < nodes.size(); ++i) {
         if (!sim.alive(i)) continue;
@@ -274,7 +274,7 @@ class HandoffSim {
 
   std::vector<Node> nodes;
   std::deque<Transfer> in_flight;
-  std::vector<int64_t> admitted = std::vector<int64_t>(kSlots, 0);
+  std::vector<int64_t> admitted = std::vector<int64_t>(kSlotCount, 0);
   std::mt19937_64 rng;
 };
 

@@ -16,7 +16,7 @@ std::vector<std::string> ids(std::mt19937_64& rng, size_t n) {
 }
 
 double balance(const SlotTable& t) {
-  size_t lo = kSlots, hi = 0;
+  size_t lo = kSlotCount, hi = 0;
   for (uint16_t m = 0; m < t.members().size(); ++m) {
     lo = std::min(lo, t.slots_of(m));
     hi = std::max(hi, t.slots_of(m));
@@ -27,7 +27,7 @@ double balance(const SlotTable& t) {
 // Slots whose owner (by id) differs between two tables.
 std::vector<uint32_t> moved(const SlotTable& a, const SlotTable& b) {
   std::vector<uint32_t> out;
-  for (uint32_t s = 0; s < kSlots; ++s)
+  for (uint32_t s = 0; s < kSlotCount; ++s)
     if (a.owner_id(s) != b.owner_id(s)) out.push_back(s);
   return out;
 }
@@ -39,9 +39,9 @@ TEST(SlotTable, AFreshClusterGetsEqualContiguousRanges) {
   auto r = t.ranges();
   ASSERT_EQ(r.size(), 3u);
   EXPECT_EQ(r[0].first, 0u);
-  EXPECT_EQ(r[2].last, kSlots - 1);
+  EXPECT_EQ(r[2].last, kSlotCount - 1);
   for (uint16_t m = 0; m < 3; ++m)
-    EXPECT_NEAR(static_cast<double>(t.slots_of(m)), kSlots / 3.0, 1.0);
+    EXPECT_NEAR(static_cast<double>(t.slots_of(m)), kSlotCount / 3.0, 1.0);
 }
 
 TEST(SlotTable, BalancedForThreeToTenNodes) {
@@ -49,7 +49,7 @@ TEST(SlotTable, BalancedForThreeToTenNodes) {
   for (size_t n = 3; n <= 10; ++n) {
     SlotTable t = SlotTable().plan(ids(rng, n));
     EXPECT_LE(balance(t), 1.25) << n;
-    EXPECT_LE(balance(t), static_cast<double>(kSlots / n + 1) / (kSlots / n)) << n;
+    EXPECT_LE(balance(t), static_cast<double>(kSlotCount / n + 1) / (kSlotCount / n)) << n;
   }
 }
 
@@ -62,7 +62,7 @@ TEST(SlotTable, AJoinMovesOnlyTheJoinersShare) {
     SlotTable after = before.plan(members);
     const auto m = moved(before, after);
     for (uint32_t s : m) ASSERT_EQ(after.owner_id(s), members.back()) << "slot " << s;
-    EXPECT_NEAR(static_cast<double>(m.size()), kSlots / (n + 1.0), 1.0) << n;
+    EXPECT_NEAR(static_cast<double>(m.size()), kSlotCount / (n + 1.0), 1.0) << n;
     EXPECT_LE(balance(after), 1.25);
   }
 }
@@ -85,7 +85,7 @@ TEST(SlotTable, ALeaveMovesOnlyTheLeaversSlots) {
     SlotTable even = after.plan(members);
     EXPECT_TRUE(even.balanced());
     EXPECT_LE(balance(even), 1.25);
-    EXPECT_LE(moved(after, even).size(), kSlots / n + 1);
+    EXPECT_LE(moved(after, even).size(), kSlotCount / n + 1);
   }
 }
 
@@ -112,7 +112,7 @@ TEST(SlotTable, ADepartedOwnersSlotsGoToTheirFirstSurvivingReplica) {
   // b and c leave at once: b's slots go to d (c, its first replica, is gone too).
   SlotTable after = t.plan({"a", "d"});
   EXPECT_EQ(after.replica_count(), 3u);
-  for (uint32_t s = 0; s < kSlots; ++s) {
+  for (uint32_t s = 0; s < kSlotCount; ++s) {
     const std::string& was = t.owner_id(s);
     if (was == "b" || was == "c") {
       EXPECT_EQ(after.owner_id(s), "d") << s;
@@ -141,7 +141,7 @@ TEST(SlotTable, SameInputsSameTable) {
 
 TEST(SlotTable, ReplicasAreTheNextDistinctMembers) {
   SlotTable t = SlotTable().plan({"a", "b", "c"});
-  for (uint32_t s : {0u, 6000u, kSlots - 1}) {
+  for (uint32_t s : {0u, 6000u, kSlotCount - 1}) {
     auto r = t.replicas(s);
     ASSERT_EQ(r.size(), 2u);
     EXPECT_EQ(r[0], t.owner(s));
@@ -149,8 +149,8 @@ TEST(SlotTable, ReplicasAreTheNextDistinctMembers) {
   }
   // Each member replicates exactly one other member's slots: replica load is even.
   std::vector<size_t> replica_load(3, 0);
-  for (uint32_t s = 0; s < kSlots; ++s) ++replica_load[t.replicas(s)[1]];
-  for (size_t l : replica_load) EXPECT_NEAR(static_cast<double>(l), kSlots / 3.0, 1.0);
+  for (uint32_t s = 0; s < kSlotCount; ++s) ++replica_load[t.replicas(s)[1]];
+  for (size_t l : replica_load) EXPECT_NEAR(static_cast<double>(l), kSlotCount / 3.0, 1.0);
   EXPECT_EQ(SlotTable().plan({"solo"}).replicas(5).size(), 1u);
 }
 

@@ -28,7 +28,7 @@ TEST(TableAgreement, FiveNodesAgreeOnOneBalancedTable) {
   EXPECT_EQ(t.members().size(), 5u);
   EXPECT_EQ(t.planner(), SimCluster::id(0));  // the lowest id coordinates
   for (uint16_t m = 0; m < 5; ++m)
-    EXPECT_NEAR(static_cast<double>(t.slots_of(m)), kSlots / 5.0, 1.0);
+    EXPECT_NEAR(static_cast<double>(t.slots_of(m)), kSlotCount / 5.0, 1.0);
 }
 
 TEST(TableAgreement, ACrashedNodesSlotsMoveAndNothingElse) {
@@ -44,7 +44,7 @@ TEST(TableAgreement, ACrashedNodesSlotsMoveAndNothingElse) {
     after = c.agreement(1).table();
   }
   ASSERT_EQ(after.epoch(), before.epoch() + 1);
-  for (uint32_t s = 0; s < kSlots; ++s) {
+  for (uint32_t s = 0; s < kSlotCount; ++s) {
     if (before.owner_id(s) != SimCluster::id(2)) {
       ASSERT_EQ(after.owner_id(s), before.owner_id(s)) << s;
     } else {
@@ -76,13 +76,13 @@ TEST(TableAgreement, AJoinerGetsItsShare) {
   ASSERT_TRUE(agreed(c));
   const SlotTable& after = c.agreement(j).table();
   size_t moved = 0;
-  for (uint32_t s = 0; s < kSlots; ++s) {
+  for (uint32_t s = 0; s < kSlotCount; ++s) {
     if (before.owner_id(s) != after.owner_id(s)) {
       ++moved;
       ASSERT_EQ(after.owner_id(s), SimCluster::id(j));
     }
   }
-  EXPECT_NEAR(static_cast<double>(moved), kSlots / 5.0, 1.0);
+  EXPECT_NEAR(static_cast<double>(moved), kSlotCount / 5.0, 1.0);
 }
 
 TEST(TableAgreement, OnlyTheMajoritySidePlansAndViewsReconcile) {

@@ -14,9 +14,9 @@
 #include <thread>
 
 #include "floodgate/client.hpp"
-#include "forward.hpp"
 #include "key_slot.hpp"
 #include "node_process.hpp"
+#include "resp_reply.hpp"
 
 namespace fg::testing {
 namespace {
@@ -572,6 +572,18 @@ TEST(Failover, WithoutAQuorumAPolicysFailModeAnswers) {
   const std::string config = policy_file();
   TestCluster cl(3, {"--config", config});
   ASSERT_TRUE(cl.formed(3));
+  std::string elsewhere;  // a key the first node to die owns
+  for (int i = 0; elsewhere.empty() && i < 1000; ++i) {
+    if (cl.owner_port("q" + std::to_string(i)) == cl.node(1).port()) {
+      elsewhere = "q" + std::to_string(i);
+    }
+  }
+  ASSERT_FALSE(elsewhere.empty());
+  floodgate::Client::Options opt;
+  opt.seeds = {"127.0.0.1:" + std::to_string(cl.node(0).native_port())};
+  opt.deadline = std::chrono::milliseconds(8000);
+  floodgate::Client native(opt);
+  ASSERT_TRUE(native.topology().ok());
   cl.node(1).kill9();
   cl.node(2).kill9();
   Client c(cl.node(0).port());
@@ -582,7 +594,7 @@ TEST(Failover, WithoutAQuorumAPolicysFailModeAnswers) {
   EXPECT_EQ(ask(c, {"FG.TAKE", "k", "strict"}),
             "*6\r\n:0\r\n:1000000\r\n:0\r\n:1000\r\n:0\r\n$11\r\nfail_closed\r\n");
   EXPECT_EQ(ask(c, {"FG.TAKE", "k", "lenient"}),
-            "*6\r\n:1\r\n:1000000\r\n:1000000\r\n:0\r\n:0\r\n$9\r\nfail_open\r\n");
+            "*6\r\n:1\r\n:1000000\r\n:1000000\r\n:-1\r\n:0\r\n$9\r\nfail_open\r\n");
   EXPECT_EQ(ask(c, {"FG.ACQUIRE", "k", "seats"}),
             "*6\r\n:0\r\n$-1\r\n:0\r\n:5\r\n:1000\r\n$11\r\nfail_closed\r\n");
   EXPECT_EQ(ask(c, {"FG.TAKE", "k", "fixed_window", "10", "1000"}),
@@ -591,6 +603,27 @@ TEST(Failover, WithoutAQuorumAPolicysFailModeAnswers) {
   EXPECT_EQ(field(info, "fail_open_replies"), "1");
   EXPECT_EQ(field(info, "fail_closed_replies"), "2");
   EXPECT_EQ(field(info, "cluster_quorum"), "0");
+  // The native client gets the same answers, at once: it cannot reach the dead owner, so it
+  // has the survivor route the request, and the survivor answers with the policy's mode.
+  const auto t0 = std::chrono::steady_clock::now();
+  auto open = native.take(elsewhere, floodgate::Limit::policy("lenient"));
+  ASSERT_TRUE(open.ok()) << floodgate::status_name(open.status()) << " " << open.error();
+  EXPECT_TRUE(open->allowed);
+  EXPECT_EQ(open->unavailable, "fail_open");
+  EXPECT_EQ(open->retry_after_ms, -1);
+  auto closed = native.take(elsewhere, floodgate::Limit::policy("strict"));
+  ASSERT_TRUE(closed.ok()) << closed.error();
+  EXPECT_FALSE(closed->allowed);
+  EXPECT_EQ(closed->unavailable, "fail_closed");
+  EXPECT_EQ(closed->retry_after_ms, 1000);
+  EXPECT_LT(std::chrono::steady_clock::now() - t0, std::chrono::milliseconds(7000));
+  // Without a mode: retried until the deadline (the quorum may come back), then the node's
+  // own words.
+  opt.deadline = std::chrono::milliseconds(500);
+  floodgate::Client impatient(opt);
+  auto plain = impatient.take(elsewhere, floodgate::Limit::fixed_window(10, 1000));
+  EXPECT_EQ(plain.status(), floodgate::Status::kUnavailable);
+  EXPECT_EQ(plain.error(), "CLUSTERDOWN The cluster is down");
   std::remove(config.c_str());
 }
 

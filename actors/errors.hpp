@@ -1,0 +1,177 @@
+// Every error text a client can receive, in one place (header-only, at the bottom of the
+// arrows, so the RESP parser, the request core, the doors and the client library all name
+// them from here). Where Redis has a wording, it is Redis's, so client libraries recognise it:
+// the word before the first space is the error code (ERR, WRONGTYPE, MOVED, TRYAGAIN, ...).
+#pragma once
+#include <cstdint>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace fg::err {
+
+// A reply text without its code word ("ERR limit is out of range" -> "limit is out of
+// range"), for messages that are not replies (config file errors).
+inline std::string_view reason(std::string_view text) {
+  const size_t sp = text.find(' ');
+  return sp == std::string_view::npos ? text : text.substr(sp + 1);
+}
+
+// --- arguments -------------------------------------------------------------------------
+inline constexpr char kNotInteger[] = "ERR value is not an integer or out of range";
+inline constexpr char kNotPositive[] = "ERR value is out of range, must be positive";
+inline constexpr char kSyntax[] = "ERR syntax error";
+inline constexpr char kKeyTooLong[] = "ERR key is too long (at most 4096 bytes)";
+inline constexpr char kBadLease[] = "ERR invalid lease id";
+inline constexpr char kHolderRequired[] = "ERR a holder is required";
+inline constexpr char kReserveTtl[] = "ERR a reservation's ttl_ms must be between 1 and 60000";
+inline constexpr char kNoBound[] = "ERR bound leases are not available here";
+inline constexpr char kUnknownKind[] = "ERR unknown limiter kind";
+inline constexpr char kLimitNeedsKind[] =
+    "ERR a limit is a kind (token_bucket, gcra, fixed_window, sliding_log, sliding_window, "
+    "concurrency) and its parameters";
+inline constexpr char kConcurrencyPolicy[] =
+    "ERR policy is a concurrency limit: use FG.ACQUIRE / FG.RELEASE";
+inline constexpr char kNotConcurrencyPolicy[] =
+    "ERR policy is not a concurrency limit: use FG.TAKE";
+
+// Why a limit's parameters are refused (validate() in limit_spec).
+inline constexpr char kBucketPositive[] = "ERR capacity, refill and period must be positive";
+inline constexpr char kBucketRange[] = "ERR capacity, refill or period is out of range";
+inline constexpr char kBucketProduct[] = "ERR capacity / refill * period is out of range";
+inline constexpr char kGcraBurstNegative[] = "ERR max_burst must not be negative";
+inline constexpr char kGcraPositive[] = "ERR count and period must be positive";
+inline constexpr char kGcraRange[] = "ERR max_burst, count or period is out of range";
+inline constexpr char kGcraProduct[] = "ERR max_burst * period / count is out of range";
+inline constexpr char kWindowPositive[] = "ERR limit and window must be positive";
+inline constexpr char kWindowRange[] = "ERR window is out of range";
+inline constexpr char kLogLimit[] = "ERR sliding_log limit must be at most 100000";
+inline constexpr char kLimitRange[] = "ERR limit is out of range";
+inline constexpr char kLeasePositive[] = "ERR limit and ttl must be positive";
+inline constexpr char kLeaseLimit[] = "ERR concurrency limit must be at most 100000";
+inline constexpr char kTtlRange[] = "ERR ttl is out of range";
+
+inline std::string kind_params(std::string_view kind, size_t n) {
+  return "ERR " + std::string(kind) + " needs " + std::to_string(n) + " parameters";
+}
+inline std::string wrong_arity(std::string_view command) {  // lower case, "client|setname"
+  return "ERR wrong number of arguments for '" + std::string(command) + "' command";
+}
+inline std::string unknown_command(const std::vector<std::string_view>& args) {
+  std::string s = "ERR unknown command '";
+  s.append(args[0].substr(0, 128));
+  s += "', with args beginning with: ";
+  for (size_t i = 1; i < args.size() && s.size() < 300; ++i) {
+    s += '\'';
+    s.append(args[i].substr(0, 128));
+    s += "' ";
+  }
+  return s;
+}
+// `help` is what the command's HELP is called ("CLIENT HELP"); empty: none offered.
+inline std::string unknown_subcommand(std::string_view sub, std::string_view help) {
+  std::string s = "ERR unknown subcommand '" + std::string(sub.substr(0, 128)) + "'.";
+  if (!help.empty()) s += " Try " + std::string(help) + ".";
+  return s;
+}
+inline std::string config_get_only(std::string_view sub) {
+  return "ERR unknown subcommand '" + std::string(sub.substr(0, 128)) +
+         "'. Floodgate supports CONFIG GET only.";
+}
+inline std::string unknown_op(int op) { return "ERR unknown op " + std::to_string(op); }
+
+// --- policies --------------------------------------------------------------------------
+inline constexpr char kNoPolicyApplies[] =
+    "ERR no policy applies to this key: name one, or map a key pattern to one with FG.POLICY "
+    "MAP";
+inline constexpr char kPoliciesReadOnly[] = "ERR policies are read-only on this node";
+inline constexpr char kPatternSize[] = "ERR a key pattern is 1 to 1024 bytes";
+inline constexpr char kPolicyNameSize[] = "ERR a policy name is 1 to 128 characters";
+inline constexpr char kPolicyNameChars[] =
+    "ERR a policy name holds only letters, digits, '-', '_', '.' and ':'";
+inline constexpr char kPolicyNamedLikeKind[] = "ERR a policy may not be named like a limiter kind";
+inline constexpr char kPolicyNamedLikeWord[] =
+    "ERR a policy may not be named COST, HOLDER or BOUND";
+inline std::string unknown_policy(std::string_view name) {
+  return "ERR unknown policy '" + std::string(name.substr(0, 128)) + "'";
+}
+inline std::string policy_in_use(std::string_view name, std::string_view glob) {
+  return "ERR policy '" + std::string(name) + "' is mapped from pattern '" + std::string(glob) +
+         "'; FG.POLICY UNMAP it first";
+}
+inline std::string book_full(size_t entries) {
+  return "ERR the policy book is full (" + std::to_string(entries) + " entries)";
+}
+
+// --- state -----------------------------------------------------------------------------
+inline constexpr char kWrongType[] =
+    "WRONGTYPE Operation against a key holding the wrong kind of value";
+inline constexpr char kKeyLimit[] =
+    "OOM command not allowed when the node holds max-keys keys (idle keys expire on their own)";
+
+// --- connections -----------------------------------------------------------------------
+inline constexpr char kNoAuth[] = "NOAUTH Authentication required.";
+inline constexpr char kWrongPass[] =
+    "WRONGPASS invalid username-password pair or user is disabled.";
+inline constexpr char kAuthNoPassword[] =
+    "ERR AUTH <password> called without any password configured for the default user. Are "
+    "you sure your configuration is correct?";
+inline constexpr char kHelloNoAuth[] =
+    "NOAUTH HELLO must be called with the client already authenticated, otherwise the HELLO "
+    "<proto> AUTH <user> <pass> option can be used to authenticate the client and select the "
+    "RESP protocol version at the same time";
+inline constexpr char kNoProto[] = "NOPROTO unsupported protocol version";
+inline constexpr char kProtoNotInteger[] = "ERR Protocol version is not an integer or out of range";
+inline constexpr char kDbIndex[] = "ERR DB index is out of range";
+inline constexpr char kMaxClients[] = "ERR max number of clients reached";
+inline constexpr char kClientName[] =
+    "ERR Client names cannot contain spaces, newlines or special characters.";
+inline std::string hello_option(std::string_view opt) {
+  return "ERR Syntax error in HELLO option '" + std::string(opt.substr(0, 64)) + "'";
+}
+inline std::string unrecognized_option(std::string_view opt) {
+  return "ERR Unrecognized option '" + std::string(opt.substr(0, 64)) + "'";
+}
+inline std::string lib_field_chars(std::string_view field) {
+  return "ERR " + std::string(field) + " cannot contain spaces, newlines or special characters.";
+}
+
+// --- protocol (the connection closes after these) --------------------------------------
+inline constexpr char kMbulkCount[] = "ERR Protocol error: too big mbulk count string";
+inline constexpr char kMbulkLength[] = "ERR Protocol error: invalid multibulk length";
+inline constexpr char kBulkCount[] = "ERR Protocol error: too big bulk count string";
+inline constexpr char kBulkLength[] = "ERR Protocol error: invalid bulk length";
+inline constexpr char kInlineTooBig[] = "ERR Protocol error: too big inline request";
+inline constexpr char kUnbalancedQuotes[] = "ERR Protocol error: unbalanced quotes in request";
+inline constexpr char kQueryBufferLimit[] = "ERR Protocol error: query buffer limit exceeded";
+inline constexpr char kFrameTooLarge[] = "ERR Protocol error: frame larger than 16 MiB";
+inline constexpr char kMalformedFrame[] = "ERR Protocol error: malformed frame";
+inline constexpr char kMalformedRequest[] = "ERR Protocol error: malformed request";
+inline std::string expected_dollar(char got) {
+  return std::string("ERR Protocol error: expected '$', got '") + got + "'";
+}
+
+// --- cluster ---------------------------------------------------------------------------
+inline constexpr char kClusterDisabled[] = "ERR This instance has cluster support disabled";
+inline constexpr char kClusterDown[] = "CLUSTERDOWN Hash slot not served";
+inline constexpr char kNoQuorum[] = "CLUSTERDOWN The cluster is down";
+inline constexpr char kNotReplicated[] =
+    "TRYAGAIN no replica acknowledged the change in time; it may have been counted";
+inline constexpr char kSlotMoving[] =
+    "TRYAGAIN the key's slot changed owner while the request was on its way; try again";
+inline std::string moved(uint32_t slot, std::string_view host, int port) {
+  return "MOVED " + std::to_string(slot) + " " + std::string(host) + ":" + std::to_string(port);
+}
+inline std::string owner_down(std::string_view node) {
+  return "TRYAGAIN the key's owner (" + std::string(node) +
+         ") is down; a replica takes over shortly";
+}
+inline std::string owner_silent(std::string_view node, std::string_view why) {
+  return "TRYAGAIN the key's owner (" + std::string(node) + ") did not answer: " + std::string(why);
+}
+inline std::string member_silent(std::string_view node, std::string_view why) {
+  return "TRYAGAIN " + std::string(node) + " did not answer (" + std::string(why) +
+         "): its leases of this holder were not reached";
+}
+
+}  // namespace fg::err

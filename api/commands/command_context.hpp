@@ -1,0 +1,71 @@
+// What a command handler sees of the RESP connection that runs it: a writer for an
+// immediate reply, the request core for keyed work (request()), and the connection's state.
+// The RESP session (api/server/resp_session.hpp) is the one implementation; it owns the
+// reply order and the flight.
+#pragma once
+#include <deque>
+#include <memory>
+#include <string>
+#include <string_view>
+
+#include "client_registry.hpp"
+#include "request.hpp"
+#include "resp_writer.hpp"
+#include "services.hpp"
+
+namespace fg {
+
+// How an outcome becomes a RESP reply.
+enum class ReplyStyle : uint8_t {
+  kThrottle,  // CL.THROTTLE: [limited, limit, remaining, retry_after_s, reset_after_s]
+  kDecision,  // FG.TAKE / FG.PEEK: [allowed, limit, remaining, retry_after_ms, reset_after_ms]
+  kAcquire,   // FG.ACQUIRE: [granted, lease, held, limit, retry_after_ms]
+  kInteger,   // the outcome's value
+};
+
+class CommandContext {
+ public:
+  CommandContext(Services& svc, std::shared_ptr<ClientInfo> client)
+      : svc_(svc), client_(std::move(client)), authenticated_(svc.settings.requirepass.empty()) {}
+  virtual ~CommandContext() = default;
+
+  // Hands a decoded request to the request core; its reply takes this command's place.
+  virtual void request(const Request& r, ReplyStyle style) = 0;
+
+  RespWriter local() { return RespWriter(local_, proto_); }  // an immediate reply
+  Services& svc() { return svc_; }
+  ClientInfo& client() { return *client_; }
+  // The policies in force, fetched once per read rather than once per command.
+  const PolicySet& policies() {
+    if (!policies_) policies_ = svc_.policies->snapshot();
+    return *policies_;
+  }
+  // Keeps `s` alive until this read's replies are written; returns a view of it.
+  std::string_view keep(std::string s) { return arena_.emplace_back(std::move(s)); }
+  int proto() const { return proto_; }
+  void set_proto(int p) {
+    proto_ = p;
+    client_->proto = p;
+  }
+  bool authenticated() const { return authenticated_; }
+  void set_authenticated(bool a) { authenticated_ = a; }
+  void request_close() { close_ = true; }
+  // The client asked for the cluster's topology: from now on it is told -MOVED.
+  void set_cluster_aware() { cluster_aware_ = true; }
+  // The routing snapshot in force (cluster mode only), refreshed once per read.
+  const Routing* routing() const { return routing_.get(); }
+
+ protected:
+  Services& svc_;
+  std::shared_ptr<ClientInfo> client_;
+  std::string local_;  // immediate replies of this read, back to back
+  std::deque<std::string> arena_;
+  std::shared_ptr<const PolicySet> policies_;
+  std::shared_ptr<const Routing> routing_;
+  int proto_ = 2;
+  bool authenticated_;
+  bool close_ = false;
+  bool cluster_aware_ = false;
+};
+
+}  // namespace fg

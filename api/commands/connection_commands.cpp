@@ -1,0 +1,191 @@
+// Connection commands: PING ECHO HELLO AUTH QUIT SELECT CLIENT.
+#include <string>
+
+#include "command_context.hpp"
+#include "errors.hpp"
+#include "handlers.hpp"
+#include "words.hpp"
+
+namespace fg {
+
+namespace {
+// Checks a password against --requirepass; writes the error reply on failure.
+bool check_password(CommandContext& s, std::string_view user, std::string_view pass) {
+  const std::string& want = s.svc().settings.requirepass;
+  if (!iequals(user, "default") || (!want.empty() && pass != want)) {
+    s.local().error(err::kWrongPass);
+    return false;
+  }
+  s.set_authenticated(true);
+  return true;
+}
+
+bool valid_client_name(std::string_view n) {
+  for (char c : n)
+    if (c < '!' || c > '~') return false;
+  return true;
+}
+}  // namespace
+
+void cmd_ping(CommandContext& s, Args& a) {
+  if (a.size() > 2) {
+    s.local().error(err::wrong_arity("ping"));
+  } else if (a.size() == 2) {
+    s.local().bulk(a[1]);
+  } else {
+    s.local().simple("PONG");
+  }
+}
+
+void cmd_echo(CommandContext& s, Args& a) { s.local().bulk(a[1]); }
+
+// HELLO [protover [AUTH username password] [SETNAME clientname]]
+void cmd_hello(CommandContext& s, Args& a) {
+  int proto = s.proto();
+  size_t i = 1;
+  if (a.size() > 1) {
+    int64_t v;
+    if (!parse_int(a[1], v)) {
+      s.local().error(err::kProtoNotInteger);
+      return;
+    }
+    if (v != 2 && v != 3) {
+      s.local().error(err::kNoProto);
+      return;
+    }
+    proto = static_cast<int>(v);
+    i = 2;
+  }
+  std::string_view setname;
+  bool has_setname = false;
+  for (; i < a.size(); ++i) {
+    if (iequals(a[i], "auth") && i + 2 < a.size()) {
+      if (!check_password(s, a[i + 1], a[i + 2])) return;
+      i += 2;
+    } else if (iequals(a[i], "setname") && i + 1 < a.size()) {
+      setname = a[++i];
+      has_setname = true;
+      if (!valid_client_name(setname)) {
+        s.local().error(err::kClientName);
+        return;
+      }
+    } else {
+      s.local().error(err::hello_option(a[i]));
+      return;
+    }
+  }
+  if (!s.authenticated()) {
+    s.local().error(err::kHelloNoAuth);
+    return;
+  }
+  s.set_proto(proto);
+  if (has_setname) s.svc().clients->set_name(s.client(), std::string(setname));
+  RespWriter w = s.local();
+  w.map(7);
+  w.bulk("server");
+  w.bulk("floodgate");
+  w.bulk("version");
+  w.bulk(s.svc().settings.version);
+  w.bulk("proto");
+  w.integer(proto);
+  w.bulk("id");
+  w.integer(static_cast<int64_t>(s.client().id));
+  w.bulk("mode");
+  w.bulk(s.svc().routing ? "cluster" : "standalone");
+  w.bulk("role");
+  w.bulk("master");
+  w.bulk("modules");
+  w.array(0);
+}
+
+void cmd_auth(CommandContext& s, Args& a) {
+  if (a.size() > 3) {
+    s.local().error(err::kSyntax);
+    return;
+  }
+  if (a.size() == 2 && s.svc().settings.requirepass.empty()) {
+    s.local().error(err::kAuthNoPassword);
+    return;
+  }
+  const std::string_view user = a.size() == 3 ? a[1] : std::string_view("default");
+  if (check_password(s, user, a.back())) s.local().ok();
+}
+
+void cmd_quit(CommandContext& s, Args& a) {
+  s.local().ok();
+  s.request_close();
+}
+
+void cmd_select(CommandContext& s, Args& a) {
+  int64_t db;
+  if (!parse_int(a[1], db)) {
+    s.local().error(err::kNotInteger);
+  } else if (db != 0) {
+    s.local().error(err::kDbIndex);
+  } else {
+    s.local().ok();
+  }
+}
+
+// CLIENT SETNAME | GETNAME | ID | SETINFO | LIST | INFO | NO-EVICT | NO-TOUCH | HELP
+void cmd_client(CommandContext& s, Args& a) {
+  RespWriter w = s.local();
+  auto& reg = *s.svc().clients;
+  const std::string_view sub = a[1];
+  const int64_t now_ms = s.svc().clock->now_ns() / 1'000'000;
+  auto arity = [&](size_t n, const char* name) {
+    if (a.size() == n) return true;
+    w.error(err::wrong_arity(std::string("client|") + name));
+    return false;
+  };
+  if (iequals(sub, "setname")) {
+    if (!arity(3, "setname")) return;
+    if (!valid_client_name(a[2])) return w.error(err::kClientName);
+    reg.set_name(s.client(), std::string(a[2]));
+    w.ok();
+  } else if (iequals(sub, "getname")) {
+    if (!arity(2, "getname")) return;
+    std::string n = reg.name_of(s.client());
+    if (n.empty()) return w.null();
+    w.bulk(n);
+  } else if (iequals(sub, "id")) {
+    if (!arity(2, "id")) return;
+    w.integer(static_cast<int64_t>(s.client().id));
+  } else if (iequals(sub, "setinfo")) {
+    if (!arity(4, "setinfo")) return;
+    const bool is_name = iequals(a[2], "lib-name");
+    if (!is_name && !iequals(a[2], "lib-ver")) {
+      return w.error(err::unrecognized_option(a[2]));
+    }
+    if (!valid_client_name(a[3])) {
+      return w.error(err::lib_field_chars(is_name ? "lib-name" : "lib-ver"));
+    }
+    reg.set_lib(s.client(), is_name, std::string(a[3]));
+    w.ok();
+  } else if (iequals(sub, "list")) {
+    w.bulk(reg.list(now_ms));
+  } else if (iequals(sub, "info")) {
+    if (!arity(2, "info")) return;
+    w.bulk(reg.describe(s.client(), now_ms) + "\n");
+  } else if (iequals(sub, "no-evict") || iequals(sub, "no-touch")) {
+    if (a.size() != 3 || (!iequals(a[2], "on") && !iequals(a[2], "off"))) {
+      return w.error(err::kSyntax);
+    }
+    w.ok();
+  } else if (iequals(sub, "help")) {
+    static const char* lines[] = {"CLIENT <subcommand> [<arg> ...]. Subcommands are:",
+                                  "SETNAME <name>",
+                                  "GETNAME",
+                                  "ID",
+                                  "SETINFO <LIB-NAME|LIB-VER> <value>",
+                                  "LIST",
+                                  "INFO",
+                                  "HELP"};
+    w.array(8);
+    for (const char* l : lines) w.simple(l);
+  } else {
+    w.error(err::unknown_subcommand(sub, "CLIENT HELP"));
+  }
+}
+
+}  // namespace fg

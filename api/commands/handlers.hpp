@@ -1,0 +1,45 @@
+// Command handlers, one per command; the table in command_table.cpp names them.
+#pragma once
+#include <string_view>
+#include <vector>
+
+#include "command_context.hpp"
+
+namespace fg {
+
+using Args = std::vector<std::string_view>;
+
+// limiter_commands.cpp
+void cmd_cl_throttle(CommandContext& s, Args& a);
+void cmd_fg_take(CommandContext& s, Args& a);
+void cmd_fg_peek(CommandContext& s, Args& a);
+void cmd_fg_reset(CommandContext& s, Args& a);
+void cmd_fg_acquire(CommandContext& s, Args& a);
+void cmd_fg_renew(CommandContext& s, Args& a);
+void cmd_fg_release(CommandContext& s, Args& a);
+void cmd_fg_count(CommandContext& s, Args& a);
+void cmd_fg_heartbeat(CommandContext& s, Args& a);
+void cmd_fg_releaseall(CommandContext& s, Args& a);
+void cmd_fg_policy(CommandContext& s, Args& a);
+
+// connection_commands.cpp
+void cmd_ping(CommandContext& s, Args& a);
+void cmd_echo(CommandContext& s, Args& a);
+void cmd_hello(CommandContext& s, Args& a);
+void cmd_auth(CommandContext& s, Args& a);
+void cmd_quit(CommandContext& s, Args& a);
+void cmd_select(CommandContext& s, Args& a);
+void cmd_client(CommandContext& s, Args& a);
+
+// server_commands.cpp
+void cmd_info(CommandContext& s, Args& a);
+void cmd_command(CommandContext& s, Args& a);
+void cmd_config(CommandContext& s, Args& a);
+void cmd_dbsize(CommandContext& s, Args& a);
+void cmd_time(CommandContext& s, Args& a);
+
+// cluster_commands.cpp
+void cmd_cluster(CommandContext& s, Args& a);
+void cmd_asking(CommandContext& s, Args& a);  // ASKING, READONLY, READWRITE
+
+}  // namespace fg

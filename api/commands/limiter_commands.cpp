@@ -1,0 +1,164 @@
+// CL.THROTTLE and the FG.* limiter family: RESP arguments decoded into one Request for the
+// request core. Only syntax is checked here; what a request may ask is checked by the core,
+// for every door alike.
+#include <string>
+
+#include "command_table.hpp"
+#include "errors.hpp"
+#include "gcra.hpp"
+#include "handlers.hpp"
+#include "words.hpp"
+
+namespace fg {
+
+namespace {
+
+Request keyed_request(Verb verb, std::string_view key) {
+  Request r;
+  r.verb = verb;
+  r.key = key;
+  return r;
+}
+
+// The limit at a[i] for key a[1]: an inline "<kind> <params...>", a policy name (unless a[i]
+// is one of `keywords`, which start the options), or nothing — then the key's override or
+// most specific key pattern decides. Advances i past what it used.
+Result<LimitSpec> limit_at(CommandContext& s, Args& a, size_t& i,
+                           std::initializer_list<std::string_view> keywords) {
+  if (i < a.size() && kind_from_name(a[i]) != Kind::kNone) return parse_limit_words(a, i);
+  std::string_view named;
+  if (i < a.size()) {
+    named = a[i];
+    for (auto k : keywords)
+      if (iequals(named, k)) named = {};
+    if (!named.empty()) ++i;
+  }
+  return s.policies().resolve(a[1], named);
+}
+
+// [COST n] after a limit.
+bool parse_cost(CommandContext& s, Args& a, size_t i, int64_t& cost) {
+  cost = 1;
+  for (; i < a.size(); ++i) {
+    if (iequals(a[i], "cost") && i + 1 < a.size()) {
+      if (!parse_int(a[i + 1], cost)) {
+        s.local().error(err::kNotInteger);
+        return false;
+      }
+      ++i;
+    } else {
+      s.local().error(err::kSyntax);
+      return false;
+    }
+  }
+  return true;
+}
+
+void take_or_peek(CommandContext& s, Args& a, Verb verb) {
+  size_t i = 2;
+  Result<LimitSpec> limit = limit_at(s, a, i, {"cost"});
+  if (!limit.ok()) return s.local().error(limit.error());
+  Request r = keyed_request(verb, a[1]);
+  r.spec = limit.value();
+  if (!parse_cost(s, a, i, r.cost)) return;
+  s.request(r, ReplyStyle::kDecision);
+}
+
+bool parse_ms(CommandContext& s, std::string_view v, int64_t& ms) {
+  if (parse_int(v, ms)) return true;
+  s.local().error(err::kNotInteger);
+  return false;
+}
+
+}  // namespace
+
+// CL.THROTTLE key max_burst count period [quantity] — redis-cell's arguments, in seconds.
+void cmd_cl_throttle(CommandContext& s, Args& a) {
+  int64_t burst, count, period, qty = 1;
+  if (!parse_int(a[2], burst) || !parse_int(a[3], count) || !parse_int(a[4], period) ||
+      (a.size() == 6 && !parse_int(a[5], qty))) {
+    return s.local().error(err::kNotInteger);
+  }
+  if (a.size() > 6) return s.local().error(err::wrong_arity("cl.throttle"));
+  if (burst < 0 || count <= 0 || period <= 0 || qty < 0) return s.local().error(err::kNotPositive);
+  if (period > kMaxPeriodNs / kNsPerSec) return s.local().error(err::kNotInteger);
+  Result<LimitSpec> limit = make_limit(Kind::kGcra, burst, count, period * 1000);
+  if (!limit.ok()) return s.local().error(err::kNotInteger);  // as redis-cell: out of range
+  Request r = keyed_request(Verb::kTake, a[1]);
+  r.spec = limit.value();
+  r.cost = qty;
+  s.request(r, ReplyStyle::kThrottle);
+}
+
+void cmd_fg_take(CommandContext& s, Args& a) { take_or_peek(s, a, Verb::kTake); }
+void cmd_fg_peek(CommandContext& s, Args& a) { take_or_peek(s, a, Verb::kPeek); }
+
+void cmd_fg_reset(CommandContext& s, Args& a) {
+  s.request(keyed_request(Verb::kReset, a[1]), ReplyStyle::kInteger);
+}
+
+// FG.ACQUIRE key limit ttl_ms [HOLDER id | BOUND]  |  FG.ACQUIRE key [policy] [HOLDER id | BOUND]
+void cmd_fg_acquire(CommandContext& s, Args& a) {
+  Request r = keyed_request(Verb::kAcquire, a[1]);
+  size_t i = 2;
+  int64_t limit;
+  if (a.size() > 2 && parse_int(a[2], limit)) {
+    if (a.size() < 4) return s.local().error(err::wrong_arity("fg.acquire"));
+    int64_t ttl_ms;
+    if (!parse_ms(s, a[3], ttl_ms)) return;
+    Result<LimitSpec> spec = make_limit(Kind::kConcurrency, limit, 0, ttl_ms);
+    if (!spec.ok()) return s.local().error(spec.error());
+    r.spec = spec.value();
+    i = 4;
+  } else {
+    Result<LimitSpec> spec = limit_at(s, a, i, {"holder", "bound"});
+    if (!spec.ok()) return s.local().error(spec.error());
+    r.spec = spec.value();
+  }
+  for (; i < a.size(); ++i) {
+    if (iequals(a[i], "holder") && i + 1 < a.size() && !a[i + 1].empty() && r.holder.empty() &&
+        !r.bound) {
+      r.holder = a[++i];
+    } else if (iequals(a[i], "bound") && r.holder.empty() && !r.bound) {
+      r.bound = true;  // this connection holds it: renewed while it lives, released after
+    } else {
+      return s.local().error(err::kSyntax);
+    }
+  }
+  s.request(r, ReplyStyle::kAcquire);
+}
+
+void cmd_fg_renew(CommandContext& s, Args& a) {
+  Request r = keyed_request(Verb::kRenew, a[1]);
+  if (!parse_lease_id(a[2], r.lease)) return s.local().error(err::kBadLease);
+  if (!parse_ms(s, a[3], r.ttl_ms)) return;
+  s.request(r, ReplyStyle::kInteger);
+}
+
+void cmd_fg_release(CommandContext& s, Args& a) {
+  Request r = keyed_request(Verb::kRelease, a[1]);
+  if (!parse_lease_id(a[2], r.lease)) return s.local().error(err::kBadLease);
+  s.request(r, ReplyStyle::kInteger);
+}
+
+void cmd_fg_count(CommandContext& s, Args& a) {
+  s.request(keyed_request(Verb::kCount, a[1]), ReplyStyle::kInteger);
+}
+
+// Cluster-wide: the core sends it to every member and adds up their counts.
+void cmd_fg_heartbeat(CommandContext& s, Args& a) {
+  Request r;
+  r.verb = Verb::kHeartbeat;
+  r.holder = a[1];
+  if (!parse_ms(s, a[2], r.ttl_ms)) return;
+  s.request(r, ReplyStyle::kInteger);
+}
+
+void cmd_fg_releaseall(CommandContext& s, Args& a) {
+  Request r;
+  r.verb = Verb::kReleaseAll;
+  r.holder = a[1];
+  s.request(r, ReplyStyle::kInteger);
+}
+
+}  // namespace fg

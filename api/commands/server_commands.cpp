@@ -1,0 +1,307 @@
+// Server commands: INFO COMMAND CONFIG DBSIZE TIME.
+#include <unistd.h>
+
+#include <fstream>
+#include <string>
+#include <utility>
+
+#include "cluster.hpp"
+#include "command_context.hpp"
+#include "command_table.hpp"
+#include "errors.hpp"
+#include "handlers.hpp"
+#include "words.hpp"
+
+namespace fg {
+
+namespace {
+int64_t rss_bytes() {
+  std::ifstream f("/proc/self/statm");
+  long pages_total = 0, pages_rss = 0;
+  f >> pages_total >> pages_rss;
+  return static_cast<int64_t>(pages_rss) * sysconf(_SC_PAGESIZE);
+}
+
+std::string human_bytes(int64_t b) {
+  char buf[32];
+  if (b >= (int64_t{1} << 30)) {
+    snprintf(buf, sizeof buf, "%.2fG", static_cast<double>(b) / (1 << 30));
+  } else if (b >= (1 << 20)) {
+    snprintf(buf, sizeof buf, "%.2fM", static_cast<double>(b) / (1 << 20));
+  } else {
+    snprintf(buf, sizeof buf, "%.2fK", static_cast<double>(b) / 1024);
+  }
+  return buf;
+}
+
+using Section = std::pair<const char*, std::string>;
+
+std::vector<Section> info_sections(CommandContext& s) {
+  Services& v = s.svc();
+  const NodeSettings& st = v.settings;
+  const int64_t now_ms = v.clock->now_ns() / 1'000'000;
+  const int64_t up_s = (now_ms - st.start_ms) / 1000;
+  const int64_t keys = v.shards->keys();
+  const int64_t rss = rss_bytes();
+  auto kv = [](std::string& out, const char* k, const std::string& val) {
+    out += k;
+    out += ':';
+    out += val;
+    out += "\r\n";
+  };
+  auto n = [](int64_t x) { return std::to_string(x); };
+  std::vector<Section> out;
+  std::string sv;
+  kv(sv, "floodgate_version", st.version);
+  kv(sv, "redis_version", "7.0.0");  // the Redis API level the RESP face follows
+  kv(sv, "redis_mode", v.routing ? "cluster" : "standalone");
+  kv(sv, "os", "Linux");
+  kv(sv, "arch_bits", "64");
+  kv(sv, "process_id", n(getpid()));
+  kv(sv, "run_id", st.run_id);
+  kv(sv, "tcp_port", n(st.port));
+  kv(sv, "native_port", n(st.native_port));
+  kv(sv, "uptime_in_seconds", n(up_s));
+  kv(sv, "uptime_in_days", n(up_s / 86400));
+  kv(sv, "io_threads", n(st.io_threads));
+  kv(sv, "shard_threads", n(st.shard_threads));
+  kv(sv, "config_file", st.config_file);
+  out.emplace_back("server", std::move(sv));
+  std::string cl;
+  kv(cl, "connected_clients", n(static_cast<int64_t>(v.clients->count())));
+  kv(cl, "maxclients", n(static_cast<int64_t>(v.clients->max_clients())));
+  kv(cl, "blocked_clients", "0");
+  out.emplace_back("clients", std::move(cl));
+  std::string mem;
+  kv(mem, "used_memory", n(rss));
+  kv(mem, "used_memory_human", human_bytes(rss));
+  kv(mem, "used_memory_rss", n(rss));
+  kv(mem, "used_memory_rss_human", human_bytes(rss));
+  kv(mem, "limiter_state_bytes", n(v.shards->bytes()));
+  kv(mem, "maxmemory", "0");
+  out.emplace_back("memory", std::move(mem));
+  std::string pers;
+  kv(pers, "loading", "0");
+  kv(pers, "rdb_bgsave_in_progress", "0");
+  kv(pers, "aof_enabled", "0");
+  out.emplace_back("persistence", std::move(pers));
+  std::string stats;
+  kv(stats, "total_connections_received", n(static_cast<int64_t>(v.clients->total_accepted())));
+  kv(stats, "total_commands_processed", n(static_cast<int64_t>(v.counters.commands.load())));
+  kv(stats, "rejected_connections", n(static_cast<int64_t>(v.clients->rejected())));
+  kv(stats, "expired_keys", n(v.shards->expired()));
+  kv(stats, "protocol_errors", n(static_cast<int64_t>(v.counters.protocol_errors.load())));
+  kv(stats, "clients_dropped_slow_reader", n(static_cast<int64_t>(v.counters.dropped_slow.load())));
+  kv(stats, "clients_dropped_timeout", n(static_cast<int64_t>(v.counters.dropped_timeout.load())));
+  out.emplace_back("stats", std::move(stats));
+  std::string repl;
+  kv(repl, "role", "master");
+  kv(repl, "connected_slaves", "0");
+  out.emplace_back("replication", std::move(repl));
+  std::string fgsec;
+  kv(fgsec, "shards", n(static_cast<int64_t>(v.shards->size())));
+  kv(fgsec, "max_keys", n(static_cast<int64_t>(v.shards->config().max_keys)));
+  {
+    auto ps = v.policies->snapshot();
+    char digest[17];
+    std::snprintf(digest, sizeof digest, "%016llx", static_cast<unsigned long long>(ps->digest));
+    kv(fgsec, "policies", n(static_cast<int64_t>(ps->policies.size())));
+    kv(fgsec, "policy_patterns", n(static_cast<int64_t>(ps->patterns.size())));
+    kv(fgsec, "policy_overrides", n(static_cast<int64_t>(ps->overrides.size())));
+    kv(fgsec, "policy_book_digest", digest);
+  }
+  out.emplace_back("floodgate", std::move(fgsec));
+  std::string cs;
+  kv(cs, "cluster_enabled", v.routing ? "1" : "0");
+  if (v.routing) {
+    const Routing* rt = s.routing();
+    std::shared_ptr<const Routing> hold;
+    if (!rt) {
+      hold = v.routing->get();
+      rt = hold.get();
+    }
+    kv(cs, "cluster_epoch", n(static_cast<int64_t>(rt->epoch)));
+    kv(cs, "cluster_slots_served", n(static_cast<int64_t>(rt->serving.count())));
+    kv(cs, "cluster_slots_awaited", n(static_cast<int64_t>(rt->awaiting.count())));
+    kv(cs, "forwarded_commands", n(static_cast<int64_t>(v.counters.forwarded.load())));
+    kv(cs, "forward_failures", n(static_cast<int64_t>(v.counters.forward_failures.load())));
+    kv(cs, "forwarded_commands_served", n(static_cast<int64_t>(v.counters.forwards_served.load())));
+    kv(cs, "moved_redirections", n(static_cast<int64_t>(v.counters.moved.load())));
+    if (v.cluster) {
+      const ClusterCounters& cc = v.cluster->counters();
+      kv(cs, "slot_tables_adopted", n(static_cast<int64_t>(cc.table_changes.load())));
+      kv(cs, "handoffs_sent", n(static_cast<int64_t>(cc.handoffs_sent.load())));
+      kv(cs, "handoff_chunks_received", n(static_cast<int64_t>(cc.handoffs_received.load())));
+      kv(cs, "handoff_keys_sent", n(static_cast<int64_t>(cc.keys_sent.load())));
+      kv(cs, "handoff_keys_received", n(static_cast<int64_t>(cc.keys_received.load())));
+      kv(cs, "slots_started_empty", n(static_cast<int64_t>(cc.slots_started_empty.load())));
+      kv(cs, "slots_promoted", n(static_cast<int64_t>(cc.slots_promoted.load())));
+      kv(cs, "times_fenced", n(static_cast<int64_t>(cc.fenced.load())));
+      const ReplicationCounters& rc = v.cluster->replication();
+      auto u = [&](const std::atomic<uint64_t>& x) { return n(static_cast<int64_t>(x.load())); };
+      kv(cs, "cluster_replicas", n(static_cast<int64_t>(rt->replicas)));
+      kv(cs, "cluster_quorum", rt->quorum ? "1" : "0");
+      kv(cs, "replication_updates_sent", u(rc.updates_sent));
+      kv(cs, "replication_keys_sent", u(rc.keys_sent));
+      kv(cs, "replication_slots_copied", u(rc.full_copies_sent));
+      kv(cs, "replication_failures", u(rc.update_failures));
+      kv(cs, "replication_updates_received", u(rc.updates_received));
+      kv(cs, "replication_keys_received", u(rc.keys_received));
+      kv(cs, "replication_fenced_updates", u(rc.fenced_updates));
+      kv(cs, "replication_last_round_us", n(rc.last_round_us.load()));
+      kv(cs, "sync_replies", u(rc.sync_waits));
+      kv(cs, "sync_replies_unacknowledged", u(rc.sync_failures));
+    }
+    kv(cs, "unavailable_errors", n(static_cast<int64_t>(v.counters.unavailable.load())));
+    kv(cs, "fail_open_replies", n(static_cast<int64_t>(v.counters.fail_open.load())));
+    kv(cs, "fail_closed_replies", n(static_cast<int64_t>(v.counters.fail_closed.load())));
+  }
+  out.emplace_back("cluster", std::move(cs));
+  std::string ks;
+  if (keys > 0) kv(ks, "db0", "keys=" + n(keys) + ",expires=" + n(keys) + ",avg_ttl=0");
+  out.emplace_back("keyspace", std::move(ks));
+  return out;
+}
+
+void write_command_info(RespWriter& w, const CommandSpec& c) {
+  w.array(10);
+  w.bulk(c.name);
+  w.integer(c.arity);
+  int nflags = ((c.flags & kWrite) ? 1 : 0) + ((c.flags & kFast) ? 1 : 0) +
+               ((c.flags & kNoAuth) ? 1 : 0) + ((c.flags & kWrite) ? 0 : 1);
+  w.set(static_cast<size_t>(nflags));
+  if (c.flags & kWrite) w.simple("write");
+  if (!(c.flags & kWrite)) w.simple("readonly");
+  if (c.flags & kFast) w.simple("fast");
+  if (c.flags & kNoAuth) w.simple("no_auth");
+  const bool keyed = (c.flags & kKeyed) != 0;
+  w.integer(keyed ? 1 : 0);
+  w.integer(keyed ? 1 : 0);
+  w.integer(keyed ? 1 : 0);
+  w.set(0);
+  w.set(0);
+  w.array(0);
+  w.array(0);
+}
+
+void write_command_docs(RespWriter& w, const CommandSpec& c) {
+  w.bulk(c.name);
+  w.map(4);
+  w.bulk("summary");
+  w.bulk(c.summary);
+  w.bulk("since");
+  w.bulk(c.since);
+  w.bulk("group");
+  w.bulk(c.group);
+  w.bulk("syntax");
+  w.bulk(c.syntax);
+}
+}  // namespace
+
+void cmd_info(CommandContext& s, Args& a) {
+  auto sections = info_sections(s);
+  std::string text;
+  for (const auto& [name, body] : sections) {
+    bool want = a.size() == 1;
+    for (size_t i = 1; i < a.size() && !want; ++i) {
+      want = iequals(a[i], name) || iequals(a[i], "all") || iequals(a[i], "everything") ||
+             iequals(a[i], "default");
+    }
+    if (!want) continue;
+    if (!text.empty()) text += "\r\n";
+    std::string title = name;
+    title[0] = static_cast<char>(std::toupper(title[0]));
+    text += "# " + title + "\r\n" + body;
+  }
+  s.local().bulk(text);
+}
+
+// COMMAND | COMMAND COUNT | COMMAND INFO name... | COMMAND DOCS [name...] | COMMAND LIST
+void cmd_command(CommandContext& s, Args& a) {
+  RespWriter w = s.local();
+  const auto& all = all_commands();
+  if (a.size() == 1) {
+    w.array(all.size());
+    for (const auto& c : all) write_command_info(w, c);
+    return;
+  }
+  const std::string_view sub = a[1];
+  if (iequals(sub, "count") && a.size() == 2) {
+    w.integer(static_cast<int64_t>(all.size()));
+  } else if (iequals(sub, "list")) {
+    w.array(all.size());
+    for (const auto& c : all) w.bulk(c.name);
+  } else if (iequals(sub, "info")) {
+    w.array(a.size() - 2);
+    for (size_t i = 2; i < a.size(); ++i) {
+      const CommandSpec* c = find_command(a[i]);
+      if (c) {
+        write_command_info(w, *c);
+      } else {
+        w.null_array();
+      }
+    }
+  } else if (iequals(sub, "docs")) {
+    std::vector<const CommandSpec*> list;
+    if (a.size() == 2) {
+      for (const auto& c : all) list.push_back(&c);
+    } else {
+      for (size_t i = 2; i < a.size(); ++i)
+        if (const CommandSpec* c = find_command(a[i])) list.push_back(c);
+    }
+    w.map(list.size());
+    for (const CommandSpec* c : list) write_command_docs(w, *c);
+  } else {
+    w.error(err::unknown_subcommand(sub, "COMMAND HELP"));
+  }
+}
+
+// CONFIG GET pattern [pattern ...]: read-only answers for what clients and tools ask.
+void cmd_config(CommandContext& s, Args& a) {
+  RespWriter w = s.local();
+  if (!iequals(a[1], "get")) {
+    return w.error(err::config_get_only(a[1]));
+  }
+  if (a.size() < 3) return w.error(err::wrong_arity("config|get"));
+  const NodeSettings& st = s.svc().settings;
+  const std::pair<const char*, std::string> params[] = {
+      {"bind", st.bind},
+      {"port", std::to_string(st.port)},
+      {"maxclients", std::to_string(s.svc().clients->max_clients())},
+      {"timeout", std::to_string(st.timeout_s)},
+      {"databases", "1"},
+      {"save", ""},
+      {"appendonly", "no"},
+      {"maxmemory", "0"},
+      {"cluster-enabled", "no"},
+      {"proto-max-bulk-len", std::to_string(st.parser.max_bulk_len)},
+      {"max-keys", std::to_string(s.svc().shards->config().max_keys)},
+      {"shards", std::to_string(s.svc().shards->size())},
+  };
+  std::vector<const std::pair<const char*, std::string>*> hits;
+  for (const auto& p : params) {
+    for (size_t i = 2; i < a.size(); ++i) {
+      if (glob_match(a[i], p.first, true)) {
+        hits.push_back(&p);
+        break;
+      }
+    }
+  }
+  w.map(hits.size());
+  for (const auto* p : hits) {
+    w.bulk(p->first);
+    w.bulk(p->second);
+  }
+}
+
+void cmd_dbsize(CommandContext& s, Args& a) { s.local().integer(s.svc().shards->keys()); }
+
+void cmd_time(CommandContext& s, Args& a) {
+  const int64_t us = s.svc().clock->now_ns() / 1000;
+  RespWriter w = s.local();
+  w.array(2);
+  w.bulk(std::to_string(us / 1'000'000));
+  w.bulk(std::to_string(us % 1'000'000));
+}
+
+}  // namespace fg

@@ -1,0 +1,48 @@
+// One flight: the shard ops and the forwarded requests that the doors of one I/O thread
+// produced during one turn of its event loop. It goes out as one message per touched shard
+// and one peer request per owner, and comes back as one completion, however many
+// connections took part.
+#pragma once
+#include <cstdint>
+#include <deque>
+#include <string>
+#include <vector>
+
+#include "forward.pb.h"
+#include "limit_spec.hpp"
+#include "shard_op.hpp"
+
+namespace fg {
+
+// The requests of one flight for one other node.
+struct ForwardCall {
+  std::string node_id;
+  std::string peer_addr;
+  forward::ForwardBatch batch;   // what goes out
+  std::vector<LimitSpec> specs;  // per request: the limit it was resolved to (fail modes,
+                                 // metrics), kept here rather than sent
+  // Set once the call completes (on any thread; read after the flight completes):
+  bool ok = false;
+  std::string body;  // ok: the owner's ForwardOutcomes; else why there is none
+  // Decoded on the I/O thread, on first use.
+  bool decoded = false;
+  forward::ForwardOutcomes outcomes;
+};
+
+struct Flight {
+  BatchPtr batch = std::make_shared<Batch>();
+  std::vector<ForwardCall> forwards;
+  // Fanned-out requests (heartbeat, release-all): each part is (call, item).
+  std::vector<std::pair<uint32_t, uint32_t>> fanout;
+  std::deque<std::string> strings;  // made while routing (BOUND holder names)
+
+  bool empty() const { return batch->ops.empty() && forwards.empty(); }
+  void clear() {
+    batch->ops.clear();
+    forwards.clear();
+    fanout.clear();
+    strings.clear();
+  }
+};
+
+}  // namespace fg

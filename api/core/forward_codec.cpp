@@ -1,0 +1,108 @@
+// forward.proto <-> Request / Outcome.
+#include "forward_codec.hpp"
+
+#include "errors.hpp"
+
+namespace fg {
+
+void encode_forwarded(const Request& r, std::string_view holder, forward::ForwardedRequest& out) {
+  out.set_verb(static_cast<uint32_t>(r.verb));
+  if (!r.key.empty()) out.set_key(r.key.data(), r.key.size());
+  if (r.spec.kind != Kind::kNone) {
+    forward::Spec* s = out.mutable_spec();
+    s->set_kind(static_cast<uint32_t>(r.spec.kind));
+    s->set_a(r.spec.a);
+    s->set_b(r.spec.b);
+    s->set_c_ns(r.spec.c);
+    s->set_sync(r.spec.sync);
+    s->set_on_unavailable(static_cast<uint32_t>(r.spec.on_unavailable));
+  }
+  out.set_cost(r.cost);
+  out.set_ttl_ms(r.ttl_ms);
+  out.set_lease(r.lease);
+  if (!holder.empty()) out.set_holder(holder.data(), holder.size());
+}
+
+Result<Request> decode_forwarded(const forward::ForwardedRequest& in) {
+  if (in.verb() > static_cast<uint32_t>(Verb::kCancel)) return Error{err::unknown_op(in.verb())};
+  Request r;
+  r.verb = static_cast<Verb>(in.verb());
+  r.key = in.key();
+  r.cost = in.cost();
+  r.ttl_ms = in.ttl_ms();
+  r.lease = in.lease();
+  r.holder = in.holder();
+  if (in.has_spec()) {
+    const forward::Spec& s = in.spec();
+    if (s.on_unavailable() > static_cast<uint32_t>(FailMode::kClosed)) {
+      return Error{err::kUnknownKind};
+    }
+    r.spec =
+        LimitSpec::make(static_cast<Kind>(s.kind() <= 6 ? s.kind() : 0), s.a(), s.b(), s.c_ns());
+    r.spec.sync = s.sync();
+    r.spec.on_unavailable = static_cast<FailMode>(s.on_unavailable());
+    if (const char* why = validate(r.spec)) return Error{why};
+  }
+  return r;
+}
+
+void encode_outcome(const Outcome& o, Verb verb, forward::ForwardOutcome& out) {
+  out.set_code(static_cast<uint32_t>(o.code));
+  if (!o.ok()) {
+    out.set_error(o.error);
+    if (o.code == Code::kMoved) {
+      out.set_slot(o.slot);
+      out.set_node(o.node);
+    }
+    return;
+  }
+  out.set_unavailable(static_cast<uint32_t>(o.unavailable));
+  if (verb == Verb::kAcquire) {
+    out.set_allowed(o.acquire.granted);
+    out.set_lease(o.acquire.lease_id);
+    out.set_value(o.acquire.held);
+    out.set_retry_after_ns(o.acquire.retry_after_ns);
+    out.set_limit(o.limit);
+  } else if (rate_verb(verb)) {
+    out.set_allowed(o.decision.allowed);
+    out.set_limit(o.decision.limit);
+    out.set_remaining(o.decision.remaining);
+    out.set_retry_after_ns(o.decision.retry_after_ns);
+    out.set_reset_after_ns(o.decision.reset_after_ns);
+    out.set_lease(o.ticket);
+  } else {
+    out.set_value(o.value);
+  }
+}
+
+void decode_outcome(const forward::ForwardOutcome& in, Verb verb, Outcome& out) {
+  out.code = in.code() <= static_cast<uint32_t>(Code::kKeyLimit) ? static_cast<Code>(in.code())
+                                                                 : Code::kError;
+  if (!out.ok()) {
+    out.error = in.error();
+    out.slot = in.slot();
+    out.node = in.node();
+    return;
+  }
+  out.unavailable = in.unavailable() <= static_cast<uint32_t>(FailMode::kClosed)
+                        ? static_cast<FailMode>(in.unavailable())
+                        : FailMode::kError;
+  if (verb == Verb::kAcquire) {
+    out.acquire.granted = in.allowed();
+    out.acquire.lease_id = in.lease();
+    out.acquire.held = in.value();
+    out.acquire.retry_after_ns = in.retry_after_ns();
+    out.limit = in.limit();
+  } else if (rate_verb(verb)) {
+    out.decision.allowed = in.allowed();
+    out.decision.limit = in.limit();
+    out.decision.remaining = in.remaining();
+    out.decision.retry_after_ns = in.retry_after_ns();
+    out.decision.reset_after_ns = in.reset_after_ns();
+    out.ticket = in.lease();
+  } else {
+    out.value = in.value();
+  }
+}
+
+}  // namespace fg

@@ -1,0 +1,20 @@
+// Requests and outcomes in forward.proto's form, both ways. The sender encodes what it
+// resolved; the owner trusts nothing it cannot check (a limit is validated again).
+#pragma once
+#include <string_view>
+
+#include "forward.pb.h"
+#include "request.hpp"
+#include "result.hpp"
+
+namespace fg {
+
+// `holder`: the holder the request carries (a BOUND lease's is resolved by the sender).
+void encode_forwarded(const Request& r, std::string_view holder, forward::ForwardedRequest& out);
+// Views in the result point into `in`.
+Result<Request> decode_forwarded(const forward::ForwardedRequest& in);
+
+void encode_outcome(const Outcome& o, Verb verb, forward::ForwardOutcome& out);
+void decode_outcome(const forward::ForwardOutcome& in, Verb verb, Outcome& out);
+
+}  // namespace fg

@@ -1,0 +1,93 @@
+// The two sides of a forward.
+#include "forwarding.hpp"
+
+#include "cluster.hpp"
+#include "forward.pb.h"
+#include "forward_codec.hpp"
+#include "request_job.hpp"
+
+namespace fg {
+
+namespace {
+const char* silence(PeerStatus st) {
+  switch (st) {
+    case PeerStatus::kTimeout:
+      return "timeout";
+    case PeerStatus::kUnavailable:
+      return "unreachable";
+    case PeerStatus::kUnknownKind:
+      return "forwarding not supported";
+    default:
+      return "error";
+  }
+}
+}  // namespace
+
+void ClusterForwarder::send(const std::string& peer_addr, std::string batch, int64_t timeout_ms,
+                            std::function<void(bool ok, std::string body)> done) {
+  cluster_.call(peer_addr, kPeerForward, std::move(batch), std::chrono::milliseconds(timeout_ms),
+                [done = std::move(done)](PeerStatus st, std::string body) {
+                  if (st == PeerStatus::kOk) return done(true, std::move(body));
+                  done(false, st == PeerStatus::kError && !body.empty() ? "error: " + body
+                                                                        : std::string(silence(st)));
+                });
+}
+
+void serve_forwarded(Services& svc, std::string body,
+                     std::function<void(bool ok, std::string body)> respond) {
+  auto batch = std::make_shared<forward::ForwardBatch>();
+  if (!batch->ParseFromString(body) || batch->hops() == 0) {
+    return respond(false, "malformed forward");
+  }
+  const int n = batch->requests_size();
+  svc.counters.forwards_served.fetch_add(static_cast<uint64_t>(n), std::memory_order_relaxed);
+  // Requests this node cannot read are answered as such; the others run.
+  auto refused = std::make_shared<std::vector<std::pair<int, std::string>>>();
+  std::vector<Request> requests;
+  std::vector<int> index;  // request -> its place in the batch
+  for (int i = 0; i < n; ++i) {
+    Result<Request> r = decode_forwarded(batch->requests(i));
+    if (!r.ok()) {
+      refused->emplace_back(i, r.error());
+      continue;
+    }
+    requests.push_back(r.value());
+    index.push_back(i);
+  }
+  Door door;
+  door.mode = RouteMode::kForward;
+  door.hops = batch->hops();
+  door.count = false;  // the node whose client asked counts it
+  RequestJob::start(svc, svc.lane(), std::move(requests), door, batch,
+                    [batch, refused, index = std::move(index),
+                     respond = std::move(respond)](std::vector<Outcome>& outcomes) {
+                      forward::ForwardOutcomes out;
+                      for (int i = 0; i < batch->requests_size(); ++i) out.add_outcomes();
+                      for (size_t k = 0; k < outcomes.size(); ++k) {
+                        const Verb verb = static_cast<Verb>(batch->requests(index[k]).verb());
+                        encode_outcome(outcomes[k], verb, *out.mutable_outcomes(index[k]));
+                      }
+                      for (const auto& [i, why] : *refused) {
+                        out.mutable_outcomes(i)->set_code(static_cast<uint32_t>(Code::kError));
+                        out.mutable_outcomes(i)->set_error(why);
+                      }
+                      respond(true, out.SerializeAsString());
+                    });
+}
+
+void serve_forwards(Cluster& cluster, Services& svc) {
+  cluster.on_request(
+      kPeerForward, [&cluster, &svc](uint32_t, std::string body, PeerServer::Respond respond) {
+        // Answered from a lane's thread; the peer link's side of it lives on the cluster thread.
+        serve_forwarded(svc, std::move(body),
+                        [&cluster, respond = std::move(respond)](bool ok, std::string out) mutable {
+                          asio::post(cluster.io(), [respond = std::move(respond), ok,
+                                                    out = std::move(out)]() mutable {
+                            if (ok) return respond(PeerStatus::kOk, std::move(out), {});
+                            respond(PeerStatus::kError, {}, std::move(out));
+                          });
+                        });
+      });
+}
+
+}  // namespace fg

@@ -1,0 +1,86 @@
+// The batcher's flights: filled on the I/O thread, read by shard threads and peer callbacks,
+// completed back on the I/O thread. A flight is reused once every waiter has its answers.
+#include "io_batcher.hpp"
+
+#include "replica_acks.hpp"
+
+namespace fg {
+
+struct IoBatcher::InFlight : BatchSink, std::enable_shared_from_this<InFlight> {
+  IoBatcher* owner = nullptr;
+  Flight flight;
+  std::vector<std::shared_ptr<BatchWaiter>> waiters;
+
+  // Called by the last shard or peer answer to finish; everything else happens on the I/O
+  // thread.
+  void batch_done() override {
+    if (owner->svc_.cluster && needs_replica_ack(*flight.batch)) {
+      return await_replicas(*owner->svc_.cluster, flight.batch,
+                            [self = shared_from_this()] { self->finish(); });
+    }
+    finish();
+  }
+
+  void finish() {
+    asio::post(owner->io_, [self = shared_from_this()] {
+      self->flight.batch->sink.reset();
+      for (auto& w : self->waiters) w->batch_complete(self->flight);
+      self->waiters.clear();
+      self->flight.clear();
+      self->owner->spare_.push_back(self);
+    });
+  }
+};
+
+IoBatcher::IoBatcher(asio::io_context& io, Services& svc, size_t max_ops)
+    : io_(io), svc_(svc), max_ops_(max_ops) {}
+
+std::shared_ptr<IoBatcher::InFlight> IoBatcher::take() {
+  if (!spare_.empty()) {
+    auto f = std::move(spare_.back());
+    spare_.pop_back();
+    return f;
+  }
+  auto f = std::make_shared<InFlight>();
+  f->owner = this;
+  return f;
+}
+
+Flight& IoBatcher::current() {
+  if (!filling_) filling_ = take();
+  return filling_->flight;
+}
+
+void IoBatcher::join(std::shared_ptr<BatchWaiter> w) {
+  filling_->waiters.push_back(std::move(w));
+  const Flight& f = filling_->flight;
+  if (f.batch->ops.size() + f.forwards.size() >= max_ops_) {
+    flush();
+  } else if (!flush_posted_) {
+    // Runs after the handlers already queued in this turn (the other ready sockets).
+    flush_posted_ = true;
+    asio::post(io_, [this] {
+      flush_posted_ = false;
+      flush();
+    });
+  }
+}
+
+void IoBatcher::flush() {
+  if (!filling_ || filling_->waiters.empty()) return;
+  auto f = std::move(filling_);
+  Flight& fl = f->flight;
+  fl.batch->sink = f;  // released when the flight completes
+  const int calls = static_cast<int>(fl.forwards.size());
+  svc_.shards->submit(fl.batch, calls);
+  for (ForwardCall& c : fl.forwards) {
+    svc_.forwarder->send(c.peer_addr, c.batch.SerializeAsString(), svc_.settings.forward_timeout_ms,
+                         [batch = fl.batch, call = &c](bool ok, std::string body) {
+                           call->ok = ok;
+                           call->body = std::move(body);
+                           batch->finish_one();
+                         });
+  }
+}
+
+}  // namespace fg

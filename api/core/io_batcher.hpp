@@ -1,0 +1,46 @@
+// Gathers what every door of one I/O thread submits during one turn of its event loop into
+// one flight (flight.hpp): one message per touched shard and one peer request per owner per
+// turn, and one completion posted back, however many connections took part.
+#pragma once
+#include <asio.hpp>
+#include <memory>
+#include <vector>
+
+#include "flight.hpp"
+#include "services.hpp"
+
+namespace fg {
+
+// Something whose requests ride in a flight (a connection, a forwarded batch, the node's
+// lease upkeep): told on the flight's I/O thread once the flight is back.
+class BatchWaiter {
+ public:
+  virtual ~BatchWaiter() = default;
+  virtual void batch_complete(Flight& flight) = 0;
+};
+
+class IoBatcher {
+ public:
+  IoBatcher(asio::io_context& io, Services& svc, size_t max_ops);
+
+  // The flight requests join during this turn.
+  Flight& current();
+  // `w` submitted to current(): it is told through batch_complete. The flight leaves at the
+  // end of this turn, or now if it has grown large.
+  void join(std::shared_ptr<BatchWaiter> w);
+  asio::io_context& io() { return io_; }
+
+ private:
+  struct InFlight;  // a flight on its way through the shards and peers, and who waits
+  void flush();
+  std::shared_ptr<InFlight> take();
+
+  asio::io_context& io_;
+  Services& svc_;
+  size_t max_ops_;
+  std::shared_ptr<InFlight> filling_;
+  std::vector<std::shared_ptr<InFlight>> spare_;  // finished flights, reused
+  bool flush_posted_ = false;
+};
+
+}  // namespace fg

@@ -1,0 +1,56 @@
+// Heartbeats and release-alls the node sends on its connections' behalf.
+#include "lease_upkeep.hpp"
+
+#include <spdlog/spdlog.h>
+
+#include "request_job.hpp"
+
+namespace fg {
+
+namespace {
+void run(Services& svc, std::shared_ptr<std::vector<std::string>> holders,
+         std::vector<Request> requests) {
+  if (requests.empty() || svc.lanes.empty()) return;
+  Door door;
+  door.count = false;  // the node's own upkeep, not a client's request
+  RequestJob::start(svc, svc.lane(), std::move(requests), door, holders,
+                    [holders](std::vector<Outcome>& outcomes) {
+                      for (size_t i = 0; i < outcomes.size(); ++i) {
+                        if (!outcomes[i].ok()) {
+                          spdlog::debug("bound lease upkeep for {}: {}", (*holders)[i],
+                                        outcomes[i].error);
+                        }
+                      }
+                    });
+}
+}  // namespace
+
+void renew_bound_leases(Services& svc, int64_t now_ms) {
+  if (!svc.bound) return;
+  auto holders = std::make_shared<std::vector<std::string>>();
+  std::vector<int64_t> ttls;
+  for (auto& [holder, ttl_ms] : svc.bound->due(now_ms)) {
+    holders->push_back(std::move(holder));
+    ttls.push_back(ttl_ms);
+  }
+  std::vector<Request> requests(holders->size());
+  for (size_t i = 0; i < requests.size(); ++i) {
+    requests[i].verb = Verb::kHeartbeat;
+    requests[i].holder = (*holders)[i];
+    requests[i].ttl_ms = ttls[i];
+  }
+  run(svc, holders, std::move(requests));
+}
+
+void release_bound_leases(Services& svc, uint64_t client_id) {
+  if (!svc.bound) return;
+  auto holders = std::make_shared<std::vector<std::string>>(svc.bound->unbind(client_id));
+  std::vector<Request> requests(holders->size());
+  for (size_t i = 0; i < requests.size(); ++i) {
+    requests[i].verb = Verb::kReleaseAll;
+    requests[i].holder = (*holders)[i];
+  }
+  run(svc, holders, std::move(requests));
+}
+
+}  // namespace fg

@@ -1,0 +1,45 @@
+// Which ops wait for their replicas, and the wait.
+#include "replica_acks.hpp"
+
+#include "cluster.hpp"
+
+namespace fg {
+
+namespace {
+bool wants_ack(const ShardOp& op) {
+  if (op.status != OpStatus::kOk) return false;
+  switch (op.code) {
+    case OpCode::kAcquire:
+      return op.acquire.granted;
+    case OpCode::kRelease:
+      return op.value == 1;
+    case OpCode::kReleaseHolder:
+      return op.value > 0;
+    case OpCode::kTake:
+    case OpCode::kReserve:
+    case OpCode::kReset:
+    case OpCode::kRenew:
+      return op.spec.sync;
+    default:
+      return false;
+  }
+}
+}  // namespace
+
+bool needs_replica_ack(const Batch& b) {
+  for (const ShardOp& op : b.ops)
+    if (wants_ack(op)) return true;
+  return false;
+}
+
+void await_replicas(Cluster& cluster, const BatchPtr& b, std::function<void()> then) {
+  cluster.after_replicated([b, then = std::move(then)](bool ok) {
+    if (!ok) {
+      for (ShardOp& op : b->ops)
+        if (wants_ack(op)) op.status = OpStatus::kNotReplicated;
+    }
+    then();
+  });
+}
+
+}  // namespace fg

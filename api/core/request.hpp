@@ -1,0 +1,84 @@
+// The protocol-neutral request and its outcome: what every door (RESP, native, a request
+// forwarded by another node, the node's own lease renewals) decodes into and encodes from.
+// Nothing here knows a wire format.
+#pragma once
+#include <cstdint>
+#include <string>
+#include <string_view>
+
+#include "decision.hpp"
+#include "lease_set.hpp"
+#include "limit_spec.hpp"
+
+namespace fg {
+
+enum class Verb : uint8_t {
+  kTake,        // consume from the key's limiter
+  kPeek,        // evaluate, consume nothing, create no key
+  kReserve,     // take, given back after ttl_ms unless committed (outcome.ticket)
+  kReset,       // forget the key (value 1 if it existed)
+  kAcquire,     // a concurrency lease
+  kRenew,       // extend one lease (value 1 renewed, 0 unknown or expired)
+  kRelease,     // give one lease back (value 1, or 0 unknown)
+  kCount,       // live leases of the key
+  kHeartbeat,   // renew every lease of a holder, on every node (value: how many)
+  kReleaseAll,  // release every lease of a holder, on every node (value: how many)
+  kCommit,      // keep what a reservation took (value 1, 0 if the ticket is gone)
+  kCancel,      // give back what a reservation took (value 1, 0 if the ticket is gone)
+};
+
+inline bool keyed(Verb v) { return v != Verb::kHeartbeat && v != Verb::kReleaseAll; }
+inline bool rate_verb(Verb v) {
+  return v == Verb::kTake || v == Verb::kPeek || v == Verb::kReserve;
+}
+// Whether the verb's outcome is an admission decision (counted as allowed / denied).
+inline bool decides(Verb v) {
+  return v == Verb::kTake || v == Verb::kReserve || v == Verb::kAcquire;
+}
+
+struct Request {
+  Verb verb = Verb::kTake;
+  uint16_t metric = 0;      // the command it came as, for metrics (see command_id)
+  std::string_view key;     // keyed verbs; at most kMaxKeyLen bytes
+  LimitSpec spec;           // take, peek, reserve, acquire: the limit in force, resolved
+  int64_t cost = 1;         // take, peek, reserve: 0..kMaxCount (0 evaluates only)
+  int64_t ttl_ms = 0;       // renew, heartbeat: the new TTL; reserve: how long it holds
+  uint64_t lease = 0;       // renew, release: the lease; commit, cancel: the ticket
+  std::string_view holder;  // acquire, heartbeat, release-all
+  bool bound = false;       // acquire: the lease belongs to the requesting connection
+  bool here_only = false;   // heartbeat, release-all: this node's leases, not every node's
+};
+
+// What happened to a request. The doors encode it; none decides anything from it.
+enum class Code : uint8_t {
+  kOk,
+  kError,          // bad request: `error` says why
+  kWrongType,      // the key holds another kind of limiter
+  kMoved,          // another node owns the key's slot (`slot`, `node`)
+  kTryAgain,       // the slot is moving, its owner is down or silent
+  kClusterDown,    // no quorum, or no owner for the slot
+  kNotReplicated,  // done here, no replica acknowledged in time
+  kKeyLimit,       // the node holds max-keys keys
+};
+
+struct Outcome {
+  Code code = Code::kOk;
+  std::string error;  // the reply text (code != kOk), in Redis's words
+  // kOpen / kClosed: no copy of the key's state could be reached and the policy's
+  // on_unavailable chose this answer (a decision, or an acquire without a lease).
+  FailMode unavailable = FailMode::kError;
+  Decision decision;      // take, peek, reserve
+  AcquireResult acquire;  // acquire
+  int64_t limit = 0;      // acquire: the key's limit
+  uint64_t ticket = 0;    // reserve: the reservation (0 when nothing was taken)
+  int64_t value = 0;      // reset, renew, release, count, heartbeat, release-all, commit, cancel
+  uint32_t slot = 0;      // moved
+  std::string node;       // moved: the owner's id
+
+  bool ok() const { return code == Code::kOk; }
+  bool allowed() const {
+    return unavailable == FailMode::kOpen || decision.allowed || acquire.granted;
+  }
+};
+
+}  // namespace fg

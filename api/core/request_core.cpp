@@ -1,0 +1,383 @@
+// The request core: check, route, shard op or forward, outcome, metrics.
+#include "request_core.hpp"
+
+#include "errors.hpp"
+#include "forward_codec.hpp"
+#include "gcra.hpp"
+#include "key_slot.hpp"
+#include "key_table.hpp"
+#include "request_metrics.hpp"
+
+namespace fg {
+
+namespace {
+
+constexpr int64_t kMaxReserveMs = 60'000;          // a reservation holds at most a minute
+constexpr int64_t kFailClosedRetryNs = kNsPerSec;  // what a fail_closed denial says to wait
+
+OpCode opcode(Verb v) {
+  switch (v) {
+    case Verb::kTake:
+      return OpCode::kTake;
+    case Verb::kPeek:
+      return OpCode::kPeek;
+    case Verb::kReserve:
+      return OpCode::kReserve;
+    case Verb::kReset:
+      return OpCode::kReset;
+    case Verb::kAcquire:
+      return OpCode::kAcquire;
+    case Verb::kRenew:
+      return OpCode::kRenew;
+    case Verb::kRelease:
+      return OpCode::kRelease;
+    case Verb::kCount:
+      return OpCode::kCount;
+    case Verb::kHeartbeat:
+      return OpCode::kHeartbeat;
+    case Verb::kReleaseAll:
+      return OpCode::kReleaseHolder;
+    case Verb::kCommit:
+      return OpCode::kCommit;
+    case Verb::kCancel:
+      break;
+  }
+  return OpCode::kCancel;
+}
+
+void refuse(Outcome& o, Code code, std::string text) {
+  o.code = code;
+  o.error = std::move(text);
+}
+
+bool ttl_ok(int64_t ttl_ms, Outcome& now) {
+  if (ttl_ms <= 0) {
+    refuse(now, Code::kError, err::kNotPositive);
+    return false;
+  }
+  if (ttl_ms > kMaxPeriodNs / kNsPerMs) {
+    refuse(now, Code::kError, err::kNotInteger);
+    return false;
+  }
+  return true;
+}
+
+// A shard's answer to an op, as an outcome: the one status mapping.
+void from_op(const ShardOp& op, Outcome& out) {
+  switch (op.status) {
+    case OpStatus::kOk:
+      break;
+    case OpStatus::kWrongType:
+      return refuse(out, Code::kWrongType, err::kWrongType);
+    case OpStatus::kKeyLimit:
+      return refuse(out, Code::kKeyLimit, err::kKeyLimit);
+    case OpStatus::kNotOwner:
+      return refuse(out, Code::kTryAgain, err::kSlotMoving);
+    case OpStatus::kNotReplicated:
+      return refuse(out, Code::kNotReplicated, err::kNotReplicated);
+  }
+  switch (op.code) {
+    case OpCode::kTake:
+    case OpCode::kPeek:
+    case OpCode::kReserve:
+      out.decision = op.decision;
+      if (op.code == OpCode::kReserve) out.ticket = op.lease_id;
+      break;
+    case OpCode::kAcquire:
+      out.acquire = op.acquire;
+      out.limit = op.spec.a;
+      break;
+    default:
+      out.value = op.value;
+      break;
+  }
+}
+
+}  // namespace
+
+int64_t reported_limit(const LimitSpec& spec) {
+  return spec.kind == Kind::kGcra ? spec.a + 1 : spec.a;
+}
+
+bool RequestCore::must_wait(std::string_view key, const Routing* rt) const {
+  return rt && fg::must_wait(*rt, key_slot(key));
+}
+
+// Everything a request can be refused for before it is routed, for every door alike.
+bool RequestCore::check(const Request& r, Outcome& now) const {
+  if (keyed(r.verb) && r.key.size() > kMaxKeyLen) {
+    refuse(now, Code::kError, err::kKeyTooLong);
+    return false;
+  }
+  switch (r.verb) {
+    case Verb::kTake:
+    case Verb::kPeek:
+    case Verb::kReserve:
+      if (r.spec.kind == Kind::kConcurrency) {
+        refuse(now, Code::kError, err::kConcurrencyPolicy);
+        return false;
+      }
+      if (r.cost < 0 || r.cost > kMaxCount) {
+        refuse(now, Code::kError, err::kNotInteger);
+        return false;
+      }
+      if (r.verb == Verb::kReserve && (r.ttl_ms <= 0 || r.ttl_ms > kMaxReserveMs)) {
+        refuse(now, Code::kError, err::kReserveTtl);
+        return false;
+      }
+      return true;
+    case Verb::kAcquire:
+      if (r.spec.kind != Kind::kConcurrency) {
+        refuse(now, Code::kError, err::kNotConcurrencyPolicy);
+        return false;
+      }
+      if (r.bound && !r.holder.empty()) {
+        refuse(now, Code::kError, err::kSyntax);
+        return false;
+      }
+      if (r.bound && !svc_.bound) {
+        refuse(now, Code::kError, err::kNoBound);
+        return false;
+      }
+      return true;
+    case Verb::kRenew:
+      if (r.lease == 0) {
+        refuse(now, Code::kError, err::kBadLease);
+        return false;
+      }
+      return ttl_ok(r.ttl_ms, now);
+    case Verb::kRelease:
+    case Verb::kCommit:
+    case Verb::kCancel:
+      if (r.lease == 0) {
+        refuse(now, Code::kError, err::kBadLease);
+        return false;
+      }
+      return true;
+    case Verb::kHeartbeat:
+    case Verb::kReleaseAll:
+      if (r.holder.empty()) {
+        refuse(now, Code::kError, err::kHolderRequired);
+        return false;
+      }
+      return r.verb == Verb::kReleaseAll || ttl_ok(r.ttl_ms, now);
+    case Verb::kReset:
+    case Verb::kCount:
+      return true;
+  }
+  return true;
+}
+
+Pending RequestCore::submit(const Request& r, const Door& d, Flight& f, Outcome& now) {
+  Pending p;
+  p.verb = r.verb;
+  p.metric = r.metric;
+  if (!check(r, now)) {
+    count(p, now, r.spec.policy, r.key, d);
+    return p;
+  }
+  std::string_view holder = r.holder;
+  if (r.bound) {  // this connection holds the lease: renewed while it lives, released after
+    holder = f.strings.emplace_back(svc_.bound->bind(d.client_id, r.spec.c / kNsPerMs));
+  }
+  uint32_t slot = 0;
+  if (d.routing && keyed(r.verb)) {
+    slot = key_slot(r.key);
+    RouteDecision rd = route(*d.routing, slot, d.mode, d.hops, svc_.clock->now_ns());
+    using A = RouteDecision::Action;
+    switch (rd.action) {
+      case A::kServe:
+        break;
+      case A::kForward:
+        if (svc_.forwarder) return forward(r, holder, d, f, d.routing->nodes[rd.node], p);
+        [[fallthrough]];  // (a node with no way to forward: the client must go there)
+      case A::kMove: {
+        const RouteNode& n = d.routing->nodes[rd.node];
+        svc_.counters.moved.fetch_add(1, std::memory_order_relaxed);
+        now.code = Code::kMoved;
+        now.slot = slot;
+        now.node = n.id;
+        now.error = err::moved(slot, n.resp_host, d.native_ports ? n.native_port : n.resp_port);
+        count(p, now, r.spec.policy, r.key, d);
+        return p;
+      }
+      case A::kUnavailable:
+        answer_unavailable(r, rd, now);
+        count(p, now, r.spec.policy, r.key, d);
+        return p;
+      case A::kRefuse:
+        refuse(now, rd.code, std::move(rd.error));
+        count(p, now, r.spec.policy, r.key, d);
+        return p;
+    }
+  }
+  ShardOp& op = f.batch->ops.emplace_back();
+  op.code = opcode(r.verb);
+  op.shard = keyed(r.verb) ? svc_.shards->shard_of(r.key) : kAllShards;
+  op.key = r.key;
+  op.slot = static_cast<uint16_t>(slot);
+  op.spec = r.spec;
+  op.cost = r.cost;
+  op.ttl_ns = r.verb == Verb::kAcquire ? r.spec.c : r.ttl_ms * kNsPerMs;
+  op.lease_id = r.lease;
+  op.holder = holder;
+  p.at = Pending::At::kShard;
+  p.index = static_cast<uint32_t>(f.batch->ops.size() - 1);
+  if (!keyed(r.verb)) fan_out(r, d, f, p);
+  return p;
+}
+
+// No copy of the key's state can be reached: a named policy's on_unavailable answers (a
+// decision that says so), else the error. Never a bare failure nobody thought about.
+void RequestCore::answer_unavailable(const Request& r, RouteDecision& rd, Outcome& now) {
+  const bool limited = rate_verb(r.verb) || r.verb == Verb::kAcquire;
+  const FailMode mode = limited ? r.spec.on_unavailable : FailMode::kError;
+  if (mode == FailMode::kError) {
+    svc_.counters.unavailable.fetch_add(1, std::memory_order_relaxed);
+    return refuse(now, rd.code, std::move(rd.error));
+  }
+  const bool open = mode == FailMode::kOpen;
+  (open ? svc_.counters.fail_open : svc_.counters.fail_closed)
+      .fetch_add(1, std::memory_order_relaxed);
+  now.unavailable = mode;
+  if (r.verb == Verb::kAcquire) {  // no lease is issued: nothing to renew or release
+    now.acquire.granted = open;
+    now.acquire.retry_after_ns = open ? kNever : kFailClosedRetryNs;
+    now.limit = r.spec.a;
+    return;
+  }
+  now.decision.allowed = open;
+  now.decision.limit = reported_limit(r.spec);
+  now.decision.remaining = open ? now.decision.limit : 0;
+  now.decision.retry_after_ns = open ? kNever : kFailClosedRetryNs;
+  now.decision.reset_after_ns = 0;
+}
+
+Pending RequestCore::forward(const Request& r, std::string_view holder, const Door& d, Flight& f,
+                             const RouteNode& to, Pending p) {
+  // One call per owner (and hop count) per flight, whichever connections its requests are from.
+  const uint32_t hops = d.hops + 1;
+  uint32_t ci = 0;
+  while (ci < f.forwards.size() &&
+         (f.forwards[ci].node_id != to.id || f.forwards[ci].batch.hops() != hops)) {
+    ++ci;
+  }
+  if (ci == f.forwards.size()) {
+    ForwardCall& c = f.forwards.emplace_back();
+    c.node_id = to.id;
+    c.peer_addr = to.peer_addr;
+    c.batch.set_hops(hops);
+  }
+  ForwardCall& c = f.forwards[ci];
+  encode_forwarded(r, holder, *c.batch.add_requests());
+  c.specs.push_back(r.spec);
+  svc_.counters.forwarded.fetch_add(1, std::memory_order_relaxed);
+  p.at = Pending::At::kForward;
+  p.index = ci;
+  p.item = static_cast<uint32_t>(c.batch.requests_size() - 1);
+  return p;
+}
+
+// A holder's leases live wherever their keys do: a client's heartbeat or release-all goes
+// to every other member of the table too, and the counts add up.
+void RequestCore::fan_out(const Request& r, const Door& d, Flight& f, Pending& p) {
+  if (!d.routing || d.hops > 0 || r.here_only || !svc_.forwarder) return;
+  p.at = Pending::At::kFanout;
+  p.item = static_cast<uint32_t>(f.fanout.size());
+  for (const RouteNode& n : d.routing->nodes) {
+    if (n.self || !n.in_table ||
+        !(n.state == MemberState::kAlive || n.state == MemberState::kSuspect)) {
+      continue;
+    }
+    Pending part = forward(r, r.holder, d, f, n, Pending{});
+    f.fanout.emplace_back(part.index, part.item);
+    ++p.parts;
+  }
+}
+
+bool RequestCore::from_forward(Flight& f, uint32_t call, uint32_t item, Outcome& out) {
+  ForwardCall& c = f.forwards[call];
+  if (c.ok && !c.decoded) {
+    c.decoded = true;
+    if (!c.outcomes.ParseFromString(c.body)) c.outcomes.Clear();
+  }
+  const Verb verb = static_cast<Verb>(c.batch.requests(static_cast<int>(item)).verb());
+  if (c.ok && static_cast<int>(item) < c.outcomes.outcomes_size()) {
+    decode_outcome(c.outcomes.outcomes(static_cast<int>(item)), verb, out);
+    return true;
+  }
+  svc_.counters.forward_failures.fetch_add(1, std::memory_order_relaxed);
+  return false;
+}
+
+// Why a forward brought no answer, as a client reads it.
+std::string_view RequestCore::silence(const Flight& f, uint32_t call) {
+  const ForwardCall& c = f.forwards[call];
+  return c.ok ? std::string_view("malformed reply") : std::string_view(c.body);
+}
+
+void RequestCore::finish(const Pending& p, Flight& f, const Door& d, Outcome& out) {
+  uint16_t policy = 0;
+  std::string_view key;
+  switch (p.at) {
+    case Pending::At::kNow:
+      return;  // answered (and counted) by submit()
+    case Pending::At::kShard: {
+      const ShardOp& op = f.batch->ops[p.index];
+      from_op(op, out);
+      policy = op.spec.policy;
+      key = op.key;
+      break;
+    }
+    case Pending::At::kForward: {
+      const ForwardCall& c = f.forwards[p.index];
+      if (!from_forward(f, p.index, p.item, out)) {
+        // The owner did not answer: the policy's fail mode, as when it is known to be down.
+        RouteDecision rd;
+        rd.code = Code::kTryAgain;
+        rd.error = err::owner_silent(c.node_id, silence(f, p.index));
+        Request r;
+        r.verb = p.verb;
+        r.spec = c.specs[p.item];
+        answer_unavailable(r, rd, out);
+      }
+      policy = c.specs[p.item].policy;
+      key = c.batch.requests(static_cast<int>(p.item)).key();
+      break;
+    }
+    case Pending::At::kFanout: {
+      from_op(f.batch->ops[p.index], out);
+      for (uint32_t k = 0; k < p.parts && out.ok(); ++k) {
+        const auto [call, item] = f.fanout[p.item + k];
+        Outcome part;
+        const bool answered = from_forward(f, call, item, part);
+        if (answered && part.ok()) {
+          out.value += part.value;
+        } else {
+          // That member's share of the holder's leases was not reached: say so.
+          refuse(out, Code::kTryAgain,
+                 err::member_silent(f.forwards[call].node_id,
+                                    answered ? std::string_view(part.error) : silence(f, call)));
+        }
+      }
+      break;
+    }
+  }
+  count(p, out, policy, key, d);
+}
+
+// Metrics, counted once per request by the node whose client asked.
+void RequestCore::count(const Pending& p, const Outcome& out, uint16_t policy, std::string_view key,
+                        const Door& d) const {
+  if (!d.count) return;
+  RequestMetrics& m = RequestMetrics::get();
+  const int64_t latency_us = p.at == Pending::At::kNow ? 0 : d.latency_us;
+  if (!out.ok()) return m.record(p.metric, RequestResult::kError, latency_us);
+  if (!decides(p.verb)) return m.record(p.metric, RequestResult::kOk, latency_us);
+  const bool allowed = out.allowed();
+  m.record(p.metric, allowed ? RequestResult::kAllowed : RequestResult::kDenied, latency_us);
+  m.decision(policy, allowed);
+  if (!allowed) m.denied(key, svc_.clock->now_ns() / kNsPerSec);
+}
+
+}  // namespace fg

@@ -1,0 +1,69 @@
+// What the request path counts for /metrics and the status page: requests per command and
+// result, a latency histogram per command, decisions per policy, and the most-denied keys.
+// Each thread writes its own block (relaxed atomics, no shared cache lines); readers add
+// the blocks up. Process-wide.
+#pragma once
+#include <array>
+#include <atomic>
+#include <chrono>
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <string_view>
+#include <unordered_map>
+#include <vector>
+
+#include "policy_ids.hpp"
+
+namespace fg {
+
+// Monotonic nanoseconds, for latencies.
+inline int64_t steady_ns() {
+  return std::chrono::duration_cast<std::chrono::nanoseconds>(
+             std::chrono::steady_clock::now().time_since_epoch())
+      .count();
+}
+
+enum class RequestResult : uint8_t { kOk, kError, kAllowed, kDenied, kCount };
+std::string_view result_name(RequestResult r);
+
+// Upper bounds (µs) of the latency buckets; the last bucket is +Inf.
+inline constexpr std::array<int64_t, 13> kLatencyBoundsUs = {
+    50, 100, 250, 500, 1000, 2500, 5000, 10000, 25000, 50000, 100000, 250000, 1000000};
+inline constexpr size_t kLatencyBuckets = kLatencyBoundsUs.size() + 1;
+inline constexpr size_t kMaxCommandIds = 128;  // RESP commands, then native ops
+
+class RequestMetrics {
+ public:
+  struct Counts {
+    std::vector<std::array<uint64_t, static_cast<size_t>(RequestResult::kCount)>> requests;
+    std::vector<std::array<uint64_t, kLatencyBuckets>> latency;  // per command, not cumulative
+    std::vector<uint64_t> latency_sum_us;
+    std::vector<std::array<uint64_t, 2>> policy;  // [allowed, denied] per policy id
+  };
+  struct DeniedKey {
+    std::string key;
+    uint64_t denials;
+  };
+
+  static RequestMetrics& get();
+
+  // One command's outcome, `latency_us` from its arrival to its reply.
+  void record(uint16_t command, RequestResult r, int64_t latency_us);
+  void decision(uint16_t policy, bool allowed);
+  // A denied key (the most-denied list covers about the last two minutes).
+  void denied(std::string_view key, int64_t now_s);
+
+  Counts counts() const;
+  std::vector<DeniedKey> top_denied(size_t n, int64_t now_s) const;
+
+ private:
+  struct Block;
+  Block& local();
+  mutable std::mutex mu_;
+  std::vector<std::unique_ptr<Block>> blocks_;
+};
+
+}  // namespace fg

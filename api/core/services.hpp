@@ -1,0 +1,105 @@
+// What the request core, the doors and the commands need from their node: shards, clock,
+// policies, clients, routing, the I/O lanes, settings and counters. The node fills it in;
+// tests build one by hand.
+#pragma once
+#include <atomic>
+#include <cstdint>
+#include <functional>
+#include <string>
+#include <vector>
+
+#include "bound_leases.hpp"
+#include "client_registry.hpp"
+#include "clock.hpp"
+#include "policy_registry.hpp"
+#include "resp_parser.hpp"
+#include "routing.hpp"
+#include "shard_pool.hpp"
+
+namespace asio {
+class io_context;
+}  // namespace asio
+
+namespace fg {
+
+class IoBatcher;
+class Cluster;
+class PolicyStore;
+
+constexpr int64_t kDefaultForwardTimeoutMs = 5000;
+
+struct NodeSettings {
+  std::string version = FLOODGATE_VERSION;
+  std::string run_id;
+  std::string bind = "127.0.0.1";
+  int port = 6380;
+  int native_port = 0;               // 0: no native listener
+  int admin_port = 0;                // 0: no admin HTTP
+  std::string requirepass;           // empty: no AUTH needed
+  int64_t timeout_s = 0;             // idle client timeout, 0 = never
+  size_t max_batch_commands = 1024;  // commands taken from one read into one batch
+  ParserLimits parser;
+  std::string config_file;
+  int64_t start_ms = 0;
+  int io_threads = 1;
+  int shard_threads = 1;
+  // Cluster mode (routing != null): how a RESP client reaches a key another node owns.
+  // kAuto: -MOVED once the client has asked for the topology (CLUSTER SLOTS or SHARDS),
+  // else forwarded; kAlways: always -MOVED; kNever: always forwarded.
+  enum class Redirect { kAuto, kAlways, kNever } redirect = Redirect::kAuto;
+  int64_t forward_timeout_ms = kDefaultForwardTimeoutMs;
+};
+
+struct NodeCounters {
+  std::atomic<uint64_t> commands{0};
+  std::atomic<uint64_t> protocol_errors{0};
+  std::atomic<uint64_t> dropped_slow{0};     // clients dropped for not reading replies
+  std::atomic<uint64_t> dropped_timeout{0};  // idle or half-sent command timeouts
+  std::atomic<uint64_t> forwarded{0};        // requests sent to their slot's owner
+  std::atomic<uint64_t> forward_failures{0};
+  std::atomic<uint64_t> moved{0};               // -MOVED redirections answered
+  std::atomic<uint64_t> forwards_served{0};     // requests run for other nodes
+  std::atomic<uint64_t> fail_open{0};           // answered "allowed" with no copy reachable
+  std::atomic<uint64_t> fail_closed{0};         // answered "denied" with no copy reachable
+  std::atomic<uint64_t> unavailable{0};         // answered an error with no copy reachable
+  std::atomic<uint64_t> connections_closed{0};  // both doors; drives the memory trim
+};
+
+// How forwarded requests leave this node: over the cluster's peer links in a node, straight
+// into another in-process node in tests.
+class Forwarder {
+ public:
+  virtual ~Forwarder() = default;
+  // Sends a ForwardBatch to the node at `peer_addr`. `done(ok, body)` runs once, on any
+  // thread: ok with the owner's ForwardOutcomes, or not with why ("timeout", ...).
+  virtual void send(const std::string& peer_addr, std::string batch, int64_t timeout_ms,
+                    std::function<void(bool ok, std::string body)> done) = 0;
+};
+
+// One I/O thread: its event loop and the batcher that gathers its flights. Work that is
+// not a client's (forwarded requests, lease renewals) runs on a lane too.
+struct Lane {
+  asio::io_context* io = nullptr;
+  IoBatcher* batcher = nullptr;
+};
+
+struct Services {
+  ShardPool* shards = nullptr;
+  const Clock* clock = nullptr;
+  PolicyRegistry* policies = nullptr;
+  PolicyStore* policy_store = nullptr;  // null: FG.POLICY changes are refused
+  ClientRegistry* clients = nullptr;
+  RoutingHub* routing = nullptr;   // null: not a cluster
+  Cluster* cluster = nullptr;      // replica acknowledgements, INFO cluster
+  Forwarder* forwarder = nullptr;  // null: requests are never forwarded
+  BoundLeases* bound = nullptr;    // null: BOUND leases are refused
+  std::vector<Lane> lanes;         // at least one when anything runs off a client's thread
+  std::atomic<size_t> next_lane{0};
+  NodeSettings settings;
+  NodeCounters counters;
+
+  // The lane for the next piece of background work (round robin).
+  Lane& lane() { return lanes[next_lane.fetch_add(1, std::memory_order_relaxed) % lanes.size()]; }
+};
+
+}  // namespace fg

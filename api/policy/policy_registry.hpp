@@ -1,0 +1,68 @@
+// The policies in force — named policies, key patterns mapped to them, per-key overrides —
+// read on the request path without locks: readers take a snapshot; a change publishes a
+// whole new set (built by PolicyStore from the cluster-wide book).
+#pragma once
+#include <map>
+#include <memory>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "limit_spec.hpp"
+#include "result.hpp"
+
+namespace fg {
+
+using PolicyMap = std::map<std::string, LimitSpec, std::less<>>;
+
+struct KeyPattern {
+  std::string glob;    // Redis glob: * ? [abc] \x
+  std::string policy;  // a policy name, looked up when used
+};
+
+struct PolicyOverride {
+  std::string policy;  // a policy name, or empty: `spec` is the limit itself
+  LimitSpec spec;
+};
+
+struct PolicySet {
+  PolicyMap policies;
+  std::vector<KeyPattern> patterns;  // most specific first (see sort_patterns)
+  std::map<std::string, PolicyOverride, std::less<>> overrides;
+  uint64_t digest = 0;  // the book it was built from
+
+  // Where a request's limit came from.
+  enum class Source { kNamed, kOverride, kPattern };
+  // The limit for `key` when the caller named `named` (empty: none). A per-key override
+  // wins over the named policy; with no name and no override, the most specific matching
+  // pattern decides. (An inline limit is used as given and never gets here.)
+  Result<const LimitSpec*> lookup(std::string_view key, std::string_view named,
+                                  Source* source = nullptr) const;
+  Result<LimitSpec> resolve(std::string_view key, std::string_view named) const {
+    Result<const LimitSpec*> p = lookup(key, named);
+    if (!p.ok()) return Error{p.error()};
+    return **p;
+  }
+  // Orders patterns most specific first: more literal characters, then by text.
+  void sort_patterns();
+};
+
+class PolicyRegistry {
+ public:
+  std::shared_ptr<const PolicySet> snapshot() const { return std::atomic_load(&set_); }
+  void replace(PolicySet s) {
+    std::atomic_store(&set_,
+                      std::shared_ptr<const PolicySet>(std::make_shared<PolicySet>(std::move(s))));
+  }
+  // Only the named policies replaced (tests, and nodes without a store).
+  void replace(PolicyMap m) {
+    PolicySet s;
+    s.policies = std::move(m);
+    replace(std::move(s));
+  }
+
+ private:
+  std::shared_ptr<const PolicySet> set_ = std::make_shared<PolicySet>();
+};
+
+}  // namespace fg

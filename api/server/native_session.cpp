@@ -1,0 +1,393 @@
+// The native door: frames in, requests to the core, one answer frame per request frame.
+#include "native_session.hpp"
+
+#include <algorithm>
+#include <deque>
+
+#include "command_table.hpp"
+#include "errors.hpp"
+#include "lease_upkeep.hpp"
+#include "length_prefix.hpp"
+#include "native.pb.h"
+#include "native_wire.hpp"
+#include "request_metrics.hpp"
+
+namespace fg {
+
+namespace pb = floodgate::native;
+
+namespace {
+
+void fail(wire::ResultView& r, pb::Code code, std::string_view error) {
+  r.code = code;
+  r.error = error;
+}
+
+pb::Code code_of(Code c) {
+  switch (c) {
+    case Code::kOk:
+      return pb::OK;
+    case Code::kError:
+      return pb::ERR;
+    case Code::kWrongType:
+      return pb::WRONGTYPE;
+    case Code::kMoved:
+      return pb::MOVED;
+    case Code::kTryAgain:
+      return pb::TRYAGAIN;
+    case Code::kClusterDown:
+      return pb::CLUSTERDOWN;
+    case Code::kNotReplicated:
+      return pb::NOTREPLICATED;
+    case Code::kKeyLimit:
+      return pb::OOM;
+  }
+  return pb::ERR;
+}
+
+// The verb of a native op, if it is one the core serves.
+bool verb_of(int op, Verb& v) {
+  switch (op) {
+    case pb::TAKE:
+      v = Verb::kTake;
+      return true;
+    case pb::PEEK:
+      v = Verb::kPeek;
+      return true;
+    case pb::RESERVE:
+      v = Verb::kReserve;
+      return true;
+    case pb::RESET:
+      v = Verb::kReset;
+      return true;
+    case pb::ACQUIRE:
+      v = Verb::kAcquire;
+      return true;
+    case pb::RENEW:
+      v = Verb::kRenew;
+      return true;
+    case pb::RELEASE:
+      v = Verb::kRelease;
+      return true;
+    case pb::COUNT:
+      v = Verb::kCount;
+      return true;
+    case pb::HEARTBEAT:
+      v = Verb::kHeartbeat;
+      return true;
+    case pb::RELEASE_ALL:
+      v = Verb::kReleaseAll;
+      return true;
+    case pb::COMMIT:
+      v = Verb::kCommit;
+      return true;
+    case pb::CANCEL:
+      v = Verb::kCancel;
+      return true;
+    default:
+      return false;
+  }
+}
+
+}  // namespace
+
+void fill_result(const Outcome& o, Verb verb, wire::ResultView& res) {
+  res.code = code_of(o.code);
+  if (!o.ok()) {
+    res.error = o.error;
+    if (o.code == Code::kMoved) {
+      res.slot = o.slot;
+      res.node = o.node;
+    }
+    return;
+  }
+  if (o.unavailable != FailMode::kError) {
+    res.unavailable = o.unavailable == FailMode::kOpen ? "fail_open" : "fail_closed";
+  }
+  if (verb == Verb::kAcquire) {
+    const AcquireResult& a = o.acquire;
+    res.allowed = a.granted;
+    res.lease = a.granted ? a.lease_id : 0;
+    res.value = a.held;
+    res.limit = o.limit;
+    res.retry_after_ms = a.granted ? -1 : ceil_ms(a.retry_after_ns);
+  } else if (rate_verb(verb)) {
+    const Decision& d = o.decision;
+    res.allowed = d.allowed;
+    res.limit = d.limit;
+    res.remaining = d.remaining;
+    res.retry_after_ms = ceil_ms(d.retry_after_ns);
+    res.reset_after_ms = ceil_ms(d.reset_after_ns);
+    res.lease = o.ticket;
+  } else {
+    res.value = o.value;
+  }
+}
+
+struct NativeSession::Frame {
+  std::string bytes;  // the frame as received: requests' keys point into it
+  wire::ClientFrameView in;
+  std::vector<wire::RequestView> requests;  // decoded
+  std::vector<bool> decoded;
+  // Per request: answered by the door (results), or by the core (outcomes, pending).
+  std::vector<wire::ResultView> results;
+  std::vector<Outcome> outcomes;
+  std::vector<Pending> pending;
+  std::vector<int8_t> verb;  // the core's verb, or -1: answered by the door
+  std::vector<uint8_t> op;   // the request's op, for metrics
+  int64_t arrived_ns = 0;
+  std::deque<std::string> arena;  // texts made here
+  std::string_view keep(std::string s) { return arena.emplace_back(std::move(s)); }
+};
+
+NativeSession::NativeSession(Services& svc, std::shared_ptr<ClientInfo> client)
+    : svc_(svc),
+      client_(std::move(client)),
+      core_(svc),
+      authenticated_(svc.settings.requirepass.empty()) {}
+
+NativeSession::~NativeSession() {
+  // Leases this connection took with `bound` go back now.
+  if (client_) release_bound_leases(svc_, client_->id);
+}
+
+Door NativeSession::door(bool forward) const {
+  Door d;
+  d.routing = routing_.get();
+  d.mode = forward ? RouteMode::kForward : RouteMode::kMove;
+  d.native_ports = true;
+  d.client_id = client_->id;
+  return d;
+}
+
+NativeProcessResult NativeSession::process(const char* data, size_t len, Flight& flight) {
+  NativeProcessResult r;
+  if (svc_.routing && svc_.routing->version() != routing_version_) {
+    routing_version_ = svc_.routing->version();
+    routing_ = svc_.routing->get();
+  }
+  policies_ = svc_.policies->snapshot();
+  const size_t max_requests = svc_.settings.max_batch_commands * 4;
+  size_t requests = 0;
+  bool submitted = false;
+  used_frames_ = 0;
+  while (len - r.consumed >= 4 && !r.close) {
+    const uint32_t n = read_length(data + r.consumed);
+    const bool too_large = n > wire::kMaxFrameBytes;
+    if (!too_large && len - r.consumed - 4 < n) break;  // the rest is still on its way
+    if (used_frames_ > 0 && requests >= max_requests) break;
+    if (used_frames_ == frames_.size()) frames_.push_back(std::make_unique<Frame>());
+    Frame& f = *frames_[used_frames_++];
+    f.results.clear();
+    f.verb.clear();
+    f.arena.clear();
+    if (too_large || !wire::decode_client_frame(f.bytes.assign(data + r.consumed + 4, n), f.in)) {
+      // Answered after the frames before it, then the connection closes.
+      svc_.counters.protocol_errors.fetch_add(1, std::memory_order_relaxed);
+      f.in.requests.clear();
+      fail(f.results.emplace_back(), pb::ERR,
+           too_large ? err::kFrameTooLarge : err::kMalformedFrame);
+      f.verb.assign(1, -1);
+      f.op.assign(1, 0);
+      f.arrived_ns = steady_ns();
+      r.close = true;
+      r.consumed = len;
+      break;
+    }
+    f.requests.resize(f.in.requests.size());
+    f.decoded.assign(f.in.requests.size(), false);
+    for (size_t i = 0; i < f.in.requests.size(); ++i) {
+      f.decoded[i] = wire::decode_request(f.in.requests[i], f.requests[i]);
+    }
+    if (must_wait(f)) {  // its state is on its way here: take the frame up again shortly
+      --used_frames_;
+      r.stalled = true;
+      break;
+    }
+    r.consumed += 4 + n;
+    serve(f, flight);
+    requests += f.in.requests.size();
+    for (const Pending& p : f.pending) submitted |= p.waits();
+  }
+  if (requests > 0) {
+    svc_.counters.commands.fetch_add(requests, std::memory_order_relaxed);
+    client_->last_active_ms.store(svc_.clock->now_ns() / 1'000'000, std::memory_order_relaxed);
+    client_->last_cmd.store("native", std::memory_order_relaxed);
+  }
+  r.submitted = submitted;
+  if (!submitted) complete(flight);
+  return r;
+}
+
+bool NativeSession::must_wait(const Frame& f) const {
+  if (!routing_) return false;
+  for (size_t i = 0; i < f.requests.size(); ++i) {
+    Verb v;
+    if (f.decoded[i] && verb_of(f.requests[i].op, v) && keyed(v) &&
+        core_.must_wait(f.requests[i].key, routing_.get())) {
+      return true;
+    }
+  }
+  return false;
+}
+
+void NativeSession::serve(Frame& f, Flight& flight) {
+  const wire::ClientFrameView& in = f.in;
+  bool bad_password = false;
+  if (in.has_hello) {
+    pb::Hello h;
+    if (h.ParseFromArray(in.hello.data(), static_cast<int>(in.hello.size()))) {
+      if (!svc_.settings.requirepass.empty() && !h.password().empty()) {
+        authenticated_ = h.password() == svc_.settings.requirepass;
+        bad_password = !authenticated_;
+      }
+      if (!h.client_name().empty()) svc_.clients->set_lib(*client_, true, h.client_name());
+      watch_topology_ = h.watch_topology();
+      if (watch_topology_ && routing_) pushed_epoch_ = routing_->epoch;
+    }
+  }
+  const size_t n = in.requests.size();
+  f.results.assign(n, wire::ResultView{});
+  f.outcomes.assign(n, Outcome{});
+  f.pending.assign(n, Pending{});
+  f.verb.assign(n, -1);
+  f.op.assign(n, 0);
+  f.arrived_ns = steady_ns();
+  for (size_t i = 0; i < n; ++i) {
+    wire::ResultView& res = f.results[i];
+    if (!f.decoded[i]) {
+      fail(res, pb::ERR, err::kMalformedRequest);
+      continue;
+    }
+    const wire::RequestView& req = f.requests[i];
+    f.op[i] = static_cast<uint8_t>(req.op >= 0 && req.op <= pb::PING ? req.op : 0);
+    if (!authenticated_ && req.op != pb::PING) {
+      fail(res, pb::NOAUTH, bad_password ? err::kWrongPass : err::kNoAuth);
+      continue;
+    }
+    request(req, f, i, flight);
+  }
+}
+
+void NativeSession::request(const wire::RequestView& req, Frame& f, size_t index, Flight& flight) {
+  wire::ResultView& res = f.results[index];
+  if (req.op == pb::PING) return;
+  if (req.op == pb::TOPOLOGY) {
+    pb::Topology t;
+    fill_topology(t);
+    res.has_topology = true;
+    res.topology = f.keep(t.SerializeAsString());
+    return;
+  }
+  Verb verb;
+  if (!verb_of(req.op, verb)) return fail(res, pb::UNSUPPORTED, f.keep(err::unknown_op(req.op)));
+  Request r;
+  r.verb = verb;
+  r.metric = static_cast<uint16_t>(kNativeCommandBase + f.op[index]);
+  r.key = req.key;
+  r.cost = req.has_cost ? req.cost : 1;
+  r.ttl_ms = req.ttl_ms;
+  r.lease = req.lease;
+  r.holder = req.holder;
+  r.bound = req.bound;
+  r.here_only = !req.cluster_wide;  // older clients send it to every node themselves
+  if (rate_verb(verb) || verb == Verb::kAcquire) {
+    // The limit: inline, or what the policies say for this key (override, named, pattern).
+    Result<LimitSpec> limit =
+        req.policy.empty() && req.kind != pb::KIND_NONE
+            ? make_limit(static_cast<Kind>(req.kind), req.a, req.b, req.period_ms)
+            : policies_->resolve(req.key, req.policy);
+    if (!limit.ok()) return fail(res, pb::ERR, f.keep(limit.error()));
+    r.spec = limit.value();
+  }
+  f.verb[index] = static_cast<int8_t>(verb);
+  f.pending[index] = core_.submit(r, door(req.forward), flight, f.outcomes[index]);
+}
+
+void NativeSession::fill_topology(pb::Topology& t) const {
+  t.set_cluster(routing_ != nullptr);
+  if (!routing_) {
+    pb::Node* n = t.add_nodes();
+    n->set_id(svc_.settings.run_id);
+    n->set_host(svc_.settings.bind.substr(0, svc_.settings.bind.find(' ')));
+    n->set_port(static_cast<uint32_t>(svc_.settings.native_port));
+    n->set_resp_port(static_cast<uint32_t>(svc_.settings.port));
+    n->set_state("alive");
+    n->set_in_table(true);
+    pb::SlotRange* r = t.add_ranges();
+    r->set_first(0);
+    r->set_last(kSlotCount - 1);
+    r->set_owner(0);
+    t.set_quorum(true);
+    return;
+  }
+  const Routing& rt = *routing_;
+  t.set_epoch(rt.epoch);
+  t.set_quorum(rt.quorum);
+  for (const RouteNode& node : rt.nodes) {
+    pb::Node* n = t.add_nodes();
+    n->set_id(node.id);
+    n->set_host(node.resp_host);
+    n->set_port(static_cast<uint32_t>(node.native_port));
+    n->set_resp_port(static_cast<uint32_t>(node.resp_port));
+    n->set_state(std::string(state_name(node.state)));
+    n->set_in_table(node.in_table);
+  }
+  size_t members = 0;
+  for (const RouteNode& node : rt.nodes) members += node.in_table;
+  for (const SlotRange& range : rt.ranges) {
+    if (range.owner == kNoOwner) continue;
+    pb::SlotRange* r = t.add_ranges();
+    r->set_first(range.first);
+    r->set_last(range.last);
+    r->set_owner(range.owner);
+    // The nodes after the owner in table order keep the copies (as CLUSTER SLOTS says).
+    for (size_t k = 1; k < std::min(rt.replicas, members); ++k) {
+      r->add_replicas(static_cast<uint32_t>((range.owner + k) % members));
+    }
+  }
+}
+
+bool NativeSession::push_topology_if_changed() {
+  if (!watch_topology_ || !svc_.routing) return false;
+  if (svc_.routing->version() != routing_version_) {
+    routing_version_ = svc_.routing->version();
+    routing_ = svc_.routing->get();
+  }
+  if (!routing_ || routing_->epoch == pushed_epoch_) return false;
+  pushed_epoch_ = routing_->epoch;
+  pb::Topology t;
+  fill_topology(t);
+  wire::ServerFrameWriter w(out_);
+  w.push_topology(t.SerializeAsString());
+  w.finish();
+  return true;
+}
+
+void NativeSession::finish(Frame& f, Flight* flight) {
+  wire::ServerFrameWriter w(out_);
+  RequestMetrics& metrics = RequestMetrics::get();
+  Door d = door(false);
+  d.latency_us = (steady_ns() - f.arrived_ns) / 1000;
+  for (size_t i = 0; i < f.results.size(); ++i) {
+    wire::ResultView& res = f.results[i];
+    if (f.verb[i] < 0) {  // the door's own answer: count it here
+      const uint16_t cmd = static_cast<uint16_t>(kNativeCommandBase + f.op[i]);
+      metrics.record(cmd, res.code == pb::OK ? RequestResult::kOk : RequestResult::kError,
+                     d.latency_us);
+      w.add(res);
+      continue;
+    }
+    if (flight && f.pending[i].waits()) core_.finish(f.pending[i], *flight, d, f.outcomes[i]);
+    fill_result(f.outcomes[i], static_cast<Verb>(f.verb[i]), res);
+    w.add(res);
+  }
+  w.finish();
+}
+
+void NativeSession::complete(Flight& flight) {
+  for (size_t i = 0; i < used_frames_; ++i) finish(*frames_[i], &flight);
+  used_frames_ = 0;
+}
+
+}  // namespace fg

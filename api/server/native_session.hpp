@@ -1,0 +1,78 @@
+// The native door: one native-protocol connection's state, with no sockets (the node's
+// NativeConnection moves the bytes). Length-prefixed ClientFrames in, each request decoded
+// into a Request for the request core, one ServerFrame per ClientFrame out with results in
+// request order. A key another node owns is answered MOVED (the client knows the topology)
+// unless the request asks to be forwarded.
+#pragma once
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "client_registry.hpp"
+#include "request_core.hpp"
+
+namespace floodgate::native {
+class Topology;
+}  // namespace floodgate::native
+
+namespace fg::wire {
+struct RequestView;
+struct ResultView;
+}  // namespace fg::wire
+
+namespace fg {
+
+struct NativeProcessResult {
+  size_t consumed = 0;     // input bytes taken (the session keeps its own copy of frames)
+  bool submitted = false;  // requests joined the flight: join the batcher, then complete()
+  bool close = false;      // a framing error: write the output, then close
+  bool stalled = false;    // stopped before a frame whose slot's state is still arriving:
+                           // call process() again shortly
+};
+
+class NativeSession {
+ public:
+  NativeSession(Services& svc, std::shared_ptr<ClientInfo> client);
+  ~NativeSession();
+
+  // Takes whole frames from `data`. When no request joined `flight` the answers are already
+  // in output(); else call complete() once the flight is back.
+  NativeProcessResult process(const char* data, size_t len, Flight& flight);
+  void complete(Flight& flight);
+
+  // The client asked for topology pushes and the node adopted a new table since the
+  // last one it was sent: appends a push frame to output(). Returns whether it did.
+  bool push_topology_if_changed();
+  bool watches_topology() const { return watch_topology_; }
+
+  std::string& output() { return out_; }
+
+ private:
+  struct Frame;
+  bool must_wait(const Frame& f) const;
+  void serve(Frame& f, Flight& flight);
+  void request(const wire::RequestView& req, Frame& f, size_t index, Flight& flight);
+  void fill_topology(floodgate::native::Topology& t) const;
+  void finish(Frame& f, Flight* flight);
+  Door door(bool forward) const;
+
+  Services& svc_;
+  std::shared_ptr<ClientInfo> client_;
+  RequestCore core_;
+  std::vector<std::unique_ptr<Frame>> frames_;  // of the current process() call
+  size_t used_frames_ = 0;
+  std::shared_ptr<const PolicySet> policies_;
+  std::shared_ptr<const Routing> routing_;
+  uint64_t routing_version_ = 0;
+  uint64_t pushed_epoch_ = 0;
+  bool watch_topology_ = false;
+  bool authenticated_;
+  std::string out_;
+};
+
+// Writes `o`, the outcome of a request of `verb`, as a native Result (strings are views
+// into `o`).
+void fill_result(const Outcome& o, Verb verb, wire::ResultView& res);
+
+}  // namespace fg

@@ -1,0 +1,201 @@
+// The RESP door: parse, dispatch to handlers, hand keyed work to the request core, encode
+// replies in request order.
+#include "resp_session.hpp"
+
+#include "command_table.hpp"
+#include "errors.hpp"
+#include "gcra.hpp"
+#include "request_metrics.hpp"
+
+namespace fg {
+
+namespace {
+void hex16(uint64_t v, char* out) {
+  static const char* d = "0123456789abcdef";
+  for (int i = 15; i >= 0; --i, v >>= 4) out[i] = d[v & 15];
+}
+}  // namespace
+
+void write_outcome(RespWriter& w, const Outcome& o, ReplyStyle style) {
+  if (!o.ok()) return w.error(o.error);
+  const bool unavailable = o.unavailable != FailMode::kError;
+  // A policy's fail mode answered: the usual reply, plus a sixth element saying which.
+  auto mode = [&] {
+    if (unavailable) w.bulk(o.unavailable == FailMode::kOpen ? "fail_open" : "fail_closed");
+  };
+  const size_t n = unavailable ? 6 : 5;
+  const Decision& d = o.decision;
+  switch (style) {
+    case ReplyStyle::kThrottle:
+    case ReplyStyle::kDecision: {
+      // CL.THROTTLE says "limited" and counts in redis-cell's seconds; FG.* in milliseconds.
+      const bool cell = style == ReplyStyle::kThrottle;
+      auto duration = [cell](int64_t ns) { return cell ? redis_cell_seconds(ns) : ceil_ms(ns); };
+      w.array(n);
+      w.integer(d.allowed != cell ? 1 : 0);
+      w.integer(d.limit);
+      w.integer(d.remaining);
+      w.integer(duration(d.retry_after_ns));
+      w.integer(duration(d.reset_after_ns));
+      return mode();
+    }
+    case ReplyStyle::kAcquire: {
+      const AcquireResult& a = o.acquire;
+      w.array(n);
+      w.integer(a.granted ? 1 : 0);
+      if (a.granted && a.lease_id != 0) {
+        char hex[16];
+        hex16(a.lease_id, hex);
+        w.bulk(std::string_view(hex, 16));
+      } else {
+        w.null();  // denied, or admitted by fail_open: no lease to renew or release
+      }
+      w.integer(a.held);
+      w.integer(o.limit);
+      w.integer(a.granted ? -1 : ceil_ms(a.retry_after_ns));
+      return mode();
+    }
+    case ReplyStyle::kInteger:
+      return w.integer(o.value);
+  }
+}
+
+RespSession::RespSession(Services& svc, std::shared_ptr<ClientInfo> client)
+    : CommandContext(svc, std::move(client)), core_(svc), parser_(svc.settings.parser) {}
+
+Door RespSession::door() const {
+  Door d;
+  d.routing = routing_.get();
+  using R = NodeSettings::Redirect;
+  const R mode = svc_.settings.redirect;
+  d.mode = mode == R::kAlways || (mode == R::kAuto && cluster_aware_) ? RouteMode::kMove
+                                                                      : RouteMode::kForward;
+  d.client_id = client_->id;
+  return d;
+}
+
+void RespSession::request(const Request& r, ReplyStyle style) {
+  requested_ = true;
+  Request req = r;
+  req.metric = cur_cmd_;
+  Outcome now;
+  const Pending p = core_.submit(req, door(), *flight_, now);
+  if (!p.waits()) {
+    const size_t start = local_.size();
+    RespWriter w = local();
+    write_outcome(w, now, style);
+    slots_.push_back(Slot{Slot::Type::kLocal,
+                          style,
+                          cur_cmd_,
+                          true,
+                          static_cast<uint32_t>(start),
+                          static_cast<uint32_t>(local_.size() - start),
+                          {}});
+    return;
+  }
+  slots_.push_back(Slot{Slot::Type::kPending, style, cur_cmd_, false, 0, 0, p});
+  ++pending_;
+}
+
+void RespSession::end_local_slot(size_t start) {
+  if (local_.size() > start) {
+    slots_.push_back(Slot{Slot::Type::kLocal,
+                          ReplyStyle::kInteger,
+                          cur_cmd_,
+                          false,
+                          static_cast<uint32_t>(start),
+                          static_cast<uint32_t>(local_.size() - start),
+                          {}});
+  }
+}
+
+ProcessResult RespSession::process(const char* data, size_t len, Flight& flight) {
+  ProcessResult r;
+  flight_ = &flight;
+  if (svc_.routing && svc_.routing->version() != routing_version_) {
+    routing_version_ = svc_.routing->version();
+    routing_ = svc_.routing->get();
+  }
+  arrived_ns_ = steady_ns();
+  slots_.clear();
+  local_.clear();
+  arena_.clear();
+  pending_ = 0;
+  size_t taken = 0;
+  while (r.consumed < len && taken < svc_.settings.max_batch_commands && !close_) {
+    ParseResult pr = parser_.parse(data + r.consumed, len - r.consumed, args_, arena_);
+    if (pr.status == ParseStatus::kNeedMore) break;
+    if (pr.status == ParseStatus::kError) {
+      svc_.counters.protocol_errors.fetch_add(1, std::memory_order_relaxed);
+      cur_cmd_ = kUnknownCommandId;
+      const size_t start = local_.size();
+      local().error(pr.error);
+      end_local_slot(start);
+      close_ = true;
+      r.consumed = len;
+      break;
+    }
+    if (args_.empty()) {
+      r.consumed += pr.consumed;
+      continue;
+    }
+    const CommandSpec* spec = find_command(args_[0]);
+    cur_cmd_ = spec ? command_id(spec) : kUnknownCommandId;
+    if (spec && (spec->flags & kBarrier) && pending_ > 0) break;  // after the work ahead of it
+    if (routing_ && spec && (spec->flags & kKeyed) && args_.size() >= 2 &&
+        core_.must_wait(args_[1], routing_.get())) {
+      r.stalled = true;  // its state is on its way here: take it up again shortly
+      break;
+    }
+    r.consumed += pr.consumed;
+    ++taken;
+    const size_t start = local_.size();
+    requested_ = false;
+    if (!spec) {
+      local().error(err::unknown_command(args_));
+    } else if ((spec->arity > 0 && static_cast<int>(args_.size()) != spec->arity) ||
+               (spec->arity < 0 && static_cast<int>(args_.size()) < -spec->arity)) {
+      local().error(err::wrong_arity(spec->name));
+    } else if (!authenticated_ && !(spec->flags & kNoAuth)) {
+      local().error(err::kNoAuth);
+    } else {
+      client_->last_cmd.store(spec->name, std::memory_order_relaxed);
+      spec->handler(*this, args_);
+    }
+    if (!requested_) end_local_slot(start);
+  }
+  if (taken > 0) {
+    svc_.counters.commands.fetch_add(taken, std::memory_order_relaxed);
+    client_->last_active_ms.store(svc_.clock->now_ns() / 1'000'000, std::memory_order_relaxed);
+  }
+  r.close = close_;
+  r.submitted = pending_ > 0;
+  if (!r.submitted) complete(flight);
+  flight_ = nullptr;
+  policies_.reset();  // the next read sees policy changes
+  return r;
+}
+
+void RespSession::complete(Flight& flight) {
+  RespWriter w(out_, proto_);
+  Door d = door();
+  d.latency_us = (steady_ns() - arrived_ns_) / 1000;
+  RequestMetrics& metrics = RequestMetrics::get();
+  for (const Slot& s : slots_) {
+    if (s.type == Slot::Type::kLocal) {
+      out_.append(local_, s.start, s.len);
+      if (!s.counted) {
+        metrics.record(s.cmd, local_[s.start] == '-' ? RequestResult::kError : RequestResult::kOk,
+                       d.latency_us);
+      }
+      continue;
+    }
+    Outcome o;
+    core_.finish(s.pending, flight, d, o);
+    write_outcome(w, o, s.style);
+  }
+  slots_.clear();
+  local_.clear();
+}
+
+}  // namespace fg

@@ -1,0 +1,73 @@
+// The RESP door: one RESP connection's protocol state, with no sockets. Bytes in, commands
+// decoded (the command table's handlers) into Requests for the request core or answered
+// here, replies out in request order. The node's Connection moves the bytes.
+#pragma once
+#include <memory>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "command_context.hpp"
+#include "request_core.hpp"
+#include "resp_parser.hpp"
+
+namespace fg {
+
+struct ProcessResult {
+  size_t consumed = 0;     // input bytes the caller may drop once the flight (if any) is back
+  bool submitted = false;  // requests joined the flight: join the batcher, then complete()
+  bool close = false;      // after writing the output, close the connection
+  bool stalled = false;    // stopped before a command whose slot's state is still arriving:
+                           // call process() again shortly
+};
+
+class RespSession final : public CommandContext {
+ public:
+  RespSession(Services& svc, std::shared_ptr<ClientInfo> client);
+
+  // Parses commands from `data` (unconsumed input). Local commands are answered at once;
+  // keyed ones go to the request core and may join `flight` (which may already hold other
+  // connections' requests). When none joined, the replies are already in output().
+  // Otherwise the caller joins the flight's batcher and calls complete() once it is back.
+  // Stops at the end of the input, at max_batch_commands, before a command that changes the
+  // session or reads shard state (HELLO, AUTH, QUIT, DBSIZE, INFO) when keyed work is
+  // pending, before a command whose slot's state is arriving here, and at a protocol error.
+  ProcessResult process(const char* data, size_t len, Flight& flight);
+  // After the flight is back: appends every reply of the last process() call, in order.
+  void complete(Flight& flight);
+
+  std::string& output() { return out_; }
+
+  void request(const Request& r, ReplyStyle style) override;
+
+ private:
+  // One command's place among this read's replies.
+  struct Slot {
+    enum class Type : uint8_t { kLocal, kPending } type;
+    ReplyStyle style;
+    uint16_t cmd;    // the command's id for metrics
+    bool counted;    // kLocal: counted by the core already
+    uint32_t start;  // kLocal: where its reply starts in local_
+    uint32_t len;
+    Pending pending;  // kPending
+  };
+  void end_local_slot(size_t start);
+  Door door() const;
+
+  RequestCore core_;
+  RespParser parser_;
+  std::vector<std::string_view> args_;
+  Flight* flight_ = nullptr;
+  std::vector<Slot> slots_;
+  size_t pending_ = 0;      // kPending slots of this read
+  bool requested_ = false;  // the running command went to the core
+  uint64_t routing_version_ = 0;
+  uint16_t cur_cmd_ = 0;
+  int64_t arrived_ns_ = 0;  // when this read's commands were parsed (steady clock)
+  std::string out_;
+};
+
+// Appends `o` (the outcome of a request of `style`) as a RESP reply.
+void write_outcome(RespWriter& w, const Outcome& o, ReplyStyle style);
+
+}  // namespace fg

@@ -1,0 +1,250 @@
+// The RESP door in cluster mode, two in-process nodes: which commands run here, which are
+// forwarded to the owner (decoded, not as RESP) and how their replies keep their place,
+// -MOVED, the waits for arriving slots, and the CLUSTER commands' replies.
+#include <gtest/gtest.h>
+
+#include "errors.hpp"
+#include "forward_codec.hpp"
+#include "test_node.hpp"
+
+namespace fg {
+namespace {
+
+// Slots 0-5460 are n1's and served, 5461-10922 are n2's, 10923-16383 are n1's but their state
+// is still arriving.
+int owner_of(uint32_t s) { return (s >= 5461 && s <= 10922) ? 1 : 0; }
+SlotBits range(uint32_t lo, uint32_t hi) {
+  SlotBits b;
+  for (uint32_t s = lo; s <= hi; ++s) b.set(s);
+  return b;
+}
+
+class ClusterSessionTest : public ::testing::Test {
+ protected:
+  std::string run(const std::string& input, ProcessResult* result = nullptr) {
+    std::string out = conn_.send(input);
+    if (result) *result = conn_.last();
+    return out;
+  }
+  static std::string resp(const std::vector<std::string>& words) { return RespConn::resp(words); }
+
+  TwoNodes nodes_{owner_of, range(10923, kSlotCount - 1)};
+  MemoryForwarder& net_ = nodes_.net;
+  TestNode& n1_ = nodes_.n1;
+  TestNode& n2_ = nodes_.n2;
+  RespConn conn_{n1_};
+};
+
+TEST_F(ClusterSessionTest, KeysServedHereRunHere) {
+  const std::string k = key_in(0, 5460);
+  EXPECT_EQ(run(resp({"CL.THROTTLE", k, "5", "10", "60"})),
+            "*5\r\n:0\r\n:6\r\n:5\r\n:-1\r\n:6\r\n");
+  EXPECT_TRUE(net_.sent().empty());
+}
+
+TEST_F(ClusterSessionTest, OtherNodesKeysAreForwardedAndTheirRepliesKeepTheirPlace) {
+  const std::string here = key_in(0, 5460), there = key_in(5461, 10922);
+  const std::string in = resp({"FG.TAKE", there, "fixed_window", "3", "1000"}) + resp({"PING"}) +
+                         resp({"FG.TAKE", here, "fixed_window", "3", "1000"}) +
+                         resp({"CL.THROTTLE", there, "1", "1", "1"});
+  EXPECT_EQ(run(in),
+            "*5\r\n:1\r\n:3\r\n:2\r\n:-1\r\n:1000\r\n"  // forwarded #1, run on n2
+            "+PONG\r\n"                                 // local
+            "*5\r\n:1\r\n:3\r\n:2\r\n:-1\r\n:1000\r\n"  // here
+            "-WRONGTYPE Operation against a key holding the wrong kind of value\r\n");  // #2
+  // One peer request for both, to their owner.
+  const auto sent = net_.sent();
+  ASSERT_EQ(sent.size(), 1u);
+  EXPECT_EQ(sent[0].requests_size(), 2);
+  EXPECT_EQ(n1_.svc.counters.forwarded.load(), 2u);
+  EXPECT_EQ(n2_.svc.counters.forwards_served.load(), 2u);
+}
+
+TEST_F(ClusterSessionTest, ForwardedRequestsTravelDecodedAndRunOnTheOwnersLane) {
+  const std::string there = key_in(5461, 10922);
+  EXPECT_EQ(run(resp({"FG.TAKE", there, "sliding_log", "5", "60000", "COST", "2"})),
+            "*5\r\n:1\r\n:5\r\n:3\r\n:-1\r\n:60000\r\n");
+  const auto sent = net_.sent();
+  ASSERT_EQ(sent.size(), 1u);
+  EXPECT_EQ(sent[0].hops(), 1u);
+  Result<Request> r = decode_forwarded(sent[0].requests(0));
+  ASSERT_TRUE(r.ok()) << r.error();
+  EXPECT_EQ(r->verb, Verb::kTake);
+  EXPECT_EQ(r->key, there);
+  EXPECT_EQ(r->spec.kind, Kind::kSlidingLog);
+  EXPECT_EQ(r->spec.a, 5);
+  EXPECT_EQ(r->spec.c, 60'000'000'000);
+  EXPECT_EQ(r->cost, 2);
+  // The owner ran it through its core on its I/O lane: no client connection, no session,
+  // not counted as one of its own clients' requests.
+  EXPECT_EQ(net_.answered_on(), std::set<std::thread::id>{n2_.lane_thread()});
+  EXPECT_EQ(n2_.clients.count(), 0u);
+}
+
+TEST_F(ClusterSessionTest, AnUnansweredForwardIsATryAgainError) {
+  const std::string there = key_in(5461, 10922);
+  net_.cut("127.0.0.1:17002");
+  EXPECT_EQ(run(resp({"FG.RESET", there})),
+            "-TRYAGAIN the key's owner (n2) did not answer: unreachable\r\n");
+  EXPECT_EQ(n1_.svc.counters.forward_failures.load(), 1u);
+}
+
+TEST_F(ClusterSessionTest, ClientsThatAskedForTheTopologyGetMoved) {
+  const std::string there = key_in(5461, 10922);
+  run(resp({"CLUSTER", "SLOTS"}));
+  EXPECT_EQ(run(resp({"FG.RESET", there})),
+            "-MOVED " + std::to_string(key_slot(there)) + " 127.0.0.1:7002\r\n");
+  EXPECT_TRUE(net_.sent().empty());
+}
+
+TEST_F(ClusterSessionTest, ClusterNodesTypedAtAPromptDoesNotTurnOnRedirection) {
+  const std::string there = key_in(5461, 10922);
+  run(resp({"CLUSTER", "NODES"}));
+  EXPECT_EQ(run(resp({"FG.RESET", there})), ":0\r\n");
+  EXPECT_EQ(net_.sent().size(), 1u);
+}
+
+TEST_F(ClusterSessionTest, RedirectAlwaysMovesEveryone) {
+  n1_.svc.settings.redirect = NodeSettings::Redirect::kAlways;
+  const std::string there = key_in(5461, 10922);
+  EXPECT_EQ(run(resp({"FG.COUNT", there})).substr(0, 7), "-MOVED ");
+}
+
+TEST_F(ClusterSessionTest, AKeyWhoseStateIsArrivingWaitsThenRuns) {
+  const std::string here = key_in(0, 5460), arriving = key_in(10923, 16383);
+  const std::string first = resp({"FG.TAKE", here, "fixed_window", "3", "1000"});
+  ProcessResult r;
+  std::string out = run(first + resp({"FG.COUNT", arriving}), &r);
+  EXPECT_EQ(out, "*5\r\n:1\r\n:3\r\n:2\r\n:-1\r\n:1000\r\n");  // the first only
+  EXPECT_TRUE(r.stalled);
+  out = run(resp({"FG.COUNT", arriving}), &r);
+  EXPECT_TRUE(r.stalled);
+  EXPECT_EQ(r.consumed, 0u);
+  EXPECT_EQ(out, "");
+  // The state arrives: the shards serve the slots, then the routing says so.
+  n1_.serve(range(10923, kSlotCount - 1));
+  n1_.publish(make_routing(0, 2, owner_of));
+  EXPECT_EQ(run(resp({"FG.COUNT", arriving}), &r), ":0\r\n");
+  EXPECT_FALSE(r.stalled);
+}
+
+TEST_F(ClusterSessionTest, ASlotTheShardsNoLongerServeIsATryAgain) {
+  // The routing says "served here" but the shards already let the slot go (a request in
+  // flight while its slot moved): refused, never run on state that is not ours.
+  const std::string k = key_in(10923, 16383);
+  auto rt = make_routing(0, 2, owner_of, range(10923, kSlotCount - 1));
+  rt->serving.set(key_slot(k));
+  rt->awaiting.reset(key_slot(k));
+  n1_.publish(rt);
+  EXPECT_EQ(run(resp({"FG.COUNT", k})),
+            "-TRYAGAIN the key's slot changed owner while the request was on its way; try "
+            "again\r\n");
+}
+
+TEST_F(ClusterSessionTest, HeartbeatReachesEveryNodeAndAddsUpTheirCounts) {
+  const std::string here = key_in(0, 5460);
+  EXPECT_EQ(run(resp({"FG.ACQUIRE", here, "5", "60000", "HOLDER", "app-1"})).substr(0, 8),
+            "*5\r\n:1\r\n");
+  RespConn on_n2(n2_);
+  for (int i = 0; i < 3; ++i) {
+    const std::string there = key_in(5461, 10922, "t" + std::to_string(i) + "-");
+    EXPECT_EQ(on_n2.cmd({"FG.ACQUIRE", there, "5", "60000", "HOLDER", "app-1"}).substr(0, 8),
+              "*5\r\n:1\r\n");
+  }
+  EXPECT_EQ(run(resp({"FG.HEARTBEAT", "app-1", "60000"})), ":4\r\n");  // one here, 3 there
+  // A member that cannot be reached: its share was not renewed, and the reply says so.
+  net_.cut("127.0.0.1:17002");
+  EXPECT_EQ(run(resp({"FG.HEARTBEAT", "app-1", "60000"})),
+            "-TRYAGAIN n2 did not answer (unreachable): its leases of this holder were not "
+            "reached\r\n");
+  net_.heal();
+  EXPECT_EQ(run(resp({"FG.RELEASEALL", "app-1"})), ":4\r\n");
+  EXPECT_EQ(run(resp({"FG.HEARTBEAT", "app-1", "60000"})), ":0\r\n");
+}
+
+TEST_F(ClusterSessionTest, KeysAndHoldersOfAnyBytesTravel) {
+  const std::string there = key_in(5461, 10922, std::string("\xff\0", 2));
+  const std::string holder("\xfe\0\xff", 3);
+  EXPECT_EQ(run(resp({"FG.ACQUIRE", there, "5", "60000", "HOLDER", holder})).substr(0, 8),
+            "*5\r\n:1\r\n");
+  EXPECT_EQ(run(resp({"FG.HEARTBEAT", holder, "60000"})), ":1\r\n");
+  EXPECT_EQ(run(resp({"FG.COUNT", there})), ":1\r\n");
+}
+
+TEST_F(ClusterSessionTest, NoTableYetMeansClusterDown) {
+  n1_.publish(std::make_shared<Routing>());
+  EXPECT_EQ(run(resp({"FG.COUNT", "x"})), "-CLUSTERDOWN Hash slot not served\r\n");
+}
+
+TEST_F(ClusterSessionTest, AForwardedRequestWhoseSlotMovedOnTakesOneMoreHopAtMost) {
+  // n2 thinks n1 owns everything now (its table is behind): what it forwards to n1 for a slot
+  // n1 gives to n2 goes one hop further, back to n2, and no further.
+  const std::string there = key_in(5461, 10922);
+  auto ask_n1 = [&](uint32_t hops) {
+    forward::ForwardBatch b;
+    b.set_hops(hops);
+    Request r;
+    r.verb = Verb::kCount;
+    r.key = there;
+    encode_forwarded(r, {}, *b.add_requests());
+    std::promise<std::string> p;
+    serve_forwarded(n1_.svc, b.SerializeAsString(),
+                    [&p](bool ok, std::string body) { p.set_value(ok ? body : "!" + body); });
+    forward::ForwardOutcomes outs;
+    EXPECT_TRUE(outs.ParseFromString(p.get_future().get()));
+    Outcome o;
+    decode_outcome(outs.outcomes(0), Verb::kCount, o);
+    return o;
+  };
+  Outcome o = ask_n1(1);
+  EXPECT_TRUE(o.ok()) << o.error;
+  EXPECT_EQ(o.value, 0);
+  ASSERT_EQ(net_.sent().size(), 1u);
+  EXPECT_EQ(net_.sent()[0].hops(), 2u);
+  o = ask_n1(kMaxForwardHops);
+  EXPECT_EQ(o.code, Code::kTryAgain);
+  EXPECT_EQ(o.error, err::kSlotMoving);
+  EXPECT_EQ(net_.sent().size(), 1u);  // not sent on
+}
+
+TEST_F(ClusterSessionTest, ClusterCommandsDescribeTheRouting) {
+  EXPECT_EQ(run(resp({"CLUSTER", "KEYSLOT", "{user}:1"})), ":5474\r\n");
+  EXPECT_EQ(run(resp({"CLUSTER", "MYID"})), "$2\r\nn1\r\n");
+  const std::string info = run(resp({"CLUSTER", "INFO"}));
+  EXPECT_NE(info.find("cluster_state:ok\r\n"), std::string::npos);
+  EXPECT_NE(info.find("cluster_known_nodes:2\r\n"), std::string::npos);
+  EXPECT_NE(info.find("cluster_current_epoch:7\r\n"), std::string::npos);
+  const std::string nodes = run(resp({"CLUSTER", "NODES"}));
+  EXPECT_NE(nodes.find("n1 127.0.0.1:7001@17001 myself,master - 0 0 7 connected 0-5460 "
+                       "10923-16383\n"),
+            std::string::npos);
+  EXPECT_NE(nodes.find("n2 127.0.0.1:7002@17002 master - 0 0 7 connected 5461-10922\n"),
+            std::string::npos);
+#define N1 "*4\r\n$9\r\n127.0.0.1\r\n:7001\r\n$2\r\nn1\r\n*0\r\n"
+#define N2 "*4\r\n$9\r\n127.0.0.1\r\n:7002\r\n$2\r\nn2\r\n*0\r\n"
+  EXPECT_EQ(run(resp({"CLUSTER", "SLOTS"})),
+            // Each range: its owner, then its replica (R = 2 by default).
+            "*3\r\n"
+            "*4\r\n:0\r\n:5460\r\n" N1 N2 "*4\r\n:5461\r\n:10922\r\n" N2 N1
+            "*4\r\n:10923\r\n:16383\r\n" N1 N2);
+#undef N1
+#undef N2
+  EXPECT_EQ(run(resp({"CLUSTER", "BOGUS"})),
+            "-ERR unknown subcommand 'BOGUS'. Try CLUSTER HELP.\r\n");
+  EXPECT_EQ(run(resp({"ASKING"})), "+OK\r\n");
+  EXPECT_NE(run(resp({"HELLO", "3"})).find("$4\r\nmode\r\n$7\r\ncluster\r\n"), std::string::npos);
+}
+
+TEST(ClusterCommands, AreRefusedOutsideClusterMode) {
+  caf::actor_system_config cfg;
+  caf::actor_system sys{cfg};
+  ManualClock clock{0};
+  TestNode node(sys, clock, false);
+  RespConn conn(node);
+  EXPECT_EQ(conn.send("CLUSTER SLOTS\r\nASKING\r\n"),
+            "-ERR This instance has cluster support disabled\r\n"
+            "-ERR This instance has cluster support disabled\r\n");
+}
+
+}  // namespace
+}  // namespace fg

@@ -1,0 +1,203 @@
+// The RESP door over real shard actors with a frozen clock: commands, replies in order,
+// errors worded as Redis words them, auth, RESP3.
+#include <gtest/gtest.h>
+
+#include "test_node.hpp"
+
+namespace fg {
+namespace {
+
+constexpr int64_t kS = 1'000'000'000;
+
+class SessionTest : public ::testing::Test {
+ protected:
+  void SetUp() override { start(""); }
+
+  void start(const std::string& password) {
+    conn_.reset();
+    node_.reset();
+    node_ = std::make_unique<TestNode>(sys_, clock_, false, nullptr, 30);
+    node_->svc.settings.requirepass = password;
+    PolicyMap pm;
+    pm["free"] = LimitSpec::window(Kind::kSlidingLog, 3, 60 * kS);
+    pm["conns"] = LimitSpec::concurrency(2, 30 * kS);
+    node_->policies.replace(pm);
+    conn_ = std::make_unique<RespConn>(*node_);
+  }
+
+  std::string raw(const std::string& input) {
+    std::string out = conn_->send(input);
+    closed_ = conn_->closed();
+    return out;
+  }
+  std::string cmd(const std::vector<std::string>& words) { return raw(RespConn::resp(words)); }
+
+  caf::actor_system_config cfg_;
+  caf::actor_system sys_{cfg_};
+  ManualClock clock_;
+  std::unique_ptr<TestNode> node_;
+  std::unique_ptr<RespConn> conn_;
+  bool closed_ = false;
+};
+
+TEST_F(SessionTest, ClThrottleLikeRedisCell) {
+  EXPECT_EQ(cmd({"CL.THROTTLE", "user123", "15", "30", "60"}),
+            "*5\r\n:0\r\n:16\r\n:15\r\n:-1\r\n:2\r\n");
+  EXPECT_EQ(cmd({"cl.throttle", "u", "0", "1", "10"}), "*5\r\n:0\r\n:1\r\n:0\r\n:-1\r\n:10\r\n");
+  EXPECT_EQ(cmd({"cl.throttle", "u", "0", "1", "10"}), "*5\r\n:1\r\n:1\r\n:0\r\n:10\r\n:10\r\n");
+  clock_.advance_ms(10'000);
+  EXPECT_EQ(cmd({"cl.throttle", "u", "0", "1", "10"}), "*5\r\n:0\r\n:1\r\n:0\r\n:-1\r\n:10\r\n");
+}
+
+TEST_F(SessionTest, ClThrottleRejectsBadArguments) {
+  EXPECT_EQ(cmd({"CL.THROTTLE", "k", "x", "30", "60"}),
+            "-ERR value is not an integer or out of range\r\n");
+  EXPECT_EQ(cmd({"CL.THROTTLE", "k", "1", "0", "60"}),
+            "-ERR value is out of range, must be positive\r\n");
+  EXPECT_EQ(cmd({"CL.THROTTLE", "k", "-1", "1", "60"}),
+            "-ERR value is out of range, must be positive\r\n");
+  EXPECT_EQ(cmd({"CL.THROTTLE", "k", "1", "1", "60", "-2"}),
+            "-ERR value is out of range, must be positive\r\n");
+  EXPECT_EQ(cmd({"CL.THROTTLE", "k", "1", "1"}),
+            "-ERR wrong number of arguments for 'cl.throttle' command\r\n");
+  EXPECT_EQ(cmd({"CL.THROTTLE", "k", "1", "1", "99999999999999"}),
+            "-ERR value is not an integer or out of range\r\n");
+}
+
+TEST_F(SessionTest, TakeWithPolicyAndInline) {
+  for (int i = 0; i < 3; ++i) {
+    EXPECT_EQ(cmd({"FG.TAKE", "user:1", "free"}),
+              "*5\r\n:1\r\n:3\r\n:" + std::to_string(2 - i) + "\r\n:-1\r\n:60000\r\n");
+  }
+  EXPECT_EQ(cmd({"FG.TAKE", "user:1", "free"}), "*5\r\n:0\r\n:3\r\n:0\r\n:60000\r\n:60000\r\n");
+  EXPECT_EQ(cmd({"FG.PEEK", "user:1", "free"}), "*5\r\n:0\r\n:3\r\n:0\r\n:60000\r\n:60000\r\n");
+  EXPECT_EQ(cmd({"FG.TAKE", "ws:9", "token_bucket", "10", "5", "1000", "COST", "4"}),
+            "*5\r\n:1\r\n:10\r\n:6\r\n:-1\r\n:800\r\n");
+  EXPECT_EQ(cmd({"FG.TAKE", "ws:9", "token_bucket", "10", "5", "1000", "COST", "11"}),
+            "*5\r\n:0\r\n:10\r\n:6\r\n:-1\r\n:800\r\n");
+  EXPECT_EQ(cmd({"FG.TAKE", "ws:9", "token_bucket", "10", "5", "1000", "COST"}),
+            "-ERR syntax error\r\n");
+  EXPECT_EQ(cmd({"FG.TAKE", "ws:9", "nope"}), "-ERR unknown policy 'nope'\r\n");
+  EXPECT_EQ(cmd({"FG.TAKE", "ws:9", "conns"}),
+            "-ERR policy is a concurrency limit: use FG.ACQUIRE / FG.RELEASE\r\n");
+  EXPECT_EQ(cmd({"FG.TAKE", "ws:9", "free"}),
+            "-WRONGTYPE Operation against a key holding the wrong kind of value\r\n");
+  EXPECT_EQ(cmd({"FG.RESET", "ws:9"}), ":1\r\n");
+  EXPECT_EQ(cmd({"FG.TAKE", "ws:9", "free"}), "*5\r\n:1\r\n:3\r\n:2\r\n:-1\r\n:60000\r\n");
+}
+
+TEST_F(SessionTest, LeasesAndHeartbeat) {
+  std::string a = cmd({"FG.ACQUIRE", "conn:u1", "conns", "HOLDER", "app-1"});
+  ASSERT_EQ(a.substr(0, 13), "*5\r\n:1\r\n$16\r\n") << a;
+  const std::string lease = a.substr(13, 16);
+  EXPECT_EQ(cmd({"FG.ACQUIRE", "conn:u1", "2", "30000", "HOLDER", "app-1"}).substr(0, 8),
+            "*5\r\n:1\r\n");
+  EXPECT_EQ(cmd({"FG.ACQUIRE", "conn:u1", "conns"}), "*5\r\n:0\r\n$-1\r\n:2\r\n:2\r\n:30000\r\n");
+  EXPECT_EQ(cmd({"FG.COUNT", "conn:u1"}), ":2\r\n");
+  clock_.advance_ms(20'000);
+  EXPECT_EQ(cmd({"FG.HEARTBEAT", "app-1", "30000"}), ":2\r\n");
+  EXPECT_EQ(cmd({"FG.RENEW", "conn:u1", lease, "30000"}), ":1\r\n");
+  EXPECT_EQ(cmd({"FG.RELEASE", "conn:u1", lease}), ":1\r\n");
+  EXPECT_EQ(cmd({"FG.RELEASE", "conn:u1", lease}), ":0\r\n");
+  EXPECT_EQ(cmd({"FG.COUNT", "conn:u1"}), ":1\r\n");
+  clock_.advance_ms(30'000);  // no heartbeat: the last permit comes back
+  EXPECT_EQ(cmd({"FG.COUNT", "conn:u1"}), ":0\r\n");
+  EXPECT_EQ(cmd({"FG.RENEW", "conn:u1", "zz", "1000"}), "-ERR invalid lease id\r\n");
+  EXPECT_EQ(cmd({"FG.HEARTBEAT", "app-1", "0"}),
+            "-ERR value is out of range, must be positive\r\n");
+}
+
+TEST_F(SessionTest, PipelinedRepliesStayInOrder) {
+  std::string in;
+  std::string want;
+  for (int i = 0; i < 50; ++i) {
+    in += "*2\r\n$4\r\nECHO\r\n$" + std::to_string(std::to_string(i).size()) + "\r\n" +
+          std::to_string(i) + "\r\n";
+    want += "$" + std::to_string(std::to_string(i).size()) + "\r\n" + std::to_string(i) + "\r\n";
+    in += "*5\r\n$11\r\nCL.THROTTLE\r\n$2\r\nk" + std::to_string(i % 7) +
+          "\r\n$1\r\n9\r\n$1\r\n1\r\n$1\r\n1\r\n";
+    const int nth = i / 7;  // how many times this key was hit before
+    want += "*5\r\n:0\r\n:10\r\n:" + std::to_string(9 - nth) +
+            "\r\n:-1\r\n:" + std::to_string(nth + 1) + "\r\n";
+  }
+  EXPECT_EQ(raw(in), want);
+}
+
+TEST_F(SessionTest, UnknownCommandsAndArity) {
+  EXPECT_EQ(cmd({"FOO", "a", "b"}),
+            "-ERR unknown command 'FOO', with args beginning with: 'a' 'b' \r\n");
+  EXPECT_EQ(cmd({"ECHO"}), "-ERR wrong number of arguments for 'echo' command\r\n");
+  EXPECT_EQ(cmd({"SELECT", "1"}), "-ERR DB index is out of range\r\n");
+  EXPECT_EQ(cmd({"SELECT", "0"}), "+OK\r\n");
+  EXPECT_EQ(cmd({"CLIENT", "NOPE"}), "-ERR unknown subcommand 'NOPE'. Try CLIENT HELP.\r\n");
+}
+
+TEST_F(SessionTest, ProtocolErrorAnswersEarlierCommandsThenCloses) {
+  EXPECT_EQ(raw("PING\r\n*1\r\n$x\r\nPING\r\n"),
+            "+PONG\r\n-ERR Protocol error: invalid bulk length\r\n");
+  EXPECT_TRUE(closed_);
+}
+
+TEST_F(SessionTest, AuthAndHello) {
+  start("sekret");
+  EXPECT_EQ(cmd({"PING"}), "-NOAUTH Authentication required.\r\n");
+  EXPECT_EQ(cmd({"AUTH", "wrong"}),
+            "-WRONGPASS invalid username-password pair or user is disabled.\r\n");
+  EXPECT_EQ(cmd({"HELLO", "3"}).substr(0, 7), "-NOAUTH");
+  std::string hello = cmd({"HELLO", "3", "AUTH", "default", "sekret", "SETNAME", "me"});
+  EXPECT_EQ(hello.substr(0, 4), "%7\r\n") << hello;
+  EXPECT_NE(hello.find("floodgate"), std::string::npos);
+  EXPECT_EQ(cmd({"CLIENT", "GETNAME"}), "$2\r\nme\r\n");
+  EXPECT_EQ(cmd({"FG.ACQUIRE", "c", "conns"}).substr(0, 8), "*5\r\n:1\r\n");
+  EXPECT_EQ(cmd({"FG.ACQUIRE", "c", "1", "1000"}), "*5\r\n:0\r\n_\r\n:1\r\n:1\r\n:30000\r\n");
+  EXPECT_EQ(cmd({"HELLO", "4"}), "-NOPROTO unsupported protocol version\r\n");
+}
+
+TEST_F(SessionTest, AuthWithoutPasswordConfigured) {
+  EXPECT_EQ(cmd({"AUTH", "x"}),
+            "-ERR AUTH <password> called without any password configured for the default user. "
+            "Are you sure your configuration is correct?\r\n");
+}
+
+TEST_F(SessionTest, KeyCapAnswersOom) {
+  int oom = 0;
+  for (int i = 0; i < 200; ++i) {
+    std::string r = cmd({"FG.TAKE", "key" + std::to_string(i), "token_bucket", "1", "1", "60000"});
+    if (r.rfind("-OOM", 0) == 0) ++oom;
+  }
+  EXPECT_GT(oom, 150);  // 30 keys across 3 shards, then a clear error
+  EXPECT_LE(node_->pool->keys(), 30);
+  EXPECT_EQ(cmd({"PING"}), "+PONG\r\n");
+}
+
+TEST_F(SessionTest, InfoAndConfigForClientHandshakes) {
+  std::string info = cmd({"INFO"});
+  EXPECT_NE(info.find("loading:0"), std::string::npos);
+  EXPECT_NE(info.find("redis_version:"), std::string::npos);
+  EXPECT_EQ(cmd({"CONFIG", "GET", "save"}), "*2\r\n$4\r\nsave\r\n$0\r\n\r\n");
+  EXPECT_EQ(cmd({"CONFIG", "GET", "appendonly"}), "*2\r\n$10\r\nappendonly\r\n$2\r\nno\r\n");
+  EXPECT_EQ(cmd({"CLIENT", "SETINFO", "LIB-NAME", "node-redis"}), "+OK\r\n");
+  EXPECT_EQ(cmd({"COMMAND", "COUNT"}).substr(0, 1), ":");
+  EXPECT_EQ(cmd({"DBSIZE"}), ":0\r\n");
+}
+
+}  // namespace
+}  // namespace fg
+
+namespace fg {
+namespace {
+
+TEST_F(SessionTest, DbsizeInAPipelineSeesTheCommandsBeforeIt) {
+  std::string in;
+  for (int i = 0; i < 20; ++i) {
+    const std::string k = "p" + std::to_string(i);
+    in += "*6\r\n$7\r\nFG.TAKE\r\n$" + std::to_string(k.size()) + "\r\n" + k +
+          "\r\n$12\r\ntoken_bucket\r\n$1\r\n5\r\n$1\r\n1\r\n$5\r\n60000\r\n";
+  }
+  in += "*1\r\n$6\r\nDBSIZE\r\n";
+  const std::string out = raw(in);
+  EXPECT_EQ(out.substr(out.size() - 5), ":20\r\n");
+}
+
+}  // namespace
+}  // namespace fg
