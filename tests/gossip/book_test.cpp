@@ -42,14 +42,18 @@ TEST(Book, WireFormRoundTripsAndListenersHearChanges) {
   const int id = a.listen([&] { ++heard; });
   a.put("override/k", "free", false, 10);
   EXPECT_EQ(heard, 1);
+  const std::string binary("override/\xff\xfe\0k", 13);  // keys are any bytes
+  a.put(binary, "free", false, 11);
+  EXPECT_EQ(heard, 2);
   BookEntries back;
   ASSERT_TRUE(Book::decode(Book::encode(a.entries()), back));
+  EXPECT_EQ(back.at(binary).value, "free");
   Book b("b");
   b.merge(back);
   EXPECT_EQ(a.digest(), b.digest());
   a.unlisten(id);
   a.put("override/k", "other", false, 20);
-  EXPECT_EQ(heard, 1);
+  EXPECT_EQ(heard, 2);
   EXPECT_FALSE(Book::decode("\xff\xff\xff", back));
 }
 

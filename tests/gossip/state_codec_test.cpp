@@ -23,7 +23,7 @@ std::vector<EntrySnapshot> sample() {
           Kind::kConcurrency,
           {},
           {},
-          {Lease{7, 99, "app-1"}, Lease{8, 98, ""}}};
+          {Lease{7, 99, "app-1"}, Lease{8, 98, ""}, Lease{9, 97, std::string("\xff\0h", 3)}}};
   return v;
 }
 
@@ -65,17 +65,62 @@ TEST(StateCodec, UnsafeChunksAreRefusedWhole) {
   }
 }
 
+// A limit of each kind that requests on installed state use.
+LimitSpec spec_for(Kind k) {
+  switch (k) {
+    case Kind::kTokenBucket:
+      return LimitSpec::token_bucket(10, 1, 1'000'000'000);
+    case Kind::kGcra:
+      return LimitSpec::gcra(10, 1, 1'000'000'000);
+    case Kind::kConcurrency:
+      return LimitSpec::concurrency(10, 1'000'000'000);
+    default:
+      return LimitSpec::window(k, 10, 1'000'000'000);
+  }
+}
+
 TEST(StateCodec, RandomBytesNeverCrashAndInstallSafely) {
   std::mt19937_64 rng(5);
   const std::string good = encode_state(sample());
   Shard target(1000, 1);
+  int decoded = 0, refused = 0;
   for (int i = 0; i < 20000; ++i) {
     std::string b = good;
     for (int k = 0; k < 3; ++k) b[rng() % b.size()] = static_cast<char>(rng());
     std::vector<EntrySnapshot> out;
-    if (decode_state(b, out)) target.install(out);
+    if (!decode_state(b, out)) {
+      ++refused;
+      continue;
+    }
+    ++decoded;
+    target.install(out);
+    // Whatever was installed answers requests with sane numbers, never corrupt ones.
+    const int64_t now = static_cast<int64_t>(rng() % 1'000'000'000'000);
+    for (const EntrySnapshot& e : out) {
+      ShardOp op;
+      op.code = e.kind == Kind::kConcurrency ? OpCode::kAcquire : OpCode::kTake;
+      op.key = e.key;
+      op.hash = KeyTable::hash(e.key);
+      op.spec = spec_for(e.kind);
+      op.ttl_ns = op.spec.c;
+      target.execute(op, now);
+      ASSERT_TRUE(op.status == OpStatus::kOk || op.status == OpStatus::kWrongType) << e.key;
+      if (op.status != OpStatus::kOk) continue;
+      if (op.code == OpCode::kAcquire) {
+        EXPECT_GE(op.acquire.held, 0);
+        EXPECT_LE(op.acquire.held, 10 + static_cast<int64_t>(e.leases.size()));
+      } else {
+        EXPECT_GE(op.decision.remaining, 0) << e.key;
+        EXPECT_LE(op.decision.remaining, op.decision.limit) << e.key;
+        EXPECT_GE(op.decision.retry_after_ns, -1) << e.key;
+        EXPECT_GE(op.decision.reset_after_ns, 0) << e.key;
+      }
+    }
   }
-  SUCCEED();
+  // Both paths were taken: mutations that still decode (and were installed and used), and
+  // mutations refused whole.
+  EXPECT_GT(decoded, 500);
+  EXPECT_GT(refused, 1000);
 }
 
 TEST(StateCodec, AShardsStateSurvivesTheWire) {
