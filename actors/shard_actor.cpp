@@ -25,37 +25,31 @@ shard_actor::behavior_type ShardActorImpl::make_behavior() {
         }
         delayed_send(this, std::chrono::milliseconds(cfg_.sweep_interval_ms), sweep_atom::value);
       },
-      [this](extract_atom, const SlotJobPtr& j) {
-        // Ops already queued here ran first: the snapshot includes every admission made
-        // before the slots stopped being served.
+      [this](extract_atom, const ExtractJobPtr& j) {
         const SlotBits& slots = j->slots;
-        if (j->dirty) {
-          if (!shard_.collect_dirty(j->per_shard[cfg_.id], j->per_shard_deleted[cfg_.id],
-                                    clock_->now_ns())) {
-            j->overflow.store(true, std::memory_order_relaxed);
-          }
-          return finish(j);
-        }
         j->per_shard[cfg_.id] =
             shard_.extract([&](uint32_t s) { return slots.test(s); }, j->now_ns, j->remove);
         if (j->remove) shard_.set_owned(slots, false);
-        finish(j);
+        j->finish_one();
       },
-      [this](install_atom, const SlotJobPtr& j) {
-        shard_.clear_unowned(j->clear);
-        if (j->replica) {
-          shard_.apply_replica(j->per_shard[cfg_.id], j->per_shard_deleted[cfg_.id]);
-          return finish(j);
+      [this](collect_atom, const CollectJobPtr& j) {
+        if (!shard_.collect_dirty(j->changed[cfg_.id], j->deleted[cfg_.id], clock_->now_ns())) {
+          j->overflow.store(true, std::memory_order_relaxed);
         }
+        j->finish_one();
+      },
+      [this](install_atom, const InstallJobPtr& j) {
+        shard_.clear_unowned(j->clear);
         shard_.install(j->per_shard[cfg_.id]);
         shard_.set_owned(j->slots, true);
-        finish(j);
+        j->finish_one();
+      },
+      [this](replica_atom, const ReplicaJobPtr& j) {
+        shard_.clear_unowned(j->clear);
+        shard_.apply_replica(j->per_shard[cfg_.id], j->deleted[cfg_.id]);
+        j->finish_one();
       },
   };
-}
-
-void ShardActorImpl::finish(const SlotJobPtr& j) {
-  if (j->pending.fetch_sub(1, std::memory_order_acq_rel) == 1 && j->done) j->done(*j);
 }
 
 void ShardActorImpl::on_batch(const BatchPtr& b) {

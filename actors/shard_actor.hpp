@@ -5,10 +5,14 @@
 
 #include "clock.hpp"
 #include "shard.hpp"
+#include "shard_jobs.hpp"
 #include "shard_op.hpp"
 
 CAF_ALLOW_UNSAFE_MESSAGE_TYPE(fg::BatchPtr)
-CAF_ALLOW_UNSAFE_MESSAGE_TYPE(fg::SlotJobPtr)
+CAF_ALLOW_UNSAFE_MESSAGE_TYPE(fg::ExtractJobPtr)
+CAF_ALLOW_UNSAFE_MESSAGE_TYPE(fg::CollectJobPtr)
+CAF_ALLOW_UNSAFE_MESSAGE_TYPE(fg::InstallJobPtr)
+CAF_ALLOW_UNSAFE_MESSAGE_TYPE(fg::ReplicaJobPtr)
 
 namespace fg {
 
@@ -16,11 +20,15 @@ using batch_atom = caf::atom_constant<caf::atom("batch")>;
 using sweep_atom = caf::atom_constant<caf::atom("sweep")>;
 using extract_atom = caf::atom_constant<caf::atom("extract")>;
 using install_atom = caf::atom_constant<caf::atom("install")>;
+using collect_atom = caf::atom_constant<caf::atom("collect")>;
+using replica_atom = caf::atom_constant<caf::atom("replica")>;
 
 using shard_actor =
     caf::typed_actor<caf::reacts_to<batch_atom, BatchPtr>,  //
-                     caf::reacts_to<sweep_atom>, caf::reacts_to<extract_atom, SlotJobPtr>,
-                     caf::reacts_to<install_atom, SlotJobPtr>>;
+                     caf::reacts_to<sweep_atom>, caf::reacts_to<extract_atom, ExtractJobPtr>,
+                     caf::reacts_to<collect_atom, CollectJobPtr>,
+                     caf::reacts_to<install_atom, InstallJobPtr>,
+                     caf::reacts_to<replica_atom, ReplicaJobPtr>>;
 
 struct ShardConfig {
   uint16_t id = 0;
@@ -38,7 +46,6 @@ class ShardActorImpl : public shard_actor::base {
 
  private:
   void on_batch(const BatchPtr& b);
-  void finish(const SlotJobPtr& j);
 
   ShardConfig cfg_;
   const Clock* clock_;

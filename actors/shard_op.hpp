@@ -79,31 +79,3 @@ struct Batch {
 using BatchPtr = std::shared_ptr<Batch>;
 
 }  // namespace fg
-
-namespace fg {
-
-// Slot state moving in or out of this node's shards (cluster hand-off, replication), one
-// job across every shard. Extract: each shard fills its per_shard entry with the live
-// state of the job's slots (and, with `remove`, stops serving them); with `dirty`, with
-// the keys of served slots changed since the last such job instead (deleted ones in
-// per_shard_deleted). Install: each shard first drops what it holds (and does not serve)
-// of the `clear` slots, then installs its per_shard entry and starts serving the job's
-// slots; with `replica`, it keeps the state as a copy of another node's instead (erasing
-// per_shard_deleted; slots it serves are never touched).
-// `done` runs once, on the thread of the last shard to finish.
-struct SlotJob {
-  SlotBits slots;
-  SlotBits clear;
-  bool remove = true;
-  bool dirty = false;
-  bool replica = false;
-  std::atomic<bool> overflow{false};  // dirty: a shard lost track of some changes
-  int64_t now_ns = 0;
-  std::vector<std::vector<EntrySnapshot>> per_shard;
-  std::vector<std::vector<std::string>> per_shard_deleted;
-  std::atomic<int> pending{0};
-  std::function<void(SlotJob&)> done;
-};
-using SlotJobPtr = std::shared_ptr<SlotJob>;
-
-}  // namespace fg

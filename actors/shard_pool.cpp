@@ -56,21 +56,38 @@ void ShardPool::submit(const BatchPtr& b, int extra) {
   }
 }
 
-void ShardPool::extract(const SlotJobPtr& j) {
+namespace {
+template <class Job, class Atom>
+void send_all(std::vector<shard_actor>& shards, const std::shared_ptr<Job>& j, Atom atom) {
+  j->pending.store(static_cast<int>(shards.size()), std::memory_order_release);
+  for (auto& s : shards) caf::anon_send(s, atom, j);
+}
+}  // namespace
+
+void ShardPool::extract(const ExtractJobPtr& j) {
   j->per_shard.assign(shards_.size(), {});
-  j->per_shard_deleted.assign(shards_.size(), {});
-  j->pending.store(static_cast<int>(shards_.size()), std::memory_order_release);
-  for (auto& s : shards_) caf::anon_send(s, extract_atom::value, j);
+  send_all(shards_, j, extract_atom::value);
 }
 
-void ShardPool::install(const SlotJobPtr& j, std::vector<EntrySnapshot> entries,
-                        std::vector<std::string> deleted) {
+void ShardPool::collect(const CollectJobPtr& j) {
+  j->changed.assign(shards_.size(), {});
+  j->deleted.assign(shards_.size(), {});
+  send_all(shards_, j, collect_atom::value);
+}
+
+void ShardPool::install(const InstallJobPtr& j, std::vector<EntrySnapshot> entries) {
   j->per_shard.assign(shards_.size(), {});
-  j->per_shard_deleted.assign(shards_.size(), {});
   for (auto& e : entries) j->per_shard[shard_of(e.key)].push_back(std::move(e));
-  for (auto& k : deleted) j->per_shard_deleted[shard_of(k)].push_back(std::move(k));
-  j->pending.store(static_cast<int>(shards_.size()), std::memory_order_release);
-  for (auto& s : shards_) caf::anon_send(s, install_atom::value, j);
+  send_all(shards_, j, install_atom::value);
+}
+
+void ShardPool::keep_copy(const ReplicaJobPtr& j, std::vector<EntrySnapshot> entries,
+                          std::vector<std::string> deleted) {
+  j->per_shard.assign(shards_.size(), {});
+  j->deleted.assign(shards_.size(), {});
+  for (auto& e : entries) j->per_shard[shard_of(e.key)].push_back(std::move(e));
+  for (auto& k : deleted) j->deleted[shard_of(k)].push_back(std::move(k));
+  send_all(shards_, j, replica_atom::value);
 }
 
 int64_t ShardPool::leases() const {

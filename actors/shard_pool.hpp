@@ -32,14 +32,14 @@ class ShardPool {
   // shard. A batch with nothing to wait for completes at once.
   void submit(const BatchPtr& b, int extra = 0);
 
-  // Cluster hand-off and replication (SlotJob says which). extract: every shard snapshots
-  // the live keys of j->slots (and with j->remove stops serving them), or its changed
-  // keys (j->dirty); install: `entries` (and, for a replica, `deleted`) are spread over
-  // the shards, which start serving j->slots (or keep them as a replica's copy).
-  // j->done runs once on a shard thread when all shards are done.
-  void extract(const SlotJobPtr& j);
-  void install(const SlotJobPtr& j, std::vector<EntrySnapshot> entries,
-               std::vector<std::string> deleted = {});
+  // Work on whole slots across every shard (shard_jobs.hpp says what each does); the job's
+  // `done` runs once, on a shard thread, when all shards are done.
+  void extract(const ExtractJobPtr& j);
+  void collect(const CollectJobPtr& j);
+  // `entries` are spread over the shards their keys belong to.
+  void install(const InstallJobPtr& j, std::vector<EntrySnapshot> entries);
+  void keep_copy(const ReplicaJobPtr& j, std::vector<EntrySnapshot> entries,
+                 std::vector<std::string> deleted);
 
   int64_t keys() const;
   int64_t leases() const;

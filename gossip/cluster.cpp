@@ -1,4 +1,5 @@
-// The cluster thread: gossip, table agreement, hand-offs, routing snapshots.
+// The cluster thread: its lifecycle and tick, reactions to a new table, peer requests, and
+// the routing snapshots it publishes. Hand-offs, fencing and leaving have files of their own.
 #include "cluster.hpp"
 
 #include <spdlog/spdlog.h>
@@ -6,39 +7,14 @@
 #include <random>
 
 #include "peer.pb.h"
+#include "routing_build.hpp"
 #include "state.pb.h"
-#include "state_codec.hpp"
 
 namespace fg {
 
 namespace {
 constexpr int64_t kTickMs = 10;
-constexpr auto kRetryDelay = std::chrono::milliseconds(200);
-constexpr auto kExtractDelay = std::chrono::milliseconds(2);
-
-void split_addr(const std::string& addr, std::string& host, int& port) {
-  const auto colon = addr.rfind(':');
-  if (colon == std::string::npos) {
-    host = addr;
-    port = 0;
-    return;
-  }
-  host = addr.substr(0, colon);
-  port = std::atoi(addr.c_str() + colon + 1);
-}
 }  // namespace
-
-struct Cluster::Outgoing {
-  std::string to;  // node id
-  SlotBits slots;
-  uint64_t epoch = 0;
-  uint64_t id = 0;
-  std::vector<EntrySnapshot> entries;
-  std::vector<std::string> chunks;
-  size_t next = 0;
-  asio::steady_timer retry;
-  explicit Outgoing(asio::io_context& io) : retry(io) {}
-};
 
 Cluster::Cluster(ClusterConfig cfg, ShardPool& pool)
     : cfg_(std::move(cfg)),
@@ -231,24 +207,6 @@ void Cluster::on_table(const SlotTable& before, const SlotTable& after) {
   replicator_->on_table(before, after);
 }
 
-void Cluster::fence(const SlotTable& after) {
-  counters_.fenced.fetch_add(1, std::memory_order_relaxed);
-  spdlog::warn("the cluster went on without this node (table epoch {}); dropping its state",
-               after.epoch());
-  keeper_.fence();
-  replicator_->fence();
-  auto job = std::make_shared<SlotJob>();
-  job->slots.set();
-  job->remove = true;
-  job->now_ns = pool_.clock()->now_ns();
-  pool_.extract(job);  // (the snapshots are discarded)
-  publish();
-  // From here on, a newcomer: slots the table gives us are awaited from their owners.
-  apply(keeper_.on_table(
-      SlotTable(), after, [this](const std::string& id) { return can_send(id); }, wall_now_ns()));
-  replicator_->on_table(SlotTable(), after);
-}
-
 // Order matters: slots start being served only after their shards were told to serve
 // them, and stop being routed here before their shards let go of them.
 void Cluster::apply(const SlotKeeper::Actions& a) {
@@ -260,102 +218,12 @@ void Cluster::apply(const SlotKeeper::Actions& a) {
     counters_.slots_promoted.fetch_add(promoted, std::memory_order_relaxed);
     counters_.slots_started_empty.fetch_add(a.serve_empty.count() - promoted,
                                             std::memory_order_relaxed);
-    auto job = std::make_shared<SlotJob>();
+    auto job = std::make_shared<InstallJob>();
     job->slots = a.serve_empty;
     pool_.install(job, {});
   }
   publish();
-  for (const auto& [to, slots] : a.send) {
-    auto job = std::make_shared<SlotJob>();
-    job->slots = slots;
-    job->remove = true;
-    auto o = std::make_shared<Outgoing>(io_);
-    o->to = to;
-    o->slots = slots;
-    o->epoch = agreement_->table().epoch();
-    o->id = next_handoff_++;
-    ++extracting_;
-    job->done = [this, o](SlotJob& j) {
-      for (auto& part : j.per_shard)
-        for (auto& e : part) o->entries.push_back(std::move(e));
-      asio::post(io_, [this, o] {
-        --extracting_;
-        send_handoff(o);
-      });
-    };
-    // Give batches routed by the previous snapshot (an I/O thread may have read it just
-    // before the publish above) time to reach the shards: the extraction then includes
-    // them instead of their being refused as "not owner".
-    o->retry.expires_after(kExtractDelay);
-    o->retry.async_wait([this, job](asio::error_code ec) {
-      job->now_ns = pool_.clock()->now_ns();
-      pool_.extract(job);  // even when cancelled at shutdown: the state must not be lost
-      (void)ec;
-    });
-  }
-}
-
-void Cluster::send_handoff(std::shared_ptr<Outgoing> o) {
-  auto parts = split_by_bytes(o->entries, cfg_.handoff_chunk_bytes);
-  for (size_t i = 0; i < parts.size(); ++i) {
-    wire::SlotHandoff h;
-    h.set_from(cfg_.node_id);
-    h.set_handoff_id(o->id);
-    h.set_chunk(static_cast<uint32_t>(i));
-    h.set_last(i + 1 == parts.size());
-    h.set_epoch(o->epoch);
-    h.set_slots(slots_to_bytes(o->slots));
-    h.set_state(encode_state(parts[i]));
-    o->chunks.push_back(h.SerializeAsString());
-  }
-  outgoing_.push_back(o);
-  spdlog::info("handing {} slots ({} keys) to {}", o->slots.count(), o->entries.size(), o->to);
-  send_chunk(o);
-}
-
-void Cluster::send_chunk(std::shared_ptr<Outgoing> o) {
-  auto it = known_.find(o->to);
-  if (it == known_.end() || !membership_->others().count(o->to) ||
-      !membership_->others().at(o->to).live()) {
-    return reclaim(o);
-  }
-  peer(it->second.addr)
-      .call(kPeerHandoff, o->chunks[o->next], std::chrono::milliseconds(cfg_.handoff_timeout_ms),
-            [this, o](PeerStatus st, std::string) {
-              if (st == PeerStatus::kOk) {
-                if (++o->next < o->chunks.size()) return send_chunk(o);
-                counters_.handoffs_sent.fetch_add(1, std::memory_order_relaxed);
-                counters_.keys_sent.fetch_add(o->entries.size(), std::memory_order_relaxed);
-                spdlog::info("handed {} slots to {}", o->slots.count(), o->to);
-                outgoing_.erase(std::remove(outgoing_.begin(), outgoing_.end(), o),
-                                outgoing_.end());
-                return;
-              }
-              o->retry.expires_after(kRetryDelay);
-              o->retry.async_wait([this, o](asio::error_code ec) {
-                if (!ec) send_chunk(o);
-              });
-            });
-}
-
-// The receiver is gone: take the state back and keep it until a newer table says where
-// it goes (never serve it here unless that table gives it to us).
-void Cluster::reclaim(std::shared_ptr<Outgoing> o) {
-  spdlog::warn("{} is unreachable; keeping {} slots' state until the next table", o->to,
-               o->slots.count());
-  outgoing_.erase(std::remove(outgoing_.begin(), outgoing_.end(), o), outgoing_.end());
-  auto job = std::make_shared<SlotJob>();
-  const uint64_t hold_until = agreement_->table().epoch() + 1;
-  job->done = [this, slots = o->slots, hold_until](SlotJob&) {
-    asio::post(io_, [this, slots, hold_until] {
-      apply(keeper_.on_install(slots, hold_until, agreement_->table()));
-    });
-  };
-  // The shards hold it as theirs again (it is the only copy); routing decides whether
-  // clients reach it, and the next table that gives it away extracts it from here.
-  job->slots = o->slots;
-  if (leaving_) lost_on_leave_ = true;
-  pool_.install(job, std::move(o->entries));
+  for (const auto& [to, slots] : a.send) hand_off(to, slots);
 }
 
 void Cluster::dispatch(uint32_t kind, std::string body, PeerServer::Respond respond) {
@@ -365,71 +233,6 @@ void Cluster::dispatch(uint32_t kind, std::string body, PeerServer::Respond resp
   auto it = handlers_.find(kind);
   if (it == handlers_.end()) return respond(PeerStatus::kUnknownKind, {}, "unknown request kind");
   it->second(kind, std::move(body), std::move(respond));
-}
-
-void Cluster::on_handoff(std::string body, PeerServer::Respond respond) {
-  wire::SlotHandoff h;
-  SlotBits slots;
-  std::vector<EntrySnapshot> entries;
-  if (!h.ParseFromString(body) || !slots_from_bytes(h.slots(), slots) ||
-      !decode_state(h.state(), entries)) {
-    return respond(PeerStatus::kError, {}, "malformed hand-off");
-  }
-  const auto key = std::make_pair(h.from(), h.handoff_id());
-  auto done = installed_.find(key);
-  if (done != installed_.end() && done->second > h.chunk()) {
-    return respond(PeerStatus::kOk, {}, {});  // a resend of what is already installed
-  }
-  auto job = std::make_shared<SlotJob>();
-  if (h.last()) job->slots = slots;
-  if (h.chunk() == 0) job->clear = slots;  // a replica's older copy of them goes first
-  const size_t n = entries.size();
-  job->done = [this, key, n, last = h.last(), chunk = h.chunk(), epoch = h.epoch(), slots,
-               respond = std::move(respond)](SlotJob&) mutable {
-    asio::post(io_, [this, key, n, last, chunk, epoch, slots, respond = std::move(respond)] {
-      if (installed_.size() > 100000) installed_.clear();
-      installed_[key] = chunk + 1;
-      counters_.handoffs_received.fetch_add(1, std::memory_order_relaxed);
-      counters_.keys_received.fetch_add(n, std::memory_order_relaxed);
-      if (last) {
-        spdlog::info("received {} slots from {}", slots.count(), key.first);
-        apply(keeper_.on_install(slots, epoch, agreement_->table()));
-      }
-      respond(PeerStatus::kOk, {}, {});
-    });
-  };
-  pool_.install(job, std::move(entries));
-}
-
-bool Cluster::leave(std::chrono::milliseconds max_wait) {
-  // Shared with the cluster thread, which may still run these after we gave up waiting.
-  auto planned = std::make_shared<std::atomic<bool>>(false);
-  auto drained = std::make_shared<std::atomic<bool>>(false);
-  asio::post(io_, [this, planned] {
-    leaving_ = true;
-    const SlotTable& t = agreement_->table();
-    std::vector<std::string> rest;
-    for (const auto& id : membership_->live_ids())
-      if (id != cfg_.node_id) rest.push_back(id);
-    if (t.epoch() > 0 && !rest.empty()) {
-      agreement_->propose(t.plan(rest, cfg_.replicas).stamped(t.epoch() + 1, cfg_.node_id));
-    }
-    membership_->leave(wall_now_ns());
-    *planned = true;
-  });
-  const auto deadline = std::chrono::steady_clock::now() + max_wait;
-  while (std::chrono::steady_clock::now() < deadline) {
-    std::this_thread::sleep_for(std::chrono::milliseconds(10));
-    if (!*planned) continue;
-    auto lost = std::make_shared<std::atomic<bool>>(false);
-    asio::post(io_, [this, drained, lost] {
-      *lost = lost_on_leave_;
-      *drained = outgoing_.empty() && extracting_ == 0;
-    });
-    std::this_thread::sleep_for(std::chrono::milliseconds(5));
-    if (*drained) return !*lost;
-  }
-  return false;
 }
 
 void Cluster::call(const std::string& peer_addr, uint32_t kind, std::string body,
@@ -448,52 +251,18 @@ PeerClient& Cluster::peer(const std::string& peer_addr) {
 
 void Cluster::publish() {
   dirty_ = false;
-  auto r = std::make_shared<Routing>();
-  const SlotTable& t = agreement_->table();
-  r->epoch = t.epoch();
   for (const auto& [id, m] : membership_->others()) known_[id] = m;
   known_[cfg_.node_id] = membership_->self();
-  auto node_of = [&](const std::string& id, bool in_table) {
-    RouteNode n;
-    n.id = id;
-    n.in_table = in_table;
-    n.self = id == cfg_.node_id;
-    auto it = known_.find(id);
-    if (it != known_.end()) {
-      split_addr(it->second.resp_addr, n.resp_host, n.resp_port);
-      n.native_port = it->second.native_port;
-      n.peer_addr = it->second.addr;
-      n.state = it->second.state;
-    } else {
-      n.state = MemberState::kDead;
-    }
-    return n;
-  };
-  for (const auto& id : t.members()) r->nodes.push_back(node_of(id, true));
-  for (const auto& [id, m] : known_) {
-    if (std::find(t.members().begin(), t.members().end(), id) == t.members().end() &&
-        (m.live() || id == cfg_.node_id)) {
-      r->nodes.push_back(node_of(id, false));
-    }
-  }
-  for (size_t i = 0; i < r->nodes.size(); ++i)
-    if (r->nodes[i].self) r->self_index = static_cast<int>(i);
-  for (uint32_t s = 0; s < kSlotCount; ++s) r->owner[s] = t.owner(s);
-  if (t.epoch() > 0) r->ranges = t.ranges();
-  r->awaiting = keeper_.awaiting();
-  // Cut off from most of the table's members, a node stops serving: the others may have
-  // promoted its slots' replicas already. (Two-node tables cannot tell; they serve.)
-  // Suspects do not count: a node that hears nobody suspects everyone within a few probe
-  // rounds, well before the others can have declared it dead (suspicion lasts at least
-  // suspicion_min), so an owner cut off even one way stops before its replica takes over.
-  r->quorum = !standing_down_ &&
-              (t.epoch() == 0 || t.members().size() < 3 || t.quorum(membership_->alive_ids()));
-  r->pulse_ns = pulse_ns_;
-  r->replicas = t.replica_count();
-  for (uint32_t s = 0; s < kSlotCount && r->quorum; ++s) {
-    if (keeper_.held().test(s) && static_cast<int>(r->owner[s]) == r->self_index) r->serving.set(s);
-  }
-  hub_.publish(std::move(r));
+  RoutingInputs in;
+  in.table = &agreement_->table();
+  in.self = cfg_.node_id;
+  in.known = &known_;
+  in.held = keeper_.held();
+  in.awaiting = keeper_.awaiting();
+  in.alive = membership_->alive_ids();
+  in.standing_down = standing_down_;
+  in.pulse_ns = pulse_ns_;
+  hub_.publish(std::make_shared<Routing>(build_routing(in)));
 }
 
 }  // namespace fg

@@ -94,20 +94,32 @@ class Cluster {
   PeerClient& peer(const std::string& peer_addr);
 
  private:
-  struct Outgoing;
+  // A hand-off on its way out.
+  struct Outgoing {
+    std::string to;  // node id
+    SlotBits slots;
+    uint64_t epoch = 0;
+    uint64_t id = 0;
+    std::vector<EntrySnapshot> entries;
+    std::vector<std::string> chunks;
+    size_t next = 0;
+    asio::steady_timer retry;
+    explicit Outgoing(asio::io_context& io) : retry(io) {}
+  };
   void tick();
   void arm();
   void on_table(const SlotTable& before, const SlotTable& after);
   void apply(const SlotKeeper::Actions& a);
+  void hand_off(const std::string& to, const SlotBits& slots);  // handoff_out.cpp
   void send_handoff(std::shared_ptr<Outgoing> o);
   void send_chunk(std::shared_ptr<Outgoing> o);
   void reclaim(std::shared_ptr<Outgoing> o);
-  void on_handoff(std::string body, PeerServer::Respond respond);
+  void on_handoff(std::string body, PeerServer::Respond respond);  // handoff_in.cpp
   bool can_send(const std::string& id) const;
   void publish();
   void dispatch(uint32_t kind, std::string body, PeerServer::Respond respond);
   bool live(const std::string& id) const;
-  void fence(const SlotTable& after);
+  void fence(const SlotTable& after);  // fencing.cpp
   void start_book_sync();
   std::vector<std::string> live_addrs() const;
 

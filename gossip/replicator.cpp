@@ -78,16 +78,14 @@ void Replicator::round() {
   again_ = false;
   auto waiters = std::make_shared<Waiters>(std::move(next_waiters_));
   next_waiters_.clear();
-  auto job = std::make_shared<SlotJob>();
-  job->dirty = true;
-  job->remove = false;
+  auto job = std::make_shared<CollectJob>();
   const int64_t started = mono_us();
-  job->done = [this, waiters, started](SlotJob& j) {
+  job->done = [this, waiters, started](CollectJob& j) {
     std::vector<EntrySnapshot> changed;
     std::vector<std::string> deleted;
-    for (auto& part : j.per_shard)
+    for (auto& part : j.changed)
       for (auto& e : part) changed.push_back(std::move(e));
-    for (auto& part : j.per_shard_deleted)
+    for (auto& part : j.deleted)
       for (auto& k : part) deleted.push_back(std::move(k));
     const bool overflow = j.overflow.load(std::memory_order_relaxed);
     asio::post(io_, [this, changed = std::move(changed), deleted = std::move(deleted), overflow,
@@ -97,7 +95,7 @@ void Replicator::round() {
       if (!stopped_ && (again_ || !next_waiters_.empty())) round();
     });
   };
-  pool_.extract(job);
+  pool_.collect(job);
 }
 
 void Replicator::ship(std::vector<EntrySnapshot> changed, std::vector<std::string> deleted,
@@ -167,11 +165,11 @@ void Replicator::lost(const std::string& id) {
 
 void Replicator::copy_whole(const std::string& id, SlotBits slots) {
   dests_[id].copying |= slots;
-  auto job = std::make_shared<SlotJob>();
+  auto job = std::make_shared<ExtractJob>();
   job->slots = slots;
-  job->remove = false;
+  job->remove = false;  // a copy: the slots stay ours
   job->now_ns = pool_.clock()->now_ns();
-  job->done = [this, id, slots](SlotJob& j) {
+  job->done = [this, id, slots](ExtractJob& j) {
     std::vector<EntrySnapshot> entries;
     for (auto& part : j.per_shard)
       for (auto& e : part) entries.push_back(std::move(e));
@@ -259,16 +257,15 @@ void Replicator::on_update(std::string body, PeerServer::Respond respond) {
   counters_.keys_received.fetch_add(keep.size() + deleted.size(), std::memory_order_relaxed);
   copies_ |= clear | complete;
   for (const auto& e : keep) copies_.set(key_slot(e.key));
-  auto job = std::make_shared<SlotJob>();
-  job->replica = true;
+  auto job = std::make_shared<ReplicaJob>();
   job->clear = clear;
-  job->done = [this, complete, respond = std::move(respond)](SlotJob&) mutable {
+  job->done = [this, complete, respond = std::move(respond)](ReplicaJob&) mutable {
     asio::post(io_, [this, complete, respond = std::move(respond)] {
       complete_ |= complete & copies_;
       respond(PeerStatus::kOk, {}, {});
     });
   };
-  pool_.install(job, std::move(keep), std::move(deleted));
+  pool_.keep_copy(job, std::move(keep), std::move(deleted));
 }
 
 void Replicator::on_table(const SlotTable& before, const SlotTable& after) {
@@ -309,10 +306,9 @@ void Replicator::on_table(const SlotTable& before, const SlotTable& after) {
   }
   copies_ &= keep;
   if (drop.any()) {
-    auto job = std::make_shared<SlotJob>();
-    job->replica = true;  // serves nothing, installs nothing: only clears
+    auto job = std::make_shared<ReplicaJob>();  // installs nothing: only clears
     job->clear = drop;
-    pool_.install(job, {});
+    pool_.keep_copy(job, {}, {});
   }
 }
 

@@ -96,7 +96,8 @@ std::string command_id_name(uint16_t id) {
       "heartbeat", "release_all", "reserve", "commit", "cancel",  "topology", "ping"};
   const auto& all = all_commands();
   if (id < all.size()) return all[id].name;
-  if (id >= kNativeCommandBase && id - kNativeCommandBase < std::size(kNative)) {
+  if (id >= kNativeCommandBase &&
+      static_cast<size_t>(id - kNativeCommandBase) < std::size(kNative)) {
     return std::string("native.") + kNative[id - kNativeCommandBase];
   }
   return "unknown";

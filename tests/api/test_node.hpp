@@ -100,10 +100,10 @@ class TestNode {
 
   // The shards serve `slots` from now on (their state arrived, or the cluster is new).
   void serve(const SlotBits& slots) {
-    auto job = std::make_shared<SlotJob>();
+    auto job = std::make_shared<InstallJob>();
     job->slots = slots;
     std::promise<void> p;
-    job->done = [&p](SlotJob&) { p.set_value(); };
+    job->done = [&p](InstallJob&) { p.set_value(); };
     pool->install(job, {});
     p.get_future().get();
   }

@@ -51,10 +51,10 @@ struct Node {
   // Serve `slots` (as a table or a failover would have this node do).
   void own(const SlotBits& slots) {
     held |= slots;
-    auto job = std::make_shared<SlotJob>();
+    auto job = std::make_shared<InstallJob>();
     job->slots = slots;
     std::promise<void> p;
-    job->done = [&p](SlotJob&) { p.set_value(); };
+    job->done = [&p](InstallJob&) { p.set_value(); };
     pool.install(job, {});
     p.get_future().wait();
   }

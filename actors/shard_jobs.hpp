@@ -1,0 +1,71 @@
+// Work on whole slots across every shard of a node, one message type per kind of work:
+// handing slots out (ExtractJob), the replication stream (CollectJob), taking slots in
+// (InstallJob) and keeping a replica's copy of another node's slots (ReplicaJob). Each job
+// goes to every shard; `done` runs once, on the thread of the last shard to finish.
+#pragma once
+#include <atomic>
+#include <functional>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "entry_snapshot.hpp"
+#include "key_slot.hpp"
+
+namespace fg {
+
+template <class Self>
+struct ShardJob {
+  std::atomic<int> pending{0};
+  std::function<void(Self&)> done;
+  // One shard finished its part; the last one runs `done`.
+  void finish_one() {
+    if (pending.fetch_sub(1, std::memory_order_acq_rel) == 1 && done) {
+      done(static_cast<Self&>(*this));
+    }
+  }
+};
+
+// Each shard snapshots the live keys of `slots` into its per_shard entry; with `remove`
+// (a hand-off, or dropping stale state) they leave the shard and it stops serving them,
+// without (a whole copy for a replica) they stay. Ops already queued at a shard run first,
+// so the snapshot includes every admission made before the slots stopped being served.
+struct ExtractJob : ShardJob<ExtractJob> {
+  SlotBits slots;
+  bool remove = true;
+  int64_t now_ns = 0;
+  std::vector<std::vector<EntrySnapshot>> per_shard;
+};
+
+// Each shard hands over the keys requests changed in the slots it serves since the last
+// such job: live ones as snapshots, erased ones by name. `overflow`: a shard lost track of
+// some changes, and the replicas need whole copies.
+struct CollectJob : ShardJob<CollectJob> {
+  std::vector<std::vector<EntrySnapshot>> changed;
+  std::vector<std::vector<std::string>> deleted;
+  std::atomic<bool> overflow{false};
+};
+
+// Each shard first drops what it holds (and does not serve) of `clear` — a replica's older
+// copy — then installs its per_shard entries and starts serving `slots`.
+struct InstallJob : ShardJob<InstallJob> {
+  SlotBits slots;
+  SlotBits clear;
+  std::vector<std::vector<EntrySnapshot>> per_shard;
+};
+
+// Another node's state kept here as its replica: each shard drops what it holds (and does
+// not serve) of `clear`, installs its entries and erases its `deleted` keys. Slots a shard
+// serves are never touched.
+struct ReplicaJob : ShardJob<ReplicaJob> {
+  SlotBits clear;
+  std::vector<std::vector<EntrySnapshot>> per_shard;
+  std::vector<std::vector<std::string>> deleted;
+};
+
+using ExtractJobPtr = std::shared_ptr<ExtractJob>;
+using CollectJobPtr = std::shared_ptr<CollectJob>;
+using InstallJobPtr = std::shared_ptr<InstallJob>;
+using ReplicaJobPtr = std::shared_ptr<ReplicaJob>;
+
+}  // namespace fg

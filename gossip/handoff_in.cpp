@@ -1,0 +1,46 @@
+// Taking slots in: install each chunk of a hand-off as it arrives (resends are answered
+// without installing twice) and start serving the slots with the last one.
+#include <spdlog/spdlog.h>
+
+#include "cluster.hpp"
+#include "peer.pb.h"
+#include "state.pb.h"
+#include "state_codec.hpp"
+
+namespace fg {
+
+void Cluster::on_handoff(std::string body, PeerServer::Respond respond) {
+  wire::SlotHandoff h;
+  SlotBits slots;
+  std::vector<EntrySnapshot> entries;
+  if (!h.ParseFromString(body) || !slots_from_bytes(h.slots(), slots) ||
+      !decode_state(h.state(), entries)) {
+    return respond(PeerStatus::kError, {}, "malformed hand-off");
+  }
+  const auto key = std::make_pair(h.from(), h.handoff_id());
+  auto done = installed_.find(key);
+  if (done != installed_.end() && done->second > h.chunk()) {
+    return respond(PeerStatus::kOk, {}, {});  // a resend of what is already installed
+  }
+  auto job = std::make_shared<InstallJob>();
+  if (h.last()) job->slots = slots;
+  if (h.chunk() == 0) job->clear = slots;  // a replica's older copy of them goes first
+  const size_t n = entries.size();
+  job->done = [this, key, n, last = h.last(), chunk = h.chunk(), epoch = h.epoch(), slots,
+               respond = std::move(respond)](InstallJob&) mutable {
+    asio::post(io_, [this, key, n, last, chunk, epoch, slots, respond = std::move(respond)] {
+      if (installed_.size() > 100000) installed_.clear();
+      installed_[key] = chunk + 1;
+      counters_.handoffs_received.fetch_add(1, std::memory_order_relaxed);
+      counters_.keys_received.fetch_add(n, std::memory_order_relaxed);
+      if (last) {
+        spdlog::info("received {} slots from {}", slots.count(), key.first);
+        apply(keeper_.on_install(slots, epoch, agreement_->table()));
+      }
+      respond(PeerStatus::kOk, {}, {});
+    });
+  };
+  pool_.install(job, std::move(entries));
+}
+
+}  // namespace fg
