@@ -20,11 +20,12 @@ class [[nodiscard]] Result {
   Result(Error e) : v_(std::move(e)) {}      // NOLINT: so is a reason a failure
   bool ok() const { return v_.index() == 0; }
   explicit operator bool() const { return ok(); }
-  const T& value() const { return std::get<0>(v_); }
-  T& value() { return std::get<0>(v_); }
+  // Only after ok() said so (no check here: it sits on request paths).
+  const T& value() const { return *std::get_if<0>(&v_); }
+  T& value() { return *std::get_if<0>(&v_); }
   const T& operator*() const { return value(); }
   const T* operator->() const { return &value(); }
-  const std::string& error() const { return std::get<1>(v_).text; }
+  const std::string& error() const { return std::get_if<1>(&v_)->text; }  // only if !ok()
 
  private:
   std::variant<T, Error> v_;

@@ -30,7 +30,7 @@ class CommandContext {
   virtual ~CommandContext() = default;
 
   // Hands a decoded request to the request core; its reply takes this command's place.
-  virtual void request(const Request& r, ReplyStyle style) = 0;
+  virtual void request(Request& r, ReplyStyle style) = 0;
 
   RespWriter local() { return RespWriter(local_, proto_); }  // an immediate reply
   Services& svc() { return svc_; }

@@ -82,10 +82,10 @@ void cmd_cl_throttle(CommandContext& s, Args& a) {
   if (a.size() > 6) return s.local().error(err::wrong_arity("cl.throttle"));
   if (burst < 0 || count <= 0 || period <= 0 || qty < 0) return s.local().error(err::kNotPositive);
   if (period > kMaxPeriodNs / kNsPerSec) return s.local().error(err::kNotInteger);
-  Result<LimitSpec> limit = make_limit(Kind::kGcra, burst, count, period * 1000);
-  if (!limit.ok()) return s.local().error(err::kNotInteger);  // as redis-cell: out of range
+  // Its own fixed syntax, in seconds: the spec is built here and checked as every limit is.
   Request r = keyed_request(Verb::kTake, a[1]);
-  r.spec = limit.value();
+  r.spec = LimitSpec::gcra(burst, count, period * kNsPerSec);
+  if (validate(r.spec)) return s.local().error(err::kNotInteger);  // as redis-cell: out of range
   r.cost = qty;
   s.request(r, ReplyStyle::kThrottle);
 }
@@ -94,7 +94,8 @@ void cmd_fg_take(CommandContext& s, Args& a) { take_or_peek(s, a, Verb::kTake); 
 void cmd_fg_peek(CommandContext& s, Args& a) { take_or_peek(s, a, Verb::kPeek); }
 
 void cmd_fg_reset(CommandContext& s, Args& a) {
-  s.request(keyed_request(Verb::kReset, a[1]), ReplyStyle::kInteger);
+  Request r = keyed_request(Verb::kReset, a[1]);
+  s.request(r, ReplyStyle::kInteger);
 }
 
 // FG.ACQUIRE key limit ttl_ms [HOLDER id | BOUND]  |  FG.ACQUIRE key [policy] [HOLDER id | BOUND]
@@ -142,7 +143,8 @@ void cmd_fg_release(CommandContext& s, Args& a) {
 }
 
 void cmd_fg_count(CommandContext& s, Args& a) {
-  s.request(keyed_request(Verb::kCount, a[1]), ReplyStyle::kInteger);
+  Request r = keyed_request(Verb::kCount, a[1]);
+  s.request(r, ReplyStyle::kInteger);
 }
 
 // Cluster-wide: the core sends it to every member and adds up their counts.

@@ -63,7 +63,7 @@ bool ttl_ok(int64_t ttl_ms, Outcome& now) {
 }
 
 // A shard's answer to an op, as an outcome: the one status mapping.
-void from_op(const ShardOp& op, Outcome& out) {
+[[gnu::always_inline]] inline void from_op(const ShardOp& op, Outcome& out) {
   switch (op.status) {
     case OpStatus::kOk:
       break;
@@ -95,6 +95,8 @@ void from_op(const ShardOp& op, Outcome& out) {
 
 }  // namespace
 
+RequestCore::RequestCore(Services& svc) : svc_(svc), metrics_(RequestMetrics::get()) {}
+
 int64_t reported_limit(const LimitSpec& spec) {
   return spec.kind == Kind::kGcra ? spec.a + 1 : spec.a;
 }
@@ -104,7 +106,8 @@ bool RequestCore::must_wait(std::string_view key, const Routing* rt) const {
 }
 
 // Everything a request can be refused for before it is routed, for every door alike.
-bool RequestCore::check(const Request& r, Outcome& now) const {
+// (Inlined: it is on every request's way.)
+[[gnu::always_inline]] inline bool RequestCore::check(const Request& r, Outcome& now) const {
   if (keyed(r.verb) && r.key.size() > kMaxKeyLen) {
     refuse(now, Code::kError, err::kKeyTooLong);
     return false;
@@ -367,17 +370,19 @@ void RequestCore::finish(const Pending& p, Flight& f, const Door& d, Outcome& ou
 }
 
 // Metrics, counted once per request by the node whose client asked.
-void RequestCore::count(const Pending& p, const Outcome& out, uint16_t policy, std::string_view key,
-                        const Door& d) const {
+[[gnu::always_inline]] inline void RequestCore::count(const Pending& p, const Outcome& out,
+                                                      uint16_t policy, std::string_view key,
+                                                      const Door& d) const {
   if (!d.count) return;
-  RequestMetrics& m = RequestMetrics::get();
   const int64_t latency_us = p.at == Pending::At::kNow ? 0 : d.latency_us;
-  if (!out.ok()) return m.record(p.metric, RequestResult::kError, latency_us);
-  if (!decides(p.verb)) return m.record(p.metric, RequestResult::kOk, latency_us);
+  if (!out.ok() || !decides(p.verb)) {
+    return metrics_.record(p.metric, out.ok() ? RequestResult::kOk : RequestResult::kError,
+                           latency_us);
+  }
   const bool allowed = out.allowed();
-  m.record(p.metric, allowed ? RequestResult::kAllowed : RequestResult::kDenied, latency_us);
-  m.decision(policy, allowed);
-  if (!allowed) m.denied(key, svc_.clock->now_ns() / kNsPerSec);
+  metrics_.record(p.metric, allowed ? RequestResult::kAllowed : RequestResult::kDenied, latency_us);
+  metrics_.decision(policy, allowed);
+  if (!allowed) metrics_.denied(key, svc_.clock->now_ns() / kNsPerSec);
 }
 
 }  // namespace fg

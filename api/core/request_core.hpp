@@ -39,7 +39,7 @@ struct Pending {
 
 class RequestCore {
  public:
-  explicit RequestCore(Services& svc) : svc_(svc) {}
+  explicit RequestCore(Services& svc);
 
   // Checks and routes `r`. Served here or forwarded, it joins flight `f` (the caller then
   // joins the flight's batcher and calls finish() when it is back); otherwise it is answered
@@ -64,6 +64,7 @@ class RequestCore {
              const Door& d) const;
 
   Services& svc_;
+  class RequestMetrics& metrics_;
 };
 
 // A limit's "limit" as replies report it (GCRA: max_burst + 1, as redis-cell).

@@ -61,29 +61,27 @@ void write_outcome(RespWriter& w, const Outcome& o, ReplyStyle style) {
 }
 
 RespSession::RespSession(Services& svc, std::shared_ptr<ClientInfo> client)
-    : CommandContext(svc, std::move(client)), core_(svc), parser_(svc.settings.parser) {}
-
-Door RespSession::door() const {
-  Door d;
-  d.routing = routing_.get();
-  using R = NodeSettings::Redirect;
-  const R mode = svc_.settings.redirect;
-  d.mode = mode == R::kAlways || (mode == R::kAuto && cluster_aware_) ? RouteMode::kMove
-                                                                      : RouteMode::kForward;
-  d.client_id = client_->id;
-  return d;
+    : CommandContext(svc, std::move(client)), core_(svc), parser_(svc.settings.parser) {
+  door_.client_id = client_->id;
 }
 
-void RespSession::request(const Request& r, ReplyStyle style) {
+const Door& RespSession::door() {
+  using R = NodeSettings::Redirect;
+  const R mode = svc_.settings.redirect;
+  door_.mode = mode == R::kAlways || (mode == R::kAuto && cluster_aware_) ? RouteMode::kMove
+                                                                          : RouteMode::kForward;
+  return door_;
+}
+
+void RespSession::request(Request& r, ReplyStyle style) {
   requested_ = true;
-  Request req = r;
-  req.metric = cur_cmd_;
-  Outcome now;
-  const Pending p = core_.submit(req, door(), *flight_, now);
-  if (!p.waits()) {
+  r.metric = cur_cmd_;
+  const Pending p = core_.submit(r, door(), *flight_, now_);
+  if (!p.waits()) {  // (rare: a refusal, a redirect or a fail mode, answered at once)
     const size_t start = local_.size();
     RespWriter w = local();
-    write_outcome(w, now, style);
+    write_outcome(w, now_, style);
+    now_ = Outcome{};
     slots_.push_back(Slot{Slot::Type::kLocal,
                           style,
                           cur_cmd_,
@@ -115,6 +113,7 @@ ProcessResult RespSession::process(const char* data, size_t len, Flight& flight)
   if (svc_.routing && svc_.routing->version() != routing_version_) {
     routing_version_ = svc_.routing->version();
     routing_ = svc_.routing->get();
+    door_.routing = routing_.get();
   }
   arrived_ns_ = steady_ns();
   slots_.clear();
@@ -178,7 +177,7 @@ ProcessResult RespSession::process(const char* data, size_t len, Flight& flight)
 
 void RespSession::complete(Flight& flight) {
   RespWriter w(out_, proto_);
-  Door d = door();
+  Door& d = door_;
   d.latency_us = (steady_ns() - arrived_ns_) / 1000;
   RequestMetrics& metrics = RequestMetrics::get();
   for (const Slot& s : slots_) {

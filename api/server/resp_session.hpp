@@ -38,7 +38,7 @@ class RespSession final : public CommandContext {
 
   std::string& output() { return out_; }
 
-  void request(const Request& r, ReplyStyle style) override;
+  void request(Request& r, ReplyStyle style) override;
 
  private:
   // One command's place among this read's replies.
@@ -52,9 +52,11 @@ class RespSession final : public CommandContext {
     Pending pending;  // kPending
   };
   void end_local_slot(size_t start);
-  Door door() const;
+  const Door& door();  // for this read (the mode follows CLUSTER SLOTS at once)
 
   RequestCore core_;
+  Door door_;
+  Outcome now_;  // submit() writes it only when it answers at once
   RespParser parser_;
   std::vector<std::string_view> args_;
   Flight* flight_ = nullptr;
