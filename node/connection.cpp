@@ -6,15 +6,11 @@
 #include <spdlog/spdlog.h>
 
 #include "errors.hpp"
-#include "lease_upkeep.hpp"
 
 namespace fg {
 
 namespace {
 constexpr size_t kInitialBuffer = 16 * 1024;
-std::string endpoint_str(const asio::ip::tcp::endpoint& e) {
-  return e.address().to_string() + ":" + std::to_string(e.port());
-}
 }  // namespace
 
 Connection::Connection(asio::ip::tcp::socket sock, Services& svc, ConnectionLimits limits,
@@ -25,36 +21,27 @@ Connection::Connection(asio::ip::tcp::socket sock, Services& svc, ConnectionLimi
       svc_(svc),
       limits_(limits),
       batcher_(batcher),
-      in_(kInitialBuffer) {}
+      in_(kInitialBuffer, limits.max_query_bytes) {}
 
 Connection::~Connection() {
   svc_.counters.connections_closed.fetch_add(1, std::memory_order_relaxed);
-  if (!client_) return;
-  svc_.clients->remove(client_->id);
-  // Leases this connection took with BOUND go back now, wherever they live.
-  release_bound_leases(svc_, client_->id);
+  unregister_client(svc_, client_);
 }
 
 int64_t Connection::now_ms() const { return svc_.clock->now_ns() / 1'000'000; }
 
 void Connection::start() {
-  asio::error_code ec;
-  sock_.set_option(asio::ip::tcp::no_delay(true), ec);
-  auto remote = sock_.remote_endpoint(ec);
-  auto local = sock_.local_endpoint(ec);
-  client_ = svc_.clients->add(endpoint_str(remote), endpoint_str(local), now_ms());
+  client_ = register_client(sock_, svc_);
   if (!client_) {
     // Over --maxclients: say so, then close. The write keeps `self` alive.
-    auto self = shared_from_this();
-    wbuf_ = std::string("-") + err::kMaxClients + "\r\n";
-    asio::async_write(sock_, asio::buffer(wbuf_), [self](asio::error_code, size_t) {
-      asio::error_code ignored;
-      self->sock_.close(ignored);
-    });
+    std::string out;
+    RespWriter(out, 2).error(err::kMaxClients);
+    write_out(sock_, out, wbuf_,
+              [self = shared_from_this()](asio::error_code) { shut(self->sock_); });
     return;
   }
   session_ = std::make_unique<RespSession>(svc_, client_);
-  last_read_ms_ = now_ms();
+  clock_.last_read_ms = now_ms();
   arm_watchdog();
   read();
 }
@@ -62,42 +49,27 @@ void Connection::start() {
 void Connection::read() {
   if (state_ == State::kClosed) return;
   state_ = State::kReading;
-  if (begin_ == end_) {
-    begin_ = end_ = 0;
-    // A big command is done: give its buffer back rather than keep it for the connection's life.
-    if (in_.size() > 4 * kInitialBuffer) std::vector<char>(kInitialBuffer).swap(in_);
-  }
-  if (in_.size() - end_ < 4096) {
-    if (begin_ > 0) {  // make room by moving the unconsumed tail to the front
-      std::memmove(in_.data(), in_.data() + begin_, end_ - begin_);
-      end_ -= begin_;
-      begin_ = 0;
-    }
-    if (in_.size() - end_ < 4096) {
-      if (in_.size() >= limits_.max_query_bytes) {
-        RespWriter(session_->output(), session_->proto()).error(err::kQueryBufferLimit);
-        svc_.counters.protocol_errors.fetch_add(1, std::memory_order_relaxed);
-        close_after_write_ = true;
-        write();
-        return;
-      }
-      in_.resize(std::min(in_.size() * 2, limits_.max_query_bytes));
-    }
+  if (!in_.make_room()) {  // one command larger than max-query-bytes
+    RespWriter(session_->output(), session_->proto()).error(err::kQueryBufferLimit);
+    svc_.counters.protocol_errors.fetch_add(1, std::memory_order_relaxed);
+    close_after_write_ = true;
+    write();
+    return;
   }
   auto self = shared_from_this();
-  sock_.async_read_some(asio::buffer(in_.data() + end_, in_.size() - end_),
+  sock_.async_read_some(asio::buffer(in_.space(), in_.space_size()),
                         [self](asio::error_code ec, size_t n) {
                           if (ec) return self->close();
-                          self->end_ += n;
-                          self->last_read_ms_ = self->now_ms();
+                          self->in_.filled(n);
+                          self->clock_.last_read_ms = self->now_ms();
                           self->pump();
                         });
 }
 
 void Connection::pump() {
   while (state_ != State::kClosed) {
-    if (begin_ == end_) break;
-    ProcessResult r = session_->process(in_.data() + begin_, end_ - begin_, batcher_.current());
+    if (in_.empty()) break;
+    ProcessResult r = session_->process(in_.data(), in_.size(), batcher_.current());
     if (r.submitted) {
       // Our ops ride in this turn's batch; the replies come back through batch_complete().
       state_ = State::kInFlight;
@@ -106,7 +78,7 @@ void Connection::pump() {
       batcher_.join(shared_from_this());
       return;
     }
-    begin_ += r.consumed;
+    in_.consume(r.consumed);
     if (r.close) close_after_write_ = true;
     if (!session_->output().empty() || close_after_write_) return write();
     if (r.stalled) {
@@ -123,11 +95,7 @@ void Connection::pump() {
     }
     if (r.consumed == 0) break;  // only part of a command is here
   }
-  if (begin_ == end_) {
-    partial_since_ms_ = 0;
-  } else if (partial_since_ms_ == 0) {
-    partial_since_ms_ = now_ms();
-  }
+  clock_.input_left(in_.empty(), now_ms());
   read();
 }
 
@@ -137,7 +105,7 @@ void Connection::batch_complete(Flight& flight) {
 }
 
 void Connection::after_batch(size_t consumed, bool close) {
-  begin_ += consumed;
+  in_.consume(consumed);
   if (close) close_after_write_ = true;
   if (state_ == State::kClosed) return;
   if (!session_->output().empty() || close_after_write_) return write();
@@ -147,14 +115,9 @@ void Connection::after_batch(size_t consumed, bool close) {
 void Connection::write() {
   if (state_ == State::kClosed) return;
   state_ = State::kWriting;
-  write_since_ms_ = now_ms();
-  wbuf_.clear();
-  wbuf_.swap(session_->output());
-  auto self = shared_from_this();
-  asio::async_write(sock_, asio::buffer(wbuf_), [self](asio::error_code ec, size_t) {
+  clock_.write_since_ms = now_ms();
+  write_out(sock_, session_->output(), wbuf_, [self = shared_from_this()](asio::error_code ec) {
     if (ec || self->close_after_write_) return self->close();
-    // Give back memory a single large reply made us hold.
-    if (self->wbuf_.capacity() > (1 << 20)) std::string().swap(self->wbuf_);
     self->pump();
   });
 }
@@ -162,11 +125,9 @@ void Connection::write() {
 void Connection::close() {
   if (state_ == State::kClosed) return;
   state_ = State::kClosed;
-  asio::error_code ec;
   watchdog_.cancel();
   stall_timer_.cancel();
-  sock_.shutdown(asio::ip::tcp::socket::shutdown_both, ec);
-  sock_.close(ec);
+  shut(sock_);
 }
 
 void Connection::arm_watchdog() {
@@ -181,36 +142,14 @@ void Connection::arm_watchdog() {
 
 // Once a second: drop slowloris senders, silent idlers and clients that stopped reading.
 void Connection::check_deadlines() {
-  const int64_t now = now_ms();
-  ConnectionClock c;
-  c.writing = state_ == State::kWriting;
-  c.write_since_ms = write_since_ms_;
-  c.waiting_for_input = state_ == State::kReading;
-  c.partial_since_ms = partial_since_ms_;
-  c.input_empty = begin_ == end_;
-  c.last_read_ms = last_read_ms_;
-  const char* why = deadline_breach(limits_, c, now, svc_.counters);
+  ConnectionState st;
+  st.writing = state_ == State::kWriting;
+  st.waiting_for_input = state_ == State::kReading;
+  st.input_empty = in_.empty();
+  const char* why = deadline_breach(limits_, clock_, st, now_ms(), svc_.counters);
   if (!why) return;
   if (*why) spdlog::info("client {} dropped: {}", client_->addr, why);
   close();
-}
-
-const char* deadline_breach(const ConnectionLimits& limits, const ConnectionClock& c, int64_t now,
-                            NodeCounters& counters) {
-  if (c.writing && now - c.write_since_ms > limits.output_timeout_ms) {
-    counters.dropped_slow.fetch_add(1, std::memory_order_relaxed);
-    return "not reading its replies";
-  }
-  if (!c.waiting_for_input) return nullptr;
-  if (c.partial_since_ms != 0 && now - c.partial_since_ms > limits.query_deadline_ms) {
-    counters.dropped_timeout.fetch_add(1, std::memory_order_relaxed);
-    return "request not completed within the query deadline";
-  }
-  if (limits.timeout_s > 0 && c.input_empty && now - c.last_read_ms > limits.timeout_s * 1000) {
-    counters.dropped_timeout.fetch_add(1, std::memory_order_relaxed);
-    return "";
-  }
-  return nullptr;
 }
 
 }  // namespace fg

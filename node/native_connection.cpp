@@ -11,9 +11,6 @@ namespace fg {
 namespace {
 constexpr size_t kInitialBuffer = 64 * 1024;
 constexpr size_t kMaxBuffer = wire::kMaxFrameBytes + 64 * 1024;
-std::string endpoint_str(const asio::ip::tcp::endpoint& e) {
-  return e.address().to_string() + ":" + std::to_string(e.port());
-}
 }  // namespace
 
 NativeConnection::NativeConnection(asio::ip::tcp::socket sock, Services& svc,
@@ -24,70 +21,49 @@ NativeConnection::NativeConnection(asio::ip::tcp::socket sock, Services& svc,
       svc_(svc),
       limits_(limits),
       batcher_(batcher),
-      in_(kInitialBuffer) {}
+      in_(kInitialBuffer, kMaxBuffer) {}
 
 NativeConnection::~NativeConnection() {
   svc_.counters.connections_closed.fetch_add(1, std::memory_order_relaxed);
-  session_.reset();  // gives back the connection's bound leases
-  if (client_) svc_.clients->remove(client_->id);
+  unregister_client(svc_, client_);
 }
 
 int64_t NativeConnection::now_ms() const { return svc_.clock->now_ns() / 1'000'000; }
 
 void NativeConnection::start() {
-  asio::error_code ec;
-  sock_.set_option(asio::ip::tcp::no_delay(true), ec);
-  auto remote = sock_.remote_endpoint(ec);
-  auto local = sock_.local_endpoint(ec);
-  client_ = svc_.clients->add(endpoint_str(remote), endpoint_str(local), now_ms());
+  client_ = register_client(sock_, svc_);
   if (!client_) {
     // Over --maxclients: close at once; the client library reports the refused connection.
-    sock_.close(ec);
+    shut(sock_);
     return;
   }
   svc_.clients->set_lib(*client_, true, "floodgate-native");
   session_ = std::make_unique<NativeSession>(svc_, client_);
-  last_read_ms_ = now_ms();
+  clock_.last_read_ms = now_ms();
   arm_timer();
   maybe_read();
 }
 
 void NativeConnection::maybe_read() {
   if (reading_ || closed_ || close_after_write_) return;
-  if (begin_ == end_) {
-    begin_ = end_ = 0;
-    // A big command is done: give its buffer back rather than keep it for the connection's life.
-    if (in_.size() > 4 * kInitialBuffer) std::vector<char>(kInitialBuffer).swap(in_);
-  }
-  if (in_.size() - end_ < 4096) {
-    if (begin_ > 0) {
-      std::memmove(in_.data(), in_.data() + begin_, end_ - begin_);
-      end_ -= begin_;
-      begin_ = 0;
-    }
-    if (in_.size() - end_ < 4096) {
-      if (in_.size() >= kMaxBuffer) return;  // full: processing frees room, then we read
-      in_.resize(std::min(in_.size() * 2, kMaxBuffer));
-    }
-  }
+  if (!in_.make_room()) return;  // full: processing frees room, then we read
   reading_ = true;
   auto self = shared_from_this();
-  sock_.async_read_some(asio::buffer(in_.data() + end_, in_.size() - end_),
+  sock_.async_read_some(asio::buffer(in_.space(), in_.space_size()),
                         [self](asio::error_code ec, size_t n) {
                           self->reading_ = false;
                           if (ec) return self->close();
-                          self->end_ += n;
-                          self->last_read_ms_ = self->now_ms();
+                          self->in_.filled(n);
+                          self->clock_.last_read_ms = self->now_ms();
                           self->pump();
                         });
 }
 
 void NativeConnection::pump() {
   if (closed_) return;
-  while (!in_flight_ && !writing_ && !stalled_ && begin_ < end_) {
-    NativeProcessResult r =
-        session_->process(in_.data() + begin_, end_ - begin_, batcher_.current());
-    begin_ += r.consumed;  // the session keeps its own copy of what it parsed
+  while (!in_flight_ && !writing_ && !stalled_ && !in_.empty()) {
+    NativeProcessResult r = session_->process(in_.data(), in_.size(), batcher_.current());
+    in_.consume(r.consumed);  // the session keeps its own copy of what it parsed
     if (r.submitted) {
       in_flight_ = true;
       pending_close_ = r.close;
@@ -111,11 +87,7 @@ void NativeConnection::pump() {
     }
     if (r.consumed == 0) break;  // only part of a frame is here
   }
-  if (begin_ == end_) {
-    partial_since_ms_ = 0;
-  } else if (partial_since_ms_ == 0) {
-    partial_since_ms_ = now_ms();
-  }
+  clock_.input_left(in_.empty(), now_ms());
   maybe_read();
 }
 
@@ -131,14 +103,10 @@ void NativeConnection::batch_complete(Flight& flight) {
 void NativeConnection::write() {
   if (closed_ || writing_) return;
   writing_ = true;
-  write_since_ms_ = now_ms();
-  wbuf_.clear();
-  wbuf_.swap(session_->output());
-  auto self = shared_from_this();
-  asio::async_write(sock_, asio::buffer(wbuf_), [self](asio::error_code ec, size_t) {
+  clock_.write_since_ms = now_ms();
+  write_out(sock_, session_->output(), wbuf_, [self = shared_from_this()](asio::error_code ec) {
     self->writing_ = false;
     if (ec || self->close_after_write_) return self->close();
-    if (self->wbuf_.capacity() > (1 << 20)) std::string().swap(self->wbuf_);
     if (!self->session_->output().empty() && !self->in_flight_) return self->write();
     self->pump();
   });
@@ -147,11 +115,9 @@ void NativeConnection::write() {
 void NativeConnection::close() {
   if (closed_) return;
   closed_ = true;
-  asio::error_code ec;
   timer_.cancel();
   stall_timer_.cancel();
-  sock_.shutdown(asio::ip::tcp::socket::shutdown_both, ec);
-  sock_.close(ec);
+  shut(sock_);
 }
 
 void NativeConnection::arm_timer() {
@@ -167,14 +133,11 @@ void NativeConnection::arm_timer() {
 // Ten times a second: topology pushes, then the same defences as a RESP connection.
 void NativeConnection::tick() {
   if (session_->push_topology_if_changed() && !writing_ && !in_flight_) write();
-  ConnectionClock c;
-  c.writing = writing_;
-  c.write_since_ms = write_since_ms_;
-  c.waiting_for_input = !writing_ && !in_flight_;
-  c.partial_since_ms = partial_since_ms_;
-  c.input_empty = begin_ == end_;
-  c.last_read_ms = last_read_ms_;
-  const char* why = deadline_breach(limits_, c, now_ms(), svc_.counters);
+  ConnectionState st;
+  st.writing = writing_;
+  st.waiting_for_input = !writing_ && !in_flight_;
+  st.input_empty = in_.empty();
+  const char* why = deadline_breach(limits_, clock_, st, now_ms(), svc_.counters);
   if (!why) return;
   if (*why) spdlog::info("native client {} dropped: {}", client_->addr, why);
   close();

@@ -39,14 +39,11 @@ class NativeConnection : public BatchWaiter, public std::enable_shared_from_this
   std::shared_ptr<ClientInfo> client_;
   std::unique_ptr<NativeSession> session_;
   IoBatcher& batcher_;
-  std::vector<char> in_;
-  size_t begin_ = 0, end_ = 0;
+  InputBuffer in_;
   std::string wbuf_;
   bool reading_ = false, writing_ = false, in_flight_ = false, closed_ = false, stalled_ = false;
   bool close_after_write_ = false, pending_close_ = false;
-  int64_t last_read_ms_ = 0;
-  int64_t partial_since_ms_ = 0;
-  int64_t write_since_ms_ = 0;
+  ConnectionClock clock_;
 };
 
 }  // namespace fg

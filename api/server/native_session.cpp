@@ -6,7 +6,6 @@
 
 #include "command_table.hpp"
 #include "errors.hpp"
-#include "lease_upkeep.hpp"
 #include "length_prefix.hpp"
 #include "native.pb.h"
 #include "native_wire.hpp"
@@ -146,10 +145,7 @@ NativeSession::NativeSession(Services& svc, std::shared_ptr<ClientInfo> client)
       core_(svc),
       authenticated_(svc.settings.requirepass.empty()) {}
 
-NativeSession::~NativeSession() {
-  // Leases this connection took with `bound` go back now.
-  if (client_) release_bound_leases(svc_, client_->id);
-}
+NativeSession::~NativeSession() = default;
 
 Door NativeSession::door(bool forward) const {
   Door d;

@@ -69,7 +69,9 @@ TEST(Route, EveryCase) {
     EXPECT_EQ(d.action, c.action) << c.what;
     EXPECT_EQ(d.code, c.code) << c.what;
     EXPECT_EQ(d.error, c.error) << c.what;
-    if (c.action == A::kForward || c.action == A::kMove) EXPECT_EQ(d.node, 1) << c.what;
+    if (c.action == A::kForward || c.action == A::kMove) {
+      EXPECT_EQ(d.node, 1) << c.what;
+    }
   }
 }
 

@@ -226,10 +226,6 @@ class NativeConn {
       : node_(n),
         session_(std::make_shared<NativeSession>(n.svc,
                                                  n.clients.add("127.0.0.1:3", "127.0.0.1:4", 0))) {}
-  ~NativeConn() {
-    auto s = std::move(session_);
-    node_.run([&] { s.reset(); });  // (its BOUND leases go back on the lane)
-  }
 
   // Sends one frame of `requests` (and an optional Hello); returns its results.
   std::vector<wire::ResultView> send(const std::vector<wire::RequestView>& requests,

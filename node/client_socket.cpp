@@ -1,0 +1,51 @@
+// A client connection's registration, writes, closing and deadlines.
+#include "client_socket.hpp"
+
+namespace fg {
+
+const char* deadline_breach(const ConnectionLimits& limits, const ConnectionClock& c,
+                            ConnectionState s, int64_t now, NodeCounters& counters) {
+  if (s.writing && now - c.write_since_ms > limits.output_timeout_ms) {
+    counters.dropped_slow.fetch_add(1, std::memory_order_relaxed);
+    return "not reading its replies";
+  }
+  if (!s.waiting_for_input) return nullptr;
+  if (c.partial_since_ms != 0 && now - c.partial_since_ms > limits.query_deadline_ms) {
+    counters.dropped_timeout.fetch_add(1, std::memory_order_relaxed);
+    return "request not completed within the query deadline";
+  }
+  if (limits.timeout_s > 0 && s.input_empty && now - c.last_read_ms > limits.timeout_s * 1000) {
+    counters.dropped_timeout.fetch_add(1, std::memory_order_relaxed);
+    return "";
+  }
+  return nullptr;
+}
+
+namespace {
+std::string endpoint_text(const asio::ip::tcp::endpoint& e) {
+  return e.address().to_string() + ":" + std::to_string(e.port());
+}
+}  // namespace
+
+std::shared_ptr<ClientInfo> register_client(asio::ip::tcp::socket& sock, Services& svc) {
+  asio::error_code ec;
+  sock.set_option(asio::ip::tcp::no_delay(true), ec);
+  const auto remote = sock.remote_endpoint(ec);
+  const auto local = sock.local_endpoint(ec);
+  return svc.clients->add(endpoint_text(remote), endpoint_text(local),
+                          svc.clock->now_ns() / 1'000'000);
+}
+
+void unregister_client(Services& svc, const std::shared_ptr<ClientInfo>& client) {
+  if (!client) return;
+  svc.clients->remove(client->id);
+  release_bound_leases(svc, client->id);
+}
+
+void shut(asio::ip::tcp::socket& sock) {
+  asio::error_code ec;
+  sock.shutdown(asio::ip::tcp::socket::shutdown_both, ec);
+  sock.close(ec);
+}
+
+}  // namespace fg

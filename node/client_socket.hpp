@@ -1,0 +1,72 @@
+// What every client connection does with its socket, RESP and native alike: registering
+// and unregistering the client, writing replies, closing, and the defences — a client that
+// does not read its replies, one that leaves a request half-sent, and a silent idler are
+// dropped (each connection keeps a ConnectionClock and, once a second, asks
+// deadline_breach()).
+#pragma once
+#include <asio.hpp>
+#include <cstdint>
+#include <string>
+
+#include "lease_upkeep.hpp"
+#include "services.hpp"
+
+namespace fg {
+
+struct ConnectionLimits {
+  size_t max_query_bytes = 8 << 20;
+  int64_t query_deadline_ms = 30000;
+  int64_t output_timeout_ms = 30000;
+  int64_t timeout_s = 0;
+};
+
+// When things last happened on a connection.
+struct ConnectionClock {
+  int64_t last_read_ms = 0;
+  int64_t write_since_ms = 0;    // when the replies being written started
+  int64_t partial_since_ms = 0;  // 0: no half-received request buffered
+  // After the door took every whole request: what is left is half of one (or nothing).
+  void input_left(bool empty, int64_t now_ms) {
+    if (empty) {
+      partial_since_ms = 0;
+    } else if (partial_since_ms == 0) {
+      partial_since_ms = now_ms;
+    }
+  }
+};
+
+// What the connection is doing right now.
+struct ConnectionState {
+  bool writing = false;            // replies are being written
+  bool waiting_for_input = false;  // nothing written or in flight: the client's turn
+  bool input_empty = true;
+};
+
+// Null if the client may stay; otherwise why it is dropped ("" for a plain idle timeout,
+// which is not logged). Counts the drop.
+const char* deadline_breach(const ConnectionLimits& limits, const ConnectionClock& c,
+                            ConnectionState s, int64_t now_ms, NodeCounters& counters);
+
+// A new client connection: TCP_NODELAY, and a place in the client registry (CLIENT LIST,
+// --maxclients); null when the node already has maxclients.
+std::shared_ptr<ClientInfo> register_client(asio::ip::tcp::socket& sock, Services& svc);
+// The connection is gone: out of the registry, and every lease it took with BOUND goes back,
+// wherever its key lives.
+void unregister_client(Services& svc, const std::shared_ptr<ClientInfo>& client);
+// Closes both directions and the socket (errors no longer matter).
+void shut(asio::ip::tcp::socket& sock);
+
+// Moves `out` into `wbuf` and writes it all; then `done(ec)`. A write buffer that one big
+// reply grew past 1 MiB is given back to the system.
+template <class Done>
+void write_out(asio::ip::tcp::socket& sock, std::string& out, std::string& wbuf, Done done) {
+  wbuf.clear();
+  wbuf.swap(out);
+  asio::async_write(sock, asio::buffer(wbuf),
+                    [&wbuf, done = std::move(done)](asio::error_code ec, size_t) mutable {
+                      if (wbuf.capacity() > (1 << 20)) std::string().swap(wbuf);
+                      done(ec);
+                    });
+}
+
+}  // namespace fg
