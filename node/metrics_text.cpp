@@ -59,8 +59,7 @@ std::string AdminHttp::metrics() const {
   Text t;
   const auto counts = RequestMetrics::get().counts();
   t.family("floodgate_requests_total", "counter",
-           "Requests by command and result (forwarded: answered by the key's owner, which "
-           "counts the result)");
+           "Requests by command and result, counted once by the node the client asked");
   for (uint16_t c = 0; c < kMaxCommandIds; ++c) {
     for (size_t r = 0; r < counts.requests[c].size(); ++r) {
       if (!counts.requests[c][r]) continue;
@@ -94,7 +93,7 @@ std::string AdminHttp::metrics() const {
     t.sample("floodgate_request_duration_seconds_count", cmd, static_cast<double>(total));
   }
   t.family("floodgate_decisions_total", "counter",
-           "Limiter decisions made on this node by policy ((inline): limits given in the "
+           "Limiter decisions for this node's clients by policy ((inline): limits given in the "
            "request; (override): a per-key override's own limit)");
   const auto names = PolicyIds::get().names();
   for (size_t p = 0; p < counts.policy.size() && p < names.size(); ++p) {
