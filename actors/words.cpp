@@ -5,15 +5,37 @@
 
 #include <cctype>
 #include <charconv>
+#include <cstdint>
 #include <utility>
 
 namespace fg {
 
+// Redis's string2ll, digit by digit: "0", or an optional '-' and a first digit 1-9.
 bool parse_int(std::string_view s, int64_t& out) {
-  if (s.empty() || s.size() > 20) return false;
-  if (s[0] == '+' || (s.size() > 1 && s[0] == '0')) return false;  // as Redis's string2ll
-  auto r = std::from_chars(s.data(), s.data() + s.size(), out);
-  return r.ec == std::errc() && r.ptr == s.data() + s.size();
+  const size_t n = s.size();
+  if (n == 0 || n > 20) return false;
+  if (n == 1 && s[0] == '0') {
+    out = 0;
+    return true;
+  }
+  size_t i = 0;
+  const bool negative = s[0] == '-';
+  if (negative && ++i == n) return false;
+  if (s[i] < '1' || s[i] > '9') return false;
+  uint64_t v = static_cast<uint64_t>(s[i++] - '0');
+  for (; i < n; ++i) {
+    const unsigned d = static_cast<unsigned char>(s[i]) - unsigned{'0'};
+    if (d > 9 || v > (UINT64_MAX - d) / 10) return false;
+    v = v * 10 + d;
+  }
+  if (negative) {
+    if (v > uint64_t{INT64_MAX} + 1) return false;
+    out = static_cast<int64_t>(~v + 1);  // two's complement: -2^63 fits
+  } else {
+    if (v > uint64_t{INT64_MAX}) return false;
+    out = static_cast<int64_t>(v);
+  }
+  return true;
 }
 
 bool iequals(std::string_view a, std::string_view b) {

@@ -49,10 +49,10 @@ Result<Request> decode_forwarded(const forward::ForwardedRequest& in) {
 void encode_outcome(const Outcome& o, Verb verb, forward::ForwardOutcome& out) {
   out.set_code(static_cast<uint32_t>(o.code));
   if (!o.ok()) {
-    out.set_error(o.error);
+    out.set_error(o.error.data(), o.error.size());
     if (o.code == Code::kMoved) {
       out.set_slot(o.slot);
-      out.set_node(o.node);
+      out.set_node(o.node.data(), o.node.size());
     }
     return;
   }

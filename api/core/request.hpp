@@ -61,9 +61,11 @@ enum class Code : uint8_t {
   kKeyLimit,       // the node holds max-keys keys
 };
 
+// Texts are views (into errors.hpp's constants, the door's texts — Door::texts — or the
+// flight's forwarded answers), valid until the door has encoded the outcome.
 struct Outcome {
   Code code = Code::kOk;
-  std::string error;  // the reply text (code != kOk), in Redis's words
+  std::string_view error;  // the reply text (code != kOk), in Redis's words
   // kOpen / kClosed: no copy of the key's state could be reached and the policy's
   // on_unavailable chose this answer (a decision, or an acquire without a lease).
   FailMode unavailable = FailMode::kError;
@@ -73,7 +75,7 @@ struct Outcome {
   uint64_t ticket = 0;    // reserve: the reservation (0 when nothing was taken)
   int64_t value = 0;      // reset, renew, release, count, heartbeat, release-all, commit, cancel
   uint32_t slot = 0;      // moved
-  std::string node;       // moved: the owner's id
+  std::string_view node;  // moved: the owner's id
 
   bool ok() const { return code == Code::kOk; }
   bool allowed() const {

@@ -45,9 +45,14 @@ OpCode opcode(Verb v) {
   return OpCode::kCancel;
 }
 
-void refuse(Outcome& o, Code code, std::string text) {
+void refuse(Outcome& o, Code code, std::string_view text) {
   o.code = code;
-  o.error = std::move(text);
+  o.error = text;
+}
+
+// A text made for one outcome, kept where the door keeps its texts.
+std::string_view keep(const Door& d, std::string text) {
+  return d.texts->emplace_back(std::move(text));
 }
 
 bool ttl_ok(int64_t ttl_ms, Outcome& now) {
@@ -199,17 +204,18 @@ Pending RequestCore::submit(const Request& r, const Door& d, Flight& f, Outcome&
         svc_.counters.moved.fetch_add(1, std::memory_order_relaxed);
         now.code = Code::kMoved;
         now.slot = slot;
-        now.node = n.id;
-        now.error = err::moved(slot, n.resp_host, d.native_ports ? n.native_port : n.resp_port);
+        now.node = n.id;  // (the snapshot outlives the read the door encodes it in)
+        now.error =
+            keep(d, err::moved(slot, n.resp_host, d.native_ports ? n.native_port : n.resp_port));
         count(p, now, r.spec.policy, r.key, d);
         return p;
       }
       case A::kUnavailable:
-        answer_unavailable(r, rd, now);
+        answer_unavailable(r, rd, d, now);
         count(p, now, r.spec.policy, r.key, d);
         return p;
       case A::kRefuse:
-        refuse(now, rd.code, std::move(rd.error));
+        refuse(now, rd.code, keep(d, std::move(rd.error)));
         count(p, now, r.spec.policy, r.key, d);
         return p;
     }
@@ -232,12 +238,13 @@ Pending RequestCore::submit(const Request& r, const Door& d, Flight& f, Outcome&
 
 // No copy of the key's state can be reached: a named policy's on_unavailable answers (a
 // decision that says so), else the error. Never a bare failure nobody thought about.
-void RequestCore::answer_unavailable(const Request& r, RouteDecision& rd, Outcome& now) {
+void RequestCore::answer_unavailable(const Request& r, RouteDecision& rd, const Door& d,
+                                     Outcome& now) {
   const bool limited = rate_verb(r.verb) || r.verb == Verb::kAcquire;
   const FailMode mode = limited ? r.spec.on_unavailable : FailMode::kError;
   if (mode == FailMode::kError) {
     svc_.counters.unavailable.fetch_add(1, std::memory_order_relaxed);
-    return refuse(now, rd.code, std::move(rd.error));
+    return refuse(now, rd.code, keep(d, std::move(rd.error)));
   }
   const bool open = mode == FailMode::kOpen;
   (open ? svc_.counters.fail_open : svc_.counters.fail_closed)
@@ -342,7 +349,7 @@ void RequestCore::finish(const Pending& p, Flight& f, const Door& d, Outcome& ou
         Request r;
         r.verb = p.verb;
         r.spec = c.specs[p.item];
-        answer_unavailable(r, rd, out);
+        answer_unavailable(r, rd, d, out);
       }
       policy = c.specs[p.item].policy;
       key = c.batch.requests(static_cast<int>(p.item)).key();
@@ -359,8 +366,8 @@ void RequestCore::finish(const Pending& p, Flight& f, const Door& d, Outcome& ou
         } else {
           // That member's share of the holder's leases was not reached: say so.
           refuse(out, Code::kTryAgain,
-                 err::member_silent(f.forwards[call].node_id,
-                                    answered ? std::string_view(part.error) : silence(f, call)));
+                 keep(d, err::member_silent(f.forwards[call].node_id,
+                                            answered ? part.error : silence(f, call))));
         }
       }
       break;

@@ -6,6 +6,8 @@
 // encodes the Outcome. Routing, fail modes, status mapping and metrics exist only here.
 #pragma once
 #include <cstdint>
+#include <deque>
+#include <string>
 
 #include "flight.hpp"
 #include "request.hpp"
@@ -16,13 +18,16 @@ namespace fg {
 
 // Where a request came from, as far as the core cares.
 struct Door {
-  const Routing* routing = nullptr;      // the snapshot in force; null: standalone
-  RouteMode mode = RouteMode::kForward;  // for keys another node owns
-  bool native_ports = false;             // -MOVED names native ports (else RESP ports)
-  uint32_t hops = 0;                     // forwards taken to get here; 0: a client's own
-  uint64_t client_id = 0;                // the connection, for BOUND leases
-  bool count = true;                     // record request metrics (false: another node's)
-  int64_t latency_us = 0;                // arrival to completion (the door sets it)
+  const Routing* routing = nullptr;          // the snapshot in force; null: standalone
+  RouteMode mode = RouteMode::kForward;      // for keys another node owns
+  bool native_ports = false;                 // -MOVED names native ports (else RESP ports)
+  uint32_t hops = 0;                         // forwards taken to get here; 0: a client's own
+  uint64_t client_id = 0;                    // the connection, for BOUND leases
+  bool count = true;                         // record request metrics (false: another node's)
+  std::deque<std::string>* texts = nullptr;  // where the core keeps texts it makes for this
+                                             // door's outcomes; the door clears it once they
+                                             // are encoded
+  int64_t latency_us = 0;                    // arrival to completion (the door sets it)
 };
 
 // A submitted request: answered at once (kNow), or where its outcome will be in the flight.
@@ -53,7 +58,7 @@ class RequestCore {
 
  private:
   bool check(const Request& r, Outcome& now) const;
-  void answer_unavailable(const Request& r, RouteDecision& rd, Outcome& now);
+  void answer_unavailable(const Request& r, RouteDecision& rd, const Door& d, Outcome& now);
   Pending forward(const Request& r, std::string_view holder, const Door& d, Flight& f,
                   const RouteNode& to, Pending p);
   void fan_out(const Request& r, const Door& d, Flight& f, Pending& p);

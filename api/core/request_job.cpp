@@ -26,7 +26,9 @@ RequestJob::RequestJob(Services& svc, Lane& lane, std::vector<Request> requests,
       door_(door),
       keep_(std::move(keep)),
       done_(std::move(done)),
-      timer_(*lane.io) {}
+      timer_(*lane.io) {
+  door_.texts = &texts_;
+}
 
 void RequestJob::run() {
   routing_ = svc_.routing ? svc_.routing->get() : nullptr;

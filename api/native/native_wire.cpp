@@ -16,6 +16,10 @@ struct Reader {
   const char* end;
 
   bool varint(uint64_t& v) {
+    if (p != end && !(static_cast<uint8_t>(*p) & 0x80)) {  // most fields fit one byte
+      v = static_cast<uint8_t>(*p++);
+      return true;
+    }
     v = 0;
     for (int shift = 0; shift < 64; shift += 7) {
       if (p == end) return false;
@@ -78,24 +82,6 @@ char* put_bytes(char* p, uint32_t field, std::string_view v) {
   return p + v.size();
 }
 }  // namespace
-
-char* put_varint(char* p, uint64_t v) {
-  while (v >= 0x80) {
-    *p++ = static_cast<char>(v | 0x80);
-    v >>= 7;
-  }
-  *p++ = static_cast<char>(v);
-  return p;
-}
-
-size_t varint_size(uint64_t v) {
-  size_t n = 1;
-  while (v >= 0x80) {
-    v >>= 7;
-    ++n;
-  }
-  return n;
-}
 
 std::string encode_request(const RequestView& r) {
   std::string o;

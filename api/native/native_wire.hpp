@@ -45,9 +45,23 @@ std::string encode_request(const RequestView& r);
 // Sets `forward` on an encoded Request (a field appended: order does not matter to readers).
 void mark_forward(std::string& request);
 
-// Varints, for writers of frames.
-char* put_varint(char* p, uint64_t v);
-size_t varint_size(uint64_t v);
+// Varints, for writers of frames (inline: every result is a handful of them).
+inline char* put_varint(char* p, uint64_t v) {
+  while (v >= 0x80) {
+    *p++ = static_cast<char>(v | 0x80);
+    v >>= 7;
+  }
+  *p++ = static_cast<char>(v);
+  return p;
+}
+inline size_t varint_size(uint64_t v) {
+  size_t n = 1;
+  while (v >= 0x80) {
+    v >>= 7;
+    ++n;
+  }
+  return n;
+}
 
 struct ResultView {
   int code = 0;

@@ -143,16 +143,21 @@ NativeSession::NativeSession(Services& svc, std::shared_ptr<ClientInfo> client)
     : svc_(svc),
       client_(std::move(client)),
       core_(svc),
-      authenticated_(svc.settings.requirepass.empty()) {}
+      authenticated_(svc.settings.requirepass.empty()) {
+  for (Door* d : {&move_door_, &forward_door_}) {
+    d->native_ports = true;
+    d->client_id = client_->id;
+  }
+  move_door_.mode = RouteMode::kMove;
+  forward_door_.mode = RouteMode::kForward;
+}
 
 NativeSession::~NativeSession() = default;
 
-Door NativeSession::door(bool forward) const {
-  Door d;
+Door& NativeSession::door(bool forward, Frame& f) {
+  Door& d = forward ? forward_door_ : move_door_;
   d.routing = routing_.get();
-  d.mode = forward ? RouteMode::kForward : RouteMode::kMove;
-  d.native_ports = true;
-  d.client_id = client_->id;
+  d.texts = &f.arena;
   return d;
 }
 
@@ -289,15 +294,24 @@ void NativeSession::request(const wire::RequestView& req, Frame& f, size_t index
   r.here_only = !req.cluster_wide;  // older clients send it to every node themselves
   if (rate_verb(verb) || verb == Verb::kAcquire) {
     // The limit: inline, or what the policies say for this key (override, named, pattern).
-    Result<LimitSpec> limit =
-        req.policy.empty() && req.kind != pb::KIND_NONE
-            ? make_limit(static_cast<Kind>(req.kind), req.a, req.b, req.period_ms)
-            : policies_->resolve(req.key, req.policy);
-    if (!limit.ok()) return fail(res, pb::ERR, f.keep(limit.error()));
-    r.spec = limit.value();
+    InlineLimit& last = last_limit_;
+    if (req.policy.empty() && req.kind != pb::KIND_NONE && req.kind == last.kind &&
+        req.a == last.a && req.b == last.b && req.period_ms == last.period_ms) {
+      r.spec = last.spec;  // the same inline limit as the last request's: made already
+    } else {
+      Result<LimitSpec> limit =
+          req.policy.empty() && req.kind != pb::KIND_NONE
+              ? make_limit(static_cast<Kind>(req.kind), req.a, req.b, req.period_ms)
+              : policies_->resolve(req.key, req.policy);
+      if (!limit.ok()) return fail(res, pb::ERR, f.keep(limit.error()));
+      r.spec = limit.value();
+      if (req.policy.empty() && req.kind != pb::KIND_NONE) {
+        last = InlineLimit{req.kind, req.a, req.b, req.period_ms, r.spec};
+      }
+    }
   }
   f.verb[index] = static_cast<int8_t>(verb);
-  f.pending[index] = core_.submit(r, door(req.forward), flight, f.outcomes[index]);
+  f.pending[index] = core_.submit(r, door(req.forward, f), flight, f.outcomes[index]);
 }
 
 void NativeSession::fill_topology(pb::Topology& t) const {
@@ -363,7 +377,7 @@ bool NativeSession::push_topology_if_changed() {
 void NativeSession::finish(Frame& f, Flight* flight) {
   wire::ServerFrameWriter w(out_);
   RequestMetrics& metrics = RequestMetrics::get();
-  Door d = door(false);
+  Door& d = door(false, f);
   d.latency_us = (steady_ns() - f.arrived_ns) / 1000;
   for (size_t i = 0; i < f.results.size(); ++i) {
     wire::ResultView& res = f.results[i];

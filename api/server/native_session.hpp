@@ -55,17 +55,26 @@ class NativeSession {
   void request(const wire::RequestView& req, Frame& f, size_t index, Flight& flight);
   void fill_topology(floodgate::native::Topology& t) const;
   void finish(Frame& f, Flight* flight);
-  Door door(bool forward) const;
+  // The doors for requests without and with `forward`, texts kept in `f`'s arena.
+  Door& door(bool forward, Frame& f);
 
   Services& svc_;
   std::shared_ptr<ClientInfo> client_;
   RequestCore core_;
+  Door move_door_, forward_door_;
   std::vector<std::unique_ptr<Frame>> frames_;  // of the current process() call
   size_t used_frames_ = 0;
   std::shared_ptr<const PolicySet> policies_;
   std::shared_ptr<const Routing> routing_;
   uint64_t routing_version_ = 0;
   uint64_t pushed_epoch_ = 0;
+  // The last inline limit a request gave, as made and checked (clients send the same one
+  // again and again).
+  struct InlineLimit {
+    int kind = -1;
+    int64_t a = 0, b = 0, period_ms = 0;
+    LimitSpec spec;
+  } last_limit_;
   bool watch_topology_ = false;
   bool authenticated_;
   std::string out_;

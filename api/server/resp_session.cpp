@@ -63,6 +63,7 @@ void write_outcome(RespWriter& w, const Outcome& o, ReplyStyle style) {
 RespSession::RespSession(Services& svc, std::shared_ptr<ClientInfo> client)
     : CommandContext(svc, std::move(client)), core_(svc), parser_(svc.settings.parser) {
   door_.client_id = client_->id;
+  door_.texts = &arena_;  // cleared with each read, once its replies are written
 }
 
 const Door& RespSession::door() {
@@ -138,7 +139,14 @@ ProcessResult RespSession::process(const char* data, size_t len, Flight& flight)
       r.consumed += pr.consumed;
       continue;
     }
-    const CommandSpec* spec = find_command(args_[0]);
+    // Pipelines repeat one command: the last lookup (found or not) is kept, by the name's
+    // exact bytes. Command names are short: a longer name is never cached whole, so never
+    // matches.
+    if (args_[0] != last_name_) {
+      last_spec_ = find_command(args_[0]);
+      last_name_.assign(args_[0].substr(0, 32));
+    }
+    const CommandSpec* spec = last_spec_;
     cur_cmd_ = spec ? command_id(spec) : kUnknownCommandId;
     if (spec && (spec->flags & kBarrier) && pending_ > 0) break;  // after the work ahead of it
     if (routing_ && spec && (spec->flags & kKeyed) && args_.size() >= 2 &&

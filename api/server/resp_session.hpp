@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "command_context.hpp"
+#include "command_table.hpp"
 #include "request_core.hpp"
 #include "resp_parser.hpp"
 
@@ -65,6 +66,8 @@ class RespSession final : public CommandContext {
   bool requested_ = false;  // the running command went to the core
   uint64_t routing_version_ = 0;
   uint16_t cur_cmd_ = 0;
+  std::string last_name_;  // the last command looked up, as sent, and its table entry
+  const CommandSpec* last_spec_ = nullptr;
   int64_t arrived_ns_ = 0;  // when this read's commands were parsed (steady clock)
   std::string out_;
 };

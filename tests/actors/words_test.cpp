@@ -15,8 +15,16 @@ TEST(Words, StrictIntegers) {
   EXPECT_TRUE(parse_int("-12", v));
   EXPECT_EQ(v, -12);
   EXPECT_TRUE(parse_int("9223372036854775807", v));
-  for (const char* bad : {"", "+1", "01", "1.5", "1e3", " 1", "1 ", "abc", "9223372036854775808"})
+  EXPECT_TRUE(parse_int("-9223372036854775808", v));
+  EXPECT_EQ(v, INT64_MIN);
+  EXPECT_TRUE(parse_int("120", v));
+  EXPECT_EQ(v, 120);
+  // As Redis's string2ll: no sign but '-', no leading zero (not even "-0"), no spaces.
+  for (const char* bad :
+       {"", "+1", "01", "-0", "-01", "-", "1.5", "1e3", " 1", "1 ", "abc", "9223372036854775808",
+        "-9223372036854775809", "99999999999999999999", "1-2"}) {
     EXPECT_FALSE(parse_int(bad, v)) << bad;
+  }
 }
 
 TEST(Words, LeaseIds) {

@@ -132,6 +132,17 @@ TEST_F(SessionTest, UnknownCommandsAndArity) {
   EXPECT_EQ(cmd({"CLIENT", "NOPE"}), "-ERR unknown subcommand 'NOPE'. Try CLIENT HELP.\r\n");
 }
 
+TEST_F(SessionTest, EachCommandIsLookedUpByItsOwnName) {
+  // Known, unknown, the known one again, another case, a name longer than any command.
+  const std::string long_name(40, 'p');
+  EXPECT_EQ(
+      raw("PING\r\nPONG\r\nPING\r\nping\r\n" + long_name + "\r\n" + long_name + "\r\nPING\r\n"),
+      "+PONG\r\n-ERR unknown command 'PONG', with args beginning with: \r\n+PONG\r\n"
+      "+PONG\r\n-ERR unknown command '" +
+          long_name + "', with args beginning with: \r\n-ERR unknown command '" + long_name +
+          "', with args beginning with: \r\n+PONG\r\n");
+}
+
 TEST_F(SessionTest, ProtocolErrorAnswersEarlierCommandsThenCloses) {
   EXPECT_EQ(raw("PING\r\n*1\r\n$x\r\nPING\r\n"),
             "+PONG\r\n-ERR Protocol error: invalid bulk length\r\n");
