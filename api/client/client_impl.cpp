@@ -126,7 +126,7 @@ void Client::Impl::dispatch(CallPtr c) {
     arm_tick();
     return;
   }
-  const auto now = Clock::now();
+  const auto now = coarse_now();
   // (A call made while only a standalone node was known has no slot: any member routes it.)
   const int owner = !c->keyed            ? -1
                     : !topo_.cluster()   ? 0
@@ -192,7 +192,7 @@ void Client::Impl::on_result(CallPtr c, const fg::wire::ResultView& r) {
 void Client::Impl::on_broken(const std::string& addr, std::vector<CallPtr> sent,
                              std::vector<CallPtr> unsent, const std::string& why) {
   reconnects_.fetch_add(1, std::memory_order_relaxed);
-  topo_.mark_down(addr, Clock::now());
+  topo_.mark_down(addr, coarse_now());
   for (auto& c : sent) c->maybe_counted = true;
   for (auto* calls : {&sent, &unsent}) {
     for (auto& c : *calls) retry_later(std::move(c), addr + ": " + why, false);
@@ -258,7 +258,7 @@ void Client::Impl::refresh() {
       // Retrying cannot help: every call waiting for the topology gets the node's answer.
       fail_waiting(s, e);
     } else {
-      topo_.mark_down(addr, Clock::now());
+      topo_.mark_down(addr, coarse_now());
       refresh_wanted_ = true;
       last_refresh_ = {};
     }

@@ -24,18 +24,18 @@ bool TopologyCache::adopt(const pb::Topology& t, const std::string& from) {
   owner_.assign(fg::kSlotCount, -1);
   ids_.clear();
   addrs_.clear();
-  states_.clear();
+  live_.clear();
   if (!topo_.cluster) {  // one node serves every slot, at the address that answered
     standalone_addr_ = from;
     addrs_.push_back(from);
     ids_.emplace_back();
-    states_.emplace_back("alive");
+    live_.push_back(true);
     return true;
   }
   for (const auto& n : topo_.nodes) {
     ids_.push_back(n.id);
     addrs_.push_back(n.port > 0 ? n.host + ":" + std::to_string(n.port) : std::string());
-    states_.push_back(n.state);
+    live_.push_back(n.port > 0 && n.state != "dead" && n.state != "left");
   }
   for (const auto& r : topo_.ranges)
     for (int s = r.first; s <= r.last && s < static_cast<int>(fg::kSlotCount); ++s)
@@ -73,9 +73,8 @@ bool TopologyCache::down(const std::string& addr, Clock::time_point now) const {
 }
 
 bool TopologyCache::reachable(size_t node, Clock::time_point now) const {
-  if (node >= addrs_.size() || addrs_[node].empty()) return false;
-  if (states_[node] == "dead" || states_[node] == "left") return false;
-  return !down(addrs_[node], now);
+  if (node >= live_.size() || !live_[node]) return false;
+  return down_.empty() || !down(addrs_[node], now);  // (the common case: nothing is down)
 }
 
 std::string TopologyCache::relay(Clock::time_point now) {

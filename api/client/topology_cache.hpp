@@ -36,7 +36,9 @@ class TopologyCache {
   // `addr` could not be reached at `now`: avoided for 100 ms, twice that after each further
   // failure (at most 1 s), until something comes from it again (mark_up).
   void mark_down(const std::string& addr, Clock::time_point now);
-  void mark_up(const std::string& addr) { down_.erase(addr); }
+  void mark_up(const std::string& addr) {
+    if (!down_.empty()) down_.erase(addr);
+  }
   bool down(const std::string& addr, Clock::time_point now) const;
 
  private:
@@ -44,7 +46,8 @@ class TopologyCache {
   bool known_ = false;
   std::string standalone_addr_;
   std::vector<int> owner_ = std::vector<int>(fg::kSlotCount, -1);
-  std::vector<std::string> ids_, addrs_, states_;
+  std::vector<std::string> ids_, addrs_;
+  std::vector<bool> live_;  // per node: has an address and is not declared dead or left
   struct Down {
     Clock::time_point until;
     std::chrono::milliseconds backoff{0};
