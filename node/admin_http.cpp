@@ -56,10 +56,12 @@ std::string AdminHttp::cluster_json() const {
   auto ps = svc_.policies->snapshot();
   j += ",\"policies\":" + std::to_string(ps->policies.size());
   if (!svc_.routing) {
-    j += ",\"members\":[{\"id\":\"standalone\",\"self\":true,\"state\":\"alive\",\"slots\":16384,"
+    j += ",\"members\":[{\"id\":\"standalone\",\"self\":true,\"state\":\"alive\",\"slots\":" +
+         std::to_string(kSlotCount) +
+         ","
          "\"host\":" +
          json_str(svc_.settings.bind) + ",\"port\":" + std::to_string(svc_.settings.port) +
-         ",\"ranges\":[[0,16383]]}]}";
+         ",\"ranges\":[[0," + std::to_string(kSlotCount - 1) + "]]}]}";
     return j;
   }
   auto rt = svc_.routing->get();

@@ -165,6 +165,15 @@ wire::RequestView with_ttl(wire::RequestView r, int64_t ttl) {
   r.ttl_ms = ttl;
   return r;
 }
+// For the last lease the door was granted (@LEASE).
+wire::RequestView on_last_lease(wire::RequestView r) {
+  r.lease = 1;
+  return r;
+}
+wire::RequestView everywhere(wire::RequestView r) {
+  r.cluster_wide = true;
+  return r;
+}
 
 class DoorParity : public ::testing::Test {
  protected:
@@ -372,38 +381,22 @@ std::vector<Case> lease_cases(const std::string& where) {
       {"count", {"FG.COUNT", "@KEY"}, op(pb::COUNT), Shape::kValue, k + "c"},
       {"renew",
        {"FG.RENEW", "@KEY", "@LEASE", "30000"},
-       [] {
-         wire::RequestView r = with_ttl(op(pb::RENEW), 30000);
-         r.lease = 1;
-         return r;
-       }(),
+       on_last_lease(with_ttl(op(pb::RENEW), 30000)),
        Shape::kValue,
        k + "c"},
       {"renew, ttl 0",
        {"FG.RENEW", "@KEY", "@LEASE", "0"},
-       [] {
-         wire::RequestView r = op(pb::RENEW);
-         r.lease = 1;
-         return r;
-       }(),
+       on_last_lease(op(pb::RENEW)),
        Shape::kValue,
        k + "c"},
       {"release",
        {"FG.RELEASE", "@KEY", "@LEASE"},
-       [] {
-         wire::RequestView r = op(pb::RELEASE);
-         r.lease = 1;
-         return r;
-       }(),
+       on_last_lease(op(pb::RELEASE)),
        Shape::kValue,
        k + "c"},
       {"release again",
        {"FG.RELEASE", "@KEY", "@LEASE"},
-       [] {
-         wire::RequestView r = op(pb::RELEASE);
-         r.lease = 1;
-         return r;
-       }(),
+       on_last_lease(op(pb::RELEASE)),
        Shape::kValue,
        k + "c"},
       {"acquire with a rate policy",
@@ -452,29 +445,17 @@ TEST_F(DoorParity, HeartbeatsAndReleasesCountEveryNode) {
        "{R}h"},
       {"heartbeat",
        {"FG.HEARTBEAT", "@HOLDER", "30000"},
-       [] {
-         wire::RequestView r = with_holder(with_ttl(op(pb::HEARTBEAT), 30000));
-         r.cluster_wide = true;
-         return r;
-       }(),
+       everywhere(with_holder(with_ttl(op(pb::HEARTBEAT), 30000))),
        Shape::kValue,
        ""},
       {"heartbeat, ttl 0",
        {"FG.HEARTBEAT", "@HOLDER", "0"},
-       [] {
-         wire::RequestView r = with_holder(op(pb::HEARTBEAT));
-         r.cluster_wide = true;
-         return r;
-       }(),
+       everywhere(with_holder(op(pb::HEARTBEAT))),
        Shape::kValue,
        ""},
       {"release all",
        {"FG.RELEASEALL", "@HOLDER"},
-       [] {
-         wire::RequestView r = with_holder(op(pb::RELEASE_ALL));
-         r.cluster_wide = true;
-         return r;
-       }(),
+       everywhere(with_holder(op(pb::RELEASE_ALL))),
        Shape::kValue,
        ""},
   };
