@@ -169,6 +169,8 @@ inline std::string owner_down(std::string_view node) {
 inline std::string owner_silent(std::string_view node, std::string_view why) {
   return "TRYAGAIN the key's owner (" + std::string(node) + ") did not answer: " + std::string(why);
 }
+// A forward's answer that no peer frame could carry (it reaches the client after "error: ").
+inline constexpr char kPeerFrameTooLarge[] = "response too large for a peer frame";
 inline std::string member_silent(std::string_view node, std::string_view why) {
   return "TRYAGAIN " + std::string(node) + " did not answer (" + std::string(why) +
          "): its leases of this holder were not reached";

@@ -1,6 +1,7 @@
 // Framing, batching, deadlines and reconnects for peer calls.
 #include "peer_link.hpp"
 
+#include "errors.hpp"
 #include "length_prefix.hpp"
 #include "peer.pb.h"
 
@@ -279,7 +280,7 @@ class PeerServer::Conn : public std::enable_shared_from_this<Conn> {
       if (n > kPeerFrameBudget) {
         r.clear_body();
         r.set_status(wire::PeerResponse::ERROR);
-        r.set_error("response too large for a peer frame");
+        r.set_error(err::kPeerFrameTooLarge);
         continue;
       }
       if (bytes > 0 && bytes + n > kPeerFrameBudget) break;

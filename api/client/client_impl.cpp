@@ -2,12 +2,12 @@
 #include "client_impl.hpp"
 
 #include "connection.hpp"
+#include "errors.hpp"
 
 namespace floodgate {
 
 namespace {
 constexpr auto kTick = std::chrono::milliseconds(5);
-constexpr char kNotServed[] = "CLUSTERDOWN Hash slot not served";
 }  // namespace
 
 Client::Impl::Impl(Options o) : opt_(std::move(o)), guard_(asio::make_work_guard(io_)), tick_(io_) {
@@ -138,7 +138,7 @@ void Client::Impl::dispatch(CallPtr c) {
   }
   // Not keyed (a cluster-wide heartbeat), no owner known, or the owner out of reach.
   const std::string relay = topo_.relay(now);
-  if (relay.empty()) return retry_later(std::move(c), kNotServed, false);
+  if (relay.empty()) return retry_later(std::move(c), fg::err::kClusterDown, false);
   if (c->keyed && !c->via_peer) {
     c->via_peer = true;
     fg::wire::mark_forward(c->req);
