@@ -147,6 +147,7 @@ inline constexpr char kQueryBufferLimit[] = "ERR Protocol error: query buffer li
 inline constexpr char kFrameTooLarge[] = "ERR Protocol error: frame larger than 16 MiB";
 inline constexpr char kMalformedFrame[] = "ERR Protocol error: malformed frame";
 inline constexpr char kMalformedRequest[] = "ERR Protocol error: malformed request";
+inline constexpr char kMalformedHello[] = "ERR Protocol error: malformed hello";
 inline std::string expected_dollar(char got) {
   return std::string("ERR Protocol error: expected '$', got '") + got + "'";
 }

@@ -81,7 +81,7 @@ Entry* KeyTable::insert(std::string_view key, uint64_t h, Kind kind) {
   e->key_len = static_cast<uint16_t>(key.size());
   e->reserved2 = 0;
   std::memset(e->state_bytes(), 0, state);
-  std::memcpy(e->state_bytes() + state, key.data(), key.size());
+  if (!key.empty()) std::memcpy(e->state_bytes() + state, key.data(), key.size());
   if (kind == Kind::kSlidingLog) e->state<SlidingLogState*>() = new SlidingLogState();
   if (kind == Kind::kConcurrency) e->state<LeaseSet*>() = new LeaseSet();
   const size_t mask = slots_.size() - 1;

@@ -254,8 +254,9 @@ void Client::Impl::refresh() {
       if (t.ParseFromArray(res->topology.data(), static_cast<int>(res->topology.size()))) {
         on_topology(t, addr);
       }
-    } else if (s == Status::kNoAuth) {
-      // Retrying cannot help: every call waiting for the topology gets the node's answer.
+    } else if (s == Status::kNoAuth || s == Status::kError) {
+      // The node refused the hello (a password, a client name): retrying cannot help, so
+      // every call waiting for the topology gets the node's answer.
       fail_waiting(s, e);
     } else {
       topo_.mark_down(addr, coarse_now());

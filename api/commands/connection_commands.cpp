@@ -20,11 +20,6 @@ bool check_password(CommandContext& s, std::string_view user, std::string_view p
   return true;
 }
 
-bool valid_client_name(std::string_view n) {
-  for (char c : n)
-    if (c < '!' || c > '~') return false;
-  return true;
-}
 }  // namespace
 
 void cmd_ping(CommandContext& s, Args& a) {
@@ -65,7 +60,7 @@ void cmd_hello(CommandContext& s, Args& a) {
     } else if (iequals(a[i], "setname") && i + 1 < a.size()) {
       setname = a[++i];
       has_setname = true;
-      if (!valid_client_name(setname)) {
+      if (!ClientRegistry::valid_name(setname)) {
         s.local().error(err::kClientName);
         return;
       }
@@ -140,7 +135,7 @@ void cmd_client(CommandContext& s, Args& a) {
   };
   if (iequals(sub, "setname")) {
     if (!arity(3, "setname")) return;
-    if (!valid_client_name(a[2])) return w.error(err::kClientName);
+    if (!ClientRegistry::valid_name(a[2])) return w.error(err::kClientName);
     reg.set_name(s.client(), std::string(a[2]));
     w.ok();
   } else if (iequals(sub, "getname")) {
@@ -157,7 +152,7 @@ void cmd_client(CommandContext& s, Args& a) {
     if (!is_name && !iequals(a[2], "lib-ver")) {
       return w.error(err::unrecognized_option(a[2]));
     }
-    if (!valid_client_name(a[3])) {
+    if (!ClientRegistry::valid_name(a[3])) {
       return w.error(err::lib_field_chars(is_name ? "lib-name" : "lib-ver"));
     }
     reg.set_lib(s.client(), is_name, std::string(a[3]));

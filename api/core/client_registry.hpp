@@ -7,6 +7,7 @@
 #include <memory>
 #include <mutex>
 #include <string>
+#include <string_view>
 
 namespace fg {
 
@@ -31,6 +32,13 @@ class ClientRegistry {
   // Null when the node already has max_clients connections.
   std::shared_ptr<ClientInfo> add(std::string addr, std::string laddr, int64_t now_ms);
   void remove(uint64_t id);
+  // What a client name, lib-name or lib-ver may hold (Redis's rule: printable ASCII, no
+  // spaces), so that each client stays one CLIENT LIST line.
+  static bool valid_name(std::string_view n) {
+    for (char c : n)
+      if (c < '!' || c > '~') return false;
+    return true;
+  }
   void set_name(ClientInfo& c, std::string name);
   void set_lib(ClientInfo& c, bool is_name, std::string v);
   std::string name_of(const ClientInfo& c) const;

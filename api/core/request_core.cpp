@@ -185,7 +185,9 @@ Pending RequestCore::submit(const Request& r, const Door& d, Flight& f, Outcome&
     return p;
   }
   std::string_view holder = r.holder;
-  if (r.bound) {  // this connection holds the lease: renewed while it lives, released after
+  // This connection holds the lease: renewed while it lives, released after. Only an acquire
+  // takes a lease; the flag on any other request means nothing.
+  if (r.bound && r.verb == Verb::kAcquire) {
     holder = f.strings.emplace_back(svc_.bound->bind(d.client_id, r.spec.c / kNsPerMs));
   }
   uint32_t slot = 0;

@@ -234,10 +234,17 @@ bool NativeSession::must_wait(const Frame& f) const {
 
 void NativeSession::serve(Frame& f, Flight& flight) {
   const wire::ClientFrameView& in = f.in;
+  // A hello that cannot be taken as a whole is not taken at all: the frame's requests are
+  // answered ERR with why.
+  std::string_view bad_hello;
   bool bad_password = false;
   if (in.has_hello) {
     pb::Hello h;
-    if (h.ParseFromArray(in.hello.data(), static_cast<int>(in.hello.size()))) {
+    if (!h.ParseFromArray(in.hello.data(), static_cast<int>(in.hello.size()))) {
+      bad_hello = err::kMalformedHello;
+    } else if (!ClientRegistry::valid_name(h.client_name())) {
+      bad_hello = err::kClientName;
+    } else {
       if (!svc_.settings.requirepass.empty() && !h.password().empty()) {
         authenticated_ = h.password() == svc_.settings.requirepass;
         bad_password = !authenticated_;
@@ -262,6 +269,10 @@ void NativeSession::serve(Frame& f, Flight& flight) {
     }
     const wire::RequestView& req = f.requests[i];
     f.op[i] = static_cast<uint8_t>(req.op >= 0 && req.op <= pb::PING ? req.op : 0);
+    if (!bad_hello.empty()) {
+      fail(res, pb::ERR, bad_hello);
+      continue;
+    }
     if (!authenticated_ && req.op != pb::PING) {
       fail(res, pb::NOAUTH, bad_password ? err::kWrongPass : err::kNoAuth);
       continue;

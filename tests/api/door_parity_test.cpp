@@ -170,6 +170,11 @@ wire::RequestView on_last_lease(wire::RequestView r) {
   r.lease = 1;
   return r;
 }
+// The native protocol can set `bound` on any request; only an acquire gives it a meaning.
+wire::RequestView bound(wire::RequestView r) {
+  r.bound = true;
+  return r;
+}
 wire::RequestView everywhere(wire::RequestView r) {
   r.cluster_wide = true;
   return r;
@@ -309,6 +314,11 @@ std::vector<Case> rate_cases(const std::string& where) {
        inline_limit(pb::TAKE, pb::SLIDING_WINDOW, 3, 0, 1000),
        Shape::kDecision,
        k + "sw"},
+      {"a bound flag on a take",
+       {"FG.TAKE", "@KEY", "gcra", "5", "10", "60000"},
+       bound(inline_limit(pb::TAKE, pb::GCRA, 5, 10, 60000)),
+       Shape::kDecision,
+       k + "gcra"},
       {"evaluate only",
        {"FG.TAKE", "@KEY", "sliding_window", "3", "1000", "COST", "0"},
        with_cost(inline_limit(pb::TAKE, pb::SLIDING_WINDOW, 3, 0, 1000), 0),
@@ -415,6 +425,21 @@ std::vector<Case> lease_cases(const std::string& where) {
 TEST_F(DoorParity, KeysServedHere) {
   run(rate_cases("{L}"));
   run(lease_cases("{L}"));
+}
+
+// A take sent with the native `bound` flag is an ordinary take: no holder of the connection's
+// is made for the node to renew (a renewal round for nothing, each third of a TTL).
+TEST_F(DoorParity, ABoundFlagBindsOnlyAnAcquire) {
+  run({rate_cases("{L}")[0]});
+  ASSERT_TRUE(entry_.bound().due(1).empty());
+  wire::RequestView q = bound(inline_limit(pb::TAKE, pb::GCRA, 5, 10, 60000));
+  const std::string k = key({"", {}, {}, Shape::kDecision, "{L}bound"}, "nat:");
+  q.key = k;
+  EXPECT_EQ(native_.one(q).code, pb::OK);
+  q = bound(inline_limit(pb::TAKE, pb::FIXED_WINDOW, 3, 0, 1000));
+  EXPECT_EQ(native_.one(q).code, pb::OK);
+  entry_.bound().due(1);  // a holder just bound is fresh; a TTL later it would be due
+  EXPECT_TRUE(entry_.bound().due(int64_t{1} << 50).empty());
 }
 
 TEST_F(DoorParity, KeysForwardedToTheirOwner) {

@@ -119,6 +119,7 @@ class TestNode {
     p.get_future().get();
   }
   std::thread::id lane_thread() const { return thread.get_id(); }
+  BoundLeases& bound() { return bound_; }
 
   Services svc;
   PolicyRegistry policies;

@@ -4,90 +4,14 @@
 // holds others as arriving, and gets the fuzz input's own bytes back as the owner's answers
 // to forwarded requests. Must never crash, leak, hang or produce a reply stream that is not
 // whole RESP values.
-#include <caf/all.hpp>
 #include <cstdint>
-#include <memory>
-#include <string>
 
+#include "fuzz_world.hpp"
 #include "resp_reply.hpp"
 #include "resp_session.hpp"
-#include "shard.hpp"
-
-namespace {
-
-// Forwards go nowhere: the fuzz target answers them itself.
-struct NoForwarder : fg::Forwarder {
-  void send(const std::string&, std::string, int64_t,
-            std::function<void(bool, std::string)>) override {}
-};
-
-struct World {
-  caf::actor_system_config cfg;
-  std::unique_ptr<caf::actor_system> sys;
-  fg::ManualClock clock;
-  fg::PolicyRegistry policies;
-  fg::ClientRegistry clients{1000};
-  fg::Services svc;
-  std::unique_ptr<fg::ShardPool> pool;  // only for shard_of(); ops run in `shard`
-  World() {
-    cfg.set("scheduler.max-threads", size_t{1});
-    sys = std::make_unique<caf::actor_system>(cfg);
-    fg::PolicyMap pm;
-    pm["free"] = fg::LimitSpec::window(fg::Kind::kSlidingLog, 5, 60'000'000'000);
-    pm["conns"] = fg::LimitSpec::concurrency(3, 30'000'000'000);
-    policies.replace(pm);
-    fg::ShardPoolConfig pc;
-    pc.shards = 1;
-    pool = std::make_unique<fg::ShardPool>(*sys, pc, &clock);
-    svc.shards = pool.get();
-    svc.clock = &clock;
-    svc.policies = &policies;
-    svc.clients = &clients;
-    svc.settings.parser.max_bulk_len = 4096;
-    svc.settings.parser.max_args = 64;
-    // The cluster twin: same shards and settings, plus routing.
-    auto r = std::make_shared<fg::Routing>();
-    r->epoch = 3;
-    fg::RouteNode self, other;
-    self.id = "n1";
-    self.resp_host = other.resp_host = "127.0.0.1";
-    self.resp_port = 7001;
-    self.self = self.in_table = true;
-    other.id = "n2";
-    other.resp_port = 7002;
-    other.peer_addr = "127.0.0.1:17002";
-    other.in_table = true;
-    r->nodes = {self, other};
-    r->self_index = 0;
-    for (uint32_t s = 0; s < fg::kSlotCount; ++s) {
-      r->owner[s] = (s >= 8192 && s < 12288) ? 1 : 0;
-      if (s < 8192) r->serving.set(s);
-      if (s >= 12288) r->awaiting.set(s);
-    }
-    r->ranges = {{0, 8191, 0}, {8192, 12287, 1}, {12288, 16383, 0}};
-    hub.publish(r);
-    csvc.shards = svc.shards;
-    csvc.clock = svc.clock;
-    csvc.policies = svc.policies;
-    csvc.clients = svc.clients;
-    csvc.settings = svc.settings;
-    csvc.routing = &hub;
-    csvc.forwarder = &forwarder;
-  }
-  fg::RoutingHub hub;
-  NoForwarder forwarder;
-  fg::Services csvc;
-};
-
-World& world() {
-  static World* w = new World();
-  return *w;
-}
-
-}  // namespace
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
-  World& w = world();
+  fuzz::World& w = fuzz::world();
   fg::Shard shard(1000, 7);
   const bool cluster = size > 0 && (data[0] & 1);
   fg::RespSession session(cluster ? w.csvc : w.svc, w.clients.add("fuzz", "fuzz", 0));
@@ -98,16 +22,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     flight.clear();
     fg::ProcessResult r = session.process(in + begin, size - begin, flight);
     if (r.submitted) {
-      for (auto& op : flight.batch->ops) {
-        op.hash = fg::KeyTable::hash(op.key);
-        if (op.shard == fg::kAllShards || op.shard == 0) shard.execute(op, w.clock.now_ns());
-      }
-      // The "owner" answers with arbitrary bytes (a suffix of the input), or fails.
-      for (size_t i = 0; i < flight.forwards.size(); ++i) {
-        const size_t from = (begin + i * 7) % (size + 1);
-        flight.forwards[i].ok = (from & 3) != 0;
-        flight.forwards[i].body.assign(in + from, size - from);
-      }
+      fuzz::fly(flight, shard, w.clock, in, size, begin);
       session.complete(flight);
     }
     w.clock.advance_ms(7);

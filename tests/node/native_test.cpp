@@ -264,6 +264,47 @@ TEST(Native, APasswordProtectedNodeNeedsItInTheHello) {
   EXPECT_TRUE(r->allowed);
 }
 
+// The hello's name is the client's lib-name in CLIENT LIST; Redis's rule for names (no
+// spaces, newlines or special characters) holds for it, and a hello that breaks it or does
+// not parse is not taken: the frame's requests say why.
+TEST(Native, TheHellosNameFollowsRedisRulesForClientNames) {
+  NativeNode n;
+  {
+    auto o = n.options();
+    o.name = "billing api";
+    floodgate::Client spaced(o);
+    auto r = spaced.take("k", Limit::token_bucket(3, 1, 1000));
+    EXPECT_EQ(r.status(), Status::kError);
+    EXPECT_EQ(r.error(), "ERR Client names cannot contain spaces, newlines or special characters.");
+  }
+  auto o = n.options();
+  o.name = "billing-api";
+  floodgate::Client named(o);
+  ASSERT_TRUE(named.take("k", Limit::token_bucket(3, 1, 1000)).ok());
+  Client resp(n.node.port());
+  EXPECT_NE(resp.request({"CLIENT", "LIST"}).find("lib-name=billing-api"), std::string::npos);
+
+  // A hello that is not a Hello (field 2 of the frame holding a bad varint).
+  floodgate::native::Request take;
+  take.set_op(floodgate::native::PING);
+  std::string body = std::string("\x12\x02\x08\xff", 4) + "\x1a";
+  const std::string req = take.SerializeAsString();
+  body += static_cast<char>(req.size());
+  body += req;
+  std::string frame(4, '\0');
+  frame[3] = static_cast<char>(body.size());
+  Client raw(n.native_port);
+  ASSERT_TRUE(raw.send(frame + body));
+  const std::string len = raw.recv_n(4);
+  ASSERT_EQ(len.size(), 4u);
+  floodgate::native::ServerFrame answer;
+  ASSERT_TRUE(answer.ParseFromString(raw.recv_n(static_cast<unsigned char>(len[3]))));
+  ASSERT_EQ(answer.results_size(), 1);
+  EXPECT_EQ(answer.results(0).code(), floodgate::native::ERR);
+  EXPECT_EQ(answer.results(0).error(), "ERR Protocol error: malformed hello");
+  EXPECT_TRUE(named.take("k", Limit::token_bucket(3, 1, 1000)).ok());
+}
+
 TEST(Native, AHalfSentFrameIsDroppedAtTheQueryDeadline) {
   const int np = free_port();
   NodeProcess node({"--native-port", std::to_string(np), "--query-deadline-ms", "1000"});
