@@ -5,6 +5,7 @@
 #include "gcra.hpp"
 #include "sliding_log.hpp"
 #include "sliding_window.hpp"
+#include "string_value.hpp"
 #include "token_bucket.hpp"
 
 namespace fg {
@@ -22,6 +23,7 @@ size_t snapshot_field_count(Kind k) {
     case Kind::kSlidingLog:
       return 1;
     case Kind::kConcurrency:
+    case Kind::kString:
       return 0;
     case Kind::kNone:
       break;
@@ -33,6 +35,7 @@ EntrySnapshot snapshot_of(Entry& e) {
   EntrySnapshot s;
   s.key = std::string(e.key());
   s.kind = e.kind;
+  s.expires_ms = e.deadline_ms();
   switch (e.kind) {
     case Kind::kTokenBucket:
       s.fields = {e.state<TokenBucketState>().full_at_ns};
@@ -60,6 +63,11 @@ EntrySnapshot snapshot_of(Entry& e) {
     case Kind::kConcurrency:
       s.leases = e.state<LeaseSet*>()->leases();
       break;
+    case Kind::kString: {
+      std::string buf;
+      s.value = std::string(string_get(e, buf));
+      break;
+    }
     case Kind::kNone:
       break;
   }
@@ -99,6 +107,9 @@ void restore_into(Entry& e, const EntrySnapshot& s) {
       for (const Lease& lease : s.leases) set.restore(lease);
       break;
     }
+    case Kind::kString:
+      string_set(e, s.value);
+      break;
     case Kind::kNone:
       break;
   }

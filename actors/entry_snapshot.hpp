@@ -1,6 +1,6 @@
-// A key's limiter state as plain data, for moving or copying it to another node (slot
-// hand-off, replication). Carries only what decides the future: idle state is never
-// shipped, and a sliding log carries only its live entries.
+// A key's state (a limiter's, or a data command's value) as plain data, for moving or copying it to
+// another node (slot hand-off, replication). Carries only what decides the future: idle state is
+// never shipped, and a sliding log carries only its live entries.
 #pragma once
 #include <cstdint>
 #include <string>
@@ -20,10 +20,12 @@ struct EntrySnapshot {
   std::vector<int64_t> fields;
   std::vector<std::pair<int64_t, int64_t>> log;  // sliding_log: (at_ns, cost), oldest first
   std::vector<Lease> leases;                     // concurrency
+  std::string value;                             // string
+  int64_t expires_ms = 0;                        // the key's deadline (EXPIRE), Unix ms; 0: none
 
   bool operator==(const EntrySnapshot& o) const {
     return key == o.key && kind == o.kind && fields == o.fields && log == o.log &&
-           leases.size() == o.leases.size() &&
+           value == o.value && expires_ms == o.expires_ms && leases.size() == o.leases.size() &&
            std::equal(
                leases.begin(), leases.end(), o.leases.begin(), [](const Lease& a, const Lease& b) {
                  return a.id == b.id && a.expires_at_ns == b.expires_at_ns && a.holder == b.holder;

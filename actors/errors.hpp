@@ -80,6 +80,27 @@ inline std::string config_get_only(std::string_view sub) {
 }
 inline std::string unknown_op(int op) { return "ERR unknown op " + std::to_string(op); }
 
+// --- data commands (Redis's t_string.c and expire.c wordings) ---------------------------
+inline constexpr char kNotFloat[] = "ERR value is not a valid float";
+inline constexpr char kIncrOverflow[] = "ERR increment or decrement would overflow";
+inline constexpr char kDecrementOverflow[] = "ERR decrement would overflow";
+inline constexpr char kNanOrInfinity[] = "ERR increment would produce NaN or Infinity";
+inline constexpr char kExpireNxOptions[] =
+    "ERR NX and XX, GT or LT options at the same time are not compatible";
+inline constexpr char kExpireGtLt[] = "ERR GT and LT options at the same time are not compatible";
+inline constexpr char kMalformedReply[] = "ERR the key's owner sent a malformed reply";
+inline constexpr char kCrossSlot[] = "CROSSSLOT Keys in request don't hash to the same slot";
+inline std::string invalid_expire(std::string_view command) {  // lower case, "set"
+  return "ERR invalid expire time in '" + std::string(command) + "' command";
+}
+// (Redis writes error texts on one line: newlines in what a client sent become spaces.)
+inline std::string unsupported_option(std::string_view opt) {
+  std::string s = "ERR Unsupported option " + std::string(opt.substr(0, 128));
+  for (char& c : s)
+    if (c == '\r' || c == '\n') c = ' ';
+  return s;
+}
+
 // --- policies --------------------------------------------------------------------------
 inline constexpr char kNoPolicyApplies[] =
     "ERR no policy applies to this key: name one, or map a key pattern to one with FG.POLICY "

@@ -11,6 +11,7 @@
 #include "lease_set.hpp"
 #include "sliding_log.hpp"
 #include "sliding_window.hpp"
+#include "string_value.hpp"
 #include "token_bucket.hpp"
 
 namespace fg {
@@ -29,11 +30,17 @@ size_t Entry::state_size(Kind k) {
       return sizeof(SlidingLogState*);
     case Kind::kConcurrency:
       return sizeof(LeaseSet*);
+    case Kind::kString:
+      return sizeof(StringState);
     case Kind::kNone:
       break;
   }
   return 0;
 }
+
+namespace {
+size_t entry_bytes(const Entry* e) { return sizeof(Entry) + e->key_offset() + e->key_len; }
+}  // namespace
 
 KeyTable::KeyTable() : slots_(64, 0) {}
 
@@ -77,13 +84,14 @@ Entry* KeyTable::insert(std::string_view key, uint64_t h, Kind kind) {
   auto* e = static_cast<Entry*>(std::malloc(n));
   if (!e) throw std::bad_alloc();
   e->kind = kind;
-  e->reserved = 0;
+  e->flags = 0;
   e->key_len = static_cast<uint16_t>(key.size());
   e->reserved2 = 0;
   std::memset(e->state_bytes(), 0, state);
   if (!key.empty()) std::memcpy(e->state_bytes() + state, key.data(), key.size());
   if (kind == Kind::kSlidingLog) e->state<SlidingLogState*>() = new SlidingLogState();
   if (kind == Kind::kConcurrency) e->state<LeaseSet*>() = new LeaseSet();
+  if (kind == Kind::kString) e->flags = kEntryInt;  // the integer 0 until it is set
   const size_t mask = slots_.size() - 1;
   size_t i = home(h);
   while (slots_[i]) i = (i + 1) & mask;
@@ -112,8 +120,40 @@ bool KeyTable::erase(std::string_view key, uint64_t h) {
 void KeyTable::free_entry(Entry* e) {
   if (e->kind == Kind::kSlidingLog) delete e->state<SlidingLogState*>();
   if (e->kind == Kind::kConcurrency) delete e->state<LeaseSet*>();
-  bytes_ -= sizeof(Entry) + Entry::state_size(e->kind) + e->key_len;
+  if (e->kind == Kind::kString) string_free(*e);
+  bytes_ -= entry_bytes(e);
   std::free(e);
+}
+
+Entry* KeyTable::set_deadline(std::string_view key, uint64_t h, int64_t ms) {
+  const size_t mask = slots_.size() - 1;
+  const uintptr_t tag = tag_of(h);
+  for (size_t i = home(h);; i = (i + 1) & mask) {
+    const uintptr_t s = slots_[i];
+    if (!s) return nullptr;
+    if ((s >> kTagShift) != tag) continue;
+    Entry* e = entry_of(s);
+    if (e->key_len != key.size() || e->key() != key) continue;
+    const size_t at = Entry::state_size(e->kind);
+    if (!(e->flags & kEntryDeadline)) {
+      if (ms == 0) return e;
+      // Room for the deadline between the state and the key: the entry moves (heap state
+      // is owned through pointers in it, which move with it).
+      const size_t before = entry_bytes(e);
+      auto* n = static_cast<Entry*>(std::malloc(before + sizeof(int64_t)));
+      if (!n) throw std::bad_alloc();
+      std::memcpy(n, e, sizeof(Entry) + at);
+      if (e->key_len)
+        std::memcpy(n->state_bytes() + at + sizeof(int64_t), e->state_bytes() + at, e->key_len);
+      n->flags = static_cast<uint8_t>(n->flags | kEntryDeadline);
+      std::free(e);
+      e = n;
+      slots_[i] = (tag << kTagShift) | reinterpret_cast<uintptr_t>(e);
+      bytes_ += sizeof(int64_t);
+    }
+    std::memcpy(e->state_bytes() + at, &ms, sizeof ms);
+    return e;
+  }
 }
 
 void KeyTable::erase_slot(size_t i) {

@@ -13,22 +13,40 @@ namespace fg {
 
 constexpr size_t kMaxKeyLen = 4096;
 
+// Bits of Entry::flags.
+constexpr uint8_t kEntryDirty = 1;     // changed since the replication stream last took it
+constexpr uint8_t kEntryInt = 2;       // a string held as an integer (data_ops.cpp)
+constexpr uint8_t kEntryDeadline = 4;  // carries a deadline (EXPIRE and friends)
+
 struct Entry {
   Kind kind;
-  uint8_t reserved;
+  uint8_t flags;
   uint16_t key_len;
   uint32_t reserved2;
-  // followed by state_size(kind) bytes of state, then key_len bytes of key
+  // followed by state_size(kind) bytes of state, then (with kEntryDeadline) an int64 deadline
+  // in Unix milliseconds (0: none), then key_len bytes of key
 
   static size_t state_size(Kind k);
   unsigned char* state_bytes() { return reinterpret_cast<unsigned char*>(this + 1); }
+  const unsigned char* state_bytes() const {
+    return reinterpret_cast<const unsigned char*>(this + 1);
+  }
   template <class T>
   T& state() {
     return *reinterpret_cast<T*>(state_bytes());
   }
+  size_t key_offset() const {
+    return state_size(kind) + ((flags & kEntryDeadline) ? sizeof(int64_t) : 0);
+  }
   std::string_view key() const {
-    auto* p = reinterpret_cast<const char*>(this + 1) + state_size(kind);
-    return {p, key_len};
+    return {reinterpret_cast<const char*>(state_bytes()) + key_offset(), key_len};
+  }
+  // The key's deadline in Unix milliseconds; 0 when it has none.
+  int64_t deadline_ms() const {
+    if (!(flags & kEntryDeadline)) return 0;
+    int64_t d;
+    std::memcpy(&d, state_bytes() + state_size(kind), sizeof d);
+    return d;
   }
 };
 static_assert(sizeof(Entry) == 8);
@@ -47,6 +65,9 @@ class KeyTable {
   // The key must not be present and must be at most kMaxKeyLen bytes.
   Entry* insert(std::string_view key, uint64_t h, Kind kind);
   bool erase(std::string_view key, uint64_t h);
+  // Gives `key`'s entry the deadline `ms` (0: none); an entry that had no room for one is
+  // moved to a larger allocation, so the returned pointer replaces the old one.
+  Entry* set_deadline(std::string_view key, uint64_t h, int64_t ms);
 
   // Cache hints for a batch of lookups: first every home slot, then every entry those
   // slots point at, so the memory misses of many keys overlap instead of queueing.

@@ -9,8 +9,9 @@
 namespace fg {
 
 namespace {
-constexpr std::string_view kNames[] = {
-    "none", "token_bucket", "gcra", "fixed_window", "sliding_log", "sliding_window", "concurrency"};
+constexpr std::string_view kNames[] = {"none",         "token_bucket", "gcra",
+                                       "fixed_window", "sliding_log",  "sliding_window",
+                                       "concurrency",  "string"};
 }
 
 std::string_view kind_name(Kind k) { return kNames[static_cast<int>(k)]; }
@@ -54,6 +55,7 @@ const char* validate(const LimitSpec& s) {
       if (s.c > kMaxPeriodNs) return err::kTtlRange;
       return nullptr;
     case Kind::kNone:
+    case Kind::kString:
       break;
   }
   return err::kUnknownKind;
@@ -62,7 +64,7 @@ const char* validate(const LimitSpec& s) {
 size_t param_count(Kind k) { return k == Kind::kTokenBucket || k == Kind::kGcra ? 3 : 2; }
 
 Result<LimitSpec> make_limit(Kind kind, int64_t a, int64_t b, int64_t period_ms) {
-  if (kind == Kind::kNone || static_cast<int>(kind) > static_cast<int>(Kind::kConcurrency)) {
+  if (!is_limiter(kind)) {
     return Error{err::kUnknownKind};
   }
   if (period_ms <= 0) return Error{err::kNotPositive};

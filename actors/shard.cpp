@@ -77,6 +77,13 @@ Entry* Shard::get_or_create(ShardOp& op, Kind kind, int64_t now_ns) {
 }
 
 bool Shard::idle(Entry* e, int64_t now) {
+  if (e->flags & kEntryDeadline) {
+    const int64_t d = e->deadline_ms();
+    if (d != 0 && now / 1'000'000 > d) {  // (Redis: expired once the clock is past it)
+      drop_leases(e);
+      return true;
+    }
+  }
   switch (e->kind) {
     case Kind::kTokenBucket:
       return token_bucket_idle(e->state<TokenBucketState>(), now);
@@ -95,10 +102,22 @@ bool Shard::idle(Entry* e, int64_t now) {
       leases_ -= static_cast<int64_t>(gone.size());
       return e->state<LeaseSet*>()->empty();
     }
+    case Kind::kString:
+      return false;
     case Kind::kNone:
       break;
   }
   return true;
+}
+
+void Shard::drop_leases(Entry* e) {
+  if (e->kind != Kind::kConcurrency) return;
+  LeaseSet& set = *e->state<LeaseSet*>();
+  std::vector<std::string> holders;
+  for (const auto& l : set.leases()) holders.push_back(l.holder);
+  holders_.remove_key(e->key(), holders);
+  leases_ -= static_cast<int64_t>(holders.size());
+  set = LeaseSet();  // (asked again before it is erased, it has nothing left to drop)
 }
 
 void Shard::take(ShardOp& op, int64_t now_ns) {
@@ -224,6 +243,9 @@ void Shard::execute(ShardOp& op, int64_t now_ns) {
     case OpCode::kCancel:
       reserve(op, now_ns);
       break;
+    case OpCode::kData:
+      data(op, now_ns);
+      break;
   }
 }
 
@@ -312,12 +334,7 @@ void Shard::execute_batch(std::vector<ShardOp>& ops, uint16_t id, int64_t now_ns
 void Shard::forget(std::string_view key, uint64_t hash) {
   Entry* e = table_.find(key, hash);
   if (!e) return;
-  if (e->kind == Kind::kConcurrency) {
-    std::vector<std::string> holders;
-    for (const auto& l : e->state<LeaseSet*>()->leases()) holders.push_back(l.holder);
-    holders_.remove_key(key, holders);
-    leases_ -= static_cast<int64_t>(holders.size());
-  }
+  drop_leases(e);
   table_.erase(key, hash);
 }
 
@@ -347,6 +364,7 @@ void Shard::install_one(const EntrySnapshot& s) {
   forget(s.key, h);
   Entry* e = table_.insert(s.key, h, s.kind);
   restore_into(*e, s);
+  if (s.expires_ms > 0) table_.set_deadline(s.key, h, s.expires_ms);
   for (const Lease& l : s.leases) holders_.add(l.holder, s.key);
   if (s.kind == Kind::kConcurrency) leases_ += static_cast<int64_t>(s.leases.size());
 }
@@ -370,8 +388,8 @@ bool Shard::collect_dirty(std::vector<EntrySnapshot>& changed, std::vector<std::
     Entry* e = table_.find(k, KeyTable::hash(k));
     if (!e || idle(e, now_ns)) {
       deleted.push_back(k);  // (a replica sweeps idle state by itself; this is cheap)
-    } else if (e->reserved & kDirtyBit) {
-      e->reserved &= static_cast<uint8_t>(~kDirtyBit);
+    } else if (e->flags & kEntryDirty) {
+      e->flags &= static_cast<uint8_t>(~kEntryDirty);
       changed.push_back(snapshot_of(*e));
     }  // else: listed twice, already taken
   }

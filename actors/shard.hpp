@@ -86,13 +86,32 @@ class Shard {
   // Gives back what a reservation took, if its key still holds the same kind here.
   void refund(const Ticket& t, int64_t now_ns);
   void expire_tickets(int64_t now_ns);
+  // Data commands (data_ops.cpp).
+  void data(ShardOp& op, int64_t now_ns);
+  void data_string(ShardOp& op, int64_t now_ns);
+  void data_set(ShardOp& op, int64_t now_ns);
+  void data_getex(ShardOp& op, int64_t now_ns);
+  void data_incr(ShardOp& op, int64_t now_ns);
+  void data_expire(ShardOp& op, int64_t now_ns);
+  void data_keys(ShardOp& op, int64_t now_ns);
+  // The key's live entry, or null; state gone idle (an expired deadline, a limiter back at
+  // rest) is forgotten on the way, as Redis expires keys on access.
+  Entry* lookup(std::string_view key, uint64_t h, int64_t now_ns);
+  // A fresh string entry for `key`, replacing whatever it held (the deadline kept if asked);
+  // null at the key cap (op.status says so).
+  Entry* overwrite_string(ShardOp& op, std::string_view key, uint64_t h, std::string_view value,
+                          bool keep_ttl, int64_t now_ns);
+  // When the key goes: its deadline, or for a limiter the moment it is back at rest if that
+  // is sooner (Unix ms); -1 for a string without one.
+  static int64_t expires_ms(const Entry& e);
+  void drop_leases(Entry* e);  // a concurrency key that expires with leases in it
   void forget(std::string_view key, uint64_t hash);
   void install_one(const EntrySnapshot& s);  // erase, keeping the holder index right
   uint64_t next_lease_id();
   // Replication: remember that a served key changed (or went).
   void mark(Entry* e, std::string_view key) {
-    if (owned_ && !(e->reserved & kDirtyBit)) {
-      e->reserved |= kDirtyBit;
+    if (owned_ && !(e->flags & kEntryDirty)) {
+      e->flags |= kEntryDirty;
       note_dirty(key);
     }
   }
@@ -101,7 +120,6 @@ class Shard {
   }
   void note_dirty(std::string_view key);
 
-  static constexpr uint8_t kDirtyBit = 1;
   static constexpr size_t kMaxDirty = 1 << 22;
 
   KeyTable table_;

@@ -7,6 +7,8 @@
 #include <string_view>
 #include <vector>
 
+#include "data_cmd.hpp"
+#include "data_reply.hpp"
 #include "decision.hpp"
 #include "entry_snapshot.hpp"
 #include "key_slot.hpp"
@@ -28,6 +30,7 @@ enum class OpCode : uint8_t {
   kReserve,        // take, but give it back after ttl_ns unless committed (lease_id: ticket)
   kCommit,         // keep what a reservation took (value 1), 0 if the ticket is gone
   kCancel,         // give back what a reservation took now (value 1), 0 if the ticket is gone
+  kData,           // a Redis data command (`data`, `args`), answered in `reply`
 };
 
 enum class OpStatus : uint8_t {
@@ -52,6 +55,9 @@ struct ShardOp {
   int64_t ttl_ns = 0;
   uint64_t lease_id = 0;
   std::string_view holder;
+  DataCmd data = DataCmd::kNone;
+  const std::vector<std::string_view>* args = nullptr;  // kData: the command's words
+  DataReply* reply = nullptr;                           // kData: where the answer goes
 
   OpStatus status = OpStatus::kOk;
   Decision decision;

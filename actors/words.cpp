@@ -4,8 +4,13 @@
 #include <strings.h>
 
 #include <cctype>
+#include <cerrno>
 #include <charconv>
+#include <cmath>
 #include <cstdint>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
 #include <utility>
 
 namespace fg {
@@ -36,6 +41,38 @@ bool parse_int(std::string_view s, int64_t& out) {
     out = static_cast<int64_t>(v);
   }
   return true;
+}
+
+bool parse_long_double(std::string_view s, long double& out) {
+  char buf[5 * 1024];  // Redis's MAX_LONG_DOUBLE_CHARS
+  if (s.empty() || s.size() >= sizeof buf) return false;
+  std::memcpy(buf, s.data(), s.size());
+  buf[s.size()] = '\0';
+  errno = 0;
+  char* end = nullptr;
+  const long double v = std::strtold(buf, &end);
+  if (std::isspace(static_cast<unsigned char>(buf[0])) || *end != '\0' ||
+      static_cast<size_t>(end - buf) != s.size() ||
+      (errno == ERANGE && (v == HUGE_VALL || v == -HUGE_VALL || std::fpclassify(v) == FP_ZERO)) ||
+      errno == EINVAL || std::isnan(v)) {
+    return false;
+  }
+  out = v;
+  return true;
+}
+
+std::string format_long_double(long double v) {
+  if (std::isinf(v)) return v > 0 ? "inf" : "-inf";
+  char buf[5 * 1024];
+  int n = std::snprintf(buf, sizeof buf, "%.17Lf", v);
+  if (n < 0 || static_cast<size_t>(n) >= sizeof buf) return "0";
+  size_t l = static_cast<size_t>(n);
+  if (std::memchr(buf, '.', l)) {
+    while (buf[l - 1] == '0') --l;
+    if (buf[l - 1] == '.') --l;
+  }
+  if (l == 2 && buf[0] == '-' && buf[1] == '0') return "0";
+  return std::string(buf, l);
 }
 
 bool iequals(std::string_view a, std::string_view b) {

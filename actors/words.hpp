@@ -2,12 +2,19 @@
 // names and glob patterns (stringmatch's rules). Shared by nodes, commands and the CLI.
 #pragma once
 #include <cstdint>
+#include <string>
 #include <string_view>
 
 namespace fg {
 
 // The whole string as a decimal int64: an optional '-', no '+', no leading zeros, no spaces.
 bool parse_int(std::string_view s, int64_t& out);
+// The whole string as a long double, as Redis's string2ld: no leading space, nothing after
+// the number, no NaN, no overflow (inf itself is a number here).
+bool parse_long_double(std::string_view s, long double& out);
+// A long double as INCRBYFLOAT writes it (Redis's ld2string, human mode): 17 decimals,
+// trailing zeros and a bare point removed, "inf"/"-inf", "-0" as "0".
+std::string format_long_double(long double v);
 bool iequals(std::string_view a, std::string_view b);
 // 1-16 hex digits, not zero: a lease id or reservation ticket as clients write it.
 bool parse_lease_id(std::string_view s, uint64_t& out);

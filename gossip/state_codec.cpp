@@ -6,7 +6,7 @@
 namespace fg {
 
 namespace {
-constexpr uint32_t kStateWireVersion = 1;
+constexpr uint32_t kStateWireVersion = 2;  // 2: strings and deadlines (EntryMsg 7, 8)
 }
 
 std::string encode_state(const std::vector<EntrySnapshot>& entries) {
@@ -27,6 +27,8 @@ std::string encode_state(const std::vector<EntrySnapshot>& entries) {
       m->set_expires_at_ns(l.expires_at_ns);
       m->set_holder(l.holder);
     }
+    if (s.expires_ms != 0) e->set_expires_at_ms(s.expires_ms);
+    if (!s.value.empty()) e->set_value(s.value);
   }
   std::string out;
   chunk.SerializeToString(&out);
@@ -40,7 +42,7 @@ bool decode_state(std::string_view bytes, std::vector<EntrySnapshot>& out) {
   std::vector<EntrySnapshot> got;
   got.reserve(static_cast<size_t>(chunk.entries_size()));
   for (const auto& e : chunk.entries()) {
-    if (e.kind() < 1 || e.kind() > static_cast<uint32_t>(Kind::kConcurrency)) return false;
+    if (e.kind() < 1 || e.kind() > static_cast<uint32_t>(kLastKind)) return false;
     EntrySnapshot s;
     s.kind = static_cast<Kind>(e.kind());
     if (e.key().size() > kMaxKeyLen) return false;
@@ -50,6 +52,9 @@ bool decode_state(std::string_view bytes, std::vector<EntrySnapshot>& out) {
     if (e.leases_size() > kMaxLeaseLimit || (e.leases_size() > 0 && s.kind != Kind::kConcurrency)) {
       return false;
     }
+    if (e.expires_at_ms() < 0 || (!e.value().empty() && s.kind != Kind::kString)) return false;
+    s.expires_ms = e.expires_at_ms();
+    s.value = e.value();
     s.key = e.key();
     s.fields.assign(e.fields().begin(), e.fields().end());
     for (int i = 0; i < e.log_at_ns_size(); ++i) {
@@ -73,7 +78,7 @@ std::vector<std::vector<EntrySnapshot>> split_by_bytes(const std::vector<EntrySn
       parts.emplace_back();
       bytes = 0;
     }
-    bytes += e.key.size() + 16 + e.fields.size() * 10 + e.log.size() * 20 + e.leases.size() * 40;
+    bytes += e.key.size() + 16 + e.fields.size() * 10 + e.log.size() * 20 + e.leases.size() * 40 + e.value.size();
     parts.back().push_back(e);
   }
   return parts;

@@ -21,6 +21,7 @@ enum class ReplyStyle : uint8_t {
   kDecision,  // FG.TAKE / FG.PEEK: [allowed, limit, remaining, retry_after_ms, reset_after_ms]
   kAcquire,   // FG.ACQUIRE: [granted, lease, held, limit, retry_after_ms]
   kInteger,   // the outcome's value
+  kData,      // a data command's reply (outcome.reply)
 };
 
 class CommandContext {

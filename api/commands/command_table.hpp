@@ -29,6 +29,10 @@ struct CommandSpec {
   const char* summary;
   const char* syntax;  // arguments after the name, for COMMAND DOCS and HELP texts
   Handler handler;
+  // Keyed commands: where the keys are, as COMMAND reports them (first key 1, last key, step
+  // between keys); -1: the last argument.
+  int8_t last_key = 1;
+  int8_t key_step = 1;
 };
 
 const CommandSpec* find_command(std::string_view name);  // case-insensitive

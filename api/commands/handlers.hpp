@@ -38,6 +38,13 @@ void cmd_config(CommandContext& s, Args& a);
 void cmd_dbsize(CommandContext& s, Args& a);
 void cmd_time(CommandContext& s, Args& a);
 
+// data_commands.cpp: the Redis data commands, each a DataCmd for the request core.
+void data_request(CommandContext& s, Args& a, DataCmd c);
+template <DataCmd C>
+void cmd_data(CommandContext& s, Args& a) {
+  data_request(s, a, C);
+}
+
 // cluster_commands.cpp
 void cmd_cluster(CommandContext& s, Args& a);
 void cmd_asking(CommandContext& s, Args& a);  // ASKING, READONLY, READWRITE

@@ -176,8 +176,8 @@ void write_command_info(RespWriter& w, const CommandSpec& c) {
   if (c.flags & kNoAuth) w.simple("no_auth");
   const bool keyed = (c.flags & kKeyed) != 0;
   w.integer(keyed ? 1 : 0);
-  w.integer(keyed ? 1 : 0);
-  w.integer(keyed ? 1 : 0);
+  w.integer(keyed ? c.last_key : 0);
+  w.integer(keyed ? c.key_step : 0);
   w.set(0);
   w.set(0);
   w.array(0);

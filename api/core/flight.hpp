@@ -6,6 +6,7 @@
 #include <cstdint>
 #include <deque>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "forward.pb.h"
@@ -34,7 +35,9 @@ struct Flight {
   std::vector<ForwardCall> forwards;
   // Fanned-out requests (heartbeat, release-all): each part is (call, item).
   std::vector<std::pair<uint32_t, uint32_t>> fanout;
-  std::deque<std::string> strings;  // made while routing (BOUND holder names)
+  std::deque<std::string> strings;                  // made while routing (BOUND holder names)
+  std::deque<std::vector<std::string_view>> argvs;  // data commands' words, per shard op
+  std::deque<DataReply> replies;                    // data commands' answers
 
   bool empty() const { return batch->ops.empty() && forwards.empty(); }
   void clear() {
@@ -42,6 +45,8 @@ struct Flight {
     forwards.clear();
     fanout.clear();
     strings.clear();
+    argvs.clear();
+    replies.clear();
   }
 };
 

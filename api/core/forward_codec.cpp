@@ -21,11 +21,33 @@ void encode_forwarded(const Request& r, std::string_view holder, forward::Forwar
   out.set_ttl_ms(r.ttl_ms);
   out.set_lease(r.lease);
   if (!holder.empty()) out.set_holder(holder.data(), holder.size());
+  if (r.verb == Verb::kData) {
+    out.set_data(static_cast<uint32_t>(r.data));
+    for (std::string_view w : *r.args) out.add_args(w.data(), w.size());
+  }
 }
 
-Result<Request> decode_forwarded(const forward::ForwardedRequest& in) {
-  if (in.verb() > static_cast<uint32_t>(Verb::kCancel)) return Error{err::unknown_op(in.verb())};
+Result<Request> decode_forwarded(const forward::ForwardedRequest& in,
+                                 std::deque<std::vector<std::string_view>>& argvs) {
+  if (in.verb() > static_cast<uint32_t>(Verb::kData)) return Error{err::unknown_op(in.verb())};
   Request r;
+  if (in.verb() == static_cast<uint32_t>(Verb::kData)) {
+    // The sender's table decided the words are this command's, with its keys where the
+    // command has them; what the shard runs is checked there, as from a client.
+    const uint32_t step =
+        in.data() <= kLastDataCmd ? data_cmd_info(static_cast<DataCmd>(in.data())).step : 0;
+    if (in.data() == 0 || step == 0 || in.args_size() < 2 ||
+        (step == 2 && in.args_size() % 2 == 0)) {
+      return Error{err::kMalformedRequest};
+    }
+    auto& words = argvs.emplace_back();
+    for (const std::string& w : in.args()) words.emplace_back(w);
+    r.verb = Verb::kData;
+    r.data = static_cast<DataCmd>(in.data());
+    r.args = &words;
+    r.key = words[1];
+    return r;
+  }
   r.verb = static_cast<Verb>(in.verb());
   r.key = in.key();
   r.cost = in.cost();
@@ -56,6 +78,16 @@ void encode_outcome(const Outcome& o, Verb verb, forward::ForwardOutcome& out) {
     }
     return;
   }
+  if (verb == Verb::kData) {
+    if (!o.reply) return;
+    for (const ReplyItem& i : o.reply->items) {
+      forward::ReplyItem* m = out.add_reply();
+      m->set_type(static_cast<uint32_t>(i.type));
+      m->set_n(i.n);
+      if (!i.s.empty()) m->set_s(i.s);
+    }
+    return;
+  }
   out.set_unavailable(static_cast<uint32_t>(o.unavailable));
   if (verb == Verb::kAcquire) {
     out.set_allowed(o.acquire.granted);
@@ -75,13 +107,40 @@ void encode_outcome(const Outcome& o, Verb verb, forward::ForwardOutcome& out) {
   }
 }
 
-void decode_outcome(const forward::ForwardOutcome& in, Verb verb, Outcome& out) {
+void decode_outcome(const forward::ForwardOutcome& in, Verb verb, Outcome& out,
+                    std::deque<DataReply>& replies) {
   out.code = in.code() <= static_cast<uint32_t>(Code::kKeyLimit) ? static_cast<Code>(in.code())
                                                                  : Code::kError;
   if (!out.ok()) {
     out.error = in.error();
     out.slot = in.slot();
     out.node = in.node();
+    return;
+  }
+  if (verb == Verb::kData) {
+    DataReply& r = replies.emplace_back();
+    for (const forward::ReplyItem& m : in.reply()) {
+      const auto type = m.type() <= static_cast<uint32_t>(ReplyItem::Type::kDouble)
+                            ? static_cast<ReplyItem::Type>(m.type())
+                            : ReplyItem::Type::kNull;
+      r.items.push_back(ReplyItem{type, m.n(), m.s()});
+    }
+    // Whatever a peer sent, the door writes whole values: every array's elements are there.
+    size_t i = 0, need = 1;
+    while (need > 0 && i < r.items.size()) {
+      const ReplyItem& item = r.items[i++];
+      --need;
+      if (item.type == ReplyItem::Type::kArray) {
+        if (item.n < 0 || static_cast<size_t>(item.n) > r.items.size()) break;
+        need += static_cast<size_t>(item.n);
+      }
+    }
+    if (need != 0 || i != r.items.size()) {
+      out.code = Code::kError;
+      out.error = err::kMalformedReply;
+      return;
+    }
+    out.reply = &r;
     return;
   }
   out.unavailable = in.unavailable() <= static_cast<uint32_t>(FailMode::kClosed)

@@ -35,10 +35,16 @@ void ClusterForwarder::send(const std::string& peer_addr, std::string batch, int
 
 void serve_forwarded(Services& svc, std::string body,
                      std::function<void(bool ok, std::string body)> respond) {
-  auto batch = std::make_shared<forward::ForwardBatch>();
-  if (!batch->ParseFromString(body) || batch->hops() == 0) {
+  // The batch, and the lists of words of its data commands, live as long as the job.
+  struct Kept {
+    forward::ForwardBatch batch;
+    std::deque<std::vector<std::string_view>> argvs;
+  };
+  auto kept = std::make_shared<Kept>();
+  if (!kept->batch.ParseFromString(body) || kept->batch.hops() == 0) {
     return respond(false, "malformed forward");
   }
+  const forward::ForwardBatch* batch = &kept->batch;
   const int n = batch->requests_size();
   svc.counters.forwards_served.fetch_add(static_cast<uint64_t>(n), std::memory_order_relaxed);
   // Requests this node cannot read are answered as such; the others run.
@@ -46,7 +52,7 @@ void serve_forwarded(Services& svc, std::string body,
   std::vector<Request> requests;
   std::vector<int> index;  // request -> its place in the batch
   for (int i = 0; i < n; ++i) {
-    Result<Request> r = decode_forwarded(batch->requests(i));
+    Result<Request> r = decode_forwarded(batch->requests(i), kept->argvs);
     if (!r.ok()) {
       refused->emplace_back(i, r.error());
       continue;
@@ -58,8 +64,8 @@ void serve_forwarded(Services& svc, std::string body,
   door.mode = RouteMode::kForward;
   door.hops = batch->hops();
   door.count = false;  // the node whose client asked counts it
-  RequestJob::start(svc, svc.lane(), std::move(requests), door, batch,
-                    [batch, refused, index = std::move(index),
+  RequestJob::start(svc, svc.lane(), std::move(requests), door, kept,
+                    [batch, kept, refused, index = std::move(index),
                      respond = std::move(respond)](std::vector<Outcome>& outcomes) {
                       forward::ForwardOutcomes out;
                       for (int i = 0; i < batch->requests_size(); ++i) out.add_outcomes();

@@ -5,7 +5,10 @@
 #include <cstdint>
 #include <string>
 #include <string_view>
+#include <vector>
 
+#include "data_cmd.hpp"
+#include "data_reply.hpp"
 #include "decision.hpp"
 #include "lease_set.hpp"
 #include "limit_spec.hpp"
@@ -25,6 +28,7 @@ enum class Verb : uint8_t {
   kReleaseAll,  // release every lease of a holder, on every node (value: how many)
   kCommit,      // keep what a reservation took (value 1, 0 if the ticket is gone)
   kCancel,      // give back what a reservation took (value 1, 0 if the ticket is gone)
+  kData,        // a Redis data command (`data`, `args`); the outcome's `reply` answers it
 };
 
 inline bool keyed(Verb v) { return v != Verb::kHeartbeat && v != Verb::kReleaseAll; }
@@ -38,15 +42,18 @@ inline bool decides(Verb v) {
 
 struct Request {
   Verb verb = Verb::kTake;
-  uint16_t metric = 0;      // the command it came as, for metrics (see command_id)
-  std::string_view key;     // keyed verbs; at most kMaxKeyLen bytes
-  LimitSpec spec;           // take, peek, reserve, acquire: the limit in force, resolved
-  int64_t cost = 1;         // take, peek, reserve: 0..kMaxCount (0 evaluates only)
-  int64_t ttl_ms = 0;       // renew, heartbeat: the new TTL; reserve: how long it holds
-  uint64_t lease = 0;       // renew, release: the lease; commit, cancel: the ticket
-  std::string_view holder;  // acquire, heartbeat, release-all
-  bool bound = false;       // acquire: the lease belongs to the requesting connection
-  bool here_only = false;   // heartbeat, release-all: this node's leases, not every node's
+  uint16_t metric = 0;            // the command it came as, for metrics (see command_id)
+  std::string_view key;           // keyed verbs; at most kMaxKeyLen bytes
+  LimitSpec spec;                 // take, peek, reserve, acquire: the limit in force, resolved
+  int64_t cost = 1;               // take, peek, reserve: 0..kMaxCount (0 evaluates only)
+  int64_t ttl_ms = 0;             // renew, heartbeat: the new TTL; reserve: how long it holds
+  uint64_t lease = 0;             // renew, release: the lease; commit, cancel: the ticket
+  std::string_view holder;        // acquire, heartbeat, release-all
+  bool bound = false;             // acquire: the lease belongs to the requesting connection
+  bool here_only = false;         // heartbeat, release-all: this node's leases, not every node's
+  DataCmd data = DataCmd::kNone;  // data: which command
+  const std::vector<std::string_view>* args = nullptr;  // data: its words, name first; the
+                                                        // core copies the list, not the bytes
 };
 
 // What happened to a request. The doors encode it; none decides anything from it.
@@ -76,6 +83,7 @@ struct Outcome {
   int64_t value = 0;      // reset, renew, release, count, heartbeat, release-all, commit, cancel
   uint32_t slot = 0;      // moved
   std::string_view node;  // moved: the owner's id
+  const DataReply* reply = nullptr;  // data: the answer (errors are in `code` and `error`)
 
   bool ok() const { return code == Code::kOk; }
   bool allowed() const {

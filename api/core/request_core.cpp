@@ -39,6 +39,8 @@ OpCode opcode(Verb v) {
       return OpCode::kReleaseHolder;
     case Verb::kCommit:
       return OpCode::kCommit;
+    case Verb::kData:
+      return OpCode::kData;
     case Verb::kCancel:
       break;
   }
@@ -91,6 +93,10 @@ bool ttl_ok(int64_t ttl_ms, Outcome& now) {
     case OpCode::kAcquire:
       out.acquire = op.acquire;
       out.limit = op.spec.a;
+      break;
+    case OpCode::kData:
+      if (op.reply->is_error()) return refuse(out, Code::kError, op.reply->items[0].s);
+      out.reply = op.reply;
       break;
     default:
       out.value = op.value;
@@ -172,6 +178,18 @@ bool RequestCore::must_wait(std::string_view key, const Routing* rt) const {
     case Verb::kReset:
     case Verb::kCount:
       return true;
+    case Verb::kData: {
+      const auto& a = *r.args;
+      const DataCmdInfo& info = data_cmd_info(r.data);
+      const size_t keys_end = info.merge == Merge::kNone ? 2 : a.size();
+      for (size_t j = 1; j < keys_end; j += info.step) {
+        if (a[j].size() > kMaxKeyLen) {
+          refuse(now, Code::kError, err::kKeyTooLong);
+          return false;
+        }
+      }
+      return true;
+    }
   }
   return true;
 }
@@ -193,6 +211,11 @@ Pending RequestCore::submit(const Request& r, const Door& d, Flight& f, Outcome&
   uint32_t slot = 0;
   if (d.routing && keyed(r.verb)) {
     slot = key_slot(r.key);
+    if (r.verb == Verb::kData && !one_slot(r, slot)) {
+      refuse(now, Code::kError, err::kCrossSlot);
+      count(p, now, 0, r.key, d);
+      return p;
+    }
     RouteDecision rd = route(*d.routing, slot, d.mode, d.hops, svc_.clock->now_ns());
     using A = RouteDecision::Action;
     switch (rd.action) {
@@ -222,6 +245,7 @@ Pending RequestCore::submit(const Request& r, const Door& d, Flight& f, Outcome&
         return p;
     }
   }
+  if (r.verb == Verb::kData) return serve_data(r, f, slot, p);
   ShardOp& op = f.batch->ops.emplace_back();
   op.code = opcode(r.verb);
   op.shard = keyed(r.verb) ? svc_.shards->shard_of(r.key) : kAllShards;
@@ -236,6 +260,82 @@ Pending RequestCore::submit(const Request& r, const Door& d, Flight& f, Outcome&
   p.index = static_cast<uint32_t>(f.batch->ops.size() - 1);
   if (!keyed(r.verb)) fan_out(r, d, f, p);
   return p;
+}
+
+// Whether every key of a data command hashes to `slot` (Redis Cluster's rule: a command's
+// keys are served together only when they share a slot).
+bool RequestCore::one_slot(const Request& r, uint32_t slot) {
+  const auto& a = *r.args;
+  if (data_cmd_info(r.data).merge == Merge::kNone) return true;  // (one key)
+  const size_t step = data_cmd_info(r.data).step;
+  for (size_t j = 1 + step; j < a.size(); j += step)
+    if (key_slot(a[j]) != slot) return false;
+  return true;
+}
+
+// A data command served here: one shard op, or one per key for the commands with several
+// (each key goes to its own shard; in a cluster they share a slot, hence a shard, and run
+// back to back in one turn of it, so the command stays atomic there).
+Pending RequestCore::serve_data(const Request& r, Flight& f, uint32_t slot, Pending p) {
+  const auto& a = *r.args;
+  const DataCmdInfo& info = data_cmd_info(r.data);
+  p.at = Pending::At::kData;
+  p.index = static_cast<uint32_t>(f.batch->ops.size());
+  auto add = [&](std::vector<std::string_view>&& words) {
+    const std::vector<std::string_view>& w = f.argvs.emplace_back(std::move(words));
+    ShardOp& op = f.batch->ops.emplace_back();
+    op.code = OpCode::kData;
+    op.data = r.data;
+    op.key = w[1];
+    op.shard = svc_.shards->shard_of(op.key);
+    op.slot = static_cast<uint16_t>(slot);
+    op.args = &w;
+    op.reply = &f.replies.emplace_back();
+    ++p.parts;
+  };
+  if (info.merge == Merge::kNone) {
+    add(std::vector<std::string_view>(a.begin(), a.end()));
+  } else {
+    for (size_t j = 1; j < a.size(); j += info.step) {
+      std::vector<std::string_view> one{a[0], a[j]};
+      if (info.step == 2) one.push_back(a[j + 1]);
+      add(std::move(one));
+    }
+  }
+  return p;
+}
+
+// The parts of a split data command, answered as one (data_cmd.hpp's Merge).
+void RequestCore::merge_data(const Pending& p, Flight& f, Outcome& out) {
+  const ShardOp& first = f.batch->ops[p.index];
+  DataReply& merged = f.replies.emplace_back();
+  int64_t sum = 0;
+  std::vector<const ReplyItem*> items;
+  for (uint32_t k = 0; k < p.parts; ++k) {
+    const ShardOp& op = f.batch->ops[p.index + k];
+    Outcome part;
+    from_op(op, part);
+    if (!part.ok()) {  // (the first refusal answers for the command)
+      out = part;
+      return;
+    }
+    if (!op.reply->items.empty()) sum += op.reply->items[0].n;
+    for (size_t i = 1; i < op.reply->items.size(); ++i) items.push_back(&op.reply->items[i]);
+  }
+  switch (data_cmd_info(first.data).merge) {
+    case Merge::kSum:
+      merged.integer(sum);
+      break;
+    case Merge::kConcat:
+      merged.array(static_cast<int64_t>(items.size()));
+      for (const ReplyItem* i : items) merged.items.push_back(*i);
+      break;
+    case Merge::kOk:
+    case Merge::kNone:
+      merged.ok();
+      break;
+  }
+  out.reply = &merged;
 }
 
 // No copy of the key's state can be reached: a named policy's on_unavailable answers (a
@@ -315,7 +415,7 @@ bool RequestCore::from_forward(Flight& f, uint32_t call, uint32_t item, Outcome&
   }
   const Verb verb = static_cast<Verb>(c.batch.requests(static_cast<int>(item)).verb());
   if (c.ok && static_cast<int>(item) < c.outcomes.outcomes_size()) {
-    decode_outcome(c.outcomes.outcomes(static_cast<int>(item)), verb, out);
+    decode_outcome(c.outcomes.outcomes(static_cast<int>(item)), verb, out, f.replies);
     return true;
   }
   svc_.counters.forward_failures.fetch_add(1, std::memory_order_relaxed);
@@ -357,6 +457,14 @@ void RequestCore::finish(const Pending& p, Flight& f, const Door& d, Outcome& ou
       key = c.batch.requests(static_cast<int>(p.item)).key();
       break;
     }
+    case Pending::At::kData:
+      if (p.parts == 1) {
+        from_op(f.batch->ops[p.index], out);
+      } else {
+        merge_data(p, f, out);
+      }
+      key = f.batch->ops[p.index].key;
+      break;
     case Pending::At::kFanout: {
       from_op(f.batch->ops[p.index], out);
       for (uint32_t k = 0; k < p.parts && out.ok(); ++k) {

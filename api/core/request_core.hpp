@@ -32,13 +32,13 @@ struct Door {
 
 // A submitted request: answered at once (kNow), or where its outcome will be in the flight.
 struct Pending {
-  enum class At : uint8_t { kNow, kShard, kForward, kFanout };
+  enum class At : uint8_t { kNow, kShard, kForward, kFanout, kData };
   At at = At::kNow;
   Verb verb = Verb::kTake;
   uint16_t metric = 0;
-  uint32_t index = 0;  // kShard, kFanout: the op; kForward: the call
+  uint32_t index = 0;  // kShard, kFanout: the op; kData: the first op; kForward: the call
   uint32_t item = 0;   // kForward: the request within the call; kFanout: its first part
-  uint32_t parts = 0;  // kFanout: how many other nodes it went to
+  uint32_t parts = 0;  // kFanout: how many other nodes it went to; kData: how many ops
   bool waits() const { return at != At::kNow; }
 };
 
@@ -62,6 +62,9 @@ class RequestCore {
   Pending forward(const Request& r, std::string_view holder, const Door& d, Flight& f,
                   const RouteNode& to, Pending p);
   void fan_out(const Request& r, const Door& d, Flight& f, Pending& p);
+  static bool one_slot(const Request& r, uint32_t slot);
+  Pending serve_data(const Request& r, Flight& f, uint32_t slot, Pending p);
+  static void merge_data(const Pending& p, Flight& f, Outcome& out);
   // The owner's answer to one forwarded request; false if there is none.
   bool from_forward(Flight& f, uint32_t call, uint32_t item, Outcome& out);
   static std::string_view silence(const Flight& f, uint32_t call);

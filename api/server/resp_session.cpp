@@ -57,6 +57,43 @@ void write_outcome(RespWriter& w, const Outcome& o, ReplyStyle style) {
     }
     case ReplyStyle::kInteger:
       return w.integer(o.value);
+    case ReplyStyle::kData:
+      return o.reply ? write_reply(w, *o.reply) : w.null();
+  }
+}
+
+void write_reply(RespWriter& w, const DataReply& r) {
+  using T = ReplyItem::Type;
+  for (const ReplyItem& i : r.items) {
+    switch (i.type) {
+      case T::kInt:
+        w.integer(i.n);
+        break;
+      case T::kBulk:
+        w.bulk(i.s);
+        break;
+      case T::kNull:
+        w.null();
+        break;
+      case T::kStatus:
+        w.simple(i.s);
+        break;
+      case T::kError:
+        w.error(i.s);
+        break;
+      case T::kArray:
+        w.array(static_cast<size_t>(i.n));
+        break;
+      case T::kDouble:
+        if (w.proto() >= 3) {
+          w.raw(",");
+          w.raw(i.s);
+          w.raw("\r\n");
+        } else {
+          w.bulk(i.s);
+        }
+        break;
+    }
   }
 }
 

@@ -74,5 +74,7 @@ class RespSession final : public CommandContext {
 
 // Appends `o` (the outcome of a request of `style`) as a RESP reply.
 void write_outcome(RespWriter& w, const Outcome& o, ReplyStyle style);
+// A data command's reply, in the connection's protocol.
+void write_reply(RespWriter& w, const DataReply& r);
 
 }  // namespace fg

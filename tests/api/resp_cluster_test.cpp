@@ -67,7 +67,8 @@ TEST_F(ClusterSessionTest, ForwardedRequestsTravelDecodedAndRunOnTheOwnersLane) 
   const auto sent = net_.sent();
   ASSERT_EQ(sent.size(), 1u);
   EXPECT_EQ(sent[0].hops(), 1u);
-  Result<Request> r = decode_forwarded(sent[0].requests(0));
+  std::deque<std::vector<std::string_view>> argvs;
+  Result<Request> r = decode_forwarded(sent[0].requests(0), argvs);
   ASSERT_TRUE(r.ok()) << r.error();
   EXPECT_EQ(r->verb, Verb::kTake);
   EXPECT_EQ(r->key, there);
@@ -198,7 +199,8 @@ TEST_F(ClusterSessionTest, AForwardedRequestWhoseSlotMovedOnTakesOneMoreHopAtMos
     forward::ForwardOutcomes outs;
     EXPECT_TRUE(outs.ParseFromString(p.get_future().get()));
     Outcome o;
-    decode_outcome(outs.outcomes(0), Verb::kCount, o);
+    std::deque<DataReply> replies;
+    decode_outcome(outs.outcomes(0), Verb::kCount, o, replies);
     return Answer{o.code, std::string(o.error), o.value};  // (o's texts are views into outs)
   };
   Answer o = ask_n1(1);

@@ -13,17 +13,21 @@ namespace fg {
 namespace {
 
 std::vector<EntrySnapshot> sample() {
-  std::vector<EntrySnapshot> v(6);
-  v[0] = {"tb", Kind::kTokenBucket, {123}, {}, {}};
-  v[1] = {"gcra", Kind::kGcra, {456}, {}, {}};
-  v[2] = {"fw", Kind::kFixedWindow, {789, 3}, {}, {}};
-  v[3] = {"sw", Kind::kSlidingWindow, {1, 2, 3, 4}, {}, {}};
-  v[4] = {"log", Kind::kSlidingLog, {60}, {{10, 1}, {10, 2}, {20, 1}}, {}};
+  std::vector<EntrySnapshot> v(8);
+  v[0] = {"tb", Kind::kTokenBucket, {123}, {}, {}, {}, 0};
+  v[1] = {"gcra", Kind::kGcra, {456}, {}, {}, {}, 1'700'000'000'123};
+  v[2] = {"fw", Kind::kFixedWindow, {789, 3}, {}, {}, {}, 0};
+  v[3] = {"sw", Kind::kSlidingWindow, {1, 2, 3, 4}, {}, {}, {}, 0};
+  v[4] = {"log", Kind::kSlidingLog, {60}, {{10, 1}, {10, 2}, {20, 1}}, {}, {}, 0};
   v[5] = {std::string("bin\0key", 7),
           Kind::kConcurrency,
           {},
           {},
-          {Lease{7, 99, "app-1"}, Lease{8, 98, ""}, Lease{9, 97, std::string("\xff\0h", 3)}}};
+          {Lease{7, 99, "app-1"}, Lease{8, 98, ""}, Lease{9, 97, std::string("\xff\0h", 3)}},
+          {},
+          0};
+  v[6] = {"counter", Kind::kString, {}, {}, {}, "42", 1'700'000'059'000};
+  v[7] = {"text", Kind::kString, {}, {}, {}, std::string("\0bytes\xff", 7), 0};
   return v;
 }
 
@@ -129,7 +133,7 @@ TEST(StateCodec, AShardsStateSurvivesTheWire) {
   std::vector<EntrySnapshot> out;
   ASSERT_TRUE(decode_state(encode_state(a.extract([](uint32_t) { return true; }, 0, true)), out));
   b.install(out);
-  EXPECT_EQ(b.key_count(), 6u);
+  EXPECT_EQ(b.key_count(), 8u);
   EXPECT_EQ(a.key_count(), 0u);
 }
 

@@ -493,6 +493,51 @@ TEST(Failover, AKilledOwnersCountsSurviveOnItsReplica) { kill_under_load("lenien
 
 TEST(Failover, SyncReplicationLosesNoAcknowledgedAdmission) { kill_under_load("strict", true); }
 
+// The data commands limiter code runs on Redis, in a cluster: sent to a node that does not
+// own the keys (forwarded), multi-key commands on one slot together and across slots refused
+// as Redis Cluster does, and the counts and their TTLs served by the replica after the
+// owner's kill -9.
+TEST(Failover, DataKeysAreForwardedReplicatedAndSurviveTheOwnersDeath) {
+  TestCluster cl(3);
+  ASSERT_TRUE(cl.formed(3));
+  const int victim = cl.node(2).port();
+  std::string tag;
+  for (int i = 0; tag.empty() && i < 10000; ++i) {
+    const std::string t = "{user" + std::to_string(i) + "}";
+    if (cl.owner_port("customer-limit-" + t) == victim) tag = t;
+  }
+  ASSERT_FALSE(tag.empty());
+  const std::string a = "customer-limit-" + tag + ":srv1", b = "customer-limit-" + tag + ":srv2",
+                    note = "customer-limit-" + tag + ":note";
+  Client c(cl.node(0).port(), 3000);
+  for (int i = 1; i <= 5; ++i) EXPECT_EQ(ask(c, {"INCR", a}), ":" + std::to_string(i) + "\r\n");
+  EXPECT_EQ(ask(c, {"INCRBY", b, "3"}), ":3\r\n");
+  EXPECT_EQ(ask(c, {"EXPIRE", a, "600"}), ":1\r\n");
+  EXPECT_EQ(ask(c, {"SET", note, "hello", "PX", "600000"}), "+OK\r\n");
+  EXPECT_EQ(ask(c, {"MGET", a, b, note}), "*3\r\n$1\r\n5\r\n$1\r\n3\r\n$5\r\nhello\r\n");
+  EXPECT_EQ(ask(c, {"MGET", a, "elsewhere"}),
+            "-CROSSSLOT Keys in request don't hash to the same slot\r\n");
+  EXPECT_EQ(ask(c, {"GET", "elsewhere"}), "$-1\r\n");
+  // Past the replication stream's interval: what follows is on the replica.
+  std::this_thread::sleep_for(std::chrono::milliseconds(300));
+  cl.node(2).kill9();
+  std::string got;
+  for (int i = 0; i < 1500 && got != "$1\r\n5\r\n"; ++i) {
+    got = ask(c, {"GET", a});
+    if (got != "$1\r\n5\r\n") std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+  ASSERT_EQ(got, "$1\r\n5\r\n") << "the count did not survive the owner's kill -9";
+  EXPECT_EQ(ask(c, {"INCR", a}), ":6\r\n");
+  EXPECT_EQ(ask(c, {"GET", b}), "$1\r\n3\r\n");
+  const std::string ttl = ask(c, {"TTL", a});
+  ASSERT_EQ(ttl[0], ':');
+  EXPECT_GT(std::stoll(ttl.substr(1)), 500) << "the deadline is absolute and travels with the key";
+  EXPECT_LE(std::stoll(ttl.substr(1)), 600);
+  EXPECT_EQ(ask(c, {"GET", note}), "$5\r\nhello\r\n");
+  EXPECT_EQ(ask(c, {"DEL", a, b, note}), ":3\r\n");
+  EXPECT_EQ(ask(c, {"EXISTS", a}), ":0\r\n");
+}
+
 TEST(Failover, LeasesSurviveTheOwnersDeathAndBoundOnesComeBack) {
   TestCluster cl(3);
   ASSERT_TRUE(cl.formed(3));

@@ -1,0 +1,89 @@
+// The Redis data commands a shard runs (data_ops.cpp), and how their keys sit in the
+// arguments: what the request core needs to route them and split multi-key ones.
+#pragma once
+#include <cstdint>
+#include <iterator>
+
+namespace fg {
+
+enum class DataCmd : uint8_t {
+  kNone,
+  // strings
+  kGet,
+  kSet,
+  kSetNx,
+  kSetEx,
+  kPSetEx,
+  kGetDel,
+  kGetEx,
+  kIncr,
+  kIncrBy,
+  kIncrByFloat,
+  kDecr,
+  kDecrBy,
+  kMGet,
+  kMSet,
+  // keys and TTLs
+  kDel,
+  kUnlink,
+  kExists,
+  kType,
+  kExpire,
+  kPExpire,
+  kExpireAt,
+  kPExpireAt,
+  kTtl,
+  kPTtl,
+  kExpireTime,
+  kPExpireTime,
+  kPersist,
+};
+constexpr uint8_t kLastDataCmd = static_cast<uint8_t>(DataCmd::kPersist);
+
+// How a command with several keys is answered when its keys are split over shards: each
+// part runs the command on one key (with its value, for MSET), and the parts' replies add
+// up (DEL, UNLINK, EXISTS), line up (MGET), or agree (MSET: OK).
+enum class Merge : uint8_t { kNone, kSum, kConcat, kOk };
+
+struct DataCmdInfo {
+  const char* name;  // lower case, as errors quote it
+  uint8_t step;      // words per key from the key on: 1, or 2 for MSET's key-value pairs
+  Merge merge;       // kNone: one key
+};
+
+inline const DataCmdInfo& data_cmd_info(DataCmd c) {
+  static constexpr DataCmdInfo kInfo[] = {
+      {"", 1, Merge::kNone},
+      {"get", 1, Merge::kNone},
+      {"set", 1, Merge::kNone},
+      {"setnx", 1, Merge::kNone},
+      {"setex", 1, Merge::kNone},
+      {"psetex", 1, Merge::kNone},
+      {"getdel", 1, Merge::kNone},
+      {"getex", 1, Merge::kNone},
+      {"incr", 1, Merge::kNone},
+      {"incrby", 1, Merge::kNone},
+      {"incrbyfloat", 1, Merge::kNone},
+      {"decr", 1, Merge::kNone},
+      {"decrby", 1, Merge::kNone},
+      {"mget", 1, Merge::kConcat},
+      {"mset", 2, Merge::kOk},
+      {"del", 1, Merge::kSum},
+      {"unlink", 1, Merge::kSum},
+      {"exists", 1, Merge::kSum},
+      {"type", 1, Merge::kNone},
+      {"expire", 1, Merge::kNone},
+      {"pexpire", 1, Merge::kNone},
+      {"expireat", 1, Merge::kNone},
+      {"pexpireat", 1, Merge::kNone},
+      {"ttl", 1, Merge::kNone},
+      {"pttl", 1, Merge::kNone},
+      {"expiretime", 1, Merge::kNone},
+      {"pexpiretime", 1, Merge::kNone},
+      {"persist", 1, Merge::kNone},
+  };
+  static_assert(std::size(kInfo) == kLastDataCmd + 1);
+  return kInfo[static_cast<uint8_t>(c)];
+}
+
+}  // namespace fg

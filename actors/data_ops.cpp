@@ -1,0 +1,490 @@
+// The Redis data commands on a shard's keys, with Redis's semantics, replies and error texts
+// (its t_string.c, expire.c and db.c, read for every branch): arguments are checked in the
+// order Redis checks them, so a bad argument and a key of the wrong type give the same
+// error first. Limiter keys and data keys share the keyspace: a data command on a limiter
+// key is -WRONGTYPE, except DEL, UNLINK, EXISTS, TYPE and the TTL commands, which work on
+// every key.
+#include <climits>
+#include <cmath>
+#include <string>
+
+#include "errors.hpp"
+#include "fixed_window.hpp"
+#include "gcra.hpp"
+#include "shard.hpp"
+#include "sliding_log.hpp"
+#include "sliding_window.hpp"
+#include "string_value.hpp"
+#include "token_bucket.hpp"
+#include "words.hpp"
+
+namespace fg {
+
+namespace {
+
+constexpr int64_t kNsPerMsD = 1'000'000;
+
+// SET / GETEX options (Redis's OBJ_* flags).
+enum : uint32_t {
+  kNx = 1,
+  kXx = 2,
+  kEx = 4,
+  kPx = 8,
+  kKeepTtl = 16,
+  kGet = 32,
+  kExAt = 64,
+  kPxAt = 128,
+  kPersist = 256,
+};
+
+// Redis's parseExtendedStringArgumentsOrReply: `set` for SET's options, else GETEX's.
+bool parse_string_options(const std::vector<std::string_view>& a, bool set, uint32_t& flags,
+                          std::string_view& expire, bool& ms_unit, DataReply& r) {
+  for (size_t j = set ? 3 : 2; j < a.size(); ++j) {
+    const std::string_view o = a[j];
+    const bool next = j + 1 < a.size();
+    const bool timed = flags & (kEx | kPx | kExAt | kPxAt);
+    if (set && iequals(o, "nx") && !(flags & kXx)) {
+      flags |= kNx;
+    } else if (set && iequals(o, "xx") && !(flags & kNx)) {
+      flags |= kXx;
+    } else if (set && iequals(o, "get")) {
+      flags |= kGet;
+    } else if (set && iequals(o, "keepttl") && !(flags & kPersist) && !timed) {
+      flags |= kKeepTtl;
+    } else if (!set && iequals(o, "persist") && !timed && !(flags & kKeepTtl)) {
+      flags |= kPersist;
+    } else if (iequals(o, "ex") && !(flags & (kKeepTtl | kPersist | kExAt | kPx | kPxAt)) && next) {
+      flags |= kEx;
+      expire = a[++j];
+    } else if (iequals(o, "px") && !(flags & (kKeepTtl | kPersist | kEx | kExAt | kPxAt)) && next) {
+      flags |= kPx;
+      ms_unit = true;
+      expire = a[++j];
+    } else if (iequals(o, "exat") && !(flags & (kKeepTtl | kPersist | kEx | kPx | kPxAt)) && next) {
+      flags |= kExAt;
+      expire = a[++j];
+    } else if (iequals(o, "pxat") && !(flags & (kKeepTtl | kPersist | kEx | kExAt | kPx)) && next) {
+      flags |= kPxAt;
+      ms_unit = true;
+      expire = a[++j];
+    } else {
+      r.error(err::kSyntax);
+      return false;
+    }
+  }
+  return true;
+}
+
+// Redis's getExpireMillisecondsOrReply: the deadline an EX/PX/EXAT/PXAT argument names.
+bool deadline_of(std::string_view arg, uint32_t flags, bool ms_unit, int64_t now_ms,
+                 const char* command, DataReply& r, int64_t& out) {
+  int64_t v;
+  if (!parse_int(arg, v)) {
+    r.error(err::kNotInteger);
+    return false;
+  }
+  if (v <= 0 || (!ms_unit && v > LLONG_MAX / 1000)) {
+    r.error(err::invalid_expire(command));
+    return false;
+  }
+  if (!ms_unit) v *= 1000;
+  if (flags & (kEx | kPx)) {
+    if (v > LLONG_MAX - now_ms) {  // (Redis wraps and finds it negative: the same error)
+      r.error(err::invalid_expire(command));
+      return false;
+    }
+    v += now_ms;
+  }
+  out = v;
+  return true;
+}
+
+// When a limiter is back at rest (and forgotten), in Unix nanoseconds.
+int64_t rest_at_ns(Entry& e) {
+  switch (e.kind) {
+    case Kind::kTokenBucket:
+      return e.state<TokenBucketState>().full_at_ns;
+    case Kind::kGcra:
+      return e.state<GcraState>().tat_ns;
+    case Kind::kFixedWindow:
+      return e.state<FixedWindowState>().window_end_ns;
+    case Kind::kSlidingWindow: {
+      const auto& w = e.state<SlidingWindowState>();
+      return w.start_ns + 2 * w.window_ns;
+    }
+    case Kind::kSlidingLog: {
+      const SlidingLogState& l = *e.state<SlidingLogState*>();
+      return l.live() ? l.entries.back().at_ns + l.window_ns : 0;
+    }
+    case Kind::kConcurrency: {
+      int64_t t = 0;
+      for (const Lease& l : e.state<LeaseSet*>()->leases()) t = std::max(t, l.expires_at_ns);
+      return t;
+    }
+    default:
+      return 0;
+  }
+}
+
+bool is_string(const Entry* e) { return e->kind == Kind::kString; }
+
+}  // namespace
+
+int64_t Shard::expires_ms(const Entry& e) {
+  const int64_t d = e.deadline_ms();
+  if (e.kind == Kind::kString) return d != 0 ? d : -1;
+  const int64_t rest = rest_at_ns(const_cast<Entry&>(e));
+  const int64_t rest_ms = rest / kNsPerMsD + (rest % kNsPerMsD > 0 ? 1 : 0);
+  return d != 0 ? std::min(d, rest_ms) : rest_ms;
+}
+
+Entry* Shard::lookup(std::string_view key, uint64_t h, int64_t now_ns) {
+  Entry* e = table_.find(key, h);
+  if (e && idle(e, now_ns)) {
+    forget(key, h);
+    mark_gone(key);
+    return nullptr;
+  }
+  return e;
+}
+
+Entry* Shard::overwrite_string(ShardOp& op, std::string_view key, uint64_t h,
+                               std::string_view value, bool keep_ttl, int64_t now_ns) {
+  Entry* e = lookup(key, h, now_ns);
+  int64_t kept = keep_ttl && e ? e->deadline_ms() : 0;
+  if (e && !is_string(e)) {
+    forget(key, h);
+    e = nullptr;
+  }
+  if (!e) {
+    if (table_.size() >= max_keys_) {
+      table_.sweep(table_.capacity(), [&](Entry* x) { return idle(x, now_ns); });
+      if (table_.size() >= max_keys_) {
+        op.status = OpStatus::kKeyLimit;
+        return nullptr;
+      }
+    }
+    e = table_.insert(key, h, Kind::kString);
+  }
+  string_set(*e, value);
+  if (kept != e->deadline_ms()) e = table_.set_deadline(key, h, kept);
+  mark(e, key);
+  return e;
+}
+
+void Shard::data(ShardOp& op, int64_t now_ns) {
+  switch (op.data) {
+    case DataCmd::kGet:
+    case DataCmd::kGetDel:
+    case DataCmd::kMGet:
+    case DataCmd::kMSet:
+      return data_string(op, now_ns);
+    case DataCmd::kSet:
+    case DataCmd::kSetNx:
+    case DataCmd::kSetEx:
+    case DataCmd::kPSetEx:
+      return data_set(op, now_ns);
+    case DataCmd::kGetEx:
+      return data_getex(op, now_ns);
+    case DataCmd::kIncr:
+    case DataCmd::kIncrBy:
+    case DataCmd::kDecr:
+    case DataCmd::kDecrBy:
+    case DataCmd::kIncrByFloat:
+      return data_incr(op, now_ns);
+    case DataCmd::kExpire:
+    case DataCmd::kPExpire:
+    case DataCmd::kExpireAt:
+    case DataCmd::kPExpireAt:
+      return data_expire(op, now_ns);
+    case DataCmd::kDel:
+    case DataCmd::kUnlink:
+    case DataCmd::kExists:
+    case DataCmd::kType:
+    case DataCmd::kTtl:
+    case DataCmd::kPTtl:
+    case DataCmd::kExpireTime:
+    case DataCmd::kPExpireTime:
+    case DataCmd::kPersist:
+      return data_keys(op, now_ns);
+    case DataCmd::kNone:
+      break;
+  }
+  op.reply->error(err::kSyntax);
+}
+
+// GET, GETDEL, and one key of MGET or MSET (the core splits them by key).
+void Shard::data_string(ShardOp& op, int64_t now_ns) {
+  const auto& a = *op.args;
+  DataReply& r = *op.reply;
+  std::string buf;
+  if (op.data == DataCmd::kMSet) {
+    for (size_t j = 1; j + 1 < a.size(); j += 2) {
+      const uint64_t h = j == 1 ? op.hash : KeyTable::hash(a[j]);
+      if (!overwrite_string(op, a[j], h, a[j + 1], false, now_ns)) return;
+    }
+    return r.ok();
+  }
+  if (op.data == DataCmd::kMGet) {
+    r.array(static_cast<int64_t>(a.size() - 1));
+    for (size_t j = 1; j < a.size(); ++j) {
+      Entry* e = lookup(a[j], j == 1 ? op.hash : KeyTable::hash(a[j]), now_ns);
+      if (e && is_string(e)) {
+        r.bulk(string_get(*e, buf));
+      } else {
+        r.null();
+      }
+    }
+    return;
+  }
+  Entry* e = lookup(op.key, op.hash, now_ns);
+  if (!e) return r.null();
+  if (!is_string(e)) {
+    op.status = OpStatus::kWrongType;
+    return;
+  }
+  r.bulk(string_get(*e, buf));
+  if (op.data == DataCmd::kGetDel) {
+    forget(op.key, op.hash);
+    mark_gone(op.key);
+  }
+}
+
+// SET key value [NX|XX] [GET] [EX|PX|EXAT|PXAT t | KEEPTTL], SETNX, SETEX, PSETEX.
+void Shard::data_set(ShardOp& op, int64_t now_ns) {
+  const auto& a = *op.args;
+  DataReply& r = *op.reply;
+  const int64_t now_ms = now_ns / kNsPerMsD;
+  uint32_t flags = 0;
+  std::string_view expire, value = a[2];
+  bool ms_unit = false;
+  const char* name = data_cmd_info(op.data).name;
+  switch (op.data) {
+    case DataCmd::kSet:
+      if (!parse_string_options(a, true, flags, expire, ms_unit, r)) return;
+      break;
+    case DataCmd::kSetNx:
+      flags = kNx;
+      break;
+    case DataCmd::kSetEx:
+    case DataCmd::kPSetEx:
+      flags = op.data == DataCmd::kSetEx ? kEx : kPx;
+      ms_unit = op.data == DataCmd::kPSetEx;
+      expire = a[2];
+      value = a[3];
+      break;
+    default:
+      break;
+  }
+  int64_t deadline = 0;
+  if (!expire.empty() || (flags & (kEx | kPx | kExAt | kPxAt))) {
+    if (!deadline_of(expire, flags, ms_unit, now_ms, name, r, deadline)) return;
+  }
+  Entry* e = lookup(op.key, op.hash, now_ns);
+  if (flags & kGet) {
+    if (e && !is_string(e)) {
+      op.status = OpStatus::kWrongType;
+      return;
+    }
+    std::string buf;
+    if (e) {
+      r.bulk(string_get(*e, buf));
+    } else {
+      r.null();
+    }
+  }
+  if (((flags & kNx) && e) || ((flags & kXx) && !e)) {
+    if (flags & kGet) return;
+    return op.data == DataCmd::kSetNx ? r.integer(0) : r.null();
+  }
+  e = overwrite_string(op, op.key, op.hash, value, flags & kKeepTtl, now_ns);
+  if (!e) return r.clear();
+  if (deadline != 0) table_.set_deadline(op.key, op.hash, deadline);
+  if (flags & kGet) return;
+  return op.data == DataCmd::kSetNx ? r.integer(1) : r.ok();
+}
+
+// GETEX key [EX|PX|EXAT|PXAT t | PERSIST].
+void Shard::data_getex(ShardOp& op, int64_t now_ns) {
+  const auto& a = *op.args;
+  DataReply& r = *op.reply;
+  const int64_t now_ms = now_ns / kNsPerMsD;
+  uint32_t flags = 0;
+  std::string_view expire;
+  bool ms_unit = false;
+  if (!parse_string_options(a, false, flags, expire, ms_unit, r)) return;
+  Entry* e = lookup(op.key, op.hash, now_ns);
+  if (!e) return r.null();
+  if (!is_string(e)) {
+    op.status = OpStatus::kWrongType;
+    return;
+  }
+  int64_t deadline = 0;
+  if ((flags & (kEx | kPx | kExAt | kPxAt)) &&
+      !deadline_of(expire, flags, ms_unit, now_ms, "getex", r, deadline)) {
+    return;
+  }
+  std::string buf;
+  r.bulk(string_get(*e, buf));
+  if ((flags & (kExAt | kPxAt)) && deadline <= now_ms) {
+    forget(op.key, op.hash);
+    mark_gone(op.key);
+  } else if (deadline != 0) {
+    mark(table_.set_deadline(op.key, op.hash, deadline), op.key);
+  } else if ((flags & kPersist) && e->deadline_ms() != 0) {
+    mark(table_.set_deadline(op.key, op.hash, 0), op.key);
+  }
+}
+
+// INCR, INCRBY, DECR, DECRBY, INCRBYFLOAT: the key keeps its deadline.
+void Shard::data_incr(ShardOp& op, int64_t now_ns) {
+  const auto& a = *op.args;
+  DataReply& r = *op.reply;
+  int64_t by = 1;
+  switch (op.data) {
+    case DataCmd::kDecr:
+      by = -1;
+      break;
+    case DataCmd::kIncrBy:
+    case DataCmd::kDecrBy:
+      if (!parse_int(a[2], by)) return r.error(err::kNotInteger);
+      if (op.data == DataCmd::kDecrBy) {
+        if (by == LLONG_MIN) return r.error(err::kDecrementOverflow);
+        by = -by;
+      }
+      break;
+    default:
+      break;
+  }
+  Entry* e = lookup(op.key, op.hash, now_ns);
+  if (e && !is_string(e)) {
+    op.status = OpStatus::kWrongType;
+    return;
+  }
+  std::string buf;
+  if (op.data == DataCmd::kIncrByFloat) {
+    long double value = 0, incr;
+    if (e) {
+      if (string_is_int(*e)) {
+        value = static_cast<long double>(e->state<StringState>().i);
+      } else if (!parse_long_double(string_get(*e, buf), value)) {
+        return r.error(err::kNotFloat);
+      }
+    }
+    if (!parse_long_double(a[2], incr)) return r.error(err::kNotFloat);
+    value += incr;
+    if (std::isnan(value) || std::isinf(value)) return r.error(err::kNanOrInfinity);
+    const std::string text = format_long_double(value);
+    if (!overwrite_string(op, op.key, op.hash, text, true, now_ns)) return;
+    return r.bulk(text);
+  }
+  int64_t value = 0;
+  if (e) {
+    if (string_is_int(*e)) {
+      value = e->state<StringState>().i;
+    } else if (!parse_int(string_get(*e, buf), value)) {
+      return r.error(err::kNotInteger);
+    }
+  }
+  if ((by < 0 && value < 0 && by < LLONG_MIN - value) ||
+      (by > 0 && value > 0 && by > LLONG_MAX - value)) {
+    return r.error(err::kIncrOverflow);
+  }
+  value += by;
+  if (!e) {
+    e = overwrite_string(op, op.key, op.hash, "0", false, now_ns);
+    if (!e) return;
+  }
+  string_set_int(*e, value);
+  mark(e, op.key);
+  r.integer(value);
+}
+
+// EXPIRE, PEXPIRE, EXPIREAT, PEXPIREAT key t [NX|XX|GT|LT].
+void Shard::data_expire(ShardOp& op, int64_t now_ns) {
+  const auto& a = *op.args;
+  DataReply& r = *op.reply;
+  const int64_t now_ms = now_ns / kNsPerMsD;
+  bool nx = false, xx = false, gt = false, lt = false;
+  for (size_t j = 3; j < a.size(); ++j) {
+    if (iequals(a[j], "nx")) {
+      nx = true;
+    } else if (iequals(a[j], "xx")) {
+      xx = true;
+    } else if (iequals(a[j], "gt")) {
+      gt = true;
+    } else if (iequals(a[j], "lt")) {
+      lt = true;
+    } else {
+      return r.error(err::unsupported_option(a[j]));
+    }
+  }
+  if (nx && (xx || gt || lt)) return r.error(err::kExpireNxOptions);
+  if (gt && lt) return r.error(err::kExpireGtLt);
+  int64_t when;
+  if (!parse_int(a[2], when)) return r.error(err::kNotInteger);
+  const bool seconds = op.data == DataCmd::kExpire || op.data == DataCmd::kExpireAt;
+  const char* name = data_cmd_info(op.data).name;
+  if (seconds) {
+    if (when > LLONG_MAX / 1000 || when < LLONG_MIN / 1000) {
+      return r.error(err::invalid_expire(name));
+    }
+    when *= 1000;
+  }
+  const int64_t base =
+      op.data == DataCmd::kExpire || op.data == DataCmd::kPExpire ? now_ms : int64_t{0};
+  if (when > LLONG_MAX - base) return r.error(err::invalid_expire(name));
+  when += base;
+  Entry* e = lookup(op.key, op.hash, now_ns);
+  if (!e) return r.integer(0);
+  const int64_t current = expires_ms(*e);
+  if ((nx && current != -1) || (xx && current == -1) ||
+      (gt && (when <= current || current == -1)) || (lt && current != -1 && when >= current)) {
+    return r.integer(0);
+  }
+  if (when <= now_ms) {
+    forget(op.key, op.hash);
+    mark_gone(op.key);
+  } else {
+    mark(table_.set_deadline(op.key, op.hash, when), op.key);
+  }
+  r.integer(1);
+}
+
+// DEL, UNLINK, EXISTS (one key each: the core splits them), TYPE, TTL, PTTL, EXPIRETIME,
+// PEXPIRETIME, PERSIST.
+void Shard::data_keys(ShardOp& op, int64_t now_ns) {
+  DataReply& r = *op.reply;
+  const int64_t now_ms = now_ns / kNsPerMsD;
+  Entry* e = lookup(op.key, op.hash, now_ns);
+  switch (op.data) {
+    case DataCmd::kDel:
+    case DataCmd::kUnlink:
+      if (e) {
+        forget(op.key, op.hash);
+        mark_gone(op.key);
+      }
+      return r.integer(e ? 1 : 0);
+    case DataCmd::kExists:
+      return r.integer(e ? 1 : 0);
+    case DataCmd::kType:
+      return r.status(e ? kind_name(e->kind) : "none");
+    case DataCmd::kPersist:
+      if (!e || e->deadline_ms() == 0) return r.integer(0);
+      mark(table_.set_deadline(op.key, op.hash, 0), op.key);
+      return r.integer(1);
+    default:
+      break;
+  }
+  if (!e) return r.integer(-2);
+  const int64_t expire = expires_ms(*e);
+  if (expire == -1) return r.integer(-1);
+  const bool absolute = op.data == DataCmd::kExpireTime || op.data == DataCmd::kPExpireTime;
+  const bool ms = op.data == DataCmd::kPTtl || op.data == DataCmd::kPExpireTime;
+  int64_t ttl = absolute ? expire : expire - now_ms;
+  if (ttl < 0) ttl = 0;
+  r.integer(ms ? ttl : (ttl + 500) / 1000);
+}
+
+}  // namespace fg

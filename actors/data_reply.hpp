@@ -1,0 +1,43 @@
+// A data command's reply as plain data: the shard writes it, the RESP door encodes it (RESP2
+// or RESP3), a forward carries it between nodes. Nothing here knows a wire format.
+#pragma once
+#include <cstdint>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace fg {
+
+struct ReplyItem {
+  enum class Type : uint8_t {
+    kInt,     // n
+    kBulk,    // s
+    kNull,    // a missing value (RESP2 $-1, RESP3 _)
+    kStatus,  // s ("OK")
+    kError,   // s, with its code word ("ERR ...", "WRONGTYPE ...")
+    kArray,   // n elements follow
+    kDouble,  // s: the number as text (RESP2 bulk, RESP3 double)
+  };
+  Type type = Type::kNull;
+  int64_t n = 0;
+  std::string s;
+};
+
+struct DataReply {
+  std::vector<ReplyItem> items;
+
+  void integer(int64_t v) { items.push_back({ReplyItem::Type::kInt, v, {}}); }
+  void bulk(std::string_view b) { items.push_back({ReplyItem::Type::kBulk, 0, std::string(b)}); }
+  void null() { items.push_back({ReplyItem::Type::kNull, 0, {}}); }
+  void status(std::string_view t) {
+    items.push_back({ReplyItem::Type::kStatus, 0, std::string(t)});
+  }
+  void error(std::string_view t) { items.push_back({ReplyItem::Type::kError, 0, std::string(t)}); }
+  void array(int64_t n) { items.push_back({ReplyItem::Type::kArray, n, {}}); }
+  void ok() { status("OK"); }
+  bool empty() const { return items.empty(); }
+  void clear() { items.clear(); }
+  bool is_error() const { return !items.empty() && items[0].type == ReplyItem::Type::kError; }
+};
+
+}  // namespace fg

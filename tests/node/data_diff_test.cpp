@@ -1,0 +1,338 @@
+// The data commands against the real thing: redis-server (Debian's) and a Floodgate node get
+// the same seeded, generated command sequences — wrong arities, bad numbers, overflows,
+// options in every combination, expired keys — and every reply must be the same bytes.
+// Replies that tell the time (TTL, PTTL, EXPIRETIME, PEXPIRETIME) may differ by the moment
+// between the two requests. Relative TTLs are never short enough to run out between them.
+//
+// In the suite: a fixed set of seeds. On demand, longer:
+//   FG_DIFF_SEED=1234 FG_DIFF_COMMANDS=100000 ./node_test --gtest_filter='DataDiff.*'
+// On a difference the test prints the seed, the command and both replies, and stops.
+#include <gtest/gtest.h>
+#include <sys/wait.h>
+
+#include <cstdlib>
+#include <random>
+#include <set>
+
+#include "node_process.hpp"
+
+namespace fg::testing {
+namespace {
+
+// One whole RESP value from `c`, as its bytes ("" if the connection ended).
+std::string read_value(Client& c) {
+  std::string line;
+  while (line.size() < 2 || line.compare(line.size() - 2, 2, "\r\n") != 0) {
+    std::string one = c.recv_n(1);
+    if (one.empty()) return "";
+    line += one;
+  }
+  const char t = line[0];
+  if (t == '$' && line != "$-1\r\n") return line + c.recv_n(std::stoul(line.substr(1)) + 2);
+  if (t == '*' && line != "*-1\r\n") {
+    const long n = std::stol(line.substr(1));
+    for (long i = 0; i < n; ++i) line += read_value(c);
+  }
+  return line;
+}
+
+std::string encode(const std::vector<std::string>& words) {
+  std::string in = "*" + std::to_string(words.size()) + "\r\n";
+  for (auto& w : words) in += "$" + std::to_string(w.size()) + "\r\n" + w + "\r\n";
+  return in;
+}
+
+class RedisServer {
+ public:
+  RedisServer() : port_(free_port()) {
+    pid_ = fork();
+    if (pid_ == 0) {
+      execlp("redis-server", "redis-server", "--port", std::to_string(port_).c_str(), "--save", "",
+             "--appendonly", "no", "--bind", "127.0.0.1", "--loglevel", "warning",
+             static_cast<char*>(nullptr));
+      _exit(127);
+    }
+    for (int i = 0; i < 100; ++i) {
+      Client c(port_, 200);
+      if (c.connected()) return;
+      std::this_thread::sleep_for(std::chrono::milliseconds(50));
+    }
+  }
+  ~RedisServer() {
+    kill(pid_, SIGKILL);
+    int status = 0;
+    waitpid(pid_, &status, 0);
+  }
+  int port() const { return port_; }
+
+ private:
+  int port_;
+  pid_t pid_ = -1;
+};
+
+// Seeded command sequences over a handful of keys (two of them in one slot, so multi-key
+// commands find keys together and apart).
+class Generator {
+ public:
+  Generator(uint64_t seed, std::string prefix) : rng_(seed), prefix_(std::move(prefix)) {}
+
+  std::vector<std::string> next() {
+    std::vector<std::string> w = command();
+    // Now and then a word too many or too few: arity errors, and options cut short.
+    const int r = pick(40);
+    if (r == 0 && w.size() > 1) w.pop_back();
+    if (r == 1) w.push_back(increment());  // (short: keys are at most 4096 bytes here)
+    return w;
+  }
+
+ private:
+  int pick(int n) { return static_cast<int>(rng_() % static_cast<uint64_t>(n)); }
+  template <class T>
+  const T& one(const std::vector<T>& v) {
+    return v[static_cast<size_t>(pick(static_cast<int>(v.size())))];
+  }
+  std::string key() { return prefix_ + one<std::string>({"a", "b", "c", "{t}x", "{t}y"}); }
+  std::string any_value() {
+    return one<std::string>({"0",
+                             "1",
+                             "-1",
+                             "10",
+                             "abc",
+                             "",
+                             "3.5",
+                             "9223372036854775807",
+                             "-9223372036854775808",
+                             "01",
+                             "1e3",
+                             " 2",
+                             "007",
+                             "-0",
+                             "+5",
+                             "99999999999999999999",
+                             "0x10",
+                             "4.0",
+                             "-2.50",
+                             std::string(5000, 'v')});
+  }
+  std::string increment() {
+    return one<std::string>({"1", "-1", "0", "5", "-7", "9223372036854775807",
+                             "-9223372036854775808", "x", "1.5", "", "100", "01"});
+  }
+  std::string float_increment() {
+    return one<std::string>({"1.5", "-0.25", "0", "1e3", "abc", "inf", "-inf", "3", "1e400", "0.1",
+                             "5.0e3", "", "-3", " 1", "1 ", "nan", "2.5e-3", "10"});
+  }
+  // A relative TTL no other in this run equals (so GT/LT never compare two deadlines that
+  // differ only by when each server read its clock), or a bad one.
+  std::string relative(bool ms) {
+    switch (pick(8)) {
+      case 0:
+        return one<std::string>(
+            {"0", "-5", "abc", "", "9223372036854775807", "-9223372036854775808", "1.5"});
+      default: {
+        int64_t s;
+        do s = 100 + pick(1'000'000);
+        while (!used_.insert(s).second);
+        return std::to_string(ms ? s * 1000 : s);
+      }
+    }
+  }
+  // An absolute deadline: long past (the key goes at once), far future, or bad.
+  std::string absolute(bool ms) {
+    const int64_t s = one<int64_t>(
+        {1, 1000, 1'500'000'000, 4'000'000'000, 5'000'000'000, -1, 0, 253'402'300'799});
+    if (pick(10) == 0) return "x";
+    return std::to_string(ms ? s * 1000 : s);
+  }
+  std::vector<std::string> expire_options() {
+    std::vector<std::string> o;
+    const int n = pick(4) == 0 ? pick(3) : 0;
+    for (int i = 0; i < n; ++i)
+      o.push_back(one<std::string>({"NX", "XX", "GT", "LT", "gt", "FOO"}));
+    return o;
+  }
+
+  std::vector<std::string> command() {
+    std::vector<std::string> w;
+    switch (pick(24)) {
+      case 0:
+      case 1:
+        return {"GET", key()};
+      case 2:
+      case 3: {
+        w = {"SET", key(), any_value()};
+        const int n = pick(4);
+        for (int i = 0; i < n; ++i) {
+          switch (pick(9)) {
+            case 0:
+              w.push_back("NX");
+              break;
+            case 1:
+              w.push_back("XX");
+              break;
+            case 2:
+              w.push_back("GET");
+              break;
+            case 3:
+              w.push_back("KEEPTTL");
+              break;
+            case 4:
+              w.insert(w.end(), {"EX", relative(false)});
+              break;
+            case 5:
+              w.insert(w.end(), {"PX", relative(true)});
+              break;
+            case 6:
+              w.insert(w.end(), {"EXAT", absolute(false)});
+              break;
+            case 7:
+              w.insert(w.end(), {"PXAT", absolute(true)});
+              break;
+            default:
+              w.push_back(one<std::string>({"ex", "BOGUS", "px"}));
+              break;
+          }
+        }
+        return w;
+      }
+      case 4:
+        return {"SETNX", key(), any_value()};
+      case 5:
+        return {one<std::string>({"SETEX", "PSETEX"}), key(), relative(pick(2) == 0), any_value()};
+      case 6:
+        return {"GETDEL", key()};
+      case 7: {
+        w = {"GETEX", key()};
+        const int n = pick(3);
+        for (int i = 0; i < n; ++i) {
+          switch (pick(5)) {
+            case 0:
+              w.insert(w.end(), {"EX", relative(false)});
+              break;
+            case 1:
+              w.insert(w.end(), {"PX", relative(true)});
+              break;
+            case 2:
+              w.insert(w.end(), {"EXAT", absolute(false)});
+              break;
+            case 3:
+              w.insert(w.end(), {"PXAT", absolute(true)});
+              break;
+            default:
+              w.push_back("PERSIST");
+              break;
+          }
+        }
+        return w;
+      }
+      case 8:
+      case 9:
+        return {one<std::string>({"INCR", "DECR"}), key()};
+      case 10:
+        return {one<std::string>({"INCRBY", "DECRBY"}), key(), increment()};
+      case 11:
+        return {"INCRBYFLOAT", key(), float_increment()};
+      case 12: {
+        w = {"MGET"};
+        const int n = 1 + pick(4);
+        for (int i = 0; i < n; ++i) w.push_back(key());
+        return w;
+      }
+      case 13: {
+        w = {"MSET"};
+        const int n = 1 + pick(3);
+        for (int i = 0; i < n; ++i) w.insert(w.end(), {key(), any_value()});
+        return w;
+      }
+      case 14: {
+        w = {one<std::string>({"DEL", "UNLINK", "EXISTS", "EXISTS"})};
+        const int n = 1 + pick(4);
+        for (int i = 0; i < n; ++i) w.push_back(key());
+        return w;
+      }
+      case 15:
+        return {"TYPE", key()};
+      case 16:
+      case 17: {
+        w = {one<std::string>({"EXPIRE", "PEXPIRE"}), key()};
+        w.push_back(relative(w[0] == "PEXPIRE"));
+        for (auto& o : expire_options()) w.push_back(o);
+        return w;
+      }
+      case 18: {
+        w = {one<std::string>({"EXPIREAT", "PEXPIREAT"}), key()};
+        w.push_back(absolute(w[0] == "PEXPIREAT"));
+        for (auto& o : expire_options()) w.push_back(o);
+        return w;
+      }
+      case 19:
+      case 20:
+        return {one<std::string>({"TTL", "PTTL", "EXPIRETIME", "PEXPIRETIME"}), key()};
+      case 21:
+        return {"PERSIST", key()};
+      default:
+        return {"INCRBY", key(), one<std::string>({"3", "-3", "1000000"})};
+    }
+  }
+
+  std::mt19937_64 rng_;
+  std::string prefix_;
+  std::set<int64_t> used_;
+};
+
+// How far two replies that tell the time may differ (0: not such a reply).
+int64_t time_slack(const std::string& cmd) {
+  if (cmd == "TTL" || cmd == "EXPIRETIME") return 1;
+  if (cmd == "PTTL" || cmd == "PEXPIRETIME") return 250;
+  return 0;
+}
+
+bool same_reply(const std::string& cmd, const std::string& fg, const std::string& redis) {
+  if (fg == redis) return true;
+  const int64_t slack = time_slack(cmd);
+  if (slack == 0 || fg.empty() || redis.empty() || fg[0] != ':' || redis[0] != ':') return false;
+  const int64_t a = std::stoll(fg.substr(1)), b = std::stoll(redis.substr(1));
+  return a >= 0 && b >= 0 && std::llabs(a - b) <= slack;
+}
+
+std::string printable(const std::vector<std::string>& words) {
+  std::string s;
+  for (const auto& w : words) {
+    s += "'" + w.substr(0, 64) + (w.size() > 64 ? "...' " : "' ");
+  }
+  return s;
+}
+
+void run_seed(uint64_t seed, int commands, Client& fg, Client& redis) {
+  Generator gen(seed, "diff:" + std::to_string(seed) + ":");
+  for (int i = 0; i < commands; ++i) {
+    const std::vector<std::string> w = gen.next();
+    ASSERT_TRUE(fg.send(encode(w)));
+    ASSERT_TRUE(redis.send(encode(w)));
+    const std::string a = read_value(fg), b = read_value(redis);
+    ASSERT_FALSE(a.empty()) << "Floodgate closed the connection after " << printable(w);
+    ASSERT_TRUE(same_reply(w[0], a, b))
+        << "seed " << seed << ", command " << i << ": " << printable(w) << "\n  floodgate: " << a
+        << "\n  redis:     " << b;
+  }
+}
+
+TEST(DataDiff, SeededSequencesAnswerAsRedisServerDoes) {
+  RedisServer redis;
+  NodeProcess node;
+  ASSERT_TRUE(node.alive());
+  Client fg(node.port()), rc(redis.port());
+  ASSERT_TRUE(fg.connected());
+  ASSERT_TRUE(rc.connected()) << "redis-server did not start";
+  std::vector<uint64_t> seeds = {1, 2, 3, 20261123, 424242};
+  int commands = 3000;
+  if (const char* s = std::getenv("FG_DIFF_SEED")) seeds = {std::strtoull(s, nullptr, 10)};
+  if (const char* n = std::getenv("FG_DIFF_COMMANDS")) commands = std::atoi(n);
+  for (uint64_t seed : seeds) {
+    run_seed(seed, commands, fg, rc);
+    if (HasFatalFailure()) return;
+  }
+}
+
+}  // namespace
+}  // namespace fg::testing
