@@ -101,6 +101,12 @@ inline std::string unsupported_option(std::string_view opt) {
   return s;
 }
 
+// --- transactions (Redis's multi.c) ---------------------------------------------------
+inline constexpr char kMultiNested[] = "ERR MULTI calls can not be nested";
+inline constexpr char kExecWithoutMulti[] = "ERR EXEC without MULTI";
+inline constexpr char kDiscardWithoutMulti[] = "ERR DISCARD without MULTI";
+inline constexpr char kExecAbort[] = "EXECABORT Transaction discarded because of previous errors.";
+
 // --- policies --------------------------------------------------------------------------
 inline constexpr char kNoPolicyApplies[] =
     "ERR no policy applies to this key: name one, or map a key pattern to one with FG.POLICY "

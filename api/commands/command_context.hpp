@@ -32,6 +32,10 @@ class CommandContext {
 
   // Hands a decoded request to the request core; its reply takes this command's place.
   virtual void request(Request& r, ReplyStyle style) = 0;
+  // Transactions (MULTI ... EXEC): the session queues what comes between.
+  virtual void multi() = 0;
+  virtual void exec() = 0;
+  virtual void discard() = 0;
 
   RespWriter local() { return RespWriter(local_, proto_); }  // an immediate reply
   Services& svc() { return svc_; }

@@ -18,4 +18,8 @@ void data_request(CommandContext& s, Args& a, DataCmd c) {
   s.request(r, ReplyStyle::kData);
 }
 
+void cmd_multi(CommandContext& s, Args&) { s.multi(); }
+void cmd_exec(CommandContext& s, Args&) { s.exec(); }
+void cmd_discard(CommandContext& s, Args&) { s.discard(); }
+
 }  // namespace fg

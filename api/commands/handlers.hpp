@@ -45,6 +45,11 @@ void cmd_data(CommandContext& s, Args& a) {
   data_request(s, a, C);
 }
 
+// transactions (the session queues and runs them)
+void cmd_multi(CommandContext& s, Args& a);
+void cmd_exec(CommandContext& s, Args& a);
+void cmd_discard(CommandContext& s, Args& a);
+
 // cluster_commands.cpp
 void cmd_cluster(CommandContext& s, Args& a);
 void cmd_asking(CommandContext& s, Args& a);  // ASKING, READONLY, READWRITE

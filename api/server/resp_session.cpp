@@ -5,6 +5,7 @@
 #include "command_table.hpp"
 #include "errors.hpp"
 #include "gcra.hpp"
+#include "key_slot.hpp"
 #include "request_metrics.hpp"
 
 namespace fg {
@@ -154,6 +155,7 @@ ProcessResult RespSession::process(const char* data, size_t len, Flight& flight)
     door_.routing = routing_.get();
   }
   arrived_ns_ = steady_ns();
+  executing_.clear();  // (the last flight, which ran them, is back)
   slots_.clear();
   local_.clear();
   arena_.clear();
@@ -195,6 +197,10 @@ ProcessResult RespSession::process(const char* data, size_t len, Flight& flight)
     ++taken;
     const size_t start = local_.size();
     requested_ = false;
+    if (in_multi_ && queue(spec)) {
+      end_local_slot(start);
+      continue;
+    }
     if (!spec) {
       local().error(err::unknown_command(args_));
     } else if ((spec->arity > 0 && static_cast<int>(args_.size()) != spec->arity) ||
@@ -218,6 +224,90 @@ ProcessResult RespSession::process(const char* data, size_t len, Flight& flight)
   flight_ = nullptr;
   policies_.reset();  // the next read sees policy changes
   return r;
+}
+
+bool RespSession::queue(const CommandSpec* spec) {
+  if (spec) {
+    const std::string_view n = spec->name;
+    if (n == "exec" || n == "discard" || n == "multi" || n == "quit") return false;
+  }
+  if (!spec) {
+    local().error(err::unknown_command(args_));
+  } else if ((spec->arity > 0 && static_cast<int>(args_.size()) != spec->arity) ||
+             (spec->arity < 0 && static_cast<int>(args_.size()) < -spec->arity)) {
+    local().error(err::wrong_arity(spec->name));
+  } else if (!authenticated_ && !(spec->flags & kNoAuth)) {
+    local().error(err::kNoAuth);
+  } else {
+    queued_.emplace_back(args_.begin(), args_.end());
+    local().simple("QUEUED");
+    return true;
+  }
+  multi_dirty_ = true;  // (Redis: refused while queueing, the whole transaction goes)
+  return true;
+}
+
+void RespSession::multi() {
+  if (in_multi_) return local().error(err::kMultiNested);
+  in_multi_ = true;
+  local().ok();
+}
+
+void RespSession::discard() {
+  if (!in_multi_) return local().error(err::kDiscardWithoutMulti);
+  in_multi_ = multi_dirty_ = false;
+  queued_.clear();
+  local().ok();
+}
+
+bool RespSession::queued_cross_slot() const {
+  int slot = -1;
+  for (const auto& words : queued_) {
+    const CommandSpec* spec = find_command(words[0]);
+    if (!spec || !(spec->flags & kKeyed) || words.size() < 2) continue;
+    const size_t last = spec->last_key < 0 ? words.size() - 1 : 1;
+    for (size_t j = 1; j <= last; j += static_cast<size_t>(spec->key_step)) {
+      const int s = static_cast<int>(key_slot(words[j]));
+      if (slot >= 0 && s != slot) return true;
+      slot = s;
+    }
+  }
+  return false;
+}
+
+// EXEC: the queued commands run one after the other in this read, each as it would alone,
+// so every keyed one joins the same flight, in order: the ops of one shard run back to back
+// in one turn of it, nothing of anyone else's between them.
+void RespSession::exec() {
+  if (!in_multi_) return local().error(err::kExecWithoutMulti);
+  const bool dirty = multi_dirty_;
+  in_multi_ = multi_dirty_ = false;
+  if (dirty) {
+    queued_.clear();
+    return local().error(err::kExecAbort);
+  }
+  if (routing_ && queued_cross_slot()) {
+    queued_.clear();
+    return local().error(err::kCrossSlot);
+  }
+  executing_ = std::move(queued_);
+  queued_.clear();
+  const uint16_t exec_cmd = cur_cmd_;
+  size_t start = local_.size();
+  local().array(executing_.size());
+  end_local_slot(start);
+  for (const auto& words : executing_) {
+    exec_args_.assign(words.begin(), words.end());
+    const CommandSpec* spec = find_command(exec_args_[0]);
+    cur_cmd_ = command_id(spec);
+    start = local_.size();
+    requested_ = false;
+    client_->last_cmd.store(spec->name, std::memory_order_relaxed);
+    spec->handler(*this, exec_args_);
+    if (!requested_) end_local_slot(start);
+  }
+  cur_cmd_ = exec_cmd;
+  requested_ = true;  // (every reply has its slot already)
 }
 
 void RespSession::complete(Flight& flight) {

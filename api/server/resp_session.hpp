@@ -40,6 +40,9 @@ class RespSession final : public CommandContext {
   std::string& output() { return out_; }
 
   void request(Request& r, ReplyStyle style) override;
+  void multi() override;
+  void exec() override;
+  void discard() override;
 
  private:
   // One command's place among this read's replies.
@@ -53,6 +56,11 @@ class RespSession final : public CommandContext {
     Pending pending;  // kPending
   };
   void end_local_slot(size_t start);
+  // In a transaction: queues the command (+QUEUED), or answers why not and marks the
+  // transaction to be refused at EXEC. False: the command runs now (EXEC, DISCARD, ...).
+  bool queue(const CommandSpec* spec);
+  // Whether the queued commands' keys lie in more than one slot (cluster mode).
+  bool queued_cross_slot() const;
   const Door& door();  // for this read (the mode follows CLUSTER SLOTS at once)
 
   RequestCore core_;
@@ -70,6 +78,14 @@ class RespSession final : public CommandContext {
   const CommandSpec* last_spec_ = nullptr;
   int64_t arrived_ns_ = 0;  // when this read's commands were parsed (steady clock)
   std::string out_;
+  // MULTI: the queued commands' words (copied: the read buffer they came in goes), and
+  // whether one was refused while queueing (EXEC then answers EXECABORT).
+  bool in_multi_ = false;
+  bool multi_dirty_ = false;
+  std::vector<std::vector<std::string>> queued_;
+  // EXEC's commands, kept until the flight that runs them is back.
+  std::vector<std::vector<std::string>> executing_;
+  std::vector<std::string_view> exec_args_;
 };
 
 // Appends `o` (the outcome of a request of `style`) as a RESP reply.

@@ -135,3 +135,57 @@ for (const [name, createCluster] of [['redis v5', createCluster5], ['redis v6', 
     }
   });
 }
+
+// Limiter code written for Redis, unchanged: the patterns people run on ioredis Cluster and
+// node-redis today, with their own commands (the client routes them by key).
+test('ioredis Cluster: Redis limiter code runs unchanged', { timeout: 60000 }, async () => {
+  const cluster = new Redis.Cluster([{ host: '127.0.0.1', port: ports[2] }],
+    { redisOptions: { maxRetriesPerRequest: 2 } });
+  try {
+    await new Promise((resolve, reject) => { cluster.once('ready', resolve); cluster.once('error', reject); });
+    // A fixed window: MULTI / INCR key:minute / EXPIRE key 59 / EXEC.
+    const minute = `rl:ioredis:${Math.floor(Date.now() / 60000)}`;
+    for (let i = 1; i <= 3; i++) {
+      const r = await cluster.multi().incr(minute).expire(minute, 59).exec();
+      assert.deepEqual(r, [[null, i], [null, 1]]);
+    }
+    assert.ok(await cluster.ttl(minute) > 0 && await cluster.ttl(minute) <= 59);
+    // INCR, then EXPIRE on the first hit.
+    const first = await cluster.incr('rl:first');
+    if (first === 1) assert.equal(await cluster.expire('rl:first', 60), 1);
+    assert.equal(await cluster.pttl('rl:first') > 0, true);
+    // Per-server connection counts under one user's hash tag, summed with MGET.
+    const user = 'customer-limit-{user7}';
+    await cluster.incr(`${user}:srv1`);
+    await cluster.incr(`${user}:srv1`);
+    await cluster.incrby(`${user}:srv2`, 3);
+    await cluster.decr(`${user}:srv1`);
+    const counts = await cluster.mget(`${user}:srv1`, `${user}:srv2`, `${user}:srv3`);
+    assert.deepEqual(counts, ['1', '3', null]);
+    assert.equal(await cluster.set(`${user}:note`, 'x', 'PX', 60000, 'NX'), 'OK');
+    assert.equal(await cluster.set(`${user}:note`, 'y', 'PX', 60000, 'NX'), null);
+    assert.equal(await cluster.del(`${user}:srv1`, `${user}:srv2`, `${user}:note`), 3);
+  } finally {
+    cluster.disconnect();
+  }
+});
+
+test('redis v5 createCluster: Redis limiter code runs unchanged', { timeout: 60000 }, async () => {
+  const cluster = createCluster5({ rootNodes: [{ url: `redis://127.0.0.1:${ports[0]}` }] });
+  cluster.on('error', () => {});
+  await cluster.connect();
+  try {
+    const key = `rl:node-redis:${Math.floor(Date.now() / 60000)}`;
+    for (let i = 1; i <= 3; i++) {
+      const r = await cluster.multi().incr(key).expire(key, 59).exec();
+      assert.deepEqual(r.map(Number), [i, 1]);  // (EXEC's replies as sent: integers)
+    }
+    assert.equal(await cluster.get(key), '3');
+    assert.equal(await cluster.incrByFloat('rl:float', '1.5'), '1.5');
+    assert.equal(await cluster.type(key), 'string');
+    assert.equal(Number(await cluster.persist(key)), 1);
+    assert.equal(await cluster.ttl(key), -1);
+  } finally {
+    await cluster.close();
+  }
+});

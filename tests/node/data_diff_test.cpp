@@ -77,6 +77,18 @@ class Generator {
   Generator(uint64_t seed, std::string prefix) : rng_(seed), prefix_(std::move(prefix)) {}
 
   std::vector<std::string> next() {
+    // Transactions: MULTI, a few commands (queued, or refused while queueing), then EXEC
+    // or DISCARD; now and then a nested MULTI or an EXEC/DISCARD without one.
+    if (in_multi_ < 0 && pick(25) == 0) {
+      in_multi_ = pick(5);
+      return {"MULTI"};
+    }
+    if (in_multi_ == 0) {
+      in_multi_ = -1;
+      return {one<std::string>({"EXEC", "EXEC", "EXEC", "DISCARD", "exec"})};
+    }
+    if (in_multi_ > 0) --in_multi_;
+    if (pick(200) == 0) return {one<std::string>({"MULTI", "EXEC", "DISCARD", "NOSUCH"})};
     std::vector<std::string> w = command();
     // Now and then a word too many or too few: arity errors, and options cut short.
     const int r = pick(40);
@@ -278,6 +290,7 @@ class Generator {
   std::mt19937_64 rng_;
   std::string prefix_;
   std::set<int64_t> used_;
+  int in_multi_ = -1;  // commands left before EXEC/DISCARD; -1: not in a transaction
 };
 
 // How far two replies that tell the time may differ (0: not such a reply).
@@ -295,6 +308,34 @@ bool same_reply(const std::string& cmd, const std::string& fg, const std::string
   return a >= 0 && b >= 0 && std::llabs(a - b) <= slack;
 }
 
+// One whole RESP value of `s` at `pos`, as its bytes; advances `pos`.
+std::string value_at(const std::string& s, size_t& pos) {
+  const size_t start = pos;
+  const size_t eol = s.find("\r\n", pos);
+  if (eol == std::string::npos) return "";
+  const std::string line = s.substr(pos, eol - pos);
+  pos = eol + 2;
+  if (line[0] == '$' && line != "$-1") pos += std::stoul(line.substr(1)) + 2;
+  if (line[0] == '*' && line != "*-1") {
+    const long n = std::stol(line.substr(1));
+    for (long i = 0; i < n; ++i) value_at(s, pos);
+  }
+  return s.substr(start, pos - start);
+}
+
+// EXEC's replies, element by element, each as its queued command's reply.
+bool same_exec(const std::vector<std::string>& queued, const std::string& fg,
+               const std::string& redis) {
+  if (fg == redis) return true;
+  if (fg.empty() || fg[0] != '*' || redis.empty() || redis[0] != '*') return false;
+  size_t a = fg.find("\r\n") + 2, b = redis.find("\r\n") + 2;
+  if (fg.substr(0, a) != redis.substr(0, b)) return false;
+  for (const std::string& cmd : queued) {
+    if (!same_reply(cmd, value_at(fg, a), value_at(redis, b))) return false;
+  }
+  return a == fg.size() && b == redis.size();
+}
+
 std::string printable(const std::vector<std::string>& words) {
   std::string s;
   for (const auto& w : words) {
@@ -305,13 +346,20 @@ std::string printable(const std::vector<std::string>& words) {
 
 void run_seed(uint64_t seed, int commands, Client& fg, Client& redis) {
   Generator gen(seed, "diff:" + std::to_string(seed) + ":");
+  std::vector<std::string> queued, executed;  // the transaction's commands, upper case
   for (int i = 0; i < commands; ++i) {
     const std::vector<std::string> w = gen.next();
+    executed = queued;
     ASSERT_TRUE(fg.send(encode(w)));
     ASSERT_TRUE(redis.send(encode(w)));
     const std::string a = read_value(fg), b = read_value(redis);
     ASSERT_FALSE(a.empty()) << "Floodgate closed the connection after " << printable(w);
-    ASSERT_TRUE(same_reply(w[0], a, b))
+    std::string cmd = w[0];
+    for (char& ch : cmd) ch = static_cast<char>(std::toupper(static_cast<unsigned char>(ch)));
+    const bool exec = cmd == "EXEC" && !queued.empty();
+    if (b == "+QUEUED\r\n") queued.push_back(cmd);
+    if (cmd == "EXEC" || cmd == "DISCARD") queued.clear();
+    ASSERT_TRUE(exec ? same_exec(executed, a, b) : same_reply(cmd, a, b))
         << "seed " << seed << ", command " << i << ": " << printable(w) << "\n  floodgate: " << a
         << "\n  redis:     " << b;
   }
