@@ -3,6 +3,11 @@
 #pragma once
 #include <cstdint>
 #include <iterator>
+#include <string_view>
+#include <vector>
+
+#include "key_slot.hpp"
+#include "words.hpp"
 
 namespace fg {
 
@@ -37,18 +42,23 @@ enum class DataCmd : uint8_t {
   kExpireTime,
   kPExpireTime,
   kPersist,
+  kKeys,
+  kScan,
 };
-constexpr uint8_t kLastDataCmd = static_cast<uint8_t>(DataCmd::kPersist);
+constexpr uint8_t kLastDataCmd = static_cast<uint8_t>(DataCmd::kScan);
 
 // How a command with several keys is answered when its keys are split over shards: each
 // part runs the command on one key (with its value, for MSET), and the parts' replies add
 // up (DEL, UNLINK, EXISTS), line up (MGET), or agree (MSET: OK).
-enum class Merge : uint8_t { kNone, kSum, kConcat, kOk };
+// KEYS and SCAN run on every shard (their parts' keys line up; SCAN's under cursor 0),
+// unless their pattern lies in one slot: then on that slot's shard, on its owner.
+enum class Merge : uint8_t { kNone, kSum, kConcat, kOk, kScan };
 
 struct DataCmdInfo {
-  const char* name;  // lower case, as errors quote it
-  uint8_t step;      // words per key from the key on: 1, or 2 for MSET's key-value pairs
-  Merge merge;       // kNone: one key
+  const char* name;          // lower case, as errors quote it
+  uint8_t step;              // words per key from the key on: 1, or 2 for MSET's key-value pairs
+  Merge merge;               // kNone: one key
+  bool every_shard = false;  // reads every key a shard serves (KEYS, SCAN), no key argument
 };
 
 inline const DataCmdInfo& data_cmd_info(DataCmd c) {
@@ -81,9 +91,25 @@ inline const DataCmdInfo& data_cmd_info(DataCmd c) {
       {"expiretime", 1, Merge::kNone},
       {"pexpiretime", 1, Merge::kNone},
       {"persist", 1, Merge::kNone},
+      {"keys", 1, Merge::kConcat, true},
+      {"scan", 1, Merge::kScan, true},
   };
   static_assert(std::size(kInfo) == kLastDataCmd + 1);
   return kInfo[static_cast<uint8_t>(c)];
+}
+
+// The key a data command is routed by: its first key; for KEYS and SCAN their pattern when
+// it lies in one slot (pattern_in_one_slot), else none (every shard of this node).
+inline std::string_view data_route_key(DataCmd c, const std::vector<std::string_view>& a) {
+  if (!data_cmd_info(c).every_shard) return a[1];
+  std::string_view pattern;
+  if (c == DataCmd::kKeys) {
+    pattern = a[1];
+  } else {
+    for (size_t j = 2; j + 1 < a.size(); j += 2)
+      if (iequals(a[j], "match")) pattern = a[j + 1];
+  }
+  return pattern_in_one_slot(pattern) ? pattern : std::string_view();
 }
 
 }  // namespace fg

@@ -129,6 +129,20 @@ int64_t rest_at_ns(Entry& e) {
 
 bool is_string(const Entry* e) { return e->kind == Kind::kString; }
 
+// SCAN's cursor as Redis reads it (an unsigned 64-bit decimal; we only ever hand out 0).
+bool parse_unsigned_cursor(std::string_view s, int64_t& out) {
+  if (s.empty() || s.size() > 20) return false;
+  uint64_t v = 0;
+  for (char c : s) {
+    if (c < '0' || c > '9') return false;
+    const uint64_t d = static_cast<uint64_t>(c - '0');
+    if (v > (UINT64_MAX - d) / 10) return false;
+    v = v * 10 + d;
+  }
+  out = v == 0 ? 0 : 1;
+  return true;
+}
+
 }  // namespace
 
 int64_t Shard::expires_ms(const Entry& e) {
@@ -208,10 +222,61 @@ void Shard::data(ShardOp& op, int64_t now_ns) {
     case DataCmd::kPExpireTime:
     case DataCmd::kPersist:
       return data_keys(op, now_ns);
+    case DataCmd::kKeys:
+    case DataCmd::kScan:
+      return data_scan(op, now_ns);
     case DataCmd::kNone:
       break;
   }
   op.reply->error(err::kSyntax);
+}
+
+// KEYS pattern, SCAN cursor [MATCH pattern] [COUNT n] [TYPE type]: the live keys this shard
+// serves (a replica's copies are its owner's to list). SCAN answers every match at once,
+// under cursor 0, which its contract allows (COUNT is a hint); so both cost O(keys held).
+void Shard::data_scan(ShardOp& op, int64_t now_ns) {
+  const auto& a = *op.args;
+  DataReply& r = *op.reply;
+  std::string_view pattern = "*", type;
+  const bool scan = op.data == DataCmd::kScan;
+  if (scan) {
+    int64_t cursor;
+    if (!parse_unsigned_cursor(a[1], cursor)) return r.error(err::kInvalidCursor);
+    for (size_t j = 2; j < a.size(); ++j) {
+      const bool more = j + 1 < a.size();
+      if (iequals(a[j], "count") && more) {
+        int64_t n;
+        if (!parse_int(a[++j], n)) return r.error(err::kNotInteger);
+        if (n < 1) return r.error(err::kSyntax);
+      } else if (iequals(a[j], "match") && more) {
+        pattern = a[++j];
+      } else if (iequals(a[j], "type") && more) {
+        type = a[++j];
+      } else {
+        return r.error(err::kSyntax);
+      }
+    }
+    if (cursor != 0) {  // (never handed out: a page of nothing, and the end)
+      r.array(2);
+      r.bulk("0");
+      return r.array(0);
+    }
+  } else {
+    pattern = a[1];
+  }
+  const bool all = pattern == "*";
+  std::vector<Entry*> hits;
+  table_.for_each([&](Entry* e) {
+    if (idle(e, now_ns) || !owns(key_slot(e->key()))) return;
+    if (!type.empty() && !iequals(kind_name(e->kind), type)) return;
+    if (all || glob_match(pattern, e->key(), false)) hits.push_back(e);
+  });
+  if (scan) {
+    r.array(2);
+    r.bulk("0");
+  }
+  r.array(static_cast<int64_t>(hits.size()));
+  for (Entry* e : hits) r.bulk(e->key());
 }
 
 // GET, GETDEL, and one key of MGET or MSET (the core splits them by key).

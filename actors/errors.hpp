@@ -88,6 +88,7 @@ inline constexpr char kNanOrInfinity[] = "ERR increment would produce NaN or Inf
 inline constexpr char kExpireNxOptions[] =
     "ERR NX and XX, GT or LT options at the same time are not compatible";
 inline constexpr char kExpireGtLt[] = "ERR GT and LT options at the same time are not compatible";
+inline constexpr char kInvalidCursor[] = "ERR invalid cursor";
 inline constexpr char kMalformedReply[] = "ERR the key's owner sent a malformed reply";
 inline constexpr char kCrossSlot[] = "CROSSSLOT Keys in request don't hash to the same slot";
 inline std::string invalid_expire(std::string_view command) {  // lower case, "set"

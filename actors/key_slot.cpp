@@ -51,4 +51,12 @@ uint32_t key_slot(std::string_view key) {
   return crc16_xmodem(key.data(), key.size()) & (kSlotCount - 1);
 }
 
+bool pattern_in_one_slot(std::string_view pattern) {
+  const size_t open = pattern.find('{');
+  if (open == std::string_view::npos) return false;
+  const size_t close = pattern.find('}', open + 1);
+  if (close == std::string_view::npos || close == open + 1) return false;
+  return pattern.substr(0, close + 1).find_first_of("*?[\\") == std::string_view::npos;
+}
+
 }  // namespace fg

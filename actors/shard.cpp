@@ -322,7 +322,7 @@ void Shard::execute_batch(std::vector<ShardOp>& ops, uint16_t id, int64_t now_ns
   }
   for (ShardOp& op : ops) {
     if (!mine(op)) continue;
-    if (owned_ && op.shard != kAllShards && !owned_->test(op.slot)) {
+    if (owned_ && op.shard != kAllShards && !op.every_slot && !owned_->test(op.slot)) {
       op.status = OpStatus::kNotOwner;
       continue;
     }

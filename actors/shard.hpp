@@ -94,6 +94,7 @@ class Shard {
   void data_incr(ShardOp& op, int64_t now_ns);
   void data_expire(ShardOp& op, int64_t now_ns);
   void data_keys(ShardOp& op, int64_t now_ns);
+  void data_scan(ShardOp& op, int64_t now_ns);  // KEYS, SCAN
   // The key's live entry, or null; state gone idle (an expired deadline, a limiter back at
   // rest) is forgotten on the way, as Redis expires keys on access.
   Entry* lookup(std::string_view key, uint64_t h, int64_t now_ns);

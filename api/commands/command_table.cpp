@@ -117,6 +117,13 @@ const std::vector<CommandSpec>& all_commands() {
        cmd_data<DataCmd::kPExpireTime>},
       {"persist", 2, kKeyed | kWrite | kFast, "generic", "2.2.0",
        "Removes the expiration time of a key", "key", cmd_data<DataCmd::kPersist>},
+      {"keys", 2, 0, "generic", "1.0.0",
+       "Returns all key names that match a pattern (this node's keys; a pattern with a "
+       "{hash tag} before any wildcard is answered by the tag's owner)",
+       "pattern", cmd_data<DataCmd::kKeys>},
+      {"scan", -2, 0, "generic", "2.8.0",
+       "Iterates over the key names (every match in one reply, cursor 0)",
+       "cursor [MATCH pattern] [COUNT count] [TYPE type]", cmd_data<DataCmd::kScan>},
       {"multi", 1, kFast, "transactions", "1.2.0", "Starts a transaction", "", cmd_multi},
       {"exec", 1, 0, "transactions", "1.2.0", "Executes all commands in a transaction", "",
        cmd_exec},

@@ -45,7 +45,7 @@ Result<Request> decode_forwarded(const forward::ForwardedRequest& in,
     r.verb = Verb::kData;
     r.data = static_cast<DataCmd>(in.data());
     r.args = &words;
-    r.key = words[1];
+    r.key = data_route_key(r.data, words);
     return r;
   }
   r.verb = static_cast<Verb>(in.verb());

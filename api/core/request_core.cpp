@@ -181,7 +181,7 @@ bool RequestCore::must_wait(std::string_view key, const Routing* rt) const {
     case Verb::kData: {
       const auto& a = *r.args;
       const DataCmdInfo& info = data_cmd_info(r.data);
-      const size_t keys_end = info.merge == Merge::kNone ? 2 : a.size();
+      const size_t keys_end = info.every_shard ? 0 : info.merge == Merge::kNone ? 2 : a.size();
       for (size_t j = 1; j < keys_end; j += info.step) {
         if (a[j].size() > kMaxKeyLen) {
           refuse(now, Code::kError, err::kKeyTooLong);
@@ -209,9 +209,13 @@ Pending RequestCore::submit(const Request& r, const Door& d, Flight& f, Outcome&
     holder = f.strings.emplace_back(svc_.bound->bind(d.client_id, r.spec.c / kNsPerMs));
   }
   uint32_t slot = 0;
-  if (d.routing && keyed(r.verb)) {
+  // KEYS and SCAN over every key this node serves (no key to route by; Redis Cluster's
+  // are node-local too), unless their pattern lies in one slot (r.key is then the pattern).
+  const bool every_key =
+      r.verb == Verb::kData && r.key.empty() && data_cmd_info(r.data).every_shard;
+  if (d.routing && keyed(r.verb) && !every_key) {
     slot = key_slot(r.key);
-    if (r.verb == Verb::kData && !one_slot(r, slot)) {
+    if (r.verb == Verb::kData && !data_cmd_info(r.data).every_shard && !one_slot(r, slot)) {
       refuse(now, Code::kError, err::kCrossSlot);
       count(p, now, 0, r.key, d);
       return p;
@@ -293,8 +297,20 @@ Pending RequestCore::serve_data(const Request& r, Flight& f, uint32_t slot, Pend
     op.reply = &f.replies.emplace_back();
     ++p.parts;
   };
-  if (info.merge == Merge::kNone) {
+  if (info.every_shard && r.key.empty()) {
+    for (size_t i = 0; i < svc_.shards->size(); ++i) {
+      add(std::vector<std::string_view>(a.begin(), a.end()));
+      ShardOp& op = f.batch->ops.back();
+      op.shard = static_cast<uint16_t>(i);
+      op.every_slot = true;
+    }
+  } else if (info.merge == Merge::kNone || info.every_shard) {
     add(std::vector<std::string_view>(a.begin(), a.end()));
+    if (info.every_shard) {
+      ShardOp& op = f.batch->ops.back();
+      op.key = r.key;  // the pattern: its slot's shard
+      op.shard = svc_.shards->shard_of(r.key);
+    }
   } else {
     for (size_t j = 1; j < a.size(); j += info.step) {
       std::vector<std::string_view> one{a[0], a[j]};
@@ -310,9 +326,9 @@ void RequestCore::merge_data(const Pending& p, Flight& f, Outcome& out) {
   const ShardOp& first = f.batch->ops[p.index];
   DataReply& merged = f.replies.emplace_back();
   int64_t sum = 0;
-  std::vector<const ReplyItem*> items;
+  std::vector<ReplyItem*> items;  // (moved into the merged reply: a KEYS part may be big)
   for (uint32_t k = 0; k < p.parts; ++k) {
-    const ShardOp& op = f.batch->ops[p.index + k];
+    ShardOp& op = f.batch->ops[p.index + k];
     Outcome part;
     from_op(op, part);
     if (!part.ok()) {  // (the first refusal answers for the command)
@@ -320,15 +336,22 @@ void RequestCore::merge_data(const Pending& p, Flight& f, Outcome& out) {
       return;
     }
     if (!op.reply->items.empty()) sum += op.reply->items[0].n;
-    for (size_t i = 1; i < op.reply->items.size(); ++i) items.push_back(&op.reply->items[i]);
+    // (SCAN's parts: "0", then the array of keys)
+    const size_t skip = data_cmd_info(first.data).merge == Merge::kScan ? 3 : 1;
+    for (size_t i = skip; i < op.reply->items.size(); ++i) items.push_back(&op.reply->items[i]);
   }
   switch (data_cmd_info(first.data).merge) {
     case Merge::kSum:
       merged.integer(sum);
       break;
+    case Merge::kScan:
+      merged.array(2);
+      merged.bulk("0");
+      [[fallthrough]];
     case Merge::kConcat:
       merged.array(static_cast<int64_t>(items.size()));
-      for (const ReplyItem* i : items) merged.items.push_back(*i);
+      merged.items.reserve(items.size() + 3);
+      for (ReplyItem* i : items) merged.items.push_back(std::move(*i));
       break;
     case Merge::kOk:
     case Merge::kNone:

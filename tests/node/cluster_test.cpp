@@ -518,6 +518,10 @@ TEST(Failover, DataKeysAreForwardedReplicatedAndSurviveTheOwnersDeath) {
   EXPECT_EQ(ask(c, {"MGET", a, "elsewhere"}),
             "-CROSSSLOT Keys in request don't hash to the same slot\r\n");
   EXPECT_EQ(ask(c, {"GET", "elsewhere"}), "$-1\r\n");
+  // KEYS with the user's hash tag: answered by the tag's owner, wherever it is asked.
+  const std::string keys = ask(c, {"KEYS", "customer-limit-" + tag + ":*"});
+  EXPECT_EQ(keys.rfind("*3\r\n", 0), 0u) << keys;
+  for (const auto& k : {a, b, note}) EXPECT_NE(keys.find(k), std::string::npos) << keys;
   // The fixed-window pattern in a transaction, forwarded to the owner as one flight.
   EXPECT_EQ(ask(c, {"MULTI"}), "+OK\r\n");
   EXPECT_EQ(ask(c, {"INCR", b}), "+QUEUED\r\n");
@@ -543,6 +547,7 @@ TEST(Failover, DataKeysAreForwardedReplicatedAndSurviveTheOwnersDeath) {
   EXPECT_GT(std::stoll(ttl.substr(1)), 500) << "the deadline is absolute and travels with the key";
   EXPECT_LE(std::stoll(ttl.substr(1)), 600);
   EXPECT_EQ(ask(c, {"GET", note}), "$5\r\nhello\r\n");
+  EXPECT_EQ(ask(c, {"KEYS", "customer-limit-" + tag + ":srv*"}).rfind("*2\r\n", 0), 0u);
   EXPECT_EQ(ask(c, {"DEL", a, b, note}), ":3\r\n");
   EXPECT_EQ(ask(c, {"EXISTS", a}), ":0\r\n");
 }
