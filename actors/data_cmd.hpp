@@ -44,8 +44,20 @@ enum class DataCmd : uint8_t {
   kPersist,
   kKeys,
   kScan,
+  // hashes
+  kHGet,
+  kHSet,
+  kHSetNx,
+  kHMSet,
+  kHMGet,
+  kHIncrBy,
+  kHIncrByFloat,
+  kHDel,
+  kHGetAll,
+  kHLen,
+  kHExists,
 };
-constexpr uint8_t kLastDataCmd = static_cast<uint8_t>(DataCmd::kScan);
+constexpr uint8_t kLastDataCmd = static_cast<uint8_t>(DataCmd::kHExists);
 
 // How a command with several keys is answered when its keys are split over shards: each
 // part runs the command on one key (with its value, for MSET), and the parts' replies add
@@ -93,6 +105,17 @@ inline const DataCmdInfo& data_cmd_info(DataCmd c) {
       {"persist", 1, Merge::kNone},
       {"keys", 1, Merge::kConcat, true},
       {"scan", 1, Merge::kScan, true},
+      {"hget", 1, Merge::kNone},
+      {"hset", 1, Merge::kNone},
+      {"hsetnx", 1, Merge::kNone},
+      {"hmset", 1, Merge::kNone},
+      {"hmget", 1, Merge::kNone},
+      {"hincrby", 1, Merge::kNone},
+      {"hincrbyfloat", 1, Merge::kNone},
+      {"hdel", 1, Merge::kNone},
+      {"hgetall", 1, Merge::kNone},
+      {"hlen", 1, Merge::kNone},
+      {"hexists", 1, Merge::kNone},
   };
   static_assert(std::size(kInfo) == kLastDataCmd + 1);
   return kInfo[static_cast<uint8_t>(c)];

@@ -11,6 +11,7 @@
 #include "errors.hpp"
 #include "fixed_window.hpp"
 #include "gcra.hpp"
+#include "hash_value.hpp"
 #include "shard.hpp"
 #include "sliding_log.hpp"
 #include "sliding_window.hpp"
@@ -147,7 +148,7 @@ bool parse_unsigned_cursor(std::string_view s, int64_t& out) {
 
 int64_t Shard::expires_ms(const Entry& e) {
   const int64_t d = e.deadline_ms();
-  if (e.kind == Kind::kString) return d != 0 ? d : -1;
+  if (!is_limiter(e.kind)) return d != 0 ? d : -1;
   const int64_t rest = rest_at_ns(const_cast<Entry&>(e));
   const int64_t rest_ms = rest / kNsPerMsD + (rest % kNsPerMsD > 0 ? 1 : 0);
   return d != 0 ? std::min(d, rest_ms) : rest_ms;
@@ -225,6 +226,18 @@ void Shard::data(ShardOp& op, int64_t now_ns) {
     case DataCmd::kKeys:
     case DataCmd::kScan:
       return data_scan(op, now_ns);
+    case DataCmd::kHGet:
+    case DataCmd::kHSet:
+    case DataCmd::kHSetNx:
+    case DataCmd::kHMSet:
+    case DataCmd::kHMGet:
+    case DataCmd::kHIncrBy:
+    case DataCmd::kHIncrByFloat:
+    case DataCmd::kHDel:
+    case DataCmd::kHGetAll:
+    case DataCmd::kHLen:
+    case DataCmd::kHExists:
+      return data_hash(op, now_ns);
     case DataCmd::kNone:
       break;
   }
@@ -550,6 +563,140 @@ void Shard::data_keys(ShardOp& op, int64_t now_ns) {
   int64_t ttl = absolute ? expire : expire - now_ms;
   if (ttl < 0) ttl = 0;
   r.integer(ms ? ttl : (ttl + 500) / 1000);
+}
+
+Entry* Shard::hash_for_write(ShardOp& op, int64_t now_ns) {
+  Entry* e = lookup(op.key, op.hash, now_ns);
+  if (e) {
+    if (e->kind == Kind::kHash) return e;
+    op.status = OpStatus::kWrongType;
+    return nullptr;
+  }
+  if (table_.size() >= max_keys_) {
+    table_.sweep(table_.capacity(), [&](Entry* x) { return idle(x, now_ns); });
+    if (table_.size() >= max_keys_) {
+      op.status = OpStatus::kKeyLimit;
+      return nullptr;
+    }
+  }
+  return table_.insert(op.key, op.hash, Kind::kHash);
+}
+
+// HGET HSET HSETNX HMSET HMGET HINCRBY HINCRBYFLOAT HDEL HGETALL HLEN HEXISTS, as t_hash.c.
+void Shard::data_hash(ShardOp& op, int64_t now_ns) {
+  const auto& a = *op.args;
+  DataReply& r = *op.reply;
+  const DataCmd c = op.data;
+  // Writes first: their arguments are checked before the key is looked at.
+  if (c == DataCmd::kHSet || c == DataCmd::kHMSet || c == DataCmd::kHSetNx ||
+      c == DataCmd::kHIncrBy || c == DataCmd::kHIncrByFloat) {
+    int64_t by = 0;
+    long double fby = 0;
+    if ((c == DataCmd::kHSet || c == DataCmd::kHMSet) && a.size() % 2 == 1) {
+      return r.error(err::wrong_arity(data_cmd_info(c).name));
+    }
+    if (c == DataCmd::kHIncrBy && !parse_int(a[3], by)) return r.error(err::kNotInteger);
+    if (c == DataCmd::kHIncrByFloat) {
+      if (!parse_long_double(a[3], fby)) return r.error(err::kNotFloat);
+      if (std::isnan(fby) || std::isinf(fby)) return r.error(err::kNanOrInfinityValue);
+    }
+    Entry* e = hash_for_write(op, now_ns);
+    if (!e) return;
+    HashValue& h = *e->state<HashValue*>();
+    std::string* cur = c == DataCmd::kHSet || c == DataCmd::kHMSet ? nullptr : h.find(a[2]);
+    if (!cur && h.fields.size() + (a.size() - 2) / 2 > kMaxHashFields) {
+      size_t fresh = 0;  // (exactly: fields already there do not count)
+      for (size_t j = 2; j + 1 < a.size(); j += 2) fresh += h.find(a[j]) ? 0 : 1;
+      if (h.fields.size() + fresh > kMaxHashFields) {
+        if (h.fields.empty()) table_.erase(op.key, op.hash);
+        return r.error(err::kHashFull);
+      }
+    }
+    switch (c) {
+      case DataCmd::kHSet:
+      case DataCmd::kHMSet: {
+        int64_t created = 0;
+        for (size_t j = 2; j + 1 < a.size(); j += 2) created += h.set(a[j], a[j + 1]) ? 1 : 0;
+        mark(e, op.key);
+        return c == DataCmd::kHSet ? r.integer(created) : r.ok();
+      }
+      case DataCmd::kHSetNx:
+        if (cur) return r.integer(0);
+        h.set(a[2], a[3]);
+        mark(e, op.key);
+        return r.integer(1);
+      case DataCmd::kHIncrBy: {
+        int64_t value = 0;
+        if (cur && !parse_int(*cur, value)) return r.error(err::kHashNotInteger);
+        if ((by < 0 && value < 0 && by < LLONG_MIN - value) ||
+            (by > 0 && value > 0 && by > LLONG_MAX - value)) {
+          return r.error(err::kIncrOverflow);
+        }
+        value += by;
+        h.set(a[2], std::to_string(value));
+        mark(e, op.key);
+        return r.integer(value);
+      }
+      default: {  // HINCRBYFLOAT
+        long double value = 0;
+        if (cur && !parse_long_double(*cur, value)) return r.error(err::kHashNotFloat);
+        value += fby;
+        if (std::isnan(value) || std::isinf(value)) return r.error(err::kNanOrInfinity);
+        const std::string text = format_long_double(value);
+        h.set(a[2], text);
+        mark(e, op.key);
+        return r.bulk(text);
+      }
+    }
+  }
+  Entry* e = lookup(op.key, op.hash, now_ns);
+  if (e && e->kind != Kind::kHash) {
+    op.status = OpStatus::kWrongType;
+    return;
+  }
+  HashValue* h = e ? e->state<HashValue*>() : nullptr;
+  switch (c) {
+    case DataCmd::kHGet: {
+      const std::string* v = h ? h->find(a[2]) : nullptr;
+      return v ? r.bulk(*v) : r.null();
+    }
+    case DataCmd::kHMGet:
+      r.array(static_cast<int64_t>(a.size() - 2));
+      for (size_t j = 2; j < a.size(); ++j) {
+        const std::string* v = h ? h->find(a[j]) : nullptr;
+        if (v) {
+          r.bulk(*v);
+        } else {
+          r.null();
+        }
+      }
+      return;
+    case DataCmd::kHDel: {
+      int64_t n = 0;
+      if (h) {
+        for (size_t j = 2; j < a.size(); ++j) n += h->erase(a[j]) ? 1 : 0;
+        if (h->fields.empty()) {
+          forget(op.key, op.hash);
+          mark_gone(op.key);
+        } else if (n > 0) {
+          mark(e, op.key);
+        }
+      }
+      return r.integer(n);
+    }
+    case DataCmd::kHGetAll:
+      if (!h) return r.map(0);
+      r.map(static_cast<int64_t>(h->fields.size()));
+      for (const auto& [f, v] : h->fields) {
+        r.bulk(f);
+        r.bulk(v);
+      }
+      return;
+    case DataCmd::kHLen:
+      return r.integer(h ? static_cast<int64_t>(h->fields.size()) : 0);
+    default:  // HEXISTS
+      return r.integer(h && h->find(a[2]) ? 1 : 0);
+  }
 }
 
 }  // namespace fg

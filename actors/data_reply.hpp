@@ -17,6 +17,7 @@ struct ReplyItem {
     kError,   // s, with its code word ("ERR ...", "WRONGTYPE ...")
     kArray,   // n elements follow
     kDouble,  // s: the number as text (RESP2 bulk, RESP3 double)
+    kMap,     // n pairs (2n elements) follow (RESP2: a flat array)
   };
   Type type = Type::kNull;
   int64_t n = 0;
@@ -34,6 +35,7 @@ struct DataReply {
   }
   void error(std::string_view t) { items.push_back({ReplyItem::Type::kError, 0, std::string(t)}); }
   void array(int64_t n) { items.push_back({ReplyItem::Type::kArray, n, {}}); }
+  void map(int64_t n) { items.push_back({ReplyItem::Type::kMap, n, {}}); }
   void ok() { status("OK"); }
   bool empty() const { return items.empty(); }
   void clear() { items.clear(); }

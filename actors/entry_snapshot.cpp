@@ -3,6 +3,7 @@
 
 #include "fixed_window.hpp"
 #include "gcra.hpp"
+#include "hash_value.hpp"
 #include "sliding_log.hpp"
 #include "sliding_window.hpp"
 #include "string_value.hpp"
@@ -24,6 +25,7 @@ size_t snapshot_field_count(Kind k) {
       return 1;
     case Kind::kConcurrency:
     case Kind::kString:
+    case Kind::kHash:
       return 0;
     case Kind::kNone:
       break;
@@ -68,6 +70,9 @@ EntrySnapshot snapshot_of(Entry& e) {
       s.value = std::string(string_get(e, buf));
       break;
     }
+    case Kind::kHash:
+      s.hash = e.state<HashValue*>()->fields;
+      break;
     case Kind::kNone:
       break;
   }
@@ -109,6 +114,9 @@ void restore_into(Entry& e, const EntrySnapshot& s) {
     }
     case Kind::kString:
       string_set(e, s.value);
+      break;
+    case Kind::kHash:
+      e.state<HashValue*>()->fields = s.hash;
       break;
     case Kind::kNone:
       break;

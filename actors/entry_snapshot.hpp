@@ -21,11 +21,13 @@ struct EntrySnapshot {
   std::vector<std::pair<int64_t, int64_t>> log;  // sliding_log: (at_ns, cost), oldest first
   std::vector<Lease> leases;                     // concurrency
   std::string value;                             // string
-  int64_t expires_ms = 0;                        // the key's deadline (EXPIRE), Unix ms; 0: none
+  std::vector<std::pair<std::string, std::string>> hash;  // hash: fields in order
+  int64_t expires_ms = 0;  // the key's deadline (EXPIRE), Unix ms; 0: none
 
   bool operator==(const EntrySnapshot& o) const {
     return key == o.key && kind == o.kind && fields == o.fields && log == o.log &&
-           value == o.value && expires_ms == o.expires_ms && leases.size() == o.leases.size() &&
+           value == o.value && hash == o.hash && expires_ms == o.expires_ms &&
+           leases.size() == o.leases.size() &&
            std::equal(
                leases.begin(), leases.end(), o.leases.begin(), [](const Lease& a, const Lease& b) {
                  return a.id == b.id && a.expires_at_ns == b.expires_at_ns && a.holder == b.holder;

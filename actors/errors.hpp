@@ -88,6 +88,10 @@ inline constexpr char kNanOrInfinity[] = "ERR increment would produce NaN or Inf
 inline constexpr char kExpireNxOptions[] =
     "ERR NX and XX, GT or LT options at the same time are not compatible";
 inline constexpr char kExpireGtLt[] = "ERR GT and LT options at the same time are not compatible";
+inline constexpr char kHashNotInteger[] = "ERR hash value is not an integer";
+inline constexpr char kHashNotFloat[] = "ERR hash value is not a float";
+inline constexpr char kNanOrInfinityValue[] = "ERR value is NaN or Infinity";
+inline constexpr char kHashFull[] = "ERR a hash holds at most 10000 fields";
 inline constexpr char kInvalidCursor[] = "ERR invalid cursor";
 inline constexpr char kMalformedReply[] = "ERR the key's owner sent a malformed reply";
 inline constexpr char kCrossSlot[] = "CROSSSLOT Keys in request don't hash to the same slot";

@@ -8,6 +8,7 @@
 
 #include "fixed_window.hpp"
 #include "gcra.hpp"
+#include "hash_value.hpp"
 #include "lease_set.hpp"
 #include "sliding_log.hpp"
 #include "sliding_window.hpp"
@@ -32,6 +33,8 @@ size_t Entry::state_size(Kind k) {
       return sizeof(LeaseSet*);
     case Kind::kString:
       return sizeof(StringState);
+    case Kind::kHash:
+      return sizeof(HashValue*);
     case Kind::kNone:
       break;
   }
@@ -92,6 +95,7 @@ Entry* KeyTable::insert(std::string_view key, uint64_t h, Kind kind) {
   if (kind == Kind::kSlidingLog) e->state<SlidingLogState*>() = new SlidingLogState();
   if (kind == Kind::kConcurrency) e->state<LeaseSet*>() = new LeaseSet();
   if (kind == Kind::kString) e->flags = kEntryInt;  // the integer 0 until it is set
+  if (kind == Kind::kHash) e->state<HashValue*>() = new HashValue();
   const size_t mask = slots_.size() - 1;
   size_t i = home(h);
   while (slots_[i]) i = (i + 1) & mask;
@@ -121,6 +125,7 @@ void KeyTable::free_entry(Entry* e) {
   if (e->kind == Kind::kSlidingLog) delete e->state<SlidingLogState*>();
   if (e->kind == Kind::kConcurrency) delete e->state<LeaseSet*>();
   if (e->kind == Kind::kString) string_free(*e);
+  if (e->kind == Kind::kHash) delete e->state<HashValue*>();
   bytes_ -= entry_bytes(e);
   std::free(e);
 }

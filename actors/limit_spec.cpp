@@ -11,7 +11,7 @@ namespace fg {
 namespace {
 constexpr std::string_view kNames[] = {"none",         "token_bucket", "gcra",
                                        "fixed_window", "sliding_log",  "sliding_window",
-                                       "concurrency",  "string"};
+                                       "concurrency",  "string",       "hash"};
 }
 
 std::string_view kind_name(Kind k) { return kNames[static_cast<int>(k)]; }
@@ -56,6 +56,7 @@ const char* validate(const LimitSpec& s) {
       return nullptr;
     case Kind::kNone:
     case Kind::kString:
+    case Kind::kHash:
       break;
   }
   return err::kUnknownKind;

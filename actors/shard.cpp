@@ -4,6 +4,7 @@
 
 #include "fixed_window.hpp"
 #include "gcra.hpp"
+#include "hash_value.hpp"
 #include "key_slot.hpp"
 #include "sliding_log.hpp"
 #include "sliding_window.hpp"
@@ -104,6 +105,8 @@ bool Shard::idle(Entry* e, int64_t now) {
     }
     case Kind::kString:
       return false;
+    case Kind::kHash:
+      return e->state<HashValue*>()->fields.empty();
     case Kind::kNone:
       break;
   }

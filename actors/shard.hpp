@@ -95,6 +95,10 @@ class Shard {
   void data_expire(ShardOp& op, int64_t now_ns);
   void data_keys(ShardOp& op, int64_t now_ns);
   void data_scan(ShardOp& op, int64_t now_ns);  // KEYS, SCAN
+  void data_hash(ShardOp& op, int64_t now_ns);
+  // The key's hash, created empty if absent (null: another type, or the key cap; op.status
+  // says which).
+  Entry* hash_for_write(ShardOp& op, int64_t now_ns);
   // The key's live entry, or null; state gone idle (an expired deadline, a limiter back at
   // rest) is forgotten on the way, as Redis expires keys on access.
   Entry* lookup(std::string_view key, uint64_t h, int64_t now_ns);

@@ -1,6 +1,7 @@
 // state.proto <-> EntrySnapshot.
 #include "state_codec.hpp"
 
+#include "hash_value.hpp"
 #include "state.pb.h"
 
 namespace fg {
@@ -29,6 +30,10 @@ std::string encode_state(const std::vector<EntrySnapshot>& entries) {
     }
     if (s.expires_ms != 0) e->set_expires_at_ms(s.expires_ms);
     if (!s.value.empty()) e->set_value(s.value);
+    for (const auto& [f, v] : s.hash) {
+      e->add_hash_fields(f);
+      e->add_hash_values(v);
+    }
   }
   std::string out;
   chunk.SerializeToString(&out);
@@ -53,6 +58,13 @@ bool decode_state(std::string_view bytes, std::vector<EntrySnapshot>& out) {
       return false;
     }
     if (e.expires_at_ms() < 0 || (!e.value().empty() && s.kind != Kind::kString)) return false;
+    if (e.hash_fields_size() != e.hash_values_size() ||
+        static_cast<size_t>(e.hash_fields_size()) > kMaxHashFields ||
+        (e.hash_fields_size() > 0 && s.kind != Kind::kHash)) {
+      return false;
+    }
+    for (int i = 0; i < e.hash_fields_size(); ++i)
+      s.hash.emplace_back(e.hash_fields(i), e.hash_values(i));
     s.expires_ms = e.expires_at_ms();
     s.value = e.value();
     s.key = e.key();
@@ -78,7 +90,9 @@ std::vector<std::vector<EntrySnapshot>> split_by_bytes(const std::vector<EntrySn
       parts.emplace_back();
       bytes = 0;
     }
-    bytes += e.key.size() + 16 + e.fields.size() * 10 + e.log.size() * 20 + e.leases.size() * 40 + e.value.size();
+    bytes += e.key.size() + 16 + e.fields.size() * 10 + e.log.size() * 20 + e.leases.size() * 40 +
+             e.value.size();
+    for (const auto& [f, v] : e.hash) bytes += f.size() + v.size() + 4;
     parts.back().push_back(e);
   }
   return parts;

@@ -85,6 +85,9 @@ void write_reply(RespWriter& w, const DataReply& r) {
       case T::kArray:
         w.array(static_cast<size_t>(i.n));
         break;
+      case T::kMap:
+        w.map(static_cast<size_t>(i.n));
+        break;
       case T::kDouble:
         if (w.proto() >= 3) {
           w.raw(",");

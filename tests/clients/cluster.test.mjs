@@ -165,6 +165,13 @@ test('ioredis Cluster: Redis limiter code runs unchanged', { timeout: 60000 }, a
     assert.equal(await cluster.set(`${user}:note`, 'x', 'PX', 60000, 'NX'), 'OK');
     assert.equal(await cluster.set(`${user}:note`, 'y', 'PX', 60000, 'NX'), null);
     assert.equal(await cluster.del(`${user}:srv1`, `${user}:srv2`, `${user}:note`), 3);
+    // A token bucket kept in a hash (HMGET, then HSET of tokens and timestamp).
+    const bucket = 'rl:bucket:{user7}';
+    assert.deepEqual(await cluster.hmget(bucket, 'tokens', 'ts'), [null, null]);
+    assert.equal(await cluster.hset(bucket, 'tokens', 9, 'ts', 1700000000000), 2);
+    assert.equal(await cluster.hincrby(bucket, 'tokens', -1), 8);
+    assert.deepEqual(await cluster.hgetall(bucket), { tokens: '8', ts: '1700000000000' });
+    assert.equal(await cluster.pexpire(bucket, 60000), 1);
   } finally {
     cluster.disconnect();
   }

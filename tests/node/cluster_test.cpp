@@ -514,13 +514,16 @@ TEST(Failover, DataKeysAreForwardedReplicatedAndSurviveTheOwnersDeath) {
   EXPECT_EQ(ask(c, {"INCRBY", b, "3"}), ":3\r\n");
   EXPECT_EQ(ask(c, {"EXPIRE", a, "600"}), ":1\r\n");
   EXPECT_EQ(ask(c, {"SET", note, "hello", "PX", "600000"}), "+OK\r\n");
+  const std::string bucket = "customer-limit-" + tag + ":bucket";  // a token bucket in a hash
+  EXPECT_EQ(ask(c, {"HSET", bucket, "tokens", "9", "ts", "1700000000000"}), ":2\r\n");
+  EXPECT_EQ(ask(c, {"HINCRBY", bucket, "tokens", "-1"}), ":8\r\n");
   EXPECT_EQ(ask(c, {"MGET", a, b, note}), "*3\r\n$1\r\n5\r\n$1\r\n3\r\n$5\r\nhello\r\n");
   EXPECT_EQ(ask(c, {"MGET", a, "elsewhere"}),
             "-CROSSSLOT Keys in request don't hash to the same slot\r\n");
   EXPECT_EQ(ask(c, {"GET", "elsewhere"}), "$-1\r\n");
   // KEYS with the user's hash tag: answered by the tag's owner, wherever it is asked.
   const std::string keys = ask(c, {"KEYS", "customer-limit-" + tag + ":*"});
-  EXPECT_EQ(keys.rfind("*3\r\n", 0), 0u) << keys;
+  EXPECT_EQ(keys.rfind("*4\r\n", 0), 0u) << keys;
   for (const auto& k : {a, b, note}) EXPECT_NE(keys.find(k), std::string::npos) << keys;
   // The fixed-window pattern in a transaction, forwarded to the owner as one flight.
   EXPECT_EQ(ask(c, {"MULTI"}), "+OK\r\n");
@@ -547,6 +550,9 @@ TEST(Failover, DataKeysAreForwardedReplicatedAndSurviveTheOwnersDeath) {
   EXPECT_GT(std::stoll(ttl.substr(1)), 500) << "the deadline is absolute and travels with the key";
   EXPECT_LE(std::stoll(ttl.substr(1)), 600);
   EXPECT_EQ(ask(c, {"GET", note}), "$5\r\nhello\r\n");
+  EXPECT_EQ(ask(c, {"HMGET", bucket, "tokens", "ts"}),
+            "*2\r\n$1\r\n8\r\n$13\r\n1700000000000\r\n");
+  EXPECT_EQ(ask(c, {"DEL", bucket}), ":1\r\n");
   EXPECT_EQ(ask(c, {"KEYS", "customer-limit-" + tag + ":srv*"}).rfind("*2\r\n", 0), 0u);
   EXPECT_EQ(ask(c, {"DEL", a, b, note}), ":3\r\n");
   EXPECT_EQ(ask(c, {"EXISTS", a}), ":0\r\n");

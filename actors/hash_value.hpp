@@ -1,0 +1,41 @@
+// A hash key's fields, in the order they were first set (as a small Redis hash keeps them:
+// HGETALL lists them so). A hash holds at most kMaxHashFields fields.
+#pragma once
+#include <string>
+#include <string_view>
+#include <utility>
+#include <vector>
+
+namespace fg {
+
+constexpr size_t kMaxHashFields = 10'000;
+
+struct HashValue {
+  std::vector<std::pair<std::string, std::string>> fields;
+
+  std::string* find(std::string_view f) {
+    for (auto& [k, v] : fields)
+      if (k == f) return &v;
+    return nullptr;
+  }
+  // Sets `f`; true if it is a new field.
+  bool set(std::string_view f, std::string_view v) {
+    if (std::string* cur = find(f)) {
+      cur->assign(v.data(), v.size());
+      return false;
+    }
+    fields.emplace_back(std::string(f), std::string(v));
+    return true;
+  }
+  bool erase(std::string_view f) {
+    for (auto it = fields.begin(); it != fields.end(); ++it) {
+      if (it->first == f) {
+        fields.erase(it);
+        return true;
+      }
+    }
+    return false;
+  }
+};
+
+}  // namespace fg
