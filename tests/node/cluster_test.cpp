@@ -550,8 +550,7 @@ TEST(Failover, DataKeysAreForwardedReplicatedAndSurviveTheOwnersDeath) {
   EXPECT_GT(std::stoll(ttl.substr(1)), 500) << "the deadline is absolute and travels with the key";
   EXPECT_LE(std::stoll(ttl.substr(1)), 600);
   EXPECT_EQ(ask(c, {"GET", note}), "$5\r\nhello\r\n");
-  EXPECT_EQ(ask(c, {"HMGET", bucket, "tokens", "ts"}),
-            "*2\r\n$1\r\n8\r\n$13\r\n1700000000000\r\n");
+  EXPECT_EQ(ask(c, {"HMGET", bucket, "tokens", "ts"}), "*2\r\n$1\r\n8\r\n$13\r\n1700000000000\r\n");
   EXPECT_EQ(ask(c, {"DEL", bucket}), ":1\r\n");
   EXPECT_EQ(ask(c, {"KEYS", "customer-limit-" + tag + ":srv*"}).rfind("*2\r\n", 0), 0u);
   EXPECT_EQ(ask(c, {"DEL", a, b, note}), ":3\r\n");

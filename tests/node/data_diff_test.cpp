@@ -110,8 +110,8 @@ class Generator {
   std::string field() { return one<std::string>({"f1", "f2", "tokens", "ts", "", "F1"}); }
   // (Short: a Redis hash with a value over 64 bytes lists its fields in another order.)
   std::string short_value() {
-    return one<std::string>({"0", "1", "-1", "abc", "", "3.5", "9223372036854775807", "1e3",
-                             "01", "10", "-0", "2.5"});
+    return one<std::string>(
+        {"0", "1", "-1", "abc", "", "3.5", "9223372036854775807", "1e3", "01", "10", "-0", "2.5"});
   }
   std::string pattern() {
     return prefix_ + one<std::string>({"*", "?", "{t}*", "[ab]", "[^a]*", "a", "nomatch*", "\\*"});
