@@ -56,8 +56,19 @@ enum class DataCmd : uint8_t {
   kHGetAll,
   kHLen,
   kHExists,
+  // sorted sets
+  kZAdd,
+  kZRem,
+  kZCard,
+  kZCount,
+  kZScore,
+  kZRange,
+  kZRangeByScore,
+  kZRemRangeByScore,
+  kZRemRangeByRank,
+  kZPopMin,
 };
-constexpr uint8_t kLastDataCmd = static_cast<uint8_t>(DataCmd::kHExists);
+constexpr uint8_t kLastDataCmd = static_cast<uint8_t>(DataCmd::kZPopMin);
 
 // How a command with several keys is answered when its keys are split over shards: each
 // part runs the command on one key (with its value, for MSET), and the parts' replies add
@@ -116,6 +127,16 @@ inline const DataCmdInfo& data_cmd_info(DataCmd c) {
       {"hgetall", 1, Merge::kNone},
       {"hlen", 1, Merge::kNone},
       {"hexists", 1, Merge::kNone},
+      {"zadd", 1, Merge::kNone},
+      {"zrem", 1, Merge::kNone},
+      {"zcard", 1, Merge::kNone},
+      {"zcount", 1, Merge::kNone},
+      {"zscore", 1, Merge::kNone},
+      {"zrange", 1, Merge::kNone},
+      {"zrangebyscore", 1, Merge::kNone},
+      {"zremrangebyscore", 1, Merge::kNone},
+      {"zremrangebyrank", 1, Merge::kNone},
+      {"zpopmin", 1, Merge::kNone},
   };
   static_assert(std::size(kInfo) == kLastDataCmd + 1);
   return kInfo[static_cast<uint8_t>(c)];

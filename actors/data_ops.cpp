@@ -238,6 +238,17 @@ void Shard::data(ShardOp& op, int64_t now_ns) {
     case DataCmd::kHLen:
     case DataCmd::kHExists:
       return data_hash(op, now_ns);
+    case DataCmd::kZAdd:
+    case DataCmd::kZRem:
+    case DataCmd::kZCard:
+    case DataCmd::kZCount:
+    case DataCmd::kZScore:
+    case DataCmd::kZRange:
+    case DataCmd::kZRangeByScore:
+    case DataCmd::kZRemRangeByScore:
+    case DataCmd::kZRemRangeByRank:
+    case DataCmd::kZPopMin:
+      return data_zset(op, now_ns);
     case DataCmd::kNone:
       break;
   }

@@ -1,7 +1,9 @@
 // A data command's reply as plain data: the shard writes it, the RESP door encodes it (RESP2
 // or RESP3), a forward carries it between nodes. Nothing here knows a wire format.
 #pragma once
+#include <cmath>
 #include <cstdint>
+#include <cstdio>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -37,6 +39,13 @@ struct DataReply {
   void array(int64_t n) { items.push_back({ReplyItem::Type::kArray, n, {}}); }
   void map(int64_t n) { items.push_back({ReplyItem::Type::kMap, n, {}}); }
   void ok() { status("OK"); }
+  // A score as Redis writes one ("%.17g"; "inf", "-inf").
+  void dbl(double v) {
+    char buf[40];
+    const int n = std::isinf(v) ? std::snprintf(buf, sizeof buf, "%s", v > 0 ? "inf" : "-inf")
+                                : std::snprintf(buf, sizeof buf, "%.17g", v);
+    items.push_back({ReplyItem::Type::kDouble, 0, std::string(buf, static_cast<size_t>(n))});
+  }
   bool empty() const { return items.empty(); }
   void clear() { items.clear(); }
   bool is_error() const { return !items.empty() && items[0].type == ReplyItem::Type::kError; }

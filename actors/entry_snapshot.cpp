@@ -8,6 +8,7 @@
 #include "sliding_window.hpp"
 #include "string_value.hpp"
 #include "token_bucket.hpp"
+#include "zset_value.hpp"
 
 namespace fg {
 
@@ -26,6 +27,7 @@ size_t snapshot_field_count(Kind k) {
     case Kind::kConcurrency:
     case Kind::kString:
     case Kind::kHash:
+    case Kind::kZSet:
       return 0;
     case Kind::kNone:
       break;
@@ -73,6 +75,9 @@ EntrySnapshot snapshot_of(Entry& e) {
     case Kind::kHash:
       s.hash = e.state<HashValue*>()->fields;
       break;
+    case Kind::kZSet:
+      for (const auto& [score, m] : e.state<ZSetValue*>()->by_score) s.zset.emplace_back(m, score);
+      break;
     case Kind::kNone:
       break;
   }
@@ -118,6 +123,12 @@ void restore_into(Entry& e, const EntrySnapshot& s) {
     case Kind::kHash:
       e.state<HashValue*>()->fields = s.hash;
       break;
+    case Kind::kZSet: {
+      ZSetValue& z = *e.state<ZSetValue*>();
+      z = ZSetValue();
+      for (const auto& [m, score] : s.zset) z.set(m, score);
+      break;
+    }
     case Kind::kNone:
       break;
   }

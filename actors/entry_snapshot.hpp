@@ -22,11 +22,12 @@ struct EntrySnapshot {
   std::vector<Lease> leases;                     // concurrency
   std::string value;                             // string
   std::vector<std::pair<std::string, std::string>> hash;  // hash: fields in order
+  std::vector<std::pair<std::string, double>> zset;       // zset: members, by score
   int64_t expires_ms = 0;  // the key's deadline (EXPIRE), Unix ms; 0: none
 
   bool operator==(const EntrySnapshot& o) const {
     return key == o.key && kind == o.kind && fields == o.fields && log == o.log &&
-           value == o.value && hash == o.hash && expires_ms == o.expires_ms &&
+           value == o.value && hash == o.hash && zset == o.zset && expires_ms == o.expires_ms &&
            leases.size() == o.leases.size() &&
            std::equal(
                leases.begin(), leases.end(), o.leases.begin(), [](const Lease& a, const Lease& b) {

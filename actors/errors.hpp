@@ -92,6 +92,16 @@ inline constexpr char kHashNotInteger[] = "ERR hash value is not an integer";
 inline constexpr char kHashNotFloat[] = "ERR hash value is not a float";
 inline constexpr char kNanOrInfinityValue[] = "ERR value is NaN or Infinity";
 inline constexpr char kHashFull[] = "ERR a hash holds at most 10000 fields";
+inline constexpr char kZAddXxNx[] = "ERR XX and NX options at the same time are not compatible";
+inline constexpr char kZAddGtLtNx[] =
+    "ERR GT, LT, and/or NX options at the same time are not compatible";
+inline constexpr char kZAddIncrPair[] = "ERR INCR option supports a single increment-element pair";
+inline constexpr char kZScoreNan[] = "ERR resulting score is not a number (NaN)";
+inline constexpr char kMinMaxNotFloat[] = "ERR min or max is not a float";
+inline constexpr char kZRangeLimit[] =
+    "ERR syntax error, LIMIT is only supported in combination with either BYSCORE or BYLEX";
+inline constexpr char kZSetFull[] = "ERR a sorted set holds at most 100000 members";
+inline constexpr char kByLex[] = "ERR BYLEX is not supported";
 inline constexpr char kInvalidCursor[] = "ERR invalid cursor";
 inline constexpr char kMalformedReply[] = "ERR the key's owner sent a malformed reply";
 inline constexpr char kCrossSlot[] = "CROSSSLOT Keys in request don't hash to the same slot";

@@ -14,6 +14,7 @@
 #include "sliding_window.hpp"
 #include "string_value.hpp"
 #include "token_bucket.hpp"
+#include "zset_value.hpp"
 
 namespace fg {
 
@@ -35,6 +36,8 @@ size_t Entry::state_size(Kind k) {
       return sizeof(StringState);
     case Kind::kHash:
       return sizeof(HashValue*);
+    case Kind::kZSet:
+      return sizeof(ZSetValue*);
     case Kind::kNone:
       break;
   }
@@ -96,6 +99,7 @@ Entry* KeyTable::insert(std::string_view key, uint64_t h, Kind kind) {
   if (kind == Kind::kConcurrency) e->state<LeaseSet*>() = new LeaseSet();
   if (kind == Kind::kString) e->flags = kEntryInt;  // the integer 0 until it is set
   if (kind == Kind::kHash) e->state<HashValue*>() = new HashValue();
+  if (kind == Kind::kZSet) e->state<ZSetValue*>() = new ZSetValue();
   const size_t mask = slots_.size() - 1;
   size_t i = home(h);
   while (slots_[i]) i = (i + 1) & mask;
@@ -126,6 +130,7 @@ void KeyTable::free_entry(Entry* e) {
   if (e->kind == Kind::kConcurrency) delete e->state<LeaseSet*>();
   if (e->kind == Kind::kString) string_free(*e);
   if (e->kind == Kind::kHash) delete e->state<HashValue*>();
+  if (e->kind == Kind::kZSet) delete e->state<ZSetValue*>();
   bytes_ -= entry_bytes(e);
   std::free(e);
 }

@@ -9,9 +9,9 @@
 namespace fg {
 
 namespace {
-constexpr std::string_view kNames[] = {"none",         "token_bucket", "gcra",
-                                       "fixed_window", "sliding_log",  "sliding_window",
-                                       "concurrency",  "string",       "hash"};
+constexpr std::string_view kNames[] = {
+    "none",           "token_bucket", "gcra",   "fixed_window", "sliding_log",
+    "sliding_window", "concurrency",  "string", "hash",         "zset"};
 }
 
 std::string_view kind_name(Kind k) { return kNames[static_cast<int>(k)]; }
@@ -57,6 +57,7 @@ const char* validate(const LimitSpec& s) {
     case Kind::kNone:
     case Kind::kString:
     case Kind::kHash:
+    case Kind::kZSet:
       break;
   }
   return err::kUnknownKind;

@@ -20,9 +20,10 @@ enum class Kind : uint8_t {
   // Data types of the Redis data commands (actors/data_ops.cpp): kinds of key, never limits.
   kString = 7,
   kHash = 8,
+  kZSet = 9,
 };
 inline bool is_limiter(Kind k) { return k != Kind::kNone && k <= Kind::kConcurrency; }
-constexpr Kind kLastKind = Kind::kHash;
+constexpr Kind kLastKind = Kind::kZSet;
 
 // Upper bounds that keep every intermediate product inside int64 and memory bounded.
 constexpr int64_t kMaxPeriodNs = int64_t{10} * 366 * 24 * 3600 * 1'000'000'000;  // ~10 years

@@ -9,6 +9,7 @@
 #include "sliding_log.hpp"
 #include "sliding_window.hpp"
 #include "token_bucket.hpp"
+#include "zset_value.hpp"
 
 namespace fg {
 
@@ -107,6 +108,8 @@ bool Shard::idle(Entry* e, int64_t now) {
       return false;
     case Kind::kHash:
       return e->state<HashValue*>()->fields.empty();
+    case Kind::kZSet:
+      return e->state<ZSetValue*>()->size() == 0;
     case Kind::kNone:
       break;
   }

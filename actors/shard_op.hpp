@@ -58,6 +58,7 @@ struct ShardOp {
   DataCmd data = DataCmd::kNone;
   const std::vector<std::string_view>* args = nullptr;  // kData: the command's words
   DataReply* reply = nullptr;                           // kData: where the answer goes
+  bool resp3 = false;       // kData: the client speaks RESP3 (a few replies are shaped by it)
   bool every_slot = false;  // kData: reads every key the shard serves (KEYS, SCAN)
 
   OpStatus status = OpStatus::kOk;

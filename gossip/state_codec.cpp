@@ -1,8 +1,11 @@
 // state.proto <-> EntrySnapshot.
 #include "state_codec.hpp"
 
+#include <cmath>
+
 #include "hash_value.hpp"
 #include "state.pb.h"
+#include "zset_value.hpp"
 
 namespace fg {
 
@@ -34,6 +37,10 @@ std::string encode_state(const std::vector<EntrySnapshot>& entries) {
       e->add_hash_fields(f);
       e->add_hash_values(v);
     }
+    for (const auto& [m, score] : s.zset) {
+      e->add_zset_members(m);
+      e->add_zset_scores(score);
+    }
   }
   std::string out;
   chunk.SerializeToString(&out);
@@ -62,6 +69,15 @@ bool decode_state(std::string_view bytes, std::vector<EntrySnapshot>& out) {
         static_cast<size_t>(e.hash_fields_size()) > kMaxHashFields ||
         (e.hash_fields_size() > 0 && s.kind != Kind::kHash)) {
       return false;
+    }
+    if (e.zset_members_size() != e.zset_scores_size() ||
+        static_cast<size_t>(e.zset_members_size()) > kMaxZSetMembers ||
+        (e.zset_members_size() > 0 && s.kind != Kind::kZSet)) {
+      return false;
+    }
+    for (int i = 0; i < e.zset_members_size(); ++i) {
+      if (std::isnan(e.zset_scores(i))) return false;
+      s.zset.emplace_back(e.zset_members(i), e.zset_scores(i));
     }
     for (int i = 0; i < e.hash_fields_size(); ++i)
       s.hash.emplace_back(e.hash_fields(i), e.hash_values(i));
@@ -93,6 +109,7 @@ std::vector<std::vector<EntrySnapshot>> split_by_bytes(const std::vector<EntrySn
     bytes += e.key.size() + 16 + e.fields.size() * 10 + e.log.size() * 20 + e.leases.size() * 40 +
              e.value.size();
     for (const auto& [f, v] : e.hash) bytes += f.size() + v.size() + 4;
+    for (const auto& [m, score] : e.zset) bytes += m.size() + 12;
     parts.back().push_back(e);
   }
   return parts;

@@ -13,6 +13,7 @@ void data_request(CommandContext& s, Args& a, DataCmd c) {
   Request r;
   r.verb = Verb::kData;
   r.data = c;
+  r.resp3 = s.proto() >= 3;
   r.key = data_route_key(c, a);
   r.args = &a;
   s.request(r, ReplyStyle::kData);

@@ -23,6 +23,7 @@ void encode_forwarded(const Request& r, std::string_view holder, forward::Forwar
   if (!holder.empty()) out.set_holder(holder.data(), holder.size());
   if (r.verb == Verb::kData) {
     out.set_data(static_cast<uint32_t>(r.data));
+    out.set_resp3(r.resp3);
     for (std::string_view w : *r.args) out.add_args(w.data(), w.size());
   }
 }
@@ -44,6 +45,7 @@ Result<Request> decode_forwarded(const forward::ForwardedRequest& in,
     for (const std::string& w : in.args()) words.emplace_back(w);
     r.verb = Verb::kData;
     r.data = static_cast<DataCmd>(in.data());
+    r.resp3 = in.resp3();
     r.args = &words;
     r.key = data_route_key(r.data, words);
     return r;

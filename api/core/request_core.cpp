@@ -290,6 +290,7 @@ Pending RequestCore::serve_data(const Request& r, Flight& f, uint32_t slot, Pend
     ShardOp& op = f.batch->ops.emplace_back();
     op.code = OpCode::kData;
     op.data = r.data;
+    op.resp3 = r.resp3;
     op.key = w[1];
     op.shard = svc_.shards->shard_of(op.key);
     op.slot = static_cast<uint16_t>(slot);

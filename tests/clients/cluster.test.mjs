@@ -172,6 +172,16 @@ test('ioredis Cluster: Redis limiter code runs unchanged', { timeout: 60000 }, a
     assert.equal(await cluster.hincrby(bucket, 'tokens', -1), 8);
     assert.deepEqual(await cluster.hgetall(bucket), { tokens: '8', ts: '1700000000000' });
     assert.equal(await cluster.pexpire(bucket, 60000), 1);
+    // A sliding log in a sorted set: drop what left the window, count, add, refresh.
+    const log = 'rl:log:{user7}';
+    const now = Date.now();
+    for (let i = 0; i < 4; i++) {
+      const [[, removed], [, count], [, added], [, refreshed]] = await cluster.multi()
+        .zremrangebyscore(log, '-inf', now - 60000).zcard(log).zadd(log, now + i, `req:${i}`)
+        .pexpire(log, 60000).exec();
+      assert.deepEqual([removed, count, added, refreshed], [0, i, 1, 1]);
+    }
+    assert.deepEqual(await cluster.zrange(log, 0, 0), ['req:0']);
   } finally {
     cluster.disconnect();
   }

@@ -517,13 +517,20 @@ TEST(Failover, DataKeysAreForwardedReplicatedAndSurviveTheOwnersDeath) {
   const std::string bucket = "customer-limit-" + tag + ":bucket";  // a token bucket in a hash
   EXPECT_EQ(ask(c, {"HSET", bucket, "tokens", "9", "ts", "1700000000000"}), ":2\r\n");
   EXPECT_EQ(ask(c, {"HINCRBY", bucket, "tokens", "-1"}), ":8\r\n");
+  const std::string log = "customer-limit-" + tag + ":log";  // a sliding log in a sorted set
+  for (int i = 0; i < 3; ++i) {
+    const std::string at = std::to_string(1'700'000'000'000 + i);
+    EXPECT_EQ(ask(c, {"ZADD", log, at, "req:" + at}), ":1\r\n");
+  }
+  EXPECT_EQ(ask(c, {"ZREMRANGEBYSCORE", log, "-inf", "1700000000000"}), ":1\r\n");
+  EXPECT_EQ(ask(c, {"PEXPIRE", log, "600000"}), ":1\r\n");
   EXPECT_EQ(ask(c, {"MGET", a, b, note}), "*3\r\n$1\r\n5\r\n$1\r\n3\r\n$5\r\nhello\r\n");
   EXPECT_EQ(ask(c, {"MGET", a, "elsewhere"}),
             "-CROSSSLOT Keys in request don't hash to the same slot\r\n");
   EXPECT_EQ(ask(c, {"GET", "elsewhere"}), "$-1\r\n");
   // KEYS with the user's hash tag: answered by the tag's owner, wherever it is asked.
   const std::string keys = ask(c, {"KEYS", "customer-limit-" + tag + ":*"});
-  EXPECT_EQ(keys.rfind("*4\r\n", 0), 0u) << keys;
+  EXPECT_EQ(keys.rfind("*5\r\n", 0), 0u) << keys;
   for (const auto& k : {a, b, note}) EXPECT_NE(keys.find(k), std::string::npos) << keys;
   // The fixed-window pattern in a transaction, forwarded to the owner as one flight.
   EXPECT_EQ(ask(c, {"MULTI"}), "+OK\r\n");
@@ -552,6 +559,11 @@ TEST(Failover, DataKeysAreForwardedReplicatedAndSurviveTheOwnersDeath) {
   EXPECT_EQ(ask(c, {"GET", note}), "$5\r\nhello\r\n");
   EXPECT_EQ(ask(c, {"HMGET", bucket, "tokens", "ts"}), "*2\r\n$1\r\n8\r\n$13\r\n1700000000000\r\n");
   EXPECT_EQ(ask(c, {"DEL", bucket}), ":1\r\n");
+  EXPECT_EQ(ask(c, {"ZCARD", log}), ":2\r\n");
+  EXPECT_EQ(ask(c, {"ZRANGE", log, "0", "-1", "WITHSCORES"}),
+            "*4\r\n$17\r\nreq:1700000000001\r\n$13\r\n1700000000001\r\n"
+            "$17\r\nreq:1700000000002\r\n$13\r\n1700000000002\r\n");
+  EXPECT_EQ(ask(c, {"DEL", log}), ":1\r\n");
   EXPECT_EQ(ask(c, {"KEYS", "customer-limit-" + tag + ":srv*"}).rfind("*2\r\n", 0), 0u);
   EXPECT_EQ(ask(c, {"DEL", a, b, note}), ":3\r\n");
   EXPECT_EQ(ask(c, {"EXISTS", a}), ":0\r\n");

@@ -113,6 +113,16 @@ class Generator {
     return one<std::string>(
         {"0", "1", "-1", "abc", "", "3.5", "9223372036854775807", "1e3", "01", "10", "-0", "2.5"});
   }
+  std::string member() { return one<std::string>({"m1", "m2", "m3", "req:1", "req:2", ""}); }
+  std::string score() {
+    return one<std::string>({"1", "2", "1.5", "-3", "0", "inf", "-inf", "1e3", "abc", "",
+                             "1700000000000", "1700000060000", " 1", "0.1", "-0"});
+  }
+  std::string bound() {
+    return one<std::string>({"-inf", "+inf", "0", "(1", "2", "(1.5", "1700000000000",
+                             "(1700000000000", "x", "", "inf", "1e3"});
+  }
+  std::string rank() { return one<std::string>({"0", "1", "-1", "-2", "2", "10", "x", "-100"}); }
   std::string pattern() {
     return prefix_ + one<std::string>({"*", "?", "{t}*", "[ab]", "[^a]*", "a", "nomatch*", "\\*"});
   }
@@ -178,7 +188,7 @@ class Generator {
 
   std::vector<std::string> command() {
     std::vector<std::string> w;
-    switch (pick(30)) {
+    switch (pick(36)) {
       case 0:
       case 1:
         return {"GET", key()};
@@ -337,6 +347,60 @@ class Generator {
       }
       case 29:
         return {one<std::string>({"HGETALL", "HLEN"}), key()};
+      case 30:
+      case 31: {
+        w = {"ZADD", key()};
+        const int o = pick(3) == 0 ? pick(3) : 0;
+        for (int i = 0; i < o; ++i)
+          w.push_back(one<std::string>({"NX", "XX", "GT", "LT", "CH", "INCR", "ch"}));
+        const int n = 1 + pick(3);
+        for (int i = 0; i < n; ++i) w.insert(w.end(), {score(), member()});
+        return w;
+      }
+      case 32:
+        switch (pick(4)) {
+          case 0:
+            return {"ZREM", key(), member(), member()};
+          case 1:
+            return {"ZCARD", key()};
+          case 2:
+            return {"ZSCORE", key(), member()};
+          default:
+            return {"ZPOPMIN", key(), one<std::string>({"1", "2", "0", "-1", "x", "5"})};
+        }
+      case 33:
+        return {one<std::string>({"ZCOUNT", "ZREMRANGEBYSCORE"}), key(), bound(), bound()};
+      case 34: {
+        w = {one<std::string>({"ZRANGE", "ZRANGE", "ZRANGEBYSCORE"}), key()};
+        const bool by_score = w[0] == "ZRANGEBYSCORE" || pick(2) == 0;
+        if (by_score) {
+          w.insert(w.end(), {bound(), bound()});
+        } else {
+          w.insert(w.end(), {rank(), rank()});
+        }
+        if (w[0] == "ZRANGE" && by_score) w.push_back("BYSCORE");
+        const int n = pick(3);
+        for (int i = 0; i < n; ++i) {
+          switch (pick(4)) {
+            case 0:
+              w.push_back("WITHSCORES");
+              break;
+            case 1:
+              w.insert(w.end(), {"LIMIT", one<std::string>({"0", "1", "-1", "5"}),
+                                 one<std::string>({"1", "2", "-1", "0"})});
+              break;
+            case 2:
+              w.push_back("REV");
+              break;
+            default:
+              w.push_back(one<std::string>({"BYSCORE", "bogus"}));
+              break;
+          }
+        }
+        return w;
+      }
+      case 35:
+        return {"ZREMRANGEBYRANK", key(), rank(), rank()};
       default:
         return {"INCRBY", key(), one<std::string>({"3", "-3", "1000000"})};
     }

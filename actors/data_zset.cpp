@@ -1,0 +1,354 @@
+// Sorted sets, as Redis's t_zset.c: ZADD ZREM ZCARD ZCOUNT ZSCORE ZRANGE ZRANGEBYSCORE
+// ZREMRANGEBYSCORE ZREMRANGEBYRANK ZPOPMIN — the sliding log that limiter code keeps in a
+// sorted set. Arguments are checked before the key, in Redis's order.
+#include <cerrno>
+#include <climits>
+#include <cmath>
+#include <cstdlib>
+#include <iterator>
+#include <vector>
+
+#include "errors.hpp"
+#include "shard.hpp"
+#include "words.hpp"
+#include "zset_value.hpp"
+
+namespace fg {
+
+namespace {
+
+// Redis's string2d: the whole string, no leading space, no overflow, no NaN.
+bool parse_score(std::string_view s, double& out) {
+  if (s.empty() || s.size() > 5000 || std::isspace(static_cast<unsigned char>(s[0]))) return false;
+  const std::string buf(s);
+  errno = 0;
+  char* end = nullptr;
+  const double v = std::strtod(buf.c_str(), &end);
+  if (static_cast<size_t>(end - buf.c_str()) != buf.size() ||
+      (errno == ERANGE && (v == HUGE_VAL || v == -HUGE_VAL || std::fpclassify(v) == FP_ZERO)) ||
+      std::isnan(v)) {
+    return false;
+  }
+  out = v;
+  return true;
+}
+
+// Redis's getLongFromObject: a strict decimal integer.
+bool parse_long(std::string_view s, int64_t& out) { return parse_int(s, out); }
+
+// One end of a score range as zslParseRange reads it: "(" makes it exclusive; the rest
+// through strtod, to its end (so "" is 0 and a leading space is allowed, as there).
+bool parse_bound(std::string_view s, double& v, bool& exclusive) {
+  exclusive = !s.empty() && s[0] == '(';
+  if (exclusive) s.remove_prefix(1);
+  const std::string buf(s);
+  char* end = nullptr;
+  v = std::strtod(buf.c_str(), &end);
+  return *end == '\0' && !std::isnan(v);
+}
+
+struct ScoreRange {
+  double min = 0, max = 0;
+  bool minex = false, maxex = false;
+  bool gte_min(double s) const { return minex ? s > min : s >= min; }
+  bool lte_max(double s) const { return maxex ? s < max : s <= max; }
+  bool contains(double s) const { return gte_min(s) && lte_max(s); }
+};
+
+bool parse_range(std::string_view lo, std::string_view hi, ScoreRange& r) {
+  return parse_bound(lo, r.min, r.minex) && parse_bound(hi, r.max, r.maxex);
+}
+
+// [start, end] as ranks, clamped as Redis clamps them; false when empty.
+bool clamp_ranks(int64_t& start, int64_t& end, int64_t len) {
+  if (start < 0) start += len;
+  if (end < 0) end += len;
+  if (start < 0) start = 0;
+  if (start > end || start >= len) return false;
+  if (end >= len) end = len - 1;
+  return true;
+}
+
+using Member = std::pair<double, std::string>;
+
+}  // namespace
+
+void Shard::data_zset(ShardOp& op, int64_t now_ns) {
+  const auto& a = *op.args;
+  DataReply& r = *op.reply;
+  const DataCmd c = op.data;
+
+  // The set, for commands that only read it or take from it: null if absent.
+  auto existing = [&](Entry*& e) -> ZSetValue* {
+    e = lookup(op.key, op.hash, now_ns);
+    if (e && e->kind != Kind::kZSet) {
+      op.status = OpStatus::kWrongType;
+      return nullptr;
+    }
+    return e ? e->state<ZSetValue*>() : nullptr;
+  };
+  // After a removal: an empty set goes, as in Redis.
+  auto changed = [&](Entry* e, ZSetValue& z) {
+    if (z.size() == 0) {
+      forget(op.key, op.hash);
+      mark_gone(op.key);
+    } else {
+      mark(e, op.key);
+    }
+  };
+  // A member and, with scores, its score: RESP2 flat, RESP3 a pair per member.
+  auto emit = [&](const Member& m, bool withscores) {
+    if (withscores && op.resp3) r.array(2);
+    r.bulk(m.second);
+    if (withscores) r.dbl(m.first);
+  };
+  Entry* e = nullptr;
+
+  switch (c) {
+    case DataCmd::kZAdd: {
+      bool nx = false, xx = false, gt = false, lt = false, ch = false, incr = false;
+      size_t i = 2;
+      for (; i < a.size(); ++i) {
+        if (iequals(a[i], "nx")) {
+          nx = true;
+        } else if (iequals(a[i], "xx")) {
+          xx = true;
+        } else if (iequals(a[i], "ch")) {
+          ch = true;
+        } else if (iequals(a[i], "incr")) {
+          incr = true;
+        } else if (iequals(a[i], "gt")) {
+          gt = true;
+        } else if (iequals(a[i], "lt")) {
+          lt = true;
+        } else {
+          break;
+        }
+      }
+      const size_t elements = a.size() - i;
+      if (elements % 2 || elements == 0) return r.error(err::kSyntax);
+      if (nx && xx) return r.error(err::kZAddXxNx);
+      if ((gt && nx) || (lt && nx) || (gt && lt)) return r.error(err::kZAddGtLtNx);
+      if (incr && elements > 2) return r.error(err::kZAddIncrPair);
+      std::vector<double> scores(elements / 2);
+      for (size_t j = 0; j < scores.size(); ++j) {
+        if (!parse_score(a[i + 2 * j], scores[j])) return r.error(err::kNotFloat);
+      }
+      e = lookup(op.key, op.hash, now_ns);
+      if (e && e->kind != Kind::kZSet) {
+        op.status = OpStatus::kWrongType;
+        return;
+      }
+      int64_t added = 0, updated = 0, processed = 0;
+      double last = 0;
+      if (!e && !xx) {
+        if (table_.size() >= max_keys_) {
+          table_.sweep(table_.capacity(), [&](Entry* x) { return idle(x, now_ns); });
+          if (table_.size() >= max_keys_) {
+            op.status = OpStatus::kKeyLimit;
+            return;
+          }
+        }
+        e = table_.insert(op.key, op.hash, Kind::kZSet);
+      }
+      if (e) {
+        ZSetValue& z = *e->state<ZSetValue*>();
+        size_t fresh = 0;
+        for (size_t j = 0; j < scores.size(); ++j) fresh += z.score(a[i + 2 * j + 1]) ? 0 : 1;
+        if (!xx && z.size() + fresh > kMaxZSetMembers) {
+          if (z.size() == 0) table_.erase(op.key, op.hash);
+          return r.error(err::kZSetFull);
+        }
+        for (size_t j = 0; j < scores.size(); ++j) {
+          const std::string_view m = a[i + 2 * j + 1];
+          double score = scores[j];
+          if (const double* cur = z.score(m)) {
+            if (nx) continue;
+            const double before = *cur;
+            if (incr) {
+              score += before;
+              if (std::isnan(score)) {
+                if (z.size() == 0) table_.erase(op.key, op.hash);
+                return r.error(err::kZScoreNan);
+              }
+            }
+            if ((lt && score >= before) || (gt && score <= before)) continue;
+            ++processed;
+            last = score;
+            if (score != before) {
+              z.set(m, score);
+              ++updated;
+            }
+          } else {
+            if (xx) continue;
+            z.set(m, score);
+            ++added;
+            ++processed;
+            last = score;
+          }
+        }
+        if (z.size() == 0) {
+          table_.erase(op.key, op.hash);  // (nothing was added to a set made for it)
+        } else if (added || updated) {
+          mark(e, op.key);
+        }
+      }
+      if (incr) return processed ? r.dbl(last) : r.null();
+      return r.integer(ch ? added + updated : added);
+    }
+
+    case DataCmd::kZRem: {
+      ZSetValue* z = existing(e);
+      if (!z) return op.status == OpStatus::kOk ? r.integer(0) : void();
+      int64_t n = 0;
+      for (size_t j = 2; j < a.size(); ++j) n += z->erase(a[j]) ? 1 : 0;
+      if (n) changed(e, *z);
+      return r.integer(n);
+    }
+
+    case DataCmd::kZCard: {
+      ZSetValue* z = existing(e);
+      if (op.status != OpStatus::kOk) return;
+      return r.integer(z ? static_cast<int64_t>(z->size()) : 0);
+    }
+
+    case DataCmd::kZScore: {
+      ZSetValue* z = existing(e);
+      if (op.status != OpStatus::kOk) return;
+      const double* s = z ? z->score(a[2]) : nullptr;
+      return s ? r.dbl(*s) : r.null();
+    }
+
+    case DataCmd::kZCount:
+    case DataCmd::kZRemRangeByScore: {
+      ScoreRange range;
+      if (!parse_range(a[2], a[3], range)) return r.error(err::kMinMaxNotFloat);
+      ZSetValue* z = existing(e);
+      if (op.status != OpStatus::kOk) return;
+      if (!z) return r.integer(0);
+      std::vector<Member> hits;
+      for (auto it = z->by_score.lower_bound({range.min, std::string()});
+           it != z->by_score.end() && range.lte_max(it->first); ++it) {
+        if (range.contains(it->first)) hits.push_back(*it);
+      }
+      if (c == DataCmd::kZRemRangeByScore) {
+        for (const Member& m : hits) z->erase(m.second);
+        if (!hits.empty()) changed(e, *z);
+      }
+      return r.integer(static_cast<int64_t>(hits.size()));
+    }
+
+    case DataCmd::kZRemRangeByRank: {
+      int64_t start, end;
+      if (!parse_long(a[2], start) || !parse_long(a[3], end)) return r.error(err::kNotInteger);
+      ZSetValue* z = existing(e);
+      if (op.status != OpStatus::kOk) return;
+      if (!z || !clamp_ranks(start, end, static_cast<int64_t>(z->size()))) return r.integer(0);
+      std::vector<std::string> gone;
+      auto it = std::next(z->by_score.begin(), start);
+      for (int64_t k = start; k <= end; ++k, ++it) gone.push_back(it->second);
+      for (const auto& m : gone) z->erase(m);
+      changed(e, *z);
+      return r.integer(static_cast<int64_t>(gone.size()));
+    }
+
+    case DataCmd::kZPopMin: {
+      if (a.size() > 3) return r.error(err::kSyntax);
+      int64_t count = -1;
+      if (a.size() == 3) {
+        // (Redis's getPositiveLong: one text for not a number and for negative)
+        if (!parse_long(a[2], count) || count < 0) return r.error(err::kNotPositive);
+      }
+      const bool nested = op.resp3 && count != -1;
+      ZSetValue* z = existing(e);
+      if (op.status != OpStatus::kOk) return;
+      if (!z || count == 0) return r.array(0);
+      if (count == -1) count = 1;
+      const int64_t n = std::min<int64_t>(count, static_cast<int64_t>(z->size()));
+      r.array(nested ? n : 2 * n);
+      for (int64_t k = 0; k < n; ++k) {
+        const Member m = *z->by_score.begin();
+        if (nested) r.array(2);
+        r.bulk(m.second);
+        r.dbl(m.first);
+        z->erase(m.second);
+      }
+      return changed(e, *z);
+    }
+
+    default:  // ZRANGE, ZRANGEBYSCORE
+      break;
+  }
+
+  // ZRANGE key start stop [BYSCORE|BYLEX] [REV] [LIMIT offset count] [WITHSCORES], and
+  // ZRANGEBYSCORE key min max [WITHSCORES] [LIMIT offset count] (t_zset.c's zrangeGeneric).
+  const bool by_score_cmd = c == DataCmd::kZRangeByScore;
+  bool withscores = false, rev = false, by_score = by_score_cmd, by_lex = false;
+  int64_t offset = 0, limit = -1;
+  for (size_t j = 4; j < a.size(); ++j) {
+    const size_t left = a.size() - j - 1;
+    if (iequals(a[j], "withscores")) {
+      withscores = true;
+    } else if (iequals(a[j], "limit") && left >= 2) {
+      if (!parse_long(a[j + 1], offset) || !parse_long(a[j + 2], limit)) {
+        return r.error(err::kNotInteger);
+      }
+      j += 2;
+    } else if (!by_score_cmd && !rev && iequals(a[j], "rev")) {
+      rev = true;
+    } else if (!by_score_cmd && !by_score && !by_lex && iequals(a[j], "bylex")) {
+      by_lex = true;
+    } else if (!by_score_cmd && !by_score && !by_lex && iequals(a[j], "byscore")) {
+      by_score = true;
+    } else {
+      return r.error(err::kSyntax);
+    }
+  }
+  if (limit != -1 && !by_score && !by_lex) return r.error(err::kZRangeLimit);
+  if (by_lex) return r.error(err::kByLex);
+  std::string_view lo = a[2], hi = a[3];
+  if (rev && by_score) std::swap(lo, hi);
+  int64_t start = 0, end = 0;
+  ScoreRange range;
+  if (by_score) {
+    if (!parse_range(lo, hi, range)) return r.error(err::kMinMaxNotFloat);
+  } else if (!parse_long(lo, start) || !parse_long(hi, end)) {
+    return r.error(err::kNotInteger);
+  }
+  ZSetValue* z = existing(e);
+  if (op.status != OpStatus::kOk) return;
+  if (!z) return r.array(0);
+  std::vector<const Member*> out;
+  if (!by_score) {
+    const int64_t len = static_cast<int64_t>(z->size());
+    if (!clamp_ranks(start, end, len)) return r.array(0);
+    if (!rev) {
+      auto it = std::next(z->by_score.begin(), start);
+      for (int64_t k = start; k <= end; ++k, ++it) out.push_back(&*it);
+    } else {
+      auto it = std::next(z->by_score.rbegin(), start);
+      for (int64_t k = start; k <= end; ++k, ++it) out.push_back(&*it);
+    }
+  } else if (!(offset > 0 && offset >= static_cast<int64_t>(z->size()))) {
+    std::vector<const Member*> in;
+    if (!rev) {
+      for (const Member& m : z->by_score)
+        if (range.contains(m.first)) in.push_back(&m);
+    } else {
+      for (auto it = z->by_score.rbegin(); it != z->by_score.rend(); ++it)
+        if (range.contains(it->first)) in.push_back(&*it);
+    }
+    // (Redis: a negative offset skips everything; a negative count takes all the rest.)
+    if (offset >= 0) {
+      for (size_t k = static_cast<size_t>(offset); k < in.size(); ++k) {
+        if (limit >= 0 && static_cast<int64_t>(out.size()) >= limit) break;
+        out.push_back(in[k]);
+      }
+    }
+  }
+  const bool flat_scores = withscores && !op.resp3;
+  r.array(static_cast<int64_t>(out.size()) * (flat_scores ? 2 : 1));
+  for (const Member* m : out) emit(*m, withscores);
+}
+
+}  // namespace fg
