@@ -67,8 +67,17 @@ enum class DataCmd : uint8_t {
   kZRemRangeByScore,
   kZRemRangeByRank,
   kZPopMin,
+  // lists
+  kLPush,
+  kRPush,
+  kLPop,
+  kRPop,
+  kLLen,
+  kLRange,
+  kLTrim,
+  kLIndex,
 };
-constexpr uint8_t kLastDataCmd = static_cast<uint8_t>(DataCmd::kZPopMin);
+constexpr uint8_t kLastDataCmd = static_cast<uint8_t>(DataCmd::kLIndex);
 
 // How a command with several keys is answered when its keys are split over shards: each
 // part runs the command on one key (with its value, for MSET), and the parts' replies add
@@ -137,6 +146,14 @@ inline const DataCmdInfo& data_cmd_info(DataCmd c) {
       {"zremrangebyscore", 1, Merge::kNone},
       {"zremrangebyrank", 1, Merge::kNone},
       {"zpopmin", 1, Merge::kNone},
+      {"lpush", 1, Merge::kNone},
+      {"rpush", 1, Merge::kNone},
+      {"lpop", 1, Merge::kNone},
+      {"rpop", 1, Merge::kNone},
+      {"llen", 1, Merge::kNone},
+      {"lrange", 1, Merge::kNone},
+      {"ltrim", 1, Merge::kNone},
+      {"lindex", 1, Merge::kNone},
   };
   static_assert(std::size(kInfo) == kLastDataCmd + 1);
   return kInfo[static_cast<uint8_t>(c)];

@@ -249,6 +249,15 @@ void Shard::data(ShardOp& op, int64_t now_ns) {
     case DataCmd::kZRemRangeByRank:
     case DataCmd::kZPopMin:
       return data_zset(op, now_ns);
+    case DataCmd::kLPush:
+    case DataCmd::kRPush:
+    case DataCmd::kLPop:
+    case DataCmd::kRPop:
+    case DataCmd::kLLen:
+    case DataCmd::kLRange:
+    case DataCmd::kLTrim:
+    case DataCmd::kLIndex:
+      return data_list(op, now_ns);
     case DataCmd::kNone:
       break;
   }

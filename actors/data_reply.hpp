@@ -12,14 +12,15 @@ namespace fg {
 
 struct ReplyItem {
   enum class Type : uint8_t {
-    kInt,     // n
-    kBulk,    // s
-    kNull,    // a missing value (RESP2 $-1, RESP3 _)
-    kStatus,  // s ("OK")
-    kError,   // s, with its code word ("ERR ...", "WRONGTYPE ...")
-    kArray,   // n elements follow
-    kDouble,  // s: the number as text (RESP2 bulk, RESP3 double)
-    kMap,     // n pairs (2n elements) follow (RESP2: a flat array)
+    kInt,        // n
+    kBulk,       // s
+    kNull,       // a missing value (RESP2 $-1, RESP3 _)
+    kStatus,     // s ("OK")
+    kError,      // s, with its code word ("ERR ...", "WRONGTYPE ...")
+    kArray,      // n elements follow
+    kDouble,     // s: the number as text (RESP2 bulk, RESP3 double)
+    kMap,        // n pairs (2n elements) follow (RESP2: a flat array)
+    kNullArray,  // a missing array (RESP2 *-1, RESP3 _)
   };
   Type type = Type::kNull;
   int64_t n = 0;
@@ -38,6 +39,7 @@ struct DataReply {
   void error(std::string_view t) { items.push_back({ReplyItem::Type::kError, 0, std::string(t)}); }
   void array(int64_t n) { items.push_back({ReplyItem::Type::kArray, n, {}}); }
   void map(int64_t n) { items.push_back({ReplyItem::Type::kMap, n, {}}); }
+  void null_array() { items.push_back({ReplyItem::Type::kNullArray, 0, {}}); }
   void ok() { status("OK"); }
   // A score as Redis writes one ("%.17g"; "inf", "-inf").
   void dbl(double v) {

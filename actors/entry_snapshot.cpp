@@ -4,6 +4,7 @@
 #include "fixed_window.hpp"
 #include "gcra.hpp"
 #include "hash_value.hpp"
+#include "list_value.hpp"
 #include "sliding_log.hpp"
 #include "sliding_window.hpp"
 #include "string_value.hpp"
@@ -28,6 +29,7 @@ size_t snapshot_field_count(Kind k) {
     case Kind::kString:
     case Kind::kHash:
     case Kind::kZSet:
+    case Kind::kList:
       return 0;
     case Kind::kNone:
       break;
@@ -78,6 +80,11 @@ EntrySnapshot snapshot_of(Entry& e) {
     case Kind::kZSet:
       for (const auto& [score, m] : e.state<ZSetValue*>()->by_score) s.zset.emplace_back(m, score);
       break;
+    case Kind::kList: {
+      const auto& items = e.state<ListValue*>()->items;
+      s.list.assign(items.begin(), items.end());
+      break;
+    }
     case Kind::kNone:
       break;
   }
@@ -129,6 +136,9 @@ void restore_into(Entry& e, const EntrySnapshot& s) {
       for (const auto& [m, score] : s.zset) z.set(m, score);
       break;
     }
+    case Kind::kList:
+      e.state<ListValue*>()->items.assign(s.list.begin(), s.list.end());
+      break;
     case Kind::kNone:
       break;
   }

@@ -23,12 +23,13 @@ struct EntrySnapshot {
   std::string value;                             // string
   std::vector<std::pair<std::string, std::string>> hash;  // hash: fields in order
   std::vector<std::pair<std::string, double>> zset;       // zset: members, by score
+  std::vector<std::string> list;                          // list: head first
   int64_t expires_ms = 0;  // the key's deadline (EXPIRE), Unix ms; 0: none
 
   bool operator==(const EntrySnapshot& o) const {
     return key == o.key && kind == o.kind && fields == o.fields && log == o.log &&
-           value == o.value && hash == o.hash && zset == o.zset && expires_ms == o.expires_ms &&
-           leases.size() == o.leases.size() &&
+           value == o.value && hash == o.hash && zset == o.zset && list == o.list &&
+           expires_ms == o.expires_ms && leases.size() == o.leases.size() &&
            std::equal(
                leases.begin(), leases.end(), o.leases.begin(), [](const Lease& a, const Lease& b) {
                  return a.id == b.id && a.expires_at_ns == b.expires_at_ns && a.holder == b.holder;

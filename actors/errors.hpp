@@ -102,6 +102,7 @@ inline constexpr char kZRangeLimit[] =
     "ERR syntax error, LIMIT is only supported in combination with either BYSCORE or BYLEX";
 inline constexpr char kZSetFull[] = "ERR a sorted set holds at most 100000 members";
 inline constexpr char kByLex[] = "ERR BYLEX is not supported";
+inline constexpr char kListFull[] = "ERR a list holds at most 100000 elements";
 inline constexpr char kInvalidCursor[] = "ERR invalid cursor";
 inline constexpr char kMalformedReply[] = "ERR the key's owner sent a malformed reply";
 inline constexpr char kCrossSlot[] = "CROSSSLOT Keys in request don't hash to the same slot";

@@ -10,6 +10,7 @@
 #include "gcra.hpp"
 #include "hash_value.hpp"
 #include "lease_set.hpp"
+#include "list_value.hpp"
 #include "sliding_log.hpp"
 #include "sliding_window.hpp"
 #include "string_value.hpp"
@@ -38,6 +39,8 @@ size_t Entry::state_size(Kind k) {
       return sizeof(HashValue*);
     case Kind::kZSet:
       return sizeof(ZSetValue*);
+    case Kind::kList:
+      return sizeof(ListValue*);
     case Kind::kNone:
       break;
   }
@@ -100,6 +103,7 @@ Entry* KeyTable::insert(std::string_view key, uint64_t h, Kind kind) {
   if (kind == Kind::kString) e->flags = kEntryInt;  // the integer 0 until it is set
   if (kind == Kind::kHash) e->state<HashValue*>() = new HashValue();
   if (kind == Kind::kZSet) e->state<ZSetValue*>() = new ZSetValue();
+  if (kind == Kind::kList) e->state<ListValue*>() = new ListValue();
   const size_t mask = slots_.size() - 1;
   size_t i = home(h);
   while (slots_[i]) i = (i + 1) & mask;
@@ -131,6 +135,7 @@ void KeyTable::free_entry(Entry* e) {
   if (e->kind == Kind::kString) string_free(*e);
   if (e->kind == Kind::kHash) delete e->state<HashValue*>();
   if (e->kind == Kind::kZSet) delete e->state<ZSetValue*>();
+  if (e->kind == Kind::kList) delete e->state<ListValue*>();
   bytes_ -= entry_bytes(e);
   std::free(e);
 }

@@ -10,8 +10,8 @@ namespace fg {
 
 namespace {
 constexpr std::string_view kNames[] = {
-    "none",           "token_bucket", "gcra",   "fixed_window", "sliding_log",
-    "sliding_window", "concurrency",  "string", "hash",         "zset"};
+    "none",        "token_bucket", "gcra", "fixed_window", "sliding_log", "sliding_window",
+    "concurrency", "string",       "hash", "zset",         "list"};
 }
 
 std::string_view kind_name(Kind k) { return kNames[static_cast<int>(k)]; }
@@ -58,6 +58,7 @@ const char* validate(const LimitSpec& s) {
     case Kind::kString:
     case Kind::kHash:
     case Kind::kZSet:
+    case Kind::kList:
       break;
   }
   return err::kUnknownKind;

@@ -21,9 +21,10 @@ enum class Kind : uint8_t {
   kString = 7,
   kHash = 8,
   kZSet = 9,
+  kList = 10,
 };
 inline bool is_limiter(Kind k) { return k != Kind::kNone && k <= Kind::kConcurrency; }
-constexpr Kind kLastKind = Kind::kZSet;
+constexpr Kind kLastKind = Kind::kList;
 
 // Upper bounds that keep every intermediate product inside int64 and memory bounded.
 constexpr int64_t kMaxPeriodNs = int64_t{10} * 366 * 24 * 3600 * 1'000'000'000;  // ~10 years

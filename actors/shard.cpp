@@ -6,6 +6,7 @@
 #include "gcra.hpp"
 #include "hash_value.hpp"
 #include "key_slot.hpp"
+#include "list_value.hpp"
 #include "sliding_log.hpp"
 #include "sliding_window.hpp"
 #include "token_bucket.hpp"
@@ -110,6 +111,8 @@ bool Shard::idle(Entry* e, int64_t now) {
       return e->state<HashValue*>()->fields.empty();
     case Kind::kZSet:
       return e->state<ZSetValue*>()->size() == 0;
+    case Kind::kList:
+      return e->state<ListValue*>()->items.empty();
     case Kind::kNone:
       break;
   }

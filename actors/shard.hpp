@@ -97,6 +97,7 @@ class Shard {
   void data_scan(ShardOp& op, int64_t now_ns);  // KEYS, SCAN
   void data_hash(ShardOp& op, int64_t now_ns);
   void data_zset(ShardOp& op, int64_t now_ns);  // data_zset.cpp
+  void data_list(ShardOp& op, int64_t now_ns);  // data_list.cpp
   // The key's hash, created empty if absent (null: another type, or the key cap; op.status
   // says which).
   Entry* hash_for_write(ShardOp& op, int64_t now_ns);

@@ -4,6 +4,7 @@
 #include <cmath>
 
 #include "hash_value.hpp"
+#include "list_value.hpp"
 #include "state.pb.h"
 #include "zset_value.hpp"
 
@@ -41,6 +42,7 @@ std::string encode_state(const std::vector<EntrySnapshot>& entries) {
       e->add_zset_members(m);
       e->add_zset_scores(score);
     }
+    for (const auto& item : s.list) e->add_list(item);
   }
   std::string out;
   chunk.SerializeToString(&out);
@@ -75,6 +77,11 @@ bool decode_state(std::string_view bytes, std::vector<EntrySnapshot>& out) {
         (e.zset_members_size() > 0 && s.kind != Kind::kZSet)) {
       return false;
     }
+    if (static_cast<size_t>(e.list_size()) > kMaxListElements ||
+        (e.list_size() > 0 && s.kind != Kind::kList)) {
+      return false;
+    }
+    s.list.assign(e.list().begin(), e.list().end());
     for (int i = 0; i < e.zset_members_size(); ++i) {
       if (std::isnan(e.zset_scores(i))) return false;
       s.zset.emplace_back(e.zset_members(i), e.zset_scores(i));
@@ -110,6 +117,7 @@ std::vector<std::vector<EntrySnapshot>> split_by_bytes(const std::vector<EntrySn
              e.value.size();
     for (const auto& [f, v] : e.hash) bytes += f.size() + v.size() + 4;
     for (const auto& [m, score] : e.zset) bytes += m.size() + 12;
+    for (const auto& item : e.list) bytes += item.size() + 3;
     parts.back().push_back(e);
   }
   return parts;

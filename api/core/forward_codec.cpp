@@ -122,7 +122,7 @@ void decode_outcome(const forward::ForwardOutcome& in, Verb verb, Outcome& out,
   if (verb == Verb::kData) {
     DataReply& r = replies.emplace_back();
     for (const forward::ReplyItem& m : in.reply()) {
-      const auto type = m.type() <= static_cast<uint32_t>(ReplyItem::Type::kMap)
+      const auto type = m.type() <= static_cast<uint32_t>(ReplyItem::Type::kNullArray)
                             ? static_cast<ReplyItem::Type>(m.type())
                             : ReplyItem::Type::kNull;
       r.items.push_back(ReplyItem{type, m.n(), m.s()});

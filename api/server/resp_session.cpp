@@ -88,6 +88,9 @@ void write_reply(RespWriter& w, const DataReply& r) {
       case T::kMap:
         w.map(static_cast<size_t>(i.n));
         break;
+      case T::kNullArray:
+        w.null_array();
+        break;
       case T::kDouble:
         if (w.proto() >= 3) {
           w.raw(",");

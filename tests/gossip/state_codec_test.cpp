@@ -39,6 +39,10 @@ std::vector<EntrySnapshot> sample() {
   v.back().value = std::string("\0bytes\xff", 7);
   v.push_back(snap("bucket", Kind::kHash, {}, 1'700'000'060'000));
   v.back().hash = {{"tokens", "7"}, {"ts", "1700000000000"}, {std::string("\0", 1), ""}};
+  v.push_back(snap("log:z", Kind::kZSet, {}, 1'700'000'060'000));
+  v.back().zset = {{"req:1", -1.5}, {"req:2", 1700000000000.0}, {"", 1e300}};
+  v.push_back(snap("queue", Kind::kList));
+  v.back().list = {"a", "", std::string("\xff\0", 2)};
   return v;
 }
 
@@ -145,7 +149,7 @@ TEST(StateCodec, AShardsStateSurvivesTheWire) {
   std::vector<EntrySnapshot> out;
   ASSERT_TRUE(decode_state(encode_state(a.extract([](uint32_t) { return true; }, 0, true)), out));
   b.install(out);
-  EXPECT_EQ(b.key_count(), 9u);
+  EXPECT_EQ(b.key_count(), 11u);
   EXPECT_EQ(a.key_count(), 0u);
 }
 

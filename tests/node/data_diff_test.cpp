@@ -188,7 +188,7 @@ class Generator {
 
   std::vector<std::string> command() {
     std::vector<std::string> w;
-    switch (pick(36)) {
+    switch (pick(39)) {
       case 0:
       case 1:
         return {"GET", key()};
@@ -401,6 +401,19 @@ class Generator {
       }
       case 35:
         return {"ZREMRANGEBYRANK", key(), rank(), rank()};
+      case 36: {
+        w = {one<std::string>({"LPUSH", "RPUSH"}), key()};
+        const int n = 1 + pick(3);
+        for (int i = 0; i < n; ++i) w.push_back(short_value());
+        return w;
+      }
+      case 37:
+        if (pick(2) == 0) return {one<std::string>({"LPOP", "RPOP", "LLEN"}), key()};
+        return {one<std::string>({"LPOP", "RPOP"}), key(),
+                one<std::string>({"1", "2", "0", "-1", "x", "10"})};
+      case 38:
+        if (pick(3) == 0) return {"LINDEX", key(), rank()};
+        return {one<std::string>({"LRANGE", "LRANGE", "LTRIM"}), key(), rank(), rank()};
       default:
         return {"INCRBY", key(), one<std::string>({"3", "-3", "1000000"})};
     }
