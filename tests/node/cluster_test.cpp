@@ -493,6 +493,41 @@ TEST(Failover, AKilledOwnersCountsSurviveOnItsReplica) { kill_under_load("lenien
 
 TEST(Failover, SyncReplicationLosesNoAcknowledgedAdmission) { kill_under_load("strict", true); }
 
+// Data keys of every type move with their slots when a fourth node joins: each value,
+// and its TTL, is whole wherever it lives now.
+TEST(Cluster, AFourthNodeTakesDataKeysWithTheirSlots) {
+  TestCluster cl(3);
+  ASSERT_TRUE(cl.formed(3));
+  constexpr int kKeys = 40;
+  Client c(cl.node(0).port(), 3000);
+  auto k = [](const char* type, int i) { return std::string("join:") + type + std::to_string(i); };
+  for (int i = 0; i < kKeys; ++i) {
+    const std::string n = std::to_string(i);
+    ASSERT_EQ(ask(c, {"SET", k("s", i), n, "EX", "600"}), "+OK\r\n");
+    ASSERT_EQ(ask(c, {"HSET", k("h", i), "tokens", n}), ":1\r\n");
+    ASSERT_EQ(ask(c, {"ZADD", k("z", i), n, "m" + n}), ":1\r\n");
+    ASSERT_EQ(ask(c, {"RPUSH", k("l", i), "a", n}), ":2\r\n");
+  }
+  NodeProcess& fourth = cl.add();
+  ASSERT_TRUE(cl.formed(4));
+  int moved = 0;
+  Client d(fourth.port(), 3000);
+  for (int i = 0; i < kKeys; ++i) {
+    const std::string n = std::to_string(i);
+    if (cl.owner_port(k("s", i)) == fourth.port()) ++moved;
+    Client& via = i % 2 ? c : d;
+    EXPECT_EQ(ask(via, {"GET", k("s", i)}), "$" + std::to_string(n.size()) + "\r\n" + n + "\r\n");
+    const std::string ttl = ask(via, {"TTL", k("s", i)});
+    EXPECT_TRUE(ttl[0] == ':' && std::stoll(ttl.substr(1)) > 500) << k("s", i) << ": " << ttl;
+    EXPECT_EQ(ask(via, {"HGET", k("h", i), "tokens"}),
+              "$" + std::to_string(n.size()) + "\r\n" + n + "\r\n");
+    EXPECT_EQ(ask(via, {"ZSCORE", k("z", i), "m" + n}),
+              "$" + std::to_string(n.size()) + "\r\n" + n + "\r\n");
+    EXPECT_EQ(ask(via, {"LLEN", k("l", i)}), ":2\r\n");
+  }
+  EXPECT_GT(moved, 0);
+}
+
 // The data commands limiter code runs on Redis, in a cluster: sent to a node that does not
 // own the keys (forwarded), multi-key commands on one slot together and across slots refused
 // as Redis Cluster does, and the counts and their TTLs served by the replica after the
