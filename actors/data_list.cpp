@@ -13,11 +13,7 @@ void Shard::data_list(ShardOp& op, int64_t now_ns) {
   const DataCmd c = op.data;
   // The key's list, or null; -WRONGTYPE (in op.status) for another type.
   auto existing = [&](Entry*& e) -> ListValue* {
-    e = lookup(op.key, op.hash, now_ns);
-    if (e && e->kind != Kind::kList) {
-      op.status = OpStatus::kWrongType;
-      return nullptr;
-    }
+    e = typed(op, Kind::kList, false, now_ns);
     return e ? e->state<ListValue*>() : nullptr;
   };
   auto changed = [&](Entry* e, ListValue& l) {
@@ -37,14 +33,8 @@ void Shard::data_list(ShardOp& op, int64_t now_ns) {
       if (l && l->items.size() + (a.size() - 2) > kMaxListElements) return r.error(err::kListFull);
       if (!l) {
         if (a.size() - 2 > kMaxListElements) return r.error(err::kListFull);
-        if (table_.size() >= max_keys_) {
-          table_.sweep(table_.capacity(), [&](Entry* x) { return idle(x, now_ns); });
-          if (table_.size() >= max_keys_) {
-            op.status = OpStatus::kKeyLimit;
-            return;
-          }
-        }
-        e = table_.insert(op.key, op.hash, Kind::kList);
+        e = typed(op, Kind::kList, true, now_ns);
+        if (!e) return;
         l = e->state<ListValue*>();
       }
       for (size_t j = 2; j < a.size(); ++j) {

@@ -173,13 +173,7 @@ Entry* Shard::overwrite_string(ShardOp& op, std::string_view key, uint64_t h,
     e = nullptr;
   }
   if (!e) {
-    if (table_.size() >= max_keys_) {
-      table_.sweep(table_.capacity(), [&](Entry* x) { return idle(x, now_ns); });
-      if (table_.size() >= max_keys_) {
-        op.status = OpStatus::kKeyLimit;
-        return nullptr;
-      }
-    }
+    if (!room_for_key(op, now_ns)) return nullptr;
     e = table_.insert(key, h, Kind::kString);
   }
   string_set(*e, value);
@@ -585,21 +579,14 @@ void Shard::data_keys(ShardOp& op, int64_t now_ns) {
   r.integer(ms ? ttl : (ttl + 500) / 1000);
 }
 
-Entry* Shard::hash_for_write(ShardOp& op, int64_t now_ns) {
+Entry* Shard::typed(ShardOp& op, Kind kind, bool create, int64_t now_ns) {
   Entry* e = lookup(op.key, op.hash, now_ns);
-  if (e) {
-    if (e->kind == Kind::kHash) return e;
+  if (e && e->kind != kind) {
     op.status = OpStatus::kWrongType;
     return nullptr;
   }
-  if (table_.size() >= max_keys_) {
-    table_.sweep(table_.capacity(), [&](Entry* x) { return idle(x, now_ns); });
-    if (table_.size() >= max_keys_) {
-      op.status = OpStatus::kKeyLimit;
-      return nullptr;
-    }
-  }
-  return table_.insert(op.key, op.hash, Kind::kHash);
+  if (e || !create || !room_for_key(op, now_ns)) return e;
+  return table_.insert(op.key, op.hash, kind);
 }
 
 // HGET HSET HSETNX HMSET HMGET HINCRBY HINCRBYFLOAT HDEL HGETALL HLEN HEXISTS, as t_hash.c.
@@ -620,7 +607,7 @@ void Shard::data_hash(ShardOp& op, int64_t now_ns) {
       if (!parse_long_double(a[3], fby)) return r.error(err::kNotFloat);
       if (std::isnan(fby) || std::isinf(fby)) return r.error(err::kNanOrInfinityValue);
     }
-    Entry* e = hash_for_write(op, now_ns);
+    Entry* e = typed(op, Kind::kHash, true, now_ns);
     if (!e) return;
     HashValue& h = *e->state<HashValue*>();
     std::string* cur = c == DataCmd::kHSet || c == DataCmd::kHMSet ? nullptr : h.find(a[2]);
@@ -669,11 +656,8 @@ void Shard::data_hash(ShardOp& op, int64_t now_ns) {
       }
     }
   }
-  Entry* e = lookup(op.key, op.hash, now_ns);
-  if (e && e->kind != Kind::kHash) {
-    op.status = OpStatus::kWrongType;
-    return;
-  }
+  Entry* e = typed(op, Kind::kHash, false, now_ns);
+  if (op.status != OpStatus::kOk) return;
   HashValue* h = e ? e->state<HashValue*>() : nullptr;
   switch (c) {
     case DataCmd::kHGet: {

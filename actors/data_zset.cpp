@@ -80,11 +80,7 @@ void Shard::data_zset(ShardOp& op, int64_t now_ns) {
 
   // The set, for commands that only read it or take from it: null if absent.
   auto existing = [&](Entry*& e) -> ZSetValue* {
-    e = lookup(op.key, op.hash, now_ns);
-    if (e && e->kind != Kind::kZSet) {
-      op.status = OpStatus::kWrongType;
-      return nullptr;
-    }
+    e = typed(op, Kind::kZSet, false, now_ns);
     return e ? e->state<ZSetValue*>() : nullptr;
   };
   // After a removal: an empty set goes, as in Redis.
@@ -134,23 +130,10 @@ void Shard::data_zset(ShardOp& op, int64_t now_ns) {
       for (size_t j = 0; j < scores.size(); ++j) {
         if (!parse_score(a[i + 2 * j], scores[j])) return r.error(err::kNotFloat);
       }
-      e = lookup(op.key, op.hash, now_ns);
-      if (e && e->kind != Kind::kZSet) {
-        op.status = OpStatus::kWrongType;
-        return;
-      }
+      e = typed(op, Kind::kZSet, !xx, now_ns);  // (no key and XX: nothing to do)
+      if (op.status != OpStatus::kOk) return;
       int64_t added = 0, updated = 0, processed = 0;
       double last = 0;
-      if (!e && !xx) {
-        if (table_.size() >= max_keys_) {
-          table_.sweep(table_.capacity(), [&](Entry* x) { return idle(x, now_ns); });
-          if (table_.size() >= max_keys_) {
-            op.status = OpStatus::kKeyLimit;
-            return;
-          }
-        }
-        e = table_.insert(op.key, op.hash, Kind::kZSet);
-      }
       if (e) {
         ZSetValue& z = *e->state<ZSetValue*>();
         size_t fresh = 0;

@@ -69,14 +69,16 @@ Entry* Shard::get_or_create(ShardOp& op, Kind kind, int64_t now_ns) {
       return e;
     }
   }
-  if (table_.size() >= max_keys_) {
-    table_.sweep(table_.capacity(), [&](Entry* x) { return idle(x, now_ns); });
-    if (table_.size() >= max_keys_) {
-      op.status = OpStatus::kKeyLimit;
-      return nullptr;
-    }
-  }
+  if (!room_for_key(op, now_ns)) return nullptr;
   return table_.insert(op.key, op.hash, kind);
+}
+
+bool Shard::room_for_key(ShardOp& op, int64_t now_ns) {
+  if (table_.size() < max_keys_) return true;
+  table_.sweep(table_.capacity(), [&](Entry* x) { return idle(x, now_ns); });
+  if (table_.size() < max_keys_) return true;
+  op.status = OpStatus::kKeyLimit;
+  return false;
 }
 
 bool Shard::idle(Entry* e, int64_t now) {

@@ -78,6 +78,11 @@ class Shard {
 
  private:
   Entry* get_or_create(ShardOp& op, Kind kind, int64_t now_ns);
+  // Whether a new key fits under the cap (sweeping idle ones first); else kKeyLimit.
+  bool room_for_key(ShardOp& op, int64_t now_ns);
+  // The key's live entry of a data `kind`: null if absent (created empty when `create`),
+  // or -WRONGTYPE / the key cap in op.status.
+  Entry* typed(ShardOp& op, Kind kind, bool create, int64_t now_ns);
   bool idle(Entry* e, int64_t now_ns);
   void take(ShardOp& op, int64_t now_ns);
   void leases(ShardOp& op, int64_t now_ns);
@@ -98,9 +103,6 @@ class Shard {
   void data_hash(ShardOp& op, int64_t now_ns);
   void data_zset(ShardOp& op, int64_t now_ns);  // data_zset.cpp
   void data_list(ShardOp& op, int64_t now_ns);  // data_list.cpp
-  // The key's hash, created empty if absent (null: another type, or the key cap; op.status
-  // says which).
-  Entry* hash_for_write(ShardOp& op, int64_t now_ns);
   // The key's live entry, or null; state gone idle (an expired deadline, a limiter back at
   // rest) is forgotten on the way, as Redis expires keys on access.
   Entry* lookup(std::string_view key, uint64_t h, int64_t now_ns);

@@ -207,14 +207,7 @@ ProcessResult RespSession::process(const char* data, size_t len, Flight& flight)
       end_local_slot(start);
       continue;
     }
-    if (!spec) {
-      local().error(err::unknown_command(args_));
-    } else if ((spec->arity > 0 && static_cast<int>(args_.size()) != spec->arity) ||
-               (spec->arity < 0 && static_cast<int>(args_.size()) < -spec->arity)) {
-      local().error(err::wrong_arity(spec->name));
-    } else if (!authenticated_ && !(spec->flags & kNoAuth)) {
-      local().error(err::kNoAuth);
-    } else {
+    if (!refused(spec)) {
       client_->last_cmd.store(spec->name, std::memory_order_relaxed);
       spec->handler(*this, args_);
     }
@@ -232,11 +225,7 @@ ProcessResult RespSession::process(const char* data, size_t len, Flight& flight)
   return r;
 }
 
-bool RespSession::queue(const CommandSpec* spec) {
-  if (spec) {
-    const std::string_view n = spec->name;
-    if (n == "exec" || n == "discard" || n == "multi" || n == "quit") return false;
-  }
+bool RespSession::refused(const CommandSpec* spec) {
   if (!spec) {
     local().error(err::unknown_command(args_));
   } else if ((spec->arity > 0 && static_cast<int>(args_.size()) != spec->arity) ||
@@ -245,6 +234,17 @@ bool RespSession::queue(const CommandSpec* spec) {
   } else if (!authenticated_ && !(spec->flags & kNoAuth)) {
     local().error(err::kNoAuth);
   } else {
+    return false;
+  }
+  return true;
+}
+
+bool RespSession::queue(const CommandSpec* spec) {
+  if (spec) {
+    const std::string_view n = spec->name;
+    if (n == "exec" || n == "discard" || n == "multi" || n == "quit") return false;
+  }
+  if (!refused(spec)) {
     queued_.emplace_back(args_.begin(), args_.end());
     local().simple("QUEUED");
     return true;

@@ -59,6 +59,8 @@ class RespSession final : public CommandContext {
   // In a transaction: queues the command (+QUEUED), or answers why not and marks the
   // transaction to be refused at EXEC. False: the command runs now (EXEC, DISCARD, ...).
   bool queue(const CommandSpec* spec);
+  // Answers why the command cannot run (unknown, wrong arity, needs AUTH), if it cannot.
+  bool refused(const CommandSpec* spec);
   // Whether the queued commands' keys lie in more than one slot (cluster mode).
   bool queued_cross_slot() const;
   const Door& door();  // for this read (the mode follows CLUSTER SLOTS at once)
