@@ -30,9 +30,10 @@ void Shard::data_list(ShardOp& op, int64_t now_ns) {
     case DataCmd::kRPush: {
       ListValue* l = existing(e);
       if (op.status != OpStatus::kOk) return;
-      if (l && l->items.size() + (a.size() - 2) > kMaxListElements) return r.error(err::kListFull);
+      if ((l ? l->items.size() : 0) + (a.size() - 2) > kMaxListElements) {
+        return r.error(err::collection_full("a list", kMaxListElements, "elements"));
+      }
       if (!l) {
-        if (a.size() - 2 > kMaxListElements) return r.error(err::kListFull);
         e = typed(op, Kind::kList, true, now_ns);
         if (!e) return;
         l = e->state<ListValue*>();

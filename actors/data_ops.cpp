@@ -370,7 +370,7 @@ void Shard::data_set(ShardOp& op, int64_t now_ns) {
       break;
   }
   int64_t deadline = 0;
-  if (!expire.empty() || (flags & (kEx | kPx | kExAt | kPxAt))) {
+  if (flags & (kEx | kPx | kExAt | kPxAt)) {
     if (!deadline_of(expire, flags, ms_unit, now_ms, name, r, deadline)) return;
   }
   Entry* e = lookup(op.key, op.hash, now_ns);
@@ -616,7 +616,7 @@ void Shard::data_hash(ShardOp& op, int64_t now_ns) {
       for (size_t j = 2; j + 1 < a.size(); j += 2) fresh += h.find(a[j]) ? 0 : 1;
       if (h.fields.size() + fresh > kMaxHashFields) {
         if (h.fields.empty()) table_.erase(op.key, op.hash);
-        return r.error(err::kHashFull);
+        return r.error(err::collection_full("a hash", kMaxHashFields, "fields"));
       }
     }
     switch (c) {

@@ -140,7 +140,7 @@ void Shard::data_zset(ShardOp& op, int64_t now_ns) {
         for (size_t j = 0; j < scores.size(); ++j) fresh += z.score(a[i + 2 * j + 1]) ? 0 : 1;
         if (!xx && z.size() + fresh > kMaxZSetMembers) {
           if (z.size() == 0) table_.erase(op.key, op.hash);
-          return r.error(err::kZSetFull);
+          return r.error(err::collection_full("a sorted set", kMaxZSetMembers, "members"));
         }
         for (size_t j = 0; j < scores.size(); ++j) {
           const std::string_view m = a[i + 2 * j + 1];

@@ -91,7 +91,6 @@ inline constexpr char kExpireGtLt[] = "ERR GT and LT options at the same time ar
 inline constexpr char kHashNotInteger[] = "ERR hash value is not an integer";
 inline constexpr char kHashNotFloat[] = "ERR hash value is not a float";
 inline constexpr char kNanOrInfinityValue[] = "ERR value is NaN or Infinity";
-inline constexpr char kHashFull[] = "ERR a hash holds at most 10000 fields";
 inline constexpr char kZAddXxNx[] = "ERR XX and NX options at the same time are not compatible";
 inline constexpr char kZAddGtLtNx[] =
     "ERR GT, LT, and/or NX options at the same time are not compatible";
@@ -100,12 +99,16 @@ inline constexpr char kZScoreNan[] = "ERR resulting score is not a number (NaN)"
 inline constexpr char kMinMaxNotFloat[] = "ERR min or max is not a float";
 inline constexpr char kZRangeLimit[] =
     "ERR syntax error, LIMIT is only supported in combination with either BYSCORE or BYLEX";
-inline constexpr char kZSetFull[] = "ERR a sorted set holds at most 100000 members";
 inline constexpr char kByLex[] = "ERR BYLEX is not supported";
-inline constexpr char kListFull[] = "ERR a list holds at most 100000 elements";
 inline constexpr char kInvalidCursor[] = "ERR invalid cursor";
 inline constexpr char kMalformedReply[] = "ERR the key's owner sent a malformed reply";
 inline constexpr char kCrossSlot[] = "CROSSSLOT Keys in request don't hash to the same slot";
+// A collection at its cap (Redis has none; ours bound what one command costs a shard):
+// "ERR a hash holds at most 10000 fields".
+inline std::string collection_full(std::string_view what, size_t cap, std::string_view items) {
+  return "ERR " + std::string(what) + " holds at most " + std::to_string(cap) + " " +
+         std::string(items);
+}
 inline std::string invalid_expire(std::string_view command) {  // lower case, "set"
   return "ERR invalid expire time in '" + std::string(command) + "' command";
 }

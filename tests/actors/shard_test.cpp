@@ -4,6 +4,10 @@
 
 #include <gtest/gtest.h>
 
+#include "hash_value.hpp"
+#include "list_value.hpp"
+#include "zset_value.hpp"
+
 namespace fg {
 namespace {
 
@@ -241,6 +245,57 @@ INSTANTIATE_TEST_SUITE_P(EveryKind, Reservation,
                                            LimitSpec::window(Kind::kFixedWindow, 10, 3600 * kS),
                                            LimitSpec::window(Kind::kSlidingWindow, 10, 3600 * kS),
                                            LimitSpec::window(Kind::kSlidingLog, 10, 60 * kS)));
+
+}  // namespace
+}  // namespace fg
+
+namespace fg {
+namespace {
+
+// One data command run on `s` as the core would send it; the reply's first item.
+ReplyItem data(Shard& s, DataCmd cmd, std::vector<std::string_view> words, DataReply& r,
+               OpStatus* status = nullptr) {
+  ShardOp o;
+  o.code = OpCode::kData;
+  o.data = cmd;
+  o.key = words[1];
+  o.hash = KeyTable::hash(o.key);
+  o.args = &words;
+  o.reply = &r;
+  s.execute(o, 1'700'000'000'000'000'000);
+  if (status) *status = o.status;
+  return r.items.empty() ? ReplyItem{} : r.items[0];
+}
+
+// Collections stop at their caps with a clear error, and a refused command changes nothing.
+TEST(ShardData, CollectionsStopAtTheirCaps) {
+  Shard s(100, 1);
+  std::vector<std::string> many;
+  for (size_t i = 0; i <= kMaxListElements; ++i) many.push_back(std::to_string(i));
+  std::vector<std::string_view> push = {"rpush", "l"};
+  push.insert(push.end(), many.begin(), many.end());
+  DataReply r;
+  EXPECT_EQ(data(s, DataCmd::kRPush, push, r).s, "ERR a list holds at most 100000 elements");
+  EXPECT_EQ(s.key_count(), 0u);
+  std::vector<std::string_view> hset = {"hset", "h"};
+  for (size_t i = 0; i <= kMaxHashFields; ++i) hset.insert(hset.end(), {many[i], "v"});
+  r.clear();
+  EXPECT_EQ(data(s, DataCmd::kHSet, hset, r).s, "ERR a hash holds at most 10000 fields");
+  EXPECT_EQ(s.key_count(), 0u);
+  std::vector<std::string_view> zadd = {"zadd", "z"};
+  for (size_t i = 0; i <= kMaxZSetMembers; ++i) zadd.insert(zadd.end(), {"1", many[i]});
+  r.clear();
+  EXPECT_EQ(data(s, DataCmd::kZAdd, zadd, r).s, "ERR a sorted set holds at most 100000 members");
+  EXPECT_EQ(s.key_count(), 0u);
+  // At the cap exactly, it fits.
+  push.pop_back();
+  r.clear();
+  EXPECT_EQ(data(s, DataCmd::kRPush, push, r).n, static_cast<int64_t>(kMaxListElements));
+  r.clear();
+  OpStatus st;
+  data(s, DataCmd::kGet, {"get", "l"}, r, &st);
+  EXPECT_EQ(st, OpStatus::kWrongType);
+}
 
 }  // namespace
 }  // namespace fg

@@ -255,3 +255,52 @@ TEST(ClusterCommands, AreRefusedOutsideClusterMode) {
 
 }  // namespace
 }  // namespace fg
+
+namespace fg {
+namespace {
+
+// A data command travels as its words and comes back as its reply; a reply whose arrays
+// do not hold what they announce is refused whole, so a door never writes half a value.
+TEST(ForwardCodec, DataCommandsTravelAsWordsAndRepliesComeBackWhole) {
+  const std::vector<std::string_view> words = {"SCAN", "0", "MATCH", "u:{7}:*"};
+  Request r;
+  r.verb = Verb::kData;
+  r.data = DataCmd::kScan;
+  r.resp3 = true;
+  r.args = &words;
+  forward::ForwardedRequest m;
+  encode_forwarded(r, {}, m);
+  std::deque<std::vector<std::string_view>> argvs;
+  Result<Request> back = decode_forwarded(m, argvs);
+  ASSERT_TRUE(back.ok()) << back.error();
+  EXPECT_EQ(*back->args, words);
+  EXPECT_TRUE(back->resp3);
+  EXPECT_EQ(back->key, "u:{7}:*");  // (a tagged pattern routes by its tag)
+  m.set_data(0);
+  EXPECT_FALSE(decode_forwarded(m, argvs).ok());
+
+  DataReply reply;
+  reply.array(2);
+  reply.bulk("0");
+  reply.map(1);
+  reply.bulk("f");
+  reply.dbl(1.5);
+  Outcome o;
+  o.reply = &reply;
+  forward::ForwardOutcome out;
+  encode_outcome(o, Verb::kData, out);
+  std::deque<DataReply> replies;
+  Outcome got;
+  decode_outcome(out, Verb::kData, got, replies);
+  ASSERT_TRUE(got.ok());
+  ASSERT_EQ(got.reply->items.size(), reply.items.size());
+  EXPECT_EQ(got.reply->items[4].s, "1.5");
+  out.mutable_reply(2)->set_n(2);  // the map now announces more than follows
+  Outcome bad;
+  decode_outcome(out, Verb::kData, bad, replies);
+  EXPECT_EQ(bad.code, Code::kError);
+  EXPECT_EQ(bad.error, err::kMalformedReply);
+}
+
+}  // namespace
+}  // namespace fg
