@@ -76,14 +76,24 @@ enum class DataCmd : uint8_t {
   kLRange,
   kLTrim,
   kLIndex,
+  // transactions: WATCH asks the key's shard for the key's version (an integer token);
+  // EXEC sends each watched key's token back as kWatchCheck (named "exec") before the
+  // queued commands, and DISCARD, UNWATCH and a closing connection send kUnwatch.
+  kWatch,
+  kUnwatch,
+  kWatchCheck,
+  // the whole keyspace of the node (a cluster node: the slots it serves)
+  kFlushAll,
+  kFlushDb,
 };
-constexpr uint8_t kLastDataCmd = static_cast<uint8_t>(DataCmd::kLIndex);
+constexpr uint8_t kLastDataCmd = static_cast<uint8_t>(DataCmd::kFlushDb);
 
 // How a command with several keys is answered when its keys are split over shards: each
 // part runs the command on one key (with its value, for MSET), and the parts' replies add
 // up (DEL, UNLINK, EXISTS), line up (MGET), or agree (MSET: OK).
 // KEYS and SCAN run on every shard (their parts' keys line up; SCAN's under cursor 0),
-// unless their pattern lies in one slot: then on that slot's shard, on its owner.
+// unless their pattern lies in one slot: then on that slot's shard, on its owner. FLUSHALL
+// and FLUSHDB run on every shard (each part answers OK).
 enum class Merge : uint8_t { kNone, kSum, kConcat, kOk, kScan };
 
 struct DataCmdInfo {
@@ -154,6 +164,11 @@ inline const DataCmdInfo& data_cmd_info(DataCmd c) {
       {"lrange", 1, Merge::kNone},
       {"ltrim", 1, Merge::kNone},
       {"lindex", 1, Merge::kNone},
+      {"watch", 1, Merge::kConcat},
+      {"unwatch", 1, Merge::kNone},
+      {"exec", 1, Merge::kNone},
+      {"flushall", 1, Merge::kOk, true},
+      {"flushdb", 1, Merge::kOk, true},
   };
   static_assert(std::size(kInfo) == kLastDataCmd + 1);
   return kInfo[static_cast<uint8_t>(c)];
@@ -166,7 +181,7 @@ inline std::string_view data_route_key(DataCmd c, const std::vector<std::string_
   std::string_view pattern;
   if (c == DataCmd::kKeys) {
     pattern = a[1];
-  } else {
+  } else if (c == DataCmd::kScan) {
     for (size_t j = 2; j + 1 < a.size(); j += 2)
       if (iequals(a[j], "match")) pattern = a[j + 1];
   }

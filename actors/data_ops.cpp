@@ -252,6 +252,13 @@ void Shard::data(ShardOp& op, int64_t now_ns) {
     case DataCmd::kLTrim:
     case DataCmd::kLIndex:
       return data_list(op, now_ns);
+    case DataCmd::kWatch:
+    case DataCmd::kUnwatch:
+    case DataCmd::kWatchCheck:
+      return data_watch(op, now_ns);
+    case DataCmd::kFlushAll:
+    case DataCmd::kFlushDb:
+      return data_flush(op, now_ns);
     case DataCmd::kNone:
       break;
   }

@@ -124,6 +124,10 @@ inline std::string unsupported_option(std::string_view opt) {
 inline constexpr char kMultiNested[] = "ERR MULTI calls can not be nested";
 inline constexpr char kExecWithoutMulti[] = "ERR EXEC without MULTI";
 inline constexpr char kDiscardWithoutMulti[] = "ERR DISCARD without MULTI";
+inline constexpr char kWatchInMulti[] = "ERR WATCH inside MULTI is not allowed";
+inline constexpr size_t kMaxWatchedKeys = 10000;  // per connection
+inline constexpr char kTooManyWatched[] =
+    "ERR too many watched keys (at most 10000 per connection; UNWATCH first)";
 inline constexpr char kExecAbort[] = "EXECABORT Transaction discarded because of previous errors.";
 
 // --- policies --------------------------------------------------------------------------

@@ -46,7 +46,10 @@ Decision run(Kind kind, unsigned char* state, const ShardOp& op, int64_t now, bo
 }  // namespace
 
 Shard::Shard(size_t max_keys, uint64_t lease_seed, ShardStats* stats)
-    : max_keys_(max_keys), lease_seed_(lease_seed), stats_(stats) {}
+    : max_keys_(max_keys),
+      lease_seed_(lease_seed),
+      stats_(stats),
+      watch_clock_(splitmix64(lease_seed ^ 0x77617463686b6579ULL)) {}
 
 uint64_t Shard::next_lease_id() {
   uint64_t id;
@@ -331,15 +334,32 @@ void Shard::execute_batch(std::vector<ShardOp>& ops, uint16_t id, int64_t now_ns
     for (const ShardOp& op : ops)
       if (mine(op) && !op.key.empty()) table_.prefetch_entry(op.hash);
   }
+  for (ShardOp& op : ops)
+    if (mine(op)) run_op(op, now_ns);
+  publish();
+}
+
+void Shard::run_op(ShardOp& op, int64_t now_ns) {
+  if (owned_ && op.shard != kAllShards && !op.every_slot && !owned_->test(op.slot)) {
+    op.status = OpStatus::kNotOwner;
+    return;
+  }
+  // (a check still runs after its transaction was aborted: it lets go of its watch)
+  if (op.abort && *op.abort && op.data != DataCmd::kWatchCheck) return;
+  execute(op, now_ns);
+}
+
+void Shard::execute_step(std::vector<ShardOp>& ops, const Step& step, int64_t now_ns) {
   for (ShardOp& op : ops) {
-    if (!mine(op)) continue;
-    if (owned_ && op.shard != kAllShards && !op.every_slot && !owned_->test(op.slot)) {
-      op.status = OpStatus::kNotOwner;
+    if (!op.key.empty()) op.hash = KeyTable::hash(op.key);
+    if (op.shard != kAllShards) {
+      if (op.shard < kMaxShards && (step.mask >> op.shard & 1))
+        step.shards[op.shard]->run_op(op, now_ns);
       continue;
     }
-    execute(op, now_ns);
+    for (uint64_t m = step.mask; m; m &= m - 1) step.shards[__builtin_ctzll(m)]->run_op(op, now_ns);
   }
-  publish();
+  for (uint64_t m = step.mask; m; m &= m - 1) step.shards[__builtin_ctzll(m)]->publish();
 }
 
 void Shard::forget(std::string_view key, uint64_t hash) {
@@ -362,6 +382,7 @@ std::vector<EntrySnapshot> Shard::extract(const std::function<bool(uint32_t)>& w
     if (remove) gone.emplace_back(e->key());
   }
   for (const auto& k : gone) forget(k, KeyTable::hash(k));
+  if (remove && !watch_.empty()) touch_all();
   publish();
   return out;
 }
@@ -381,6 +402,7 @@ void Shard::install_one(const EntrySnapshot& s) {
 }
 
 void Shard::install(const std::vector<EntrySnapshot>& entries) {
+  if (!watch_.empty()) touch_all();
   for (const EntrySnapshot& s : entries) install_one(s);
   publish();
 }
@@ -443,7 +465,12 @@ void Shard::set_owned(const SlotBits& slots, bool owned) {
 
 size_t Shard::sweep(int64_t now_ns, size_t budget) {
   expire_tickets(now_ns);
-  const size_t n = table_.sweep(budget, [&](Entry* e) { return idle(e, now_ns); });
+  if (!watch_.empty()) prune_watches(now_ns);
+  const size_t n = table_.sweep(budget, [&](Entry* e) {
+    if (!idle(e, now_ns)) return false;
+    if (!watch_.empty()) touch(e->key());  // (a watched key that expires has changed)
+    return true;
+  });
   if (stats_ && n) stats_->expired.fetch_add(static_cast<int64_t>(n), std::memory_order_relaxed);
   publish();
   return n;

@@ -40,6 +40,12 @@ class Shard {
   Shard(size_t max_keys, uint64_t lease_seed, ShardStats* stats = nullptr);
 
   void execute(ShardOp& op, int64_t now_ns);  // op.hash must be KeyTable::hash(op.key)
+  // Runs one op of a batch here (op.hash set): answers kNotOwner for a slot this shard
+  // does not serve, skips it if its transaction was aborted, else executes it.
+  void run_op(ShardOp& op, int64_t now_ns);
+  // Runs a multi-shard step (shard_op.hpp's Step): every op of `ops` that belongs to one of
+  // `step`'s shards, in order, on that shard — each of which must be parked.
+  static void execute_step(std::vector<ShardOp>& ops, const Step& step, int64_t now_ns);
   // Runs every op of `ops` that belongs to shard `id` (or to all shards): hashes their
   // keys, prefetches them, then executes in order.
   void execute_batch(std::vector<ShardOp>& ops, uint16_t id, int64_t now_ns);
@@ -101,8 +107,10 @@ class Shard {
   void data_keys(ShardOp& op, int64_t now_ns);
   void data_scan(ShardOp& op, int64_t now_ns);  // KEYS, SCAN
   void data_hash(ShardOp& op, int64_t now_ns);
-  void data_zset(ShardOp& op, int64_t now_ns);  // data_zset.cpp
-  void data_list(ShardOp& op, int64_t now_ns);  // data_list.cpp
+  void data_zset(ShardOp& op, int64_t now_ns);   // data_zset.cpp
+  void data_list(ShardOp& op, int64_t now_ns);   // data_list.cpp
+  void data_watch(ShardOp& op, int64_t now_ns);  // WATCH, its check and release (data_keyspace.cpp)
+  void data_flush(ShardOp& op, int64_t now_ns);  // FLUSHALL, FLUSHDB
   // The key's live entry, or null; state gone idle (an expired deadline, a limiter back at
   // rest) is forgotten on the way, as Redis expires keys on access.
   Entry* lookup(std::string_view key, uint64_t h, int64_t now_ns);
@@ -117,17 +125,24 @@ class Shard {
   void forget(std::string_view key, uint64_t hash);
   void install_one(const EntrySnapshot& s);  // erase, keeping the holder index right
   uint64_t next_lease_id();
-  // Replication: remember that a served key changed (or went).
+  // A served key changed (or went): for the replication stream, and for WATCH.
   void mark(Entry* e, std::string_view key) {
     if (owned_ && !(e->flags & kEntryDirty)) {
       e->flags |= kEntryDirty;
       note_dirty(key);
     }
+    if (!watch_.empty()) touch(key);
   }
   void mark_gone(std::string_view key) {
     if (owned_) note_dirty(key);
+    if (!watch_.empty()) touch(key);
   }
   void note_dirty(std::string_view key);
+  // WATCH: a watched key changed (its version moves on); every watched key did (state
+  // replaced wholesale: a hand-off, a replica's copy); watches older than the horizon go.
+  void touch(std::string_view key);
+  void touch_all();
+  void prune_watches(int64_t now_ns);
 
   static constexpr size_t kMaxDirty = 1 << 22;
 
@@ -146,6 +161,17 @@ class Shard {
   std::unique_ptr<SlotBits> owned_;  // null: every slot
   std::vector<std::string> dirty_;   // keys changed since the last collect_dirty
   bool dirty_overflow_ = false;
+  // Watched keys (WATCH): each one's version, how many connections watch it and since when.
+  // A version comes from one shard-wide clock that starts at a random point, so a token
+  // handed out by another shard or node (the key moved) never matches here.
+  struct Watch {
+    uint64_t version = 0;
+    uint32_t watchers = 0;
+    int64_t since_ns = 0;
+  };
+  std::unordered_map<std::string, Watch> watch_;
+  uint64_t watch_clock_;
+  int64_t watch_pruned_ns_ = 0;
 };
 
 }  // namespace fg

@@ -1,4 +1,5 @@
-// Shard actor behaviour: run this shard's part of a batch, sweep idle keys on a timer.
+// Shard actor behaviour: run this shard's part of a batch, sweep idle keys on a timer, and
+// take part in multi-shard steps.
 #include "shard_actor.hpp"
 
 namespace fg {
@@ -16,40 +17,62 @@ ShardActorImpl::ShardActorImpl(caf::actor_config& cfg, ShardConfig sc, const Clo
 shard_actor::behavior_type ShardActorImpl::make_behavior() {
   delayed_send(this, std::chrono::milliseconds(cfg_.sweep_interval_ms), sweep_atom::value);
   return {
-      [this](batch_atom, const BatchPtr& b) { on_batch(b); },
+      [this](batch_atom, const BatchPtr& b) {
+        if (!deferred([this, b] { on_batch(b); })) on_batch(b);
+      },
+      [this](step_atom, const BatchPtr& b) {
+        if (!deferred([this, b] { on_step(b); })) on_step(b);
+      },
+      [this](resume_atom) { resume(); },
       [this](sweep_atom) {
-        // Keep sweeping while a tick finds plenty to reclaim, within a bound.
-        const int64_t now = clock_->now_ns();
-        size_t budget = cfg_.sweep_budget;
-        for (int round = 0; round < 16 && shard_.sweep(now, budget) * 4 > budget; ++round) {
-        }
+        if (!parked_) {
+          // Keep sweeping while a tick finds plenty to reclaim, within a bound.
+          const int64_t now = clock_->now_ns();
+          size_t budget = cfg_.sweep_budget;
+          for (int round = 0; round < 16 && shard_.sweep(now, budget) * 4 > budget; ++round) {
+          }
+        }  // (parked: this tick is skipped)
         delayed_send(this, std::chrono::milliseconds(cfg_.sweep_interval_ms), sweep_atom::value);
       },
       [this](extract_atom, const ExtractJobPtr& j) {
-        const SlotBits& slots = j->slots;
-        j->per_shard[cfg_.id] =
-            shard_.extract([&](uint32_t s) { return slots.test(s); }, j->now_ns, j->remove);
-        if (j->remove) shard_.set_owned(slots, false);
-        j->finish_one();
+        if (deferred([this, j] { on_extract(j); })) return;
+        on_extract(j);
       },
       [this](collect_atom, const CollectJobPtr& j) {
-        if (!shard_.collect_dirty(j->changed[cfg_.id], j->deleted[cfg_.id], clock_->now_ns())) {
-          j->overflow.store(true, std::memory_order_relaxed);
-        }
-        j->finish_one();
+        auto run = [this, j] {
+          if (!shard_.collect_dirty(j->changed[cfg_.id], j->deleted[cfg_.id], clock_->now_ns())) {
+            j->overflow.store(true, std::memory_order_relaxed);
+          }
+          j->finish_one();
+        };
+        if (!deferred(run)) run();
       },
       [this](install_atom, const InstallJobPtr& j) {
-        shard_.clear_unowned(j->clear);
-        shard_.install(j->per_shard[cfg_.id]);
-        shard_.set_owned(j->slots, true);
-        j->finish_one();
+        auto run = [this, j] {
+          shard_.clear_unowned(j->clear);
+          shard_.install(j->per_shard[cfg_.id]);
+          shard_.set_owned(j->slots, true);
+          j->finish_one();
+        };
+        if (!deferred(run)) run();
       },
       [this](replica_atom, const ReplicaJobPtr& j) {
-        shard_.clear_unowned(j->clear);
-        shard_.apply_replica(j->per_shard[cfg_.id], j->deleted[cfg_.id]);
-        j->finish_one();
+        auto run = [this, j] {
+          shard_.clear_unowned(j->clear);
+          shard_.apply_replica(j->per_shard[cfg_.id], j->deleted[cfg_.id]);
+          j->finish_one();
+        };
+        if (!deferred(run)) run();
       },
   };
+}
+
+void ShardActorImpl::on_extract(const ExtractJobPtr& j) {
+  const SlotBits& slots = j->slots;
+  j->per_shard[cfg_.id] =
+      shard_.extract([&](uint32_t s) { return slots.test(s); }, j->now_ns, j->remove);
+  if (j->remove) shard_.set_owned(slots, false);
+  j->finish_one();
 }
 
 void ShardActorImpl::on_batch(const BatchPtr& b) {
@@ -58,6 +81,31 @@ void ShardActorImpl::on_batch(const BatchPtr& b) {
   shard_.execute_batch(b->ops, cfg_.id, now);
   // Whoever brings pending to zero hands the batch back; nothing touches it afterwards.
   if (b->pending.fetch_sub(1, std::memory_order_acq_rel) == 1) b->sink->batch_done();
+}
+
+void ShardActorImpl::on_step(const BatchPtr& b) {
+  Step& step = b->step;
+  step.shards[cfg_.id] = &shard_;
+  const uint64_t above = step.mask & ~((uint64_t{2} << cfg_.id) - 1);
+  if (above) {  // (the message carries what this shard wrote to the next one)
+    parked_ = true;
+    send((*cfg_.siblings)[__builtin_ctzll(above)], step_atom::value, b);
+    return;
+  }
+  Shard::execute_step(b->ops, step, clock_->now_ns());
+  for (uint64_t m = step.mask & ~(uint64_t{1} << cfg_.id); m; m &= m - 1) {
+    send((*cfg_.siblings)[__builtin_ctzll(m)], resume_atom::value);
+  }
+  if (b->pending.fetch_sub(1, std::memory_order_acq_rel) == 1) b->sink->batch_done();
+}
+
+void ShardActorImpl::resume() {
+  parked_ = false;
+  while (!parked_ && !waiting_.empty()) {  // (a step among them parks it again)
+    auto f = std::move(waiting_.front());
+    waiting_.pop_front();
+    f();
+  }
 }
 
 }  // namespace fg

@@ -60,6 +60,9 @@ struct ShardOp {
   DataReply* reply = nullptr;                           // kData: where the answer goes
   bool resp3 = false;       // kData: the client speaks RESP3 (a few replies are shaped by it)
   bool every_slot = false;  // kData: reads every key the shard serves (KEYS, SCAN)
+  // A transaction's ops share one flag: a watched key's check (kWatchCheck) that finds the
+  // key changed sets it, and the transaction's ops after it are not run.
+  uint8_t* abort = nullptr;
 
   OpStatus status = OpStatus::kOk;
   Decision decision;
@@ -74,10 +77,25 @@ class BatchSink {
   virtual void batch_done() = 0;
 };
 
+class Shard;
+
+// A multi-shard step: the batch's ops on the shards of `mask` run as one atomic step, in
+// batch order, nothing else on those shards between them (a transaction or a multi-key
+// command whose keys lie on several shards). The lowest shard of the mask gets the batch
+// first, parks (runs nothing else) and passes it up to the next; the highest, with every
+// other one parked, runs the whole step on all of them and wakes them. Shards are taken
+// in ascending order, so two steps never wait for each other in a ring.
+struct Step {
+  uint64_t mask = 0;
+  Shard* shards[kMaxShards] = {};  // filled in by each shard as it parks
+};
+
 struct Batch {
   std::vector<ShardOp> ops;
   std::atomic<int> pending{0};
   std::shared_ptr<BatchSink> sink;  // keeps the sender alive while the batch is in flight
+  uint64_t step_shards = 0;         // shards whose ops must run as one step (Step)
+  Step step;                        // (the pool fills it in when it sends the batch)
 
   // One part of the batch is done; the last part tells the sink.
   void finish_one() {

@@ -19,6 +19,7 @@ ShardPool::ShardPool(caf::actor_system& sys, ShardPoolConfig cfg, const Clock* c
     sc.sweep_budget = cfg_.sweep_budget;
     sc.lease_seed = seed + (uint64_t{i} << 56);
     sc.cluster = cfg_.cluster;
+    sc.siblings = &shards_;
     shards_.push_back(sys.spawn<ShardActorImpl>(sc, clock, &stats_[i]));
   }
 }
@@ -42,12 +43,21 @@ void ShardPool::submit(const BatchPtr& b, int extra) {
     }
     mask |= uint64_t{1} << op.shard;
   }
-  const int n = __builtin_popcountll(mask);
+  // A step over shards that have work in the batch, if it spans two or more of them.
+  uint64_t step = b->step_shards & mask;
+  if (__builtin_popcountll(step) < 2) step = 0;
+  mask &= ~step;
+  const int n = __builtin_popcountll(mask) + (step ? 1 : 0);
   if (n + extra == 0) {
     b->sink->batch_done();
     return;
   }
   b->pending.store(n + extra, std::memory_order_release);
+  if (step) {
+    b->step = Step{};
+    b->step.mask = step;
+    caf::anon_send(shards_[__builtin_ctzll(step)], step_atom::value, b);
+  }
   for (size_t i = 0; mask; ++i, mask >>= 1) {
     if (mask & 1) {
       stats_[i].queued.fetch_add(1, std::memory_order_relaxed);

@@ -29,7 +29,8 @@ class ShardPool {
   // Sends each shard that has work in `b` one message; b->sink hears when all are done,
   // and when `extra` more completions (work elsewhere, e.g. forwards to other nodes, each
   // ending with Batch::finish_one) have come in. Ops with shard == kAllShards go to every
-  // shard. A batch with nothing to wait for completes at once.
+  // shard. A batch with nothing to wait for completes at once. The ops on the shards of
+  // b->step_shards run as one multi-shard step (shard_op.hpp's Step).
   void submit(const BatchPtr& b, int extra = 0);
 
   // Work on whole slots across every shard (shard_jobs.hpp says what each does); the job's

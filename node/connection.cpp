@@ -6,6 +6,7 @@
 #include <spdlog/spdlog.h>
 
 #include "errors.hpp"
+#include "lease_upkeep.hpp"
 
 namespace fg {
 
@@ -26,6 +27,7 @@ Connection::Connection(asio::ip::tcp::socket sock, Services& svc, ConnectionLimi
 Connection::~Connection() {
   svc_.counters.connections_closed.fetch_add(1, std::memory_order_relaxed);
   unregister_client(svc_, client_);
+  if (session_) release_watches(svc_, session_->take_watched());
 }
 
 int64_t Connection::now_ms() const { return svc_.clock->now_ns() / 1'000'000; }

@@ -36,6 +36,8 @@ class CommandContext {
   virtual void multi() = 0;
   virtual void exec() = 0;
   virtual void discard() = 0;
+  virtual void watch(std::vector<std::string_view>& keys) = 0;  // WATCH key [key ...]
+  virtual void unwatch() = 0;
 
   RespWriter local() { return RespWriter(local_, proto_); }  // an immediate reply
   Services& svc() { return svc_; }

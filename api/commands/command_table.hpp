@@ -40,8 +40,8 @@ const std::vector<CommandSpec>& all_commands();
 
 // Ids for metrics: a RESP command's place in the table; native ops from kNativeCommandBase;
 // kUnknownCommandId for unknown commands and protocol errors.
-constexpr uint16_t kNativeCommandBase = 96;
-constexpr uint16_t kUnknownCommandId = 127;
+constexpr uint16_t kNativeCommandBase = 192;
+constexpr uint16_t kUnknownCommandId = 255;
 inline uint16_t command_id(const CommandSpec* c) {
   return static_cast<uint16_t>(c - all_commands().data());
 }

@@ -22,5 +22,7 @@ void data_request(CommandContext& s, Args& a, DataCmd c) {
 void cmd_multi(CommandContext& s, Args&) { s.multi(); }
 void cmd_exec(CommandContext& s, Args&) { s.exec(); }
 void cmd_discard(CommandContext& s, Args&) { s.discard(); }
+void cmd_watch(CommandContext& s, Args& a) { s.watch(a); }
+void cmd_unwatch(CommandContext& s, Args&) { s.unwatch(); }
 
 }  // namespace fg

@@ -49,6 +49,8 @@ void cmd_data(CommandContext& s, Args& a) {
 void cmd_multi(CommandContext& s, Args& a);
 void cmd_exec(CommandContext& s, Args& a);
 void cmd_discard(CommandContext& s, Args& a);
+void cmd_watch(CommandContext& s, Args& a);
+void cmd_unwatch(CommandContext& s, Args& a);
 
 // cluster_commands.cpp
 void cmd_cluster(CommandContext& s, Args& a);

@@ -38,10 +38,26 @@ struct Flight {
   std::deque<std::string> strings;                  // made while routing (BOUND holder names)
   std::deque<std::vector<std::string_view>> argvs;  // data commands' words, per shard op
   std::deque<DataReply> replies;                    // data commands' answers
+  std::deque<uint8_t> aborts;  // per transaction (Request::txn - 1): a watched key changed
+
+  // A transaction of this flight: its id for Request::txn.
+  uint32_t open_txn() {
+    aborts.push_back(0);
+    return static_cast<uint32_t>(aborts.size());
+  }
+  // The ops from `first` on run as one step, even where they lie on several shards.
+  void atomic_from(size_t first) {
+    uint64_t shards = 0;
+    for (size_t i = first; i < batch->ops.size(); ++i)
+      if (batch->ops[i].shard < kMaxShards) shards |= uint64_t{1} << batch->ops[i].shard;
+    if (__builtin_popcountll(shards) > 1) batch->step_shards |= shards;
+  }
 
   bool empty() const { return batch->ops.empty() && forwards.empty(); }
   void clear() {
     batch->ops.clear();
+    batch->step_shards = 0;
+    aborts.clear();
     forwards.clear();
     fanout.clear();
     strings.clear();

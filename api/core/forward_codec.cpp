@@ -21,6 +21,7 @@ void encode_forwarded(const Request& r, std::string_view holder, forward::Forwar
   out.set_ttl_ms(r.ttl_ms);
   out.set_lease(r.lease);
   if (!holder.empty()) out.set_holder(holder.data(), holder.size());
+  out.set_txn(r.txn);
   if (r.verb == Verb::kData) {
     out.set_data(static_cast<uint32_t>(r.data));
     out.set_resp3(r.resp3);
@@ -32,6 +33,7 @@ Result<Request> decode_forwarded(const forward::ForwardedRequest& in,
                                  std::deque<std::vector<std::string_view>>& argvs) {
   if (in.verb() > static_cast<uint32_t>(Verb::kData)) return Error{err::unknown_op(in.verb())};
   Request r;
+  r.txn = in.txn();  // (the sender's number: RequestJob gives it one of its flight's)
   if (in.verb() == static_cast<uint32_t>(Verb::kData)) {
     // The sender's table decided the words are this command's, with its keys where the
     // command has them; what the shard runs is checked there, as from a client.

@@ -1,4 +1,4 @@
-// Heartbeats and release-alls the node sends on its connections' behalf.
+// Heartbeats, release-alls and watch releases the node sends on its connections' behalf.
 #include "lease_upkeep.hpp"
 
 #include <spdlog/spdlog.h>
@@ -51,6 +51,29 @@ void release_bound_leases(Services& svc, uint64_t client_id) {
     requests[i].holder = (*holders)[i];
   }
   run(svc, holders, std::move(requests));
+}
+
+void release_watches(Services& svc, std::vector<std::string> keys) {
+  if (keys.empty() || svc.lanes.empty()) return;
+  struct Kept {
+    std::vector<std::string> keys;
+    std::deque<std::vector<std::string_view>> argvs;
+  };
+  auto kept = std::make_shared<Kept>();
+  kept->keys = std::move(keys);
+  std::vector<Request> requests(kept->keys.size());
+  for (size_t i = 0; i < requests.size(); ++i) {
+    const auto& words =
+        kept->argvs.emplace_back(std::vector<std::string_view>{"unwatch", kept->keys[i]});
+    requests[i].verb = Verb::kData;
+    requests[i].data = DataCmd::kUnwatch;
+    requests[i].key = kept->keys[i];
+    requests[i].args = &words;
+  }
+  Door door;
+  door.count = false;
+  RequestJob::start(svc, svc.lane(), std::move(requests), door, kept,
+                    [](std::vector<Outcome>&) {});  // (a watch not let go expires by itself)
 }
 
 }  // namespace fg

@@ -3,6 +3,8 @@
 // due while their connections live, releasing a connection's when it closes.
 #pragma once
 #include <cstdint>
+#include <string>
+#include <vector>
 
 #include "services.hpp"
 
@@ -14,5 +16,8 @@ void renew_bound_leases(Services& svc, int64_t now_ms);
 // Connection `client_id` closed: gives back every lease it took with BOUND, wherever the
 // keys live. Any thread.
 void release_bound_leases(Services& svc, uint64_t client_id);
+// A RESP connection closed while watching `keys` (WATCH): their shards, wherever they live,
+// stop keeping versions for it. Any thread.
+void release_watches(Services& svc, std::vector<std::string> keys);
 
 }  // namespace fg

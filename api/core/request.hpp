@@ -55,6 +55,7 @@ struct Request {
   bool resp3 = false;  // data: the client speaks RESP3 (some replies' shape depends on it)
   const std::vector<std::string_view>* args = nullptr;  // data: its words, name first; the
                                                         // core copies the list, not the bytes
+  uint32_t txn = 0;  // data: the transaction it belongs to (Flight::open_txn), 0 none
 };
 
 // What happened to a request. The doors encode it; none decides anything from it.

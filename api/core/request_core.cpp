@@ -260,6 +260,7 @@ Pending RequestCore::submit(const Request& r, const Door& d, Flight& f, Outcome&
   op.ttl_ns = r.verb == Verb::kAcquire ? r.spec.c : r.ttl_ms * kNsPerMs;
   op.lease_id = r.lease;
   op.holder = holder;
+  op.abort = r.txn ? &f.aborts[r.txn - 1] : nullptr;
   p.at = Pending::At::kShard;
   p.index = static_cast<uint32_t>(f.batch->ops.size() - 1);
   if (!keyed(r.verb)) fan_out(r, d, f, p);
@@ -291,17 +292,19 @@ Pending RequestCore::serve_data(const Request& r, Flight& f, uint32_t slot, Pend
     op.code = OpCode::kData;
     op.data = r.data;
     op.resp3 = r.resp3;
-    op.key = w[1];
+    op.key = w.size() > 1 ? w[1] : std::string_view();
     op.shard = svc_.shards->shard_of(op.key);
     op.slot = static_cast<uint16_t>(slot);
     op.args = &w;
     op.reply = &f.replies.emplace_back();
+    op.abort = r.txn ? &f.aborts[r.txn - 1] : nullptr;
     ++p.parts;
   };
   if (info.every_shard && r.key.empty()) {
     for (size_t i = 0; i < svc_.shards->size(); ++i) {
       add(std::vector<std::string_view>(a.begin(), a.end()));
       ShardOp& op = f.batch->ops.back();
+      op.key = {};
       op.shard = static_cast<uint16_t>(i);
       op.every_slot = true;
     }
@@ -318,6 +321,8 @@ Pending RequestCore::serve_data(const Request& r, Flight& f, uint32_t slot, Pend
       if (info.step == 2) one.push_back(a[j + 1]);
       add(std::move(one));
     }
+    // Its keys on several shards (standalone): still atomic, as one multi-shard step.
+    if (r.data != DataCmd::kWatch) f.atomic_from(p.index);
   }
   return p;
 }

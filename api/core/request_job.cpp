@@ -1,6 +1,8 @@
 // A RequestJob's life: (wait) -> submit -> flight -> outcomes -> done.
 #include "request_job.hpp"
 
+#include <algorithm>
+
 #include "request_metrics.hpp"
 
 namespace fg {
@@ -50,10 +52,19 @@ void RequestJob::run() {
   pending_.resize(requests_.size());
   outcomes_.resize(requests_.size());
   bool waits = false;
+  // A forwarded transaction's requests: one transaction of this flight, run as one step.
+  std::vector<std::pair<uint32_t, uint32_t>> txns;  // the sender's number -> this flight's
+  size_t first_op = f.batch->ops.size();
   for (size_t i = 0; i < requests_.size(); ++i) {
-    pending_[i] = core_.submit(requests_[i], door_, f, outcomes_[i]);
+    Request& r = requests_[i];
+    if (r.txn != 0) {
+      auto it = std::find_if(txns.begin(), txns.end(), [&](auto& t) { return t.first == r.txn; });
+      r.txn = it != txns.end() ? it->second : txns.emplace_back(r.txn, f.open_txn()).second;
+    }
+    pending_[i] = core_.submit(r, door_, f, outcomes_[i]);
     waits |= pending_[i].waits();
   }
+  if (!txns.empty()) f.atomic_from(first_op);
   if (!waits) return done_(outcomes_);
   lane_.batcher->join(shared_from_this());
 }

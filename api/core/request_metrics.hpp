@@ -33,7 +33,7 @@ std::string_view result_name(RequestResult r);
 inline constexpr std::array<int64_t, 13> kLatencyBoundsUs = {
     50, 100, 250, 500, 1000, 2500, 5000, 10000, 25000, 50000, 100000, 250000, 1000000};
 inline constexpr size_t kLatencyBuckets = kLatencyBoundsUs.size() + 1;
-inline constexpr size_t kMaxCommandIds = 128;  // RESP commands, then native ops
+inline constexpr size_t kMaxCommandIds = 256;  // RESP commands, then native ops
 
 class RequestMetrics {
  public:

@@ -2,6 +2,8 @@
 // replies in request order.
 #include "resp_session.hpp"
 
+#include <algorithm>
+
 #include "command_table.hpp"
 #include "errors.hpp"
 #include "gcra.hpp"
@@ -121,6 +123,7 @@ const Door& RespSession::door() {
 void RespSession::request(Request& r, ReplyStyle style) {
   requested_ = true;
   r.metric = cur_cmd_;
+  r.txn = txn_;
   const Pending p = core_.submit(r, door(), *flight_, now_);
   if (!p.waits()) {  // (rare: a refusal, a redirect or a fail mode, answered at once)
     const size_t start = local_.size();
@@ -162,6 +165,8 @@ ProcessResult RespSession::process(const char* data, size_t len, Flight& flight)
   }
   arrived_ns_ = steady_ns();
   executing_.clear();  // (the last flight, which ran them, is back)
+  watching_.clear();
+  watch_words_.clear();
   slots_.clear();
   local_.clear();
   arena_.clear();
@@ -194,6 +199,10 @@ ProcessResult RespSession::process(const char* data, size_t len, Flight& flight)
     const CommandSpec* spec = last_spec_;
     cur_cmd_ = spec ? command_id(spec) : kUnknownCommandId;
     if (spec && (spec->flags & kBarrier) && pending_ > 0) break;  // after the work ahead of it
+    if (watch_pending_ && spec) {  // (they need the tokens WATCH is fetching)
+      const std::string_view n = spec->name;
+      if (n == "exec" || n == "discard" || n == "unwatch") break;
+    }
     if (routing_ && spec && (spec->flags & kKeyed) && args_.size() >= 2 &&
         core_.must_wait(args_[1], routing_.get())) {
       r.stalled = true;  // its state is on its way here: take it up again shortly
@@ -242,7 +251,9 @@ bool RespSession::refused(const CommandSpec* spec) {
 bool RespSession::queue(const CommandSpec* spec) {
   if (spec) {
     const std::string_view n = spec->name;
-    if (n == "exec" || n == "discard" || n == "multi" || n == "quit") return false;
+    if (n == "exec" || n == "discard" || n == "multi" || n == "watch" || n == "quit") {
+      return false;
+    }
   }
   if (!refused(spec)) {
     queued_.emplace_back(args_.begin(), args_.end());
@@ -263,20 +274,106 @@ void RespSession::discard() {
   if (!in_multi_) return local().error(err::kDiscardWithoutMulti);
   in_multi_ = multi_dirty_ = false;
   queued_.clear();
+  release_watches();
   local().ok();
+}
+
+// WATCH: the keys' shards (their owners, in a cluster) hand out each key's version; the
+// reply waits for them, so a transaction after it is checked against versions that exist.
+void RespSession::watch(std::vector<std::string_view>& a) {
+  if (in_multi_) return local().error(err::kWatchInMulti);
+  std::vector<std::string> keys;
+  for (size_t j = 1; j < a.size(); ++j) {
+    const bool known = std::any_of(watched_.begin(), watched_.end(),
+                                   [&](const Watched& w) { return w.key == a[j]; }) ||
+                       std::find(keys.begin(), keys.end(), a[j]) != keys.end();
+    if (!known) keys.emplace_back(a[j]);
+  }
+  if (keys.empty()) return local().ok();
+  if (watched_.size() + keys.size() > err::kMaxWatchedKeys)
+    return local().error(err::kTooManyWatched);
+  auto& words = watch_words_.emplace_back();
+  words.reserve(keys.size() + 1);
+  words.emplace_back("watch");
+  for (const auto& k : keys) words.push_back(k);
+  exec_args_.assign(words.begin(), words.end());
+  Request r;
+  r.verb = Verb::kData;
+  r.data = DataCmd::kWatch;
+  r.key = exec_args_[1];
+  r.args = &exec_args_;
+  request(r, ReplyStyle::kData);
+  Slot& slot = slots_.back();
+  if (slot.type != Slot::Type::kPending) return;  // (refused: nothing is watched)
+  slot.type = Slot::Type::kWatch;
+  slot.aux = static_cast<uint32_t>(watching_.size());
+  watching_.push_back(std::move(keys));
+  watch_pending_ = true;
+}
+
+void RespSession::unwatch() {
+  release_watches();
+  local().ok();
+}
+
+void RespSession::request_as(Request& r, Slot::Type type) {
+  const size_t start = local_.size();
+  const bool requested = requested_;  // (the command's own reply still needs its slot)
+  request(r, ReplyStyle::kData);
+  requested_ = requested;
+  Slot& slot = slots_.back();
+  if (slot.type == Slot::Type::kPending) {
+    slot.type = type;
+    return;
+  }
+  local_.resize(start);  // answered at once: no reply of its own (a check so has failed)
+  slot.type = type;
+  slot.len = 0;
+  slot.aux = 1;
+}
+
+void RespSession::release_watches() {
+  if (watched_.empty()) return;
+  const uint32_t txn = txn_;
+  txn_ = 0;
+  for (const Watched& w : watched_) {
+    auto& words = watch_words_.emplace_back(std::vector<std::string>{"unwatch", w.key});
+    exec_args_.assign(words.begin(), words.end());
+    Request r;
+    r.verb = Verb::kData;
+    r.data = DataCmd::kUnwatch;
+    r.key = exec_args_[1];
+    r.args = &exec_args_;
+    request_as(r, Slot::Type::kHidden);
+  }
+  txn_ = txn;
+  watched_.clear();
+}
+
+std::vector<std::string> RespSession::take_watched() {
+  std::vector<std::string> keys;
+  for (Watched& w : watched_) keys.push_back(std::move(w.key));
+  watched_.clear();
+  return keys;
 }
 
 bool RespSession::queued_cross_slot() const {
   int slot = -1;
+  auto same = [&](std::string_view key) {
+    const int s = static_cast<int>(key_slot(key));
+    if (slot >= 0 && s != slot) return false;
+    slot = s;
+    return true;
+  };
+  // (watched keys too: their checks must run in the same turn of the same shard)
+  for (const Watched& w : watched_)
+    if (!same(w.key)) return true;
   for (const auto& words : queued_) {
     const CommandSpec* spec = find_command(words[0]);
     if (!spec || !(spec->flags & kKeyed) || words.size() < 2) continue;
     const size_t last = spec->last_key < 0 ? words.size() - 1 : 1;
-    for (size_t j = 1; j <= last; j += static_cast<size_t>(spec->key_step)) {
-      const int s = static_cast<int>(key_slot(words[j]));
-      if (slot >= 0 && s != slot) return true;
-      slot = s;
-    }
+    for (size_t j = 1; j <= last; j += static_cast<size_t>(spec->key_step))
+      if (!same(words[j])) return true;
   }
   return false;
 }
@@ -290,18 +387,38 @@ void RespSession::exec() {
   in_multi_ = multi_dirty_ = false;
   if (dirty) {
     queued_.clear();
+    release_watches();
     return local().error(err::kExecAbort);
   }
   if (routing_ && queued_cross_slot()) {
     queued_.clear();
+    release_watches();
     return local().error(err::kCrossSlot);
   }
   executing_ = std::move(queued_);
   queued_.clear();
   const uint16_t exec_cmd = cur_cmd_;
+  const size_t first_op = flight_->batch->ops.size();
+  // Watched keys first: each one's check runs before the queued commands, in the same
+  // turn of its shard (or step); one that finds its key changed aborts the rest.
+  if (!watched_.empty()) txn_ = flight_->open_txn();
+  for (const Watched& w : watched_) {
+    auto& words =
+        watch_words_.emplace_back(std::vector<std::string>{"exec", w.key, std::to_string(w.token)});
+    exec_args_.assign(words.begin(), words.end());
+    Request r;
+    r.verb = Verb::kData;
+    r.data = DataCmd::kWatchCheck;
+    r.key = exec_args_[1];
+    r.args = &exec_args_;
+    request_as(r, Slot::Type::kCheck);
+  }
+  watched_.clear();  // (the checks let go of them)
   size_t start = local_.size();
   local().array(executing_.size());
   end_local_slot(start);
+  slots_.back().type = Slot::Type::kExec;
+  slots_.back().aux = static_cast<uint32_t>(executing_.size());
   for (const auto& words : executing_) {
     exec_args_.assign(words.begin(), words.end());
     const CommandSpec* spec = find_command(exec_args_[0]);
@@ -312,6 +429,8 @@ void RespSession::exec() {
     spec->handler(*this, exec_args_);
     if (!requested_) end_local_slot(start);
   }
+  flight_->atomic_from(first_op);  // (keys on several shards, standalone: one step)
+  txn_ = 0;
   cur_cmd_ = exec_cmd;
   requested_ = true;  // (every reply has its slot already)
 }
@@ -321,19 +440,66 @@ void RespSession::complete(Flight& flight) {
   Door& d = door_;
   d.latency_us = (steady_ns() - arrived_ns_) / 1000;
   RequestMetrics& metrics = RequestMetrics::get();
+  uint32_t drop = 0;  // replies of an aborted transaction still to pass over
   for (const Slot& s : slots_) {
-    if (s.type == Slot::Type::kLocal) {
-      out_.append(local_, s.start, s.len);
-      if (!s.counted) {
-        metrics.record(s.cmd, local_[s.start] == '-' ? RequestResult::kError : RequestResult::kOk,
-                       d.latency_us);
-      }
+    if (drop > 0) {
+      --drop;
+      continue;
+    }
+    switch (s.type) {
+      case Slot::Type::kLocal:
+        out_.append(local_, s.start, s.len);
+        if (!s.counted) {
+          metrics.record(s.cmd, local_[s.start] == '-' ? RequestResult::kError : RequestResult::kOk,
+                         d.latency_us);
+        }
+        continue;
+      case Slot::Type::kExec:
+        if (failed_check_) {  // a watched key changed: nothing ran, and EXEC says so
+          failed_check_ = false;
+          w.null_array();
+          drop = s.aux;
+        } else {
+          out_.append(local_, s.start, s.len);
+        }
+        metrics.record(s.cmd, RequestResult::kOk, d.latency_us);
+        continue;
+      case Slot::Type::kHidden:
+        continue;
+      default:
+        break;
+    }
+    if (s.type == Slot::Type::kCheck && s.aux == 1) {
+      failed_check_ = true;
       continue;
     }
     Outcome o;
     core_.finish(s.pending, flight, d, o);
-    write_outcome(w, o, s.style);
+    if (s.type == Slot::Type::kCheck) {
+      // (1: unchanged; 0, or no answer from the key's owner: the transaction does not run)
+      if (!o.ok() || !o.reply || o.reply->items.empty() || o.reply->items[0].n != 1) {
+        failed_check_ = true;
+      }
+    } else if (s.type == Slot::Type::kWatch) {
+      if (!o.ok()) {
+        write_outcome(w, o, s.style);
+      } else {
+        // (a token per key: one integer, or an array of them)
+        const auto& keys = watching_[s.aux];
+        size_t k = 0;
+        for (const ReplyItem& i : o.reply->items) {
+          if (i.type == ReplyItem::Type::kInt && k < keys.size()) {
+            watched_.push_back(Watched{keys[k++], i.n});
+          }
+        }
+        w.ok();
+      }
+    } else {
+      write_outcome(w, o, s.style);
+    }
   }
+  watch_pending_ = false;
+  failed_check_ = false;
   slots_.clear();
   local_.clear();
 }

@@ -2,6 +2,7 @@
 // decoded (the command table's handlers) into Requests for the request core or answered
 // here, replies out in request order. The node's Connection moves the bytes.
 #pragma once
+#include <deque>
 #include <memory>
 #include <string>
 #include <string_view>
@@ -43,17 +44,27 @@ class RespSession final : public CommandContext {
   void multi() override;
   void exec() override;
   void discard() override;
+  void watch(std::vector<std::string_view>& keys) override;
+  void unwatch() override;
+  // The keys this connection still watches, forgotten here (the connection is closing:
+  // the node lets go of them, release_watches).
+  std::vector<std::string> take_watched();
 
  private:
   // One command's place among this read's replies.
+  //  kWatch: WATCH's request; once back, its tokens are kept and the reply is +OK.
+  //  kCheck: a watched key's check at EXEC (no reply of its own); kExec: EXEC's reply, an
+  //  array of the `aux` replies after it, or a null array if a check before it failed.
+  //  kHidden: a request whose answer nobody reads (letting go of watches).
   struct Slot {
-    enum class Type : uint8_t { kLocal, kPending } type;
+    enum class Type : uint8_t { kLocal, kPending, kWatch, kCheck, kExec, kHidden } type;
     ReplyStyle style;
     uint16_t cmd;    // the command's id for metrics
     bool counted;    // kLocal: counted by the core already
     uint32_t start;  // kLocal: where its reply starts in local_
     uint32_t len;
-    Pending pending;  // kPending
+    Pending pending;   // kPending, kWatch, kCheck, kHidden
+    uint32_t aux = 0;  // kWatch: its keys in watching_; kExec: how many replies it holds
   };
   void end_local_slot(size_t start);
   // In a transaction: queues the command (+QUEUED), or answers why not and marks the
@@ -61,8 +72,14 @@ class RespSession final : public CommandContext {
   bool queue(const CommandSpec* spec);
   // Answers why the command cannot run (unknown, wrong arity, needs AUTH), if it cannot.
   bool refused(const CommandSpec* spec);
-  // Whether the queued commands' keys lie in more than one slot (cluster mode).
+  // Whether the queued commands' keys and the watched keys lie in more than one slot
+  // (cluster mode).
   bool queued_cross_slot() const;
+  // A request whose slot becomes `type` (kCheck, kHidden); answered at once, it leaves no
+  // reply (a check answered so has failed).
+  void request_as(Request& r, Slot::Type type);
+  // Lets go of every watched key (UNWATCH, DISCARD, an EXEC that does not run).
+  void release_watches();
   const Door& door();  // for this read (the mode follows CLUSTER SLOTS at once)
 
   RequestCore core_;
@@ -88,6 +105,19 @@ class RespSession final : public CommandContext {
   // EXEC's commands, kept until the flight that runs them is back.
   std::vector<std::vector<std::string>> executing_;
   std::vector<std::string_view> exec_args_;
+  // WATCH: each watched key and the version its shard gave it. Keys whose WATCH is on its
+  // way (watching_, by kWatch slot) are added when it is back; until then EXEC, DISCARD and
+  // UNWATCH wait for it.
+  struct Watched {
+    std::string key;
+    int64_t token;
+  };
+  std::vector<Watched> watched_;
+  std::deque<std::vector<std::string>> watching_;
+  std::deque<std::vector<std::string>> watch_words_;  // requests' words until the flight is back
+  bool watch_pending_ = false;
+  bool failed_check_ = false;  // complete(): a check of the next EXEC failed
+  uint32_t txn_ = 0;           // EXEC: the transaction its requests join
 };
 
 // Appends `o` (the outcome of a request of `style`) as a RESP reply.

@@ -299,3 +299,117 @@ TEST(ShardData, CollectionsStopAtTheirCaps) {
 
 }  // namespace
 }  // namespace fg
+
+namespace fg {
+namespace {
+
+constexpr int64_t kNow = 1'700'000'000'000'000'000;
+
+// As data() above, at `now`, in transaction `abort` (if any); whether it ran.
+struct Ran {
+  DataReply r;
+  OpStatus status = OpStatus::kOk;
+};
+Ran at(Shard& s, int64_t now, std::vector<std::string_view> words, DataCmd cmd,
+       uint8_t* abort = nullptr) {
+  Ran out;
+  ShardOp o;
+  o.code = OpCode::kData;
+  o.data = cmd;
+  o.key = words.size() > 1 ? words[1] : std::string_view();
+  o.hash = KeyTable::hash(o.key);
+  o.args = &words;
+  o.reply = &out.r;
+  o.abort = abort;
+  s.run_op(o, now);
+  out.status = o.status;
+  return out;
+}
+int64_t watch(Shard& s, int64_t now, std::string_view key) {
+  Ran w = at(s, now, {"watch", key}, DataCmd::kWatch);
+  return w.r.items.size() == 2 ? w.r.items[1].n : 0;
+}
+// EXEC's check of `key` against `token`: 1 unchanged, 0 changed (and `abort` set).
+int64_t check(Shard& s, int64_t now, std::string_view key, int64_t token, uint8_t* abort) {
+  const std::string t = std::to_string(token);
+  Ran c = at(s, now, {"exec", key, t}, DataCmd::kWatchCheck, abort);
+  return c.r.items.empty() ? -1 : c.r.items[0].n;
+}
+
+// WATCH: a key's version moves on with every write, deletion and expiry (by access or by the
+// sweep), and with a flush; not with reads, writes to other keys, or an expiry before WATCH.
+// A failed check aborts the transaction's later ops.
+TEST(ShardWatch, VersionsMoveOnWithEveryChangeOfTheKey) {
+  Shard s(100, 7);
+  uint8_t abort = 0;
+  at(s, kNow, {"set", "k", "1"}, DataCmd::kSet);
+  int64_t t = watch(s, kNow, "k");
+  at(s, kNow, {"get", "k"}, DataCmd::kGet);
+  at(s, kNow, {"incr", "other"}, DataCmd::kIncr);
+  EXPECT_EQ(check(s, kNow, "k", t, &abort), 1);
+  EXPECT_EQ(abort, 0);
+
+  t = watch(s, kNow, "k");
+  at(s, kNow, {"incr", "k"}, DataCmd::kIncr);
+  EXPECT_EQ(check(s, kNow, "k", t, &abort), 0);
+  EXPECT_EQ(abort, 1);
+  Ran skipped = at(s, kNow, {"incr", "k"}, DataCmd::kIncr, &abort);
+  EXPECT_TRUE(skipped.r.items.empty());  // not run
+  EXPECT_EQ(at(s, kNow, {"get", "k"}, DataCmd::kGet).r.items[0].s, "2");
+
+  abort = 0;
+  t = watch(s, kNow, "absent");
+  at(s, kNow, {"del", "absent"}, DataCmd::kDel);  // (nothing deleted: no change)
+  EXPECT_EQ(check(s, kNow, "absent", t, &abort), 1);
+  t = watch(s, kNow, "absent");
+  at(s, kNow, {"set", "absent", "x"}, DataCmd::kSet);
+  EXPECT_EQ(check(s, kNow, "absent", t, &abort), 0);
+
+  // Live at WATCH, expired by EXEC (found on access, or by the sweep): changed.
+  at(s, kNow, {"set", "e", "1", "px", "10"}, DataCmd::kSet);
+  t = watch(s, kNow, "e");
+  EXPECT_EQ(check(s, kNow + 1'000'000'000, "e", t, &abort), 0);
+  at(s, kNow, {"set", "e", "1", "px", "10"}, DataCmd::kSet);
+  t = watch(s, kNow, "e");
+  s.sweep(kNow + 1'000'000'000, 1 << 20);
+  EXPECT_EQ(check(s, kNow + 1'000'000'000, "e", t, &abort), 0);
+  // Expired before WATCH: its going is no change.
+  at(s, kNow, {"set", "e", "1", "px", "10"}, DataCmd::kSet);
+  t = watch(s, kNow + 1'000'000'000, "e");
+  EXPECT_EQ(check(s, kNow + 1'000'000'000, "e", t, &abort), 1);
+
+  // FLUSHALL changes the keys it removes; a token from another shard never matches.
+  t = watch(s, kNow, "k");
+  at(s, kNow, {"flushall"}, DataCmd::kFlushAll);
+  EXPECT_EQ(check(s, kNow, "k", t, &abort), 0);
+  EXPECT_EQ(s.key_count(), 0u);
+  Shard other(100, 8);
+  t = watch(other, kNow, "k");
+  EXPECT_EQ(check(s, kNow, "k", t, &abort), 0);
+  // A check lets go of its watch: the same token is no good twice.
+  t = watch(s, kNow, "k");
+  EXPECT_EQ(check(s, kNow, "k", t, &abort), 1);
+  EXPECT_EQ(check(s, kNow, "k", t, &abort), 0);
+}
+
+// Slots handed off (or taken in) change every watched key: the state was replaced.
+TEST(ShardWatch, AHandOffChangesEveryWatchedKey) {
+  Shard s(100, 7);
+  uint8_t abort = 0;
+  at(s, kNow, {"set", "k", "1"}, DataCmd::kSet);
+  const int64_t t = watch(s, kNow, "k");
+  s.extract([](uint32_t) { return false; }, kNow, true);
+  EXPECT_EQ(check(s, kNow, "k", t, &abort), 0);
+}
+
+TEST(ShardWatch, FlushTakesOptionsAsRedisDoes) {
+  Shard s(100, 7);
+  EXPECT_EQ(at(s, kNow, {"flushall", "ASYNC"}, DataCmd::kFlushAll).r.items[0].s, "OK");
+  EXPECT_EQ(at(s, kNow, {"flushdb", "sync"}, DataCmd::kFlushDb).r.items[0].s, "OK");
+  EXPECT_EQ(at(s, kNow, {"flushall", "now"}, DataCmd::kFlushAll).r.items[0].s, "ERR syntax error");
+  EXPECT_EQ(at(s, kNow, {"flushall", "sync", "async"}, DataCmd::kFlushAll).r.items[0].s,
+            "ERR syntax error");
+}
+
+}  // namespace
+}  // namespace fg

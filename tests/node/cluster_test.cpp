@@ -576,6 +576,23 @@ TEST(Failover, DataKeysAreForwardedReplicatedAndSurviveTheOwnersDeath) {
   EXPECT_EQ(ask(c, {"INCR", a}), "+QUEUED\r\n");
   EXPECT_EQ(ask(c, {"INCR", "elsewhere"}), "+QUEUED\r\n");
   EXPECT_EQ(ask(c, {"EXEC"}), "-CROSSSLOT Keys in request don't hash to the same slot\r\n");
+  // WATCH through a node that does not own the key: another node's client changes it, and
+  // the transaction does not run; left alone, it does.
+  Client other(cl.node(1).port(), 3000);
+  EXPECT_EQ(ask(c, {"WATCH", b}), "+OK\r\n");
+  EXPECT_EQ(ask(other, {"INCR", b}), ":5\r\n");
+  EXPECT_EQ(ask(c, {"MULTI"}), "+OK\r\n");
+  EXPECT_EQ(ask(c, {"INCR", b}), "+QUEUED\r\n");
+  EXPECT_EQ(ask(c, {"EXEC"}), "*-1\r\n");
+  EXPECT_EQ(ask(c, {"WATCH", b}), "+OK\r\n");
+  EXPECT_EQ(ask(other, {"GET", b}), "$1\r\n5\r\n");
+  EXPECT_EQ(ask(c, {"MULTI"}), "+OK\r\n");
+  EXPECT_EQ(ask(c, {"DECR", b}), "+QUEUED\r\n");
+  EXPECT_EQ(ask(c, {"EXEC"}), "*1\r\n:4\r\n");
+  EXPECT_EQ(ask(c, {"WATCH", "elsewhere"}), "+OK\r\n");
+  EXPECT_EQ(ask(c, {"MULTI"}), "+OK\r\n");
+  EXPECT_EQ(ask(c, {"INCR", b}), "+QUEUED\r\n");
+  EXPECT_EQ(ask(c, {"EXEC"}), "-CROSSSLOT Keys in request don't hash to the same slot\r\n");
   // Past the replication stream's interval: what follows is on the replica.
   std::this_thread::sleep_for(std::chrono::milliseconds(300));
   cl.node(2).kill9();

@@ -12,8 +12,10 @@
 
 #include <algorithm>
 #include <cstdlib>
+#include <deque>
 #include <random>
 #include <set>
+#include <thread>
 
 #include "node_process.hpp"
 
@@ -92,6 +94,22 @@ class Generator {
     // (A MULTI the generator does not count on only inside a transaction: nested.)
     if (pick(200) == 0 && in_multi_ >= 0) return {one<std::string>({"MULTI", "NOSUCH"})};
     if (pick(200) == 0 && in_multi_ < 0) return {one<std::string>({"EXEC", "DISCARD", "NOSUCH"})};
+    // WATCH (outside a transaction mostly: inside, an error) and UNWATCH, so EXEC meets
+    // watched keys changed, expired, deleted or left alone since; now and then a flush.
+    if (pick(30) == 0) {
+      std::vector<std::string> w = {one<std::string>({"WATCH", "WATCH", "watch"})};
+      for (int n = 1 + pick(3); n > 0; --n) w.push_back(key());
+      return w;
+    }
+    if (pick(120) == 0) return {"UNWATCH"};
+    if (pick(700) == 0) {
+      std::vector<std::string> w = {one<std::string>({"FLUSHALL", "FLUSHDB", "flushall"})};
+      const int o = pick(5);
+      if (o == 1) w.push_back("ASYNC");
+      if (o == 2) w.push_back("sync");
+      if (o == 3) w.push_back("now");
+      return w;
+    }
     std::vector<std::string> w = command();
     // Now and then a word too many or too few: arity errors, and options cut short.
     const int r = pick(40);
@@ -539,14 +557,22 @@ std::string ask(Client& c, const std::vector<std::string>& words) {
 void run_seed(uint64_t seed, int commands, Client& fg, Client& redis) {
   Generator gen(seed, "diff:" + std::to_string(seed) + ":");
   std::vector<std::string> queued, executed;  // the transaction's commands, upper case
+  std::deque<std::string> recent;             // the commands before it, for the failure
+  auto before = [&] {
+    std::string t = "\n  after:";
+    for (const auto& c : recent) t += "\n    " + c;
+    return t;
+  };
   for (int i = 0; i < commands; ++i) {
     const std::vector<std::string> w = gen.next();
+    if (recent.size() == 24) recent.pop_front();
+    recent.push_back(printable(w));
     executed = queued;
     if (queued.empty() && (w[0] == "SCAN" || w[0] == "KEYS")) {
       // Redis pages through its table; a node answers every match at once: same keys.
       const auto a = w[0] == "SCAN" ? scan_all(fg, w) : sorted_keys(ask(fg, w));
       const auto b = w[0] == "SCAN" ? scan_all(redis, w) : sorted_keys(ask(redis, w));
-      ASSERT_EQ(a, b) << "seed " << seed << ", command " << i << ": " << printable(w);
+      ASSERT_EQ(a, b) << "seed " << seed << ", command " << i << ": " << printable(w) << before();
       continue;
     }
     ASSERT_TRUE(fg.send(encode(w)));
@@ -560,13 +586,13 @@ void run_seed(uint64_t seed, int commands, Client& fg, Client& redis) {
     if (cmd == "EXEC" || cmd == "DISCARD") queued.clear();
     ASSERT_TRUE(exec ? same_exec(executed, a, b) : same_reply(cmd, a, b))
         << "seed " << seed << ", command " << i << ": " << printable(w) << "\n  floodgate: " << a
-        << "\n  redis:     " << b;
+        << "\n  redis:     " << b << before();
   }
 }
 
 TEST(DataDiff, SeededSequencesAnswerAsRedisServerDoes) {
   RedisServer redis;
-  NodeProcess node;
+  NodeProcess node({"--shards", "4"});  // (keys apart on shards: multi-shard steps)
   ASSERT_TRUE(node.alive());
   Client fg(node.port()), rc(redis.port());
   ASSERT_TRUE(fg.connected());
@@ -578,6 +604,101 @@ TEST(DataDiff, SeededSequencesAnswerAsRedisServerDoes) {
   for (uint64_t seed : seeds) {
     run_seed(seed, commands, fg, rc);
     if (HasFatalFailure()) return;
+  }
+}
+
+// WATCH against another connection's writes, side by side: two connections to each server
+// run the same script, and every reply must match.
+TEST(DataDiff, WatchAgainstAnotherConnectionAnswersAsRedisServerDoes) {
+  RedisServer redis;
+  NodeProcess node({"--shards", "4"});
+  ASSERT_TRUE(node.alive());
+  Client f1(node.port()), f2(node.port()), r1(redis.port()), r2(redis.port());
+  ASSERT_TRUE(r1.connected() && r2.connected()) << "redis-server did not start";
+  struct Step {
+    int who;  // 1: the transaction's connection, 2: the other one; 0: wait 150 ms
+    std::vector<std::string> words;
+  };
+  const std::vector<Step> script = {
+      {1, {"SET", "w:a", "1"}},
+      {1, {"WATCH", "w:a", "w:b"}},
+      {2, {"GET", "w:a"}},
+      {2, {"INCR", "w:c"}},
+      {1, {"MULTI"}},
+      {1, {"INCR", "w:a"}},
+      {1, {"INCR", "w:b"}},
+      {1, {"EXEC"}},  // (nothing watched changed: it runs)
+      {1, {"WATCH", "w:a"}},
+      {2, {"SET", "w:a", "7"}},
+      {1, {"MULTI"}},
+      {1, {"INCR", "w:a"}},
+      {1, {"EXEC"}},  // (changed by the other: null)
+      {1, {"GET", "w:a"}},
+      {1, {"WATCH", "w:new"}},
+      {2, {"SET", "w:new", "x"}},
+      {1, {"MULTI"}},
+      {1, {"GET", "w:new"}},
+      {1, {"EXEC"}},
+      {1, {"WATCH", "w:a"}},
+      {1, {"MULTI"}},
+      {2, {"DEL", "w:a"}},
+      {1, {"SET", "w:b", "z"}},
+      {1, {"EXEC"}},  // (changed while queueing)
+      {1, {"WATCH", "w:b"}},
+      {1, {"UNWATCH"}},
+      {2, {"SET", "w:b", "q"}},
+      {1, {"MULTI"}},
+      {1, {"GET", "w:b"}},
+      {1, {"EXEC"}},
+      {2, {"SET", "w:t", "1", "PX", "50"}},
+      {1, {"WATCH", "w:t"}},
+      {0, {}},
+      {1, {"MULTI"}},
+      {1, {"GET", "w:t"}},
+      {1, {"EXEC"}},  // (expired since WATCH: null)
+      {2, {"SET", "w:t", "1", "PX", "50"}},
+      {0, {}},
+      {1, {"WATCH", "w:t"}},
+      {1, {"MULTI"}},
+      {1, {"GET", "w:t"}},
+      {1, {"EXEC"}},  // (expired before WATCH: runs)
+      {1, {"WATCH", "w:a", "w:b"}},
+      {2, {"FLUSHALL"}},
+      {1, {"MULTI"}},
+      {1, {"DBSIZE"}},
+      {1, {"EXEC"}},
+      {1, {"WATCH", "w:a"}},
+      {2, {"FLUSHDB"}},  // (w:a is gone already: no change)
+      {1, {"MULTI"}},
+      {1, {"INCR", "w:a"}},
+      {1, {"EXEC"}},
+      {1, {"WATCH", "w:a"}},
+      {1, {"INCR", "w:a"}},  // (its own write counts too)
+      {1, {"MULTI"}},
+      {1, {"INCR", "w:a"}},
+      {1, {"EXEC"}},
+      {1, {"WATCH", "w:a"}},
+      {1, {"MULTI"}},
+      {1, {"DISCARD"}},
+      {2, {"INCR", "w:a"}},
+      {1, {"MULTI"}},
+      {1, {"INCR", "w:a"}},
+      {1, {"EXEC"}},  // (DISCARD let go of the watch: runs)
+  };
+  std::deque<std::string> recent;
+  for (size_t i = 0; i < script.size(); ++i) {
+    const Step& st = script[i];
+    if (st.who == 0) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(150));
+      continue;
+    }
+    recent.push_back(std::to_string(st.who) + ": " + printable(st.words));
+    Client& f = st.who == 1 ? f1 : f2;
+    Client& r = st.who == 1 ? r1 : r2;
+    const std::string a = ask(f, st.words), b = ask(r, st.words);
+    std::string trail;
+    for (const auto& c : recent) trail += "\n    " + c;
+    ASSERT_EQ(a, b) << "step " << i << trail;
   }
 }
 
