@@ -228,6 +228,11 @@ void load_config_file(const std::string& path, NodeConfig& cfg) {
     else if (key == "replication-lag") {
       cfg.replication_lag_ms = as_duration_ms(v, key);
       if (cfg.replication_lag_ms > 1000) fail(v, key, "must be at most 1s");
+    } else if (key == "data-replication") {
+      cfg.data_replication = as_string(v, key);
+      if (cfg.data_replication != "async" && cfg.data_replication != "sync") {
+        fail(v, key, "must be async or sync");
+      }
     } else if (key == "replication-sync-timeout")
       cfg.replication_sync_timeout_ms = as_duration_ms(v, key);
     else if (key == "policies") {

@@ -39,6 +39,7 @@ struct NodeConfig {
   std::vector<std::string> seeds;         // cluster bus addresses host:port
   std::string node_id;                    // empty: random 40 hex digits
   std::string cluster_redirect = "auto";  // auto | moved | forward
+  std::string data_replication = "async";  // the data commands' writes: async | sync
   int64_t cluster_forward_timeout_ms = kDefaultForwardTimeoutMs;
   int cluster_replicas = 2;                    // copies of each slot's state, owner included
   int64_t replication_lag_ms = 5;              // Δ: changes reach replicas within this

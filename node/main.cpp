@@ -162,6 +162,11 @@ int main(int argc, char** argv) {
                  "How long a synchronous reply waits for a replica")
       ->check(CLI::Range(int64_t{1}, int64_t{600'000}))
       ->capture_default_str();
+  app.add_option("--data-replication", cfg.data_replication,
+                 "The data commands' writes (INCR, SET, ...): async, or sync (answered once a "
+                 "replica holds them); a key pattern whose policy says sync makes its keys sync")
+      ->check(CLI::IsMember({"async", "sync"}))
+      ->capture_default_str();
   CLI11_PARSE(app, argc, argv);
 
   if (!seeds.empty()) {
@@ -287,6 +292,7 @@ int main(int argc, char** argv) {
                             : cfg.cluster_redirect == "forward" ? fg::NodeSettings::Redirect::kNever
                                                                 : fg::NodeSettings::Redirect::kAuto;
     svc.settings.forward_timeout_ms = cfg.cluster_forward_timeout_ms;
+    svc.settings.data_sync = cfg.data_replication == "sync";
     forwarder = std::make_unique<fg::ClusterForwarder>(*cluster);
     svc.forwarder = forwarder.get();
     fg::serve_forwards(*cluster, svc);

@@ -6,6 +6,8 @@
 
 namespace fg {
 
+bool data_sync(CommandContext& s, std::string_view key);
+
 void data_request(CommandContext& s, Args& a, DataCmd c) {
   if (data_cmd_info(c).step == 2 && a.size() % 2 == 0) {
     return s.local().error(err::wrong_arity(data_cmd_info(c).name));
@@ -16,7 +18,20 @@ void data_request(CommandContext& s, Args& a, DataCmd c) {
   r.resp3 = s.proto() >= 3;
   r.key = data_route_key(c, a);
   r.args = &a;
+  r.spec.sync = data_sync(s, r.key);
   s.request(r, ReplyStyle::kData);
+}
+
+// A data command's writes wait for a replica (cluster mode) when the node says so
+// (data-replication: sync), or when the key's policy does: a per-key override, or the most
+// specific key pattern that matches it, whose policy has `replication: sync`.
+bool data_sync(CommandContext& s, std::string_view key) {
+  if (s.svc().settings.data_sync) return true;
+  if (key.empty()) return false;
+  const PolicySet& ps = s.policies();
+  if (ps.patterns.empty() && ps.overrides.empty()) return false;
+  Result<const LimitSpec*> p = ps.lookup(key, {});
+  return p.ok() && (*p)->sync;
 }
 
 void cmd_multi(CommandContext& s, Args&) { s.multi(); }

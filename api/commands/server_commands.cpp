@@ -277,6 +277,7 @@ void cmd_config(CommandContext& s, Args& a) {
       {"proto-max-bulk-len", std::to_string(st.parser.max_bulk_len)},
       {"max-keys", std::to_string(s.svc().shards->config().max_keys)},
       {"shards", std::to_string(s.svc().shards->size())},
+      {"data-replication", st.data_sync ? "sync" : "async"},
   };
   std::vector<const std::pair<const char*, std::string>*> hits;
   for (const auto& p : params) {

@@ -8,7 +8,7 @@ namespace fg {
 void encode_forwarded(const Request& r, std::string_view holder, forward::ForwardedRequest& out) {
   out.set_verb(static_cast<uint32_t>(r.verb));
   if (!r.key.empty()) out.set_key(r.key.data(), r.key.size());
-  if (r.spec.kind != Kind::kNone) {
+  if (r.spec.kind != Kind::kNone || r.spec.sync) {
     forward::Spec* s = out.mutable_spec();
     s->set_kind(static_cast<uint32_t>(r.spec.kind));
     s->set_a(r.spec.a);
@@ -48,6 +48,7 @@ Result<Request> decode_forwarded(const forward::ForwardedRequest& in,
     r.verb = Verb::kData;
     r.data = static_cast<DataCmd>(in.data());
     r.resp3 = in.resp3();
+    r.spec.sync = in.has_spec() && in.spec().sync();
     r.args = &words;
     r.key = data_route_key(r.data, words);
     return r;

@@ -15,6 +15,8 @@ bool wants_ack(const ShardOp& op) {
       return op.value == 1;
     case OpCode::kReleaseHolder:
       return op.value > 0;
+    case OpCode::kData:  // (a data command that writes, on a key that is sync)
+      return op.spec.sync && data_cmd_info(op.data).writes;
     case OpCode::kTake:
     case OpCode::kReserve:
     case OpCode::kReset:

@@ -298,6 +298,7 @@ Pending RequestCore::serve_data(const Request& r, Flight& f, uint32_t slot, Pend
     op.args = &w;
     op.reply = &f.replies.emplace_back();
     op.abort = r.txn ? &f.aborts[r.txn - 1] : nullptr;
+    op.spec.sync = r.spec.sync;
     ++p.parts;
   };
   if (info.every_shard && r.key.empty()) {

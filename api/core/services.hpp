@@ -48,6 +48,7 @@ struct NodeSettings {
   // else forwarded; kAlways: always -MOVED; kNever: always forwarded.
   enum class Redirect { kAuto, kAlways, kNever } redirect = Redirect::kAuto;
   int64_t forward_timeout_ms = kDefaultForwardTimeoutMs;
+  bool data_sync = false;  // data-replication: sync
 };
 
 struct NodeCounters {
