@@ -30,14 +30,36 @@ struct ForwardCall {
   forward::ForwardOutcomes outcomes;
 };
 
+// Storage a flight's ops use, kept from one flight to the next (flights are reused): the
+// common data command costs no allocation for its argument list or its reply. What grew
+// large (a big KEYS reply) is given back when the flight is cleared.
+template <class T>
+class Recycled {
+ public:
+  T& next() {
+    if (used_ == items_.size()) items_.emplace_back();
+    return items_[used_++];
+  }
+  template <class Trim>
+  void clear(Trim&& trim) {
+    for (size_t i = 0; i < used_; ++i) trim(items_[i]);
+    used_ = 0;
+  }
+
+ private:
+  std::deque<T> items_;  // (a deque: elements stay put while it grows)
+  size_t used_ = 0;
+};
+
 struct Flight {
   BatchPtr batch = std::make_shared<Batch>();
   std::vector<ForwardCall> forwards;
   // Fanned-out requests (heartbeat, release-all): each part is (call, item).
   std::vector<std::pair<uint32_t, uint32_t>> fanout;
-  std::deque<std::string> strings;                  // made while routing (BOUND holder names)
-  std::deque<std::vector<std::string_view>> argvs;  // data commands' words, per shard op
-  std::deque<DataReply> replies;                    // data commands' answers
+  std::deque<std::string> strings;                // made while routing (BOUND holder names)
+  Recycled<std::vector<std::string_view>> argvs;  // data commands' words, per shard op
+  Recycled<DataReply> replies;                    // data commands' answers
+  std::deque<DataReply> forwarded;                // data commands' answers from other nodes
   std::deque<uint8_t> aborts;  // per transaction (Request::txn - 1): a watched key changed
 
   // A transaction of this flight: its id for Request::txn.
@@ -61,8 +83,17 @@ struct Flight {
     forwards.clear();
     fanout.clear();
     strings.clear();
-    argvs.clear();
-    replies.clear();
+    argvs.clear([](std::vector<std::string_view>& w) {
+      if (w.capacity() > 64) std::vector<std::string_view>().swap(w);
+    });
+    replies.clear([](DataReply& r) {
+      if (r.items.capacity() > 16) {
+        std::vector<ReplyItem>().swap(r.items);
+      } else {
+        r.items.clear();
+      }
+    });
+    forwarded.clear();
   }
 };
 

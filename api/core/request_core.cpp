@@ -286,8 +286,9 @@ Pending RequestCore::serve_data(const Request& r, Flight& f, uint32_t slot, Pend
   const DataCmdInfo& info = data_cmd_info(r.data);
   p.at = Pending::At::kData;
   p.index = static_cast<uint32_t>(f.batch->ops.size());
-  auto add = [&](std::vector<std::string_view>&& words) {
-    const std::vector<std::string_view>& w = f.argvs.emplace_back(std::move(words));
+  auto add = [&](auto first, auto last) {
+    std::vector<std::string_view>& w = f.argvs.next();
+    w.assign(first, last);
     ShardOp& op = f.batch->ops.emplace_back();
     op.code = OpCode::kData;
     op.data = r.data;
@@ -296,21 +297,21 @@ Pending RequestCore::serve_data(const Request& r, Flight& f, uint32_t slot, Pend
     op.shard = svc_.shards->shard_of(op.key);
     op.slot = static_cast<uint16_t>(slot);
     op.args = &w;
-    op.reply = &f.replies.emplace_back();
+    op.reply = &f.replies.next();
     op.abort = r.txn ? &f.aborts[r.txn - 1] : nullptr;
     op.spec.sync = r.spec.sync;
     ++p.parts;
   };
   if (info.every_shard && r.key.empty()) {
     for (size_t i = 0; i < svc_.shards->size(); ++i) {
-      add(std::vector<std::string_view>(a.begin(), a.end()));
+      add(a.begin(), a.end());
       ShardOp& op = f.batch->ops.back();
       op.key = {};
       op.shard = static_cast<uint16_t>(i);
       op.every_slot = true;
     }
   } else if (info.merge == Merge::kNone || info.every_shard) {
-    add(std::vector<std::string_view>(a.begin(), a.end()));
+    add(a.begin(), a.end());
     if (info.every_shard) {
       ShardOp& op = f.batch->ops.back();
       op.key = r.key;  // the pattern: its slot's shard
@@ -318,9 +319,8 @@ Pending RequestCore::serve_data(const Request& r, Flight& f, uint32_t slot, Pend
     }
   } else {
     for (size_t j = 1; j < a.size(); j += info.step) {
-      std::vector<std::string_view> one{a[0], a[j]};
-      if (info.step == 2) one.push_back(a[j + 1]);
-      add(std::move(one));
+      const std::string_view one[] = {a[0], a[j], info.step == 2 ? a[j + 1] : std::string_view()};
+      add(one, one + 1 + info.step);
     }
     // Its keys on several shards (standalone): still atomic, as one multi-shard step.
     if (r.data != DataCmd::kWatch) f.atomic_from(p.index);
@@ -331,7 +331,7 @@ Pending RequestCore::serve_data(const Request& r, Flight& f, uint32_t slot, Pend
 // The parts of a split data command, answered as one (data_cmd.hpp's Merge).
 void RequestCore::merge_data(const Pending& p, Flight& f, Outcome& out) {
   const ShardOp& first = f.batch->ops[p.index];
-  DataReply& merged = f.replies.emplace_back();
+  DataReply& merged = f.replies.next();
   int64_t sum = 0;
   std::vector<ReplyItem*> items;  // (moved into the merged reply: a KEYS part may be big)
   for (uint32_t k = 0; k < p.parts; ++k) {
@@ -445,7 +445,7 @@ bool RequestCore::from_forward(Flight& f, uint32_t call, uint32_t item, Outcome&
   }
   const Verb verb = static_cast<Verb>(c.batch.requests(static_cast<int>(item)).verb());
   if (c.ok && static_cast<int>(item) < c.outcomes.outcomes_size()) {
-    decode_outcome(c.outcomes.outcomes(static_cast<int>(item)), verb, out, f.replies);
+    decode_outcome(c.outcomes.outcomes(static_cast<int>(item)), verb, out, f.forwarded);
     return true;
   }
   svc_.counters.forward_failures.fetch_add(1, std::memory_order_relaxed);
