@@ -5,6 +5,7 @@
 #pragma once
 #include <cstdint>
 #include <deque>
+#include <memory>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -37,17 +38,20 @@ template <class T>
 class Recycled {
  public:
   T& next() {
-    if (used_ == items_.size()) items_.emplace_back();
-    return items_[used_++];
+    if (used_ == blocks_.size() * kBlock) blocks_.push_back(std::make_unique<T[]>(kBlock));
+    T& t = blocks_[used_ / kBlock][used_ % kBlock];
+    ++used_;
+    return t;
   }
   template <class Trim>
   void clear(Trim&& trim) {
-    for (size_t i = 0; i < used_; ++i) trim(items_[i]);
+    for (size_t i = 0; i < used_; ++i) trim(blocks_[i / kBlock][i % kBlock]);
     used_ = 0;
   }
 
  private:
-  std::deque<T> items_;  // (a deque: elements stay put while it grows)
+  static constexpr size_t kBlock = 64;
+  std::vector<std::unique_ptr<T[]>> blocks_;  // (blocks: elements stay put while it grows)
   size_t used_ = 0;
 };
 

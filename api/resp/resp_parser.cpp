@@ -30,6 +30,23 @@ bool parse_ll(const char* p, size_t n, long long& out) {
   return true;
 }
 
+// The common case in one pass: 1-18 digits at `from`, then CRLF, all within the input.
+// False for anything else (a sign, too many digits, the line not all here yet): the caller
+// then takes the general path, which finds the line's end and judges it.
+bool quick_number(const char* data, size_t len, size_t from, long long& out, size_t& eol) {
+  long long v = 0;
+  size_t i = from;
+  for (; i < len && i - from < 18; ++i) {
+    const unsigned d = static_cast<unsigned char>(data[i]) - '0';
+    if (d > 9) break;
+    v = v * 10 + d;
+  }
+  if (i == from || i + 1 >= len || data[i] != '\r' || data[i + 1] != '\n') return false;
+  out = v;
+  eol = i;
+  return true;
+}
+
 bool is_hex(char c) { return std::isxdigit(static_cast<unsigned char>(c)) != 0; }
 int hex_val(char c) {
   if (c >= '0' && c <= '9') return c - '0';
@@ -83,15 +100,19 @@ ParseResult RespParser::parse(const char* data, size_t len, std::vector<std::str
     if (state_ == State::kStart) {
       if (len == 0) return need;
       if (data[0] != '*') return parse_inline(data, len, args, arena);
-      size_t eol = find_crlf(data, len, 1);
-      if (eol == std::string_view::npos) {
-        if (len > limits_.max_inline_len) return error(err::kMbulkCount);
-        return need;
-      }
+      size_t eol;
       long long n;
-      if (!parse_ll(data + 1, eol - 1, n) || n > static_cast<long long>(limits_.max_args)) {
-        return error(err::kMbulkLength);
+      if (quick_number(data, len, 1, n, eol)) {
+        scanned_ = 0;
+      } else {
+        eol = find_crlf(data, len, 1);
+        if (eol == std::string_view::npos) {
+          if (len > limits_.max_inline_len) return error(err::kMbulkCount);
+          return need;
+        }
+        if (!parse_ll(data + 1, eol - 1, n)) return error(err::kMbulkLength);
       }
+      if (n > static_cast<long long>(limits_.max_args)) return error(err::kMbulkLength);
       if (n <= 0) {  // an empty command: consumed, with no arguments, and ignored
         ParseResult r;
         r.status = ParseStatus::kCommand;
@@ -112,16 +133,19 @@ ParseResult RespParser::parse(const char* data, size_t len, std::vector<std::str
         msg = err::expected_dollar(data[pos_]);
         return error(msg);
       }
-      size_t eol = find_crlf(data, len, pos_ + 1);
-      if (eol == std::string_view::npos) {
-        if (len - pos_ > limits_.max_inline_len) return error(err::kBulkCount);
-        return need;
-      }
+      size_t eol;
       long long n;
-      if (!parse_ll(data + pos_ + 1, eol - pos_ - 1, n) || n < 0 ||
-          static_cast<size_t>(n) > limits_.max_bulk_len) {
-        return error(err::kBulkLength);
+      if (quick_number(data, len, pos_ + 1, n, eol)) {
+        scanned_ = 0;
+      } else {
+        eol = find_crlf(data, len, pos_ + 1);
+        if (eol == std::string_view::npos) {
+          if (len - pos_ > limits_.max_inline_len) return error(err::kBulkCount);
+          return need;
+        }
+        if (!parse_ll(data + pos_ + 1, eol - pos_ - 1, n)) return error(err::kBulkLength);
       }
+      if (n < 0 || static_cast<size_t>(n) > limits_.max_bulk_len) return error(err::kBulkLength);
       bulk_len_ = n;
       pos_ = eol + 2;
       state_ = State::kBulkData;
