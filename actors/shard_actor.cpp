@@ -23,7 +23,7 @@ shard_actor::behavior_type ShardActorImpl::make_behavior() {
       [this](step_atom, const BatchPtr& b) {
         if (!deferred([this, b] { on_step(b); })) on_step(b);
       },
-      [this](resume_atom) { resume(); },
+      [this](resume_atom) { wake(); },
       [this](sweep_atom) {
         if (!parked_) {
           // Keep sweeping while a tick finds plenty to reclaim, within a bound.
@@ -99,7 +99,7 @@ void ShardActorImpl::on_step(const BatchPtr& b) {
   if (b->pending.fetch_sub(1, std::memory_order_acq_rel) == 1) b->sink->batch_done();
 }
 
-void ShardActorImpl::resume() {
+void ShardActorImpl::wake() {
   parked_ = false;
   while (!parked_ && !waiting_.empty()) {  // (a step among them parks it again)
     auto f = std::move(waiting_.front());

@@ -62,7 +62,7 @@ class ShardActorImpl : public shard_actor::base {
     waiting_.emplace_back(std::forward<F>(f));
     return true;
   }
-  void resume();
+  void wake();  // the step ended: run what waited, in order
 
   ShardConfig cfg_;
   const Clock* clock_;

@@ -636,6 +636,21 @@ TEST(Failover, DataKeysAreForwardedReplicatedAndSurviveTheOwnersDeath) {
   EXPECT_EQ(ask(c, {"KEYS", "customer-limit-" + tag + ":srv*"}).rfind("*2\r\n", 0), 0u);
   EXPECT_EQ(ask(c, {"DEL", a, b, note}), ":3\r\n");
   EXPECT_EQ(ask(c, {"EXISTS", a}), ":0\r\n");
+  // FLUSHALL on each node removes the keys it serves; the removals reach the other's
+  // copies, so both end empty (DBSIZE counts a replica's copies too).
+  Client d(cl.node(1).port(), 3000);
+  for (int i = 0; i < 50; ++i) ask(c, {"SET", "flushed:" + std::to_string(i), "x"});
+  EXPECT_EQ(ask(c, {"FLUSHALL"}), "+OK\r\n");
+  EXPECT_EQ(ask(d, {"FLUSHALL", "ASYNC"}), "+OK\r\n");
+  std::string left0, left1;
+  for (int i = 0; i < 300 && (left0 != ":0\r\n" || left1 != ":0\r\n"); ++i) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+    left0 = ask(c, {"DBSIZE"});
+    left1 = ask(d, {"DBSIZE"});
+  }
+  EXPECT_EQ(left0, ":0\r\n");
+  EXPECT_EQ(left1, ":0\r\n");
+  EXPECT_EQ(ask(c, {"GET", "flushed:7"}), "$-1\r\n");
 }
 
 TEST(Failover, LeasesSurviveTheOwnersDeathAndBoundOnesComeBack) {
