@@ -491,9 +491,9 @@ void Shard::data_incr(ShardOp& op, int64_t now_ns) {
     return r.error(err::kIncrOverflow);
   }
   value += by;
-  if (!e) {
-    e = overwrite_string(op, op.key, op.hash, "0", false, now_ns);
-    if (!e) return;
+  if (!e) {  // (a new string entry holds the integer 0; no second lookup)
+    if (!room_for_key(op, now_ns)) return;
+    e = table_.insert(op.key, op.hash, Kind::kString);
   }
   string_set_int(*e, value);
   mark(e, op.key);
