@@ -292,16 +292,9 @@ void RespSession::watch(std::vector<std::string_view>& a) {
   if (keys.empty()) return local().ok();
   if (watched_.size() + keys.size() > err::kMaxWatchedKeys)
     return local().error(err::kTooManyWatched);
-  auto& words = watch_words_.emplace_back();
-  words.reserve(keys.size() + 1);
-  words.emplace_back("watch");
-  for (const auto& k : keys) words.push_back(k);
-  exec_args_.assign(words.begin(), words.end());
-  Request r;
-  r.verb = Verb::kData;
-  r.data = DataCmd::kWatch;
-  r.key = exec_args_[1];
-  r.args = &exec_args_;
+  std::vector<std::string> words{"watch"};
+  words.insert(words.end(), keys.begin(), keys.end());
+  Request r = watch_op(DataCmd::kWatch, std::move(words));
   request(r, ReplyStyle::kData);
   Slot& slot = slots_.back();
   if (slot.type != Slot::Type::kPending) return;  // (refused: nothing is watched)
@@ -309,6 +302,17 @@ void RespSession::watch(std::vector<std::string_view>& a) {
   slot.aux = static_cast<uint32_t>(watching_.size());
   watching_.push_back(std::move(keys));
   watch_pending_ = true;
+}
+
+Request RespSession::watch_op(DataCmd c, std::vector<std::string> words) {
+  const auto& kept = watch_words_.emplace_back(std::move(words));
+  exec_args_.assign(kept.begin(), kept.end());
+  Request r;
+  r.verb = Verb::kData;
+  r.data = c;
+  r.key = exec_args_[1];
+  r.args = &exec_args_;
+  return r;
 }
 
 void RespSession::unwatch() {
@@ -337,13 +341,7 @@ void RespSession::release_watches() {
   const uint32_t txn = txn_;
   txn_ = 0;
   for (const Watched& w : watched_) {
-    auto& words = watch_words_.emplace_back(std::vector<std::string>{"unwatch", w.key});
-    exec_args_.assign(words.begin(), words.end());
-    Request r;
-    r.verb = Verb::kData;
-    r.data = DataCmd::kUnwatch;
-    r.key = exec_args_[1];
-    r.args = &exec_args_;
+    Request r = watch_op(DataCmd::kUnwatch, {"unwatch", w.key});
     request_as(r, Slot::Type::kHidden);
   }
   txn_ = txn;
@@ -403,14 +401,7 @@ void RespSession::exec() {
   // turn of its shard (or step); one that finds its key changed aborts the rest.
   if (!watched_.empty()) txn_ = flight_->open_txn();
   for (const Watched& w : watched_) {
-    auto& words =
-        watch_words_.emplace_back(std::vector<std::string>{"exec", w.key, std::to_string(w.token)});
-    exec_args_.assign(words.begin(), words.end());
-    Request r;
-    r.verb = Verb::kData;
-    r.data = DataCmd::kWatchCheck;
-    r.key = exec_args_[1];
-    r.args = &exec_args_;
+    Request r = watch_op(DataCmd::kWatchCheck, {"exec", w.key, std::to_string(w.token)});
     request_as(r, Slot::Type::kCheck);
   }
   watched_.clear();  // (the checks let go of them)

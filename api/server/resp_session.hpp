@@ -78,6 +78,9 @@ class RespSession final : public CommandContext {
   // A request whose slot becomes `type` (kCheck, kHidden); answered at once, it leaves no
   // reply (a check answered so has failed).
   void request_as(Request& r, Slot::Type type);
+  // A request of WATCH's own (WATCH, EXEC's check, a release) on `words`, kept until the
+  // flight is back.
+  Request watch_op(DataCmd c, std::vector<std::string> words);
   // Lets go of every watched key (UNWATCH, DISCARD, an EXEC that does not run).
   void release_watches();
   const Door& door();  // for this read (the mode follows CLUSTER SLOTS at once)

@@ -26,13 +26,21 @@ struct WaitSink : BatchSink {
   }
 };
 
-TEST(ShardPool, BatchAcrossShardsCompletesOnce) {
-  caf::actor_system_config cfg;
-  caf::actor_system sys{cfg};
-  ManualClock clock;
-  ShardPoolConfig pc;
-  pc.shards = 4;
-  ShardPool pool(sys, pc, &clock);
+// Four shard actors under a CAF system of their own.
+class ShardPools : public ::testing::Test {
+ protected:
+  static ShardPoolConfig four() {
+    ShardPoolConfig pc;
+    pc.shards = 4;
+    return pc;
+  }
+  caf::actor_system_config cfg_;
+  caf::actor_system sys_{cfg_};
+  ManualClock clock_;
+  ShardPool pool{sys_, four(), &clock_};
+};
+
+TEST_F(ShardPools, BatchAcrossShardsCompletesOnce) {
   auto sink = std::make_shared<WaitSink>();
   auto batch = std::make_shared<Batch>();
   batch->sink = sink;
@@ -63,13 +71,7 @@ TEST(ShardPool, BatchAcrossShardsCompletesOnce) {
 // A multi-shard step is atomic: transactions that add 1 to a counter on every shard, run
 // from two threads with steps over overlapping sets of shards in both orders, are never
 // seen half done by steps that read every counter; and nothing deadlocks.
-TEST(ShardPool, StepsAcrossShardsAreAtomicAndNeverDeadlock) {
-  caf::actor_system_config cfg;
-  caf::actor_system sys{cfg};
-  ManualClock clock;
-  ShardPoolConfig pc;
-  pc.shards = 4;
-  ShardPool pool(sys, pc, &clock);
+TEST_F(ShardPools, StepsAcrossShardsAreAtomicAndNeverDeadlock) {
   // One key per shard.
   std::vector<std::string> keys(4);
   for (int i = 0, found = 0; found < 4; ++i) {
