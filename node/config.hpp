@@ -34,11 +34,11 @@ struct NodeConfig {
   int admin_port = -1;                              // admin HTTP; -1: RESP port + 2000, 0: off
   // Cluster mode.
   bool cluster_enabled = false;
-  int cluster_port = 0;                   // 0: RESP port + 10000
-  std::string cluster_announce_host;      // empty: the first --bind address
-  std::vector<std::string> seeds;         // cluster bus addresses host:port
-  std::string node_id;                    // empty: random 40 hex digits
-  std::string cluster_redirect = "auto";  // auto | moved | forward
+  int cluster_port = 0;                    // 0: RESP port + 10000
+  std::string cluster_announce_host;       // empty: the first --bind address
+  std::vector<std::string> seeds;          // cluster bus addresses host:port
+  std::string node_id;                     // empty: random 40 hex digits
+  std::string cluster_redirect = "auto";   // auto | moved | forward
   std::string data_replication = "async";  // the data commands' writes: async | sync
   int64_t cluster_forward_timeout_ms = kDefaultForwardTimeoutMs;
   int cluster_replicas = 2;                    // copies of each slot's state, owner included
