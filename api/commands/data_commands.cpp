@@ -29,7 +29,7 @@ bool data_sync(CommandContext& s, std::string_view key) {
   if (s.svc().settings.data_sync) return true;
   if (key.empty()) return false;
   const PolicySet& ps = s.policies();
-  if (ps.patterns.empty() && ps.overrides.empty()) return false;
+  if (!ps.sync_keys) return false;  // (no glob matching on the request path for nothing)
   Result<const LimitSpec*> p = ps.lookup(key, {});
   return p.ok() && (*p)->sync;
 }

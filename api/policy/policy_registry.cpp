@@ -54,6 +54,18 @@ Result<const LimitSpec*> PolicySet::lookup(std::string_view key, std::string_vie
   return Error{err::kNoPolicyApplies};
 }
 
+bool PolicySet::leads_to_sync() const {
+  auto sync = [&](std::string_view name) {
+    Result<const LimitSpec*> p = find_policy(policies, name);
+    return p.ok() && (*p)->sync;
+  };
+  for (const auto& p : patterns)
+    if (sync(p.policy)) return true;
+  for (const auto& [key, o] : overrides)
+    if (o.policy.empty() ? o.spec.sync : sync(o.policy)) return true;
+  return false;
+}
+
 void PolicySet::sort_patterns() {
   std::sort(patterns.begin(), patterns.end(), [](const KeyPattern& a, const KeyPattern& b) {
     const size_t la = literal_chars(a.glob), lb = literal_chars(b.glob);

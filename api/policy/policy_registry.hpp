@@ -30,6 +30,9 @@ struct PolicySet {
   std::vector<KeyPattern> patterns;  // most specific first (see sort_patterns)
   std::map<std::string, PolicyOverride, std::less<>> overrides;
   uint64_t digest = 0;  // the book it was built from
+  // Whether some key pattern or per-key override leads to a `replication: sync` limit: only
+  // then does a data command look its key up (PolicyRegistry::replace sets it).
+  bool sync_keys = false;
 
   // Where a request's limit came from.
   enum class Source { kNamed, kOverride, kPattern };
@@ -45,12 +48,14 @@ struct PolicySet {
   }
   // Orders patterns most specific first: more literal characters, then by text.
   void sort_patterns();
+  bool leads_to_sync() const;
 };
 
 class PolicyRegistry {
  public:
   std::shared_ptr<const PolicySet> snapshot() const { return std::atomic_load(&set_); }
   void replace(PolicySet s) {
+    s.sync_keys = s.leads_to_sync();
     std::atomic_store(&set_,
                       std::shared_ptr<const PolicySet>(std::make_shared<PolicySet>(std::move(s))));
   }

@@ -41,6 +41,27 @@ TEST(PolicyStore, OverrideThenNamedThenMostSpecificPattern) {
             "ERR policy 'free' is mapped from pattern 'user:*'; FG.POLICY UNMAP it first");
 }
 
+// A set knows whether any pattern or override leads to a synchronous limit (data commands
+// look their keys up only then), and follows changes.
+TEST(PolicyStore, KnowsWhetherAnyKeyLeadsToSyncReplication) {
+  Fixture f;
+  LimitSpec strict = LimitSpec::window(Kind::kFixedWindow, 100, 60'000'000'000);
+  strict.sync = true;
+  ASSERT_TRUE(f.store.set_policy("strict", strict).ok());
+  ASSERT_TRUE(
+      f.store.set_policy("free", LimitSpec::window(Kind::kSlidingLog, 100, 60'000'000'000)).ok());
+  ASSERT_TRUE(f.store.map_pattern("user:*", "free").ok());
+  EXPECT_FALSE(f.registry.snapshot()->sync_keys);  // (a sync policy no key is mapped to)
+  ASSERT_TRUE(f.store.map_pattern("counted:*", "strict").ok());
+  EXPECT_TRUE(f.registry.snapshot()->sync_keys);
+  ASSERT_TRUE(f.store.unmap_pattern("counted:*"));
+  EXPECT_FALSE(f.registry.snapshot()->sync_keys);
+  PolicyOverride o;
+  o.spec = strict;
+  ASSERT_TRUE(f.store.set_override("user:7", o).ok());
+  EXPECT_TRUE(f.registry.snapshot()->sync_keys);
+}
+
 TEST(PolicyStore, DefinitionsRoundTrip) {
   LimitSpec s = LimitSpec::token_bucket(120, 120, 60'000'000'000);
   s.sync = true;
