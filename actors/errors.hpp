@@ -126,8 +126,10 @@ inline constexpr char kExecWithoutMulti[] = "ERR EXEC without MULTI";
 inline constexpr char kDiscardWithoutMulti[] = "ERR DISCARD without MULTI";
 inline constexpr char kWatchInMulti[] = "ERR WATCH inside MULTI is not allowed";
 inline constexpr size_t kMaxWatchedKeys = 10000;  // per connection
-inline constexpr char kTooManyWatched[] =
-    "ERR too many watched keys (at most 10000 per connection; UNWATCH first)";
+inline std::string too_many_watched() {
+  return "ERR too many watched keys (at most " + std::to_string(kMaxWatchedKeys) +
+         " per connection; UNWATCH first)";
+}
 inline constexpr char kExecAbort[] = "EXECABORT Transaction discarded because of previous errors.";
 
 // --- policies --------------------------------------------------------------------------

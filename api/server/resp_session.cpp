@@ -291,7 +291,7 @@ void RespSession::watch(std::vector<std::string_view>& a) {
   }
   if (keys.empty()) return local().ok();
   if (watched_.size() + keys.size() > err::kMaxWatchedKeys)
-    return local().error(err::kTooManyWatched);
+    return local().error(err::too_many_watched());
   std::vector<std::string> words{"watch"};
   words.insert(words.end(), keys.begin(), keys.end());
   Request r = watch_op(DataCmd::kWatch, std::move(words));

@@ -17,6 +17,7 @@
 #include <set>
 #include <thread>
 
+#include "errors.hpp"
 #include "node_process.hpp"
 
 namespace fg::testing {
@@ -700,6 +701,24 @@ TEST(DataDiff, WatchAgainstAnotherConnectionAnswersAsRedisServerDoes) {
     for (const auto& c : recent) trail += "\n    " + c;
     ASSERT_EQ(a, b) << "step " << i << trail;
   }
+}
+
+// Floodgate's own limit (Redis has none): a connection watches at most kMaxWatchedKeys keys;
+// past it WATCH says why and watches nothing more, and UNWATCH makes room again.
+TEST(Transactions, AConnectionWatchesABoundedNumberOfKeys) {
+  NodeProcess node({"--shards", "4"});
+  ASSERT_TRUE(node.alive());
+  Client c(node.port());
+  std::vector<std::string> watch = {"WATCH"};
+  for (size_t i = 0; i < err::kMaxWatchedKeys; ++i) watch.push_back("w:" + std::to_string(i));
+  EXPECT_EQ(ask(c, watch), "+OK\r\n");
+  EXPECT_EQ(ask(c, {"WATCH", "w:0"}), "+OK\r\n");  // (already watched: nothing new)
+  EXPECT_EQ(ask(c, {"WATCH", "one-more"}), "-" + err::too_many_watched() + "\r\n");
+  EXPECT_EQ(ask(c, {"UNWATCH"}), "+OK\r\n");
+  EXPECT_EQ(ask(c, {"WATCH", "one-more"}), "+OK\r\n");
+  EXPECT_EQ(ask(c, {"MULTI"}), "+OK\r\n");
+  EXPECT_EQ(ask(c, {"INCR", "one-more"}), "+QUEUED\r\n");
+  EXPECT_EQ(ask(c, {"EXEC"}), "*1\r\n:1\r\n");
 }
 
 }  // namespace
