@@ -431,7 +431,8 @@ void RespSession::complete(Flight& flight) {
   Door& d = door_;
   d.latency_us = (steady_ns() - arrived_ns_) / 1000;
   RequestMetrics& metrics = RequestMetrics::get();
-  uint32_t drop = 0;  // replies of an aborted transaction still to pass over
+  uint32_t drop = 0;          // replies of an aborted transaction still to pass over
+  bool failed_check = false;  // a check of the next EXEC failed
   for (const Slot& s : slots_) {
     if (drop > 0) {
       --drop;
@@ -446,8 +447,8 @@ void RespSession::complete(Flight& flight) {
         }
         continue;
       case Slot::Type::kExec:
-        if (failed_check_) {  // a watched key changed: nothing ran, and EXEC says so
-          failed_check_ = false;
+        if (failed_check) {  // a watched key changed: nothing ran, and EXEC says so
+          failed_check = false;
           w.null_array();
           drop = s.aux;
         } else {
@@ -461,7 +462,7 @@ void RespSession::complete(Flight& flight) {
         break;
     }
     if (s.type == Slot::Type::kCheck && s.aux == 1) {
-      failed_check_ = true;
+      failed_check = true;
       continue;
     }
     Outcome o;
@@ -469,7 +470,7 @@ void RespSession::complete(Flight& flight) {
     if (s.type == Slot::Type::kCheck) {
       // (1: unchanged; 0, or no answer from the key's owner: the transaction does not run)
       if (!o.ok() || !o.reply || o.reply->items.empty() || o.reply->items[0].n != 1) {
-        failed_check_ = true;
+        failed_check = true;
       }
     } else if (s.type == Slot::Type::kWatch) {
       if (!o.ok()) {
@@ -490,7 +491,6 @@ void RespSession::complete(Flight& flight) {
     }
   }
   watch_pending_ = false;
-  failed_check_ = false;
   slots_.clear();
   local_.clear();
 }

@@ -119,8 +119,7 @@ class RespSession final : public CommandContext {
   std::deque<std::vector<std::string>> watching_;
   std::deque<std::vector<std::string>> watch_words_;  // requests' words until the flight is back
   bool watch_pending_ = false;
-  bool failed_check_ = false;  // complete(): a check of the next EXEC failed
-  uint32_t txn_ = 0;           // EXEC: the transaction its requests join
+  uint32_t txn_ = 0;  // EXEC: the transaction its requests join
 };
 
 // Appends `o` (the outcome of a request of `style`) as a RESP reply.
