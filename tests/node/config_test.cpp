@@ -76,7 +76,8 @@ TEST(Config, ClusterSettings) {
                          "node-id: edge-1\n"
                          "seeds: [10.0.0.1:16380, \"10.0.0.2:16380\"]\n"
                          "cluster-redirect: moved\n"
-                         "cluster-forward-timeout: 2s\n"),
+                         "cluster-forward-timeout: 2s\n"
+                         "data-replication: sync\n"),
                    cfg);
   EXPECT_TRUE(cfg.cluster_enabled);
   EXPECT_EQ(cfg.cluster_port, 17001);
@@ -84,6 +85,9 @@ TEST(Config, ClusterSettings) {
   EXPECT_EQ(cfg.seeds, (std::vector<std::string>{"10.0.0.1:16380", "10.0.0.2:16380"}));
   EXPECT_EQ(cfg.cluster_redirect, "moved");
   EXPECT_EQ(cfg.cluster_forward_timeout_ms, 2000);
+  EXPECT_EQ(cfg.data_replication, "sync");
+  EXPECT_EQ(load_error("data-replication: maybe\n"),
+            "data-replication (line 1): must be async or sync");
 
   EXPECT_EQ(load_error("seeds: 10.0.0.1\n"),
             "seeds (line 1): must be a list of host:port cluster addresses");
