@@ -227,6 +227,7 @@ int main(int argc, char** argv) {
   svc.settings.bind = cfg.bind;
   svc.settings.requirepass = cfg.requirepass;
   svc.settings.timeout_s = cfg.timeout_s;
+  svc.settings.data_sync = cfg.data_replication == "sync";  // (standalone: nothing to wait for)
   svc.settings.parser.max_bulk_len = cfg.proto_max_bulk_len;
   svc.settings.config_file = cfg.config_file;
   svc.settings.start_ms = clock.now_ns() / 1'000'000;
@@ -292,7 +293,6 @@ int main(int argc, char** argv) {
                             : cfg.cluster_redirect == "forward" ? fg::NodeSettings::Redirect::kNever
                                                                 : fg::NodeSettings::Redirect::kAuto;
     svc.settings.forward_timeout_ms = cfg.cluster_forward_timeout_ms;
-    svc.settings.data_sync = cfg.data_replication == "sync";
     forwarder = std::make_unique<fg::ClusterForwarder>(*cluster);
     svc.forwarder = forwarder.get();
     fg::serve_forwards(*cluster, svc);

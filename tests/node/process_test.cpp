@@ -29,6 +29,14 @@ TEST(Process, RedisCliOneShot) {
             "ERR unknown command 'NOSUCH', with args beginning with: 'x' ");
 }
 
+// --data-replication is what CONFIG GET reports (async unless set).
+TEST(Process, ConfigGetReportsDataReplication) {
+  NodeProcess plain;
+  EXPECT_EQ(cli(plain.port(), "CONFIG GET data-replication"), "data-replication\nasync\n");
+  NodeProcess sync({"--data-replication", "sync"});
+  EXPECT_EQ(cli(sync.port(), "CONFIG GET data-replication"), "data-replication\nsync\n");
+}
+
 TEST(Process, RedisCliInteractiveSession) {
   NodeProcess node;
   // redis-cli reads commands from a pipe exactly as typed at its prompt.
