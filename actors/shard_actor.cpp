@@ -5,27 +5,39 @@
 namespace fg {
 
 ShardActorImpl::ShardActorImpl(caf::actor_config& cfg, ShardConfig sc, const Clock* clock,
-                               ShardStats* stats)
+                               std::shared_ptr<ShardCell> cell)
     : shard_actor::base(cfg),
       cfg_(sc),
       clock_(clock),
-      stats_(stats),
-      shard_(sc.max_keys, sc.lease_seed, stats) {
+      cell_(std::move(cell)),
+      shard_(cell_->shard) {
   if (sc.cluster) shard_.enable_ownership();
 }
+
+namespace {
+// Every handler runs the shard, so it holds the gate (a batch run in place may hold it for
+// a moment: the actor waits for it to finish).
+using Hold = std::lock_guard<std::mutex>;
+}  // namespace
 
 shard_actor::behavior_type ShardActorImpl::make_behavior() {
   delayed_send(this, std::chrono::milliseconds(cfg_.sweep_interval_ms), sweep_atom::value);
   return {
       [this](batch_atom, const BatchPtr& b) {
+        Hold hold(cell_->gate);
         if (!deferred([this, b] { on_batch(b); })) on_batch(b);
       },
       [this](step_atom, const BatchPtr& b) {
+        Hold hold(cell_->gate);
         if (!deferred([this, b] { on_step(b); })) on_step(b);
       },
-      [this](resume_atom) { wake(); },
+      [this](resume_atom) {
+        Hold hold(cell_->gate);
+        wake();
+      },
       [this](sweep_atom) {
-        if (!parked_) {
+        Hold hold(cell_->gate);
+        if (!cell_->parked) {
           // Keep sweeping while a tick finds plenty to reclaim, within a bound.
           const int64_t now = clock_->now_ns();
           size_t budget = cfg_.sweep_budget;
@@ -35,10 +47,12 @@ shard_actor::behavior_type ShardActorImpl::make_behavior() {
         delayed_send(this, std::chrono::milliseconds(cfg_.sweep_interval_ms), sweep_atom::value);
       },
       [this](extract_atom, const ExtractJobPtr& j) {
+        Hold hold(cell_->gate);
         if (deferred([this, j] { on_extract(j); })) return;
         on_extract(j);
       },
       [this](collect_atom, const CollectJobPtr& j) {
+        Hold hold(cell_->gate);
         auto run = [this, j] {
           if (!shard_.collect_dirty(j->changed[cfg_.id], j->deleted[cfg_.id], clock_->now_ns())) {
             j->overflow.store(true, std::memory_order_relaxed);
@@ -48,6 +62,7 @@ shard_actor::behavior_type ShardActorImpl::make_behavior() {
         if (!deferred(run)) run();
       },
       [this](install_atom, const InstallJobPtr& j) {
+        Hold hold(cell_->gate);
         auto run = [this, j] {
           shard_.clear_unowned(j->clear);
           shard_.install(j->per_shard[cfg_.id]);
@@ -57,6 +72,7 @@ shard_actor::behavior_type ShardActorImpl::make_behavior() {
         if (!deferred(run)) run();
       },
       [this](replica_atom, const ReplicaJobPtr& j) {
+        Hold hold(cell_->gate);
         auto run = [this, j] {
           shard_.clear_unowned(j->clear);
           shard_.apply_replica(j->per_shard[cfg_.id], j->deleted[cfg_.id]);
@@ -77,7 +93,7 @@ void ShardActorImpl::on_extract(const ExtractJobPtr& j) {
 
 void ShardActorImpl::on_batch(const BatchPtr& b) {
   const int64_t now = clock_->now_ns();  // one clock read per batch
-  if (stats_) stats_->queued.fetch_sub(1, std::memory_order_relaxed);
+  cell_->stats.queued.fetch_sub(1, std::memory_order_relaxed);
   shard_.execute_batch(b->ops, cfg_.id, now);
   // Whoever brings pending to zero hands the batch back; nothing touches it afterwards.
   if (b->pending.fetch_sub(1, std::memory_order_acq_rel) == 1) b->sink->batch_done();
@@ -88,7 +104,7 @@ void ShardActorImpl::on_step(const BatchPtr& b) {
   step.shards[cfg_.id] = &shard_;
   const uint64_t above = step.mask & ~((uint64_t{2} << cfg_.id) - 1);
   if (above) {  // (the message carries what this shard wrote to the next one)
-    parked_ = true;
+    cell_->parked = true;
     send((*cfg_.siblings)[__builtin_ctzll(above)], step_atom::value, b);
     return;
   }
@@ -100,8 +116,8 @@ void ShardActorImpl::on_step(const BatchPtr& b) {
 }
 
 void ShardActorImpl::wake() {
-  parked_ = false;
-  while (!parked_ && !waiting_.empty()) {  // (a step among them parks it again)
+  cell_->parked = false;
+  while (!cell_->parked && !waiting_.empty()) {  // (a step among them parks it again)
     auto f = std::move(waiting_.front());
     waiting_.pop_front();
     f();

@@ -1,9 +1,12 @@
 // The CAF actor that owns one Shard: batches in, results written in place, sender told
-// when its whole batch is done. No locks: the actor is the only one touching its keys.
+// when its whole batch is done. One runner at a time: the actor, or a sender running a batch
+// in place while the shard is idle (ShardCell).
 #pragma once
 #include <caf/all.hpp>
 #include <deque>
 #include <functional>
+#include <memory>
+#include <mutex>
 #include <vector>
 
 #include "clock.hpp"
@@ -34,19 +37,32 @@ using shard_actor = caf::typed_actor<
     caf::reacts_to<extract_atom, ExtractJobPtr>, caf::reacts_to<collect_atom, CollectJobPtr>,
     caf::reacts_to<install_atom, InstallJobPtr>, caf::reacts_to<replica_atom, ReplicaJobPtr>>;
 
+// A shard's state and who runs it. Whoever runs the shard holds `gate`: its actor for every
+// message it handles, or a thread that submits a batch and finds the shard idle (the gate
+// free, not parked in a step), which then runs the batch in place instead of sending it
+// (ShardPool::submit). Either way one thread at a time touches the keys, and a message
+// costs nothing in the common case: the gate is a futex that nobody else holds.
+struct ShardCell {
+  ShardCell(size_t max_keys, uint64_t lease_seed) : shard(max_keys, lease_seed, &stats) {}
+  ShardStats stats;
+  std::mutex gate;
+  Shard shard;
+  bool parked = false;  // in a multi-shard step: only the step's last shard runs it (gate)
+};
+
 struct ShardConfig {
   uint16_t id = 0;
   size_t max_keys = 0;  // this shard's share of the node's key cap
   int64_t sweep_interval_ms = 100;
   size_t sweep_budget = 4096;  // slots visited per sweep tick
-  uint64_t lease_seed = 0;
-  bool cluster = false;  // serve only slots handed to this shard (Shard::enable_ownership)
+  bool cluster = false;        // serve only slots handed to this shard (Shard::enable_ownership)
   const std::vector<shard_actor>* siblings = nullptr;  // the node's shards by id (for steps)
 };
 
 class ShardActorImpl : public shard_actor::base {
  public:
-  ShardActorImpl(caf::actor_config& cfg, ShardConfig sc, const Clock* clock, ShardStats* stats);
+  ShardActorImpl(caf::actor_config& cfg, ShardConfig sc, const Clock* clock,
+                 std::shared_ptr<ShardCell> cell);
   behavior_type make_behavior() override;
 
  private:
@@ -58,7 +74,7 @@ class ShardActorImpl : public shard_actor::base {
   // While parked for a step, every message waits here, in order, for the step to end.
   template <class F>
   bool deferred(F&& f) {
-    if (!parked_) return false;
+    if (!cell_->parked) return false;
     waiting_.emplace_back(std::forward<F>(f));
     return true;
   }
@@ -66,9 +82,8 @@ class ShardActorImpl : public shard_actor::base {
 
   ShardConfig cfg_;
   const Clock* clock_;
-  ShardStats* stats_;
-  Shard shard_;
-  bool parked_ = false;
+  std::shared_ptr<ShardCell> cell_;  // (shared: the actor may outlive its pool)
+  Shard& shard_;
   std::deque<std::function<void()>> waiting_;
 };
 

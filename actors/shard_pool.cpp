@@ -8,19 +8,19 @@
 namespace fg {
 
 ShardPool::ShardPool(caf::actor_system& sys, ShardPoolConfig cfg, const Clock* clock)
-    : cfg_(cfg), clock_(clock), stats_(new ShardStats[cfg.shards]) {
+    : cfg_(cfg), clock_(clock) {
   std::random_device rd;
   const uint64_t seed = (uint64_t{rd()} << 32) ^ rd();
   for (size_t i = 0; i < cfg_.shards; ++i) {
     ShardConfig sc;
     sc.id = static_cast<uint16_t>(i);
     sc.max_keys = (cfg_.max_keys + cfg_.shards - 1) / cfg_.shards;
+    cells_.push_back(std::make_shared<ShardCell>(sc.max_keys, seed + (uint64_t{i} << 56)));
     sc.sweep_interval_ms = cfg_.sweep_interval_ms;
     sc.sweep_budget = cfg_.sweep_budget;
-    sc.lease_seed = seed + (uint64_t{i} << 56);
     sc.cluster = cfg_.cluster;
     sc.siblings = &shards_;
-    shards_.push_back(sys.spawn<ShardActorImpl>(sc, clock, &stats_[i]));
+    shards_.push_back(sys.spawn<ShardActorImpl>(sc, clock, cells_[i]));
   }
 }
 
@@ -34,7 +34,31 @@ uint16_t ShardPool::shard_of(std::string_view key) const {
   return static_cast<uint16_t>(key_slot(key) % shards_.size());
 }
 
-void ShardPool::submit(const BatchPtr& b, int extra) {
+bool ShardPool::run_in_place(size_t i, const BatchPtr& b) {
+  ShardCell& c = *cells_[i];
+  std::unique_lock<std::mutex> hold(c.gate, std::try_to_lock);
+  if (!hold.owns_lock() || c.parked) return false;
+  c.shard.execute_batch(b->ops, static_cast<uint16_t>(i), clock_->now_ns());
+  return true;
+}
+
+bool ShardPool::step_in_place(uint64_t mask, const BatchPtr& b) {
+  // Every shard of the step at once, or none: taken in ascending order, never waited for.
+  std::unique_lock<std::mutex> holds[kMaxShards];
+  b->step = Step{};
+  b->step.mask = mask;
+  for (uint64_t m = mask; m; m &= m - 1) {
+    const size_t i = __builtin_ctzll(m);
+    ShardCell& c = *cells_[i];
+    holds[i] = std::unique_lock<std::mutex>(c.gate, std::try_to_lock);
+    if (!holds[i].owns_lock() || c.parked) return false;
+    b->step.shards[i] = &c.shard;
+  }
+  Shard::execute_step(b->ops, b->step, clock_->now_ns());
+  return true;
+}
+
+void ShardPool::submit(const BatchPtr& b, int extra, bool in_place) {
   uint64_t mask = 0;
   for (const ShardOp& op : b->ops) {
     if (op.shard == kAllShards) {
@@ -53,16 +77,29 @@ void ShardPool::submit(const BatchPtr& b, int extra) {
     return;
   }
   b->pending.store(n + extra, std::memory_order_release);
+  // The parts run in place are counted off at the end, so the batch cannot complete (and be
+  // reused by its sender) while this still reads it.
+  int done_here = 0;
   if (step) {
-    b->step = Step{};
-    b->step.mask = step;
-    caf::anon_send(shards_[__builtin_ctzll(step)], step_atom::value, b);
+    if (in_place && step_in_place(step, b)) {
+      ++done_here;
+    } else {
+      b->step = Step{};
+      b->step.mask = step;
+      caf::anon_send(shards_[__builtin_ctzll(step)], step_atom::value, b);
+    }
   }
   for (size_t i = 0; mask; ++i, mask >>= 1) {
-    if (mask & 1) {
-      stats_[i].queued.fetch_add(1, std::memory_order_relaxed);
+    if (!(mask & 1)) continue;
+    if (in_place && run_in_place(i, b)) {
+      ++done_here;
+    } else {
+      cells_[i]->stats.queued.fetch_add(1, std::memory_order_relaxed);
       caf::anon_send(shards_[i], batch_atom::value, b);
     }
+  }
+  if (done_here && b->pending.fetch_sub(done_here, std::memory_order_acq_rel) == done_here) {
+    b->sink->batch_done();
   }
 }
 
@@ -102,30 +139,29 @@ void ShardPool::keep_copy(const ReplicaJobPtr& j, std::vector<EntrySnapshot> ent
 
 int64_t ShardPool::leases() const {
   int64_t n = 0;
-  for (size_t i = 0; i < shards_.size(); ++i) n += stats_[i].leases.load(std::memory_order_relaxed);
+  for (auto& c : cells_) n += c->stats.leases.load(std::memory_order_relaxed);
   return n;
 }
 
 int64_t ShardPool::queued(size_t shard) const {
-  return stats_[shard].queued.load(std::memory_order_relaxed);
+  return cells_[shard]->stats.queued.load(std::memory_order_relaxed);
 }
 
 int64_t ShardPool::keys() const {
   int64_t n = 0;
-  for (size_t i = 0; i < shards_.size(); ++i) n += stats_[i].keys.load(std::memory_order_relaxed);
+  for (auto& c : cells_) n += c->stats.keys.load(std::memory_order_relaxed);
   return n;
 }
 
 int64_t ShardPool::bytes() const {
   int64_t n = 0;
-  for (size_t i = 0; i < shards_.size(); ++i) n += stats_[i].bytes.load(std::memory_order_relaxed);
+  for (auto& c : cells_) n += c->stats.bytes.load(std::memory_order_relaxed);
   return n;
 }
 
 int64_t ShardPool::expired() const {
   int64_t n = 0;
-  for (size_t i = 0; i < shards_.size(); ++i)
-    n += stats_[i].expired.load(std::memory_order_relaxed);
+  for (auto& c : cells_) n += c->stats.expired.load(std::memory_order_relaxed);
   return n;
 }
 

@@ -26,12 +26,15 @@ class ShardPool {
   size_t size() const { return shards_.size(); }
   uint16_t shard_of(std::string_view key) const;
 
-  // Sends each shard that has work in `b` one message; b->sink hears when all are done,
-  // and when `extra` more completions (work elsewhere, e.g. forwards to other nodes, each
-  // ending with Batch::finish_one) have come in. Ops with shard == kAllShards go to every
-  // shard. A batch with nothing to wait for completes at once. The ops on the shards of
-  // b->step_shards run as one multi-shard step (shard_op.hpp's Step).
-  void submit(const BatchPtr& b, int extra = 0);
+  // Runs each shard's part of `b`: in place, on this thread, where the shard is idle (its
+  // gate free, not parked), else by sending its actor one message. b->sink hears when all
+  // are done (perhaps before this returns), and when `extra` more completions (work
+  // elsewhere, e.g. forwards to other nodes, each ending with Batch::finish_one) have come
+  // in. Ops with shard == kAllShards go to every shard. A batch with nothing to wait for
+  // completes at once. The ops on the shards of b->step_shards run as one multi-shard step
+  // (shard_op.hpp's Step): in place if every one of them is idle, else through the actors.
+  // With `in_place` false every part goes by message (tests of the actors' own paths).
+  void submit(const BatchPtr& b, int extra = 0, bool in_place = true);
 
   // Work on whole slots across every shard (shard_jobs.hpp says what each does); the job's
   // `done` runs once, on a shard thread, when all shards are done.
@@ -48,13 +51,17 @@ class ShardPool {
   int64_t bytes() const;
   int64_t expired() const;
   const ShardPoolConfig& config() const { return cfg_; }
+  ShardCell& cell(size_t shard) { return *cells_[shard]; }  // (tests hold a gate with it)
   const Clock* clock() const { return clock_; }
 
  private:
+  bool run_in_place(size_t shard, const BatchPtr& b);
+  bool step_in_place(uint64_t mask, const BatchPtr& b);
+
   ShardPoolConfig cfg_;
   const Clock* clock_;
+  std::vector<std::shared_ptr<ShardCell>> cells_;
   std::vector<shard_actor> shards_;
-  std::unique_ptr<ShardStats[]> stats_;
 };
 
 }  // namespace fg

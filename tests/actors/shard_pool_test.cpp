@@ -68,9 +68,79 @@ TEST_F(ShardPools, BatchAcrossShardsCompletesOnce) {
   for (auto& op : batch->ops) EXPECT_FALSE(op.decision.allowed);
 }
 
+// A batch for idle shards runs in place: done before submit returns, no message sent. One
+// by message (in_place false) completes later, on the shard's actor, with the same result.
+TEST_F(ShardPools, AnIdleShardRunsTheBatchInPlace) {
+  std::vector<std::string> keys{"a", "b", "c", "d", "e", "f"};
+  for (bool in_place : {true, false}) {
+    auto sink = std::make_shared<WaitSink>();
+    auto batch = std::make_shared<Batch>();
+    batch->sink = sink;
+    for (auto& k : keys) {
+      ShardOp& op = batch->ops.emplace_back();
+      op.key = k;
+      op.shard = pool.shard_of(k);
+      op.spec = LimitSpec::token_bucket(1, 1, 1'000'000'000);
+    }
+    pool.submit(batch, 0, in_place);
+    if (in_place) {
+      EXPECT_EQ(sink->done, 1);  // (nothing else runs these shards)
+    }
+    sink->wait(1);
+    for (auto& op : batch->ops) EXPECT_EQ(op.decision.allowed, in_place) << op.key;
+  }
+}
+
+// A shard parked in a step is never run in place: a batch for it waits for the step, and
+// sees what the step did.
+TEST_F(ShardPools, AParkedShardIsNotRunInPlace) {
+  std::string k1, k3;  // a key of shard 1 and one of shard 3
+  for (int i = 0; k1.empty() || k3.empty(); ++i) {
+    std::string k = "p" + std::to_string(i);
+    if (pool.shard_of(k) == 1 && k1.empty()) k1 = k;
+    if (pool.shard_of(k) == 3 && k3.empty()) k3 = k;
+  }
+  std::vector<std::string_view> set1{"set", k1, "10"}, set3{"set", k3, "10"}, incr1{"incr", k1};
+  DataReply r[3];
+  auto op = [&](Batch& b, DataCmd c, std::string_view key, const std::vector<std::string_view>& w,
+                DataReply& reply) {
+    ShardOp& o = b.ops.emplace_back();
+    o.code = OpCode::kData;
+    o.data = c;
+    o.key = key;
+    o.shard = pool.shard_of(key);
+    o.args = &w;
+    o.reply = &reply;
+  };
+  auto step = std::make_shared<Batch>(), after = std::make_shared<Batch>();
+  op(*step, DataCmd::kSet, k1, set1, r[0]);
+  op(*step, DataCmd::kSet, k3, set3, r[1]);
+  step->step_shards = (1u << 1) | (1u << 3);
+  op(*after, DataCmd::kIncr, k1, incr1, r[2]);
+  auto step_sink = std::make_shared<WaitSink>(), after_sink = std::make_shared<WaitSink>();
+  step->sink = step_sink;
+  after->sink = after_sink;
+
+  std::unique_lock<std::mutex> hold3(pool.cell(3).gate);  // shard 3's actor cannot run
+  pool.submit(step, 0, false);  // shard 1 parks, passes the step to shard 3, which waits
+  for (bool parked = false; !parked; std::this_thread::yield()) {
+    std::lock_guard<std::mutex> g(pool.cell(1).gate);
+    parked = pool.cell(1).parked;
+  }
+  pool.submit(after);
+  EXPECT_EQ(after_sink->done, 0);  // not run in place: shard 1 is in the step
+  hold3.unlock();
+  step_sink->wait(1);
+  after_sink->wait(1);
+  ASSERT_EQ(r[2].items.size(), 1u);
+  EXPECT_EQ(r[2].items[0].n, 11);  // after the step's SET
+}
+
 // A multi-shard step is atomic: transactions that add 1 to a counter on every shard, run
 // from two threads with steps over overlapping sets of shards in both orders, are never
-// seen half done by steps that read every counter; and nothing deadlocks.
+// seen half done by steps that read every counter; and nothing deadlocks. Run with every
+// batch in place where the shards are idle, with every batch through the actors, and with
+// one thread of each (in-place steps and batches meeting actors parked in a step).
 TEST_F(ShardPools, StepsAcrossShardsAreAtomicAndNeverDeadlock) {
   // One key per shard.
   std::vector<std::string> keys(4);
@@ -98,7 +168,7 @@ TEST_F(ShardPools, StepsAcrossShardsAreAtomicAndNeverDeadlock) {
     }
   };
   std::atomic<int> torn{0};
-  auto worker = [&](bool reverse, int rounds) {
+  auto worker = [&](bool reverse, int rounds, bool in_place) {
     for (int r = 0; r < rounds; ++r) {
       Job write, read;
       for (int k = 0; k < 4; ++k) {
@@ -112,7 +182,7 @@ TEST_F(ShardPools, StepsAcrossShardsAreAtomicAndNeverDeadlock) {
       for (Job* j : {&write, &read}) {
         auto sink = std::make_shared<WaitSink>();
         j->batch->sink = sink;
-        pool.submit(j->batch);
+        pool.submit(j->batch, 0, in_place);
         sink->wait(1);
       }
       // Shards 1 and 3 move together; shards 0 and 2 together.
@@ -123,9 +193,12 @@ TEST_F(ShardPools, StepsAcrossShardsAreAtomicAndNeverDeadlock) {
       if (value(1) != value(3) || value(0) != value(2)) ++torn;
     }
   };
-  std::thread a(worker, false, 1500), b(worker, true, 1500);
-  a.join();
-  b.join();
+  const std::pair<bool, bool> modes[] = {{true, true}, {false, false}, {true, false}};
+  for (auto [in_place_a, in_place_b] : modes) {
+    std::thread a(worker, false, 500, in_place_a), b(worker, true, 500, in_place_b);
+    a.join();
+    b.join();
+  }
   EXPECT_EQ(torn.load(), 0);
   Job last;
   for (int s = 0; s < 4; ++s)
@@ -134,8 +207,13 @@ TEST_F(ShardPools, StepsAcrossShardsAreAtomicAndNeverDeadlock) {
   last.batch->sink = sink;
   pool.submit(last.batch);
   sink->wait(1);
-  EXPECT_EQ(last.replies[1].items[0].s, "3000");
-  EXPECT_EQ(last.replies[0].items[0].s, "2000");
+  int every = 0, most = 0;  // rounds run: all of them touch shard 1, two of three shard 0
+  for (int r = 0; r < 500; ++r) {
+    every += 6;
+    most += r % 3 == 1 ? 0 : 6;
+  }
+  EXPECT_EQ(last.replies[1].items[0].s, std::to_string(every));
+  EXPECT_EQ(last.replies[0].items[0].s, std::to_string(most));
 }
 
 }  // namespace

@@ -2,14 +2,17 @@
 #include "config.hpp"
 
 #include <gtest/gtest.h>
+#include <unistd.h>
 
 #include <fstream>
 
 namespace fg {
 namespace {
 
+// Each test runs in a process of its own, in parallel with others: the pid keeps their
+// files apart.
 std::string write(const std::string& name, const std::string& text) {
-  const std::string path = ::testing::TempDir() + "/" + name;
+  const std::string path = ::testing::TempDir() + "/" + std::to_string(::getpid()) + "-" + name;
   std::ofstream(path) << text;
   return path;
 }
