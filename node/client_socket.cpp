@@ -1,6 +1,8 @@
 // A client connection's registration, writes, closing and deadlines.
 #include "client_socket.hpp"
 
+#include <time.h>
+
 namespace fg {
 
 const char* deadline_breach(const ConnectionLimits& limits, const ConnectionClock& c,
@@ -30,6 +32,7 @@ std::string endpoint_text(const asio::ip::tcp::endpoint& e) {
 std::shared_ptr<ClientInfo> register_client(asio::ip::tcp::socket& sock, Services& svc) {
   asio::error_code ec;
   sock.set_option(asio::ip::tcp::no_delay(true), ec);
+  sock.non_blocking(true, ec);  // (write_now; asynchronous operations do not mind)
   const auto remote = sock.remote_endpoint(ec);
   const auto local = sock.local_endpoint(ec);
   return svc.clients->add(endpoint_text(remote), endpoint_text(local),
@@ -40,6 +43,12 @@ void unregister_client(Services& svc, const std::shared_ptr<ClientInfo>& client)
   if (!client) return;
   svc.clients->remove(client->id);
   release_bound_leases(svc, client->id);
+}
+
+int64_t connection_now_ms() {
+  timespec ts;
+  clock_gettime(CLOCK_MONOTONIC_COARSE, &ts);
+  return int64_t{ts.tv_sec} * 1000 + ts.tv_nsec / 1'000'000;
 }
 
 void shut(asio::ip::tcp::socket& sock) {

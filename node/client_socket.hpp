@@ -35,6 +35,11 @@ struct ConnectionClock {
   }
 };
 
+// The clock of ConnectionClock: monotonic milliseconds from the kernel's coarse clock (a
+// few ms of resolution, no hardware read), read several times per request; the deadlines
+// it serves are seconds long.
+int64_t connection_now_ms();
+
 // What the connection is doing right now.
 struct ConnectionState {
   bool writing = false;            // replies are being written
@@ -67,6 +72,26 @@ void write_out(asio::ip::tcp::socket& sock, std::string& out, std::string& wbuf,
                       if (wbuf.capacity() > (1 << 20)) std::string().swap(wbuf);
                       done(ec);
                     });
+}
+
+// Writes `out` now, as far as the socket takes it without waiting (the socket is
+// non-blocking, register_client): true if all of it went, or the socket failed (`ec`);
+// false if the rest is being written in the background (in `wbuf`), `done(ec)` to follow.
+// The common case, a reply that fits the socket's buffer, costs one send and nothing of
+// the event loop.
+template <class Done>
+bool write_now(asio::ip::tcp::socket& sock, std::string& out, std::string& wbuf,
+               asio::error_code& ec, Done done) {
+  const size_t n = sock.write_some(asio::buffer(out), ec);
+  if (!ec && n == out.size()) {
+    out.clear();
+    return true;
+  }
+  if (ec && ec != asio::error::would_block && ec != asio::error::try_again) return true;
+  ec = {};
+  out.erase(0, n);
+  write_out(sock, out, wbuf, std::move(done));
+  return false;
 }
 
 }  // namespace fg

@@ -30,7 +30,7 @@ Connection::~Connection() {
   if (session_) release_watches(svc_, session_->take_watched());
 }
 
-int64_t Connection::now_ms() const { return svc_.clock->now_ns() / 1'000'000; }
+int64_t Connection::now_ms() const { return connection_now_ms(); }
 
 void Connection::start() {
   client_ = register_client(sock_, svc_);
@@ -82,7 +82,10 @@ void Connection::pump() {
     }
     in_.consume(r.consumed);
     if (r.close) close_after_write_ = true;
-    if (!session_->output().empty() || close_after_write_) return write();
+    if (!session_->output().empty() || close_after_write_) {
+      if (!write()) return;
+      continue;
+    }
     if (r.stalled) {
       // A slot moving here: its state arrives within milliseconds (or the wait times out).
       state_ = State::kInFlight;
@@ -110,18 +113,27 @@ void Connection::after_batch(size_t consumed, bool close) {
   in_.consume(consumed);
   if (close) close_after_write_ = true;
   if (state_ == State::kClosed) return;
-  if (!session_->output().empty() || close_after_write_) return write();
+  if ((!session_->output().empty() || close_after_write_) && !write()) return;
   pump();
 }
 
-void Connection::write() {
-  if (state_ == State::kClosed) return;
-  state_ = State::kWriting;
-  clock_.write_since_ms = now_ms();
-  write_out(sock_, session_->output(), wbuf_, [self = shared_from_this()](asio::error_code ec) {
-    if (ec || self->close_after_write_) return self->close();
-    self->pump();
-  });
+bool Connection::write() {
+  if (state_ == State::kClosed) return false;
+  asio::error_code ec;
+  auto self = shared_from_this();
+  if (!write_now(sock_, session_->output(), wbuf_, ec, [self](asio::error_code ec) {
+        if (ec || self->close_after_write_) return self->close();
+        self->pump();
+      })) {
+    state_ = State::kWriting;  // the socket's buffer is full: the client is slow to read
+    clock_.write_since_ms = now_ms();
+    return false;
+  }
+  if (ec || close_after_write_) {
+    close();
+    return false;
+  }
+  return true;
 }
 
 void Connection::close() {

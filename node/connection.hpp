@@ -27,7 +27,9 @@ class Connection : public BatchWaiter, public std::enable_shared_from_this<Conne
   void read();
   void pump();
   void after_batch(size_t consumed, bool close);
-  void write();
+  // Writes the replies: true if they all went at once (carry on), false if the rest is
+  // written in the background (pump() follows) or the connection closed.
+  bool write();
   void close();
   void arm_watchdog();
   void check_deadlines();

@@ -202,7 +202,13 @@ int main(int argc, char** argv) {
   // Shard actors run on CAF's scheduler; keep idle workers from spinning on a shared box.
   caf::actor_system_config caf_cfg;
   caf_cfg.set("scheduler.max-threads", static_cast<size_t>(cfg.shard_threads));
-  caf_cfg.set("work-stealing.moderate-poll-attempts", static_cast<size_t>(50));
+  // Batches run in place on the I/O threads whenever a shard is idle, so a shard thread
+  // mostly waits: after a short spin it sleeps until a message wakes it (CAF notifies a
+  // sleeping worker), never in 50 us naps, and wakes on its own only to look for work to
+  // steal.
+  caf_cfg.set("work-stealing.moderate-poll-attempts", static_cast<size_t>(0));
+  caf_cfg.set("work-stealing.relaxed-sleep-duration",
+              caf::timespan{std::chrono::milliseconds(100)});
   caf_cfg.set("logger.verbosity", caf::atom("quiet"));
   caf::actor_system system{caf_cfg};
 

@@ -28,7 +28,7 @@ NativeConnection::~NativeConnection() {
   unregister_client(svc_, client_);
 }
 
-int64_t NativeConnection::now_ms() const { return svc_.clock->now_ns() / 1'000'000; }
+int64_t NativeConnection::now_ms() const { return connection_now_ms(); }
 
 void NativeConnection::start() {
   client_ = register_client(sock_, svc_);

@@ -42,9 +42,12 @@ class CommandContext {
   RespWriter local() { return RespWriter(local_, proto_); }  // an immediate reply
   Services& svc() { return svc_; }
   ClientInfo& client() { return *client_; }
-  // The policies in force, fetched once per read rather than once per command.
+  // The policies in force: fetched again when they changed, checked once per read.
   const PolicySet& policies() {
-    if (!policies_) policies_ = svc_.policies->snapshot();
+    if (!policies_checked_) {
+      svc_.policies->refresh(policies_, policies_version_);
+      policies_checked_ = true;
+    }
     return *policies_;
   }
   // Keeps `s` alive until this read's replies are written; returns a view of it.
@@ -68,6 +71,8 @@ class CommandContext {
   std::string local_;  // immediate replies of this read, back to back
   std::deque<std::string> arena_;
   std::shared_ptr<const PolicySet> policies_;
+  uint64_t policies_version_ = 0;
+  bool policies_checked_ = false;  // this read
   std::shared_ptr<const Routing> routing_;
   int proto_ = 2;
   bool authenticated_;

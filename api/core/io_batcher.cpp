@@ -6,6 +6,13 @@
 
 namespace fg {
 
+namespace {
+// The flight its own flush handler is submitting on this thread. Thread-local: a shard
+// thread or a peer callback finishing a flight at the same moment must post, never take
+// the in-place route.
+thread_local const void* submitting_here = nullptr;
+}  // namespace
+
 struct IoBatcher::InFlight : BatchSink, std::enable_shared_from_this<InFlight> {
   IoBatcher* owner = nullptr;
   Flight flight;
@@ -22,14 +29,24 @@ struct IoBatcher::InFlight : BatchSink, std::enable_shared_from_this<InFlight> {
   }
 
   void finish() {
-    asio::post(owner->io_, [self = shared_from_this()] {
-      self->flight.batch->sink.reset();
-      for (auto& w : self->waiters) w->batch_complete(self->flight);
-      self->waiters.clear();
-      self->flight.clear();
-      self->owner->spare_.push_back(self);
-    });
+    if (submitting_here == this) {
+      // Done in place while its own flush handler sends it: that handler completes it
+      // when it has finished sending (no post, no extra turn of the event loop).
+      done_here = true;
+      return;
+    }
+    asio::post(owner->io_, [self = shared_from_this()] { self->complete(); });
   }
+
+  void complete() {
+    flight.batch->sink.reset();
+    for (auto& w : waiters) w->batch_complete(flight);
+    waiters.clear();
+    flight.clear();
+    owner->spare_.push_back(shared_from_this());
+  }
+
+  bool done_here = false;
 };
 
 IoBatcher::IoBatcher(asio::io_context& io, Services& svc, size_t max_ops)
@@ -61,18 +78,26 @@ void IoBatcher::join(std::shared_ptr<BatchWaiter> w) {
     flush_posted_ = true;
     asio::post(io_, [this] {
       flush_posted_ = false;
-      flush();
+      flush(true);
     });
   }
 }
 
-void IoBatcher::flush() {
+void IoBatcher::flush(bool own_handler) {
   if (!filling_ || filling_->waiters.empty()) return;
   auto f = std::move(filling_);
   Flight& fl = f->flight;
   fl.batch->sink = f;  // released when the flight completes
   const int calls = static_cast<int>(fl.forwards.size());
+  // Flushed by its own handler (not from inside a waiter's join), a flight whose shards
+  // all ran in place is complete when submit returns: its waiters hear it here and now.
+  if (own_handler) submitting_here = f.get();
   svc_.shards->submit(fl.batch, calls);
+  submitting_here = nullptr;
+  if (f->done_here) {
+    f->done_here = false;
+    return f->complete();
+  }
   for (ForwardCall& c : fl.forwards) {
     svc_.forwarder->send(c.peer_addr, c.batch.SerializeAsString(), svc_.settings.forward_timeout_ms,
                          [batch = fl.batch, call = &c](bool ok, std::string body) {

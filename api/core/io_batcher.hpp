@@ -32,7 +32,9 @@ class IoBatcher {
 
  private:
   struct InFlight;  // a flight on its way through the shards and peers, and who waits
-  void flush();
+  // Sends the filling flight; `own_handler`: called by its own posted handler, where the
+  // flight may complete before this returns.
+  void flush(bool own_handler = false);
   std::shared_ptr<InFlight> take();
 
   asio::io_context& io_;

@@ -2,6 +2,7 @@
 // read on the request path without locks: readers take a snapshot; a change publishes a
 // whole new set (built by PolicyStore from the cluster-wide book).
 #pragma once
+#include <atomic>
 #include <map>
 #include <memory>
 #include <string>
@@ -54,10 +55,21 @@ struct PolicySet {
 class PolicyRegistry {
  public:
   std::shared_ptr<const PolicySet> snapshot() const { return std::atomic_load(&set_); }
+  // Moves on with every replace(): a reader keeps its snapshot while this stays the same
+  // (one atomic read per request instead of atomic_load's lock and reference count).
+  uint64_t version() const { return version_.load(std::memory_order_acquire); }
+  // `held` refreshed if the set changed since `held_version` (which it updates).
+  void refresh(std::shared_ptr<const PolicySet>& held, uint64_t& held_version) const {
+    const uint64_t v = version();
+    if (held && v == held_version) return;
+    held = snapshot();  // (a replace in between: newer than v, and read again next time)
+    held_version = v;
+  }
   void replace(PolicySet s) {
     s.sync_keys = s.leads_to_sync();
     std::atomic_store(&set_,
                       std::shared_ptr<const PolicySet>(std::make_shared<PolicySet>(std::move(s))));
+    version_.fetch_add(1, std::memory_order_release);
   }
   // Only the named policies replaced (tests, and nodes without a store).
   void replace(PolicyMap m) {
@@ -68,6 +80,7 @@ class PolicyRegistry {
 
  private:
   std::shared_ptr<const PolicySet> set_ = std::make_shared<PolicySet>();
+  std::atomic<uint64_t> version_{0};
 };
 
 }  // namespace fg

@@ -167,7 +167,7 @@ NativeProcessResult NativeSession::process(const char* data, size_t len, Flight&
     routing_version_ = svc_.routing->version();
     routing_ = svc_.routing->get();
   }
-  policies_ = svc_.policies->snapshot();
+  svc_.policies->refresh(policies_, policies_version_);
   const size_t max_requests = svc_.settings.max_batch_commands * 4;
   size_t requests = 0;
   bool submitted = false;

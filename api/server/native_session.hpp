@@ -65,6 +65,7 @@ class NativeSession {
   std::vector<std::unique_ptr<Frame>> frames_;  // of the current process() call
   size_t used_frames_ = 0;
   std::shared_ptr<const PolicySet> policies_;
+  uint64_t policies_version_ = 0;
   std::shared_ptr<const Routing> routing_;
   uint64_t routing_version_ = 0;
   uint64_t pushed_epoch_ = 0;

@@ -230,7 +230,7 @@ ProcessResult RespSession::process(const char* data, size_t len, Flight& flight)
   r.submitted = pending_ > 0;
   if (!r.submitted) complete(flight);
   flight_ = nullptr;
-  policies_.reset();  // the next read sees policy changes
+  policies_checked_ = false;  // the next read sees policy changes
   return r;
 }
 

@@ -100,5 +100,22 @@ TEST(PolicyStore, AReloadWritesOnlyWhatTheFileChanged) {
   EXPECT_EQ(f.store.reload_file(file), 0u);  // unchanged file: nothing written
 }
 
+// A reader's held snapshot is refreshed exactly when the set was replaced since.
+TEST(PolicyRegistry, AHeldSnapshotIsRefreshedWhenTheSetChanges) {
+  PolicyRegistry r;
+  std::shared_ptr<const PolicySet> held;
+  uint64_t version = 0;
+  r.refresh(held, version);
+  ASSERT_TRUE(held);
+  EXPECT_TRUE(held->policies.empty());
+  const PolicySet* first = held.get();
+  r.refresh(held, version);
+  EXPECT_EQ(held.get(), first);  // unchanged: kept
+  r.replace(PolicyMap{{"free", LimitSpec::token_bucket(5, 1, 1'000'000'000)}});
+  r.refresh(held, version);
+  EXPECT_EQ(held->policies.count("free"), 1u);
+  EXPECT_EQ(held.get(), r.snapshot().get());
+}
+
 }  // namespace
 }  // namespace fg
