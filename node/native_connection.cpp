@@ -72,8 +72,8 @@ void NativeConnection::pump() {
     }
     if (r.close) close_after_write_ = true;
     if (!session_->output().empty() || close_after_write_) {
-      write();
-      break;
+      if (!write()) break;
+      continue;
     }
     if (r.stalled) {
       // A slot moving here: its state arrives within milliseconds (or the wait times out).
@@ -96,20 +96,29 @@ void NativeConnection::batch_complete(Flight& flight) {
   session_->complete(flight);
   if (pending_close_) close_after_write_ = true;
   if (closed_) return;
-  if (!session_->output().empty() || close_after_write_) return write();
+  if ((!session_->output().empty() || close_after_write_) && !write()) return;
   pump();
 }
 
-void NativeConnection::write() {
-  if (closed_ || writing_) return;
-  writing_ = true;
-  clock_.write_since_ms = now_ms();
-  write_out(sock_, session_->output(), wbuf_, [self = shared_from_this()](asio::error_code ec) {
-    self->writing_ = false;
-    if (ec || self->close_after_write_) return self->close();
-    if (!self->session_->output().empty() && !self->in_flight_) return self->write();
-    self->pump();
-  });
+bool NativeConnection::write() {
+  if (closed_ || writing_) return false;
+  asio::error_code ec;
+  auto self = shared_from_this();
+  if (!write_now(sock_, session_->output(), wbuf_, ec, [self](asio::error_code ec) {
+        self->writing_ = false;
+        if (ec || self->close_after_write_) return self->close();
+        if (!self->session_->output().empty() && !self->in_flight_ && !self->write()) return;
+        self->pump();
+      })) {
+    writing_ = true;  // the socket's buffer is full: the client is slow to read
+    clock_.write_since_ms = now_ms();
+    return false;
+  }
+  if (ec || close_after_write_) {
+    close();
+    return false;
+  }
+  return true;
 }
 
 void NativeConnection::close() {
@@ -132,7 +141,7 @@ void NativeConnection::arm_timer() {
 
 // Ten times a second: topology pushes, then the same defences as a RESP connection.
 void NativeConnection::tick() {
-  if (session_->push_topology_if_changed() && !writing_ && !in_flight_) write();
+  if (session_->push_topology_if_changed() && !writing_ && !in_flight_ && write()) pump();
   ConnectionState st;
   st.writing = writing_;
   st.waiting_for_input = !writing_ && !in_flight_;

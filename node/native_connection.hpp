@@ -25,7 +25,9 @@ class NativeConnection : public BatchWaiter, public std::enable_shared_from_this
  private:
   void pump();
   void maybe_read();
-  void write();
+  // Writes the replies: true if they all went at once (carry on), false if the rest is
+  // written in the background (pump() follows) or the connection closed.
+  bool write();
   void close();
   void arm_timer();
   void tick();
