@@ -16,27 +16,31 @@ ShardActorImpl::ShardActorImpl(caf::actor_config& cfg, ShardConfig sc, const Clo
 
 namespace {
 // Every handler runs the shard, so it holds the gate (a batch run in place may hold it for
-// a moment: the actor waits for it to finish).
-using Hold = std::lock_guard<std::mutex>;
+// a moment: the actor waits for it to finish, and no new one starts meanwhile).
+struct Hold {
+  explicit Hold(ShardCell& c) : cell(c) { cell.actor_lock(); }
+  ~Hold() { cell.gate.unlock(); }
+  ShardCell& cell;
+};
 }  // namespace
 
 shard_actor::behavior_type ShardActorImpl::make_behavior() {
   delayed_send(this, std::chrono::milliseconds(cfg_.sweep_interval_ms), sweep_atom::value);
   return {
       [this](batch_atom, const BatchPtr& b) {
-        Hold hold(cell_->gate);
+        Hold hold(*cell_);
         if (!deferred([this, b] { on_batch(b); })) on_batch(b);
       },
       [this](step_atom, const BatchPtr& b) {
-        Hold hold(cell_->gate);
+        Hold hold(*cell_);
         if (!deferred([this, b] { on_step(b); })) on_step(b);
       },
       [this](resume_atom) {
-        Hold hold(cell_->gate);
+        Hold hold(*cell_);
         wake();
       },
       [this](sweep_atom) {
-        Hold hold(cell_->gate);
+        Hold hold(*cell_);
         if (!cell_->parked) {
           // Keep sweeping while a tick finds plenty to reclaim, within a bound.
           const int64_t now = clock_->now_ns();
@@ -47,12 +51,12 @@ shard_actor::behavior_type ShardActorImpl::make_behavior() {
         delayed_send(this, std::chrono::milliseconds(cfg_.sweep_interval_ms), sweep_atom::value);
       },
       [this](extract_atom, const ExtractJobPtr& j) {
-        Hold hold(cell_->gate);
+        Hold hold(*cell_);
         if (deferred([this, j] { on_extract(j); })) return;
         on_extract(j);
       },
       [this](collect_atom, const CollectJobPtr& j) {
-        Hold hold(cell_->gate);
+        Hold hold(*cell_);
         auto run = [this, j] {
           if (!shard_.collect_dirty(j->changed[cfg_.id], j->deleted[cfg_.id], clock_->now_ns())) {
             j->overflow.store(true, std::memory_order_relaxed);
@@ -62,7 +66,7 @@ shard_actor::behavior_type ShardActorImpl::make_behavior() {
         if (!deferred(run)) run();
       },
       [this](install_atom, const InstallJobPtr& j) {
-        Hold hold(cell_->gate);
+        Hold hold(*cell_);
         auto run = [this, j] {
           shard_.clear_unowned(j->clear);
           shard_.install(j->per_shard[cfg_.id]);
@@ -72,7 +76,7 @@ shard_actor::behavior_type ShardActorImpl::make_behavior() {
         if (!deferred(run)) run();
       },
       [this](replica_atom, const ReplicaJobPtr& j) {
-        Hold hold(cell_->gate);
+        Hold hold(*cell_);
         auto run = [this, j] {
           shard_.clear_unowned(j->clear);
           shard_.apply_replica(j->per_shard[cfg_.id], j->deleted[cfg_.id]);

@@ -2,6 +2,7 @@
 // when its whole batch is done. One runner at a time: the actor, or a sender running a batch
 // in place while the shard is idle (ShardCell).
 #pragma once
+#include <atomic>
 #include <caf/all.hpp>
 #include <deque>
 #include <functional>
@@ -46,8 +47,22 @@ struct ShardCell {
   ShardCell(size_t max_keys, uint64_t lease_seed) : shard(max_keys, lease_seed, &stats) {}
   ShardStats stats;
   std::mutex gate;
+  // The actor is waiting for the gate: runners in place step aside (send instead) until it
+  // has had its turn, so a stream of in-place batches cannot starve the actor's own work
+  // (sweeps, replication rounds, hand-offs, the batches that found the shard busy).
+  std::atomic<bool> actor_waiting{false};
   Shard shard;
   bool parked = false;  // in a multi-shard step: only the step's last shard runs it (gate)
+
+  // The actor takes the gate: at once if free, else it says it waits and blocks.
+  void actor_lock() {
+    if (gate.try_lock()) return;
+    actor_waiting.store(true, std::memory_order_relaxed);
+    gate.lock();
+    actor_waiting.store(false, std::memory_order_relaxed);
+  }
+  // A runner in place takes the gate only if nobody holds it and the actor is not waiting.
+  bool try_in_place() { return !actor_waiting.load(std::memory_order_relaxed) && gate.try_lock(); }
 };
 
 struct ShardConfig {

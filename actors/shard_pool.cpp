@@ -36,8 +36,9 @@ uint16_t ShardPool::shard_of(std::string_view key) const {
 
 bool ShardPool::run_in_place(size_t i, const BatchPtr& b) {
   ShardCell& c = *cells_[i];
-  std::unique_lock<std::mutex> hold(c.gate, std::try_to_lock);
-  if (!hold.owns_lock() || c.parked) return false;
+  if (!c.try_in_place()) return false;
+  std::unique_lock<std::mutex> hold(c.gate, std::adopt_lock);
+  if (c.parked) return false;
   c.shard.execute_batch(b->ops, static_cast<uint16_t>(i), clock_->now_ns());
   return true;
 }
@@ -50,8 +51,9 @@ bool ShardPool::step_in_place(uint64_t mask, const BatchPtr& b) {
   for (uint64_t m = mask; m; m &= m - 1) {
     const size_t i = __builtin_ctzll(m);
     ShardCell& c = *cells_[i];
-    holds[i] = std::unique_lock<std::mutex>(c.gate, std::try_to_lock);
-    if (!holds[i].owns_lock() || c.parked) return false;
+    if (!c.try_in_place()) return false;
+    holds[i] = std::unique_lock<std::mutex>(c.gate, std::adopt_lock);
+    if (c.parked) return false;
     b->step.shards[i] = &c.shard;
   }
   Shard::execute_step(b->ops, b->step, clock_->now_ns());

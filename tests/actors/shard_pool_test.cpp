@@ -136,6 +136,42 @@ TEST_F(ShardPools, AParkedShardIsNotRunInPlace) {
   EXPECT_EQ(r[2].items[0].n, 11);  // after the step's SET
 }
 
+// Runners in place do not starve the shard's actor: an actor that finds the gate held says
+// it waits, and from then on nobody runs in place (their batches go to the actor, behind
+// its own work) until it has had the gate.
+TEST_F(ShardPools, AWaitingActorIsNotOvertakenInPlace) {
+  ShardCell& cell = pool.cell(0);
+  std::string key;
+  for (int i = 0; key.empty(); ++i) {
+    if (pool.shard_of("w" + std::to_string(i)) == 0) key = "w" + std::to_string(i);
+  }
+  auto batch = [&](const std::shared_ptr<WaitSink>& sink) {
+    auto b = std::make_shared<Batch>();
+    b->sink = sink;
+    ShardOp& op = b->ops.emplace_back();
+    op.key = key;
+    op.shard = 0;
+    op.spec = LimitSpec::token_bucket(100, 1, 1'000'000'000);
+    return b;
+  };
+  cell.gate.lock();  // as a runner in place would
+  auto to_actor = std::make_shared<WaitSink>();
+  pool.submit(batch(to_actor), 0, false);
+  while (!cell.actor_waiting.load()) std::this_thread::yield();  // the actor said it waits
+  cell.gate.unlock();
+  to_actor->wait(1);
+  EXPECT_FALSE(cell.actor_waiting.load());  // it had its turn
+  // While it waits, a free gate is not taken in place; once it is through, it is.
+  cell.actor_waiting.store(true);
+  EXPECT_FALSE(cell.try_in_place());
+  cell.actor_waiting.store(false);
+  ASSERT_TRUE(cell.try_in_place());
+  cell.gate.unlock();
+  auto in_place = std::make_shared<WaitSink>();
+  pool.submit(batch(in_place));
+  EXPECT_EQ(in_place->done, 1);  // the actor had its turn: in place again
+}
+
 // A multi-shard step is atomic: transactions that add 1 to a counter on every shard, run
 // from two threads with steps over overlapping sets of shards in both orders, are never
 // seen half done by steps that read every counter; and nothing deadlocks. Run with every
