@@ -64,6 +64,7 @@ void Connection::read() {
                           if (ec) return self->close();
                           self->in_.filled(n);
                           self->clock_.last_read_ms = self->now_ms();
+                          IoBatcher::Turn turn(self->batcher_);
                           self->pump();
                         });
 }

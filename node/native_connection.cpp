@@ -55,6 +55,7 @@ void NativeConnection::maybe_read() {
                           if (ec) return self->close();
                           self->in_.filled(n);
                           self->clock_.last_read_ms = self->now_ms();
+                          IoBatcher::Turn turn(self->batcher_);
                           self->pump();
                         });
 }

@@ -73,7 +73,7 @@ void IoBatcher::join(std::shared_ptr<BatchWaiter> w) {
   const Flight& f = filling_->flight;
   if (f.batch->ops.size() + f.forwards.size() >= max_ops_) {
     flush();
-  } else if (!flush_posted_) {
+  } else if (turns_ == 0 && !flush_posted_) {
     // Runs after the handlers already queued in this turn (the other ready sockets).
     flush_posted_ = true;
     asio::post(io_, [this] {
@@ -81,6 +81,12 @@ void IoBatcher::join(std::shared_ptr<BatchWaiter> w) {
       flush(true);
     });
   }
+}
+
+void IoBatcher::settle() {
+  ++turns_;  // waiters completed here that join again leave in this loop too
+  while (filling_ && !filling_->waiters.empty()) flush(true);
+  --turns_;
 }
 
 void IoBatcher::flush(bool own_handler) {

@@ -29,12 +29,33 @@ class IoBatcher {
   // end of this turn, or now if it has grown large.
   void join(std::shared_ptr<BatchWaiter> w);
   asio::io_context& io() { return io_; }
+  // A handler that sends the filling flight is queued on the event loop.
+  bool flush_queued() const { return flush_posted_; }
+
+  // Held by a socket's read handler around its processing: what joins meanwhile leaves
+  // when the outermost Turn closes, on this thread, instead of in a posted handler. Its
+  // shards run in place, so the replies are written before the handler returns and the
+  // event loop sleeps in one epoll_wait per turn (a posted handler makes the next poll a
+  // non-blocking one). Waiters that join again while it completes leave in the same loop.
+  class Turn {
+   public:
+    explicit Turn(IoBatcher& b) : b_(b) { ++b_.turns_; }
+    ~Turn() {
+      if (--b_.turns_ == 0) b_.settle();
+    }
+    Turn(const Turn&) = delete;
+    Turn& operator=(const Turn&) = delete;
+
+   private:
+    IoBatcher& b_;
+  };
 
  private:
   struct InFlight;  // a flight on its way through the shards and peers, and who waits
   // Sends the filling flight; `own_handler`: called by its own posted handler, where the
   // flight may complete before this returns.
   void flush(bool own_handler = false);
+  void settle();
   std::shared_ptr<InFlight> take();
 
   asio::io_context& io_;
@@ -43,6 +64,7 @@ class IoBatcher {
   std::shared_ptr<InFlight> filling_;
   std::vector<std::shared_ptr<InFlight>> spare_;  // finished flights, reused
   bool flush_posted_ = false;
+  int turns_ = 0;  // open Turns
 };
 
 }  // namespace fg

@@ -210,5 +210,68 @@ TEST_F(SessionTest, DbsizeInAPipelineSeesTheCommandsBeforeIt) {
   EXPECT_EQ(out.substr(out.size() - 5), ":20\r\n");
 }
 
+// A socket's read handler holds an IoBatcher::Turn: what joins meanwhile is sent when the
+// Turn closes, on the I/O thread, with no handler posted (the event loop's next poll may
+// then sleep), and a waiter that joins again as it completes is served in the same loop.
+struct TurnWaiter : BatchWaiter, std::enable_shared_from_this<TurnWaiter> {
+  std::shared_ptr<RespSession> session;
+  IoBatcher* batcher = nullptr;
+  std::vector<std::string> inputs;  // one submitted command each, in order
+  size_t next = 0;
+  int completions = 0;
+  void submit() {
+    ProcessResult r =
+        session->process(inputs[next].data(), inputs[next].size(), batcher->current());
+    ASSERT_TRUE(r.submitted);
+    ++next;
+    batcher->join(shared_from_this());
+  }
+  void batch_complete(Flight& f) override {
+    session->complete(f);
+    ++completions;
+    if (next < inputs.size()) submit();  // as a pipelining connection does
+  }
+};
+
+TEST_F(SessionTest, ATurnSendsItsRequestsWhenItClosesWithoutAPost) {
+  auto w = std::make_shared<TurnWaiter>();
+  w->session = std::make_shared<RespSession>(node_->svc,
+                                             node_->clients.add("127.0.0.1:5", "127.0.0.1:6", 0));
+  w->batcher = node_->batcher.get();
+  for (int i = 0; i < 3; ++i) w->inputs.push_back(RespConn::resp({"INCR", "turn"}));
+  int during = -1, after = -1;
+  bool queued = true;
+  node_->run([&] {
+    {
+      IoBatcher::Turn turn(*node_->batcher);
+      w->submit();
+      during = w->completions;  // nothing leaves before the Turn closes
+    }
+    // All three, one after another, before this handler returns: no posted handler of
+    // this (single) I/O thread could have run meanwhile.
+    after = w->completions;
+    queued = node_->batcher->flush_queued();
+  });
+  EXPECT_EQ(during, 0);
+  EXPECT_EQ(after, 3);
+  EXPECT_FALSE(queued);
+  EXPECT_EQ(w->session->output(), ":1\r\n:2\r\n:3\r\n");
+
+  // Without a Turn the flight leaves in a posted handler, after the caller's own returns.
+  w->inputs = {RespConn::resp({"INCR", "turn"})};
+  w->next = 0;
+  w->completions = 0;
+  w->session->output().clear();
+  node_->run([&] {
+    w->submit();
+    during = w->completions;
+    queued = node_->batcher->flush_queued();
+  });
+  EXPECT_TRUE(queued);
+  EXPECT_EQ(during, 0);
+  for (int i = 0; i < 200 && w->completions == 0; ++i) node_->run([] {});
+  EXPECT_EQ(w->completions, 1);
+  EXPECT_EQ(w->session->output(), ":4\r\n");
+}
 }  // namespace
 }  // namespace fg
