@@ -401,6 +401,18 @@ void Shard::install_one(const EntrySnapshot& s) {
   if (s.kind == Kind::kConcurrency) leases_ += static_cast<int64_t>(s.leases.size());
 }
 
+void Shard::install_packed(const PackedRecord& r) {
+  const uint64_t h = KeyTable::hash(r.key);
+  Entry* e = table_.find(r.key, h);
+  if (e && e->kind != r.kind) {
+    forget(r.key, h);
+    e = nullptr;
+  }
+  if (!e) e = table_.insert(r.key, h, r.kind);
+  restore_packed(*e, r);
+  if (e->deadline_ms() != r.deadline_ms) table_.set_deadline(r.key, h, r.deadline_ms);
+}
+
 void Shard::install(const std::vector<EntrySnapshot>& entries) {
   if (!watch_.empty()) touch_all();
   for (const EntrySnapshot& s : entries) install_one(s);
@@ -408,29 +420,43 @@ void Shard::install(const std::vector<EntrySnapshot>& entries) {
 }
 
 void Shard::note_dirty(std::string_view key) {
-  if (dirty_.size() >= kMaxDirty) {
+  if (dirty_count_ >= kMaxDirty) {
     dirty_overflow_ = true;  // the replicas will be sent everything instead
     return;
   }
-  dirty_.emplace_back(key);
+  const auto n = static_cast<uint16_t>(key.size());  // (keys are at most kMaxKeyLen)
+  dirty_.append(reinterpret_cast<const char*>(&n), sizeof n);
+  dirty_.append(key);
+  ++dirty_count_;
 }
 
-bool Shard::collect_dirty(std::vector<EntrySnapshot>& changed, std::vector<std::string>& deleted,
-                          int64_t now_ns) {
-  for (const std::string& k : dirty_) {
+void Shard::collect_dirty(ShardChanges& out, int64_t now_ns) {
+  for (size_t pos = 0; pos < dirty_.size();) {
+    uint16_t n;
+    std::memcpy(&n, dirty_.data() + pos, sizeof n);
+    const std::string_view k(dirty_.data() + pos + sizeof n, n);
+    pos += sizeof n + n;
     Entry* e = table_.find(k, KeyTable::hash(k));
+    const size_t at = out.packed.size();
     if (!e || idle(e, now_ns)) {
-      deleted.push_back(k);  // (a replica sweeps idle state by itself; this is cheap)
-    } else if (e->flags & kEntryDirty) {
+      pack_gone(k, out.packed);  // (a replica sweeps idle state by itself; this is cheap)
+    } else if (!(e->flags & kEntryDirty)) {
+      continue;  // listed twice, already taken
+    } else {
       e->flags &= static_cast<uint8_t>(~kEntryDirty);
-      changed.push_back(snapshot_of(*e));
-    }  // else: listed twice, already taken
+      if (!packable(e->kind)) {
+        out.snapshots.push_back(snapshot_of(*e));
+        continue;
+      }
+      pack_entry(*e, out.packed);
+    }
+    out.marks.push_back({at, out.packed.size() - at, key_slot(k)});
   }
   dirty_.clear();
-  if (dirty_.capacity() > 65536) dirty_.shrink_to_fit();
-  const bool complete = !dirty_overflow_;
+  dirty_count_ = 0;
+  if (dirty_.capacity() > (size_t{4} << 20)) dirty_.shrink_to_fit();
+  if (dirty_overflow_) out.complete = false;
   dirty_overflow_ = false;
-  return complete;
 }
 
 void Shard::clear_unowned(const SlotBits& slots) {
@@ -445,11 +471,21 @@ void Shard::clear_unowned(const SlotBits& slots) {
 }
 
 void Shard::apply_replica(const std::vector<EntrySnapshot>& entries,
-                          const std::vector<std::string>& deleted) {
+                          const std::vector<std::string>& deleted, std::string_view packed) {
   for (const std::string& k : deleted)
     if (!owns(key_slot(k))) forget(k, KeyTable::hash(k));
   for (const EntrySnapshot& e : entries) {
     if (!owns(key_slot(e.key))) install_one(e);  // served here: this node decides
+  }
+  PackedRecord r;
+  while (!packed.empty() && read_packed(packed, r)) {
+    packed.remove_prefix(r.size);
+    if (owns(key_slot(r.key))) continue;
+    if (r.kind == Kind::kNone) {
+      forget(r.key, KeyTable::hash(r.key));
+    } else {
+      install_packed(r);
+    }
   }
   publish();
 }

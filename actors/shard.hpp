@@ -14,6 +14,7 @@
 #include "holder_index.hpp"
 #include "key_slot.hpp"
 #include "key_table.hpp"
+#include "packed_state.hpp"
 #include "shard_op.hpp"
 
 namespace fg {
@@ -65,14 +66,15 @@ class Shard {
   // answered kNotOwner, never run. Out of cluster mode every slot is served. It also
   // remembers which keys requests changed, for the replication stream.
   void enable_ownership() { owned_ = std::make_unique<SlotBits>(); }
-  // The keys changed since the last call (live ones as snapshots, erased ones by name),
-  // forgetting them. False if more changed than could be tracked: replicas need a full copy.
-  bool collect_dirty(std::vector<EntrySnapshot>& changed, std::vector<std::string>& deleted,
-                     int64_t now_ns);
-  // Another node's state kept here as its replica: installs `entries` and erases
-  // `deleted`. Slots this shard serves are never touched.
+  // Appends the keys changed since the last call to `out` (packed records, erased keys as
+  // records saying so, snapshots of the kinds not packed), forgetting them. out.complete
+  // turns false if more changed than could be tracked: replicas need a full copy.
+  void collect_dirty(ShardChanges& out, int64_t now_ns);
+  // Another node's state kept here as its replica: installs `entries`, erases `deleted`,
+  // applies the packed records of `packed` (packed_state.hpp; read and checked already).
+  // Slots this shard serves are never touched.
   void apply_replica(const std::vector<EntrySnapshot>& entries,
-                     const std::vector<std::string>& deleted);
+                     const std::vector<std::string>& deleted, std::string_view packed = {});
   // Erases every key of `slots` this shard does not serve (an old copy, before a new one).
   void clear_unowned(const SlotBits& slots);
   void set_owned(const SlotBits& slots, bool owned);
@@ -123,7 +125,8 @@ class Shard {
   static int64_t expires_ms(const Entry& e);
   void drop_leases(Entry* e);  // a concurrency key that expires with leases in it
   void forget(std::string_view key, uint64_t hash);
-  void install_one(const EntrySnapshot& s);  // erase, keeping the holder index right
+  void install_one(const EntrySnapshot& s);    // erase, keeping the holder index right
+  void install_packed(const PackedRecord& r);  // in place when the key holds the same kind
   uint64_t next_lease_id();
   // A served key changed (or went): for the replication stream, and for WATCH.
   void mark(Entry* e, std::string_view key) {
@@ -159,7 +162,10 @@ class Shard {
   int64_t leases_ = 0;  // live leases held in table_
   ShardStats* stats_;
   std::unique_ptr<SlotBits> owned_;  // null: every slot
-  std::vector<std::string> dirty_;   // keys changed since the last collect_dirty
+  // Keys changed since the last collect_dirty, each as a u16 length and its bytes (one
+  // buffer: no allocation per key).
+  std::string dirty_;
+  size_t dirty_count_ = 0;
   bool dirty_overflow_ = false;
   // Watched keys (WATCH): each one's version, how many connections watch it and since when.
   // A version comes from one shard-wide clock that starts at a random point, so a token

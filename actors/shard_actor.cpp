@@ -58,9 +58,7 @@ shard_actor::behavior_type ShardActorImpl::make_behavior() {
       [this](collect_atom, const CollectJobPtr& j) {
         Hold hold(*cell_);
         auto run = [this, j] {
-          if (!shard_.collect_dirty(j->changed[cfg_.id], j->deleted[cfg_.id], clock_->now_ns())) {
-            j->overflow.store(true, std::memory_order_relaxed);
-          }
+          shard_.collect_dirty(j->parts[cfg_.id], clock_->now_ns());
           j->finish_one();
         };
         if (!deferred(run)) run();
@@ -79,7 +77,7 @@ shard_actor::behavior_type ShardActorImpl::make_behavior() {
         Hold hold(*cell_);
         auto run = [this, j] {
           shard_.clear_unowned(j->clear);
-          shard_.apply_replica(j->per_shard[cfg_.id], j->deleted[cfg_.id]);
+          shard_.apply_replica(j->per_shard[cfg_.id], j->deleted[cfg_.id], j->packed[cfg_.id]);
           j->finish_one();
         };
         if (!deferred(run)) run();

@@ -11,6 +11,7 @@
 
 #include "entry_snapshot.hpp"
 #include "key_slot.hpp"
+#include "packed_state.hpp"
 
 namespace fg {
 
@@ -37,13 +38,11 @@ struct ExtractJob : ShardJob<ExtractJob> {
   std::vector<std::vector<EntrySnapshot>> per_shard;
 };
 
-// Each shard hands over the keys requests changed in the slots it serves since the last
-// such job: live ones as snapshots, erased ones by name. `overflow`: a shard lost track of
-// some changes, and the replicas need whole copies.
+// Each shard appends to its `parts` entry the keys requests changed in the slots it serves
+// since the last such job (ShardChanges: packed records, snapshots of the other kinds). The
+// parts are the stream's, reused from round to round; the pool sizes them.
 struct CollectJob : ShardJob<CollectJob> {
-  std::vector<std::vector<EntrySnapshot>> changed;
-  std::vector<std::vector<std::string>> deleted;
-  std::atomic<bool> overflow{false};
+  std::vector<ShardChanges> parts;
 };
 
 // Each shard first drops what it holds (and does not serve) of `clear` — a replica's older
@@ -61,6 +60,7 @@ struct ReplicaJob : ShardJob<ReplicaJob> {
   SlotBits clear;
   std::vector<std::vector<EntrySnapshot>> per_shard;
   std::vector<std::vector<std::string>> deleted;
+  std::vector<std::string> packed;  // per shard (or empty): packed records, checked already
 };
 
 using ExtractJobPtr = std::shared_ptr<ExtractJob>;

@@ -31,7 +31,7 @@ ShardPool::~ShardPool() {
 uint16_t ShardPool::shard_of(std::string_view key) const {
   // Slots map to shards so a slot's keys stay together when slots move between nodes.
   if (shards_.size() == 1) return 0;  // spare the CRC on the I/O thread
-  return static_cast<uint16_t>(key_slot(key) % shards_.size());
+  return shard_of_slot(key_slot(key));
 }
 
 bool ShardPool::run_in_place(size_t i, const BatchPtr& b) {
@@ -119,8 +119,7 @@ void ShardPool::extract(const ExtractJobPtr& j) {
 }
 
 void ShardPool::collect(const CollectJobPtr& j) {
-  j->changed.assign(shards_.size(), {});
-  j->deleted.assign(shards_.size(), {});
+  j->parts.resize(shards_.size());
   send_all(shards_, j, collect_atom::value);
 }
 
@@ -131,7 +130,9 @@ void ShardPool::install(const InstallJobPtr& j, std::vector<EntrySnapshot> entri
 }
 
 void ShardPool::keep_copy(const ReplicaJobPtr& j, std::vector<EntrySnapshot> entries,
-                          std::vector<std::string> deleted) {
+                          std::vector<std::string> deleted, std::vector<std::string> packed) {
+  j->packed = std::move(packed);
+  j->packed.resize(shards_.size());
   j->per_shard.assign(shards_.size(), {});
   j->deleted.assign(shards_.size(), {});
   for (auto& e : entries) j->per_shard[shard_of(e.key)].push_back(std::move(e));

@@ -25,6 +25,9 @@ class ShardPool {
 
   size_t size() const { return shards_.size(); }
   uint16_t shard_of(std::string_view key) const;
+  uint16_t shard_of_slot(uint32_t slot) const {
+    return static_cast<uint16_t>(slot % shards_.size());
+  }
 
   // Runs each shard's part of `b`: in place, on this thread, where the shard is idle (its
   // gate free, not parked), else by sending its actor one message. b->sink hears when all
@@ -42,8 +45,9 @@ class ShardPool {
   void collect(const CollectJobPtr& j);
   // `entries` are spread over the shards their keys belong to.
   void install(const InstallJobPtr& j, std::vector<EntrySnapshot> entries);
+  // `packed`: each shard's records, already split (or empty).
   void keep_copy(const ReplicaJobPtr& j, std::vector<EntrySnapshot> entries,
-                 std::vector<std::string> deleted);
+                 std::vector<std::string> deleted, std::vector<std::string> packed = {});
 
   int64_t keys() const;
   int64_t leases() const;

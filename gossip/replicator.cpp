@@ -79,34 +79,32 @@ void Replicator::round() {
   auto waiters = std::make_shared<Waiters>(std::move(next_waiters_));
   next_waiters_.clear();
   auto job = std::make_shared<CollectJob>();
+  job->parts = std::move(parts_);
   const int64_t started = mono_us();
   job->done = [this, waiters, started](CollectJob& j) {
-    std::vector<EntrySnapshot> changed;
-    std::vector<std::string> deleted;
-    for (auto& part : j.changed)
-      for (auto& e : part) changed.push_back(std::move(e));
-    for (auto& part : j.deleted)
-      for (auto& k : part) deleted.push_back(std::move(k));
-    const bool overflow = j.overflow.load(std::memory_order_relaxed);
-    asio::post(io_, [this, changed = std::move(changed), deleted = std::move(deleted), overflow,
-                     waiters, started]() mutable {
+    asio::post(io_, [this, parts = std::move(j.parts), waiters, started]() mutable {
       collecting_ = false;
-      ship(std::move(changed), std::move(deleted), overflow, waiters, started);
+      ship(parts, waiters, started);
+      for (auto& p : parts) p.clear();
+      parts_ = std::move(parts);
       if (!stopped_ && (again_ || !next_waiters_.empty())) round();
     });
   };
   pool_.collect(job);
 }
 
-void Replicator::ship(std::vector<EntrySnapshot> changed, std::vector<std::string> deleted,
-                      bool overflow, std::shared_ptr<Waiters> waiters, int64_t started_us) {
+void Replicator::ship(std::vector<ShardChanges>& parts, std::shared_ptr<Waiters> waiters,
+                      int64_t started_us) {
+  bool overflow = false;
+  for (const auto& p : parts) overflow = overflow || !p.complete;
   if (overflow) {
     spdlog::warn("more keys changed than the replication stream tracks; re-copying replicas");
     for (auto& [id, d] : dests_) d.synced.reset();
   }
   struct Out {
     std::vector<EntrySnapshot> entries;
-    wire::ReplicaUpdate msg;
+    std::string packed;
+    size_t records = 0;
   };
   std::map<uint16_t, Out> out;  // by member index
   auto targets = [&](uint32_t slot, auto&& fn) {
@@ -115,11 +113,16 @@ void Replicator::ship(std::vector<EntrySnapshot> changed, std::vector<std::strin
       if (static_cast<int>(r) != self_index_ && live_(table_.members()[r])) fn(out[r]);
     }
   };
-  for (auto& e : changed) {
-    targets(key_slot(e.key), [&](Out& o) { o.entries.push_back(e); });
-  }
-  for (auto& k : deleted) {
-    targets(key_slot(k), [&](Out& o) { o.msg.add_deleted(k); });
+  for (const ShardChanges& p : parts) {
+    for (const ShardChanges::Mark& m : p.marks) {
+      targets(m.slot, [&](Out& o) {
+        o.packed.append(p.packed, m.offset, m.size);
+        ++o.records;
+      });
+    }
+    for (const EntrySnapshot& e : p.snapshots) {
+      targets(key_slot(e.key), [&](Out& o) { o.entries.push_back(e); });
+    }
   }
   if (out.empty()) {
     for (auto& w : *waiters) w(true);
@@ -133,13 +136,14 @@ void Replicator::ship(std::vector<EntrySnapshot> changed, std::vector<std::strin
   r->pending = out.size();
   for (auto& [idx, o] : out) {
     const std::string id = table_.members()[idx];
-    o.msg.set_from(cfg_.self);
-    o.msg.set_epoch(table_.epoch());
-    o.msg.set_state(encode_state(o.entries));
+    wire::ReplicaUpdate msg;
+    msg.set_from(cfg_.self);
+    msg.set_epoch(table_.epoch());
+    if (!o.entries.empty()) msg.set_state(encode_state(o.entries));
+    msg.set_packed(std::move(o.packed));
     counters_.updates_sent.fetch_add(1, std::memory_order_relaxed);
-    counters_.keys_sent.fetch_add(o.entries.size() + o.msg.deleted_size(),
-                                  std::memory_order_relaxed);
-    send_(id, o.msg.SerializeAsString(), std::chrono::milliseconds(cfg_.timeout_ms),
+    counters_.keys_sent.fetch_add(o.entries.size() + o.records, std::memory_order_relaxed);
+    send_(id, msg.SerializeAsString(), std::chrono::milliseconds(cfg_.timeout_ms),
           [this, r, id, waiters, started_us](PeerStatus st, std::string) {
             if (st != PeerStatus::kOk) {
               r->ok = false;
@@ -252,9 +256,31 @@ void Replicator::on_update(std::string body, PeerServer::Respond respond) {
   for (const auto& k : m.deleted()) {
     if (accepts(from, epoch, key_slot(k))) deleted.push_back(k);
   }
+  // Packed records: each checked here, before anything is applied, and passed on to the
+  // shard of its slot as the same bytes.
+  std::vector<std::string> packed;
+  size_t records = 0;
+  if (!m.packed().empty()) {
+    packed.resize(pool_.size());
+    std::string_view in = m.packed();
+    PackedRecord rec;
+    while (!in.empty()) {
+      if (!read_packed(in, rec)) return respond(PeerStatus::kError, {}, "malformed replica update");
+      const uint32_t slot = key_slot(rec.key);
+      if (accepts(from, epoch, slot)) {
+        packed[pool_.shard_of_slot(slot)].append(in.data(), rec.size);
+        copies_.set(slot);
+        ++records;
+      } else {
+        fenced = true;
+      }
+      in.remove_prefix(rec.size);
+    }
+  }
   if (fenced) counters_.fenced_updates.fetch_add(1, std::memory_order_relaxed);
   counters_.updates_received.fetch_add(1, std::memory_order_relaxed);
-  counters_.keys_received.fetch_add(keep.size() + deleted.size(), std::memory_order_relaxed);
+  counters_.keys_received.fetch_add(keep.size() + deleted.size() + records,
+                                    std::memory_order_relaxed);
   copies_ |= clear | complete;
   for (const auto& e : keep) copies_.set(key_slot(e.key));
   auto job = std::make_shared<ReplicaJob>();
@@ -265,7 +291,7 @@ void Replicator::on_update(std::string body, PeerServer::Respond respond) {
       respond(PeerStatus::kOk, {}, {});
     });
   };
-  pool_.keep_copy(job, std::move(keep), std::move(deleted));
+  pool_.keep_copy(job, std::move(keep), std::move(deleted), std::move(packed));
 }
 
 void Replicator::on_table(const SlotTable& before, const SlotTable& after) {

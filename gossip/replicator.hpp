@@ -87,8 +87,7 @@ class Replicator {
   };
   void arm();
   void round();
-  void ship(std::vector<EntrySnapshot> changed, std::vector<std::string> deleted, bool overflow,
-            std::shared_ptr<Waiters> waiters, int64_t started_us);
+  void ship(std::vector<ShardChanges>& parts, std::shared_ptr<Waiters> waiters, int64_t started_us);
   void copy_whole(const std::string& id, SlotBits slots);
   void lost(const std::string& id);
   bool accepts(const std::string& from, uint64_t epoch, uint32_t slot) const;
@@ -107,7 +106,8 @@ class Replicator {
   SlotBits copies_;    // replica side: slots whose copy may be held here
   bool collecting_ = false;
   bool again_ = false;
-  Waiters next_waiters_;  // wait for the next round that collects changes
+  Waiters next_waiters_;             // wait for the next round that collects changes
+  std::vector<ShardChanges> parts_;  // the shards' changes: buffers kept between rounds
   ReplicationCounters counters_;
   bool stopped_ = false;
 };
