@@ -401,8 +401,7 @@ void Shard::install_one(const EntrySnapshot& s) {
   if (s.kind == Kind::kConcurrency) leases_ += static_cast<int64_t>(s.leases.size());
 }
 
-void Shard::install_packed(const PackedRecord& r) {
-  const uint64_t h = KeyTable::hash(r.key);
+void Shard::install_packed(const PackedRecord& r, uint64_t h) {
   Entry* e = table_.find(r.key, h);
   if (e && e->kind != r.kind) {
     forget(r.key, h);
@@ -431,26 +430,40 @@ void Shard::note_dirty(std::string_view key) {
 }
 
 void Shard::collect_dirty(ShardChanges& out, int64_t now_ns) {
+  // In windows of keys whose table slots, then entries, are prefetched first: the keys are
+  // scattered over the table, and their memory misses overlap instead of queueing.
+  constexpr size_t kWindow = 16;
+  std::string_view keys[kWindow];
+  uint64_t hashes[kWindow];
   for (size_t pos = 0; pos < dirty_.size();) {
-    uint16_t n;
-    std::memcpy(&n, dirty_.data() + pos, sizeof n);
-    const std::string_view k(dirty_.data() + pos + sizeof n, n);
-    pos += sizeof n + n;
-    Entry* e = table_.find(k, KeyTable::hash(k));
-    const size_t at = out.packed.size();
-    if (!e || idle(e, now_ns)) {
-      pack_gone(k, out.packed);  // (a replica sweeps idle state by itself; this is cheap)
-    } else if (!(e->flags & kEntryDirty)) {
-      continue;  // listed twice, already taken
-    } else {
-      e->flags &= static_cast<uint8_t>(~kEntryDirty);
-      if (!packable(e->kind)) {
-        out.snapshots.push_back(snapshot_of(*e));
-        continue;
-      }
-      pack_entry(*e, out.packed);
+    size_t n = 0;
+    for (; n < kWindow && pos < dirty_.size(); ++n) {
+      uint16_t len;
+      std::memcpy(&len, dirty_.data() + pos, sizeof len);
+      keys[n] = std::string_view(dirty_.data() + pos + sizeof len, len);
+      hashes[n] = KeyTable::hash(keys[n]);
+      table_.prefetch_slot(hashes[n]);
+      pos += sizeof len + len;
     }
-    out.marks.push_back({at, out.packed.size() - at, key_slot(k)});
+    for (size_t i = 0; i < n; ++i) table_.prefetch_entry(hashes[i]);
+    for (size_t i = 0; i < n; ++i) {
+      const std::string_view k = keys[i];
+      Entry* e = table_.find(k, hashes[i]);
+      const size_t at = out.packed.size();
+      if (!e || idle(e, now_ns)) {
+        pack_gone(k, out.packed);  // (a replica sweeps idle state by itself; this is cheap)
+      } else if (!(e->flags & kEntryDirty)) {
+        continue;  // listed twice, already taken
+      } else {
+        e->flags &= static_cast<uint8_t>(~kEntryDirty);
+        if (!packable(e->kind)) {
+          out.snapshots.push_back(snapshot_of(*e));
+          continue;
+        }
+        pack_entry(*e, out.packed);
+      }
+      out.marks.push_back({at, out.packed.size() - at, key_slot(k)});
+    }
   }
   dirty_.clear();
   dirty_count_ = 0;
@@ -477,14 +490,27 @@ void Shard::apply_replica(const std::vector<EntrySnapshot>& entries,
   for (const EntrySnapshot& e : entries) {
     if (!owns(key_slot(e.key))) install_one(e);  // served here: this node decides
   }
-  PackedRecord r;
-  while (!packed.empty() && read_packed(packed, r)) {
-    packed.remove_prefix(r.size);
-    if (owns(key_slot(r.key))) continue;
-    if (r.kind == Kind::kNone) {
-      forget(r.key, KeyTable::hash(r.key));
-    } else {
-      install_packed(r);
+  // Records in windows, their keys' table slots and entries prefetched first (as above).
+  constexpr size_t kWindow = 16;
+  PackedRecord recs[kWindow];
+  uint64_t hashes[kWindow];
+  while (!packed.empty()) {
+    size_t n = 0;
+    for (; n < kWindow && !packed.empty() && read_packed(packed, recs[n]); ++n) {
+      packed.remove_prefix(recs[n].size);
+      hashes[n] = KeyTable::hash(recs[n].key);
+      table_.prefetch_slot(hashes[n]);
+    }
+    if (n == 0) break;  // (checked by the stream before it got here)
+    for (size_t i = 0; i < n; ++i) table_.prefetch_entry(hashes[i]);
+    for (size_t i = 0; i < n; ++i) {
+      const PackedRecord& r = recs[i];
+      if (owns(key_slot(r.key))) continue;
+      if (r.kind == Kind::kNone) {
+        forget(r.key, hashes[i]);
+      } else {
+        install_packed(r, hashes[i]);
+      }
     }
   }
   publish();

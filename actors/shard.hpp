@@ -125,8 +125,9 @@ class Shard {
   static int64_t expires_ms(const Entry& e);
   void drop_leases(Entry* e);  // a concurrency key that expires with leases in it
   void forget(std::string_view key, uint64_t hash);
-  void install_one(const EntrySnapshot& s);    // erase, keeping the holder index right
-  void install_packed(const PackedRecord& r);  // in place when the key holds the same kind
+  void install_one(const EntrySnapshot& s);  // erase, keeping the holder index right
+  void install_packed(const PackedRecord& r,
+                      uint64_t hash);  // in place when the key holds the same kind
   uint64_t next_lease_id();
   // A served key changed (or went): for the replication stream, and for WATCH.
   void mark(Entry* e, std::string_view key) {
