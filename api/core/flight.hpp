@@ -29,6 +29,62 @@ struct ForwardCall {
   // Decoded on the I/O thread, on first use.
   bool decoded = false;
   forward::ForwardOutcomes outcomes;
+
+  // Ready for the next flight, keeping what its messages and buffers allocated (within
+  // bounds: what grew large is let go).
+  void reset() {
+    node_id.clear();
+    peer_addr.clear();
+    if (batch.requests_size() > 1024) {
+      batch = forward::ForwardBatch();
+    } else {
+      batch.Clear();
+    }
+    specs.clear();
+    ok = false;
+    if (body.capacity() > 65536) {
+      std::string().swap(body);
+    } else {
+      body.clear();
+    }
+    decoded = false;
+    if (outcomes.outcomes_size() > 1024) {
+      outcomes = forward::ForwardOutcomes();
+    } else {
+      outcomes.Clear();
+    }
+  }
+};
+
+// A flight's forward calls: a vector whose elements outlive clear(). emplace_back hands a
+// cleared element out again, reset, with what it allocated: a flight's calls cost no
+// allocation for their messages once the flights are warm.
+class ForwardCalls {
+ public:
+  ForwardCall& emplace_back() {
+    if (used_ == calls_.size()) {
+      calls_.emplace_back();
+    } else {
+      calls_[used_].reset();
+    }
+    return calls_[used_++];
+  }
+  size_t size() const { return used_; }
+  bool empty() const { return used_ == 0; }
+  ForwardCall& operator[](size_t i) { return calls_[i]; }
+  const ForwardCall& operator[](size_t i) const { return calls_[i]; }
+  ForwardCall* begin() { return calls_.data(); }
+  ForwardCall* end() { return calls_.data() + used_; }
+  const ForwardCall* begin() const { return calls_.data(); }
+  const ForwardCall* end() const { return calls_.data() + used_; }
+  void clear() {
+    used_ = 0;
+    if (calls_.size() > 16) calls_.resize(16);  // (a flight to many owners at once)
+  }
+
+ private:
+  std::vector<ForwardCall> calls_;
+  size_t used_ = 0;
 };
 
 // Storage a flight's ops use, kept from one flight to the next (flights are reused): the
@@ -57,7 +113,7 @@ class Recycled {
 
 struct Flight {
   BatchPtr batch = std::make_shared<Batch>();
-  std::vector<ForwardCall> forwards;
+  ForwardCalls forwards;
   // Fanned-out requests (heartbeat, release-all): each part is (call, item).
   std::vector<std::pair<uint32_t, uint32_t>> fanout;
   std::deque<std::string> strings;                // made while routing (BOUND holder names)

@@ -1,6 +1,8 @@
 // The two sides of a forward.
 #include "forwarding.hpp"
 
+#include <google/protobuf/arena.h>
+
 #include "cluster.hpp"
 #include "forward.pb.h"
 #include "forward_codec.hpp"
@@ -9,6 +11,14 @@
 namespace fg {
 
 namespace {
+// Arenas for forwarded batches: blocks of 4 KiB growing to 64 KiB.
+google::protobuf::ArenaOptions arena_options() {
+  google::protobuf::ArenaOptions o;
+  o.start_block_size = 4096;
+  o.max_block_size = 65536;
+  return o;
+}
+
 const char* silence(PeerStatus st) {
   switch (st) {
     case PeerStatus::kTimeout:
@@ -35,16 +45,20 @@ void ClusterForwarder::send(const std::string& peer_addr, std::string batch, int
 
 void serve_forwarded(Services& svc, std::string body,
                      std::function<void(bool ok, std::string body)> respond) {
-  // The batch, and the lists of words of its data commands, live as long as the job.
+  // The batch, and the lists of words of its data commands, live as long as the job. The
+  // batch's requests and their strings sit in an arena: a handful of block allocations per
+  // batch instead of several per request, all given back at once.
   struct Kept {
-    forward::ForwardBatch batch;
+    google::protobuf::Arena arena{arena_options()};
+    forward::ForwardBatch* batch =
+        google::protobuf::Arena::CreateMessage<forward::ForwardBatch>(&arena);
     std::deque<std::vector<std::string_view>> argvs;
   };
   auto kept = std::make_shared<Kept>();
-  if (!kept->batch.ParseFromString(body) || kept->batch.hops() == 0) {
+  if (!kept->batch->ParseFromString(body) || kept->batch->hops() == 0) {
     return respond(false, "malformed forward");
   }
-  const forward::ForwardBatch* batch = &kept->batch;
+  const forward::ForwardBatch* batch = kept->batch;
   const int n = batch->requests_size();
   svc.counters.forwards_served.fetch_add(static_cast<uint64_t>(n), std::memory_order_relaxed);
   // Requests this node cannot read are answered as such; the others run.
@@ -67,7 +81,9 @@ void serve_forwarded(Services& svc, std::string body,
   RequestJob::start(svc, svc.lane(), std::move(requests), door, kept,
                     [batch, kept, refused, index = std::move(index),
                      respond = std::move(respond)](std::vector<Outcome>& outcomes) {
-                      forward::ForwardOutcomes out;
+                      google::protobuf::Arena arena(arena_options());
+                      auto& out =
+                          *google::protobuf::Arena::CreateMessage<forward::ForwardOutcomes>(&arena);
                       for (int i = 0; i < batch->requests_size(); ++i) out.add_outcomes();
                       for (size_t k = 0; k < outcomes.size(); ++k) {
                         const Verb verb = static_cast<Verb>(batch->requests(index[k]).verb());

@@ -4,6 +4,7 @@
 #include <gtest/gtest.h>
 
 #include "errors.hpp"
+#include "flight.hpp"
 
 namespace fg {
 namespace {
@@ -101,6 +102,41 @@ TEST(Route, OnlyOwnedSlotsWhoseStateIsArrivingWait) {
   EXPECT_FALSE(must_wait(rt, 1));
   rt.serving.set(4);
   EXPECT_FALSE(must_wait(rt, 4));
+}
+
+// A flight's forward calls are handed out again after clear(), the same objects, with
+// nothing left of the previous flight: a call that failed must not read as answered, a
+// request must not be sent twice, an old answer must not be decoded for a new call.
+TEST(ForwardCallsReuse, AReusedCallStartsEmpty) {
+  ForwardCalls calls;
+  ForwardCall& c = calls.emplace_back();
+  c.node_id = "n1";
+  c.peer_addr = "127.0.0.1:1";
+  c.batch.set_hops(1);
+  c.batch.add_requests()->set_key("k");
+  c.specs.emplace_back();
+  c.ok = true;
+  c.body = "answer";
+  c.decoded = true;
+  c.outcomes.add_outcomes()->set_allowed(true);
+  EXPECT_EQ(calls.size(), 1u);
+  const ForwardCall* first = &c;
+  calls.clear();
+  EXPECT_TRUE(calls.empty());
+  ForwardCall& d = calls.emplace_back();
+  EXPECT_EQ(&d, first);  // the same object, with what it allocated
+  EXPECT_TRUE(d.node_id.empty());
+  EXPECT_TRUE(d.peer_addr.empty());
+  EXPECT_EQ(d.batch.hops(), 0u);
+  EXPECT_EQ(d.batch.requests_size(), 0);
+  EXPECT_TRUE(d.specs.empty());
+  EXPECT_FALSE(d.ok);
+  EXPECT_TRUE(d.body.empty());
+  EXPECT_FALSE(d.decoded);
+  EXPECT_EQ(d.outcomes.outcomes_size(), 0);
+  size_t n = 0;
+  for (const ForwardCall& x : calls) n += &x == first;
+  EXPECT_EQ(n, 1u);
 }
 
 }  // namespace
