@@ -483,10 +483,7 @@ void Shard::clear_unowned(const SlotBits& slots) {
   publish();
 }
 
-void Shard::apply_replica(const std::vector<EntrySnapshot>& entries,
-                          const std::vector<std::string>& deleted, std::string_view packed) {
-  for (const std::string& k : deleted)
-    if (!owns(key_slot(k))) forget(k, KeyTable::hash(k));
+void Shard::apply_replica(const std::vector<EntrySnapshot>& entries, std::string_view packed) {
   for (const EntrySnapshot& e : entries) {
     if (!owns(key_slot(e.key))) install_one(e);  // served here: this node decides
   }

@@ -70,11 +70,10 @@ class Shard {
   // records saying so, snapshots of the kinds not packed), forgetting them. out.complete
   // turns false if more changed than could be tracked: replicas need a full copy.
   void collect_dirty(ShardChanges& out, int64_t now_ns);
-  // Another node's state kept here as its replica: installs `entries`, erases `deleted`,
-  // applies the packed records of `packed` (packed_state.hpp; read and checked already).
-  // Slots this shard serves are never touched.
-  void apply_replica(const std::vector<EntrySnapshot>& entries,
-                     const std::vector<std::string>& deleted, std::string_view packed = {});
+  // Another node's state kept here as its replica: installs `entries` and applies the
+  // packed records of `packed` (packed_state.hpp; read and checked already): changed keys
+  // and erased ones. Slots this shard serves are never touched.
+  void apply_replica(const std::vector<EntrySnapshot>& entries, std::string_view packed);
   // Erases every key of `slots` this shard does not serve (an old copy, before a new one).
   void clear_unowned(const SlotBits& slots);
   void set_owned(const SlotBits& slots, bool owned);

@@ -77,7 +77,7 @@ shard_actor::behavior_type ShardActorImpl::make_behavior() {
         Hold hold(*cell_);
         auto run = [this, j] {
           shard_.clear_unowned(j->clear);
-          shard_.apply_replica(j->per_shard[cfg_.id], j->deleted[cfg_.id], j->packed[cfg_.id]);
+          shard_.apply_replica(j->per_shard[cfg_.id], j->packed[cfg_.id]);
           j->finish_one();
         };
         if (!deferred(run)) run();

@@ -54,12 +54,11 @@ struct InstallJob : ShardJob<InstallJob> {
 };
 
 // Another node's state kept here as its replica: each shard drops what it holds (and does
-// not serve) of `clear`, installs its entries and erases its `deleted` keys. Slots a shard
-// serves are never touched.
+// not serve) of `clear`, installs its entries (snapshots) and applies its packed records
+// (changed and erased keys). Slots a shard serves are never touched.
 struct ReplicaJob : ShardJob<ReplicaJob> {
   SlotBits clear;
   std::vector<std::vector<EntrySnapshot>> per_shard;
-  std::vector<std::vector<std::string>> deleted;
   std::vector<std::string> packed;  // per shard (or empty): packed records, checked already
 };
 

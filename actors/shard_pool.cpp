@@ -130,13 +130,11 @@ void ShardPool::install(const InstallJobPtr& j, std::vector<EntrySnapshot> entri
 }
 
 void ShardPool::keep_copy(const ReplicaJobPtr& j, std::vector<EntrySnapshot> entries,
-                          std::vector<std::string> deleted, std::vector<std::string> packed) {
+                          std::vector<std::string> packed) {
   j->packed = std::move(packed);
   j->packed.resize(shards_.size());
   j->per_shard.assign(shards_.size(), {});
-  j->deleted.assign(shards_.size(), {});
   for (auto& e : entries) j->per_shard[shard_of(e.key)].push_back(std::move(e));
-  for (auto& k : deleted) j->deleted[shard_of(k)].push_back(std::move(k));
   send_all(shards_, j, replica_atom::value);
 }
 

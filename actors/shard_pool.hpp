@@ -47,7 +47,7 @@ class ShardPool {
   void install(const InstallJobPtr& j, std::vector<EntrySnapshot> entries);
   // `packed`: each shard's records, already split (or empty).
   void keep_copy(const ReplicaJobPtr& j, std::vector<EntrySnapshot> entries,
-                 std::vector<std::string> deleted, std::vector<std::string> packed = {});
+                 std::vector<std::string> packed);
 
   int64_t keys() const;
   int64_t leases() const;

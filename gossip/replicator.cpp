@@ -252,10 +252,6 @@ void Replicator::on_update(std::string body, PeerServer::Respond respond) {
       fenced = true;
     }
   }
-  std::vector<std::string> deleted;
-  for (const auto& k : m.deleted()) {
-    if (accepts(from, epoch, key_slot(k))) deleted.push_back(k);
-  }
   // Packed records: each checked here, before anything is applied, and passed on to the
   // shard of its slot as the same bytes.
   std::vector<std::string> packed;
@@ -279,8 +275,7 @@ void Replicator::on_update(std::string body, PeerServer::Respond respond) {
   }
   if (fenced) counters_.fenced_updates.fetch_add(1, std::memory_order_relaxed);
   counters_.updates_received.fetch_add(1, std::memory_order_relaxed);
-  counters_.keys_received.fetch_add(keep.size() + deleted.size() + records,
-                                    std::memory_order_relaxed);
+  counters_.keys_received.fetch_add(keep.size() + records, std::memory_order_relaxed);
   copies_ |= clear | complete;
   for (const auto& e : keep) copies_.set(key_slot(e.key));
   auto job = std::make_shared<ReplicaJob>();
@@ -291,7 +286,7 @@ void Replicator::on_update(std::string body, PeerServer::Respond respond) {
       respond(PeerStatus::kOk, {}, {});
     });
   };
-  pool_.keep_copy(job, std::move(keep), std::move(deleted), std::move(packed));
+  pool_.keep_copy(job, std::move(keep), std::move(packed));
 }
 
 void Replicator::on_table(const SlotTable& before, const SlotTable& after) {

@@ -6,8 +6,7 @@
 
 #include <gtest/gtest.h>
 
-#include "data_cmd.hpp"
-#include "data_reply.hpp"
+#include "data_op.hpp"
 #include "fixed_window.hpp"
 #include "gcra.hpp"
 #include "shard.hpp"
@@ -47,22 +46,15 @@ struct Pair {
     o.spec = spec;
     owner.execute(o, now);
   }
-  void data(DataCmd cmd, std::vector<std::string_view> words, int64_t now = kT0) {
+  void data(DataCmd cmd, std::vector<std::string_view> words) {
     DataReply r;
-    ShardOp o;
-    o.code = OpCode::kData;
-    o.data = cmd;
-    o.key = words[1];
-    o.hash = KeyTable::hash(o.key);
-    o.args = &words;
-    o.reply = &r;
-    owner.execute(o, now);
+    fg::data(owner, cmd, std::move(words), r, nullptr, kT0);
   }
   // One replication round: what the owner collected, applied on the replica.
   ShardChanges round(int64_t now = kT0) {
     ShardChanges c;
     owner.collect_dirty(c, now);
-    replica.apply_replica(c.snapshots, {}, c.packed);
+    replica.apply_replica(c.snapshots, c.packed);
     return c;
   }
   // Every key of a shard as snapshots, by key.
@@ -136,7 +128,7 @@ TEST(PackedState, ARecordForASlotTheReplicaServesIsNotApplied) {
   SlotBits served;
   served.set(key_slot("mine"));
   p.replica.set_owned(served, true);  // the replica decides this slot itself now
-  p.replica.apply_replica({}, {}, c.packed);
+  p.replica.apply_replica({}, c.packed);
   EXPECT_EQ(p.replica.key_count(), 0u);
 }
 

@@ -4,6 +4,7 @@
 
 #include <gtest/gtest.h>
 
+#include "data_op.hpp"
 #include "hash_value.hpp"
 #include "list_value.hpp"
 #include "zset_value.hpp"
@@ -251,21 +252,6 @@ INSTANTIATE_TEST_SUITE_P(EveryKind, Reservation,
 
 namespace fg {
 namespace {
-
-// One data command run on `s` as the core would send it; the reply's first item.
-ReplyItem data(Shard& s, DataCmd cmd, std::vector<std::string_view> words, DataReply& r,
-               OpStatus* status = nullptr) {
-  ShardOp o;
-  o.code = OpCode::kData;
-  o.data = cmd;
-  o.key = words[1];
-  o.hash = KeyTable::hash(o.key);
-  o.args = &words;
-  o.reply = &r;
-  s.execute(o, 1'700'000'000'000'000'000);
-  if (status) *status = o.status;
-  return r.items.empty() ? ReplyItem{} : r.items[0];
-}
 
 // Collections stop at their caps with a clear error, and a refused command changes nothing.
 TEST(ShardData, CollectionsStopAtTheirCaps) {
