@@ -210,6 +210,8 @@ inline constexpr char kClusterDown[] = "CLUSTERDOWN Hash slot not served";
 inline constexpr char kNoQuorum[] = "CLUSTERDOWN The cluster is down";
 inline constexpr char kNotReplicated[] =
     "TRYAGAIN no replica acknowledged the change in time; it may have been counted";
+inline constexpr char kLeaseNotReplicated[] =
+    "TRYAGAIN no replica acknowledged the lease in time; it was not granted";
 inline constexpr char kSlotMoving[] =
     "TRYAGAIN the key's slot changed owner while the request was on its way; try again";
 inline std::string moved(uint32_t slot, std::string_view host, int port) {

@@ -2,6 +2,7 @@
 // completed back on the I/O thread. A flight is reused once every waiter has its answers.
 #include "io_batcher.hpp"
 
+#include "lease_upkeep.hpp"
 #include "replica_acks.hpp"
 
 namespace fg {
@@ -22,8 +23,10 @@ struct IoBatcher::InFlight : BatchSink, std::enable_shared_from_this<InFlight> {
   // thread.
   void batch_done() override {
     if (owner->svc_.cluster && needs_replica_ack(*flight.batch)) {
-      return await_replicas(*owner->svc_.cluster, flight.batch,
-                            [self = shared_from_this()] { self->finish(); });
+      return await_replicas(*owner->svc_.cluster, flight.batch, [self = shared_from_this()] {
+        give_back_unreplicated(self->owner->svc_, *self->flight.batch);
+        self->finish();
+      });
     }
     finish();
   }

@@ -8,17 +8,17 @@
 namespace fg {
 
 namespace {
-void run(Services& svc, std::shared_ptr<std::vector<std::string>> holders,
+// `names`: what each request is about, for the log; also keeps the requests' views alive.
+void run(Services& svc, const char* what, std::shared_ptr<std::vector<std::string>> names,
          std::vector<Request> requests) {
   if (requests.empty() || svc.lanes.empty()) return;
   Door door;
   door.count = false;  // the node's own upkeep, not a client's request
-  RequestJob::start(svc, svc.lane(), std::move(requests), door, holders,
-                    [holders](std::vector<Outcome>& outcomes) {
+  RequestJob::start(svc, svc.lane(), std::move(requests), door, names,
+                    [what, names](std::vector<Outcome>& outcomes) {
                       for (size_t i = 0; i < outcomes.size(); ++i) {
                         if (!outcomes[i].ok()) {
-                          spdlog::debug("bound lease upkeep for {}: {}", (*holders)[i],
-                                        outcomes[i].error);
+                          spdlog::debug("{} {}: {}", what, (*names)[i], outcomes[i].error);
                         }
                       }
                     });
@@ -39,7 +39,7 @@ void renew_bound_leases(Services& svc, int64_t now_ms) {
     requests[i].holder = (*holders)[i];
     requests[i].ttl_ms = ttls[i];
   }
-  run(svc, holders, std::move(requests));
+  run(svc, "bound lease upkeep for", holders, std::move(requests));
 }
 
 void release_bound_leases(Services& svc, uint64_t client_id) {
@@ -50,7 +50,26 @@ void release_bound_leases(Services& svc, uint64_t client_id) {
     requests[i].verb = Verb::kReleaseAll;
     requests[i].holder = (*holders)[i];
   }
-  run(svc, holders, std::move(requests));
+  run(svc, "bound lease upkeep for", holders, std::move(requests));
+}
+
+void give_back_unreplicated(Services& svc, const Batch& b) {
+  auto keys = std::make_shared<std::vector<std::string>>();
+  std::vector<uint64_t> leases;
+  for (const ShardOp& op : b.ops) {
+    if (op.code == OpCode::kAcquire && op.status == OpStatus::kNotReplicated &&
+        op.acquire.granted) {
+      keys->emplace_back(op.key);
+      leases.push_back(op.acquire.lease_id);
+    }
+  }
+  std::vector<Request> requests(keys->size());
+  for (size_t i = 0; i < requests.size(); ++i) {
+    requests[i].verb = Verb::kRelease;
+    requests[i].key = (*keys)[i];
+    requests[i].lease = leases[i];
+  }
+  run(svc, "giving back an unreplicated lease of", keys, std::move(requests));
 }
 
 void release_watches(Services& svc, std::vector<std::string> keys) {

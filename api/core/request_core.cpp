@@ -80,8 +80,9 @@ bool ttl_ok(int64_t ttl_ms, Outcome& now) {
       return refuse(out, Code::kKeyLimit, err::kKeyLimit);
     case OpStatus::kNotOwner:
       return refuse(out, Code::kTryAgain, err::kSlotMoving);
-    case OpStatus::kNotReplicated:
-      return refuse(out, Code::kNotReplicated, err::kNotReplicated);
+    case OpStatus::kNotReplicated:  // (an acquire's lease is given back: give_back_unreplicated)
+      return refuse(out, Code::kNotReplicated,
+                    op.code == OpCode::kAcquire ? err::kLeaseNotReplicated : err::kNotReplicated);
   }
   switch (op.code) {
     case OpCode::kTake:

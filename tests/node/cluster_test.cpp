@@ -728,6 +728,34 @@ TEST(Failover, BoundLeasesGoBackWhenTheirConnectionCloses) {
   EXPECT_EQ(counts, ":0\r\n:0\r\n:0\r\n:0\r\n:0\r\n:0\r\n");  // well before the 1 s TTL would have
 }
 
+// A lease granted while the slot's replica is dead but not yet declared so: nothing holds
+// a copy, so the asker is told it did not get it, and the permit goes back at once rather
+// than at the lease's TTL. Once the replica is declared dead, leases are granted again.
+TEST(Failover, ALeaseNoReplicaAcknowledgedIsGivenBack) {
+  TestCluster cl(3);
+  ASSERT_TRUE(cl.formed(3));
+  // Members replicate their successor in id order: node 2's slots are copied to node 0.
+  const int owner = cl.node(2).port();
+  const auto seats = keys_owned_by(cl, owner, "seats:", 1);
+  Client app(owner);
+  EXPECT_EQ(ask(app, {"FG.ACQUIRE", seats[0], "2", "60000", "HOLDER", "a"}).substr(0, 8),
+            "*5\r\n:1\r\n");
+  cl.node(0).kill9();
+  const std::string refused = ask(app, {"FG.ACQUIRE", seats[0], "2", "60000", "HOLDER", "b"});
+  EXPECT_EQ(refused, "-TRYAGAIN no replica acknowledged the lease in time; it was not granted\r\n");
+  std::string count;
+  for (int i = 0; i < 100 && count != ":1\r\n"; ++i) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+    count = ask(app, {"FG.COUNT", seats[0]});
+  }
+  EXPECT_EQ(count, ":1\r\n");  // only a's: b's went back, not after 60 s
+  ASSERT_TRUE(cl.formed(2, 15000));
+  EXPECT_EQ(ask(app, {"FG.ACQUIRE", seats[0], "2", "60000", "HOLDER", "b"}).substr(0, 8),
+            "*5\r\n:1\r\n");
+  EXPECT_EQ(ask(app, {"FG.ACQUIRE", seats[0], "2", "60000", "HOLDER", "c"}).substr(0, 8),
+            "*5\r\n:0\r\n");
+}
+
 TEST(Failover, WithoutAQuorumAPolicysFailModeAnswers) {
   const std::string config = policy_file();
   TestCluster cl(3, {"--config", config});
