@@ -85,8 +85,11 @@ enum class DataCmd : uint8_t {
   // the whole keyspace of the node (a cluster node: the slots it serves)
   kFlushAll,
   kFlushDb,
+  // scripts: EVAL, EVALSHA, EVAL_RO, EVALSHA_RO (words: name, script or SHA, numkeys, keys,
+  // args), run by the shard's ScriptHost on the shards its keys may lie on
+  kEval,
 };
-constexpr uint8_t kLastDataCmd = static_cast<uint8_t>(DataCmd::kFlushDb);
+constexpr uint8_t kLastDataCmd = static_cast<uint8_t>(DataCmd::kEval);
 
 // How a command with several keys is answered when its keys are split over shards: each
 // part runs the command on one key (with its value, for MSET), and the parts' replies add
@@ -170,14 +173,25 @@ inline const DataCmdInfo& data_cmd_info(DataCmd c) {
       {"exec", 1, Merge::kNone, false, false},
       {"flushall", 1, Merge::kOk, true, true},
       {"flushdb", 1, Merge::kOk, true, true},
+      {"eval", 1, Merge::kNone, false, true},
   };
   static_assert(std::size(kInfo) == kLastDataCmd + 1);
   return kInfo[static_cast<uint8_t>(c)];
 }
 
-// The key a data command is routed by: its first key; for KEYS and SCAN their pattern when
-// it lies in one slot (pattern_in_one_slot), else none (every shard of this node).
+// The keys a script declares: words [3, 3 + numkeys) of EVAL (numkeys checked already).
+inline size_t script_keys_end(const std::vector<std::string_view>& a) {
+  int64_t n = 0;
+  if (a.size() < 3 || !parse_int(a[2], n) || n < 0 || static_cast<size_t>(n) > a.size() - 3)
+    return 3;
+  return 3 + static_cast<size_t>(n);
+}
+
+// The key a data command is routed by: its first key (a script: its first declared key); for KEYS
+// and SCAN their pattern when it lies in one slot (pattern_in_one_slot), else none (every shard of
+// this node).
 inline std::string_view data_route_key(DataCmd c, const std::vector<std::string_view>& a) {
+  if (c == DataCmd::kEval) return script_keys_end(a) > 3 ? a[3] : std::string_view();
   if (!data_cmd_info(c).every_shard) return a[1];
   std::string_view pattern;
   if (c == DataCmd::kKeys) {

@@ -259,6 +259,8 @@ void Shard::data(ShardOp& op, int64_t now_ns) {
     case DataCmd::kFlushAll:
     case DataCmd::kFlushDb:
       return data_flush(op, now_ns);
+    case DataCmd::kEval:
+      return run_script(op, nullptr, now_ns);
     case DataCmd::kNone:
       break;
   }

@@ -2,6 +2,7 @@
 // kind of limiter answers WRONGTYPE to another, as Redis does for data types.
 #include "shard.hpp"
 
+#include "errors.hpp"
 #include "fixed_window.hpp"
 #include "gcra.hpp"
 #include "hash_value.hpp"
@@ -352,6 +353,12 @@ void Shard::run_op(ShardOp& op, int64_t now_ns) {
 void Shard::execute_step(std::vector<ShardOp>& ops, const Step& step, int64_t now_ns) {
   for (ShardOp& op : ops) {
     if (!op.key.empty()) op.hash = KeyTable::hash(op.key);
+    if (op.code == OpCode::kData && op.data == DataCmd::kEval && op.shard == kAllShards) {
+      // A script that may touch any key: once, with every shard of the step at hand.
+      Shard* low = step.shards[__builtin_ctzll(step.mask)];
+      if (!(op.abort && *op.abort)) low->run_script(op, &step, now_ns);
+      continue;
+    }
     if (op.shard != kAllShards) {
       if (op.shard < kMaxShards && (step.mask >> op.shard & 1))
         step.shards[op.shard]->run_op(op, now_ns);
@@ -360,6 +367,38 @@ void Shard::execute_step(std::vector<ShardOp>& ops, const Step& step, int64_t no
     for (uint64_t m = step.mask; m; m &= m - 1) step.shards[__builtin_ctzll(m)]->run_op(op, now_ns);
   }
   for (uint64_t m = step.mask; m; m &= m - 1) step.shards[__builtin_ctzll(m)]->publish();
+}
+
+void Shard::run_script(ShardOp& op, const Step* step, int64_t now_ns) {
+  if (!scripts_) {
+    op.reply->error(err::unknown_command(*op.args));
+    return;
+  }
+  if (step) return scripts_->run(op, *step, now_ns);
+  Step one;  // this shard alone (the script's keys share its slot, or the pool has one shard)
+  one.mask = uint64_t{1} << id_;
+  one.shards[id_] = this;
+  scripts_->run(op, one, now_ns);
+}
+
+bool Shard::save_key(std::string_view key, int64_t now_ns, EntrySnapshot& out) {
+  Entry* e = lookup(key, KeyTable::hash(key), now_ns);
+  if (!e) return false;
+  out = snapshot_of(*e);
+  return true;
+}
+
+void Shard::restore_key(std::string_view key, const EntrySnapshot* before) {
+  const uint64_t h = KeyTable::hash(key);
+  if (!before) {
+    if (table_.find(key, h)) {
+      forget(key, h);
+      mark_gone(key);
+    }
+    return;
+  }
+  install_one(*before);
+  if (Entry* e = table_.find(key, h)) mark(e, key);
 }
 
 void Shard::forget(std::string_view key, uint64_t hash) {

@@ -15,6 +15,7 @@
 #include "key_slot.hpp"
 #include "key_table.hpp"
 #include "packed_state.hpp"
+#include "script_host.hpp"
 #include "shard_op.hpp"
 
 namespace fg {
@@ -79,6 +80,20 @@ class Shard {
   void set_owned(const SlotBits& slots, bool owned);
   bool owns(uint32_t slot) const { return !owned_ || owned_->test(slot); }
 
+  // Runs a data op a script sent (op.hash set), as if it came from a client.
+  void script_call(ShardOp& op, int64_t now_ns) { data(op, now_ns); }
+  // Scripts: the host that runs them (api/script), and this shard's place in the pool.
+  void attach_scripts(ScriptHost* host, uint16_t id) {
+    scripts_ = host;
+    id_ = id;
+  }
+  ScriptHost* scripts() const { return scripts_; }
+  // For a script that may have to be undone (one that ran past its budget): the key's
+  // state before the script first changed it (nothing if it had none), and putting it back
+  // (for the replication stream and WATCH like any change).
+  bool save_key(std::string_view key, int64_t now_ns, EntrySnapshot& out);
+  void restore_key(std::string_view key, const EntrySnapshot* before);
+
   const KeyTable& table() const { return table_; }
   size_t open_reservations() const { return tickets_.size(); }
   size_t key_count() const { return table_.size(); }
@@ -112,6 +127,8 @@ class Shard {
   void data_list(ShardOp& op, int64_t now_ns);   // data_list.cpp
   void data_watch(ShardOp& op, int64_t now_ns);  // WATCH, its check and release (data_keyspace.cpp)
   void data_flush(ShardOp& op, int64_t now_ns);  // FLUSHALL, FLUSHDB
+  // EVAL and its kin, through the host: with `step`'s shards, else this one alone.
+  void run_script(ShardOp& op, const Step* step, int64_t now_ns);
   // The key's live entry, or null; state gone idle (an expired deadline, a limiter back at
   // rest) is forgotten on the way, as Redis expires keys on access.
   Entry* lookup(std::string_view key, uint64_t h, int64_t now_ns);
@@ -162,6 +179,8 @@ class Shard {
   int64_t leases_ = 0;  // live leases held in table_
   ShardStats* stats_;
   std::unique_ptr<SlotBits> owned_;  // null: every slot
+  ScriptHost* scripts_ = nullptr;
+  uint16_t id_ = 0;
   // Keys changed since the last collect_dirty, each as a u16 length and its bytes (one
   // buffer: no allocation per key).
   std::string dirty_;

@@ -49,6 +49,12 @@ class ShardPool {
   void keep_copy(const ReplicaJobPtr& j, std::vector<EntrySnapshot> entries,
                  std::vector<std::string> packed);
 
+  // Scripts (EVAL): every shard hands them to `host`. Before the pool serves anything.
+  void attach_scripts(ScriptHost* host) {
+    for (size_t i = 0; i < cells_.size(); ++i)
+      cells_[i]->shard.attach_scripts(host, static_cast<uint16_t>(i));
+  }
+
   int64_t keys() const;
   int64_t leases() const;
   int64_t queued(size_t shard) const;  // batches waiting in the shard's mailbox

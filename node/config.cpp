@@ -174,6 +174,10 @@ void load_config_file(const std::string& path, NodeConfig& cfg) {
       cfg.query_deadline_ms = as_duration_ms(v, key);
     else if (key == "output-timeout")
       cfg.output_timeout_ms = as_duration_ms(v, key);
+    else if (key == "script-time-limit")
+      cfg.script_time_limit_ms = as_duration_ms(v, key);
+    else if (key == "script-memory-limit")
+      cfg.script_memory_limit = static_cast<size_t>(as_int(v, key, 1 << 20, int64_t{1} << 34));
     else if (key == "max-query-bytes")
       cfg.max_query_bytes = static_cast<size_t>(as_int(v, key, 1024, int64_t{1} << 32));
     else if (key == "proto-max-bulk-len")

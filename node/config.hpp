@@ -26,6 +26,8 @@ struct NodeConfig {
   int io_threads = 0;                   // 0: half the cores, at least 1
   int shard_threads = 0;                // 0: half the cores, at least 1
   size_t max_keys = 10'000'000;
+  int64_t script_time_limit_ms = 5;       // a Lua script running longer is aborted and undone
+  size_t script_memory_limit = 64 << 20;  // each Lua state's heap (one per shard)
   std::string log_level = "info";
   std::string config_file;
   PolicyMap policies;

@@ -13,10 +13,12 @@
 #include "admin_http.hpp"
 #include "book.hpp"
 #include "cluster.hpp"
+#include "command_table.hpp"
 #include "config.hpp"
 #include "forwarding.hpp"
 #include "lease_upkeep.hpp"
 #include "policy_store.hpp"
+#include "script_engine.hpp"
 #include "server.hpp"
 
 namespace {
@@ -116,6 +118,14 @@ int main(int argc, char** argv) {
   app.add_option("--output-timeout-ms", cfg.output_timeout_ms,
                  "Drop a client that has not read its replies after this")
       ->check(CLI::Range(int64_t{1}, int64_t{86'400'000}))
+      ->capture_default_str();
+  app.add_option("--script-time-limit-ms", cfg.script_time_limit_ms,
+                 "A Lua script running longer is aborted and its writes undone")
+      ->check(CLI::Range(int64_t{1}, int64_t{60'000}))
+      ->capture_default_str();
+  app.add_option("--script-memory-limit", cfg.script_memory_limit,
+                 "Bytes each Lua state (one per shard) may hold")
+      ->check(CLI::Range(size_t{1} << 20, size_t{1} << 34))
       ->capture_default_str();
   app.add_option("--max-query-bytes", cfg.max_query_bytes, "Largest single command, in bytes")
       ->capture_default_str();
@@ -244,8 +254,19 @@ int main(int argc, char** argv) {
   pool_cfg.shards = cfg.shards;
   pool_cfg.max_keys = cfg.max_keys;
   pool_cfg.cluster = cfg.cluster_enabled;
+  // (the engine outlives the shards that call it)
+  fg::ScriptLimits script_limits;
+  script_limits.budget_ms = cfg.script_time_limit_ms;
+  script_limits.memory_bytes = cfg.script_memory_limit;
+  fg::ScriptEngine scripts(pool_cfg.shards, cfg.cluster_enabled, script_limits,
+                           [](std::string_view name) {
+                             const fg::CommandSpec* c = fg::find_command(name);
+                             return c ? c->arity : 0;
+                           });
   auto pool = std::make_unique<fg::ShardPool>(system, pool_cfg, &clock);
   svc.shards = pool.get();
+  pool->attach_scripts(&scripts);
+  svc.scripts = &scripts;
 
   fg::ConnectionLimits limits;
   limits.max_query_bytes = cfg.max_query_bytes;

@@ -52,6 +52,10 @@ void cmd_discard(CommandContext& s, Args& a);
 void cmd_watch(CommandContext& s, Args& a);
 void cmd_unwatch(CommandContext& s, Args& a);
 
+// script_commands.cpp: EVAL, EVALSHA, EVAL_RO, EVALSHA_RO; SCRIPT
+void cmd_eval(CommandContext& s, Args& a);
+void cmd_script(CommandContext& s, Args& a);
+
 // cluster_commands.cpp
 void cmd_cluster(CommandContext& s, Args& a);
 void cmd_asking(CommandContext& s, Args& a);  // ASKING, READONLY, READWRITE

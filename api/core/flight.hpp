@@ -135,6 +135,11 @@ struct Flight {
     if (__builtin_popcountll(shards) > 1) batch->step_shards |= shards;
   }
 
+  // The batch runs as one step over all `shards` of the node (a script that may touch any key).
+  void atomic_all(size_t shards) {
+    if (shards > 1) batch->step_shards |= shards >= 64 ? ~uint64_t{0} : (uint64_t{1} << shards) - 1;
+  }
+
   bool empty() const { return batch->ops.empty() && forwards.empty(); }
   void clear() {
     batch->ops.clear();

@@ -182,8 +182,12 @@ bool RequestCore::must_wait(std::string_view key, const Routing* rt) const {
     case Verb::kData: {
       const auto& a = *r.args;
       const DataCmdInfo& info = data_cmd_info(r.data);
-      const size_t keys_end = info.every_shard ? 0 : info.merge == Merge::kNone ? 2 : a.size();
-      for (size_t j = 1; j < keys_end; j += info.step) {
+      const bool script = r.data == DataCmd::kEval;
+      const size_t keys_end = script                       ? script_keys_end(a)
+                              : info.every_shard           ? 0
+                              : info.merge == Merge::kNone ? 2
+                                                           : a.size();
+      for (size_t j = script ? 3 : 1; j < keys_end; j += info.step) {
         if (a[j].size() > kMaxKeyLen) {
           refuse(now, Code::kError, err::kKeyTooLong);
           return false;
@@ -212,8 +216,9 @@ Pending RequestCore::submit(const Request& r, const Door& d, Flight& f, Outcome&
   uint32_t slot = 0;
   // KEYS and SCAN over every key this node serves (no key to route by; Redis Cluster's
   // are node-local too), unless their pattern lies in one slot (r.key is then the pattern).
-  const bool every_key =
-      r.verb == Verb::kData && r.key.empty() && data_cmd_info(r.data).every_shard;
+  // A script that declares no key runs here too, on the keys this node serves.
+  const bool every_key = r.verb == Verb::kData && r.key.empty() &&
+                         (data_cmd_info(r.data).every_shard || r.data == DataCmd::kEval);
   if (d.routing && keyed(r.verb) && !every_key) {
     slot = key_slot(r.key);
     if (r.verb == Verb::kData && !data_cmd_info(r.data).every_shard && !one_slot(r, slot)) {
@@ -250,7 +255,7 @@ Pending RequestCore::submit(const Request& r, const Door& d, Flight& f, Outcome&
         return p;
     }
   }
-  if (r.verb == Verb::kData) return serve_data(r, f, slot, p);
+  if (r.verb == Verb::kData) return serve_data(r, f, slot, d.routing != nullptr, p);
   ShardOp& op = f.batch->ops.emplace_back();
   op.code = opcode(r.verb);
   op.shard = keyed(r.verb) ? svc_.shards->shard_of(r.key) : kAllShards;
@@ -272,6 +277,11 @@ Pending RequestCore::submit(const Request& r, const Door& d, Flight& f, Outcome&
 // keys are served together only when they share a slot).
 bool RequestCore::one_slot(const Request& r, uint32_t slot) {
   const auto& a = *r.args;
+  if (r.data == DataCmd::kEval) {  // its declared keys
+    for (size_t j = 4; j < script_keys_end(a); ++j)
+      if (key_slot(a[j]) != slot) return false;
+    return true;
+  }
   if (data_cmd_info(r.data).merge == Merge::kNone) return true;  // (one key)
   const size_t step = data_cmd_info(r.data).step;
   for (size_t j = 1 + step; j < a.size(); j += step)
@@ -282,7 +292,8 @@ bool RequestCore::one_slot(const Request& r, uint32_t slot) {
 // A data command served here: one shard op, or one per key for the commands with several
 // (each key goes to its own shard; in a cluster they share a slot, hence a shard, and run
 // back to back in one turn of it, so the command stays atomic there).
-Pending RequestCore::serve_data(const Request& r, Flight& f, uint32_t slot, Pending p) {
+Pending RequestCore::serve_data(const Request& r, Flight& f, uint32_t slot, bool cluster,
+                                Pending p) {
   const auto& a = *r.args;
   const DataCmdInfo& info = data_cmd_info(r.data);
   p.at = Pending::At::kData;
@@ -303,7 +314,20 @@ Pending RequestCore::serve_data(const Request& r, Flight& f, uint32_t slot, Pend
     op.spec.sync = r.spec.sync;
     ++p.parts;
   };
-  if (info.every_shard && r.key.empty()) {
+  if (r.data == DataCmd::kEval) {
+    add(a.begin(), a.end());
+    ShardOp& op = f.batch->ops.back();
+    op.key = r.key;
+    if (cluster && !r.key.empty()) {
+      op.shard = svc_.shards->shard_of(r.key);  // its slot's shard: every key it may touch
+    } else {
+      // Standalone a script may touch any key, declared or not (as in Redis), and a
+      // cluster script that declares none any key this node serves: it runs with every
+      // shard held, as one step.
+      op.shard = kAllShards;
+      f.atomic_all(svc_.shards->size());
+    }
+  } else if (info.every_shard && r.key.empty()) {
     for (size_t i = 0; i < svc_.shards->size(); ++i) {
       add(a.begin(), a.end());
       ShardOp& op = f.batch->ops.back();

@@ -63,7 +63,7 @@ class RequestCore {
                   const RouteNode& to, Pending p);
   void fan_out(const Request& r, const Door& d, Flight& f, Pending& p);
   static bool one_slot(const Request& r, uint32_t slot);
-  Pending serve_data(const Request& r, Flight& f, uint32_t slot, Pending p);
+  Pending serve_data(const Request& r, Flight& f, uint32_t slot, bool cluster, Pending p);
   static void merge_data(const Pending& p, Flight& f, Outcome& out);
   // The owner's answer to one forwarded request; false if there is none.
   bool from_forward(Flight& f, uint32_t call, uint32_t item, Outcome& out);

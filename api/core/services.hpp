@@ -25,6 +25,7 @@ namespace fg {
 class IoBatcher;
 class Cluster;
 class PolicyStore;
+class ScriptEngine;
 
 constexpr int64_t kDefaultForwardTimeoutMs = 5000;
 
@@ -90,11 +91,12 @@ struct Services {
   PolicyRegistry* policies = nullptr;
   PolicyStore* policy_store = nullptr;  // null: FG.POLICY changes are refused
   ClientRegistry* clients = nullptr;
-  RoutingHub* routing = nullptr;   // null: not a cluster
-  Cluster* cluster = nullptr;      // replica acknowledgements, INFO cluster
-  Forwarder* forwarder = nullptr;  // null: requests are never forwarded
-  BoundLeases* bound = nullptr;    // null: BOUND leases are refused
-  std::vector<Lane> lanes;         // at least one when anything runs off a client's thread
+  RoutingHub* routing = nullptr;    // null: not a cluster
+  Cluster* cluster = nullptr;       // replica acknowledgements, INFO cluster
+  Forwarder* forwarder = nullptr;   // null: requests are never forwarded
+  BoundLeases* bound = nullptr;     // null: BOUND leases are refused
+  ScriptEngine* scripts = nullptr;  // null: EVAL and SCRIPT are refused
+  std::vector<Lane> lanes;          // at least one when anything runs off a client's thread
   std::atomic<size_t> next_lane{0};
   NodeSettings settings;
   NodeCounters counters;

@@ -723,3 +723,135 @@ TEST(Transactions, AConnectionWatchesABoundedNumberOfKeys) {
 
 }  // namespace
 }  // namespace fg::testing
+
+namespace fg::testing {
+namespace {
+
+// Scripts against the real thing: the same EVAL, EVALSHA and SCRIPT commands to both, every
+// reply the same bytes — conversions both ways, errors with their script and line, the
+// limiter scripts people run (INCR then EXPIRE, the token bucket in a hash, the sliding log
+// in a sorted set), keys the script did not declare, the sandbox's texts.
+TEST(ScriptDiff, ScriptsAnswerAsRedisServerDoes) {
+  RedisServer redis;
+  NodeProcess node({"--shards", "4"});  // (undeclared keys on other shards: one step)
+  ASSERT_TRUE(node.alive());
+  Client fg(node.port()), rc(redis.port());
+  ASSERT_TRUE(rc.connected()) << "redis-server did not start";
+  const std::string incr_expire =
+      "local c = redis.call('INCR', KEYS[1]) "
+      "if c == 1 then redis.call('EXPIRE', KEYS[1], ARGV[1]) end return c";
+  const std::string bucket =  // tokens and a timestamp in a hash, refilled on each call
+      "local b = redis.call('HMGET', KEYS[1], 'tokens', 'ts') "
+      "local cap, rate, now = tonumber(ARGV[1]), tonumber(ARGV[2]), tonumber(ARGV[3]) "
+      "local tokens = tonumber(b[1]) or cap local ts = tonumber(b[2]) or now "
+      "tokens = math.min(cap, tokens + (now - ts) * rate) local ok = 0 "
+      "if tokens >= 1 then tokens = tokens - 1 ok = 1 end "
+      "redis.call('HSET', KEYS[1], 'tokens', tokens, 'ts', now) "
+      "redis.call('PEXPIRE', KEYS[1], 60000) return {ok, tostring(tokens)}";
+  const std::string log =  // a sliding log: trim, count, add
+      "redis.call('ZREMRANGEBYSCORE', KEYS[1], 0, tonumber(ARGV[1]) - tonumber(ARGV[2])) "
+      "local n = redis.call('ZCARD', KEYS[1]) if n >= tonumber(ARGV[3]) then return 0 end "
+      "local id = redis.call('INCR', KEYS[1] .. ':seq') "
+      "redis.call('ZADD', KEYS[1], ARGV[1], ARGV[1] .. '-' .. id) "
+      "redis.call('PEXPIRE', KEYS[1], ARGV[2]) return 1";
+  const std::vector<std::vector<std::string>> cmds = {
+      {"EVAL", "return 1", "0"},
+      {"EVAL", "return {1, 'a', false, {ok='x'}, 3.9, true, nil, 4}", "0"},
+      {"EVAL", "return {err='bad thing'}", "0"},
+      {"EVAL", "return redis.error_reply('My Error')", "0"},
+      {"EVAL", "return redis.error_reply('oops')", "0"},
+      {"EVAL", "return redis.status_reply('FINE')", "0"},
+      {"EVAL", "return redis.sha1hex('abc')", "0"},
+      {"EVAL", "return cjson.encode({1, 2, 'x'})", "0"},
+      {"EVAL", "return cjson.decode('[1,2,3]')[2]", "0"},
+      {"EVAL", "return bit.bxor(12, 10)", "0"},
+      {"EVAL", "return {KEYS[1], KEYS[2], ARGV[1], #ARGV}", "2", "k{1}", "k{2}", "a", "b"},
+      {"EVAL", incr_expire, "1", "s:hits", "60"},
+      {"EVAL", incr_expire, "1", "s:hits", "60"},
+      {"TTL", "s:hits"},
+      {"EVAL", bucket, "1", "s:bucket", "5", "0.5", "1000"},
+      {"EVAL", bucket, "1", "s:bucket", "5", "0.5", "1000"},
+      {"EVAL", bucket, "1", "s:bucket", "5", "0.5", "1003"},
+      {"HGETALL", "s:bucket"},
+      {"EVAL", log, "1", "s:log", "1000", "500", "2"},
+      {"EVAL", log, "1", "s:log", "1100", "500", "2"},
+      {"EVAL", log, "1", "s:log", "1200", "500", "2"},
+      {"EVAL", log, "1", "s:log", "1700", "500", "2"},
+      {"ZRANGE", "s:log", "0", "-1", "WITHSCORES"},
+      {"GET", "s:log:seq"},
+      {"EVAL", "return redis.call('mget', 'k1', 'nokey', 's:log:seq')", "0"},
+      {"EVAL", "return redis.call('del', 's:hits', 'zz', 's:log:seq')", "0"},
+      {"EVAL", "redis.call('set', KEYS[1], 'v') return redis.call('get', KEYS[1] .. ':x')", "1",
+       "undeclared"},
+      {"SET", "str", "abc"},
+      {"EVAL", "return redis.pcall('incr', 'str')", "0"},
+      {"EVAL", "return redis.call('incr', 'str')", "0"},
+      {"EVAL", "return redis.call('hget', 'str', 'f')", "0"},
+      {"EVAL", "return redis.call('nosuch')", "0"},
+      {"EVAL", "return redis.call('get')", "0"},
+      {"EVAL", "return redis.call()", "0"},
+      {"EVAL", "return redis.call('get', {})", "0"},
+      {"EVAL", "return redis.call('set', 'n', 3.5)", "0"},
+      {"GET", "n"},
+      {"EVAL", "x = 1", "0"},
+      {"EVAL", "return y", "0"},
+      {"EVAL", "error('boom')", "0"},
+      {"EVAL", "return os", "0"},
+      {"EVAL", "return (", "0"},
+      {"EVAL", "return 1", "-1"},
+      {"EVAL", "return 1", "2", "a"},
+      {"EVAL", "return 1", "x"},
+      {"EVAL", "return 1"},
+      {"EVALSHA", "0123456789012345678901234567890123456789", "0"},
+      {"EVALSHA", "short", "0"},
+      {"SCRIPT", "LOAD", "return 'loaded'"},
+      {"EVALSHA", "b534286061d4b9e4026607613b95c06c06015ae8", "0"},
+      {"EVALSHA", "B534286061D4B9E4026607613B95C06C06015AE8", "0"},
+      {"SCRIPT", "EXISTS", "b534286061d4b9e4026607613b95c06c06015ae8",
+       "ffffffffffffffffffffffffffffffffffffffff"},
+      {"SCRIPT", "LOAD", "return ("},
+      {"EVAL_RO", "return redis.call('get', KEYS[1])", "1", "n"},
+      {"EVAL_RO", "return redis.call('set', KEYS[1], 'b')", "1", "n"},
+      {"SCRIPT", "FLUSH"},
+      {"SCRIPT", "EXISTS", "b534286061d4b9e4026607613b95c06c06015ae8"},
+      {"EVALSHA", "b534286061d4b9e4026607613b95c06c06015ae8", "0"},
+      {"SCRIPT", "FLUSH", "bogus"},
+      {"SCRIPT", "LOAD"},
+      {"SCRIPT", "NOPE"},
+      {"MULTI"},
+      {"EVAL", "return redis.call('incr', KEYS[1])", "1", "in-multi"},
+      {"EVAL", "return redis.call('incr', KEYS[1])", "1", "in-multi"},
+      {"EXEC"},
+  };
+  for (const auto& words : cmds) {
+    ASSERT_TRUE(fg.send(encode(words)) && rc.send(encode(words)));
+    const std::string f = read_value(fg), r = read_value(rc);
+    EXPECT_EQ(f, r) << "after " << words[0] << " " << (words.size() > 1 ? words[1] : "");
+  }
+}
+
+// A script past its budget is aborted, whatever it catches, and none of its writes stay;
+// the node goes on serving (redis-server would run it until SCRIPT KILL or SHUTDOWN NOSAVE).
+TEST(Scripts, ARunawayScriptIsAbortedAndItsWritesUndone) {
+  NodeProcess node({"--shards", "4", "--script-time-limit-ms", "20"});
+  ASSERT_TRUE(node.alive());
+  Client c(node.port());
+  auto ask = [&](const std::vector<std::string>& w) {
+    EXPECT_TRUE(c.send(encode(w)));
+    return read_value(c);
+  };
+  EXPECT_EQ(ask({"SET", "r:a", "before"}), "+OK\r\n");
+  const std::string spin =
+      "redis.call('SET', KEYS[1], 'changed') redis.call('INCR', KEYS[2]) "
+      "redis.call('HSET', 'r:undeclared', 'f', 1) "
+      "while true do pcall(function() while true do end end) end";
+  const std::string reply = ask({"EVAL", spin, "2", "r:a", "r:b"});
+  EXPECT_NE(reply.find("ran past its budget of 20 ms"), std::string::npos) << reply;
+  EXPECT_EQ(reply.find("-ERR"), 0u) << reply;
+  EXPECT_EQ(ask({"GET", "r:a"}), "$6\r\nbefore\r\n");
+  EXPECT_EQ(ask({"EXISTS", "r:b", "r:undeclared"}), ":0\r\n");
+  EXPECT_EQ(ask({"EVAL", "return redis.call('INCR', KEYS[1])", "1", "r:b"}), ":1\r\n");
+}
+
+}  // namespace
+}  // namespace fg::testing

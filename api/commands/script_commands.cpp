@@ -1,0 +1,80 @@
+// Lua scripts: EVAL, EVALSHA and their read-only forms go to the request core as data
+// commands (the shard that holds their keys runs them, api/script); SCRIPT answers here.
+#include "errors.hpp"
+#include "handlers.hpp"
+#include "script_engine.hpp"
+#include "words.hpp"
+
+namespace fg {
+
+namespace {
+std::string lower_word(std::string_view w) {
+  std::string out(w);
+  for (char& c : out) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  return out;
+}
+}  // namespace
+
+void cmd_eval(CommandContext& s, Args& a) {
+  if (!s.svc().scripts) return s.local().error(err::unknown_command(a));
+  int64_t numkeys = 0;
+  if (!parse_int(a[2], numkeys)) return s.local().error(err::kNotInteger);
+  if (numkeys > static_cast<int64_t>(a.size()) - 3) {
+    return s.local().error("ERR Number of keys can't be greater than number of args");
+  }
+  if (numkeys < 0) return s.local().error("ERR Number of keys can't be negative");
+  if (iequals(a[0], "evalsha") || iequals(a[0], "evalsha_ro")) {
+    if (a[1].size() != 40) return s.local().error("NOSCRIPT No matching script. Please use EVAL.");
+  }
+  data_request(s, a, DataCmd::kEval);
+}
+
+void cmd_script(CommandContext& s, Args& a) {
+  ScriptEngine* eng = s.svc().scripts;
+  if (!eng) return s.local().error(err::unknown_command(a));
+  RespWriter w = s.local();
+  if (iequals(a[1], "load") && a.size() == 3) {
+    Result<std::string> sha = eng->load(a[2]);
+    if (!sha.ok()) return w.error(sha.error());
+    return w.bulk(*sha);
+  }
+  if (iequals(a[1], "exists") && a.size() >= 3) {
+    w.array(a.size() - 2);
+    for (size_t i = 2; i < a.size(); ++i) w.integer(eng->exists(a[i]) ? 1 : 0);
+    return;
+  }
+  if (iequals(a[1], "flush") && a.size() <= 3) {
+    if (a.size() == 3 && !iequals(a[2], "sync") && !iequals(a[2], "async")) {
+      return w.error("ERR SCRIPT FLUSH only support SYNC|ASYNC option");
+    }
+    eng->flush();
+    return w.ok();
+  }
+  if (iequals(a[1], "kill") && a.size() == 2) {
+    // (a script never outlives its budget: there is never one to kill)
+    return w.error("NOTBUSY No scripts in execution right now.");
+  }
+  if (iequals(a[1], "help") && a.size() == 2) {
+    static constexpr const char* kHelp[] = {
+        "SCRIPT <subcommand> [<arg> [value] [opt] ...]. Subcommands are:",
+        "EXISTS <sha1> [<sha1> ...]",
+        "    Return information about the existence of the scripts in the script cache.",
+        "FLUSH [ASYNC|SYNC]",
+        "    Flush the Lua scripts cache.",
+        "KILL",
+        "    Kill the currently executing Lua script (there never is one: scripts have a budget).",
+        "LOAD <script>",
+        "    Load a script into the scripts cache without executing it.",
+        "HELP",
+        "    Print this help."};
+    w.array(std::size(kHelp));
+    for (const char* line : kHelp) w.simple(line);
+    return;
+  }
+  for (const char* sub : {"load", "exists", "flush", "kill", "help"}) {
+    if (iequals(a[1], sub)) return w.error(err::wrong_arity("script|" + lower_word(a[1])));
+  }
+  w.error(err::unknown_subcommand(a[1], "SCRIPT HELP"));
+}
+
+}  // namespace fg

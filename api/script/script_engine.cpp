@@ -1,0 +1,936 @@
+// The Lua engine: states per shard, the redis.* API, conversions, budgets and undo.
+//
+// Lua is C: its errors are longjmps. The functions Lua calls (redis.call and the rest) keep
+// no C++ object with a destructor alive in their own frame where Lua may raise an error:
+// what they build lives in the run (Run) or in a callee that has returned.
+#include "script_engine.hpp"
+
+extern "C" {
+#include <lauxlib.h>
+#include <lua.h>
+#include <lualib.h>
+int luaopen_cjson(lua_State* L);
+int luaopen_bit(lua_State* L);
+}
+
+#include <openssl/sha.h>
+#include <spdlog/spdlog.h>
+
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <ctime>
+#include <unordered_set>
+
+#include "data_cmd.hpp"
+#include "errors.hpp"
+#include "key_slot.hpp"
+#include "key_table.hpp"
+#include "shard.hpp"
+#include "words.hpp"
+
+namespace fg {
+
+std::string sha1_hex(std::string_view data) {
+  unsigned char md[SHA_DIGEST_LENGTH];
+  SHA1(reinterpret_cast<const unsigned char*>(data.data()), data.size(), md);
+  static constexpr char kHex[] = "0123456789abcdef";
+  std::string out(2 * SHA_DIGEST_LENGTH, '0');
+  for (int i = 0; i < SHA_DIGEST_LENGTH; ++i) {
+    out[2 * i] = kHex[md[i] >> 4];
+    out[2 * i + 1] = kHex[md[i] & 15];
+  }
+  return out;
+}
+
+struct ScriptEngine::State {
+  lua_State* L = nullptr;
+  size_t used = 0;
+  size_t cap = 0;
+  bool out_of_memory = false;  // an allocation was refused during the current run
+  uint64_t generation = 0;
+  uint32_t runs = 0;
+  ~State() {
+    if (L) lua_close(L);
+  }
+};
+
+namespace {
+
+constexpr int kHookEvery = 1000;  // instructions between budget checks
+constexpr int kMaxReplyDepth = 200;
+
+int64_t mono_ns() {
+  timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return int64_t{ts.tv_sec} * 1'000'000'000 + ts.tv_nsec;
+}
+
+std::string lower(std::string_view s) {
+  std::string out(s);
+  for (char& c : out) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  return out;
+}
+
+// A script's run: what redis.call needs, and what undoes its writes if it is aborted.
+struct Run {
+  ScriptEngine::State* state = nullptr;
+  const Step* step = nullptr;
+  int64_t now_ns = 0;
+  size_t shards = 1;
+  bool cluster = false;
+  bool read_only = false;
+  int slot = -1;  // cluster: the slot the script's keys are in, once known
+  int64_t deadline_ns = 0;
+  bool over_budget = false;
+  ScriptEngine::Arity arity = nullptr;
+  // The command redis.call is running: its words, and its reply.
+  std::vector<std::string> strs;
+  std::vector<std::string_view> words;
+  std::vector<std::string_view> part;
+  DataReply reply;
+  DataReply part_reply;
+  // Keys as they were before the script first changed them.
+  struct Saved {
+    Shard* shard;
+    std::string key;
+    bool had;
+    EntrySnapshot before;
+  };
+  std::vector<Saved> saved;
+  std::unordered_set<std::string> saved_keys;
+};
+
+thread_local Run* t_run = nullptr;
+
+void* lua_alloc(void* ud, void* ptr, size_t osize, size_t nsize) {
+  auto* st = static_cast<ScriptEngine::State*>(ud);
+  if (nsize == 0) {
+    st->used -= osize;
+    std::free(ptr);
+    return nullptr;
+  }
+  if (nsize > osize && st->used + (nsize - osize) > st->cap) {
+    st->out_of_memory = true;
+    return nullptr;
+  }
+  void* p = std::realloc(ptr, nsize);
+  if (!p) return nullptr;
+  st->used = st->used - osize + nsize;
+  return p;
+}
+
+// Redis's error table: {err = "CODE message"} ("ERR" when the text has no code of its own).
+void push_error_table(lua_State* L, std::string_view text) {
+  while (!text.empty() && (text.back() == '\r' || text.back() == '\n')) text.remove_suffix(1);
+  lua_newtable(L);
+  lua_pushstring(L, "err");
+  if (!text.empty() && text[0] == '-') {
+    text.remove_prefix(1);
+    if (text.find(' ') == std::string_view::npos) {
+      lua_pushstring(L, "ERR ");
+      lua_pushlstring(L, text.data(), text.size());
+      lua_concat(L, 2);
+    } else {
+      lua_pushlstring(L, text.data(), text.size());
+    }
+  } else {
+    lua_pushstring(L, "ERR ");
+    lua_pushlstring(L, text.data(), text.size());
+    lua_concat(L, 2);
+  }
+  lua_settable(L, -3);
+}
+
+// A reply as Lua sees it (the RESP2 rules): integers as numbers, bulk strings as strings,
+// nil as false, status as {ok=...}, errors as {err=...}, arrays (and maps, flat) as tables.
+size_t push_reply(lua_State* L, const DataReply& r, size_t i) {
+  using T = ReplyItem::Type;
+  if (i >= r.items.size()) {
+    lua_pushboolean(L, 0);
+    return i;
+  }
+  const ReplyItem& it = r.items[i];
+  switch (it.type) {
+    case T::kInt:
+      lua_pushnumber(L, static_cast<lua_Number>(it.n));
+      return i + 1;
+    case T::kBulk:
+    case T::kDouble:
+      lua_pushlstring(L, it.s.data(), it.s.size());
+      return i + 1;
+    case T::kNull:
+    case T::kNullArray:
+      lua_pushboolean(L, 0);
+      return i + 1;
+    case T::kStatus:
+      lua_newtable(L);
+      lua_pushstring(L, "ok");
+      lua_pushlstring(L, it.s.data(), it.s.size());
+      lua_settable(L, -3);
+      return i + 1;
+    case T::kError:
+      lua_newtable(L);
+      lua_pushstring(L, "err");
+      lua_pushlstring(L, it.s.data(), it.s.size());
+      lua_settable(L, -3);
+      return i + 1;
+    case T::kArray:
+    case T::kMap: {
+      const int64_t n = it.type == T::kMap ? 2 * it.n : it.n;
+      lua_checkstack(L, 4);
+      lua_newtable(L);
+      size_t j = i + 1;
+      for (int64_t k = 1; k <= n; ++k) {
+        j = push_reply(L, r, j);
+        lua_rawseti(L, -2, static_cast<int>(k));
+      }
+      return j;
+    }
+  }
+  return i + 1;
+}
+
+// The value at the top of the stack as a reply (Redis's rules for a RESP2 script): strings
+// bulk, numbers truncated to integers, true 1 and false nil, {err=} an error, {ok=} a
+// status, {double=} a double, other tables arrays up to their first nil.
+void to_reply(lua_State* L, DataReply& out, int depth) {
+  if (depth > kMaxReplyDepth || !lua_checkstack(L, 4)) {
+    out.error("ERR reached lua stack limit");
+    return;
+  }
+  switch (lua_type(L, -1)) {
+    case LUA_TSTRING: {
+      size_t n;
+      const char* s = lua_tolstring(L, -1, &n);
+      out.bulk(std::string_view(s, n));
+      return;
+    }
+    case LUA_TBOOLEAN:
+      if (lua_toboolean(L, -1)) {
+        out.integer(1);
+      } else {
+        out.null();
+      }
+      return;
+    case LUA_TNUMBER:
+      out.integer(static_cast<int64_t>(lua_tonumber(L, -1)));
+      return;
+    case LUA_TTABLE: {
+      lua_pushstring(L, "err");
+      lua_rawget(L, -2);
+      if (lua_type(L, -1) == LUA_TSTRING) {
+        size_t n;
+        const char* s = lua_tolstring(L, -1, &n);
+        std::string_view text(s, n);
+        if (!text.empty() && text[0] == '-') text.remove_prefix(1);
+        out.error(text);
+        lua_pop(L, 1);
+        return;
+      }
+      lua_pop(L, 1);
+      lua_pushstring(L, "ok");
+      lua_rawget(L, -2);
+      if (lua_type(L, -1) == LUA_TSTRING) {
+        std::string ok(lua_tostring(L, -1));
+        for (char& c : ok)
+          if (c == '\r' || c == '\n') c = ' ';
+        out.status(ok);
+        lua_pop(L, 1);
+        return;
+      }
+      lua_pop(L, 1);
+      lua_pushstring(L, "double");
+      lua_rawget(L, -2);
+      if (lua_type(L, -1) == LUA_TNUMBER) {
+        out.dbl(lua_tonumber(L, -1));
+        lua_pop(L, 1);
+        return;
+      }
+      lua_pop(L, 1);
+      const size_t header = out.items.size();
+      out.array(0);
+      int64_t n = 0;
+      for (int j = 1;; ++j) {
+        lua_rawgeti(L, -1, j);
+        if (lua_isnil(L, -1)) {
+          lua_pop(L, 1);
+          break;
+        }
+        to_reply(L, out, depth + 1);
+        lua_pop(L, 1);
+        ++n;
+      }
+      out.items[header].n = n;
+      return;
+    }
+    default:
+      out.null();
+      return;
+  }
+}
+
+// --- the commands a script runs -------------------------------------------------------
+
+const std::unordered_map<std::string, DataCmd>& script_commands() {
+  static const auto* m = [] {
+    auto* out = new std::unordered_map<std::string, DataCmd>();
+    for (uint8_t c = 1; c <= kLastDataCmd; ++c) {
+      const auto cmd = static_cast<DataCmd>(c);
+      switch (cmd) {  // not from a script: transactions, scripts, the whole keyspace
+        case DataCmd::kWatch:
+        case DataCmd::kUnwatch:
+        case DataCmd::kWatchCheck:
+        case DataCmd::kEval:
+        case DataCmd::kScan:
+        case DataCmd::kFlushAll:
+        case DataCmd::kFlushDb:
+          continue;
+        default:
+          out->emplace(data_cmd_info(cmd).name, cmd);
+      }
+    }
+    return out;
+  }();
+  return *m;
+}
+
+void status_error(OpStatus st, DataReply& out) {
+  out.clear();
+  out.error(st == OpStatus::kWrongType ? err::kWrongType : err::kKeyLimit);
+}
+
+// Runs one data op on `shard` for the script.
+void run_part(Run& r, Shard& shard, DataCmd c, std::string_view key, uint32_t slot,
+              const std::vector<std::string_view>& words, DataReply& reply, bool every_slot) {
+  ShardOp o;
+  o.code = OpCode::kData;
+  o.data = c;
+  o.key = key;
+  o.hash = key.empty() ? 0 : KeyTable::hash(key);
+  o.slot = static_cast<uint16_t>(slot);
+  o.args = &words;
+  o.reply = &reply;
+  o.every_slot = every_slot;
+  shard.script_call(o, r.now_ns);
+  if (o.status != OpStatus::kOk) status_error(o.status, reply);
+}
+
+// What redis.call runs: r.words in, r.reply out. Only C++ here, no Lua.
+void call_command(Run& r) {
+  DataReply& out = r.reply;
+  out.clear();
+  const std::string name = lower(r.words[0]);
+  const auto argc = static_cast<int>(r.words.size());
+  if (name == "time" || name == "ping") {  // what limiter scripts ask of the server
+    const int ar = name == "time" ? 1 : -1;
+    if ((ar > 0 && argc != ar) || argc > 2) {
+      return out.error("ERR Wrong number of args calling Redis command from script");
+    }
+    if (name == "ping") return argc == 2 ? out.bulk(r.words[1]) : out.status("PONG");
+    out.array(2);
+    out.bulk(std::to_string(r.now_ns / 1'000'000'000));
+    out.bulk(std::to_string(r.now_ns % 1'000'000'000 / 1000));
+    return;
+  }
+  const int ar = r.arity ? r.arity(name) : 0;
+  const auto& cmds = script_commands();
+  const auto it = cmds.find(name);
+  if (ar == 0) return out.error("ERR Unknown Redis command called from script");
+  if ((ar > 0 && argc != ar) || argc < -ar) {
+    return out.error("ERR Wrong number of args calling Redis command from script");
+  }
+  if (it == cmds.end()) return out.error("ERR This Redis command is not allowed from script");
+  const DataCmd c = it->second;
+  const DataCmdInfo& info = data_cmd_info(c);
+  if (r.read_only && info.writes) {
+    return out.error("ERR Write commands are not allowed from read-only scripts.");
+  }
+  const Step& step = *r.step;
+  if (info.every_shard) {  // KEYS: every shard the script holds
+    size_t found = 0;
+    std::vector<ReplyItem> keys;
+    for (uint64_t m = step.mask; m; m &= m - 1) {
+      r.part_reply.clear();
+      run_part(r, *step.shards[__builtin_ctzll(m)], c, {}, 0, r.words, r.part_reply, true);
+      if (r.part_reply.is_error()) {
+        out = r.part_reply;
+        return;
+      }
+      for (size_t i = 1; i < r.part_reply.items.size(); ++i) {
+        keys.push_back(std::move(r.part_reply.items[i]));
+        ++found;
+      }
+    }
+    out.array(static_cast<int64_t>(found));
+    for (auto& k : keys) out.items.push_back(std::move(k));
+    return;
+  }
+  // Its keys: where they are, whether the script may touch them, what to undo.
+  const size_t last = info.merge == Merge::kNone ? 2 : r.words.size();
+  for (size_t j = 1; j < last; j += info.step) {
+    const std::string_view key = r.words[j];
+    if (key.size() > kMaxKeyLen) return out.error(err::kKeyTooLong);
+    const uint32_t slot = key_slot(key);
+    const size_t shard = r.shards == 1 ? 0 : slot % r.shards;
+    if (!(step.mask >> shard & 1) || !step.shards[shard]->owns(slot)) {
+      return out.error("ERR Script attempted to access a non local key in a cluster node");
+    }
+    if (r.cluster) {
+      if (r.slot < 0) {
+        r.slot = static_cast<int>(slot);
+      } else if (static_cast<uint32_t>(r.slot) != slot) {
+        return out.error("ERR Script attempted to access keys that do not hash to the same slot");
+      }
+    }
+  }
+  for (size_t j = 1; j < last && info.writes; j += info.step) {
+    const std::string_view key = r.words[j];
+    if (!r.saved_keys.emplace(key).second) continue;
+    const uint32_t slot = key_slot(key);
+    Shard* s = step.shards[r.shards == 1 ? 0 : slot % r.shards];
+    Run::Saved& saved = r.saved.emplace_back();
+    saved.shard = s;
+    saved.key.assign(key);
+    saved.had = s->save_key(key, r.now_ns, saved.before);
+  }
+  auto shard_of = [&](std::string_view key) -> Shard& {
+    const uint32_t slot = key_slot(key);
+    return *step.shards[r.shards == 1 ? 0 : slot % r.shards];
+  };
+  if (info.merge == Merge::kNone) {
+    return run_part(r, shard_of(r.words[1]), c, r.words[1], key_slot(r.words[1]), r.words, out,
+                    false);
+  }
+  // Several keys: one part per key, the parts' replies added up, lined up or agreed on (the
+  // request core's rule for the same commands).
+  int64_t sum = 0;
+  std::vector<ReplyItem> items;
+  for (size_t j = 1; j < r.words.size(); j += info.step) {
+    r.part.assign({r.words[0], r.words[j]});
+    if (info.step == 2) r.part.push_back(r.words[j + 1]);
+    r.part_reply.clear();
+    run_part(r, shard_of(r.words[j]), c, r.words[j], key_slot(r.words[j]), r.part, r.part_reply,
+             false);
+    if (r.part_reply.is_error()) {
+      out = r.part_reply;
+      return;
+    }
+    if (!r.part_reply.items.empty()) sum += r.part_reply.items[0].n;
+    for (size_t i = 1; i < r.part_reply.items.size(); ++i)
+      items.push_back(std::move(r.part_reply.items[i]));
+  }
+  switch (info.merge) {
+    case Merge::kSum:
+      return out.integer(sum);
+    case Merge::kConcat:
+      out.array(static_cast<int64_t>(items.size()));
+      for (auto& i : items) out.items.push_back(std::move(i));
+      return;
+    default:
+      return out.ok();
+  }
+}
+
+// --- the redis.* API ------------------------------------------------------------------
+
+// Gathers the call's arguments into the run; false if one is neither string nor number.
+bool gather_args(lua_State* L, Run& r, int argc) {
+  r.strs.resize(static_cast<size_t>(argc));
+  r.words.clear();
+  for (int j = 1; j <= argc; ++j) {
+    std::string& s = r.strs[static_cast<size_t>(j - 1)];
+    if (lua_type(L, j) == LUA_TNUMBER) {
+      char buf[64];  // (not lua_tostring: Redis writes numbers with all their digits)
+      const int n =
+          std::snprintf(buf, sizeof buf, "%.17g", static_cast<double>(lua_tonumber(L, j)));
+      s.assign(buf, static_cast<size_t>(n));
+    } else if (lua_type(L, j) == LUA_TSTRING) {
+      size_t n;
+      const char* p = lua_tolstring(L, j, &n);
+      s.assign(p, n);
+    } else {
+      return false;
+    }
+  }
+  for (const std::string& s : r.strs) r.words.emplace_back(s);
+  return true;
+}
+
+int generic_call(lua_State* L, bool raise) {
+  Run* r = t_run;
+  if (!r) {
+    push_error_table(L, "redis.call/pcall can only be called inside a script invocation");
+    return lua_error(L);
+  }
+  if (r->over_budget) return luaL_error(L, "script ran past its budget");
+  const int argc = lua_gettop(L);
+  if (argc == 0) {
+    push_error_table(L, "Please specify at least one argument for this redis lib call");
+    return raise ? lua_error(L) : 1;
+  }
+  const bool ok = gather_args(L, *r, argc);
+  lua_pop(L, argc);
+  if (!ok) {
+    push_error_table(L, "Lua redis lib command arguments must be strings or integers");
+    return raise ? lua_error(L) : 1;
+  }
+  call_command(*r);
+  push_reply(L, r->reply, 0);
+  if (raise && r->reply.is_error()) return lua_error(L);
+  return 1;
+}
+
+int redis_call(lua_State* L) { return generic_call(L, true); }
+int redis_pcall(lua_State* L) { return generic_call(L, false); }
+
+int redis_sha1hex(lua_State* L) {
+  if (lua_gettop(L) != 1) {
+    push_error_table(L, "wrong number of arguments");
+    return lua_error(L);
+  }
+  size_t n = 0;
+  const char* s = lua_tolstring(L, 1, &n);
+  char hex[41];
+  {
+    const std::string h = sha1_hex(std::string_view(s ? s : "", s ? n : 0));
+    std::memcpy(hex, h.data(), 40);
+  }
+  lua_pushlstring(L, hex, 40);
+  return 1;
+}
+
+int redis_error_reply(lua_State* L) {
+  if (lua_gettop(L) != 1 || lua_type(L, -1) != LUA_TSTRING) {
+    push_error_table(L, "wrong number or type of arguments");
+    return 1;
+  }
+  const char* e = lua_tostring(L, -1);
+  if (e[0] == '-') {
+    push_error_table(L, e);
+  } else {
+    lua_pushstring(L, "-");
+    lua_pushvalue(L, 1);
+    lua_concat(L, 2);
+    push_error_table(L, lua_tostring(L, -1));
+  }
+  return 1;
+}
+
+int redis_status_reply(lua_State* L) {
+  if (lua_gettop(L) != 1 || lua_type(L, -1) != LUA_TSTRING) {
+    push_error_table(L, "wrong number or type of arguments");
+    return 1;
+  }
+  lua_newtable(L);
+  lua_pushstring(L, "ok");
+  lua_pushvalue(L, -3);
+  lua_settable(L, -3);
+  return 1;
+}
+
+int redis_log(lua_State* L) {
+  const int argc = lua_gettop(L);
+  if (argc < 2) {
+    push_error_table(L, "redis.log() requires two arguments or more.");
+    return lua_error(L);
+  }
+  if (!lua_isnumber(L, 1)) {
+    push_error_table(L, "First argument must be a number (log level).");
+    return lua_error(L);
+  }
+  const int level = static_cast<int>(lua_tonumber(L, 1));
+  if (level < 0 || level > 3) {
+    push_error_table(L, "Invalid debug level.");
+    return lua_error(L);
+  }
+  lua_pushstring(L, "");
+  for (int j = 2; j <= argc; ++j) {
+    if (!lua_isstring(L, j)) continue;
+    if (j != 2) lua_pushstring(L, " ");
+    lua_pushvalue(L, j);
+  }
+  lua_concat(L, lua_gettop(L) - argc);
+  const char* msg = lua_tostring(L, -1);
+  static constexpr spdlog::level::level_enum kLevels[] = {
+      spdlog::level::debug, spdlog::level::debug, spdlog::level::info, spdlog::level::warn};
+  spdlog::log(kLevels[level], "script: {}", msg);
+  return 0;
+}
+
+int redis_setresp(lua_State* L) {
+  if (lua_gettop(L) != 1) {
+    push_error_table(L, "redis.setresp() requires one argument.");
+    return lua_error(L);
+  }
+  const int resp = static_cast<int>(lua_tonumber(L, 1));
+  if (resp != 2 && resp != 3) {
+    push_error_table(L, "RESP version must be 2 or 3.");
+    return lua_error(L);
+  }
+  if (resp == 3) {
+    push_error_table(L,
+                     "RESP3 replies inside scripts are not supported; scripts see RESP2 replies");
+    return lua_error(L);
+  }
+  return 0;
+}
+
+int redis_set_repl(lua_State* L) {  // effects are what replicates, always: nothing to choose
+  if (lua_gettop(L) != 1) {
+    push_error_table(L, "redis.set_repl() requires two arguments.");
+    return lua_error(L);
+  }
+  const int flags = static_cast<int>(lua_tonumber(L, 1));
+  if (flags & ~3) {
+    push_error_table(
+        L, "Invalid replication flags. Use REPL_AOF, REPL_REPLICA, REPL_ALL or REPL_NONE.");
+    return lua_error(L);
+  }
+  return 0;
+}
+
+int redis_replicate_commands(lua_State* L) {
+  lua_pushboolean(L, 1);
+  return 1;
+}
+
+// Globals are read-only, and reading one that does not exist is an error (Redis's texts).
+int global_read(lua_State* L) {
+  return luaL_error(L, "Script attempted to access nonexistent global variable '%s'",
+                    lua_tostring(L, 2));
+}
+int global_write(lua_State* L) { return luaL_error(L, "Attempt to modify a readonly table"); }
+
+// The pcall message handler: where the error happened, as Redis reports it.
+int error_handler(lua_State* L) {
+  lua_Debug ar;
+  bool where = lua_getstack(L, 1, &ar) && lua_getinfo(L, "nSl", &ar);
+  if (where && std::strcmp(ar.what, "C") == 0) {
+    where = lua_getstack(L, 2, &ar) && lua_getinfo(L, "nSl", &ar);
+  }
+  if (!lua_istable(L, 1)) {
+    lua_newtable(L);
+    lua_pushstring(L, "err");
+    lua_pushstring(L, "ERR ");
+    if (lua_isstring(L, 1)) {
+      lua_pushvalue(L, 1);
+    } else if (lua_isnil(L, 1)) {
+      lua_pushstring(L, "nil");
+    } else if (lua_isboolean(L, 1)) {
+      lua_pushstring(L, lua_toboolean(L, 1) ? "true" : "false");
+    } else {
+      lua_pushstring(L, luaL_typename(L, 1));
+    }
+    lua_concat(L, 2);
+    lua_settable(L, -3);
+    lua_replace(L, 1);
+  }
+  if (where) {
+    lua_pushstring(L, "source");
+    lua_pushstring(L, ar.source);
+    lua_settable(L, 1);
+    lua_pushstring(L, "line");
+    lua_pushnumber(L, ar.currentline);
+    lua_settable(L, 1);
+  }
+  lua_settop(L, 1);
+  return 1;
+}
+
+void hook(lua_State* L, lua_Debug*) {
+  Run* r = t_run;
+  if (!r) return;
+  if (!r->over_budget && mono_ns() < r->deadline_ns) return;
+  r->over_budget = true;
+  lua_sethook(L, hook, LUA_MASKCOUNT, 1);  // and at every instruction after: no pcall escapes
+  luaL_error(L, "script ran past its budget");
+}
+
+void open_lib(lua_State* L, const char* name, lua_CFunction f) {
+  lua_pushcfunction(L, f);
+  lua_pushstring(L, name);
+  lua_call(L, 1, 0);
+}
+
+void set_fn(lua_State* L, const char* name, lua_CFunction f) {
+  lua_pushstring(L, name);
+  lua_pushcfunction(L, f);
+  lua_settable(L, -3);
+}
+
+void set_num(lua_State* L, const char* name, double v) {
+  lua_pushstring(L, name);
+  lua_pushnumber(L, v);
+  lua_settable(L, -3);
+}
+
+std::unique_ptr<ScriptEngine::State> new_state(size_t cap) {
+  auto st = std::make_unique<ScriptEngine::State>();
+  st->cap = cap;
+  lua_State* L = lua_newstate(lua_alloc, st.get());
+  if (!L) return nullptr;
+  st->L = L;
+  open_lib(L, "", luaopen_base);
+  open_lib(L, LUA_TABLIBNAME, luaopen_table);
+  open_lib(L, LUA_STRLIBNAME, luaopen_string);
+  open_lib(L, LUA_MATHLIBNAME, luaopen_math);
+  lua_pushcfunction(L, luaopen_cjson);  // (returns its table; no global of its own)
+  lua_call(L, 0, 1);
+  lua_setglobal(L, "cjson");
+  open_lib(L, "bit", luaopen_bit);
+  // The sandbox: nothing that reads files, loads code from strings (or bytecode) or prints.
+  for (const char* name : {"dofile", "loadfile", "loadstring", "load", "print", "require", "module",
+                           "package", "os", "io", "debug"}) {
+    lua_pushnil(L);
+    lua_setglobal(L, name);
+  }
+  lua_newtable(L);
+  set_fn(L, "call", redis_call);
+  set_fn(L, "pcall", redis_pcall);
+  set_fn(L, "sha1hex", redis_sha1hex);
+  set_fn(L, "error_reply", redis_error_reply);
+  set_fn(L, "status_reply", redis_status_reply);
+  set_fn(L, "log", redis_log);
+  set_fn(L, "setresp", redis_setresp);
+  set_fn(L, "set_repl", redis_set_repl);
+  set_fn(L, "replicate_commands", redis_replicate_commands);
+  set_num(L, "LOG_DEBUG", 0);
+  set_num(L, "LOG_VERBOSE", 1);
+  set_num(L, "LOG_NOTICE", 2);
+  set_num(L, "LOG_WARNING", 3);
+  set_num(L, "REPL_NONE", 0);
+  set_num(L, "REPL_AOF", 1);
+  set_num(L, "REPL_SLAVE", 2);
+  set_num(L, "REPL_REPLICA", 2);
+  set_num(L, "REPL_ALL", 3);
+  lua_setglobal(L, "redis");
+  lua_pushcfunction(L, error_handler);
+  lua_setfield(L, LUA_REGISTRYINDEX, "fg_error_handler");
+  // Lock the globals (KEYS and ARGV are set with rawset).
+  lua_pushvalue(L, LUA_GLOBALSINDEX);
+  lua_newtable(L);
+  lua_pushcfunction(L, global_read);
+  lua_setfield(L, -2, "__index");
+  lua_pushcfunction(L, global_write);
+  lua_setfield(L, -2, "__newindex");
+  lua_setmetatable(L, -2);
+  lua_pop(L, 1);
+  return st;
+}
+
+// KEYS or ARGV: words [from, to) as a table of strings.
+void set_array(lua_State* L, const char* name, const std::vector<std::string_view>& a, size_t from,
+               size_t to) {
+  lua_pushvalue(L, LUA_GLOBALSINDEX);
+  lua_pushstring(L, name);
+  lua_createtable(L, static_cast<int>(to - from), 0);
+  for (size_t j = from; j < to; ++j) {
+    lua_pushlstring(L, a[j].data(), a[j].size());
+    lua_rawseti(L, -2, static_cast<int>(j - from + 1));
+  }
+  lua_rawset(L, -3);
+  lua_pop(L, 1);
+}
+
+// The error a failed run answers, from the handler's table (Redis's format: the message,
+// then which script and where).
+void error_reply(lua_State* L, const std::string& sha, DataReply& out) {
+  std::string msg = "ERR execution failure";
+  if (lua_istable(L, -1)) {
+    lua_getfield(L, -1, "err");
+    if (lua_isstring(L, -1)) msg = lua_tostring(L, -1);
+    lua_pop(L, 1);
+    if (!msg.empty() && msg[0] == '-') msg.erase(0, 1);
+    lua_getfield(L, -1, "source");
+    lua_getfield(L, -2, "line");
+    if (lua_isstring(L, -2) && lua_isnumber(L, -1)) {
+      msg += " script: " + sha + ", on " + lua_tostring(L, -2) + ":" +
+             std::to_string(static_cast<int64_t>(lua_tonumber(L, -1))) + ".";
+    }
+    lua_pop(L, 2);
+  } else if (lua_isstring(L, -1)) {
+    msg = std::string("ERR Error running script ") + sha + ", " + lua_tostring(L, -1);
+  }
+  out.clear();
+  out.error(msg);
+}
+
+}  // namespace
+
+ScriptEngine::ScriptEngine(size_t shards, bool cluster, ScriptLimits limits, Arity arity)
+    : shards_(shards), cluster_(cluster), limits_(limits), arity_(arity) {
+  states_.resize(shards);
+}
+
+ScriptEngine::~ScriptEngine() = default;
+
+bool ScriptEngine::body_of(const std::string& sha, std::string& out) const {
+  std::lock_guard<std::mutex> lock(mu_);
+  auto it = cache_.find(sha);
+  if (it == cache_.end()) return false;
+  out = it->second;
+  return true;
+}
+
+bool ScriptEngine::remember(const std::string& sha, std::string_view body) {
+  std::lock_guard<std::mutex> lock(mu_);
+  if (cache_.count(sha)) return true;
+  if (cache_.size() >= limits_.max_scripts || cache_bytes_ + body.size() > limits_.max_cache_bytes)
+    return false;
+  cache_.emplace(sha, std::string(body));
+  cache_bytes_ += body.size();
+  return true;
+}
+
+bool ScriptEngine::exists(std::string_view sha) const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return cache_.count(lower(sha)) > 0;
+}
+
+void ScriptEngine::flush() {
+  std::lock_guard<std::mutex> lock(mu_);
+  cache_.clear();
+  cache_bytes_ = 0;
+  generation_.fetch_add(1, std::memory_order_relaxed);
+}
+
+size_t ScriptEngine::scripts() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return cache_.size();
+}
+
+size_t ScriptEngine::cache_bytes() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return cache_bytes_;
+}
+
+Result<std::string> ScriptEngine::load(std::string_view body) {
+  const std::string sha = sha1_hex(body);
+  std::lock_guard<std::mutex> lock(mu_);
+  if (cache_.count(sha)) return sha;
+  if (!loader_) loader_ = new_state(limits_.memory_bytes);
+  if (!loader_) return Error{"ERR could not start a Lua state"};
+  lua_State* L = loader_->L;
+  if (luaL_loadbuffer(L, body.data(), body.size(), "@user_script")) {
+    std::string e = std::string("ERR Error compiling script (new function): ") +
+                    (lua_isstring(L, -1) ? lua_tostring(L, -1) : "?");
+    lua_pop(L, 1);
+    return Error{std::move(e)};
+  }
+  lua_pop(L, 1);
+  lua_gc(L, LUA_GCCOLLECT, 0);
+  if (cache_.size() >= limits_.max_scripts || cache_bytes_ + body.size() > limits_.max_cache_bytes)
+    return Error{"ERR the script cache is full (script-cache-max-scripts, script-cache-max-bytes)"};
+  cache_.emplace(sha, std::string(body));
+  cache_bytes_ += body.size();
+  return sha;
+}
+
+void ScriptEngine::run(ShardOp& op, const Step& step, int64_t now_ns) {
+  counters_.runs.fetch_add(1, std::memory_order_relaxed);
+  const auto& a = *op.args;
+  DataReply& out = *op.reply;
+  out.clear();
+  const std::string name = lower(a[0]);
+  const bool by_sha = name.rfind("evalsha", 0) == 0;
+  const bool read_only = name.size() > 3 && name.compare(name.size() - 3, 3, "_ro") == 0;
+  int64_t numkeys = 0;
+  if (a.size() < 3 || !parse_int(a[2], numkeys)) return out.error(err::kNotInteger);
+  if (numkeys > static_cast<int64_t>(a.size()) - 3) {
+    return out.error("ERR Number of keys can't be greater than number of args");
+  }
+  if (numkeys < 0) return out.error("ERR Number of keys can't be negative");
+
+  const size_t home = static_cast<size_t>(__builtin_ctzll(step.mask));
+  std::unique_ptr<State>& slot = states_[home];
+  const uint64_t gen = generation_.load(std::memory_order_relaxed);
+  if (!slot || slot->generation != gen) {  // (new, or SCRIPT FLUSH since)
+    slot = new_state(limits_.memory_bytes);
+    if (!slot) return out.error("ERR could not start a Lua state");
+    slot->generation = gen;
+  }
+  State& st = *slot;
+  lua_State* L = st.L;
+  const std::string sha = by_sha ? lower(a[1]) : sha1_hex(a[1]);
+  const std::string fname = "f_" + sha;
+
+  lua_getfield(L, LUA_REGISTRYINDEX, "fg_error_handler");
+  lua_getfield(L, LUA_REGISTRYINDEX, fname.c_str());
+  if (lua_isnil(L, -1)) {
+    lua_pop(L, 1);
+    std::string body;
+    if (by_sha) {
+      if (sha.size() != 40 || !body_of(sha, body)) {
+        lua_pop(L, 1);
+        counters_.errors.fetch_add(1, std::memory_order_relaxed);
+        return out.error("NOSCRIPT No matching script. Please use EVAL.");
+      }
+    } else {
+      body.assign(a[1]);
+    }
+    st.out_of_memory = false;
+    if (luaL_loadbuffer(L, body.data(), body.size(), "@user_script")) {
+      const std::string e = std::string("ERR Error compiling script (new function): ") +
+                            (lua_isstring(L, -1) ? lua_tostring(L, -1) : "?");
+      lua_pop(L, 2);
+      counters_.errors.fetch_add(1, std::memory_order_relaxed);
+      return out.error(e);
+    }
+    lua_pushvalue(L, -1);
+    lua_setfield(L, LUA_REGISTRYINDEX, fname.c_str());
+    if (!by_sha && !remember(sha, body)) {
+      spdlog::warn("script cache full: script {} runs but is not kept", sha);
+    }
+  }
+  const size_t keys_end = 3 + static_cast<size_t>(numkeys);
+  set_array(L, "KEYS", a, 3, keys_end);
+  set_array(L, "ARGV", a, keys_end, a.size());
+
+  Run r;
+  r.state = &st;
+  r.step = &step;
+  r.now_ns = now_ns;
+  r.shards = shards_;
+  r.cluster = cluster_;
+  r.read_only = read_only;
+  r.arity = arity_;
+  if (cluster_ && numkeys > 0) r.slot = static_cast<int>(key_slot(a[3]));
+  r.deadline_ns = mono_ns() + limits_.budget_ms * 1'000'000;
+  st.out_of_memory = false;
+  t_run = &r;
+  lua_sethook(L, hook, LUA_MASKCOUNT, kHookEvery);
+  const int rc = lua_pcall(L, 0, 1, -2);
+  lua_sethook(L, nullptr, 0, 0);
+  t_run = nullptr;
+
+  if (rc != 0 && (r.over_budget || st.out_of_memory)) {
+    // Aborted: none of its writes stay (a limiter must not keep half a decision).
+    for (auto it = r.saved.rbegin(); it != r.saved.rend(); ++it)
+      it->shard->restore_key(it->key, it->had ? &it->before : nullptr);
+    out.clear();
+    if (r.over_budget) {
+      counters_.over_budget.fetch_add(1, std::memory_order_relaxed);
+      out.error("ERR script " + sha + " ran past its budget of " +
+                std::to_string(limits_.budget_ms) +
+                " ms (script-time-limit) and was aborted; its writes were undone");
+    } else {
+      out.error("ERR script " + sha + " ran out of memory (script-memory-limit) and was aborted; " +
+                "its writes were undone");
+    }
+    counters_.errors.fetch_add(1, std::memory_order_relaxed);
+  } else if (rc != 0) {
+    error_reply(L, sha, out);
+    counters_.errors.fetch_add(1, std::memory_order_relaxed);
+  } else {
+    to_reply(L, out, 0);
+    if (out.is_error()) counters_.errors.fetch_add(1, std::memory_order_relaxed);
+  }
+  lua_settop(L, 0);
+  if (++st.runs % 50 == 0) lua_gc(L, LUA_GCSTEP, 50);
+  if (st.out_of_memory) {  // a state that hit its cap starts afresh
+    lua_gc(L, LUA_GCCOLLECT, 0);
+  }
+}
+
+}  // namespace fg

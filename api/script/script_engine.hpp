@@ -1,0 +1,78 @@
+// Lua scripts (EVAL, EVALSHA, their _RO forms, SCRIPT LOAD|EXISTS|FLUSH) with Redis's
+// semantics: Lua 5.1, KEYS and ARGV, redis.call and the rest of the redis.* API, Redis's
+// conversions between Lua values and replies, cjson and bit, and a sandbox. A script runs
+// on the shards that hold its keys, atomically: the shards it may touch are held by the
+// running thread for the whole run (ShardHost), and its commands run on them directly.
+// What replicas get is what the commands changed, never the script.
+#pragma once
+#include <cstdint>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <string_view>
+#include <unordered_map>
+#include <vector>
+
+#include "result.hpp"
+#include "script_host.hpp"
+
+namespace fg {
+
+struct ScriptLimits {
+  int64_t budget_ms = 5;               // a run longer than this is aborted and undone
+  size_t memory_bytes = 64u << 20;     // each Lua state's heap
+  size_t max_scripts = 10000;          // the script cache: how many scripts
+  size_t max_cache_bytes = 64u << 20;  // ... and their bodies' bytes
+};
+
+struct ScriptCounters {
+  std::atomic<uint64_t> runs{0};
+  std::atomic<uint64_t> errors{0};       // runs answered with an error
+  std::atomic<uint64_t> over_budget{0};  // runs aborted past their budget (and undone)
+};
+
+class ScriptEngine : public ScriptHost {
+ public:
+  // `arity`: a command's arity as the command table has it (Redis's convention), 0 for a
+  // command the node does not know. `shards`: the pool's shard count. `cluster`: keys
+  // outside the script's slot are refused as Redis Cluster refuses them.
+  using Arity = int (*)(std::string_view name);
+  ScriptEngine(size_t shards, bool cluster, ScriptLimits limits, Arity arity);
+  ~ScriptEngine() override;
+
+  void run(ShardOp& op, const Step& step, int64_t now_ns) override;
+
+  // SCRIPT LOAD: the script's SHA1, once it compiles; else Redis's compile error text.
+  Result<std::string> load(std::string_view body);
+  bool exists(std::string_view sha) const;  // case-insensitive, as Redis
+  void flush();                             // SCRIPT FLUSH
+  size_t scripts() const;
+  size_t cache_bytes() const;
+  const ScriptCounters& counters() const { return counters_; }
+  const ScriptLimits& limits() const { return limits_; }
+
+  struct State;  // one Lua state per shard (used only by whoever holds that shard)
+
+ private:
+  // The body cached under `sha` (lower case), or false.
+  bool body_of(const std::string& sha, std::string& out) const;
+  // Adds a body; false when the cache is full.
+  bool remember(const std::string& sha, std::string_view body);
+
+  size_t shards_;
+  bool cluster_;
+  ScriptLimits limits_;
+  Arity arity_;
+  mutable std::mutex mu_;
+  std::unordered_map<std::string, std::string> cache_;  // sha -> body
+  size_t cache_bytes_ = 0;
+  std::atomic<uint64_t> generation_{1};  // moves on at every flush: states drop their functions
+  std::vector<std::unique_ptr<State>> states_;  // by shard
+  std::unique_ptr<State> loader_;               // SCRIPT LOAD's compile check (under mu_)
+  ScriptCounters counters_;
+};
+
+// The SHA1 of `data` as 40 lower-case hex digits (redis.sha1hex, script names).
+std::string sha1_hex(std::string_view data);
+
+}  // namespace fg
