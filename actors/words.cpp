@@ -141,4 +141,10 @@ bool glob_match(std::string_view p, std::string_view s, bool nocase) {
   return si == s.size();
 }
 
+std::string to_lower(std::string_view s) {
+  std::string out(s);
+  for (char& c : out) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  return out;
+}
+
 }  // namespace fg

@@ -9,6 +9,8 @@ namespace fg {
 
 // The whole string as a decimal int64: an optional '-', no '+', no leading zeros, no spaces.
 bool parse_int(std::string_view s, int64_t& out);
+// `s` in ASCII lower case (command names, SHA1 digests).
+std::string to_lower(std::string_view s);
 // The whole string as a long double, as Redis's string2ld: no leading space, nothing after
 // the number, no NaN, no overflow (inf itself is a number here).
 bool parse_long_double(std::string_view s, long double& out);

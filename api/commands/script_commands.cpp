@@ -7,14 +7,6 @@
 
 namespace fg {
 
-namespace {
-std::string lower_word(std::string_view w) {
-  std::string out(w);
-  for (char& c : out) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
-  return out;
-}
-}  // namespace
-
 void cmd_eval(CommandContext& s, Args& a) {
   if (!s.svc().scripts) return s.local().error(err::unknown_command(a));
   int64_t numkeys = 0;
@@ -72,7 +64,7 @@ void cmd_script(CommandContext& s, Args& a) {
     return;
   }
   for (const char* sub : {"load", "exists", "flush", "kill", "help"}) {
-    if (iequals(a[1], sub)) return w.error(err::wrong_arity("script|" + lower_word(a[1])));
+    if (iequals(a[1], sub)) return w.error(err::wrong_arity("script|" + to_lower(a[1])));
   }
   w.error(err::unknown_subcommand(a[1], "SCRIPT HELP"));
 }

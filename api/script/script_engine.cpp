@@ -66,12 +66,6 @@ int64_t mono_ns() {
   return int64_t{ts.tv_sec} * 1'000'000'000 + ts.tv_nsec;
 }
 
-std::string lower(std::string_view s) {
-  std::string out(s);
-  for (char& c : out) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
-  return out;
-}
-
 // A script's run: what redis.call needs, and what undoes its writes if it is aborted.
 struct Run {
   ScriptEngine::State* state = nullptr;
@@ -320,7 +314,7 @@ void run_part(Run& r, Shard& shard, DataCmd c, std::string_view key, uint32_t sl
 void call_command(Run& r) {
   DataReply& out = r.reply;
   out.clear();
-  const std::string name = lower(r.words[0]);
+  const std::string name = to_lower(r.words[0]);
   const auto argc = static_cast<int>(r.words.size());
   if (name == "time" || name == "ping") {  // what limiter scripts ask of the server
     const int ar = name == "time" ? 1 : -1;
@@ -785,7 +779,7 @@ bool ScriptEngine::remember(const std::string& sha, std::string_view body) {
 
 bool ScriptEngine::exists(std::string_view sha) const {
   std::lock_guard<std::mutex> lock(mu_);
-  return cache_.count(lower(sha)) > 0;
+  return cache_.count(to_lower(sha)) > 0;
 }
 
 void ScriptEngine::flush() {
@@ -832,7 +826,7 @@ void ScriptEngine::run(ShardOp& op, const Step& step, int64_t now_ns) {
   const auto& a = *op.args;
   DataReply& out = *op.reply;
   out.clear();
-  const std::string name = lower(a[0]);
+  const std::string name = to_lower(a[0]);
   const bool by_sha = name.rfind("evalsha", 0) == 0;
   const bool read_only = name.size() > 3 && name.compare(name.size() - 3, 3, "_ro") == 0;
   int64_t numkeys = 0;
@@ -852,7 +846,7 @@ void ScriptEngine::run(ShardOp& op, const Step& step, int64_t now_ns) {
   }
   State& st = *slot;
   lua_State* L = st.L;
-  const std::string sha = by_sha ? lower(a[1]) : sha1_hex(a[1]);
+  const std::string sha = by_sha ? to_lower(a[1]) : sha1_hex(a[1]);
   const std::string fname = "f_" + sha;
 
   lua_getfield(L, LUA_REGISTRYINDEX, "fg_error_handler");
