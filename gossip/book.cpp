@@ -25,6 +25,14 @@ uint64_t digest_of(const BookEntries& entries) {
 }
 }  // namespace
 
+// A clear marker's key: this byte, then the prefix it clears. Ordinary keys never start
+// with it, and markers sort before every other key.
+constexpr char kMarker = '\x01';
+
+namespace {
+bool starts_with(std::string_view s, std::string_view p) { return s.substr(0, p.size()) == p; }
+}  // namespace
+
 bool book_wins(const BookEntry& a, const BookEntry& b) {
   return std::tie(a.version, a.origin, a.deleted, a.value) >
          std::tie(b.version, b.origin, b.deleted, b.value);
@@ -39,13 +47,71 @@ bool Book::put(const std::string& key, std::string value, bool deleted, uint64_t
     e.value = deleted ? std::string() : std::move(value);
     e.deleted = deleted;
     e.origin = origin_;
-    e.version = now_ms;
-    if (it != entries_.end()) e.version = std::max(now_ms, it->second.version + 1);
+    e.version = std::max(now_ms, cleared_at(key) + 1);
+    if (it != entries_.end()) e.version = std::max(e.version, it->second.version + 1);
     entries_[key] = std::move(e);
     digest_ = digest_of(entries_);
   }
   changed();
   return true;
+}
+
+bool Book::clear_prefix(const std::string& prefix, uint64_t now_ms) {
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    const std::string mkey = kMarker + prefix;
+    auto it = entries_.find(mkey);
+    if (it == entries_.end() && entries_.size() >= kMaxEntries) return false;
+    // Newer than everything it clears, whatever clocks stamped those.
+    uint64_t v = now_ms;
+    for (auto e = entries_.lower_bound(prefix);
+         e != entries_.end() && starts_with(e->first, prefix); ++e)
+      v = std::max(v, e->second.version);
+    if (it != entries_.end()) v = std::max(v, it->second.version + 1);
+    BookEntry m;
+    m.origin = origin_;
+    m.version = v;
+    entries_[mkey] = std::move(m);
+    apply_markers();
+    digest_ = digest_of(entries_);
+  }
+  changed();
+  return true;
+}
+
+void Book::scan(std::string_view prefix,
+                const std::function<void(const std::string&, const std::string&)>& fn) const {
+  std::lock_guard<std::mutex> lock(mu_);
+  for (auto e = entries_.lower_bound(prefix); e != entries_.end() && starts_with(e->first, prefix);
+       ++e) {
+    if (!e->second.deleted) fn(e->first, e->second.value);
+  }
+}
+
+uint64_t Book::cleared_at(const std::string& key) const {
+  uint64_t v = 0;
+  for (auto m = entries_.begin(); m != entries_.end() && m->first[0] == kMarker; ++m) {
+    if (starts_with(key, std::string_view(m->first).substr(1))) v = std::max(v, m->second.version);
+  }
+  return v;
+}
+
+size_t Book::apply_markers() {
+  size_t n = 0;
+  for (auto m = entries_.begin(); m != entries_.end() && m->first[0] == kMarker; ++m) {
+    const std::string_view prefix = std::string_view(m->first).substr(1);
+    if (prefix.empty()) continue;  // (would clear the markers themselves)
+    for (auto e = entries_.lower_bound(prefix);
+         e != entries_.end() && starts_with(e->first, prefix);) {
+      if (e->second.version <= m->second.version) {
+        e = entries_.erase(e);
+        ++n;
+      } else {
+        ++e;
+      }
+    }
+  }
+  return n;
 }
 
 size_t Book::merge(const BookEntries& in) {
@@ -63,7 +129,12 @@ size_t Book::merge(const BookEntries& in) {
         ++n;
       }
     }
-    if (n) digest_ = digest_of(entries_);
+    // (an entry a marker clears is dropped here even if it just arrived: the result is the
+    // same whichever of the two a node heard first)
+    if (n) {
+      apply_markers();
+      digest_ = digest_of(entries_);
+    }
   }
   if (n) changed();
   return n;

@@ -178,6 +178,10 @@ void load_config_file(const std::string& path, NodeConfig& cfg) {
       cfg.script_time_limit_ms = as_duration_ms(v, key);
     else if (key == "script-memory-limit")
       cfg.script_memory_limit = static_cast<size_t>(as_int(v, key, 1 << 20, int64_t{1} << 34));
+    else if (key == "script-cache-max-scripts")
+      cfg.script_cache_max_scripts = static_cast<size_t>(as_int(v, key, 1, 50'000));
+    else if (key == "script-cache-max-bytes")
+      cfg.script_cache_max_bytes = static_cast<size_t>(as_int(v, key, 1024, int64_t{16} << 20));
     else if (key == "max-query-bytes")
       cfg.max_query_bytes = static_cast<size_t>(as_int(v, key, 1024, int64_t{1} << 32));
     else if (key == "proto-max-bulk-len")

@@ -28,6 +28,10 @@ struct NodeConfig {
   size_t max_keys = 10'000'000;
   int64_t script_time_limit_ms = 5;       // a Lua script running longer is aborted and undone
   size_t script_memory_limit = 64 << 20;  // each Lua state's heap (one per shard)
+  // The cluster-wide script cache's cap: it travels in the settings book, whole, to every
+  // node that joins or misses a change, so it is kept small.
+  size_t script_cache_max_scripts = 1000;
+  size_t script_cache_max_bytes = 4 << 20;
   std::string log_level = "info";
   std::string config_file;
   PolicyMap policies;

@@ -127,6 +127,14 @@ int main(int argc, char** argv) {
                  "Bytes each Lua state (one per shard) may hold")
       ->check(CLI::Range(size_t{1} << 20, size_t{1} << 34))
       ->capture_default_str();
+  app.add_option("--script-cache-max-scripts", cfg.script_cache_max_scripts,
+                 "How many scripts the cluster-wide script cache keeps")
+      ->check(CLI::Range(size_t{1}, size_t{50'000}))
+      ->capture_default_str();
+  app.add_option("--script-cache-max-bytes", cfg.script_cache_max_bytes,
+                 "How many bytes of script bodies the cluster-wide script cache keeps")
+      ->check(CLI::Range(size_t{1024}, size_t{16} << 20))
+      ->capture_default_str();
   app.add_option("--max-query-bytes", cfg.max_query_bytes, "Largest single command, in bytes")
       ->capture_default_str();
   app.add_option("--proto-max-bulk-len", cfg.proto_max_bulk_len,
@@ -258,11 +266,15 @@ int main(int argc, char** argv) {
   fg::ScriptLimits script_limits;
   script_limits.budget_ms = cfg.script_time_limit_ms;
   script_limits.memory_bytes = cfg.script_memory_limit;
-  fg::ScriptEngine scripts(pool_cfg.shards, cfg.cluster_enabled, script_limits,
-                           [](std::string_view name) {
-                             const fg::CommandSpec* c = fg::find_command(name);
-                             return c ? c->arity : 0;
-                           });
+  fg::ScriptCache script_cache(book, clock, cfg.script_cache_max_scripts,
+                               cfg.script_cache_max_bytes);
+  fg::ScriptEngine scripts(
+      pool_cfg.shards, cfg.cluster_enabled, script_limits,
+      [](std::string_view name) {
+        const fg::CommandSpec* c = fg::find_command(name);
+        return c ? c->arity : 0;
+      },
+      script_cache);
   auto pool = std::make_unique<fg::ShardPool>(system, pool_cfg, &clock);
   svc.shards = pool.get();
   pool->attach_scripts(&scripts);

@@ -3,6 +3,7 @@
 #include "cluster.hpp"
 #include "command_table.hpp"
 #include "request_metrics.hpp"
+#include "script_engine.hpp"
 
 namespace fg {
 
@@ -118,6 +119,21 @@ std::string AdminHttp::metrics() const {
         static_cast<double>(svc_.shards->leases()));
   t.one("floodgate_keys_expired_total", "counter", "Idle keys reclaimed",
         static_cast<double>(svc_.shards->expired()));
+  if (svc_.scripts) {
+    const ScriptCounters& sc = svc_.scripts->counters();
+    t.one("floodgate_scripts_cached", "gauge", "Scripts in the cluster-wide script cache",
+          static_cast<double>(svc_.scripts->scripts()));
+    t.one("floodgate_script_cache_bytes", "gauge", "Bytes of script bodies in the cache",
+          static_cast<double>(svc_.scripts->cache_bytes()));
+    t.one("floodgate_script_runs_total", "counter", "Lua scripts run (EVAL, EVALSHA)",
+          load(sc.runs));
+    t.one("floodgate_script_errors_total", "counter", "Script runs answered with an error",
+          load(sc.errors));
+    t.one("floodgate_script_runs_over_budget_total", "counter",
+          "Script runs aborted past script-time-limit, their writes undone", load(sc.over_budget));
+    t.one("floodgate_script_evals_not_cached_total", "counter",
+          "EVALs run without keeping their script: the script cache was full", load(sc.not_kept));
+  }
   t.one("floodgate_connected_clients", "gauge", "Client connections (RESP and native)",
         static_cast<double>(svc_.clients->count()));
   const NodeCounters& n = svc_.counters;

@@ -10,6 +10,7 @@
 #include "command_table.hpp"
 #include "errors.hpp"
 #include "handlers.hpp"
+#include "script_engine.hpp"
 #include "words.hpp"
 
 namespace fg {
@@ -79,6 +80,10 @@ std::vector<Section> info_sections(CommandContext& s) {
   kv(mem, "used_memory_rss_human", human_bytes(rss));
   kv(mem, "limiter_state_bytes", n(v.shards->bytes()));
   kv(mem, "maxmemory", "0");
+  if (v.scripts) {
+    kv(mem, "number_of_cached_scripts", n(static_cast<int64_t>(v.scripts->scripts())));
+    kv(mem, "used_memory_scripts_eval", n(static_cast<int64_t>(v.scripts->cache_bytes())));
+  }
   out.emplace_back("memory", std::move(mem));
   std::string pers;
   kv(pers, "loading", "0");
@@ -93,6 +98,13 @@ std::vector<Section> info_sections(CommandContext& s) {
   kv(stats, "protocol_errors", n(static_cast<int64_t>(v.counters.protocol_errors.load())));
   kv(stats, "clients_dropped_slow_reader", n(static_cast<int64_t>(v.counters.dropped_slow.load())));
   kv(stats, "clients_dropped_timeout", n(static_cast<int64_t>(v.counters.dropped_timeout.load())));
+  if (v.scripts) {
+    const ScriptCounters& sc = v.scripts->counters();
+    kv(stats, "script_runs", n(static_cast<int64_t>(sc.runs.load())));
+    kv(stats, "script_errors", n(static_cast<int64_t>(sc.errors.load())));
+    kv(stats, "script_runs_over_budget", n(static_cast<int64_t>(sc.over_budget.load())));
+    kv(stats, "script_evals_not_cached", n(static_cast<int64_t>(sc.not_kept.load())));
+  }
   out.emplace_back("stats", std::move(stats));
   std::string repl;
   kv(repl, "role", "master");

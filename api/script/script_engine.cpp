@@ -48,7 +48,9 @@ struct ScriptEngine::State {
   size_t used = 0;
   size_t cap = 0;
   bool out_of_memory = false;  // an allocation was refused during the current run
-  uint64_t generation = 0;
+  uint64_t generation = 0;     // the cache's, when this state was made
+  std::shared_ptr<const ScriptCache::Catalog> catalog;  // held: refreshed per run
+  uint64_t catalog_version = 0;
   uint32_t runs = 0;
   ~State() {
     if (L) lua_close(L);
@@ -752,72 +754,42 @@ void error_reply(lua_State* L, const std::string& sha, DataReply& out) {
 
 }  // namespace
 
-ScriptEngine::ScriptEngine(size_t shards, bool cluster, ScriptLimits limits, Arity arity)
-    : shards_(shards), cluster_(cluster), limits_(limits), arity_(arity) {
+ScriptEngine::ScriptEngine(size_t shards, bool cluster, ScriptLimits limits, Arity arity,
+                           ScriptCache& cache)
+    : shards_(shards), cluster_(cluster), limits_(limits), arity_(arity), cache_(cache) {
   states_.resize(shards);
 }
 
 ScriptEngine::~ScriptEngine() = default;
 
-bool ScriptEngine::body_of(const std::string& sha, std::string& out) const {
-  std::lock_guard<std::mutex> lock(mu_);
-  auto it = cache_.find(sha);
-  if (it == cache_.end()) return false;
-  out = it->second;
-  return true;
-}
-
-bool ScriptEngine::remember(const std::string& sha, std::string_view body) {
-  std::lock_guard<std::mutex> lock(mu_);
-  if (cache_.count(sha)) return true;
-  if (cache_.size() >= limits_.max_scripts || cache_bytes_ + body.size() > limits_.max_cache_bytes)
-    return false;
-  cache_.emplace(sha, std::string(body));
-  cache_bytes_ += body.size();
-  return true;
-}
-
 bool ScriptEngine::exists(std::string_view sha) const {
-  std::lock_guard<std::mutex> lock(mu_);
-  return cache_.count(to_lower(sha)) > 0;
+  return cache_.snapshot()->bodies.count(to_lower(sha)) > 0;
 }
 
-void ScriptEngine::flush() {
-  std::lock_guard<std::mutex> lock(mu_);
-  cache_.clear();
-  cache_bytes_ = 0;
-  generation_.fetch_add(1, std::memory_order_relaxed);
-}
+void ScriptEngine::flush() { cache_.flush(); }
 
-size_t ScriptEngine::scripts() const {
-  std::lock_guard<std::mutex> lock(mu_);
-  return cache_.size();
-}
+size_t ScriptEngine::scripts() const { return cache_.snapshot()->bodies.size(); }
 
-size_t ScriptEngine::cache_bytes() const {
-  std::lock_guard<std::mutex> lock(mu_);
-  return cache_bytes_;
-}
+size_t ScriptEngine::cache_bytes() const { return cache_.snapshot()->bytes; }
 
 Result<std::string> ScriptEngine::load(std::string_view body) {
   const std::string sha = sha1_hex(body);
-  std::lock_guard<std::mutex> lock(mu_);
-  if (cache_.count(sha)) return sha;
-  if (!loader_) loader_ = new_state(limits_.memory_bytes);
-  if (!loader_) return Error{"ERR could not start a Lua state"};
-  lua_State* L = loader_->L;
-  if (luaL_loadbuffer(L, body.data(), body.size(), "@user_script")) {
-    std::string e = std::string("ERR Error compiling script (new function): ") +
-                    (lua_isstring(L, -1) ? lua_tostring(L, -1) : "?");
+  if (cache_.snapshot()->bodies.count(sha)) return sha;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (!loader_) loader_ = new_state(limits_.memory_bytes);
+    if (!loader_) return Error{"ERR could not start a Lua state"};
+    lua_State* L = loader_->L;
+    if (luaL_loadbuffer(L, body.data(), body.size(), "@user_script")) {
+      std::string e = std::string("ERR Error compiling script (new function): ") +
+                      (lua_isstring(L, -1) ? lua_tostring(L, -1) : "?");
+      lua_pop(L, 1);
+      return Error{std::move(e)};
+    }
     lua_pop(L, 1);
-    return Error{std::move(e)};
+    lua_gc(L, LUA_GCCOLLECT, 0);
   }
-  lua_pop(L, 1);
-  lua_gc(L, LUA_GCCOLLECT, 0);
-  if (cache_.size() >= limits_.max_scripts || cache_bytes_ + body.size() > limits_.max_cache_bytes)
-    return Error{"ERR the script cache is full (script-cache-max-scripts, script-cache-max-bytes)"};
-  cache_.emplace(sha, std::string(body));
-  cache_bytes_ += body.size();
+  if (Status st = cache_.add(sha, body); !st.ok()) return Error{st.error()};
   return sha;
 }
 
@@ -838,31 +810,37 @@ void ScriptEngine::run(ShardOp& op, const Step& step, int64_t now_ns) {
 
   const size_t home = static_cast<size_t>(__builtin_ctzll(step.mask));
   std::unique_ptr<State>& slot = states_[home];
-  const uint64_t gen = generation_.load(std::memory_order_relaxed);
-  if (!slot || slot->generation != gen) {  // (new, or SCRIPT FLUSH since)
+  std::shared_ptr<const ScriptCache::Catalog> catalog;
+  uint64_t catalog_version = 0;
+  if (slot) {
+    catalog = std::move(slot->catalog);
+    catalog_version = slot->catalog_version;
+  }
+  cache_.refresh(catalog, catalog_version);
+  if (!slot || slot->generation != catalog->generation) {  // (new, or SCRIPT FLUSH since)
     slot = new_state(limits_.memory_bytes);
     if (!slot) return out.error("ERR could not start a Lua state");
-    slot->generation = gen;
+    slot->generation = catalog->generation;
   }
   State& st = *slot;
+  st.catalog = catalog;
+  st.catalog_version = catalog_version;
   lua_State* L = st.L;
   const std::string sha = by_sha ? to_lower(a[1]) : sha1_hex(a[1]);
   const std::string fname = "f_" + sha;
 
+  // EVALSHA runs what the cache holds: a function this state compiled for an EVAL the
+  // cache could not keep does not answer for it.
+  const auto known = catalog->bodies.find(sha);
+  if (by_sha && known == catalog->bodies.end()) {
+    counters_.errors.fetch_add(1, std::memory_order_relaxed);
+    return out.error("NOSCRIPT No matching script. Please use EVAL.");
+  }
   lua_getfield(L, LUA_REGISTRYINDEX, "fg_error_handler");
   lua_getfield(L, LUA_REGISTRYINDEX, fname.c_str());
   if (lua_isnil(L, -1)) {
     lua_pop(L, 1);
-    std::string body;
-    if (by_sha) {
-      if (sha.size() != 40 || !body_of(sha, body)) {
-        lua_pop(L, 1);
-        counters_.errors.fetch_add(1, std::memory_order_relaxed);
-        return out.error("NOSCRIPT No matching script. Please use EVAL.");
-      }
-    } else {
-      body.assign(a[1]);
-    }
+    const std::string_view body = by_sha ? std::string_view(known->second) : a[1];
     st.out_of_memory = false;
     if (luaL_loadbuffer(L, body.data(), body.size(), "@user_script")) {
       const std::string e = std::string("ERR Error compiling script (new function): ") +
@@ -873,8 +851,16 @@ void ScriptEngine::run(ShardOp& op, const Step& step, int64_t now_ns) {
     }
     lua_pushvalue(L, -1);
     lua_setfield(L, LUA_REGISTRYINDEX, fname.c_str());
-    if (!by_sha && !remember(sha, body)) {
-      spdlog::warn("script cache full: script {} runs but is not kept", sha);
+  }
+  if (!by_sha && known == catalog->bodies.end()) {
+    if (Status kept = cache_.add(sha, a[1]); !kept.ok()) {
+      counters_.not_kept.fetch_add(1, std::memory_order_relaxed);
+      static std::atomic<int64_t> warned_ns{0};
+      const int64_t t = mono_ns();
+      int64_t last = warned_ns.load(std::memory_order_relaxed);
+      if (t - last > 10'000'000'000 && warned_ns.compare_exchange_strong(last, t)) {
+        spdlog::warn("script {} runs but is not kept: {}", sha, kept.error());
+      }
     }
   }
   const size_t keys_end = 3 + static_cast<size_t>(numkeys);

@@ -14,38 +14,40 @@
 #include <vector>
 
 #include "result.hpp"
+#include "script_cache.hpp"
 #include "script_host.hpp"
 
 namespace fg {
 
 struct ScriptLimits {
-  int64_t budget_ms = 5;               // a run longer than this is aborted and undone
-  size_t memory_bytes = 64u << 20;     // each Lua state's heap
-  size_t max_scripts = 10000;          // the script cache: how many scripts
-  size_t max_cache_bytes = 64u << 20;  // ... and their bodies' bytes
+  int64_t budget_ms = 5;            // a run longer than this is aborted and undone
+  size_t memory_bytes = 64u << 20;  // each Lua state's heap
 };
 
 struct ScriptCounters {
   std::atomic<uint64_t> runs{0};
   std::atomic<uint64_t> errors{0};       // runs answered with an error
   std::atomic<uint64_t> over_budget{0};  // runs aborted past their budget (and undone)
+  std::atomic<uint64_t> not_kept{0};     // EVALs run but not cached: the cache was full
 };
 
 class ScriptEngine : public ScriptHost {
  public:
   // `arity`: a command's arity as the command table has it (Redis's convention), 0 for a
   // command the node does not know. `shards`: the pool's shard count. `cluster`: keys
-  // outside the script's slot are refused as Redis Cluster refuses them.
+  // outside the script's slot are refused as Redis Cluster refuses them. `cache`: where
+  // scripts are kept (cluster-wide).
   using Arity = int (*)(std::string_view name);
-  ScriptEngine(size_t shards, bool cluster, ScriptLimits limits, Arity arity);
+  ScriptEngine(size_t shards, bool cluster, ScriptLimits limits, Arity arity, ScriptCache& cache);
   ~ScriptEngine() override;
 
   void run(ShardOp& op, const Step& step, int64_t now_ns) override;
 
-  // SCRIPT LOAD: the script's SHA1, once it compiles; else Redis's compile error text.
+  // SCRIPT LOAD: the script's SHA1, once it compiles and is kept; else Redis's compile
+  // error text, or the cache's.
   Result<std::string> load(std::string_view body);
   bool exists(std::string_view sha) const;  // case-insensitive, as Redis
-  void flush();                             // SCRIPT FLUSH
+  void flush();                             // SCRIPT FLUSH (cluster-wide)
   size_t scripts() const;
   size_t cache_bytes() const;
   const ScriptCounters& counters() const { return counters_; }
@@ -54,19 +56,12 @@ class ScriptEngine : public ScriptHost {
   struct State;  // one Lua state per shard (used only by whoever holds that shard)
 
  private:
-  // The body cached under `sha` (lower case), or false.
-  bool body_of(const std::string& sha, std::string& out) const;
-  // Adds a body; false when the cache is full.
-  bool remember(const std::string& sha, std::string_view body);
-
   size_t shards_;
   bool cluster_;
   ScriptLimits limits_;
   Arity arity_;
-  mutable std::mutex mu_;
-  std::unordered_map<std::string, std::string> cache_;  // sha -> body
-  size_t cache_bytes_ = 0;
-  std::atomic<uint64_t> generation_{1};  // moves on at every flush: states drop their functions
+  ScriptCache& cache_;
+  mutable std::mutex mu_;                       // guards loader_
   std::vector<std::unique_ptr<State>> states_;  // by shard
   std::unique_ptr<State> loader_;               // SCRIPT LOAD's compile check (under mu_)
   ScriptCounters counters_;

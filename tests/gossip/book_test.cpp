@@ -57,5 +57,33 @@ TEST(Book, WireFormRoundTripsAndListenersHearChanges) {
   EXPECT_FALSE(Book::decode("\xff\xff\xff", back));
 }
 
+TEST(Book, ClearingAPrefixDropsItsEntriesEverywhereWithoutTombstones) {
+  Book a("a"), b("b");
+  a.put("script/1", "return 1", false, 1000);
+  a.put("script/2", "return 2", false, 9000);  // stamped by a clock far ahead
+  a.put("policy/p", "fixed_window 1 1000", false, 1000);
+  b.merge(a.entries());
+  b.clear_prefix("script/", 2000);  // clears both, the one from the future too
+  BookEntries e = b.entries();
+  EXPECT_EQ(e.count("script/1") + e.count("script/2"), 0u);
+  EXPECT_EQ(e.count("policy/p"), 1u);
+  EXPECT_EQ(e.size(), 2u);  // the policy and one marker, no tombstone per script
+  // Whichever arrives first, marker or old entries, the books end equal.
+  Book c("c");
+  c.merge(b.entries());
+  c.merge(a.entries());
+  a.merge(b.entries());
+  EXPECT_EQ(a.digest(), b.digest());
+  EXPECT_EQ(c.digest(), b.digest());
+  // A write after the clear stays, even from a node whose clock is behind the marker.
+  a.put("script/1", "return 1", false, 500);
+  b.merge(a.entries());
+  EXPECT_EQ(b.entries().count("script/1"), 1u);
+  EXPECT_EQ(a.digest(), b.digest());
+  std::vector<std::string> seen;
+  b.scan("script/", [&](const std::string& k, const std::string&) { seen.push_back(k); });
+  EXPECT_EQ(seen, std::vector<std::string>{"script/1"});
+}
+
 }  // namespace
 }  // namespace fg

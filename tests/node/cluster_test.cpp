@@ -920,6 +920,65 @@ TEST(Operations, APolicySetOnOneNodeIsInForceOnAllWithinASecond) {
   }
 }
 
+// Polls every live node until each answers SCRIPT EXISTS sha with `want`; how long it took.
+std::chrono::milliseconds until_all(TestCluster& cluster, const std::string& sha,
+                                    const std::string& want) {
+  const auto start = std::chrono::steady_clock::now();
+  while (std::chrono::steady_clock::now() - start < std::chrono::seconds(5)) {
+    bool all = true;
+    for (size_t i = 0; i < cluster.size(); ++i) {
+      if (!cluster.node(i).alive()) continue;
+      Client c(cluster.node(i).port());
+      c.send(resp({"SCRIPT", "EXISTS", sha}));
+      all = all && read_replies(c, 1) == want;
+    }
+    if (all) break;
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+  return std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::steady_clock::now() -
+                                                               start);
+}
+
+TEST(Operations, AScriptLoadedOnOneNodeRunsOnEveryNodeAndOutlivesARestart) {
+  TestCluster cluster(3);
+  ASSERT_TRUE(cluster.formed(3));
+  const std::string script = "return redis.call('INCR', KEYS[1])";
+  Client c0(cluster.node(0).port());
+  const std::string sha = c0.request({"SCRIPT", "LOAD", script});
+  ASSERT_EQ(sha.size(), 40u) << sha;
+  const std::string& hex = sha;
+  EXPECT_LT(until_all(cluster, hex, "*1\r\n:1\r\n"), std::chrono::seconds(1));
+  for (size_t i = 0; i < 3; ++i) {  // through every node, for a key wherever it lives
+    Client c(cluster.node(i).port());
+    EXPECT_EQ(c.request({"EVALSHA", hex, "1", "script-counter"}), ":" + std::to_string(i + 1));
+  }
+  // EVAL keeps its script the same way.
+  const std::string other = "return 'other'";
+  Client c1(cluster.node(1).port());
+  EXPECT_EQ(c1.request({"EVAL", other, "0"}), "other");
+  const std::string other_sha = c1.request({"SCRIPT", "LOAD", other});
+  EXPECT_LT(until_all(cluster, other_sha, "*1\r\n:1\r\n"), std::chrono::seconds(1));
+
+  // SCRIPT FLUSH on any node empties every node's cache.
+  Client c2(cluster.node(2).port());
+  ASSERT_EQ(c2.request({"SCRIPT", "FLUSH"}), "+OK");
+  EXPECT_LT(until_all(cluster, hex, "*1\r\n:0\r\n"), std::chrono::seconds(1));
+  EXPECT_LT(until_all(cluster, other_sha, "*1\r\n:0\r\n"), std::chrono::seconds(1));
+  EXPECT_EQ(c0.request({"EVALSHA", hex, "1", "script-counter"}),
+            "-NOSCRIPT No matching script. Please use EVAL.");
+
+  // Loaded again, then a node dies and a fresh one joins: it gets the cache from its peers.
+  ASSERT_EQ(c0.request({"SCRIPT", "LOAD", script}), sha);
+  EXPECT_LT(until_all(cluster, hex, "*1\r\n:1\r\n"), std::chrono::seconds(1));
+  cluster.node(1).kill9();
+  NodeProcess& fresh = cluster.add();
+  ASSERT_TRUE(cluster.formed(3));
+  Client cf(fresh.port());
+  cf.send(resp({"SCRIPT", "EXISTS", hex}));
+  EXPECT_EQ(read_replies(cf, 1), "*1\r\n:1\r\n");
+  EXPECT_EQ(cf.request({"EVALSHA", hex, "1", "script-counter"}).substr(0, 1), ":");
+}
+
 TEST(Operations, ReadyzFlipsOnceTheNodeHasJoined) {
   const int bus_a = free_port(), bus_b = free_port();
   const std::string seeds = "127.0.0.1:" + std::to_string(bus_a);

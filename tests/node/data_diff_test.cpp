@@ -19,6 +19,7 @@
 
 #include "errors.hpp"
 #include "node_process.hpp"
+#include "script_engine.hpp"
 
 namespace fg::testing {
 namespace {
@@ -851,6 +852,36 @@ TEST(Scripts, ARunawayScriptIsAbortedAndItsWritesUndone) {
   EXPECT_EQ(ask({"GET", "r:a"}), "$6\r\nbefore\r\n");
   EXPECT_EQ(ask({"EXISTS", "r:b", "r:undeclared"}), ":0\r\n");
   EXPECT_EQ(ask({"EVAL", "return redis.call('INCR', KEYS[1])", "1", "r:b"}), ":1\r\n");
+  const std::string info = ask({"INFO", "stats"});
+  EXPECT_NE(info.find("script_runs_over_budget:1\r\n"), std::string::npos) << info;
+  EXPECT_NE(info.find("script_runs:2\r\n"), std::string::npos) << info;
+}
+
+TEST(Scripts, TheCacheHasACapAndAnEvalPastItStillRuns) {
+  NodeProcess node({"--script-cache-max-scripts", "2"});
+  ASSERT_TRUE(node.alive());
+  Client c(node.port());
+  auto ask = [&](const std::vector<std::string>& w) {
+    EXPECT_TRUE(c.send(encode(w)));
+    return read_value(c);
+  };
+  EXPECT_EQ(ask({"SCRIPT", "LOAD", "return 1"}).substr(0, 4), "$40\r");
+  EXPECT_EQ(ask({"EVAL", "return 2", "0"}), ":2\r\n");
+  const std::string full = ask({"SCRIPT", "LOAD", "return 3"});
+  EXPECT_EQ(full.find("-ERR the script cache is full (2 scripts"), 0u) << full;
+  EXPECT_EQ(ask({"EVAL", "return 3", "0"}), ":3\r\n");  // runs, is not kept
+  EXPECT_EQ(ask({"EVALSHA", sha1_hex("return 3"), "0"}),
+            "-NOSCRIPT No matching script. Please use EVAL.\r\n");
+  EXPECT_EQ(ask({"EVALSHA", sha1_hex("return 2"), "0"}), ":2\r\n");
+  const std::string info = ask({"INFO"});
+  EXPECT_NE(info.find("number_of_cached_scripts:2\r\n"), std::string::npos) << info;
+  EXPECT_NE(info.find("used_memory_scripts_eval:16\r\n"), std::string::npos) << info;
+  EXPECT_NE(info.find("script_evals_not_cached:1\r\n"), std::string::npos) << info;
+  EXPECT_EQ(ask({"SCRIPT", "FLUSH"}), "+OK\r\n");
+  EXPECT_EQ(ask({"EVALSHA", sha1_hex("return 2"), "0"}),
+            "-NOSCRIPT No matching script. Please use EVAL.\r\n");
+  EXPECT_EQ(ask({"SCRIPT", "LOAD", "return 3"}).substr(0, 4), "$40\r");
+  EXPECT_EQ(ask({"EVALSHA", sha1_hex("return 3"), "0"}), ":3\r\n");
 }
 
 }  // namespace

@@ -1,0 +1,60 @@
+// The script cache over the settings book.
+#include "script_cache.hpp"
+
+namespace fg {
+
+namespace {
+constexpr std::string_view kPrefix = "script/";
+}
+
+ScriptCache::ScriptCache(Book& book, const Clock& clock, size_t max_scripts, size_t max_bytes)
+    : book_(book), clock_(clock), max_scripts_(max_scripts), max_bytes_(max_bytes) {
+  listener_ = book_.listen([this] { rebuild(); });
+  rebuild();
+}
+
+ScriptCache::~ScriptCache() { book_.unlisten(listener_); }
+
+Status ScriptCache::add(const std::string& sha, std::string_view body) {
+  {
+    const std::shared_ptr<const Catalog> c = snapshot();
+    if (c->bodies.count(sha)) return {};
+    if (c->bodies.size() >= max_scripts_ || c->bytes + body.size() > max_bytes_) {
+      return Error{"ERR the script cache is full (" + std::to_string(c->bodies.size()) +
+                   " scripts, " + std::to_string(c->bytes) +
+                   " bytes; see script-cache-max-scripts and script-cache-max-bytes)"};
+    }
+  }
+  if (!book_.put(std::string(kPrefix) + sha, std::string(body), false,
+                 static_cast<uint64_t>(clock_.now_ns() / 1'000'000))) {
+    return Error{"ERR the settings book is full"};
+  }
+  return {};
+}
+
+void ScriptCache::flush() {
+  book_.clear_prefix(std::string(kPrefix), static_cast<uint64_t>(clock_.now_ns() / 1'000'000));
+}
+
+void ScriptCache::rebuild() {
+  std::lock_guard<std::mutex> lock(mu_);
+  auto next = std::make_shared<Catalog>();
+  book_.scan(kPrefix, [&](const std::string& key, const std::string& body) {
+    next->bodies.emplace(key.substr(kPrefix.size()), body);
+    next->bytes += body.size();
+  });
+  const std::shared_ptr<const Catalog> old = snapshot();
+  bool removed = false;
+  for (const auto& [sha, body] : old->bodies) {
+    if (!next->bodies.count(sha)) {
+      removed = true;
+      break;
+    }
+  }
+  if (!removed && next->bodies.size() == old->bodies.size()) return;  // (a policy changed)
+  next->generation = old->generation + (removed ? 1 : 0);
+  std::atomic_store(&catalog_, std::shared_ptr<const Catalog>(std::move(next)));
+  version_.fetch_add(1, std::memory_order_release);
+}
+
+}  // namespace fg

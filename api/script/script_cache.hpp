@@ -1,0 +1,72 @@
+// The cluster-wide script cache: SCRIPT LOAD or EVAL on any node makes the script known to
+// every node. Bodies live in the settings book (gossip/book.hpp) under "script/<sha1>", so
+// they travel as policies do: pushed to every live member at once, equalised by the book
+// digests in gossip, and fetched whole by a node that (re)joins. SCRIPT FLUSH clears the
+// book's "script/" prefix, on every node.
+//
+// The request path reads a published catalog: a script run refreshes its held copy with
+// one atomic read when nothing changed (as PolicyRegistry does for policies).
+#pragma once
+#include <atomic>
+#include <cstdint>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <string_view>
+#include <unordered_map>
+
+#include "book.hpp"
+#include "clock.hpp"
+#include "result.hpp"
+
+namespace fg {
+
+class ScriptCache {
+ public:
+  struct Catalog {
+    std::unordered_map<std::string, std::string> bodies;  // lower-case sha1 -> body
+    size_t bytes = 0;                                     // the bodies' bytes
+    // Moves on whenever a script left the cache (SCRIPT FLUSH anywhere): Lua states drop
+    // the functions they compiled, so EVALSHA of a flushed script answers NOSCRIPT.
+    uint64_t generation = 0;
+  };
+
+  // The cap counts every script the cluster's book holds. Nodes adding at the same moment
+  // near the cap may pass it by what they add in that moment.
+  ScriptCache(Book& book, const Clock& clock, size_t max_scripts, size_t max_bytes);
+  ~ScriptCache();
+  ScriptCache(const ScriptCache&) = delete;
+  ScriptCache& operator=(const ScriptCache&) = delete;
+
+  // Keeps `body` (already compiled, its sha1 `sha`) cluster-wide; an error when the cache
+  // is at its cap. Known scripts cost nothing.
+  Status add(const std::string& sha, std::string_view body);
+  // SCRIPT FLUSH: every script, on every node.
+  void flush();
+
+  uint64_t version() const { return version_.load(std::memory_order_acquire); }
+  std::shared_ptr<const Catalog> snapshot() const { return std::atomic_load(&catalog_); }
+  // `held` refreshed if the catalog changed since `held_version` (which it updates).
+  void refresh(std::shared_ptr<const Catalog>& held, uint64_t& held_version) const {
+    const uint64_t v = version();
+    if (held && v == held_version) return;
+    held = snapshot();
+    held_version = v;
+  }
+  size_t max_scripts() const { return max_scripts_; }
+  size_t max_bytes() const { return max_bytes_; }
+
+ private:
+  void rebuild();  // the catalog from the book
+
+  Book& book_;
+  const Clock& clock_;
+  size_t max_scripts_;
+  size_t max_bytes_;
+  int listener_ = 0;
+  std::mutex mu_;  // serialises rebuilds
+  std::shared_ptr<const Catalog> catalog_ = std::make_shared<Catalog>();
+  std::atomic<uint64_t> version_{0};
+};
+
+}  // namespace fg
