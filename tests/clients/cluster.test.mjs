@@ -3,88 +3,17 @@
 // -MOVED, and get the same limiter answers whichever node they land on.
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
-import { spawn } from 'node:child_process';
-import net from 'node:net';
 import { createCluster as createCluster5 } from 'redis5';
 import { createCluster as createCluster6 } from 'redis6';
 import Redis from 'ioredis';
+import { startCluster, clusterCounter } from './floodgate.mjs';
 
-const nodes = [];
-const ports = [];
-
-// n distinct free ports: all are held open together, then released.
-async function freePorts(n) {
-  const servers = await Promise.all(Array.from({ length: n }, () => new Promise((resolve) => {
-    const srv = net.createServer().listen(0, '127.0.0.1', () => resolve(srv));
-  })));
-  const ports = servers.map((s) => s.address().port);
-  await Promise.all(servers.map((s) => new Promise((r) => s.close(r))));
-  return ports;
-}
-
-const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
-
-// Every node reports the same epoch, 3 members and nothing awaited.
-async function waitFormed() {
-  for (let i = 0; i < 200; i++) {
-    const infos = await Promise.all(ports.map(async (p) => {
-      const r = new Redis({ port: p, host: '127.0.0.1', lazyConnect: true, maxRetriesPerRequest: 0,
-        retryStrategy: () => null });
-      r.on('error', () => {});  // not up yet: asked again shortly
-      try {
-        await r.connect();
-        return await r.cluster('INFO');
-      } catch {
-        return '';
-      } finally {
-        r.disconnect();
-      }
-    }));
-    const epochs = new Set(infos.map((s) => /cluster_current_epoch:(\d+)/.exec(s)?.[1]));
-    if (infos.every((s) => s.includes('cluster_state:ok') && s.includes('cluster_size:3') &&
-        s.includes('cluster_slots_awaited_here:0')) && epochs.size === 1) return;
-    await sleep(100);
-  }
-  throw new Error('the cluster did not form');
-}
-
-async function counter(name) {
-  let total = 0;
-  for (const p of ports) {
-    const r = new Redis({ port: p, host: '127.0.0.1', maxRetriesPerRequest: 1 });
-    const info = await r.info('cluster');
-    total += Number(new RegExp(`${name}:(\\d+)`).exec(info)[1]);
-    r.disconnect();
-  }
-  return total;
-}
-
-async function startCluster() {
-  const all = await freePorts(6);
-  ports.splice(0, ports.length, ...all.slice(0, 3));
-  const cports = all.slice(3);
-  const seeds = `127.0.0.1:${cports[0]},127.0.0.1:${cports[1]}`;
-  let exited = false;
-  for (let i = 0; i < 3; i++) {
-    const n = spawn(process.env.FLOODGATE_BIN, ['--port', String(ports[i]), '--native-port', '0', '--admin-port', '0',
-      '--cluster-enabled',
-      '--node-id', `c${i + 1}`, '--cluster-port', String(cports[i]), '--seeds', seeds,
-      '--log-level', 'warn'], { stdio: 'inherit' });
-    n.on('exit', () => { exited = true; });
-    nodes.push(n);
-  }
-  await sleep(300);
-  return !exited;
-}
+let ports = [];
+let nodes = [];
+const counter = (name) => clusterCounter(ports, name);
 
 before(async () => {
-  // A port taken between choosing it and binding it (other tests run alongside) makes a
-  // node exit at once: start again on new ports.
-  for (let attempt = 0; attempt < 3; attempt++) {
-    if (await startCluster()) break;
-    for (const n of nodes.splice(0)) n.kill('SIGKILL');
-  }
-  await waitFormed();
+  ({ ports, procs: nodes } = await startCluster(3));
 });
 
 after(() => { for (const n of nodes) n.kill('SIGTERM'); });

@@ -2,41 +2,18 @@
 // node: connect, the limiter commands, pipelines and errors, as an application uses them.
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
-import { spawn } from 'node:child_process';
 import { writeFileSync, mkdtempSync } from 'node:fs';
 import { tmpdir } from 'node:os';
-import net from 'node:net';
 import path from 'node:path';
 import { createClient as createClient5 } from 'redis5';
 import { createClient as createClient6 } from 'redis6';
 import Redis from 'ioredis';
+import { startNode } from './floodgate.mjs';
 
 let node;
 let port;
 
-async function freePort() {
-  return new Promise((resolve) => {
-    const srv = net.createServer().listen(0, '127.0.0.1', () => {
-      const p = srv.address().port;
-      srv.close(() => resolve(p));
-    });
-  });
-}
-
-async function waitForPort(p) {
-  for (let i = 0; i < 100; i++) {
-    const ok = await new Promise((resolve) => {
-      const s = net.connect(p, '127.0.0.1', () => { s.end(); resolve(true); });
-      s.on('error', () => resolve(false));
-    });
-    if (ok) return;
-    await new Promise((r) => setTimeout(r, 50));
-  }
-  throw new Error('floodgate did not open its port');
-}
-
 before(async () => {
-  port = await freePort();
   const dir = mkdtempSync(path.join(tmpdir(), 'fg-compat-'));
   const cfg = path.join(dir, 'floodgate.yaml');
   writeFileSync(cfg, [
@@ -45,9 +22,7 @@ before(async () => {
     '  ws_messages: {kind: token_bucket, capacity: 120, refill: 120, period: 1m}',
     '  connections: {kind: concurrency, limit: 5, ttl: 1m}',
   ].join('\n'));
-  node = spawn(process.env.FLOODGATE_BIN, ['--port', String(port), '--native-port', '0', '--admin-port', '0', '--config', cfg,
-    '--log-level', 'warn'], { stdio: 'inherit' });
-  await waitForPort(port);
+  ({ port, proc: node } = await startNode(['--config', cfg]));
 });
 
 after(() => { node?.kill('SIGTERM'); });
