@@ -1,10 +1,20 @@
 // The script cache over the settings book.
 #include "script_cache.hpp"
 
+#include <algorithm>
+
 namespace fg {
 
 namespace {
 constexpr std::string_view kPrefix = "script/";
+}
+
+const std::string* ScriptCache::Catalog::find(std::string_view sha) const {
+  if (sha.size() != 40) return nullptr;
+  Sha k;
+  std::copy(sha.begin(), sha.end(), k.begin());
+  const auto it = bodies.find(k);
+  return it == bodies.end() ? nullptr : &it->second;
 }
 
 ScriptCache::ScriptCache(Book& book, const Clock& clock, size_t max_scripts, size_t max_bytes)
@@ -18,10 +28,10 @@ ScriptCache::~ScriptCache() { book_.unlisten(listener_); }
 Status ScriptCache::add(const std::string& sha, std::string_view body) {
   {
     const std::shared_ptr<const Catalog> c = snapshot();
-    if (c->bodies.count(sha)) return {};
-    if (c->bodies.size() >= max_scripts_ || c->bytes + body.size() > max_bytes_) {
-      return Error{"ERR the script cache is full (" + std::to_string(c->bodies.size()) +
-                   " scripts, " + std::to_string(c->bytes) +
+    if (c->has(sha)) return {};
+    if (c->size() >= max_scripts_ || c->bytes + body.size() > max_bytes_) {
+      return Error{"ERR the script cache is full (" + std::to_string(c->size()) + " scripts, " +
+                   std::to_string(c->bytes) +
                    " bytes; see script-cache-max-scripts and script-cache-max-bytes)"};
     }
   }
@@ -40,7 +50,11 @@ void ScriptCache::rebuild() {
   std::lock_guard<std::mutex> lock(mu_);
   auto next = std::make_shared<Catalog>();
   book_.scan(kPrefix, [&](const std::string& key, const std::string& body) {
-    next->bodies.emplace(key.substr(kPrefix.size()), body);
+    const std::string_view sha = std::string_view(key).substr(kPrefix.size());
+    if (sha.size() != 40) return;  // (not one of ours)
+    Catalog::Sha k;
+    std::copy(sha.begin(), sha.end(), k.begin());
+    next->bodies.emplace(k, body);
     next->bytes += body.size();
   });
   const std::shared_ptr<const Catalog> old = snapshot();

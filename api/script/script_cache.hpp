@@ -7,6 +7,7 @@
 // The request path reads a published catalog: a script run refreshes its held copy with
 // one atomic read when nothing changed (as PolicyRegistry does for policies).
 #pragma once
+#include <array>
 #include <atomic>
 #include <cstdint>
 #include <memory>
@@ -24,8 +25,19 @@ namespace fg {
 class ScriptCache {
  public:
   struct Catalog {
-    std::unordered_map<std::string, std::string> bodies;  // lower-case sha1 -> body
-    size_t bytes = 0;                                     // the bodies' bytes
+    // The body under `sha` (40 lower-case hex digits), or null. No allocation.
+    const std::string* find(std::string_view sha) const;
+    bool has(std::string_view sha) const { return find(sha) != nullptr; }
+    size_t size() const { return bodies.size(); }
+
+    using Sha = std::array<char, 40>;
+    struct ShaHash {
+      size_t operator()(const Sha& s) const {
+        return std::hash<std::string_view>{}(std::string_view(s.data(), s.size()));
+      }
+    };
+    std::unordered_map<Sha, std::string, ShaHash> bodies;
+    size_t bytes = 0;  // the bodies' bytes
     // Moves on whenever a script left the cache (SCRIPT FLUSH anywhere): Lua states drop
     // the functions they compiled, so EVALSHA of a flushed script answers NOSCRIPT.
     uint64_t generation = 0;

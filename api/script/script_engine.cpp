@@ -16,11 +16,13 @@ int luaopen_bit(lua_State* L);
 #include <openssl/sha.h>
 #include <spdlog/spdlog.h>
 
+#include <algorithm>
+#include <charconv>
+#include <cmath>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <ctime>
-#include <unordered_set>
 
 #include "data_cmd.hpp"
 #include "errors.hpp"
@@ -31,43 +33,25 @@ int luaopen_bit(lua_State* L);
 
 namespace fg {
 
-std::string sha1_hex(std::string_view data) {
+namespace {
+void sha1_hex_into(std::string_view data, char* out) {
   unsigned char md[SHA_DIGEST_LENGTH];
   SHA1(reinterpret_cast<const unsigned char*>(data.data()), data.size(), md);
   static constexpr char kHex[] = "0123456789abcdef";
-  std::string out(2 * SHA_DIGEST_LENGTH, '0');
   for (int i = 0; i < SHA_DIGEST_LENGTH; ++i) {
     out[2 * i] = kHex[md[i] >> 4];
     out[2 * i + 1] = kHex[md[i] & 15];
   }
+}
+}  // namespace
+
+std::string sha1_hex(std::string_view data) {
+  std::string out(2 * SHA_DIGEST_LENGTH, '0');
+  sha1_hex_into(data, out.data());
   return out;
 }
 
-struct ScriptEngine::State {
-  lua_State* L = nullptr;
-  size_t used = 0;
-  size_t cap = 0;
-  bool out_of_memory = false;  // an allocation was refused during the current run
-  uint64_t generation = 0;     // the cache's, when this state was made
-  std::shared_ptr<const ScriptCache::Catalog> catalog;  // held: refreshed per run
-  uint64_t catalog_version = 0;
-  uint32_t runs = 0;
-  ~State() {
-    if (L) lua_close(L);
-  }
-};
-
 namespace {
-
-constexpr int kHookEvery = 1000;  // instructions between budget checks
-constexpr int kMaxReplyDepth = 200;
-
-int64_t mono_ns() {
-  timespec ts;
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  return int64_t{ts.tv_sec} * 1'000'000'000 + ts.tv_nsec;
-}
-
 // A script's run: what redis.call needs, and what undoes its writes if it is aborted.
 struct Run {
   ScriptEngine::State* state = nullptr;
@@ -93,9 +77,43 @@ struct Run {
     bool had;
     EntrySnapshot before;
   };
-  std::vector<Saved> saved;
-  std::unordered_set<std::string> saved_keys;
+  std::vector<Saved> saved;     // (a script writes few keys: looked through in order)
+  std::vector<uint32_t> slots;  // the current command's keys' slots
+
+  // Ready for a new run; the buffers keep their capacity from earlier runs.
+  void reset() {
+    slot = -1;
+    over_budget = false;
+    saved.clear();
+  }
 };
+}  // namespace
+
+struct ScriptEngine::State {
+  lua_State* L = nullptr;
+  size_t used = 0;
+  size_t cap = 0;
+  bool out_of_memory = false;  // an allocation was refused during the current run
+  uint64_t generation = 0;     // the cache's, when this state was made
+  std::shared_ptr<const ScriptCache::Catalog> catalog;  // held: refreshed per run
+  uint64_t catalog_version = 0;
+  uint32_t runs = 0;
+  Run run;  // the current run's scratch, reused
+  ~State() {
+    if (L) lua_close(L);
+  }
+};
+
+namespace {
+
+constexpr int kHookEvery = 1000;  // instructions between budget checks
+constexpr int kMaxReplyDepth = 200;
+
+int64_t mono_ns() {
+  timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return int64_t{ts.tv_sec} * 1'000'000'000 + ts.tv_nsec;
+}
 
 thread_local Run* t_run = nullptr;
 
@@ -268,9 +286,15 @@ void to_reply(lua_State* L, DataReply& out, int depth) {
 
 // --- the commands a script runs -------------------------------------------------------
 
-const std::unordered_map<std::string, DataCmd>& script_commands() {
-  static const auto* m = [] {
-    auto* out = new std::unordered_map<std::string, DataCmd>();
+// What a script may call: each data command with its arity, looked up once per call.
+struct ScriptCommand {
+  DataCmd cmd;
+  int arity;
+};
+
+const std::unordered_map<std::string, ScriptCommand>& script_commands(ScriptEngine::Arity arity) {
+  static const auto* m = [arity] {
+    auto* out = new std::unordered_map<std::string, ScriptCommand>();
     for (uint8_t c = 1; c <= kLastDataCmd; ++c) {
       const auto cmd = static_cast<DataCmd>(c);
       switch (cmd) {  // not from a script: transactions, scripts, the whole keyspace
@@ -282,8 +306,10 @@ const std::unordered_map<std::string, DataCmd>& script_commands() {
         case DataCmd::kFlushAll:
         case DataCmd::kFlushDb:
           continue;
-        default:
-          out->emplace(data_cmd_info(cmd).name, cmd);
+        default: {
+          const std::string name = data_cmd_info(cmd).name;
+          out->emplace(name, ScriptCommand{cmd, arity ? arity(name) : 0});
+        }
       }
     }
     return out;
@@ -329,15 +355,15 @@ void call_command(Run& r) {
     out.bulk(std::to_string(r.now_ns % 1'000'000'000 / 1000));
     return;
   }
-  const int ar = r.arity ? r.arity(name) : 0;
-  const auto& cmds = script_commands();
+  const auto& cmds = script_commands(r.arity);
   const auto it = cmds.find(name);
+  const int ar = it != cmds.end() ? it->second.arity : r.arity ? r.arity(name) : 0;
   if (ar == 0) return out.error("ERR Unknown Redis command called from script");
   if ((ar > 0 && argc != ar) || argc < -ar) {
     return out.error("ERR Wrong number of args calling Redis command from script");
   }
   if (it == cmds.end()) return out.error("ERR This Redis command is not allowed from script");
-  const DataCmd c = it->second;
+  const DataCmd c = it->second.cmd;
   const DataCmdInfo& info = data_cmd_info(c);
   if (r.read_only && info.writes) {
     return out.error("ERR Write commands are not allowed from read-only scripts.");
@@ -364,10 +390,12 @@ void call_command(Run& r) {
   }
   // Its keys: where they are, whether the script may touch them, what to undo.
   const size_t last = info.merge == Merge::kNone ? 2 : r.words.size();
+  r.slots.assign(r.words.size(), 0);
   for (size_t j = 1; j < last; j += info.step) {
     const std::string_view key = r.words[j];
     if (key.size() > kMaxKeyLen) return out.error(err::kKeyTooLong);
     const uint32_t slot = key_slot(key);
+    r.slots[j] = slot;
     const size_t shard = r.shards == 1 ? 0 : slot % r.shards;
     if (!(step.mask >> shard & 1) || !step.shards[shard]->owns(slot)) {
       return out.error("ERR Script attempted to access a non local key in a cluster node");
@@ -382,21 +410,20 @@ void call_command(Run& r) {
   }
   for (size_t j = 1; j < last && info.writes; j += info.step) {
     const std::string_view key = r.words[j];
-    if (!r.saved_keys.emplace(key).second) continue;
-    const uint32_t slot = key_slot(key);
-    Shard* s = step.shards[r.shards == 1 ? 0 : slot % r.shards];
+    if (std::any_of(r.saved.begin(), r.saved.end(),
+                    [&](const Run::Saved& sv) { return sv.key == key; }))
+      continue;
+    Shard* s = step.shards[r.shards == 1 ? 0 : r.slots[j] % r.shards];
     Run::Saved& saved = r.saved.emplace_back();
     saved.shard = s;
     saved.key.assign(key);
     saved.had = s->save_key(key, r.now_ns, saved.before);
   }
-  auto shard_of = [&](std::string_view key) -> Shard& {
-    const uint32_t slot = key_slot(key);
-    return *step.shards[r.shards == 1 ? 0 : slot % r.shards];
+  auto shard_of = [&](size_t j) -> Shard& {
+    return *step.shards[r.shards == 1 ? 0 : r.slots[j] % r.shards];
   };
   if (info.merge == Merge::kNone) {
-    return run_part(r, shard_of(r.words[1]), c, r.words[1], key_slot(r.words[1]), r.words, out,
-                    false);
+    return run_part(r, shard_of(1), c, r.words[1], r.slots[1], r.words, out, false);
   }
   // Several keys: one part per key, the parts' replies added up, lined up or agreed on (the
   // request core's rule for the same commands).
@@ -406,8 +433,7 @@ void call_command(Run& r) {
     r.part.assign({r.words[0], r.words[j]});
     if (info.step == 2) r.part.push_back(r.words[j + 1]);
     r.part_reply.clear();
-    run_part(r, shard_of(r.words[j]), c, r.words[j], key_slot(r.words[j]), r.part, r.part_reply,
-             false);
+    run_part(r, shard_of(j), c, r.words[j], r.slots[j], r.part, r.part_reply, false);
     if (r.part_reply.is_error()) {
       out = r.part_reply;
       return;
@@ -437,9 +463,17 @@ bool gather_args(lua_State* L, Run& r, int argc) {
   for (int j = 1; j <= argc; ++j) {
     std::string& s = r.strs[static_cast<size_t>(j - 1)];
     if (lua_type(L, j) == LUA_TNUMBER) {
-      char buf[64];  // (not lua_tostring: Redis writes numbers with all their digits)
-      const int n =
-          std::snprintf(buf, sizeof buf, "%.17g", static_cast<double>(lua_tonumber(L, j)));
+      // (not lua_tostring: Redis writes numbers with all their digits, "%.17g"; whole
+      // numbers below 1e15 print the same as integers, without printf)
+      const double d = static_cast<double>(lua_tonumber(L, j));
+      char buf[64];
+      int n;
+      if (d == std::floor(d) && std::fabs(d) < 1e15 && !(d == 0 && std::signbit(d))) {
+        n = static_cast<int>(std::to_chars(buf, buf + sizeof buf, static_cast<int64_t>(d)).ptr -
+                             buf);
+      } else {
+        n = std::snprintf(buf, sizeof buf, "%.17g", d);
+      }
       s.assign(buf, static_cast<size_t>(n));
     } else if (lua_type(L, j) == LUA_TSTRING) {
       size_t n;
@@ -763,18 +797,18 @@ ScriptEngine::ScriptEngine(size_t shards, bool cluster, ScriptLimits limits, Ari
 ScriptEngine::~ScriptEngine() = default;
 
 bool ScriptEngine::exists(std::string_view sha) const {
-  return cache_.snapshot()->bodies.count(to_lower(sha)) > 0;
+  return cache_.snapshot()->has(to_lower(sha));
 }
 
 void ScriptEngine::flush() { cache_.flush(); }
 
-size_t ScriptEngine::scripts() const { return cache_.snapshot()->bodies.size(); }
+size_t ScriptEngine::scripts() const { return cache_.snapshot()->size(); }
 
 size_t ScriptEngine::cache_bytes() const { return cache_.snapshot()->bytes; }
 
 Result<std::string> ScriptEngine::load(std::string_view body) {
   const std::string sha = sha1_hex(body);
-  if (cache_.snapshot()->bodies.count(sha)) return sha;
+  if (cache_.snapshot()->has(sha)) return sha;
   {
     std::lock_guard<std::mutex> lock(mu_);
     if (!loader_) loader_ = new_state(limits_.memory_bytes);
@@ -810,37 +844,49 @@ void ScriptEngine::run(ShardOp& op, const Step& step, int64_t now_ns) {
 
   const size_t home = static_cast<size_t>(__builtin_ctzll(step.mask));
   std::unique_ptr<State>& slot = states_[home];
-  std::shared_ptr<const ScriptCache::Catalog> catalog;
-  uint64_t catalog_version = 0;
-  if (slot) {
-    catalog = std::move(slot->catalog);
-    catalog_version = slot->catalog_version;
-  }
-  cache_.refresh(catalog, catalog_version);
-  if (!slot || slot->generation != catalog->generation) {  // (new, or SCRIPT FLUSH since)
+  if (slot) cache_.refresh(slot->catalog, slot->catalog_version);
+  if (!slot || slot->generation != slot->catalog->generation) {  // (new, or SCRIPT FLUSH since)
+    std::shared_ptr<const ScriptCache::Catalog> held;
+    uint64_t held_version = 0;
+    if (slot) {
+      held = std::move(slot->catalog);
+      held_version = slot->catalog_version;
+    }
+    cache_.refresh(held, held_version);
     slot = new_state(limits_.memory_bytes);
     if (!slot) return out.error("ERR could not start a Lua state");
-    slot->generation = catalog->generation;
+    slot->catalog = std::move(held);
+    slot->catalog_version = held_version;
+    slot->generation = slot->catalog->generation;
   }
   State& st = *slot;
-  st.catalog = catalog;
-  st.catalog_version = catalog_version;
+  const ScriptCache::Catalog& catalog = *st.catalog;
   lua_State* L = st.L;
-  const std::string sha = by_sha ? to_lower(a[1]) : sha1_hex(a[1]);
-  const std::string fname = "f_" + sha;
+  // The function's name in the registry: "f_" and the sha, lower case (no allocation).
+  char fname[43] = "f_";
+  if (by_sha) {
+    if (a[1].size() == 40) {
+      for (size_t i = 0; i < 40; ++i)
+        fname[2 + i] = static_cast<char>(std::tolower(static_cast<unsigned char>(a[1][i])));
+    }
+  } else {
+    sha1_hex_into(a[1], fname + 2);
+  }
+  fname[42] = '\0';
+  const std::string_view sha(fname + 2, 40);
 
   // EVALSHA runs what the cache holds: a function this state compiled for an EVAL the
   // cache could not keep does not answer for it.
-  const auto known = catalog->bodies.find(sha);
-  if (by_sha && known == catalog->bodies.end()) {
+  const std::string* known = catalog.find(sha);
+  if (by_sha && !known) {
     counters_.errors.fetch_add(1, std::memory_order_relaxed);
     return out.error("NOSCRIPT No matching script. Please use EVAL.");
   }
   lua_getfield(L, LUA_REGISTRYINDEX, "fg_error_handler");
-  lua_getfield(L, LUA_REGISTRYINDEX, fname.c_str());
+  lua_getfield(L, LUA_REGISTRYINDEX, fname);
   if (lua_isnil(L, -1)) {
     lua_pop(L, 1);
-    const std::string_view body = by_sha ? std::string_view(known->second) : a[1];
+    const std::string_view body = by_sha ? std::string_view(*known) : a[1];
     st.out_of_memory = false;
     if (luaL_loadbuffer(L, body.data(), body.size(), "@user_script")) {
       const std::string e = std::string("ERR Error compiling script (new function): ") +
@@ -850,10 +896,10 @@ void ScriptEngine::run(ShardOp& op, const Step& step, int64_t now_ns) {
       return out.error(e);
     }
     lua_pushvalue(L, -1);
-    lua_setfield(L, LUA_REGISTRYINDEX, fname.c_str());
+    lua_setfield(L, LUA_REGISTRYINDEX, fname);
   }
-  if (!by_sha && known == catalog->bodies.end()) {
-    if (Status kept = cache_.add(sha, a[1]); !kept.ok()) {
+  if (!by_sha && !known) {
+    if (Status kept = cache_.add(std::string(sha), a[1]); !kept.ok()) {
       counters_.not_kept.fetch_add(1, std::memory_order_relaxed);
       static std::atomic<int64_t> warned_ns{0};
       const int64_t t = mono_ns();
@@ -867,7 +913,8 @@ void ScriptEngine::run(ShardOp& op, const Step& step, int64_t now_ns) {
   set_array(L, "KEYS", a, 3, keys_end);
   set_array(L, "ARGV", a, keys_end, a.size());
 
-  Run r;
+  Run& r = st.run;
+  r.reset();
   r.state = &st;
   r.step = &step;
   r.now_ns = now_ns;
@@ -891,16 +938,17 @@ void ScriptEngine::run(ShardOp& op, const Step& step, int64_t now_ns) {
     out.clear();
     if (r.over_budget) {
       counters_.over_budget.fetch_add(1, std::memory_order_relaxed);
-      out.error("ERR script " + sha + " ran past its budget of " +
+      out.error("ERR script " + std::string(sha) + " ran past its budget of " +
                 std::to_string(limits_.budget_ms) +
                 " ms (script-time-limit) and was aborted; its writes were undone");
     } else {
-      out.error("ERR script " + sha + " ran out of memory (script-memory-limit) and was aborted; " +
+      out.error("ERR script " + std::string(sha) +
+                " ran out of memory (script-memory-limit) and was aborted; " +
                 "its writes were undone");
     }
     counters_.errors.fetch_add(1, std::memory_order_relaxed);
   } else if (rc != 0) {
-    error_reply(L, sha, out);
+    error_reply(L, std::string(sha), out);
     counters_.errors.fetch_add(1, std::memory_order_relaxed);
   } else {
     to_reply(L, out, 0);
