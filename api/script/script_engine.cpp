@@ -388,6 +388,9 @@ void call_command(Run& r) {
     for (auto& k : keys) out.items.push_back(std::move(k));
     return;
   }
+  if (info.step == 2 && r.words.size() % 2 == 0) {  // (MSET: keys and values in pairs)
+    return out.error(err::wrong_arity(info.name));
+  }
   // Its keys: where they are, whether the script may touch them, what to undo.
   const size_t last = info.merge == Merge::kNone ? 2 : r.words.size();
   r.slots.assign(r.words.size(), 0);
