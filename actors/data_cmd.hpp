@@ -105,6 +105,10 @@ struct DataCmdInfo {
   Merge merge;               // kNone: one key
   bool every_shard = false;  // reads every key a shard serves (KEYS, SCAN), no key argument
   bool writes = false;       // may change its key (with replication: sync, waits for a replica)
+
+  // Whether `words` (the command's name included) leave a key without its value (an odd
+  // MSET): Redis's arity error, checked before anything splits the keys apart.
+  bool pairs_broken(size_t words) const { return step == 2 && words % 2 == 0; }
 };
 
 inline const DataCmdInfo& data_cmd_info(DataCmd c) {

@@ -9,7 +9,7 @@ namespace fg {
 bool data_sync(CommandContext& s, std::string_view key);
 
 void data_request(CommandContext& s, Args& a, DataCmd c) {
-  if (data_cmd_info(c).step == 2 && a.size() % 2 == 0) {
+  if (data_cmd_info(c).pairs_broken(a.size())) {
     return s.local().error(err::wrong_arity(data_cmd_info(c).name));
   }
   Request r;

@@ -52,7 +52,7 @@ void cmd_script(CommandContext& s, Args& a) {
         "EXISTS <sha1> [<sha1> ...]",
         "    Return information about the existence of the scripts in the script cache.",
         "FLUSH [ASYNC|SYNC]",
-        "    Flush the Lua scripts cache.",
+        "    Flush the Lua scripts cache (on every node of the cluster).",
         "KILL",
         "    Kill the currently executing Lua script (there never is one: scripts have a budget).",
         "LOAD <script>",

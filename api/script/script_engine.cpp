@@ -388,7 +388,7 @@ void call_command(Run& r) {
     for (auto& k : keys) out.items.push_back(std::move(k));
     return;
   }
-  if (info.step == 2 && r.words.size() % 2 == 0) {  // (MSET: keys and values in pairs)
+  if (info.pairs_broken(r.words.size())) {
     return out.error(err::wrong_arity(info.name));
   }
   // Its keys: where they are, whether the script may touch them, what to undo.
