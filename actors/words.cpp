@@ -143,7 +143,8 @@ bool glob_match(std::string_view p, std::string_view s, bool nocase) {
 
 std::string to_lower(std::string_view s) {
   std::string out(s);
-  for (char& c : out) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  for (char& c : out)  // (ASCII, as Redis compares command names; no locale lookups)
+    if (c >= 'A' && c <= 'Z') c = static_cast<char>(c - 'A' + 'a');
   return out;
 }
 

@@ -89,7 +89,80 @@ struct Run {
 };
 }  // namespace
 
+// A Lua state's heap. Lua says a block's size whenever it frees or resizes one, so small
+// blocks need no header: they come from size classes carved out of big chunks and go back
+// to their class's free list (most of what a script allocates is small and short-lived:
+// strings, tables, reply values). Big blocks are malloc's. The chunks go with the state.
+class LuaHeap {
+ public:
+  LuaHeap() = default;
+  LuaHeap(const LuaHeap&) = delete;
+  LuaHeap& operator=(const LuaHeap&) = delete;
+  ~LuaHeap() {
+    for (void* c : chunks_) std::free(c);
+  }
+
+  void* alloc(size_t n) {
+    if (n > kMaxSmall) return std::malloc(n);
+    const size_t c = (n - 1) / kGrain;
+    if (Free* f = free_[c]) {
+      free_[c] = f->next;
+      return f;
+    }
+    const size_t size = (c + 1) * kGrain;
+    if (left_ < size && !refill()) return nullptr;
+    void* p = next_;
+    next_ += size;
+    left_ -= size;
+    return p;
+  }
+  void release(void* p, size_t n) {
+    if (n > kMaxSmall) return std::free(p);
+    auto* f = static_cast<Free*>(p);
+    const size_t c = (n - 1) / kGrain;
+    f->next = free_[c];
+    free_[c] = f;
+  }
+  void* resize(void* p, size_t from, size_t to) {
+    if (from > kMaxSmall && to > kMaxSmall) return std::realloc(p, to);
+    if (from <= kMaxSmall && to <= kMaxSmall && (from - 1) / kGrain == (to - 1) / kGrain) return p;
+    void* q = alloc(to);
+    if (!q) return to < from ? p : nullptr;  // (Lua assumes a shrink never fails)
+    std::memcpy(q, p, std::min(from, to));
+    release(p, from);
+    return q;
+  }
+
+ private:
+  static constexpr size_t kGrain = 16;
+  static constexpr size_t kMaxSmall = 512;
+  static constexpr size_t kChunk = 64 * 1024;
+  struct Free {
+    Free* next;
+  };
+  bool refill() {
+    // (what is left of the old chunk is too small for this class: it goes to smaller ones)
+    while (left_ >= kGrain) {
+      const size_t size = std::min(left_, kMaxSmall) / kGrain * kGrain;
+      release(next_, size);
+      next_ += size;
+      left_ -= size;
+    }
+    void* c = std::malloc(kChunk);
+    if (!c) return false;
+    chunks_.push_back(c);
+    next_ = static_cast<char*>(c);
+    left_ = kChunk;
+    return true;
+  }
+  Free* free_[kMaxSmall / kGrain] = {};
+  char* next_ = nullptr;
+  size_t left_ = 0;
+  std::vector<void*> chunks_;
+};
+
 struct ScriptEngine::State {
+  LuaHeap heap;  // (declared first: the state is closed before its heap goes)
   lua_State* L = nullptr;
   size_t used = 0;
   size_t cap = 0;
@@ -120,15 +193,17 @@ thread_local Run* t_run = nullptr;
 void* lua_alloc(void* ud, void* ptr, size_t osize, size_t nsize) {
   auto* st = static_cast<ScriptEngine::State*>(ud);
   if (nsize == 0) {
-    st->used -= osize;
-    std::free(ptr);
+    if (ptr) {
+      st->used -= osize;
+      st->heap.release(ptr, osize);
+    }
     return nullptr;
   }
   if (nsize > osize && st->used + (nsize - osize) > st->cap) {
     st->out_of_memory = true;
     return nullptr;
   }
-  void* p = std::realloc(ptr, nsize);
+  void* p = ptr ? st->heap.resize(ptr, osize, nsize) : st->heap.alloc(nsize);
   if (!p) return nullptr;
   st->used = st->used - osize + nsize;
   return p;
@@ -178,13 +253,13 @@ size_t push_reply(lua_State* L, const DataReply& r, size_t i) {
       lua_pushboolean(L, 0);
       return i + 1;
     case T::kStatus:
-      lua_newtable(L);
+      lua_createtable(L, 0, 1);
       lua_pushstring(L, "ok");
       lua_pushlstring(L, it.s.data(), it.s.size());
       lua_settable(L, -3);
       return i + 1;
     case T::kError:
-      lua_newtable(L);
+      lua_createtable(L, 0, 1);
       lua_pushstring(L, "err");
       lua_pushlstring(L, it.s.data(), it.s.size());
       lua_settable(L, -3);
@@ -193,7 +268,7 @@ size_t push_reply(lua_State* L, const DataReply& r, size_t i) {
     case T::kMap: {
       const int64_t n = it.type == T::kMap ? 2 * it.n : it.n;
       lua_checkstack(L, 4);
-      lua_newtable(L);
+      lua_createtable(L, static_cast<int>(std::min<int64_t>(n, 1 << 20)), 0);
       size_t j = i + 1;
       for (int64_t k = 1; k <= n; ++k) {
         j = push_reply(L, r, j);
@@ -459,12 +534,13 @@ void call_command(Run& r) {
 
 // --- the redis.* API ------------------------------------------------------------------
 
-// Gathers the call's arguments into the run; false if one is neither string nor number.
+// Gathers the call's arguments into the run's words; false if one is neither string nor
+// number. Strings are seen where they are, on the Lua stack (which holds them until the
+// command has run); numbers are written out in the run.
 bool gather_args(lua_State* L, Run& r, int argc) {
-  r.strs.resize(static_cast<size_t>(argc));
+  if (r.strs.size() < static_cast<size_t>(argc)) r.strs.resize(static_cast<size_t>(argc));
   r.words.clear();
   for (int j = 1; j <= argc; ++j) {
-    std::string& s = r.strs[static_cast<size_t>(j - 1)];
     if (lua_type(L, j) == LUA_TNUMBER) {
       // (not lua_tostring: Redis writes numbers with all their digits, "%.17g"; whole
       // numbers below 1e15 print the same as integers, without printf)
@@ -477,16 +553,17 @@ bool gather_args(lua_State* L, Run& r, int argc) {
       } else {
         n = std::snprintf(buf, sizeof buf, "%.17g", d);
       }
+      std::string& s = r.strs[static_cast<size_t>(j - 1)];
       s.assign(buf, static_cast<size_t>(n));
+      r.words.emplace_back(s);
     } else if (lua_type(L, j) == LUA_TSTRING) {
       size_t n;
       const char* p = lua_tolstring(L, j, &n);
-      s.assign(p, n);
+      r.words.emplace_back(p, n);
     } else {
       return false;
     }
   }
-  for (const std::string& s : r.strs) r.words.emplace_back(s);
   return true;
 }
 
@@ -502,13 +579,13 @@ int generic_call(lua_State* L, bool raise) {
     push_error_table(L, "Please specify at least one argument for this redis lib call");
     return raise ? lua_error(L) : 1;
   }
-  const bool ok = gather_args(L, *r, argc);
-  lua_pop(L, argc);
-  if (!ok) {
+  if (!gather_args(L, *r, argc)) {
+    lua_pop(L, argc);
     push_error_table(L, "Lua redis lib command arguments must be strings or integers");
     return raise ? lua_error(L) : 1;
   }
   call_command(*r);
+  lua_pop(L, argc);  // (the words were views of these)
   push_reply(L, r->reply, 0);
   if (raise && r->reply.is_error()) return lua_error(L);
   return 1;
