@@ -21,7 +21,18 @@ struct ReplyItem {
     kDouble,     // s: the number as text (RESP2 bulk, RESP3 double)
     kMap,        // n pairs (2n elements) follow (RESP2: a flat array)
     kNullArray,  // a missing array (RESP2 *-1, RESP3 _)
+    // What scripts may answer besides (Redis's {set=}, booleans, {big_number=} and
+    // {verbatim_string=} replies):
+    kSet,        // n elements follow (RESP2: an array)
+    kBool,       // n: 0 or 1 (RESP2: an integer)
+    kBigNumber,  // s: the digits (RESP2: bulk)
+    kVerbatim,   // s: "fmt:text", fmt three characters (RESP2: bulk of the text)
   };
+  static constexpr Type kLastType = Type::kVerbatim;
+  // How many elements follow an item of this type (in its own count n).
+  static int64_t children(Type t, int64_t n) {
+    return t == Type::kArray || t == Type::kSet ? n : t == Type::kMap ? 2 * n : 0;
+  }
   Type type = Type::kNull;
   int64_t n = 0;
   std::string s;
@@ -40,6 +51,8 @@ struct DataReply {
   void array(int64_t n) { items.push_back({ReplyItem::Type::kArray, n, {}}); }
   void map(int64_t n) { items.push_back({ReplyItem::Type::kMap, n, {}}); }
   void null_array() { items.push_back({ReplyItem::Type::kNullArray, 0, {}}); }
+  void set(int64_t n) { items.push_back({ReplyItem::Type::kSet, n, {}}); }
+  void boolean(bool b) { items.push_back({ReplyItem::Type::kBool, b ? 1 : 0, {}}); }
   void ok() { status("OK"); }
   // A score as Redis writes one ("%.17g"; "inf", "-inf").
   void dbl(double v) {

@@ -54,7 +54,7 @@ std::vector<Section> info_sections(CommandContext& s) {
   std::vector<Section> out;
   std::string sv;
   kv(sv, "floodgate_version", st.version);
-  kv(sv, "redis_version", "7.0.0");  // the Redis API level the RESP face follows
+  kv(sv, "redis_version", REDIS_API_VERSION);  // the Redis API level the RESP face follows
   kv(sv, "redis_mode", v.routing ? "cluster" : "standalone");
   kv(sv, "os", "Linux");
   kv(sv, "arch_bits", "64");

@@ -125,7 +125,7 @@ void decode_outcome(const forward::ForwardOutcome& in, Verb verb, Outcome& out,
   if (verb == Verb::kData) {
     DataReply& r = replies.emplace_back();
     for (const forward::ReplyItem& m : in.reply()) {
-      const auto type = m.type() <= static_cast<uint32_t>(ReplyItem::Type::kNullArray)
+      const auto type = m.type() <= static_cast<uint32_t>(ReplyItem::kLastType)
                             ? static_cast<ReplyItem::Type>(m.type())
                             : ReplyItem::Type::kNull;
       r.items.push_back(ReplyItem{type, m.n(), m.s()});
@@ -135,10 +135,9 @@ void decode_outcome(const forward::ForwardOutcome& in, Verb verb, Outcome& out,
     while (need > 0 && i < r.items.size()) {
       const ReplyItem& item = r.items[i++];
       --need;
-      if (item.type == ReplyItem::Type::kArray || item.type == ReplyItem::Type::kMap) {
-        const size_t per = item.type == ReplyItem::Type::kMap ? 2 : 1;
-        if (item.n < 0 || static_cast<size_t>(item.n) * per > r.items.size()) break;
-        need += static_cast<size_t>(item.n) * per;
+      if (ReplyItem::children(item.type, 1) > 0) {
+        if (item.n < 0 || static_cast<size_t>(item.n) > r.items.size()) break;
+        need += static_cast<size_t>(ReplyItem::children(item.type, item.n));
       }
     }
     if (need != 0 || i != r.items.size()) {

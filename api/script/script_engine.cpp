@@ -28,6 +28,7 @@ int luaopen_bit(lua_State* L);
 #include "errors.hpp"
 #include "key_slot.hpp"
 #include "key_table.hpp"
+#include "lua_libs.hpp"
 #include "shard.hpp"
 #include "words.hpp"
 
@@ -63,6 +64,7 @@ struct Run {
   int slot = -1;  // cluster: the slot the script's keys are in, once known
   int64_t deadline_ns = 0;
   bool over_budget = false;
+  int resp = 2;  // the replies redis.call gives the script (redis.setresp)
   ScriptEngine::Arity arity = nullptr;
   // The command redis.call is running: its words, and its reply.
   std::vector<std::string> strs;
@@ -84,6 +86,7 @@ struct Run {
   void reset() {
     slot = -1;
     over_budget = false;
+    resp = 2;
     saved.clear();
   }
 };
@@ -171,7 +174,9 @@ struct ScriptEngine::State {
   std::shared_ptr<const ScriptCache::Catalog> catalog;  // held: refreshed per run
   uint64_t catalog_version = 0;
   uint32_t runs = 0;
-  Run run;  // the current run's scratch, reused
+  uint64_t random = kRandomStart;  // math.random's generator (48 bits, as redis-server's)
+  Run run;                         // the current run's scratch, reused
+  static constexpr uint64_t kRandomStart = 0x1234ABCD330E;
   ~State() {
     if (L) lua_close(L);
   }
@@ -231,26 +236,67 @@ void push_error_table(lua_State* L, std::string_view text) {
   lua_settable(L, -3);
 }
 
-// A reply as Lua sees it (the RESP2 rules): integers as numbers, bulk strings as strings,
-// nil as false, status as {ok=...}, errors as {err=...}, arrays (and maps, flat) as tables.
-size_t push_reply(lua_State* L, const DataReply& r, size_t i) {
+// A reply as Lua sees it. RESP2 (the default): integers as numbers, bulk strings as
+// strings, nil as false, status as {ok=...}, errors as {err=...}, arrays (and maps, flat) as
+// tables. RESP3 (redis.setresp(3)): nil as nil, maps as {map={k=v}}, sets as {set={m=true}},
+// doubles as {double=n}, booleans as booleans, big numbers as {big_number="..."}.
+size_t push_reply(lua_State* L, const DataReply& r, size_t i, bool resp3) {
   using T = ReplyItem::Type;
   if (i >= r.items.size()) {
     lua_pushboolean(L, 0);
     return i;
   }
   const ReplyItem& it = r.items[i];
+  auto wrap = [L](const char* field) {  // {field = <what push_reply pushes next>}
+    lua_createtable(L, 0, 1);
+    lua_pushstring(L, field);
+  };
   switch (it.type) {
     case T::kInt:
       lua_pushnumber(L, static_cast<lua_Number>(it.n));
       return i + 1;
     case T::kBulk:
-    case T::kDouble:
       lua_pushlstring(L, it.s.data(), it.s.size());
+      return i + 1;
+    case T::kDouble:
+    case T::kBigNumber:
+    case T::kVerbatim:
+      if (!resp3) {
+        const size_t skip = it.type == T::kVerbatim ? std::min<size_t>(4, it.s.size()) : 0;
+        lua_pushlstring(L, it.s.data() + skip, it.s.size() - skip);
+      } else if (it.type == T::kDouble) {
+        wrap("double");
+        lua_pushnumber(L, std::strtod(it.s.c_str(), nullptr));
+        lua_settable(L, -3);
+      } else if (it.type == T::kBigNumber) {
+        wrap("big_number");
+        lua_pushlstring(L, it.s.data(), it.s.size());
+        lua_settable(L, -3);
+      } else {
+        wrap("verbatim_string");
+        lua_createtable(L, 0, 2);
+        lua_pushlstring(L, it.s.data(), std::min<size_t>(3, it.s.size()));
+        lua_setfield(L, -2, "format");
+        const size_t skip = std::min<size_t>(4, it.s.size());
+        lua_pushlstring(L, it.s.data() + skip, it.s.size() - skip);
+        lua_setfield(L, -2, "string");
+        lua_settable(L, -3);
+      }
       return i + 1;
     case T::kNull:
     case T::kNullArray:
-      lua_pushboolean(L, 0);
+      if (resp3) {
+        lua_pushnil(L);
+      } else {
+        lua_pushboolean(L, 0);
+      }
+      return i + 1;
+    case T::kBool:
+      if (resp3) {
+        lua_pushboolean(L, it.n != 0);
+      } else {
+        lua_pushnumber(L, static_cast<lua_Number>(it.n));
+      }
       return i + 1;
     case T::kStatus:
       lua_createtable(L, 0, 1);
@@ -265,13 +311,30 @@ size_t push_reply(lua_State* L, const DataReply& r, size_t i) {
       lua_settable(L, -3);
       return i + 1;
     case T::kArray:
-    case T::kMap: {
-      const int64_t n = it.type == T::kMap ? 2 * it.n : it.n;
-      lua_checkstack(L, 4);
-      lua_createtable(L, static_cast<int>(std::min<int64_t>(n, 1 << 20)), 0);
+    case T::kMap:
+    case T::kSet: {
+      lua_checkstack(L, 6);
       size_t j = i + 1;
+      if (resp3 && it.type != T::kArray) {
+        const bool map = it.type == T::kMap;
+        wrap(map ? "map" : "set");
+        lua_createtable(L, 0, static_cast<int>(std::min<int64_t>(it.n, 1 << 20)));
+        for (int64_t k = 0; k < it.n; ++k) {
+          j = push_reply(L, r, j, true);
+          if (map) {
+            j = push_reply(L, r, j, true);
+          } else {
+            lua_pushboolean(L, 1);
+          }
+          lua_settable(L, -3);
+        }
+        lua_settable(L, -3);
+        return j;
+      }
+      const int64_t n = ReplyItem::children(it.type, it.n);
+      lua_createtable(L, static_cast<int>(std::min<int64_t>(n, 1 << 20)), 0);
       for (int64_t k = 1; k <= n; ++k) {
-        j = push_reply(L, r, j);
+        j = push_reply(L, r, j, resp3);
         lua_rawseti(L, -2, static_cast<int>(k));
       }
       return j;
@@ -280,14 +343,32 @@ size_t push_reply(lua_State* L, const DataReply& r, size_t i) {
   return i + 1;
 }
 
-// The value at the top of the stack as a reply (Redis's rules for a RESP2 script): strings
-// bulk, numbers truncated to integers, true 1 and false nil, {err=} an error, {ok=} a
-// status, {double=} a double, other tables arrays up to their first nil.
-void to_reply(lua_State* L, DataReply& out, int depth) {
-  if (depth > kMaxReplyDepth || !lua_checkstack(L, 4)) {
+// The string field `name` of the table at `idx` (negative: below the top), or null; the
+// string is left pushed.
+const char* string_field(lua_State* L, const char* name, size_t* len, int idx = -1) {
+  lua_pushstring(L, name);
+  lua_rawget(L, idx - 1);
+  if (lua_type(L, -1) == LUA_TSTRING) return lua_tolstring(L, -1, len);  // (left pushed)
+  lua_pop(L, 1);
+  return nullptr;
+}
+
+// The value at the top of the stack as a reply (Redis's rules): strings bulk, numbers
+// truncated to integers, true 1 and false nil (RESP3 scripts: booleans), {err=} an error,
+// {ok=} a status, {double=} a double, {big_number=} and {verbatim_string={format=,
+// string=}} their RESP3 types, {map=} a map, {set=} a set, other tables arrays up to their
+// first nil. (A RESP2 client gets RESP3 types as their RESP2 equivalents.)
+void to_reply(lua_State* L, DataReply& out, int depth, bool resp3) {
+  if (depth > kMaxReplyDepth || !lua_checkstack(L, 6)) {
     out.error("ERR reached lua stack limit");
     return;
   }
+  auto no_newlines = [](const char* p, size_t n) {
+    std::string t(p, n);
+    for (char& c : t)
+      if (c == '\r' || c == '\n') c = ' ';
+    return t;
+  };
   switch (lua_type(L, -1)) {
     case LUA_TSTRING: {
       size_t n;
@@ -296,7 +377,9 @@ void to_reply(lua_State* L, DataReply& out, int depth) {
       return;
     }
     case LUA_TBOOLEAN:
-      if (lua_toboolean(L, -1)) {
+      if (resp3) {
+        out.boolean(lua_toboolean(L, -1) != 0);
+      } else if (lua_toboolean(L, -1)) {
         out.integer(1);
       } else {
         out.null();
@@ -306,29 +389,19 @@ void to_reply(lua_State* L, DataReply& out, int depth) {
       out.integer(static_cast<int64_t>(lua_tonumber(L, -1)));
       return;
     case LUA_TTABLE: {
-      lua_pushstring(L, "err");
-      lua_rawget(L, -2);
-      if (lua_type(L, -1) == LUA_TSTRING) {
-        size_t n;
-        const char* s = lua_tolstring(L, -1, &n);
+      size_t n;
+      if (const char* s = string_field(L, "err", &n)) {
         std::string_view text(s, n);
         if (!text.empty() && text[0] == '-') text.remove_prefix(1);
         out.error(text);
         lua_pop(L, 1);
         return;
       }
-      lua_pop(L, 1);
-      lua_pushstring(L, "ok");
-      lua_rawget(L, -2);
-      if (lua_type(L, -1) == LUA_TSTRING) {
-        std::string ok(lua_tostring(L, -1));
-        for (char& c : ok)
-          if (c == '\r' || c == '\n') c = ' ';
-        out.status(ok);
+      if (const char* s = string_field(L, "ok", &n)) {
+        out.status(no_newlines(s, std::strlen(s)));
         lua_pop(L, 1);
         return;
       }
-      lua_pop(L, 1);
       lua_pushstring(L, "double");
       lua_rawget(L, -2);
       if (lua_type(L, -1) == LUA_TNUMBER) {
@@ -337,20 +410,77 @@ void to_reply(lua_State* L, DataReply& out, int depth) {
         return;
       }
       lua_pop(L, 1);
+      if (const char* s = string_field(L, "big_number", &n)) {
+        out.items.push_back({ReplyItem::Type::kBigNumber, 0, no_newlines(s, n)});
+        lua_pop(L, 1);
+        return;
+      }
+      lua_pushstring(L, "verbatim_string");
+      lua_rawget(L, -2);
+      if (lua_type(L, -1) == LUA_TTABLE) {
+        size_t fn;
+        if (const char* format = string_field(L, "format", &fn)) {
+          size_t tn;
+          if (const char* text = string_field(L, "string", &tn, -2)) {
+            std::string v(format, std::min<size_t>(fn, 3));
+            v.resize(3, ' ');
+            v += ':';
+            v.append(text, tn);
+            out.items.push_back({ReplyItem::Type::kVerbatim, 0, std::move(v)});
+            lua_pop(L, 3);
+            return;
+          }
+          lua_pop(L, 1);
+        }
+      }
+      lua_pop(L, 1);
+      for (const bool map : {true, false}) {
+        lua_pushstring(L, map ? "map" : "set");
+        lua_rawget(L, -2);
+        if (lua_type(L, -1) != LUA_TTABLE) {
+          lua_pop(L, 1);
+          continue;
+        }
+        const size_t header = out.items.size();
+        if (map) {
+          out.map(0);
+        } else {
+          out.set(0);
+        }
+        int64_t count = 0;
+        lua_pushnil(L);
+        while (lua_next(L, -2)) {  // (stack: table, key, value)
+          if (map) {
+            lua_pushvalue(L, -2);  // (a copy: converting the key itself would upset lua_next)
+            to_reply(L, out, depth + 1, resp3);
+            lua_pop(L, 1);
+            to_reply(L, out, depth + 1, resp3);
+          } else {  // a set's members are its keys
+            lua_pop(L, 1);
+            lua_pushvalue(L, -1);
+            to_reply(L, out, depth + 1, resp3);
+          }
+          lua_pop(L, 1);
+          ++count;
+        }
+        out.items[header].n = count;
+        lua_pop(L, 1);
+        return;
+      }
       const size_t header = out.items.size();
       out.array(0);
-      int64_t n = 0;
+      int64_t count = 0;
       for (int j = 1;; ++j) {
         lua_rawgeti(L, -1, j);
         if (lua_isnil(L, -1)) {
           lua_pop(L, 1);
           break;
         }
-        to_reply(L, out, depth + 1);
+        to_reply(L, out, depth + 1, resp3);
         lua_pop(L, 1);
-        ++n;
+        ++count;
       }
-      out.items[header].n = n;
+      out.items[header].n = count;
       return;
     }
     default:
@@ -586,7 +716,7 @@ int generic_call(lua_State* L, bool raise) {
   }
   call_command(*r);
   lua_pop(L, argc);  // (the words were views of these)
-  push_reply(L, r->reply, 0);
+  push_reply(L, r->reply, 0, r->resp == 3);
   if (raise && r->reply.is_error()) return lua_error(L);
   return 1;
 }
@@ -669,6 +799,10 @@ int redis_log(lua_State* L) {
 }
 
 int redis_setresp(lua_State* L) {
+  if (!t_run) {
+    push_error_table(L, "redis.setresp can only be called inside a script invocation");
+    return lua_error(L);
+  }
   if (lua_gettop(L) != 1) {
     push_error_table(L, "redis.setresp() requires one argument.");
     return lua_error(L);
@@ -678,11 +812,50 @@ int redis_setresp(lua_State* L) {
     push_error_table(L, "RESP version must be 2 or 3.");
     return lua_error(L);
   }
-  if (resp == 3) {
-    push_error_table(L,
-                     "RESP3 replies inside scripts are not supported; scripts see RESP2 replies");
-    return lua_error(L);
+  t_run->resp = resp;
+  return 0;
+}
+
+// math.random and math.randomseed: Lua's own, on a 48-bit generator of redis-server's kind
+// (one per Lua state, not reseeded between runs) rather than the C library's rand().
+uint32_t next_random(uint64_t& x) {
+  x = (0x5DEECE66Dull * x + 0xB) & ((uint64_t{1} << 48) - 1);
+  return static_cast<uint32_t>(x >> 17);
+}
+
+int math_random(lua_State* L) {
+  Run* r = t_run;
+  if (!r) return luaL_error(L, "math.random can only be called inside a script invocation");
+  constexpr uint32_t kMax = 0x7fffffff;
+  const lua_Number x =
+      static_cast<lua_Number>(next_random(r->state->random) % kMax) / static_cast<lua_Number>(kMax);
+  switch (lua_gettop(L)) {
+    case 0:
+      lua_pushnumber(L, x);
+      return 1;
+    case 1: {
+      const int hi = luaL_checkint(L, 1);
+      luaL_argcheck(L, 1 <= hi, 1, "interval is empty");
+      lua_pushnumber(L, std::floor(x * hi) + 1);
+      return 1;
+    }
+    case 2: {
+      const int lo = luaL_checkint(L, 1);
+      const int hi = luaL_checkint(L, 2);
+      luaL_argcheck(L, lo <= hi, 2, "interval is empty");
+      lua_pushnumber(L, std::floor(x * (hi - lo + 1)) + lo);
+      return 1;
+    }
+    default:
+      return luaL_error(L, "wrong number of arguments");
   }
+}
+
+int math_randomseed(lua_State* L) {
+  Run* r = t_run;
+  if (!r) return luaL_error(L, "math.randomseed can only be called inside a script invocation");
+  const auto seed = static_cast<uint32_t>(luaL_checkint(L, 1));
+  r->state->random = uint64_t{seed} << 16 | 0x330E;
   return 0;
 }
 
@@ -705,12 +878,136 @@ int redis_replicate_commands(lua_State* L) {
   return 1;
 }
 
+// The script debugger's calls, which do nothing outside it (there is no debugger).
+int redis_breakpoint(lua_State* L) {
+  lua_pushboolean(L, 0);
+  return 1;
+}
+int redis_debug(lua_State*) { return 0; }
+
+// Whether the caller may run a command: any command the node knows (there are no users
+// with fewer rights yet).
+int redis_acl_check_cmd(lua_State* L) {
+  Run* r = t_run;
+  if (!r) {
+    push_error_table(L, "redis.acl_check_cmd can only be called inside a script invocation");
+    return lua_error(L);
+  }
+  const int argc = lua_gettop(L);
+  if (argc == 0) {
+    push_error_table(L, "Please specify at least one argument for this redis lib call");
+    return lua_error(L);
+  }
+  if (!gather_args(L, *r, argc)) {
+    push_error_table(L, "Lua redis lib command arguments must be strings or integers");
+    return lua_error(L);
+  }
+  const std::string name = to_lower(r->words[0]);
+  lua_pop(L, argc);
+  if (!r->arity || r->arity(name) == 0) {
+    push_error_table(L, "Invalid command passed to redis.acl_check_cmd()");
+    return lua_error(L);
+  }
+  lua_pushboolean(L, 1);
+  return 1;
+}
+
 // Globals are read-only, and reading one that does not exist is an error (Redis's texts).
 int global_read(lua_State* L) {
   return luaL_error(L, "Script attempted to access nonexistent global variable '%s'",
                     lua_tostring(L, 2));
 }
 int global_write(lua_State* L) { return luaL_error(L, "Attempt to modify a readonly table"); }
+
+// The tables a script may read and not change (the globals, the libraries, the strings'
+// metatable) are kept in the registry's "fg_locked" table: rawset and setmetatable refuse
+// them. A library is a read-only view of itself (read_only_view): there the entry is the
+// library, which next, pairs and rawget read instead of the empty view.
+bool locked(lua_State* L, int idx) {
+  lua_getfield(L, LUA_REGISTRYINDEX, "fg_locked");
+  lua_pushvalue(L, idx);
+  lua_rawget(L, -2);
+  const bool yes = lua_toboolean(L, -1) != 0;
+  lua_pop(L, 2);
+  return yes;
+}
+
+// Locks the table at `idx`; `seen` (an index, or 0) is what reading it sees.
+void lock(lua_State* L, int idx, int seen = 0) {
+  idx = idx < 0 ? lua_gettop(L) + idx + 1 : idx;
+  seen = seen < 0 ? lua_gettop(L) + seen + 1 : seen;
+  lua_getfield(L, LUA_REGISTRYINDEX, "fg_locked");
+  lua_pushvalue(L, idx);
+  if (seen) {
+    lua_pushvalue(L, seen);
+  } else {
+    lua_pushboolean(L, 1);
+  }
+  lua_rawset(L, -3);
+  lua_pop(L, 1);
+}
+
+// next and rawget as Lua's (an upvalue), on the library when given its view.
+int see_through(lua_State* L) {
+  if (lua_type(L, 1) == LUA_TTABLE) {
+    lua_getfield(L, LUA_REGISTRYINDEX, "fg_locked");
+    lua_pushvalue(L, 1);
+    lua_rawget(L, -2);
+    if (lua_istable(L, -1)) {
+      lua_replace(L, 1);
+      lua_pop(L, 1);
+    } else {
+      lua_pop(L, 2);
+    }
+  }
+  lua_pushvalue(L, lua_upvalueindex(1));
+  lua_insert(L, 1);
+  lua_call(L, lua_gettop(L) - 1, LUA_MULTRET);
+  return lua_gettop(L);
+}
+
+// pairs: Lua's own next (upvalue 1) for a table, the one above (upvalue 2) for a view.
+int see_through_pairs(lua_State* L) {
+  luaL_checktype(L, 1, LUA_TTABLE);
+  lua_pushvalue(L, lua_upvalueindex(locked(L, 1) ? 2 : 1));
+  lua_pushvalue(L, 1);
+  lua_pushnil(L);
+  return 3;
+}
+
+// rawset and setmetatable as Lua's (its own, an upvalue), except on a locked table.
+int guarded(lua_State* L) {
+  if (lua_type(L, 1) == LUA_TTABLE && locked(L, 1)) {
+    lua_pushstring(L, "Attempt to modify a readonly table");  // (no position: Redis gives none)
+    return lua_error(L);
+  }
+  lua_pushvalue(L, lua_upvalueindex(1));
+  lua_insert(L, 1);
+  lua_call(L, lua_gettop(L) - 1, LUA_MULTRET);
+  return lua_gettop(L);
+}
+
+void wrap_global(lua_State* L, const char* name, lua_CFunction f) {
+  lua_getglobal(L, name);
+  lua_pushcclosure(L, f, 1);
+  lua_setglobal(L, name);
+}
+
+// A read-only view of the table at the top of the stack, which it replaces: an empty table
+// that reads through to it and refuses writes (Lua 5.1 has no read-only tables of its own).
+void read_only_view(lua_State* L) {
+  lua_newtable(L);  // (table, view)
+  lua_createtable(L, 0, 3);
+  lua_pushvalue(L, -3);
+  lua_setfield(L, -2, "__index");
+  lua_pushcfunction(L, global_write);
+  lua_setfield(L, -2, "__newindex");
+  lua_pushboolean(L, 0);
+  lua_setfield(L, -2, "__metatable");
+  lua_setmetatable(L, -2);
+  lock(L, -1, -2);
+  lua_replace(L, -2);
+}
 
 // The pcall message handler: where the error happened, as Redis reports it.
 int error_handler(lua_State* L) {
@@ -789,6 +1086,14 @@ std::unique_ptr<ScriptEngine::State> new_state(size_t cap) {
   lua_call(L, 0, 1);
   lua_setglobal(L, "cjson");
   open_lib(L, "bit", luaopen_bit);
+  open_struct_lib(L);
+  lua_setglobal(L, "struct");
+  open_cmsgpack_lib(L);
+  lua_setglobal(L, "cmsgpack");
+  lua_getglobal(L, "math");
+  set_fn(L, "random", math_random);
+  set_fn(L, "randomseed", math_randomseed);
+  lua_pop(L, 1);
   // The sandbox: nothing that reads files, loads code from strings (or bytecode) or prints.
   for (const char* name : {"dofile", "loadfile", "loadstring", "load", "print", "require", "module",
                            "package", "os", "io", "debug"}) {
@@ -805,6 +1110,12 @@ std::unique_ptr<ScriptEngine::State> new_state(size_t cap) {
   set_fn(L, "setresp", redis_setresp);
   set_fn(L, "set_repl", redis_set_repl);
   set_fn(L, "replicate_commands", redis_replicate_commands);
+  set_fn(L, "breakpoint", redis_breakpoint);
+  set_fn(L, "debug", redis_debug);
+  set_fn(L, "acl_check_cmd", redis_acl_check_cmd);
+  lua_pushstring(L, REDIS_API_VERSION);
+  lua_setfield(L, -2, "REDIS_VERSION");
+  set_num(L, "REDIS_VERSION_NUM", REDIS_API_VERSION_NUM);
   set_num(L, "LOG_DEBUG", 0);
   set_num(L, "LOG_VERBOSE", 1);
   set_num(L, "LOG_NOTICE", 2);
@@ -817,13 +1128,43 @@ std::unique_ptr<ScriptEngine::State> new_state(size_t cap) {
   lua_setglobal(L, "redis");
   lua_pushcfunction(L, error_handler);
   lua_setfield(L, LUA_REGISTRYINDEX, "fg_error_handler");
-  // Lock the globals (KEYS and ARGV are set with rawset).
+  // Lock the libraries, the strings' metatable and the globals (KEYS and ARGV are set from
+  // C, with lua_rawset).
+  lua_newtable(L);
+  lua_setfield(L, LUA_REGISTRYINDEX, "fg_locked");
+  wrap_global(L, "rawset", guarded);
+  wrap_global(L, "setmetatable", guarded);
+  wrap_global(L, "rawget", see_through);
+  lua_getglobal(L, "next");
+  lua_pushvalue(L, -1);
+  lua_pushcclosure(L, see_through, 1);
+  lua_pushvalue(L, -1);
+  lua_setglobal(L, "next");
+  lua_pushcclosure(L, see_through_pairs, 2);
+  lua_setglobal(L, "pairs");
+  for (const char* name :
+       {"string", "math", "table", "coroutine", "cjson", "bit", "struct", "cmsgpack", "redis"}) {
+    lua_getglobal(L, name);
+    read_only_view(L);
+    lua_setglobal(L, name);
+  }
+  lua_pushstring(L, "");
+  lua_getmetatable(L, -1);  // (its __index is the string library: now the view of it)
+  lua_getglobal(L, "string");
+  lua_setfield(L, -2, "__index");
+  lua_pushvalue(L, -1);
+  read_only_view(L);  // what getmetatable("") answers
+  lua_setfield(L, -2, "__metatable");
+  lua_pop(L, 2);
   lua_pushvalue(L, LUA_GLOBALSINDEX);
+  lock(L, -1);
   lua_newtable(L);
   lua_pushcfunction(L, global_read);
   lua_setfield(L, -2, "__index");
   lua_pushcfunction(L, global_write);
   lua_setfield(L, -2, "__newindex");
+  lua_pushboolean(L, 0);
+  lua_setfield(L, -2, "__metatable");
   lua_setmetatable(L, -2);
   lua_pop(L, 1);
   return st;
@@ -1031,7 +1372,7 @@ void ScriptEngine::run(ShardOp& op, const Step& step, int64_t now_ns) {
     error_reply(L, std::string(sha), out);
     counters_.errors.fetch_add(1, std::memory_order_relaxed);
   } else {
-    to_reply(L, out, 0);
+    to_reply(L, out, 0, r.resp == 3);
     if (out.is_error()) counters_.errors.fetch_add(1, std::memory_order_relaxed);
   }
   lua_settop(L, 0);

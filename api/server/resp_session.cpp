@@ -102,6 +102,30 @@ void write_reply(RespWriter& w, const DataReply& r) {
           w.bulk(i.s);
         }
         break;
+      case T::kSet:
+        w.set(static_cast<size_t>(i.n));
+        break;
+      case T::kBool:
+        w.boolean(i.n != 0);
+        break;
+      case T::kBigNumber:
+        if (w.proto() >= 3) {
+          w.raw("(");
+          w.raw(i.s);
+          w.raw("\r\n");
+        } else {
+          w.bulk(i.s);
+        }
+        break;
+      case T::kVerbatim:
+        if (w.proto() >= 3) {
+          w.raw("=" + std::to_string(i.s.size()) + "\r\n");
+          w.raw(i.s);
+          w.raw("\r\n");
+        } else {
+          w.bulk(std::string_view(i.s).substr(std::min<size_t>(4, i.s.size())));
+        }
+        break;
     }
   }
 }

@@ -33,9 +33,11 @@ std::string read_value(Client& c) {
     line += one;
   }
   const char t = line[0];
-  if (t == '$' && line != "$-1\r\n") return line + c.recv_n(std::stoul(line.substr(1)) + 2);
-  if (t == '*' && line != "*-1\r\n") {
-    const long n = std::stol(line.substr(1));
+  if ((t == '$' || t == '=' || t == '!') && line != "$-1\r\n") {
+    return line + c.recv_n(std::stoul(line.substr(1)) + 2);
+  }
+  if ((t == '*' || t == '~' || t == '>' || t == '%' || t == '|') && line != "*-1\r\n") {
+    const long n = std::stol(line.substr(1)) * (t == '%' || t == '|' ? 2 : 1);
     for (long i = 0; i < n; ++i) line += read_value(c);
   }
   return line;
@@ -828,6 +830,140 @@ TEST(ScriptDiff, ScriptsAnswerAsRedisServerDoes) {
     ASSERT_TRUE(fg.send(encode(words)) && rc.send(encode(words)));
     const std::string f = read_value(fg), r = read_value(rc);
     EXPECT_EQ(f, r) << "after " << words[0] << " " << (words.size() > 1 ? words[1] : "");
+  }
+}
+
+std::string lua_quote(const std::string& s);
+
+// The libraries Redis loads besides Lua's own (struct, cmsgpack; cjson and bit above),
+// math.random, the read-only library tables, and the RESP3 conversions both ways
+// (redis.setresp(3), {map=}, {set=}, {double=}, {big_number=}, {verbatim_string=},
+// booleans), to a RESP2 and to a RESP3 connection.
+TEST(ScriptDiff, LibrariesAndRespThreeAnswerAsRedisServerDoes) {
+  RedisServer redis;
+  NodeProcess node({"--shards", "2"});
+  ASSERT_TRUE(node.alive());
+  Client fg(node.port()), rc(redis.port()), fg3(node.port()), rc3(redis.port());
+  ASSERT_TRUE(rc.connected() && rc3.connected()) << "redis-server did not start";
+  for (Client* c : {&fg3, &rc3}) {  // (the HELLO replies differ: server names and versions)
+    ASSERT_TRUE(c->send(encode({"HELLO", "3"})));
+    ASSERT_FALSE(read_value(*c).empty());
+  }
+  const std::vector<std::string> scripts = {
+      // struct
+      "return struct.pack('>i4hb', 1, -2, 3)",
+      "return {struct.unpack('>i4hb', struct.pack('>i4hb', 1, -2, 3))}",
+      "return {struct.unpack('<!8bd s', struct.pack('<!8bd s', 1, 2.5, 'hi'))}",
+      "return {struct.unpack('bc0', struct.pack('bc0', 3, 'abc'))}",
+      "return {struct.unpack('I3 i2 L', struct.pack('I3 i2 L', 70000, -300, 2^40), 1)}",
+      "return {struct.unpack('f d', struct.pack('f d', 0.25, -1e300))}",
+      "return struct.size('!4bi4d') .. ' ' .. struct.size('>c7hxT')",
+      "return struct.pack('q')",
+      "return struct.pack('i')",
+      "return struct.pack('c5', 'ab')",
+      "return struct.pack('i40', 1)",
+      "return struct.pack('!3i', 1)",
+      "return struct.size('s')",
+      "return struct.size('c0')",
+      "return struct.unpack('c0', 'abc')",
+      "return struct.unpack('i4', 'ab')",
+      "return struct.unpack('s', 'abc')",
+      "return struct.unpack('b', 'a', 0)",
+      // cmsgpack
+      "return cmsgpack.pack({1, 2, 3}, 'abc', -1, 300, -300, 70000, -70000, 2^40, -2^40, 1.5, "
+      "0.1, {a = 1}, true, false, nil, {}, string.rep('x', 40), string.rep('y', 300))",
+      "local t = {cmsgpack.unpack(cmsgpack.pack({1, 2, {x = 'y'}}, 'abc', -1, 2^40, -2^40, 1.5))} "
+      "return {t[1][1], t[1][3].x, t[2], t[3], tostring(t[4]), tostring(t[5]), tostring(t[6])}",
+      "return {cmsgpack.unpack_one(cmsgpack.pack(1, 2, 3))}",
+      "return {cmsgpack.unpack_one(cmsgpack.pack(1, 2, 3), 2)}",
+      "return {cmsgpack.unpack_limit(cmsgpack.pack(1, 2, 3), 2, 1)}",
+      "return {cmsgpack.unpack_limit(cmsgpack.pack(1, 2, 3), 0, 0)}",
+      "local s = cmsgpack.pack({[1] = 'a', [3] = 'c'}) return {#s, s}",
+      "local t = {} local c = t for i = 1, 20 do c[1] = {} c = c[1] end return cmsgpack.pack(t)",
+      "return cmsgpack.unpack('\\193')",
+      "return cmsgpack.unpack('\\205')",
+      "return cmsgpack.pack()",
+      "return {cmsgpack.unpack_limit('abc', -1)}",
+      "return {cmsgpack.unpack_one('abc', 9)}",
+      // math.random (seeded: redis-server's generator is process-wide)
+      "math.randomseed(42) return {math.random(1000000), math.random(5, 10), "
+      "tostring(math.random())}",
+      "math.randomseed(-7) return math.random(3)",
+      "return math.random(0)",
+      // the libraries are read-only, and can still be read and walked
+      "string.foo = 1",
+      "rawset(string, 'foo', 1)",
+      "setmetatable(_G, nil)",
+      "getmetatable('').__index.upper = nil",
+      "redis.call = nil",
+      "math.random = nil",
+      "cjson.encode = nil",
+      "return ('abc'):upper()",
+      "for k in pairs(string) do return k end",
+      "local n = 0 for k in pairs(math) do n = n + 1 end return n",
+      "local n = 0 for k in pairs(_G) do n = n + 1 end return n",
+      "local t = {} for k, v in pairs(cjson) do t[#t + 1] = k end table.sort(t) return t",
+      "return {rawget(string, 'len') ~= nil, next(bit) ~= nil, next({})}",
+      "local t = {} rawset(t, 'a', 1) setmetatable(t, {}) return t.a",
+      "local t = {} for k, v in pairs(redis) do t[#t + 1] = k .. '=' .. type(v) end "
+      "table.sort(t) return t",
+      "return {redis.acl_check_cmd('set', 'a', 'b'), redis.breakpoint()}",
+      "return redis.acl_check_cmd('nosuch')",
+      // RESP3: what the script gets, what it answers
+      "redis.setresp(3) redis.call('SET', 'k1', 'v') "
+      "return {redis.call('GET', 'nokey') == nil, redis.call('GET', 'k1')}",
+      "redis.setresp(3) redis.call('HSET', 'h1', 'a', '1') return redis.call('HGETALL', "
+      "'h1').map.a",
+      "redis.setresp(3) return redis.call('HGETALL', 'h1')",
+      "redis.setresp(3) redis.call('ZADD', 'z1', '1.5', 'a') "
+      "return tostring(redis.call('ZSCORE', 'z1', 'a').double)",
+      "redis.setresp(3) return redis.call('ZSCORE', 'z1', 'a')",
+      "redis.setresp(3) return redis.call('GET', 'nokey')",
+      "redis.setresp(3) return {false, true}",
+      "return {false, true}",
+      "return {map = {a = 1}}",
+      "return {set = {a = true}}",
+      "return {double = 1.5}",
+      "return {big_number = '12345'}",
+      "return {verbatim_string = {format = 'txt', string = 'hello'}}",
+      "return {verbatim_string = {format = 'txt'}}",
+      "redis.setresp(4)",
+      "redis.setresp()",
+  };
+  for (const auto& body : scripts) {
+    for (auto [f, r] : {std::pair{&fg, &rc}, std::pair{&fg3, &rc3}}) {
+      const auto words = std::vector<std::string>{"EVAL", body, "0"};
+      ASSERT_TRUE(f->send(encode(words)) && r->send(encode(words)));
+      EXPECT_EQ(read_value(*f), read_value(*r)) << (f == &fg3 ? "RESP3: " : "RESP2: ") << body;
+    }
+  }
+  // Seeded bytes, mostly MessagePack type bytes, unpacked (or refused) alike; and struct
+  // formats read from them.
+  std::mt19937_64 rng(20261123);
+  const std::string kTypes =
+      "\x80\x81\x90\x92\xa1\xa3\xc0\xc1\xc2\xc3\xc4\xca\xcb\xcc\xcd"
+      "\xce\xcf\xd0\xd1\xd2\xd3\xd9\xda\xdb\xdc\xdd\xde\xdf\xe0\xff\x01\x7f";
+  const std::string kFormats = "<>!248 xbBhHlLTiIfdc0s";
+  for (int i = 0; i < 300; ++i) {
+    std::string bytes, format;
+    for (size_t n = 1 + rng() % 12; n > 0; --n) {
+      bytes += rng() % 3 ? kTypes[rng() % kTypes.size()] : static_cast<char>(rng() % 256);
+    }
+    for (size_t n = 1 + rng() % 5; n > 0; --n) format += kFormats[rng() % kFormats.size()];
+    const std::string body =
+        "local function show(v, d) if type(v) ~= 'table' then return type(v) .. ':' .. "
+        "tostring(v) end if d > 20 then return '...' end local ks = {} for k in pairs(v) do "
+        "ks[#ks + 1] = k end table.sort(ks, function(x, y) return tostring(x) < tostring(y) end) "
+        "local out = {} for _, k in ipairs(ks) do out[#out + 1] = tostring(k) .. '=' .. "
+        "show(v[k], d + 1) end return '{' .. table.concat(out, ',') .. '}' end "
+        "local s = " +
+        lua_quote(bytes) +
+        " return {show({pcall(cmsgpack.unpack, s)}, 0), "
+        "show({pcall(struct.unpack, " +
+        lua_quote(format) + ", s)}, 0)}";
+    const auto words = std::vector<std::string>{"EVAL", body, "0"};
+    ASSERT_TRUE(fg.send(encode(words)) && rc.send(encode(words)));
+    EXPECT_EQ(read_value(fg), read_value(rc)) << body;
   }
 }
 
