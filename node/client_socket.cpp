@@ -1,6 +1,7 @@
 // A client connection's registration, writes, closing and deadlines.
 #include "client_socket.hpp"
 
+#include <spdlog/spdlog.h>
 #include <time.h>
 
 namespace fg {
@@ -49,6 +50,20 @@ int64_t connection_now_ms() {
   timespec ts;
   clock_gettime(CLOCK_MONOTONIC_COARSE, &ts);
   return int64_t{ts.tv_sec} * 1000 + ts.tv_nsec / 1'000'000;
+}
+
+bool account_memory(Services& svc, ClientInfo& client, int64_t bytes, int64_t& reported,
+                    int64_t now_ms) {
+  if (bytes != reported) {
+    reported = bytes;
+    svc.clients->track(client, bytes, now_ms);
+  }
+  if (!client.evict.load(std::memory_order_relaxed)) return true;
+  spdlog::info(
+      "client {} evicted: its buffers hold {} bytes and all clients' are over "
+      "maxmemory-clients ({} bytes)",
+      client.addr, bytes, svc.clients->max_memory());
+  return false;
 }
 
 void shut(asio::ip::tcp::socket& sock) {

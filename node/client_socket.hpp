@@ -58,6 +58,11 @@ std::shared_ptr<ClientInfo> register_client(asio::ip::tcp::socket& sock, Service
 // The connection is gone: out of the registry, and every lease it took with BOUND goes back,
 // wherever its key lives.
 void unregister_client(Services& svc, const std::shared_ptr<ClientInfo>& client);
+// Reports the bytes a connection's buffers hold (`*reported`: what it said last) for
+// maxmemory-clients; false when the client is to be evicted (logged and counted here: the
+// caller closes the connection).
+bool account_memory(Services& svc, ClientInfo& client, int64_t bytes, int64_t& reported,
+                    int64_t now_ms);
 // Closes both directions and the socket (errors no longer matter).
 void shut(asio::ip::tcp::socket& sock);
 

@@ -168,6 +168,8 @@ void load_config_file(const std::string& path, NodeConfig& cfg) {
       cfg.requirepass = as_string(v, key);
     else if (key == "maxclients")
       cfg.maxclients = static_cast<size_t>(as_int(v, key, 1, 1'000'000));
+    else if (key == "maxmemory-clients")
+      cfg.maxmemory_clients = as_int(v, key, 0, int64_t{1} << 50);
     else if (key == "timeout")
       cfg.timeout_s = as_int(v, key, 0, 1'000'000'000);
     else if (key == "query-deadline")

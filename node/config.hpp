@@ -17,6 +17,7 @@ struct NodeConfig {
   int native_port = -1;  // native protocol; -1: RESP port + 1000, 0: off
   std::string requirepass;
   size_t maxclients = 10000;
+  int64_t maxmemory_clients = 0;        // bytes all clients' buffers may hold together (0: no cap)
   int64_t timeout_s = 0;                // close idle clients after this; 0 = never
   int64_t query_deadline_ms = 30000;    // a half-received command must complete by then
   int64_t output_timeout_ms = 30000;    // a client not reading its replies is dropped then

@@ -58,6 +58,7 @@ void Connection::read() {
     write();
     return;
   }
+  if (!account()) return;
   auto self = shared_from_this();
   sock_.async_read_some(asio::buffer(in_.space(), in_.space_size()),
                         [self](asio::error_code ec, size_t n) {
@@ -128,6 +129,7 @@ bool Connection::write() {
       })) {
     state_ = State::kWriting;  // the socket's buffer is full: the client is slow to read
     clock_.write_since_ms = now_ms();
+    account();
     return false;
   }
   if (ec || close_after_write_) {
@@ -135,6 +137,14 @@ bool Connection::write() {
     return false;
   }
   return true;
+}
+
+bool Connection::account() {
+  const auto bytes =
+      static_cast<int64_t>(in_.capacity() + session_->output().capacity() + wbuf_.capacity());
+  if (account_memory(svc_, *client_, bytes, reported_bytes_, now_ms())) return true;
+  close();
+  return false;
 }
 
 void Connection::close() {
@@ -157,6 +167,7 @@ void Connection::arm_watchdog() {
 
 // Once a second: drop slowloris senders, silent idlers and clients that stopped reading.
 void Connection::check_deadlines() {
+  if (!account()) return;
   ConnectionState st;
   st.writing = state_ == State::kWriting;
   st.waiting_for_input = state_ == State::kReading;

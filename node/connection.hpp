@@ -33,6 +33,8 @@ class Connection : public BatchWaiter, public std::enable_shared_from_this<Conne
   void close();
   void arm_watchdog();
   void check_deadlines();
+  // Reports the buffers' size (maxmemory-clients); false, and closed, if evicted.
+  bool account();
   int64_t now_ms() const;
 
   asio::ip::tcp::socket sock_;
@@ -49,6 +51,7 @@ class Connection : public BatchWaiter, public std::enable_shared_from_this<Conne
   bool close_after_write_ = false;
   std::string wbuf_;
   State state_ = State::kReading;
+  int64_t reported_bytes_ = 0;
   ConnectionClock clock_;
 };
 

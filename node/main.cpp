@@ -109,6 +109,11 @@ int main(int argc, char** argv) {
   app.add_option("--requirepass", cfg.requirepass, "Password clients must AUTH with");
   app.add_option("--maxclients", cfg.maxclients, "Most simultaneous client connections")
       ->capture_default_str();
+  app.add_option("--maxmemory-clients", cfg.maxmemory_clients,
+                 "Most bytes all client connections' buffers may hold together; past it the "
+                 "biggest clients are disconnected (0 = no cap)")
+      ->capture_default_str()
+      ->check(CLI::Range(int64_t{0}, int64_t{1} << 50));
   app.add_option("--timeout", cfg.timeout_s, "Close clients idle this many seconds (0 = never)")
       ->capture_default_str();
   app.add_option("--query-deadline-ms", cfg.query_deadline_ms,
@@ -239,7 +244,7 @@ int main(int argc, char** argv) {
   if (!cfg.config_file.empty()) {
     policy_store.load_file(policy_file(cfg), file_mtime_ms(cfg.config_file));
   }
-  fg::ClientRegistry clients(cfg.maxclients);
+  fg::ClientRegistry clients(cfg.maxclients, cfg.maxmemory_clients);
   fg::Services svc;
   svc.clock = &clock;
   svc.policies = &policies;

@@ -139,9 +139,14 @@ std::string AdminHttp::metrics() const {
   const NodeCounters& n = svc_.counters;
   t.one("floodgate_protocol_errors_total", "counter", "Connections closed for a protocol error",
         load(n.protocol_errors));
+  t.one("floodgate_client_memory_bytes", "gauge",
+        "Bytes all client connections' buffers hold (maxmemory-clients caps it)",
+        static_cast<double>(svc_.clients->memory()));
   t.family("floodgate_clients_dropped_total", "counter", "Clients dropped by a defence");
   t.sample("floodgate_clients_dropped_total", label("reason", "slow_reader"), load(n.dropped_slow));
   t.sample("floodgate_clients_dropped_total", label("reason", "timeout"), load(n.dropped_timeout));
+  t.sample("floodgate_clients_dropped_total", label("reason", "evicted"),
+           static_cast<double>(svc_.clients->evicted()));
   t.one("floodgate_forwards_total", "counter", "Commands forwarded to their key's owner",
         load(n.forwarded));
   t.one("floodgate_forward_failures_total", "counter", "Forwards the owner did not answer",

@@ -47,6 +47,7 @@ void NativeConnection::start() {
 void NativeConnection::maybe_read() {
   if (reading_ || closed_ || close_after_write_) return;
   if (!in_.make_room()) return;  // full: processing frees room, then we read
+  if (!account()) return;
   reading_ = true;
   auto self = shared_from_this();
   sock_.async_read_some(asio::buffer(in_.space(), in_.space_size()),
@@ -113,6 +114,7 @@ bool NativeConnection::write() {
       })) {
     writing_ = true;  // the socket's buffer is full: the client is slow to read
     clock_.write_since_ms = now_ms();
+    account();
     return false;
   }
   if (ec || close_after_write_) {
@@ -120,6 +122,14 @@ bool NativeConnection::write() {
     return false;
   }
   return true;
+}
+
+bool NativeConnection::account() {
+  const auto bytes =
+      static_cast<int64_t>(in_.capacity() + session_->output().capacity() + wbuf_.capacity());
+  if (account_memory(svc_, *client_, bytes, reported_bytes_, now_ms())) return true;
+  close();
+  return false;
 }
 
 void NativeConnection::close() {
@@ -142,6 +152,7 @@ void NativeConnection::arm_timer() {
 
 // Ten times a second: topology pushes, then the same defences as a RESP connection.
 void NativeConnection::tick() {
+  if (!account()) return;
   if (session_->push_topology_if_changed() && !writing_ && !in_flight_ && write()) pump();
   ConnectionState st;
   st.writing = writing_;

@@ -31,6 +31,8 @@ class NativeConnection : public BatchWaiter, public std::enable_shared_from_this
   void close();
   void arm_timer();
   void tick();
+  // Reports the buffers' size (maxmemory-clients); false, and closed, if evicted.
+  bool account();
   int64_t now_ms() const;
 
   asio::ip::tcp::socket sock_;
@@ -45,6 +47,7 @@ class NativeConnection : public BatchWaiter, public std::enable_shared_from_this
   std::string wbuf_;
   bool reading_ = false, writing_ = false, in_flight_ = false, closed_ = false, stalled_ = false;
   bool close_after_write_ = false, pending_close_ = false;
+  int64_t reported_bytes_ = 0;
   ConnectionClock clock_;
 };
 

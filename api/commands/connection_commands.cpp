@@ -166,6 +166,8 @@ void cmd_client(CommandContext& s, Args& a) {
     if (a.size() != 3 || (!iequals(a[2], "on") && !iequals(a[2], "off"))) {
       return w.error(err::kSyntax);
     }
+    // NO-EVICT: maxmemory-clients passes this client by (NO-TOUCH changes nothing here).
+    if (iequals(sub, "no-evict")) s.client().no_evict.store(iequals(a[2], "on"));
     w.ok();
   } else if (iequals(sub, "help")) {
     static const char* lines[] = {"CLIENT <subcommand> [<arg> ...]. Subcommands are:",

@@ -75,6 +75,8 @@ std::vector<Section> info_sections(CommandContext& s) {
   out.emplace_back("clients", std::move(cl));
   std::string mem;
   kv(mem, "used_memory", n(rss));
+  kv(mem, "mem_clients_normal", n(v.clients->memory()));
+  kv(mem, "maxmemory_clients", n(v.clients->max_memory()));
   kv(mem, "used_memory_human", human_bytes(rss));
   kv(mem, "used_memory_rss", n(rss));
   kv(mem, "used_memory_rss_human", human_bytes(rss));
@@ -94,6 +96,7 @@ std::vector<Section> info_sections(CommandContext& s) {
   kv(stats, "total_connections_received", n(static_cast<int64_t>(v.clients->total_accepted())));
   kv(stats, "total_commands_processed", n(static_cast<int64_t>(v.counters.commands.load())));
   kv(stats, "rejected_connections", n(static_cast<int64_t>(v.clients->rejected())));
+  kv(stats, "evicted_clients", n(static_cast<int64_t>(v.clients->evicted())));
   kv(stats, "expired_keys", n(v.shards->expired()));
   kv(stats, "protocol_errors", n(static_cast<int64_t>(v.counters.protocol_errors.load())));
   kv(stats, "clients_dropped_slow_reader", n(static_cast<int64_t>(v.counters.dropped_slow.load())));
@@ -280,6 +283,7 @@ void cmd_config(CommandContext& s, Args& a) {
       {"bind", st.bind},
       {"port", std::to_string(st.port)},
       {"maxclients", std::to_string(s.svc().clients->max_clients())},
+      {"maxmemory-clients", std::to_string(s.svc().clients->max_memory())},
       {"timeout", std::to_string(st.timeout_s)},
       {"databases", "1"},
       {"save", ""},

@@ -1,6 +1,9 @@
 // Connection bookkeeping and the CLIENT LIST line format.
 #include "client_registry.hpp"
 
+#include <algorithm>
+#include <vector>
+
 namespace fg {
 
 std::shared_ptr<ClientInfo> ClientRegistry::add(std::string addr, std::string laddr,
@@ -22,7 +25,41 @@ std::shared_ptr<ClientInfo> ClientRegistry::add(std::string addr, std::string la
 
 void ClientRegistry::remove(uint64_t id) {
   std::lock_guard<std::mutex> g(mu_);
-  clients_.erase(id);
+  const auto it = clients_.find(id);
+  if (it == clients_.end()) return;
+  memory_.fetch_sub(it->second->mem_bytes.exchange(0), std::memory_order_relaxed);
+  clients_.erase(it);
+}
+
+void ClientRegistry::track(ClientInfo& c, int64_t bytes, int64_t now_ms) {
+  const int64_t grew = bytes - c.mem_bytes.exchange(bytes, std::memory_order_relaxed);
+  const int64_t total = memory_.fetch_add(grew, std::memory_order_relaxed) + grew;
+  if (max_memory_ <= 0 || grew <= 0 || total <= max_memory_) return;
+  int64_t last = last_pass_ms_.load(std::memory_order_relaxed);
+  if (now_ms - last < 100 || !last_pass_ms_.compare_exchange_strong(last, now_ms)) return;
+  evict_biggest();
+}
+
+void ClientRegistry::evict_biggest() {
+  std::vector<std::pair<int64_t, ClientInfo*>> by_size;
+  std::lock_guard<std::mutex> g(mu_);
+  int64_t over = memory_.load(std::memory_order_relaxed) - max_memory_;
+  by_size.reserve(clients_.size());
+  for (const auto& [id, c] : clients_) {
+    if (c->evict.load(std::memory_order_relaxed)) {
+      over -= c->mem_bytes.load(std::memory_order_relaxed);  // going already
+    } else if (!c->no_evict.load(std::memory_order_relaxed)) {
+      by_size.emplace_back(c->mem_bytes.load(std::memory_order_relaxed), c.get());
+    }
+  }
+  std::sort(by_size.begin(), by_size.end(),
+            [](const auto& a, const auto& b) { return a.first > b.first; });
+  for (const auto& [bytes, c] : by_size) {
+    if (over <= 0) break;
+    c->evict.store(true, std::memory_order_relaxed);
+    evicted_.fetch_add(1, std::memory_order_relaxed);
+    over -= bytes;
+  }
 }
 
 void ClientRegistry::set_name(ClientInfo& c, std::string name) {
@@ -49,8 +86,10 @@ std::string ClientRegistry::describe_locked(const ClientInfo& c, int64_t now_ms)
   std::string s = "id=" + std::to_string(c.id) + " addr=" + c.addr + " laddr=" + c.laddr +
                   " name=" + c.name + " age=" + std::to_string((now_ms - c.created_ms) / 1000) +
                   " idle=" + std::to_string((now_ms - c.last_active_ms.load()) / 1000) +
-                  " flags=N db=0 resp=" + std::to_string(c.proto.load()) +
-                  " cmd=" + c.last_cmd.load() + " lib-name=" + c.lib_name + " lib-ver=" + c.lib_ver;
+                  " flags=" + (c.no_evict.load() ? "e" : "N") +
+                  " db=0 tot-mem=" + std::to_string(c.mem_bytes.load()) +
+                  " resp=" + std::to_string(c.proto.load()) + " cmd=" + c.last_cmd.load() +
+                  " lib-name=" + c.lib_name + " lib-ver=" + c.lib_ver;
   for (char& ch : s)
     if (ch == '\r' || ch == '\n') ch = ' ';
   return s;

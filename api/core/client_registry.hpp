@@ -1,5 +1,6 @@
-// Every open RESP connection of the node, for CLIENT LIST / CLIENT INFO, INFO and
-// --maxclients. Touched on connect, disconnect and name changes, never per command.
+// Every open client connection of the node (RESP and native), for CLIENT LIST / CLIENT
+// INFO, INFO, --maxclients and --maxmemory-clients. Touched on connect, disconnect, name
+// changes and when a connection's buffers change size, never per command.
 #pragma once
 #include <atomic>
 #include <cstdint>
@@ -19,6 +20,11 @@ struct ClientInfo {
   std::atomic<int64_t> last_active_ms{0};
   std::atomic<const char*> last_cmd{"NULL"};
   std::atomic<int> proto{2};
+  // Bytes its buffers hold (query, replies), as its connection last reported them; set
+  // when the node's client memory is over maxmemory-clients and this one is to go.
+  std::atomic<int64_t> mem_bytes{0};
+  std::atomic<bool> evict{false};
+  std::atomic<bool> no_evict{false};  // CLIENT NO-EVICT ON: never chosen
   // Guarded by the registry's mutex.
   std::string name;
   std::string lib_name;
@@ -27,7 +33,10 @@ struct ClientInfo {
 
 class ClientRegistry {
  public:
-  explicit ClientRegistry(size_t max_clients) : max_clients_(max_clients) {}
+  // `max_memory`: maxmemory-clients, the most bytes all connections' buffers may hold
+  // together (0: no cap).
+  explicit ClientRegistry(size_t max_clients, int64_t max_memory = 0)
+      : max_clients_(max_clients), max_memory_(max_memory) {}
 
   // Null when the node already has max_clients connections.
   std::shared_ptr<ClientInfo> add(std::string addr, std::string laddr, int64_t now_ms);
@@ -49,10 +58,24 @@ class ClientRegistry {
   uint64_t total_accepted() const { return next_id_.load() - 1; }
   uint64_t rejected() const { return rejected_.load(); }
 
+  // A connection's buffers now hold `bytes`. Past maxmemory-clients, the biggest clients
+  // are marked to go (ClientInfo::evict) until the rest fit; their connections close when
+  // they next look (at once if busy, within a second if idle). At most one pass per 100 ms.
+  void track(ClientInfo& c, int64_t bytes, int64_t now_ms);
+  int64_t memory() const { return memory_.load(std::memory_order_relaxed); }
+  int64_t max_memory() const { return max_memory_; }
+  uint64_t evicted() const { return evicted_.load(std::memory_order_relaxed); }
+
  private:
   std::string describe_locked(const ClientInfo& c, int64_t now_ms) const;
 
+  void evict_biggest();
+
   size_t max_clients_;
+  int64_t max_memory_;
+  std::atomic<int64_t> memory_{0};
+  std::atomic<uint64_t> evicted_{0};
+  std::atomic<int64_t> last_pass_ms_{0};
   mutable std::mutex mu_;
   std::map<uint64_t, std::shared_ptr<ClientInfo>> clients_;
   std::atomic<uint64_t> next_id_{1};

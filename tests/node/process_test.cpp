@@ -171,6 +171,58 @@ TEST(Process, MaxClientsRefusesTheExtraOne) {
   EXPECT_EQ(again.cmd({"PING"}, 7), "+PONG\r\n");
 }
 
+// Two clients each send 1.5 MB of a longer command and stop: their query buffers grow to 2 MB.
+// With maxmemory-clients at 3 MB one of them is disconnected (the biggest, at once or within
+// the second its connection next looks), the other keeps its connection, everyone else is
+// served, and INFO counts it; without the cap both stay.
+TEST(Process, ClientMemoryOverMaxmemoryClientsEvictsTheBiggest) {
+  std::string part = "*9\r\n$4\r\nECHO\r\n";  // (arguments of 500 kB: proto-max-bulk-len is 1 MB)
+  for (int i = 0; i < 3; ++i) part += "$500000\r\n" + std::string(500'000, 'x') + "\r\n";
+  auto field = [](const std::string& info, const std::string& name) {
+    const size_t at = info.find(name + ":");
+    return at == std::string::npos ? -1 : std::stoll(info.substr(at + name.size() + 1));
+  };
+  for (const bool capped : {true, false}) {
+    NodeProcess node(capped ? std::vector<std::string>{"--maxmemory-clients", "3000000"}
+                            : std::vector<std::string>{});
+    ASSERT_TRUE(node.alive());
+    Client a(node.port(), 3000), b(node.port(), 3000);
+    ASSERT_TRUE(a.connected() && b.connected());
+    ASSERT_TRUE(a.send(part));
+    std::this_thread::sleep_for(std::chrono::milliseconds(300));
+    ASSERT_TRUE(b.send(part));
+    std::this_thread::sleep_for(std::chrono::milliseconds(1500));  // (an idle one: its tick)
+    Client other(node.port());
+    EXPECT_EQ(other.cmd({"PING"}, 7), "+PONG\r\n");
+    const std::string info = other.request({"INFO"});
+    EXPECT_EQ(field(info, "evicted_clients"), capped ? 1 : 0) << info;
+    EXPECT_EQ(field(info, "connected_clients"), capped ? 2 : 3) << info;
+    if (capped) {
+      EXPECT_NE(other.request({"CLIENT", "LIST"}).find(" tot-mem=2"), std::string::npos);
+      EXPECT_LE(field(info, "mem_clients_normal"), 3'000'000) << info;
+      EXPECT_EQ(field(info, "maxmemory_clients"), 3'000'000) << info;
+    } else {
+      EXPECT_GE(field(info, "mem_clients_normal"), 3'000'000) << info;
+    }
+  }
+}
+
+// CLIENT NO-EVICT ON keeps a client from being chosen: the other big one goes instead.
+TEST(Process, ClientNoEvictIsPassedBy) {
+  NodeProcess node({"--maxmemory-clients", "3000000"});
+  ASSERT_TRUE(node.alive());
+  std::string part = "*9\r\n$4\r\nECHO\r\n";
+  for (int i = 0; i < 3; ++i) part += "$500000\r\n" + std::string(500'000, 'x') + "\r\n";
+  Client kept(node.port(), 3000), gone(node.port(), 3000);
+  ASSERT_EQ(kept.cmd({"CLIENT", "NO-EVICT", "ON"}, 5), "+OK\r\n");
+  ASSERT_TRUE(kept.send(part + "$500000\r\n" + std::string(400'000, 'y')));  // (the bigger)
+  std::this_thread::sleep_for(std::chrono::milliseconds(300));
+  ASSERT_TRUE(gone.send(part));
+  EXPECT_TRUE(gone.closed_by_peer());
+  Client other(node.port());
+  EXPECT_NE(other.request({"CLIENT", "LIST"}).find(" flags=e "), std::string::npos);
+}
+
 TEST(Process, ClientThatDoesNotReadIsDropped) {
   NodeProcess node({"--output-timeout-ms", "1500"});
   Client reader(node.port());
