@@ -4,6 +4,8 @@
 #include <httplib.h>
 #include <spdlog/spdlog.h>
 
+#include <fstream>
+
 #include "cluster.hpp"
 #include "request_metrics.hpp"
 #include "status_page.hpp"
@@ -29,8 +31,53 @@ std::string json_str(std::string_view s) {
 }
 }  // namespace
 
-AdminHttp::AdminHttp(Services& svc, Cluster* cluster, const AdminCounters& counters)
+AdminHttp::AdminHttp(Services& svc, Cluster* cluster, AdminCounters& counters)
     : svc_(svc), cluster_(cluster), counters_(counters) {}
+
+std::optional<std::string> read_admin_token(const std::string& path, std::string& why) {
+  std::ifstream in(path);
+  std::string line;
+  if (!in || !std::getline(in, line)) {
+    why = "cannot read the admin token file " + path;
+    return std::nullopt;
+  }
+  const auto first = line.find_first_not_of(" \t\r\n");
+  const auto last = line.find_last_not_of(" \t\r\n");
+  if (first == std::string::npos) {
+    why = "the admin token file " + path + " holds no token";
+    return std::nullopt;
+  }
+  return line.substr(first, last - first + 1);
+}
+
+void AdminHttp::set_token(std::string token) {
+  std::lock_guard<std::mutex> lock(token_mu_);
+  token_ = std::move(token);
+}
+
+bool AdminHttp::allowed(const std::string& auth) const {
+  std::string token;
+  {
+    std::lock_guard<std::mutex> lock(token_mu_);
+    if (token_.empty()) return true;
+    token = token_;
+  }
+  const std::string want = "Bearer " + token;
+  // (compared in time that does not depend on where the first difference is)
+  bool same = auth.size() == want.size();
+  unsigned char diff = 0;
+  for (size_t i = 0; i < want.size(); ++i) {
+    diff |= static_cast<unsigned char>(want[i] ^ (i < auth.size() ? auth[i] : 0));
+  }
+  same = same && diff == 0;
+  if (!same) {
+    const uint64_t n = counters_.refused.fetch_add(1, std::memory_order_relaxed);
+    if ((n & (n + 1)) == 0) {  // (the 1st, 2nd, 4th, 8th... refusal: not one line per request)
+      spdlog::warn("admin HTTP: {} request(s) refused without the bearer token", n + 1);
+    }
+  }
+  return same;
+}
 
 AdminHttp::~AdminHttp() { stop(); }
 
@@ -143,15 +190,25 @@ void AdminHttp::start(const std::string& host, int port) {
   h.Get("/metrics", [this](const httplib::Request&, httplib::Response& res) {
     res.set_content(metrics(), "text/plain; version=0.0.4; charset=utf-8");
   });
-  h.Get("/cluster", [this](const httplib::Request&, httplib::Response& res) {
+  // What shows keys and the cluster's layout may want a token; probes and scrapes never do.
+  auto refuse = [](httplib::Response& res) {
+    res.status = 401;
+    res.set_header("WWW-Authenticate", "Bearer realm=\"floodgate admin\"");
+    res.set_content("unauthorized: send Authorization: Bearer <admin token>\n", "text/plain");
+  };
+  h.Get("/cluster", [this, refuse](const httplib::Request& req, httplib::Response& res) {
+    if (!allowed(req.get_header_value("Authorization"))) return refuse(res);
     res.set_header("Access-Control-Allow-Origin", "*");
     res.set_content(cluster_json(), "application/json");
   });
-  h.Get("/status", [this](const httplib::Request&, httplib::Response& res) {
+  h.Get("/status", [this, refuse](const httplib::Request& req, httplib::Response& res) {
+    if (!allowed(req.get_header_value("Authorization"))) return refuse(res);
     res.set_header("Access-Control-Allow-Origin", "*");
     res.set_content(status_json(), "application/json");
   });
   h.Get("/", [](const httplib::Request&, httplib::Response& res) {
+    // (the page holds no data: it asks /cluster and /status, with the token given after
+    // '#' in its address, which browsers never send to the server)
     res.set_content(kStatusPage, "text/html; charset=utf-8");
   });
   port_ = port == 0 ? h.bind_to_any_port(host.c_str())

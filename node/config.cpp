@@ -164,6 +164,10 @@ void load_config_file(const std::string& path, NodeConfig& cfg) {
       cfg.native_port = static_cast<int>(as_int(v, key, 0, 65535));
     else if (key == "admin-port")
       cfg.admin_port = static_cast<int>(as_int(v, key, 0, 65535));
+    else if (key == "admin-bind")
+      cfg.admin_bind = as_string(v, key);
+    else if (key == "admin-token-file")
+      cfg.admin_token_file = as_string(v, key);
     else if (key == "requirepass")
       cfg.requirepass = as_string(v, key);
     else if (key == "maxclients")

@@ -39,6 +39,8 @@ struct NodeConfig {
   std::map<std::string, std::string> patterns;      // key glob -> policy name
   std::map<std::string, PolicyOverride> overrides;  // key -> policy name or its own limit
   int admin_port = -1;                              // admin HTTP; -1: RESP port + 2000, 0: off
+  std::string admin_bind;        // the admin port's address; empty: the first `bind` address
+  std::string admin_token_file;  // set: /cluster, /status and / want its bearer token
   // Cluster mode.
   bool cluster_enabled = false;
   int cluster_port = 0;                    // 0: RESP port + 10000

@@ -106,6 +106,11 @@ int main(int argc, char** argv) {
                  "Admin HTTP port: /metrics, /healthz, /readyz, /cluster, status page "
                  "(default: RESP port + 2000; 0 turns it off)")
       ->check(CLI::Range(0, 65535));
+  app.add_option("--admin-bind", cfg.admin_bind,
+                 "Address of the admin HTTP port (default: the first --bind address)");
+  app.add_option("--admin-token-file", cfg.admin_token_file,
+                 "File holding a bearer token that /cluster, /status and the status page "
+                 "require (/metrics, /healthz and /readyz stay open); re-read on SIGHUP");
   app.add_option("--requirepass", cfg.requirepass, "Password clients must AUTH with");
   app.add_option("--maxclients", cfg.maxclients, "Most simultaneous client connections")
       ->capture_default_str();
@@ -385,8 +390,17 @@ int main(int argc, char** argv) {
   if (cfg.admin_port != 0) {
     const int want = cfg.admin_port > 0 ? cfg.admin_port : cfg.port == 0 ? 0 : server.port() + 2000;
     admin = std::make_unique<fg::AdminHttp>(svc, cluster.get(), admin_counters);
+    if (!cfg.admin_token_file.empty()) {
+      std::string why;
+      const auto token = fg::read_admin_token(cfg.admin_token_file, why);
+      if (!token) {
+        std::cerr << "floodgate: " << why << "\n";
+        return 2;
+      }
+      admin->set_token(*token);
+    }
     try {
-      admin->start(bind_host, want);
+      admin->start(cfg.admin_bind.empty() ? bind_host : cfg.admin_bind, want);
     } catch (const std::exception& e) {
       std::cerr << "floodgate: " << e.what() << "\n";
       return 1;
@@ -400,8 +414,16 @@ int main(int argc, char** argv) {
   std::function<void()> on_hangup = [&] {
     hangup.async_wait([&](const asio::error_code& ec, int) {
       if (ec) return;
+      if (admin && !cfg.admin_token_file.empty()) {  // (a rotated token, in force at once)
+        std::string why;
+        if (const auto token = fg::read_admin_token(cfg.admin_token_file, why)) {
+          admin->set_token(*token);
+        } else {
+          spdlog::error("SIGHUP: {}; keeping the admin token in force", why);
+        }
+      }
       if (cfg.config_file.empty()) {
-        spdlog::warn("SIGHUP: no --config file to reload");
+        if (cfg.admin_token_file.empty()) spdlog::warn("SIGHUP: no --config file to reload");
       } else {
         fg::NodeConfig fresh;
         try {

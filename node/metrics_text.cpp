@@ -139,6 +139,8 @@ std::string AdminHttp::metrics() const {
   const NodeCounters& n = svc_.counters;
   t.one("floodgate_protocol_errors_total", "counter", "Connections closed for a protocol error",
         load(n.protocol_errors));
+  t.one("floodgate_admin_refused_total", "counter",
+        "Admin HTTP requests refused without the bearer token", load(counters_.refused));
   t.one("floodgate_client_memory_bytes", "gauge",
         "Bytes all client connections' buffers hold (maxmemory-clients caps it)",
         static_cast<double>(svc_.clients->memory()));

@@ -113,6 +113,48 @@ TEST(Admin, PoliciesChangeAtRuntime) {
   EXPECT_EQ(cli(p, "PING"), "PONG");
 }
 
+// With --admin-token-file, what shows keys and the cluster's layout (/cluster, /status)
+// wants the bearer token, probes and scrapes do not; refusals are counted; SIGHUP puts a
+// rotated token in force; --admin-bind moves the port to another address.
+TEST(Admin, ClusterAndStatusWantTheTokenProbesAndMetricsDoNot) {
+  const std::string file = write_file("admin.token", "first-token-1234\n");
+  NodeProcess node({"--admin-token-file", file, "--admin-bind", "127.0.0.2"});
+  ASSERT_TRUE(node.alive());
+  const int a = node.admin_port();
+  EXPECT_EQ(http_get(a, "/healthz").status, 0);  // (not on 127.0.0.1: the port is elsewhere)
+  auto get = [a](const std::string& path, const std::string& token = "") {
+    const std::string headers = token.empty() ? "" : "Authorization: Bearer " + token + "\r\n";
+    return http_get_at("127.0.0.2", a, path, headers);
+  };
+  EXPECT_EQ(get("/healthz").status, 200);
+  EXPECT_EQ(get("/readyz").status, 200);
+  EXPECT_EQ(get("/metrics").status, 200);
+  EXPECT_EQ(get("/").status, 200);  // (the page holds no data)
+  for (const char* path : {"/cluster", "/status"}) {
+    EXPECT_EQ(get(path).status, 401) << path;
+    EXPECT_EQ(get(path, "wrong").status, 401) << path;
+    EXPECT_EQ(get(path, "first-token-12345").status, 401) << path;
+    EXPECT_EQ(get(path, "first-token-1234").status, 200) << path;
+  }
+  EXPECT_NE(get("/cluster", "first-token-1234").body.find("\"cluster_enabled\":false"),
+            std::string::npos);
+  EXPECT_EQ(sample(get("/metrics").body, "floodgate_admin_refused_total"), 6);
+  write_file("admin.token", "second-token\n");
+  kill(node.pid(), SIGHUP);
+  bool rotated = false;
+  for (int i = 0; i < 100 && !rotated; ++i) {
+    rotated = get("/status", "second-token").status == 200;
+    if (!rotated) std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  }
+  EXPECT_TRUE(rotated);
+  EXPECT_EQ(get("/status", "first-token-1234").status, 401);
+  // A token file that cannot be read keeps a node from starting.
+  const std::string out = run(std::string(FLOODGATE_BIN) + " --port 0 --admin-token-file " +
+                              ::testing::TempDir() + "no-such-token 2>&1; echo rc=$?");
+  EXPECT_NE(out.find("cannot read the admin token file"), std::string::npos) << out;
+  EXPECT_NE(out.find("rc=2"), std::string::npos) << out;
+}
+
 TEST(Admin, SighupReloadsPoliciesAndKeepsRuntimeOnesTheFileDidNotTouch) {
   const std::string cfg = write_file("reload.yaml",
                                      "policies:\n"

@@ -11,6 +11,7 @@
 
 #include <chrono>
 #include <cstring>
+#include <fstream>
 #include <string>
 #include <thread>
 #include <vector>
@@ -31,7 +32,7 @@ inline int free_port() {
 
 class Client {
  public:
-  explicit Client(int port, int timeout_ms = 5000) {
+  explicit Client(int port, int timeout_ms = 5000, const char* host = "127.0.0.1") {
     fd_ = socket(AF_INET, SOCK_STREAM, 0);
     timeval tv{timeout_ms / 1000, (timeout_ms % 1000) * 1000};
     setsockopt(fd_, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
@@ -39,7 +40,7 @@ class Client {
     sockaddr_in a{};
     a.sin_family = AF_INET;
     a.sin_port = htons(static_cast<uint16_t>(port));
-    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    inet_pton(AF_INET, host, &a.sin_addr);
     connected_ = connect(fd_, reinterpret_cast<sockaddr*>(&a), sizeof a) == 0;
   }
   ~Client() {
@@ -122,10 +123,13 @@ struct HttpReply {
 };
 
 // One HTTP/1.0 GET on loopback (the admin port); the server closes when done.
-inline HttpReply http_get(int port, const std::string& path) {
-  Client c(port, 3000);
+// `headers`: more request header lines, each ending in "\r\n".
+inline HttpReply http_get_at(const std::string& host, int port, const std::string& path,
+                             const std::string& headers = "") {
+  Client c(port, 3000, host.c_str());
   HttpReply r;
-  if (!c.connected() || !c.send("GET " + path + " HTTP/1.0\r\nHost: 127.0.0.1\r\n\r\n")) {
+  if (!c.connected() ||
+      !c.send("GET " + path + " HTTP/1.0\r\nHost: 127.0.0.1\r\n" + headers + "\r\n")) {
     return r;
   }
   const std::string all = c.recv_n(8 << 20);
@@ -136,6 +140,10 @@ inline HttpReply http_get(int port, const std::string& path) {
   return r;
 }
 
+inline HttpReply http_get(int port, const std::string& path, const std::string& headers = "") {
+  return http_get_at("127.0.0.1", port, path, headers);
+}
+
 class NodeProcess {
  public:
   explicit NodeProcess(std::vector<std::string> extra = {}) : port_(free_port()) {
@@ -143,9 +151,18 @@ class NodeProcess {
                                      "warn"};
     // A free native port too, unless the test chose one (RESP + 1000 may be taken by a
     // test running alongside).
+    std::string auth;  // (a node with an admin token shows /cluster to its holder only)
+    std::string admin_host = "127.0.0.1";
     for (size_t i = 0; i + 1 < extra.size(); ++i) {
       if (extra[i] == "--native-port") native_port_ = std::stoi(extra[i + 1]);
       if (extra[i] == "--admin-port") admin_port_ = std::stoi(extra[i + 1]);
+      if (extra[i] == "--admin-bind") admin_host = extra[i + 1];
+      if (extra[i] == "--admin-token-file") {
+        std::ifstream in(extra[i + 1]);
+        std::string token;
+        in >> token;
+        auth = "Authorization: Bearer " + token + "\r\n";
+      }
     }
     if (native_port_ < 0) {
       native_port_ = free_port();
@@ -172,7 +189,10 @@ class NodeProcess {
     if (!wait_for_port(port_) || admin_port_ <= 0) return;
     const std::string mine = "\"resp_port\":" + std::to_string(port_) + ",";
     for (int i = 0; i < 100 && pid_ > 0; ++i) {
-      if (http_get(admin_port_, "/cluster").body.find(mine) != std::string::npos) return;
+      if (http_get_at(admin_host, admin_port_, "/cluster", auth).body.find(mine) !=
+          std::string::npos) {
+        return;
+      }
       int status = 0;
       if (waitpid(pid_, &status, WNOHANG) == pid_) pid_ = -1;
       std::this_thread::sleep_for(std::chrono::milliseconds(50));
