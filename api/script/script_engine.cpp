@@ -993,17 +993,25 @@ void wrap_global(lua_State* L, const char* name, lua_CFunction f) {
   lua_setglobal(L, name);
 }
 
-// A read-only view of the table at the top of the stack, which it replaces: an empty table
-// that reads through to it and refuses writes (Lua 5.1 has no read-only tables of its own).
-void read_only_view(lua_State* L) {
-  lua_newtable(L);  // (table, view)
+// A metatable that refuses writes (Attempt to modify a readonly table), keeps itself from
+// being changed or read, and sends reads to the value on top of the stack (a table to read
+// through to, or a function), which it replaces.
+void push_locking_metatable(lua_State* L) {
   lua_createtable(L, 0, 3);
-  lua_pushvalue(L, -3);
+  lua_insert(L, -2);
   lua_setfield(L, -2, "__index");
   lua_pushcfunction(L, global_write);
   lua_setfield(L, -2, "__newindex");
   lua_pushboolean(L, 0);
   lua_setfield(L, -2, "__metatable");
+}
+
+// A read-only view of the table at the top of the stack, which it replaces: an empty table
+// that reads through to it and refuses writes (Lua 5.1 has no read-only tables of its own).
+void read_only_view(lua_State* L) {
+  lua_newtable(L);  // (table, view)
+  lua_pushvalue(L, -2);
+  push_locking_metatable(L);
   lua_setmetatable(L, -2);
   lock(L, -1, -2);
   lua_replace(L, -2);
@@ -1158,13 +1166,8 @@ std::unique_ptr<ScriptEngine::State> new_state(size_t cap) {
   lua_pop(L, 2);
   lua_pushvalue(L, LUA_GLOBALSINDEX);
   lock(L, -1);
-  lua_newtable(L);
   lua_pushcfunction(L, global_read);
-  lua_setfield(L, -2, "__index");
-  lua_pushcfunction(L, global_write);
-  lua_setfield(L, -2, "__newindex");
-  lua_pushboolean(L, 0);
-  lua_setfield(L, -2, "__metatable");
+  push_locking_metatable(L);
   lua_setmetatable(L, -2);
   lua_pop(L, 1);
   return st;
