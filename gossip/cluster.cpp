@@ -44,11 +44,12 @@ Cluster::~Cluster() { stop(); }
 void Cluster::start() {
   const std::string addr = cfg_.announce_host + ":" + std::to_string(cfg_.port);
   const std::string resp_addr = cfg_.announce_host + ":" + std::to_string(cfg_.resp_port);
-  transport_ =
-      std::make_unique<UdpTransport>(io_, cfg_.bind_host, static_cast<uint16_t>(cfg_.port),
-                                     [this](const std::string& from, std::string_view bytes) {
-                                       membership_->receive(from, bytes, wall_now_ns());
-                                     });
+  transport_ = std::make_unique<UdpTransport>(
+      io_, cfg_.bind_host, static_cast<uint16_t>(cfg_.port),
+      [this](const std::string& from, std::string_view bytes) {
+        membership_->receive(from, bytes, wall_now_ns());
+      },
+      cfg_.bus_key);
   server_ = std::make_unique<PeerServer>(
       io_, cfg_.bind_host, static_cast<uint16_t>(cfg_.port),
       [this](uint32_t kind, std::string body, PeerServer::Respond respond) {

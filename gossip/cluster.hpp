@@ -44,6 +44,7 @@ struct ClusterConfig {
   size_t replicas = 2;             // copies of each slot's state, owner included (R)
   int64_t replication_lag_ms = 5;  // Δ
   int64_t sync_timeout_ms = 1000;  // a replica's acknowledgement, at most
+  BusKey* bus_key = nullptr;       // the cluster secret on gossip (null or empty: none)
 };
 
 struct ClusterCounters {

@@ -1,6 +1,8 @@
 // UDP sockets and the membership tick loop.
 #include "udp_transport.hpp"
 
+#include <spdlog/spdlog.h>
+
 #include <chrono>
 
 #include "clock.hpp"
@@ -11,8 +13,8 @@ namespace fg {
 int64_t wall_now_ns() { return SystemClock::process().now_ns(); }
 
 UdpTransport::UdpTransport(asio::io_context& io, const std::string& host, uint16_t port,
-                           Handler handler)
-    : socket_(io), handler_(std::move(handler)), host_(host), buf_(65536, '\0') {
+                           Handler handler, BusKey* key)
+    : socket_(io), handler_(std::move(handler)), key_(key), host_(host), buf_(65536, '\0') {
   asio::ip::udp::endpoint ep(asio::ip::make_address(host), port);
   socket_.open(ep.protocol());
   socket_.bind(ep);
@@ -61,15 +63,37 @@ void UdpTransport::send(const std::string& to_addr, std::string_view bytes) {
   const auto ep = resolve(to_addr);
   if (ep.port() == 0 || !socket_.is_open()) return;
   asio::error_code ec;
-  socket_.send_to(asio::buffer(bytes.data(), bytes.size()), ep, 0, ec);  // EAGAIN: dropped
+  if (key_ && key_->active()) {
+    const std::string sealed = key_->seal(bytes);
+    socket_.send_to(asio::buffer(sealed), ep, 0, ec);  // EAGAIN: dropped
+    return;
+  }
+  socket_.send_to(asio::buffer(bytes.data(), bytes.size()), ep, 0, ec);
 }
 
 void UdpTransport::receive() {
   socket_.async_receive_from(asio::buffer(buf_), from_, [this](asio::error_code ec, size_t n) {
     if (ec == asio::error::operation_aborted || !socket_.is_open()) return;
     if (!ec) {
-      handler_(from_.address().to_string() + ":" + std::to_string(from_.port()),
-               std::string_view(buf_.data(), n));
+      std::string from = from_.address().to_string() + ":" + std::to_string(from_.port());
+      std::string_view bytes(buf_.data(), n);
+      if (key_ && key_->active()) {
+        const auto opened = key_->open(bytes);
+        if (!opened) {
+          const BusCounters& c = key_->counters();
+          const uint64_t refused =
+              c.refused_unsealed + c.refused_bad_mac + c.refused_stale + c.refused_replay;
+          if ((refused & (refused - 1)) == 0) {  // (the 1st, 2nd, 4th, 8th...: not a flood)
+            spdlog::warn(
+                "cluster bus: refused a datagram from {} without the cluster secret "
+                "({} refused so far)",
+                from, refused);
+          }
+          return receive();
+        }
+        bytes = *opened;
+      }
+      handler_(from, bytes);
     }
     receive();
   });

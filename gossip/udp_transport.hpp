@@ -7,6 +7,7 @@
 #include <map>
 #include <string>
 
+#include "bus_key.hpp"
 #include "transport.hpp"
 
 namespace fg {
@@ -16,7 +17,10 @@ class UdpTransport : public Transport {
   using Handler = std::function<void(const std::string& from, std::string_view bytes)>;
 
   // Binds host:port (port 0 picks one). `handler` runs on `io`'s thread for every datagram.
-  UdpTransport(asio::io_context& io, const std::string& host, uint16_t port, Handler handler);
+  // `key` (may be null, must outlive the transport): with a secret set, what is sent is
+  // sealed with it and only what it opens reaches `handler`.
+  UdpTransport(asio::io_context& io, const std::string& host, uint16_t port, Handler handler,
+               BusKey* key = nullptr);
   void send(const std::string& to_addr, std::string_view bytes) override;
   void close();
   std::string local_addr() const;  // host:port actually bound
@@ -27,6 +31,7 @@ class UdpTransport : public Transport {
 
   asio::ip::udp::socket socket_;
   Handler handler_;
+  BusKey* key_;
   std::string host_;
   asio::ip::udp::endpoint from_;
   std::string buf_;

@@ -215,6 +215,8 @@ void load_config_file(const std::string& path, NodeConfig& cfg) {
       cfg.cluster_port = static_cast<int>(as_int(v, key, 1, 65535));
     else if (key == "cluster-announce-host")
       cfg.cluster_announce_host = as_string(v, key);
+    else if (key == "cluster-secret-file")
+      cfg.cluster_secret_file = as_string(v, key);
     else if (key == "node-id") {
       cfg.node_id = as_string(v, key);
       const std::string why = check_node_id(cfg.node_id);

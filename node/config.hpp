@@ -43,10 +43,11 @@ struct NodeConfig {
   std::string admin_token_file;  // set: /cluster, /status and / want its bearer token
   // Cluster mode.
   bool cluster_enabled = false;
-  int cluster_port = 0;                    // 0: RESP port + 10000
-  std::string cluster_announce_host;       // empty: the first --bind address
-  std::vector<std::string> seeds;          // cluster bus addresses host:port
-  std::string node_id;                     // empty: random 40 hex digits
+  int cluster_port = 0;               // 0: RESP port + 10000
+  std::string cluster_announce_host;  // empty: the first --bind address
+  std::string cluster_secret_file;    // set: gossip is sealed with its secret (gossip/README.md)
+  std::vector<std::string> seeds;     // cluster bus addresses host:port
+  std::string node_id;                // empty: random 40 hex digits
   std::string cluster_redirect = "auto";   // auto | moved | forward
   std::string data_replication = "async";  // the data commands' writes: async | sync
   int64_t cluster_forward_timeout_ms = kDefaultForwardTimeoutMs;

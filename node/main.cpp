@@ -169,6 +169,9 @@ int main(int argc, char** argv) {
   app.add_option("--cluster-announce-host", cfg.cluster_announce_host,
                  "Address peers and clients use to reach this node (default: first --bind)");
   app.add_option("--seeds", seeds, "Cluster bus addresses to join through: host:port,...");
+  app.add_option("--cluster-secret-file", cfg.cluster_secret_file,
+                 "File with the cluster secret (one line; a second while rotating): gossip "
+                 "datagrams are sealed with it and nodes believe no others; re-read on SIGHUP");
   app.add_option("--node-id", cfg.node_id, "This node's id (default: 40 random hex digits)");
   app.add_option("--cluster-redirect", cfg.cluster_redirect,
                  "Keys owned elsewhere: auto (-MOVED for clients that asked for the "
@@ -320,6 +323,8 @@ int main(int argc, char** argv) {
     svc.settings.native_port = server.native_port();
   }
 
+  // (declared before the cluster, which holds a pointer to it)
+  fg::BusKey bus_key([] { return fg::SystemClock::process().now_ns() / 1'000'000; });
   std::unique_ptr<fg::Cluster> cluster;
   std::unique_ptr<fg::ClusterForwarder> forwarder;
   if (cfg.cluster_enabled) {
@@ -334,6 +339,15 @@ int main(int argc, char** argv) {
     cc.replicas = static_cast<size_t>(cfg.cluster_replicas);
     cc.replication_lag_ms = cfg.replication_lag_ms;
     cc.sync_timeout_ms = cfg.replication_sync_timeout_ms;
+    if (!cfg.cluster_secret_file.empty()) {
+      std::string why;
+      const auto secrets = fg::BusKey::read_file(cfg.cluster_secret_file, why);
+      if (!secrets || !bus_key.set(*secrets, why)) {
+        std::cerr << "floodgate: " << why << "\n";
+        return 2;
+      }
+      cc.bus_key = &bus_key;
+    }
     cluster = std::make_unique<fg::Cluster>(cc, *pool);
     cluster->share_book(&book);
     svc.routing = &cluster->routing();
@@ -414,6 +428,16 @@ int main(int argc, char** argv) {
   std::function<void()> on_hangup = [&] {
     hangup.async_wait([&](const asio::error_code& ec, int) {
       if (ec) return;
+      if (cluster && !cfg.cluster_secret_file.empty()) {  // (rotation: gossip/README.md)
+        std::string why;
+        const auto secrets = fg::BusKey::read_file(cfg.cluster_secret_file, why);
+        if (secrets && bus_key.set(*secrets, why)) {
+          spdlog::info("cluster secret reloaded from {} ({} secret(s))", cfg.cluster_secret_file,
+                       secrets->size());
+        } else {
+          spdlog::error("SIGHUP: {}; keeping the cluster secret in force", why);
+        }
+      }
       if (admin && !cfg.admin_token_file.empty()) {  // (a rotated token, in force at once)
         std::string why;
         if (const auto token = fg::read_admin_token(cfg.admin_token_file, why)) {
@@ -423,7 +447,9 @@ int main(int argc, char** argv) {
         }
       }
       if (cfg.config_file.empty()) {
-        if (cfg.admin_token_file.empty()) spdlog::warn("SIGHUP: no --config file to reload");
+        if (cfg.admin_token_file.empty() && cfg.cluster_secret_file.empty()) {
+          spdlog::warn("SIGHUP: no --config file to reload");
+        }
       } else {
         fg::NodeConfig fresh;
         try {

@@ -214,6 +214,15 @@ std::string AdminHttp::metrics() const {
         load(c.table_changes));
   t.one("floodgate_policy_book_exchanges_total", "counter",
         "Policy book push-pulls with other nodes", static_cast<double>(cluster_->book_exchanges()));
+  if (const BusKey* key = cluster_->config().bus_key) {
+    const BusCounters& b = key->counters();
+    t.family("floodgate_bus_refused_total", "counter",
+             "Gossip datagrams refused: not sealed with the cluster secret, stale, or replayed");
+    t.sample("floodgate_bus_refused_total", label("reason", "unsealed"), load(b.refused_unsealed));
+    t.sample("floodgate_bus_refused_total", label("reason", "bad_mac"), load(b.refused_bad_mac));
+    t.sample("floodgate_bus_refused_total", label("reason", "stale"), load(b.refused_stale));
+    t.sample("floodgate_bus_refused_total", label("reason", "replay"), load(b.refused_replay));
+  }
   return t.str();
 }
 

@@ -83,6 +83,7 @@ class TestCluster {
 
   NodeProcess& node(size_t i) { return *nodes_[i]; }
   size_t size() const { return nodes_.size(); }
+  int cluster_port(size_t i) const { return cports_[i]; }
 
   // The RESP port of the node that owns `key`, from `via`'s CLUSTER SLOTS-equivalent.
   int owner_port(const std::string& key, size_t via = 0) {
@@ -178,6 +179,33 @@ TEST(Cluster, BadClusterSettingsAreRefusedWithAReason) {
   EXPECT_NE(out.find("cannot use cluster port " + std::to_string(other.port())), std::string::npos)
       << out;
   EXPECT_NE(out.find("rc=1"), std::string::npos) << out;
+}
+
+// With a cluster secret, the nodes that hold it form the cluster; a node started with
+// another secret gossips to the same seed and is never believed: it does not join, the
+// three keep their table, and the refusals are counted.
+TEST(Cluster, ANodeWithoutTheClusterSecretIsNeverBelieved) {
+  const std::string good = ::testing::TempDir() + "cluster.secret";
+  const std::string bad = ::testing::TempDir() + "other.secret";
+  std::ofstream(good) << "the-cluster-secret-of-this-test\n";
+  std::ofstream(bad) << "not-the-secret-of-this-cluster\n";
+  TestCluster cl(3, {"--cluster-secret-file", good});
+  ASSERT_TRUE(cl.formed(3));
+  NodeProcess rogue({"--cluster-enabled", "--node-id", "rogue-" + std::to_string(getpid()),
+                     "--cluster-port", std::to_string(free_port()), "--seeds",
+                     "127.0.0.1:" + std::to_string(cl.cluster_port(0)), "--cluster-secret-file",
+                     bad});
+  ASSERT_TRUE(rogue.alive());
+  std::this_thread::sleep_for(std::chrono::milliseconds(3000));
+  EXPECT_TRUE(cl.formed(3, 2000));
+  Client r(rogue.port());
+  EXPECT_NE(field(r.request({"CLUSTER", "INFO"}), "cluster_size"), "4");
+  Client c(cl.node(0).port());
+  EXPECT_EQ(c.request({"CLUSTER", "NODES"}).find("rogue-"), std::string::npos);
+  const std::string m = http_get(cl.node(0).admin_port(), "/metrics").body;
+  const auto at = m.find("floodgate_bus_refused_total{reason=\"bad_mac\"} ");
+  ASSERT_NE(at, std::string::npos) << m;
+  EXPECT_GT(std::atof(m.c_str() + at + 45), 0) << m.substr(at, 60);
 }
 
 TEST(Cluster, EveryNodeAnswersForEveryKeyAsOneLimiter) {

@@ -1,0 +1,167 @@
+// Sealing and opening gossip datagrams with the cluster secret.
+//
+// A sealed datagram: "FGB1", the sealing secret's id (4 bytes), the sender's epoch (8), its
+// counter (8), its wall-clock milliseconds (8), the payload, and the first 16 bytes of
+// HMAC-SHA256(secret, everything before the tag). Integers are big-endian.
+#include "bus_key.hpp"
+
+#include <openssl/crypto.h>
+#include <openssl/evp.h>
+#include <openssl/hmac.h>
+#include <openssl/sha.h>
+
+#include <cstring>
+#include <fstream>
+#include <random>
+
+namespace fg {
+
+namespace {
+constexpr char kMagic[4] = {'F', 'G', 'B', '1'};
+constexpr size_t kHeader = 32;
+constexpr size_t kTag = 16;
+
+void put_be(std::string& out, uint64_t v, int bytes) {
+  for (int i = bytes - 1; i >= 0; --i) out.push_back(static_cast<char>(v >> (8 * i) & 0xff));
+}
+
+uint64_t get_be(const char* p, int bytes) {
+  uint64_t v = 0;
+  for (int i = 0; i < bytes; ++i) v = v << 8 | static_cast<unsigned char>(p[i]);
+  return v;
+}
+
+void mac(const std::string& key, const char* data, size_t n, unsigned char* out) {
+  unsigned char md[EVP_MAX_MD_SIZE];
+  unsigned int len = 0;
+  HMAC(EVP_sha256(), key.data(), static_cast<int>(key.size()),
+       reinterpret_cast<const unsigned char*>(data), n, md, &len);
+  std::memcpy(out, md, kTag);
+}
+
+std::string trim(const std::string& s) {
+  const auto a = s.find_first_not_of(" \t\r\n");
+  if (a == std::string::npos) return {};
+  return s.substr(a, s.find_last_not_of(" \t\r\n") - a + 1);
+}
+}  // namespace
+
+BusKey::BusKey(std::function<int64_t()> now_ms) : now_ms_(std::move(now_ms)) {
+  std::random_device rd;
+  epoch_ = (uint64_t{rd()} << 32) ^ rd();
+}
+
+bool BusKey::set(const std::vector<std::string>& secrets, std::string& why) {
+  if (secrets.empty() || secrets.size() > 2) {
+    why = "the cluster secret file must hold one secret, or two while rotating";
+    return false;
+  }
+  std::vector<Secret> next;
+  for (const std::string& s : secrets) {
+    if (s.size() < kMinSecret) {
+      why = "a cluster secret must be at least " + std::to_string(kMinSecret) + " characters";
+      return false;
+    }
+    unsigned char md[SHA256_DIGEST_LENGTH];
+    SHA256(reinterpret_cast<const unsigned char*>(s.data()), s.size(), md);
+    next.push_back({s, static_cast<uint32_t>(get_be(reinterpret_cast<const char*>(md), 4))});
+  }
+  std::lock_guard<std::mutex> lock(mu_);
+  secrets_ = std::move(next);
+  return true;
+}
+
+bool BusKey::active() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return !secrets_.empty();
+}
+
+std::string BusKey::seal(std::string_view payload) {
+  std::string out;
+  out.reserve(kHeader + payload.size() + kTag);
+  std::lock_guard<std::mutex> lock(mu_);
+  if (secrets_.empty()) return std::string(payload);
+  const Secret& s = secrets_.front();
+  out.append(kMagic, 4);
+  put_be(out, s.id, 4);
+  put_be(out, epoch_, 8);
+  put_be(out, next_++, 8);
+  put_be(out, static_cast<uint64_t>(now_ms_()), 8);
+  out.append(payload);
+  unsigned char tag[kTag];
+  mac(s.key, out.data(), out.size(), tag);
+  out.append(reinterpret_cast<const char*>(tag), kTag);
+  return out;
+}
+
+std::optional<std::string_view> BusKey::open(std::string_view d) {
+  if (d.size() < kHeader + kTag || std::memcmp(d.data(), kMagic, 4) != 0) {
+    counters_.refused_unsealed.fetch_add(1, std::memory_order_relaxed);
+    return std::nullopt;
+  }
+  const auto id = static_cast<uint32_t>(get_be(d.data() + 4, 4));
+  const size_t body = d.size() - kTag;
+  std::lock_guard<std::mutex> lock(mu_);
+  bool authentic = false;
+  for (const Secret& s : secrets_) {
+    if (s.id != id) continue;
+    unsigned char tag[kTag];
+    mac(s.key, d.data(), body, tag);
+    authentic = CRYPTO_memcmp(tag, d.data() + body, kTag) == 0;
+    break;
+  }
+  if (!authentic) {
+    counters_.refused_bad_mac.fetch_add(1, std::memory_order_relaxed);
+    return std::nullopt;
+  }
+  const int64_t now = now_ms_();
+  const auto sent = static_cast<int64_t>(get_be(d.data() + 24, 8));
+  if (sent < now - kWindowMs || sent > now + kWindowMs) {
+    counters_.refused_stale.fetch_add(1, std::memory_order_relaxed);
+    return std::nullopt;
+  }
+  if (!fresh(get_be(d.data() + 8, 8), get_be(d.data() + 16, 8), now)) {
+    counters_.refused_replay.fetch_add(1, std::memory_order_relaxed);
+    return std::nullopt;
+  }
+  return d.substr(kHeader, body - kHeader);
+}
+
+bool BusKey::fresh(uint64_t epoch, uint64_t counter, int64_t now) {
+  if (seen_.size() > 4096) {  // senders quiet for two windows: their datagrams are stale now
+    for (auto it = seen_.begin(); it != seen_.end();) {
+      it = it->second.last_ms < now - 2 * kWindowMs ? seen_.erase(it) : std::next(it);
+    }
+  }
+  Seen& s = seen_[epoch];
+  if (counter > s.top) {
+    const uint64_t shift = counter - s.top;
+    s.bits = shift >= 64 ? 0 : s.bits << shift;
+    s.bits |= 1;  // (bit k: counter top - k was seen)
+    s.top = counter;
+  } else {
+    const uint64_t back = s.top - counter;
+    if (back >= 64 || (s.bits >> back & 1)) return false;
+    s.bits |= uint64_t{1} << back;
+  }
+  s.last_ms = now;
+  return true;
+}
+
+std::optional<std::vector<std::string>> BusKey::read_file(const std::string& path,
+                                                          std::string& why) {
+  std::ifstream in(path);
+  if (!in) {
+    why = "cannot read the cluster secret file " + path;
+    return std::nullopt;
+  }
+  std::vector<std::string> out;
+  std::string line;
+  while (std::getline(in, line)) {
+    line = trim(line);
+    if (!line.empty()) out.push_back(line);
+  }
+  return out;
+}
+
+}  // namespace fg

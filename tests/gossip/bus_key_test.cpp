@@ -1,0 +1,151 @@
+// The cluster secret on gossip: sealing and opening, what is refused (another secret, an
+// altered byte, no seal, a replay, a stale or future clock), rotation with two secrets, and
+// real UDP membership where a node without the secret is never believed.
+#include "bus_key.hpp"
+
+#include <gtest/gtest.h>
+
+#include <fstream>
+
+#include "membership.hpp"
+#include "udp_transport.hpp"
+
+namespace fg {
+namespace {
+
+const std::string kA = "first-secret-0123456789";
+const std::string kB = "second-secret-0123456789";
+
+struct Keyed {
+  int64_t now = 1'700'000'000'000;
+  BusKey key{[this] { return now; }};
+  explicit Keyed(std::vector<std::string> secrets) {
+    std::string why;
+    EXPECT_TRUE(key.set(secrets, why)) << why;
+  }
+};
+
+TEST(BusKey, OpensWhatItsSecretSealedAndNothingElse) {
+  Keyed a({kA}), b({kA}), other({kB});
+  const std::string d = a.key.seal("hello gossip");
+  ASSERT_NE(d.find("hello gossip"), std::string::npos);  // (sealed, not encrypted)
+  const auto p = b.key.open(d);
+  ASSERT_TRUE(p.has_value());
+  EXPECT_EQ(*p, "hello gossip");
+
+  EXPECT_FALSE(other.key.open(a.key.seal("x")).has_value());
+  EXPECT_EQ(other.key.counters().refused_bad_mac.load(), 1u);
+  std::string altered = a.key.seal("pay 10");
+  altered[altered.find("10")] = '9';
+  EXPECT_FALSE(b.key.open(altered).has_value());
+  EXPECT_EQ(b.key.counters().refused_bad_mac.load(), 1u);
+  EXPECT_FALSE(b.key.open("plain gossip, no seal").has_value());
+  EXPECT_FALSE(b.key.open("").has_value());
+  EXPECT_EQ(b.key.counters().refused_unsealed.load(), 2u);
+}
+
+TEST(BusKey, ARecordedDatagramIsNotBelievedTwice) {
+  Keyed a({kA}), b({kA});
+  const std::string d1 = a.key.seal("1"), d2 = a.key.seal("2"), d3 = a.key.seal("3");
+  EXPECT_TRUE(b.key.open(d3).has_value());
+  EXPECT_TRUE(b.key.open(d1).has_value());  // (UDP reorders: an older one, not yet seen)
+  EXPECT_FALSE(b.key.open(d1).has_value());
+  EXPECT_FALSE(b.key.open(d3).has_value());
+  EXPECT_TRUE(b.key.open(d2).has_value());
+  EXPECT_EQ(b.key.counters().refused_replay.load(), 2u);
+  // More than 64 behind the newest: refused (it could not be told apart from a replay).
+  const std::string old = a.key.seal("old");
+  for (int i = 0; i < 70; ++i) ASSERT_TRUE(b.key.open(a.key.seal("n")).has_value());
+  EXPECT_FALSE(b.key.open(old).has_value());
+}
+
+TEST(BusKey, AStaleOrFutureClockIsRefused) {
+  Keyed a({kA}), b({kA});
+  a.now = b.now - BusKey::kWindowMs - 1000;
+  EXPECT_FALSE(b.key.open(a.key.seal("late")).has_value());
+  a.now = b.now + BusKey::kWindowMs + 1000;
+  EXPECT_FALSE(b.key.open(a.key.seal("early")).has_value());
+  EXPECT_EQ(b.key.counters().refused_stale.load(), 2u);
+  a.now = b.now + BusKey::kWindowMs - 1000;  // (within the window: clocks differ a little)
+  EXPECT_TRUE(b.key.open(a.key.seal("fine")).has_value());
+}
+
+TEST(BusKey, TwoSecretsRotateWithoutALoss) {
+  // Step 1: every node accepts the new secret, still sealing with the old one.
+  Keyed old_only({kA}), step1({kA, kB}), step2({kB, kA}), new_only({kB});
+  EXPECT_TRUE(step1.key.open(old_only.key.seal("x")).has_value());
+  EXPECT_TRUE(old_only.key.open(step1.key.seal("x")).has_value());
+  // Step 2: every node seals with the new one, still accepting the old.
+  EXPECT_TRUE(step1.key.open(step2.key.seal("x")).has_value());
+  EXPECT_TRUE(step2.key.open(step1.key.seal("x")).has_value());
+  // Step 3: the old one is gone.
+  EXPECT_TRUE(step2.key.open(new_only.key.seal("x")).has_value());
+  EXPECT_TRUE(new_only.key.open(step2.key.seal("x")).has_value());
+  EXPECT_FALSE(new_only.key.open(old_only.key.seal("x")).has_value());
+}
+
+TEST(BusKey, SecretsAreCheckedAndReadFromAFile) {
+  BusKey k([] { return int64_t{0}; });
+  std::string why;
+  EXPECT_FALSE(k.set({}, why));
+  EXPECT_FALSE(k.set({"short"}, why));
+  EXPECT_NE(why.find("at least 16"), std::string::npos) << why;
+  EXPECT_FALSE(k.set({kA, kB, kA}, why));
+  EXPECT_FALSE(k.active());
+  const std::string path = ::testing::TempDir() + "bus.secret";
+  std::ofstream(path) << "  " << kA << "  \n\n" << kB << "\n";
+  const auto s = BusKey::read_file(path, why);
+  ASSERT_TRUE(s.has_value());
+  EXPECT_EQ(*s, (std::vector<std::string>{kA, kB}));
+  EXPECT_FALSE(BusKey::read_file(path + ".missing", why).has_value());
+}
+
+struct UdpNode {
+  UdpNode(asio::io_context& io, int i, const std::string& secret)
+      : key([] { return wall_now_ns() / 1'000'000; }),
+        transport(
+            io, "127.0.0.1", 0,
+            [this](const std::string& from, std::string_view b) {
+              if (member) member->receive(from, b, wall_now_ns());
+            },
+            &key) {
+    std::string why;
+    if (!secret.empty()) EXPECT_TRUE(key.set({secret}, why)) << why;
+    member = std::make_unique<Membership>(MembershipConfig{}, "bus-" + std::to_string(i),
+                                          transport.local_addr(), "127.0.0.1:0", transport, i);
+    runner = std::make_unique<MembershipRunner>(io, *member);
+  }
+  BusKey key;
+  UdpTransport transport;
+  std::unique_ptr<Membership> member;
+  std::unique_ptr<MembershipRunner> runner;
+};
+
+// Three nodes share the secret; a fourth has another, a fifth none. Both try to join
+// through the same seed: nobody believes them, and the three see only each other.
+TEST(BusKey, OnlyNodesWithTheSecretBecomeMembers) {
+  asio::io_context io;
+  std::vector<std::unique_ptr<UdpNode>> nodes;
+  for (int i = 0; i < 3; ++i) nodes.push_back(std::make_unique<UdpNode>(io, i, kA));
+  nodes.push_back(std::make_unique<UdpNode>(io, 3, kB));
+  nodes.push_back(std::make_unique<UdpNode>(io, 4, ""));
+  const std::string seed = nodes[0]->transport.local_addr();
+  for (auto& n : nodes) n->runner->start({seed});
+  auto members = [&](size_t i) { return nodes[i]->member->others().size(); };
+  for (int waited = 0; waited < 3000; waited += 20) io.run_for(std::chrono::milliseconds(20));
+  for (size_t i = 0; i < 3; ++i) {
+    EXPECT_EQ(members(i), 2u) << "node " << i;
+    for (const auto& [id, m] : nodes[i]->member->others()) {
+      EXPECT_EQ(m.state, MemberState::kAlive) << id;
+      EXPECT_TRUE(id == "bus-0" || id == "bus-1" || id == "bus-2") << id;
+    }
+  }
+  EXPECT_EQ(members(3), 0u);
+  EXPECT_EQ(members(4), 0u);
+  const BusCounters& c = nodes[0]->key.counters();
+  EXPECT_GT(c.refused_bad_mac.load(), 0u);   // the other secret
+  EXPECT_GT(c.refused_unsealed.load(), 0u);  // no secret at all
+}
+
+}  // namespace
+}  // namespace fg
