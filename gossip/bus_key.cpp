@@ -148,6 +148,80 @@ bool BusKey::fresh(uint64_t epoch, uint64_t counter, int64_t now) {
   return true;
 }
 
+namespace {
+constexpr char kPeerMagic[4] = {'F', 'G', 'P', '1'};
+// A peer-link MAC: over a role word and the hello's first 32 bytes.
+void peer_mac(const std::string& key, std::string_view role, std::string_view hello32,
+              unsigned char* out) {
+  std::string in(role);
+  in.append(hello32.substr(0, 32));
+  mac(key, in.data(), in.size(), out);
+}
+}  // namespace
+
+std::string BusKey::peer_hello() {
+  std::lock_guard<std::mutex> lock(mu_);
+  if (secrets_.empty()) return {};
+  std::string out(kPeerMagic, 4);
+  put_be(out, secrets_.front().id, 4);
+  std::random_device rd;
+  for (int i = 0; i < 4; ++i) put_be(out, rd(), 4);  // the nonce
+  put_be(out, static_cast<uint64_t>(now_ms_()), 8);
+  unsigned char tag[kTag];
+  peer_mac(secrets_.front().key, "hello", out, tag);
+  out.append(reinterpret_cast<const char*>(tag), kTag);
+  return out;
+}
+
+std::optional<std::string> BusKey::peer_answer(std::string_view hello) {
+  std::lock_guard<std::mutex> lock(mu_);
+  const Secret* used = nullptr;
+  if (hello.size() == kHelloBytes && std::memcmp(hello.data(), kPeerMagic, 4) == 0) {
+    const auto id = static_cast<uint32_t>(get_be(hello.data() + 4, 4));
+    for (const Secret& s : secrets_) {
+      if (s.id != id) continue;
+      unsigned char tag[kTag];
+      peer_mac(s.key, "hello", hello, tag);
+      if (CRYPTO_memcmp(tag, hello.data() + 32, kTag) == 0) used = &s;
+      break;
+    }
+  }
+  const int64_t now = now_ms_();
+  const auto sent = used ? static_cast<int64_t>(get_be(hello.data() + 24, 8)) : 0;
+  if (!used || sent < now - kWindowMs || sent > now + kWindowMs) {
+    counters_.refused_peer.fetch_add(1, std::memory_order_relaxed);
+    return std::nullopt;
+  }
+  if (hellos_.size() > 4096) {
+    for (auto it = hellos_.begin(); it != hellos_.end();) {
+      it = it->second < now - 2 * kWindowMs ? hellos_.erase(it) : std::next(it);
+    }
+  }
+  if (!hellos_.emplace(std::string(hello.substr(8, 16)), now).second) {  // a recorded hello
+    counters_.refused_peer.fetch_add(1, std::memory_order_relaxed);
+    return std::nullopt;
+  }
+  std::string proof(kPeerMagic, 4);
+  unsigned char tag[kTag];
+  peer_mac(used->key, "proof", hello, tag);
+  proof.append(reinterpret_cast<const char*>(tag), kTag);
+  return proof;
+}
+
+bool BusKey::peer_proven(std::string_view hello, std::string_view proof) const {
+  if (hello.size() != kHelloBytes || proof.size() != kProofBytes ||
+      std::memcmp(proof.data(), kPeerMagic, 4) != 0) {
+    return false;
+  }
+  std::lock_guard<std::mutex> lock(mu_);
+  for (const Secret& s : secrets_) {
+    unsigned char tag[kTag];
+    peer_mac(s.key, "proof", hello, tag);
+    if (CRYPTO_memcmp(tag, proof.data() + 4, kTag) == 0) return true;
+  }
+  return false;
+}
+
 std::optional<std::vector<std::string>> BusKey::read_file(const std::string& path,
                                                           std::string& why) {
   std::ifstream in(path);

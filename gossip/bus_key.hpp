@@ -25,6 +25,7 @@ struct BusCounters {
   std::atomic<uint64_t> refused_bad_mac{0};   // a secret this node does not hold, or altered
   std::atomic<uint64_t> refused_stale{0};     // sent too long ago (or its clock is far off)
   std::atomic<uint64_t> refused_replay{0};    // seen already
+  std::atomic<uint64_t> refused_peer{0};      // peer-link connections without the secret
 };
 
 class BusKey {
@@ -45,6 +46,19 @@ class BusKey {
   // The payload of a sealed datagram (a view into it), or nullopt (counted) if it is not
   // to be believed.
   std::optional<std::string_view> open(std::string_view datagram);
+
+  // The peer-link handshake, before any frame: the connecting side sends kHelloBytes
+  // (a fresh nonce and its clock, MAC'd with the first secret); the accepting side answers
+  // kProofBytes (a MAC of that hello under the same secret), or hangs up. Each side thereby
+  // shows the other it holds a secret both accept; a hello is believed once.
+  static constexpr size_t kHelloBytes = 48;
+  static constexpr size_t kProofBytes = 20;
+  std::string peer_hello();
+  // The accepting side: the proof to send back, or nullopt (counted) to hang up.
+  std::optional<std::string> peer_answer(std::string_view hello);
+  // The connecting side: whether `proof` answers `hello`.
+  bool peer_proven(std::string_view hello, std::string_view proof) const;
+  void count_refused_peer() { counters_.refused_peer.fetch_add(1, std::memory_order_relaxed); }
 
   const BusCounters& counters() const { return counters_; }
 
@@ -69,6 +83,7 @@ class BusKey {
   mutable std::mutex mu_;  // guards secrets_ (set on SIGHUP), seen_ and next_
   std::vector<Secret> secrets_;
   std::unordered_map<uint64_t, Seen> seen_;
+  std::unordered_map<std::string, int64_t> hellos_;  // nonces believed, until they go stale
   uint64_t epoch_;
   uint64_t next_ = 1;
   BusCounters counters_;

@@ -54,7 +54,8 @@ void Cluster::start() {
       io_, cfg_.bind_host, static_cast<uint16_t>(cfg_.port),
       [this](uint32_t kind, std::string body, PeerServer::Respond respond) {
         dispatch(kind, std::move(body), std::move(respond));
-      });
+      },
+      cfg_.bus_key);
   std::random_device rd;
   membership_ = std::make_unique<Membership>(cfg_.membership, cfg_.node_id, addr, resp_addr,
                                              *transport_, (uint64_t{rd()} << 32) ^ rd());
@@ -246,7 +247,7 @@ void Cluster::call(const std::string& peer_addr, uint32_t kind, std::string body
 
 PeerClient& Cluster::peer(const std::string& peer_addr) {
   auto& p = peers_[peer_addr];
-  if (!p) p = std::make_shared<PeerClient>(io_, peer_addr, cfg_.bind_host);
+  if (!p) p = std::make_shared<PeerClient>(io_, peer_addr, cfg_.bind_host, cfg_.bus_key);
   return *p;
 }
 

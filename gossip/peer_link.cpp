@@ -21,10 +21,11 @@ bool split_addr(const std::string& addr, std::string& host, std::string& port) {
 
 // ---------------------------------------------------------------- client
 
-PeerClient::PeerClient(asio::io_context& io, std::string addr, std::string local_host)
+PeerClient::PeerClient(asio::io_context& io, std::string addr, std::string local_host, BusKey* key)
     : io_(io),
       addr_(std::move(addr)),
       local_host_(std::move(local_host)),
+      key_(key),
       socket_(io),
       backoff_timer_(io),
       connect_timer_(io) {}
@@ -107,24 +108,53 @@ void PeerClient::connect() {
   });
   socket_.async_connect(ep, [self = shared_from_this()](asio::error_code ec) {
     if (self->closed_) return;
-    self->connect_timer_.cancel();
     if (ec) {
-      self->fail_all(PeerStatus::kUnavailable);
-      self->state_ = State::kBackoff;
-      self->backoff_timer_.expires_after(self->backoff_);
-      self->backoff_ = std::min(self->backoff_ * 2, std::chrono::milliseconds(2000));
-      self->backoff_timer_.async_wait([self](asio::error_code e) {
-        if (!e && !self->closed_) self->state_ = State::kIdle;
-      });
-      return;
+      self->connect_timer_.cancel();
+      return self->backoff();
     }
     asio::error_code ignored;
     self->socket_.set_option(asio::ip::tcp::no_delay(true), ignored);
-    self->state_ = State::kConnected;
-    self->backoff_ = std::chrono::milliseconds(50);
-    self->read_header();
-    self->flush();
+    if (self->key_ && self->key_->active()) return self->handshake();  // (the timer still runs)
+    self->connect_timer_.cancel();
+    self->connected();
   });
+}
+
+void PeerClient::backoff() {
+  fail_all(PeerStatus::kUnavailable);
+  state_ = State::kBackoff;
+  backoff_timer_.expires_after(backoff_);
+  backoff_ = std::min(backoff_ * 2, std::chrono::milliseconds(2000));
+  backoff_timer_.async_wait([self = shared_from_this()](asio::error_code e) {
+    if (!e && !self->closed_) self->state_ = State::kIdle;
+  });
+}
+
+void PeerClient::connected() {
+  state_ = State::kConnected;
+  backoff_ = std::chrono::milliseconds(50);
+  read_header();
+  flush();
+}
+
+// Our hello, then the peer's proof, within the connect timeout; a peer without the secret
+// (or with another) is unreachable as far as calls go.
+void PeerClient::handshake() {
+  hello_ = key_->peer_hello();
+  proof_.assign(BusKey::kProofBytes, '\0');
+  asio::async_write(socket_, asio::buffer(hello_), [](asio::error_code, size_t) {});
+  asio::async_read(socket_, asio::buffer(proof_),
+                   [self = shared_from_this()](asio::error_code ec, size_t) {
+                     if (self->closed_) return;
+                     self->connect_timer_.cancel();
+                     if (ec || !self->key_->peer_proven(self->hello_, self->proof_)) {
+                       if (!ec) self->key_->count_refused_peer();
+                       asio::error_code ignored;
+                       self->socket_.close(ignored);
+                       return self->backoff();
+                     }
+                     self->connected();
+                   });
 }
 
 void PeerClient::flush() {
@@ -226,9 +256,35 @@ void PeerClient::close() {
 
 class PeerServer::Conn : public std::enable_shared_from_this<Conn> {
  public:
-  Conn(asio::ip::tcp::socket s, std::shared_ptr<Handler> h)
-      : socket_(std::move(s)), handler_(std::move(h)) {}
-  void start() { read_header(); }
+  Conn(asio::ip::tcp::socket s, std::shared_ptr<Handler> h, BusKey* key)
+      : socket_(std::move(s)), handler_(std::move(h)), key_(key) {}
+  void start() {
+    if (!key_ || !key_->active()) return read_header();
+    // The caller's hello first (within a second), then our proof, then frames.
+    hello_.assign(BusKey::kHelloBytes, '\0');
+    auto self = shared_from_this();
+    timer_ = std::make_unique<asio::steady_timer>(socket_.get_executor(), kConnectTimeout);
+    timer_->async_wait([self](asio::error_code ec) {
+      if (ec) return;
+      self->key_->count_refused_peer();  // (no hello in time: not a node of ours)
+      asio::error_code ignored;
+      self->socket_.close(ignored);
+    });
+    asio::async_read(socket_, asio::buffer(hello_), [self](asio::error_code ec, size_t) {
+      self->timer_->cancel();
+      if (ec) return;
+      auto proof = self->key_->peer_answer(self->hello_);
+      if (!proof) return;  // dropping the last reference closes it
+      self->proof_ = std::move(*proof);
+      self->writing_ = true;
+      asio::async_write(self->socket_, asio::buffer(self->proof_),
+                        [self](asio::error_code ec2, size_t) {
+                          self->writing_ = false;
+                          if (!ec2) self->flush();
+                        });
+      self->read_header();
+    });
+  }
 
  private:
   void read_header() {
@@ -304,6 +360,9 @@ class PeerServer::Conn : public std::enable_shared_from_this<Conn> {
 
   asio::ip::tcp::socket socket_;
   std::shared_ptr<Handler> handler_;
+  BusKey* key_;
+  std::unique_ptr<asio::steady_timer> timer_;
+  std::string hello_, proof_;
   char header_[4];
   std::string rbuf_;
   std::string wbuf_;
@@ -312,8 +371,8 @@ class PeerServer::Conn : public std::enable_shared_from_this<Conn> {
 };
 
 PeerServer::PeerServer(asio::io_context& io, const std::string& host, uint16_t port,
-                       Handler handler)
-    : acceptor_(io), handler_(std::make_shared<Handler>(std::move(handler))) {
+                       Handler handler, BusKey* key)
+    : acceptor_(io), handler_(std::make_shared<Handler>(std::move(handler))), key_(key) {
   asio::ip::tcp::endpoint ep(asio::ip::make_address(host), port);
   acceptor_.open(ep.protocol());
   acceptor_.set_option(asio::ip::tcp::acceptor::reuse_address(true));
@@ -328,7 +387,7 @@ void PeerServer::accept() {
     if (!ec) {
       asio::error_code ignored;
       s.set_option(asio::ip::tcp::no_delay(true), ignored);
-      std::make_shared<Conn>(std::move(s), handler_)->start();
+      std::make_shared<Conn>(std::move(s), handler_, key_)->start();
     }
     accept();
   });

@@ -11,6 +11,8 @@
 #include <memory>
 #include <string>
 
+#include "bus_key.hpp"
+
 namespace fg {
 
 enum class PeerStatus { kOk, kError, kUnknownKind, kUnavailable, kTimeout };
@@ -26,8 +28,11 @@ constexpr size_t kPeerFrameBudget = 32 << 20;    // what a sender puts in one fr
 class PeerClient : public std::enable_shared_from_this<PeerClient> {
  public:
   // `local_host`, when a specific address, is where the connection leaves from (the node's
-  // bind address), so peers and firewalls see the same address the bus uses.
-  PeerClient(asio::io_context& io, std::string addr, std::string local_host = {});
+  // bind address), so peers and firewalls see the same address the bus uses. `key` (may be
+  // null; must outlive the client): with a secret set, each connection first proves it
+  // holds it and checks the peer's proof (BusKey's peer handshake) before any call goes.
+  PeerClient(asio::io_context& io, std::string addr, std::string local_host = {},
+             BusKey* key = nullptr);
   void call(uint32_t kind, std::string body, std::chrono::milliseconds deadline, PeerCallback cb);
   void close();
   // The peer was declared dead: calls waiting on it end now with kTimeout (they may have
@@ -42,6 +47,9 @@ class PeerClient : public std::enable_shared_from_this<PeerClient> {
     std::unique_ptr<asio::steady_timer> timer;
   };
   void connect();
+  void connected();
+  void handshake();
+  void backoff();
   void bind_local(const asio::ip::tcp::endpoint& to);
   void flush();
   void read_header();
@@ -51,6 +59,8 @@ class PeerClient : public std::enable_shared_from_this<PeerClient> {
   asio::io_context& io_;
   std::string addr_;
   std::string local_host_;
+  BusKey* key_;
+  std::string hello_, proof_;
   asio::ip::tcp::socket socket_;
   asio::steady_timer backoff_timer_;
   asio::steady_timer connect_timer_;  // a SYN nobody answers fails after kConnectTimeout
@@ -74,7 +84,10 @@ class PeerServer {
   using Respond = std::function<void(PeerStatus, std::string body, std::string error)>;
   using Handler = std::function<void(uint32_t kind, std::string body, Respond respond)>;
 
-  PeerServer(asio::io_context& io, const std::string& host, uint16_t port, Handler handler);
+  // `key` (may be null; must outlive the server): with a secret set, a connection is
+  // served only after its hello proves it holds the secret; others are closed, counted.
+  PeerServer(asio::io_context& io, const std::string& host, uint16_t port, Handler handler,
+             BusKey* key = nullptr);
   uint16_t port() const { return acceptor_.local_endpoint().port(); }
   void close();
 
@@ -83,6 +96,7 @@ class PeerServer {
   void accept();
   asio::ip::tcp::acceptor acceptor_;
   std::shared_ptr<Handler> handler_;  // shared with live connections, which may outlive us
+  BusKey* key_;
 };
 
 }  // namespace fg

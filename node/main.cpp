@@ -170,8 +170,9 @@ int main(int argc, char** argv) {
                  "Address peers and clients use to reach this node (default: first --bind)");
   app.add_option("--seeds", seeds, "Cluster bus addresses to join through: host:port,...");
   app.add_option("--cluster-secret-file", cfg.cluster_secret_file,
-                 "File with the cluster secret (one line; a second while rotating): gossip "
-                 "datagrams are sealed with it and nodes believe no others; re-read on SIGHUP");
+                 "File with the cluster secret (one line; a second while rotating): gossip is "
+                 "sealed with it, peer links prove it, nodes believe no others; re-read on "
+                 "SIGHUP");
   app.add_option("--node-id", cfg.node_id, "This node's id (default: 40 random hex digits)");
   app.add_option("--cluster-redirect", cfg.cluster_redirect,
                  "Keys owned elsewhere: auto (-MOVED for clients that asked for the "

@@ -222,6 +222,7 @@ std::string AdminHttp::metrics() const {
     t.sample("floodgate_bus_refused_total", label("reason", "bad_mac"), load(b.refused_bad_mac));
     t.sample("floodgate_bus_refused_total", label("reason", "stale"), load(b.refused_stale));
     t.sample("floodgate_bus_refused_total", label("reason", "replay"), load(b.refused_replay));
+    t.sample("floodgate_bus_refused_total", label("reason", "peer_link"), load(b.refused_peer));
   }
   return t.str();
 }

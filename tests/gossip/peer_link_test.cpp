@@ -4,6 +4,8 @@
 
 #include <gtest/gtest.h>
 
+#include "udp_transport.hpp"  // (wall_now_ns)
+
 namespace fg {
 namespace {
 
@@ -14,7 +16,7 @@ struct Fixture {
   std::unique_ptr<PeerServer> server;
   std::vector<PeerServer::Respond> held;  // responses the test releases later
 
-  void serve(uint16_t port = 0) {
+  void serve(uint16_t port = 0, BusKey* key = nullptr) {
     server = std::make_unique<PeerServer>(
         io, "127.0.0.1", port,
         [this](uint32_t kind, std::string body, PeerServer::Respond respond) {
@@ -22,7 +24,8 @@ struct Fixture {
           if (kind == 2) return held.push_back(respond);  // answer later (or never)
           if (kind == 3) return respond(PeerStatus::kError, "", "no such thing");
           respond(PeerStatus::kUnknownKind, "", "");
-        });
+        },
+        key);
   }
   std::string addr() const { return "127.0.0.1:" + std::to_string(server->port()); }
   template <class Pred>
@@ -146,6 +149,61 @@ TEST(PeerLink, GarbageOnTheServerPortIsRefusedAndOthersAreServed) {
   client->call(1, "fine", 2000ms, [&](PeerStatus, std::string b) { body = b; });
   ASSERT_TRUE(f.run_until([&] { return !body.empty(); }));
   EXPECT_EQ(body, "echo:fine");
+}
+
+// With the cluster secret, a link carries calls only between holders of it: a client
+// without it, or with another, gets nothing served; a server without it is not trusted by
+// a client that has it; refusals are counted on the side that refused.
+TEST(PeerLink, OnlyHoldersOfTheClusterSecretTalk) {
+  auto make_key = [](const std::string& secret) {
+    auto k = std::make_unique<BusKey>([] { return wall_now_ns() / 1'000'000; });
+    std::string why;
+    if (!secret.empty()) EXPECT_TRUE(k->set({secret}, why)) << why;
+    return k;
+  };
+  auto server_key = make_key("the-secret-of-this-cluster");
+  auto same = make_key("the-secret-of-this-cluster");
+  auto other = make_key("some-other-secret-entirely");
+  auto none = make_key("");
+  auto call = [](Fixture& f, BusKey* key) {
+    auto client = std::make_shared<PeerClient>(f.io, f.addr(), "", key);
+    PeerStatus got = PeerStatus::kTimeout;
+    bool done = false;
+    client->call(1, "hi", 3000ms, [&](PeerStatus st, std::string) {
+      got = st;
+      done = true;
+    });
+    EXPECT_TRUE(f.run_until([&] { return done; }));
+    client->close();
+    return got;
+  };
+  Fixture f;
+  f.serve(0, server_key.get());
+  EXPECT_EQ(call(f, same.get()), PeerStatus::kOk);
+  EXPECT_NE(call(f, other.get()), PeerStatus::kOk);
+  EXPECT_NE(call(f, none.get()), PeerStatus::kOk);
+  f.run_until([&] { return server_key->counters().refused_peer.load() >= 2; });
+  EXPECT_EQ(server_key->counters().refused_peer.load(), 2u);
+  Fixture open;
+  open.serve();  // (no secret: it cannot prove it holds one)
+  EXPECT_NE(call(open, same.get()), PeerStatus::kOk);
+
+  // A forged hello (the right secret's id, which travels in the clear, with a made-up MAC
+  // or an altered nonce) is refused.
+  std::string forged = same->peer_hello();
+  forged[40] = static_cast<char>(forged[40] ^ 1);
+  EXPECT_FALSE(server_key->peer_answer(forged).has_value());
+  forged = same->peer_hello();
+  forged[10] = static_cast<char>(forged[10] ^ 1);
+  EXPECT_FALSE(server_key->peer_answer(forged).has_value());
+  // A hello is believed once: one recorded off the wire and sent again is refused.
+  const std::string hello = same->peer_hello();
+  EXPECT_TRUE(server_key->peer_answer(hello).has_value());
+  EXPECT_FALSE(server_key->peer_answer(hello).has_value());
+  const auto proof = make_key("the-secret-of-this-cluster")->peer_answer(hello);
+  ASSERT_TRUE(proof.has_value());
+  EXPECT_TRUE(same->peer_proven(hello, *proof));
+  EXPECT_FALSE(other->peer_proven(hello, *proof));
 }
 
 }  // namespace
