@@ -142,7 +142,8 @@ void PeerClient::connected() {
 void PeerClient::handshake() {
   hello_ = key_->peer_hello();
   proof_.assign(BusKey::kProofBytes, '\0');
-  asio::async_write(socket_, asio::buffer(hello_), [](asio::error_code, size_t) {});
+  asio::async_write(socket_, asio::buffer(hello_),
+                    [self = shared_from_this()](asio::error_code, size_t) {});
   asio::async_read(socket_, asio::buffer(proof_),
                    [self = shared_from_this()](asio::error_code ec, size_t) {
                      if (self->closed_) return;

@@ -76,7 +76,7 @@ class Node:
                 "--log-level", "info"]
         if cluster:
             args += ["--cluster-enabled", "--cluster-port", str(self.bus_port), "--node-id",
-                     self.id]
+                     self.id, "--cluster-secret-file", secret_file(self.workdir)]
         if cluster and self.announce != self.host:
             args += ["--cluster-announce-host", self.announce]
         if cluster and seeds:
@@ -143,6 +143,16 @@ class Node:
 
     def resp(self, timeout_s=2.0):
         return Resp(self.host, self.port, timeout_s)
+
+
+def secret_file(workdir):
+    """The run's cluster secret (gossip/README.md): every scenario runs with the bus
+    authenticated, so failover and partitions are checked with it on."""
+    path = os.path.join(workdir, "cluster.secret")
+    if not os.path.exists(path):
+        with open(path, "w") as f:
+            f.write(os.urandom(24).hex() + "\n")
+    return path
 
 
 class Cluster:
