@@ -224,9 +224,15 @@ bool BusKey::peer_proven(std::string_view hello, std::string_view proof) const {
 
 std::optional<std::vector<std::string>> BusKey::read_file(const std::string& path,
                                                           std::string& why) {
+  return read_secret_lines(path, "cluster secret", why);
+}
+
+std::optional<std::vector<std::string>> read_secret_lines(const std::string& path,
+                                                          const std::string& what,
+                                                          std::string& why) {
   std::ifstream in(path);
   if (!in) {
-    why = "cannot read the cluster secret file " + path;
+    why = "cannot read the " + what + " file " + path;
     return std::nullopt;
   }
   std::vector<std::string> out;

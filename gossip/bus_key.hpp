@@ -28,6 +28,12 @@ struct BusCounters {
   std::atomic<uint64_t> refused_peer{0};      // peer-link connections without the secret
 };
 
+// The non-blank lines of a file holding secrets (the cluster secret, the admin token),
+// surrounding white space dropped; nullopt, with `why`, when it cannot be read.
+std::optional<std::vector<std::string>> read_secret_lines(const std::string& path,
+                                                          const std::string& what,
+                                                          std::string& why);
+
 class BusKey {
  public:
   static constexpr size_t kMinSecret = 16;

@@ -4,8 +4,7 @@
 #include <httplib.h>
 #include <spdlog/spdlog.h>
 
-#include <fstream>
-
+#include "bus_key.hpp"
 #include "cluster.hpp"
 #include "request_metrics.hpp"
 #include "status_page.hpp"
@@ -35,19 +34,13 @@ AdminHttp::AdminHttp(Services& svc, Cluster* cluster, AdminCounters& counters)
     : svc_(svc), cluster_(cluster), counters_(counters) {}
 
 std::optional<std::string> read_admin_token(const std::string& path, std::string& why) {
-  std::ifstream in(path);
-  std::string line;
-  if (!in || !std::getline(in, line)) {
-    why = "cannot read the admin token file " + path;
-    return std::nullopt;
-  }
-  const auto first = line.find_first_not_of(" \t\r\n");
-  const auto last = line.find_last_not_of(" \t\r\n");
-  if (first == std::string::npos) {
+  const auto lines = read_secret_lines(path, "admin token", why);
+  if (!lines) return std::nullopt;
+  if (lines->empty()) {
     why = "the admin token file " + path + " holds no token";
     return std::nullopt;
   }
-  return line.substr(first, last - first + 1);
+  return lines->front();
 }
 
 void AdminHttp::set_token(std::string token) {

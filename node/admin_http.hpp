@@ -25,7 +25,7 @@ struct AdminCounters {
   std::atomic<uint64_t> refused{0};  // admin requests without the right bearer token
 };
 
-// The bearer token in `path` (the file's first line, surrounding white space dropped);
+// The bearer token in `path` (its first non-blank line, surrounding white space dropped);
 // std::nullopt, with `why`, when the file cannot be read or holds no token.
 std::optional<std::string> read_admin_token(const std::string& path, std::string& why);
 
