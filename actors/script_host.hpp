@@ -3,10 +3,21 @@
 // the host it was given, with the shards the script may touch.
 #pragma once
 #include <cstdint>
+#include <string_view>
+#include <vector>
 
 #include "shard_op.hpp"
 
 namespace fg {
+
+// Who runs a script: asked before each command the script calls (redis.call runs with the
+// caller's rights, as in Redis). Null when nothing is checked.
+class ScriptCaller {
+ public:
+  virtual ~ScriptCaller() = default;
+  // Null when `words` may run; otherwise the error the call raises.
+  virtual const char* refuse(const std::vector<std::string_view>& words) const = 0;
+};
 
 class ScriptHost {
  public:

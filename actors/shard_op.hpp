@@ -44,6 +44,8 @@ enum class OpStatus : uint8_t {
 constexpr uint16_t kAllShards = 0xffff;
 constexpr size_t kMaxShards = 64;
 
+class ScriptCaller;
+
 struct ShardOp {
   OpCode code = OpCode::kTake;
   uint16_t shard = 0;
@@ -63,6 +65,9 @@ struct ShardOp {
   // A transaction's ops share one flag: a watched key's check (kWatchCheck) that finds the
   // key changed sets it, and the transaction's ops after it are not run.
   uint8_t* abort = nullptr;
+  // kData, scripts: whose rights the script's calls run with (null: unchecked). Kept alive
+  // by the sender until the op is answered.
+  const ScriptCaller* caller = nullptr;
 
   OpStatus status = OpStatus::kOk;
   Decision decision;

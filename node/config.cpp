@@ -3,6 +3,9 @@
 
 #include <yaml-cpp/yaml.h>
 
+#include <cerrno>
+#include <cstring>
+#include <fstream>
 #include <thread>
 
 #include "errors.hpp"
@@ -170,7 +173,16 @@ void load_config_file(const std::string& path, NodeConfig& cfg) {
       cfg.admin_token_file = as_string(v, key);
     else if (key == "requirepass")
       cfg.requirepass = as_string(v, key);
-    else if (key == "maxclients")
+    else if (key == "aclfile")
+      cfg.aclfile = as_string(v, key);
+    else if (key == "users") {
+      if (!v.IsSequence()) fail(v, key, "must be a list of \"name rules...\" lines");
+      cfg.users.clear();
+      for (const auto& e : v) {
+        if (!e.IsScalar()) fail(e, key, "must be a list of \"name rules...\" lines");
+        cfg.users.push_back(e.Scalar());
+      }
+    } else if (key == "maxclients")
       cfg.maxclients = static_cast<size_t>(as_int(v, key, 1, 1'000'000));
     else if (key == "maxmemory-clients")
       cfg.maxmemory_clients = as_int(v, key, 0, int64_t{1} << 50);
@@ -287,11 +299,34 @@ void load_config_file(const std::string& path, NodeConfig& cfg) {
       fail(kv.first, key, "unknown setting");
     }
   }
+  if (!cfg.users.empty() && !cfg.aclfile.empty()) {
+    throw ConfigError(path +
+                      ": users and aclfile cannot both be set (the users come from one place)");
+  }
   for (const auto& [at, n] : named) {
     if (!cfg.policies.count(n.Scalar())) {
       fail(n, at, "no policy named '" + n.Scalar() + "' in this file");
     }
   }
+}
+
+std::string load_users(const NodeConfig& cfg, AclBook& book) {
+  std::vector<std::string> lines;
+  std::string where = "users";
+  if (!cfg.aclfile.empty()) {
+    std::ifstream in(cfg.aclfile);
+    if (!in) {
+      return "Error loading ACLs, opening file '" + cfg.aclfile + "': " + std::strerror(errno);
+    }
+    for (std::string line; std::getline(in, line);) lines.push_back(line);
+    where = cfg.aclfile;
+  } else {
+    for (const std::string& u : cfg.users) {
+      const bool prefixed = u.rfind("user ", 0) == 0;
+      lines.push_back(prefixed ? u : "user " + u);
+    }
+  }
+  return book.load(lines, cfg.requirepass, where);
 }
 
 std::string check_node_id(const std::string& id) {

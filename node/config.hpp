@@ -14,8 +14,10 @@ namespace fg {
 struct NodeConfig {
   std::string bind = "127.0.0.1";
   int port = 6380;
-  int native_port = -1;  // native protocol; -1: RESP port + 1000, 0: off
-  std::string requirepass;
+  int native_port = -1;            // native protocol; -1: RESP port + 1000, 0: off
+  std::string requirepass;         // the default user's password
+  std::vector<std::string> users;  // ACL users: "name rules..." (Redis's `user` lines)
+  std::string aclfile;             // or: a file of "user name rules..." lines (ACL LOAD)
   size_t maxclients = 10000;
   int64_t maxmemory_clients = 0;        // bytes all clients' buffers may hold together (0: no cap)
   int64_t timeout_s = 0;                // close idle clients after this; 0 = never
@@ -55,6 +57,10 @@ struct NodeConfig {
   int64_t replication_lag_ms = 5;              // Δ: changes reach replicas within this
   int64_t replication_sync_timeout_ms = 1000;  // a sync reply waits this long for a replica
 };
+
+// Replaces `book`'s users with the config's (users, or the aclfile read now; the default
+// user takes requirepass unless defined there). "" or why nothing changed.
+std::string load_users(const NodeConfig& cfg, AclBook& book);
 
 // Empty if `id` can be a node id (letters, digits, '-', '_', '.'; 1..64 chars).
 std::string check_node_id(const std::string& id);

@@ -111,7 +111,14 @@ int main(int argc, char** argv) {
   app.add_option("--admin-token-file", cfg.admin_token_file,
                  "File holding a bearer token that /cluster, /status and the status page "
                  "require (/metrics, /healthz and /readyz stay open); re-read on SIGHUP");
-  app.add_option("--requirepass", cfg.requirepass, "Password clients must AUTH with");
+  app.add_option("--requirepass", cfg.requirepass,
+                 "The default user's password (clients AUTH with it)");
+  app.add_option("--user", cfg.users,
+                 "An ACL user, as \"name rules...\" in Redis's words (repeatable; "
+                 "node/README.md, Users)");
+  app.add_option("--aclfile", cfg.aclfile,
+                 "A file of ACL users (\"user name rules...\" lines), read at start, on "
+                 "SIGHUP and on ACL LOAD");
   app.add_option("--maxclients", cfg.maxclients, "Most simultaneous client connections")
       ->capture_default_str();
   app.add_option("--maxmemory-clients", cfg.maxmemory_clients,
@@ -222,10 +229,19 @@ int main(int argc, char** argv) {
               << " needs --cluster-announce-host (the address peers and clients use)\n";
     return 2;
   }
+  fg::AclBook acl(fg::acl_catalog());
+  if (!cfg.users.empty() && !cfg.aclfile.empty()) {
+    std::cerr << "floodgate: users (--user) and aclfile cannot both be set\n";
+    return 2;
+  }
+  if (const std::string why = fg::load_users(cfg, acl); !why.empty()) {
+    std::cerr << "floodgate: " << why << "\n";
+    return 2;
+  }
   if (!check_file.empty()) {
     std::cout << "floodgate: " << check_file << " is a valid config (" << cfg.policies.size()
               << " policies, " << cfg.patterns.size() << " key patterns, " << cfg.overrides.size()
-              << " overrides)\n";
+              << " overrides, " << acl.users().size() << " users)\n";
     return 0;
   }
   fg::resolve_defaults(cfg);
@@ -264,6 +280,14 @@ int main(int argc, char** argv) {
   svc.bound = &bound;
   svc.settings.bind = cfg.bind;
   svc.settings.requirepass = cfg.requirepass;
+  svc.acl = &acl;
+  if (!cfg.aclfile.empty()) {
+    svc.acl_load = [users = cfg, &acl] {  // (a copy: the path and requirepass never change)
+      const std::string why = fg::load_users(users, acl);
+      if (why.empty()) spdlog::info("users reloaded from {} (ACL LOAD)", users.aclfile);
+      return why;
+    };
+  }
   svc.settings.timeout_s = cfg.timeout_s;
   svc.settings.data_sync = cfg.data_replication == "sync";  // (standalone: nothing to wait for)
   svc.settings.parser.max_bulk_len = cfg.proto_max_bulk_len;
@@ -426,6 +450,20 @@ int main(int argc, char** argv) {
   // SIGHUP: read the config file again; policies, key patterns, overrides and the log
   // level change at once (the rest of the file takes effect at the next start).
   asio::signal_set hangup(server.main_context(), SIGHUP);
+  // The users, replaced whole: the aclfile's (read again), or the config file's `users`
+  // (`from_file`; flags stay as given). Connections of users that are gone or disabled
+  // close at their next command.
+  auto reload_users = [&](const std::vector<std::string>* from_file) {
+    fg::NodeConfig u;
+    u.requirepass = cfg.requirepass;
+    u.aclfile = cfg.aclfile;
+    u.users = from_file && !from_file->empty() ? *from_file : cfg.users;
+    if (const std::string why = fg::load_users(u, acl); !why.empty()) {
+      spdlog::error("SIGHUP: {}; keeping the users in force", why);
+    } else {
+      spdlog::info("users reloaded ({})", cfg.aclfile.empty() ? "config" : cfg.aclfile);
+    }
+  };
   std::function<void()> on_hangup = [&] {
     hangup.async_wait([&](const asio::error_code& ec, int) {
       if (ec) return;
@@ -447,8 +485,10 @@ int main(int argc, char** argv) {
           spdlog::error("SIGHUP: {}; keeping the admin token in force", why);
         }
       }
+      if (!cfg.aclfile.empty()) reload_users(nullptr);
       if (cfg.config_file.empty()) {
-        if (cfg.admin_token_file.empty() && cfg.cluster_secret_file.empty()) {
+        if (cfg.admin_token_file.empty() && cfg.cluster_secret_file.empty() &&
+            cfg.aclfile.empty()) {
           spdlog::warn("SIGHUP: no --config file to reload");
         }
       } else {
@@ -456,6 +496,7 @@ int main(int argc, char** argv) {
         try {
           fg::load_config_file(cfg.config_file, fresh);
           const size_t n = policy_store.reload_file(policy_file(fresh));
+          if (cfg.aclfile.empty()) reload_users(&fresh.users);
           if (fresh.log_level != cfg.log_level) {
             cfg.log_level = fresh.log_level;
             spdlog::set_level(spdlog::level::from_str(cfg.log_level));

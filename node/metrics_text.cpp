@@ -144,6 +144,12 @@ std::string AdminHttp::metrics() const {
   t.one("floodgate_client_memory_bytes", "gauge",
         "Bytes all client connections' buffers hold (maxmemory-clients caps it)",
         static_cast<double>(svc_.clients->memory()));
+  t.family("floodgate_acl_denied_total", "counter",
+           "Requests refused by the users' rights: a wrong user or password (auth), a "
+           "command (command) or key (key) the user may not use");
+  t.sample("floodgate_acl_denied_total", label("reason", "auth"), load(svc_.acl->denied_auth));
+  t.sample("floodgate_acl_denied_total", label("reason", "command"), load(svc_.acl->denied_cmd));
+  t.sample("floodgate_acl_denied_total", label("reason", "key"), load(svc_.acl->denied_key));
   t.family("floodgate_clients_dropped_total", "counter", "Clients dropped by a defence");
   t.sample("floodgate_clients_dropped_total", label("reason", "slow_reader"), load(n.dropped_slow));
   t.sample("floodgate_clients_dropped_total", label("reason", "timeout"), load(n.dropped_timeout));

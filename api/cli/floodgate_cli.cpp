@@ -235,7 +235,9 @@ int main(int argc, char** argv) {
       ->capture_default_str();
   app.add_option("--deadline-ms", deadline_ms, "Give up on a request after this")
       ->capture_default_str();
-  app.add_option("-a,--password", copt.password, "The nodes' requirepass");
+  app.add_option("--user", copt.user, "The ACL user (default: \"default\")");
+  app.add_option("-a,--password", copt.password,
+                 "The user's password (for default: the nodes' requirepass)");
 
   std::string key, holder, lease_hex;
   std::vector<std::string> limit_words;

@@ -23,6 +23,8 @@ std::string_view status_name(Status s) {
       return "noauth";
     case Status::kUnsupported:
       return "unsupported";
+    case Status::kNoPerm:
+      return "noperm";
   }
   return "?";
 }
@@ -45,6 +47,8 @@ Status status_of(int code) {
       return Status::kNoAuth;
     case pb::UNSUPPORTED:
       return Status::kUnsupported;
+    case pb::NOPERM:
+      return Status::kNoPerm;
     default:
       return Status::kError;
   }

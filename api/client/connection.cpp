@@ -88,6 +88,7 @@ void Connection::flush() {
     pb::Hello h;
     h.set_client_name(opt.name);
     h.set_password(opt.password);
+    h.set_user(opt.user);
     h.set_watch_topology(true);
     w.hello(h.SerializeAsString());
     hello_sent_ = true;

@@ -9,6 +9,7 @@
 #include <string_view>
 
 #include "client_registry.hpp"
+#include "command_table.hpp"
 #include "request.hpp"
 #include "resp_writer.hpp"
 #include "services.hpp"
@@ -27,7 +28,9 @@ enum class ReplyStyle : uint8_t {
 class CommandContext {
  public:
   CommandContext(Services& svc, std::shared_ptr<ClientInfo> client)
-      : svc_(svc), client_(std::move(client)), authenticated_(svc.settings.requirepass.empty()) {}
+      : svc_(svc), client_(std::move(client)) {
+    acl_.start(svc.acl);
+  }
   virtual ~CommandContext() = default;
 
   // Hands a decoded request to the request core; its reply takes this command's place.
@@ -57,8 +60,12 @@ class CommandContext {
     proto_ = p;
     client_->proto = p;
   }
-  bool authenticated() const { return authenticated_; }
-  void set_authenticated(bool a) { authenticated_ = a; }
+  bool authenticated() const { return acl_.authenticated(); }
+  // Who this connection is (AUTH, HELLO AUTH) and what it may run.
+  AclSession& acl() { return acl_; }
+  // Whether the connection's user may run `a` (command `spec`); when not, writes the
+  // -NOPERM reply and counts the refusal. Commands allowed before AUTH are never refused.
+  bool acl_refuses(const CommandSpec& spec, const std::vector<std::string_view>& a);
   void request_close() { close_ = true; }
   // The client asked for the cluster's topology: from now on it is told -MOVED.
   void set_cluster_aware() { cluster_aware_ = true; }
@@ -75,7 +82,7 @@ class CommandContext {
   bool policies_checked_ = false;  // this read
   std::shared_ptr<const Routing> routing_;
   int proto_ = 2;
-  bool authenticated_;
+  AclSession acl_;
   bool close_ = false;
   bool cluster_aware_ = false;
 };

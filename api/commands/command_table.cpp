@@ -242,6 +242,10 @@ const std::vector<CommandSpec>& all_commands() {
        "[section ...]", cmd_info},
       {"command", -1, 0, "server", "2.8.13", "Returns detailed information about all commands",
        "[COUNT | LIST | INFO name... | DOCS [name...]]", cmd_command},
+      {"acl", -2, 0, "server", "6.0.0", "Users and their rights (this node's)",
+       "WHOAMI | USERS | LIST | GETUSER user | SETUSER user rule... | DELUSER user... | CAT "
+       "[category] | DRYRUN user command [arg...] | LOAD | GENPASS [bits] | HELP",
+       cmd_acl},
       {"config", -2, 0, "server", "2.0.0", "Reads configuration parameters",
        "GET parameter [parameter ...]", cmd_config},
       {"dbsize", 1, kBarrier | kFast, "server", "1.0.0", "Returns the number of keys", "",

@@ -6,6 +6,8 @@
 #include <string_view>
 #include <vector>
 
+#include "acl.hpp"
+
 namespace fg {
 
 class CommandContext;
@@ -37,6 +39,12 @@ struct CommandSpec {
 
 const CommandSpec* find_command(std::string_view name);  // case-insensitive
 const std::vector<CommandSpec>& all_commands();
+
+// Every command and subcommand with its ACL categories and keys; a command's entry is its
+// command_id (acl_commands.cpp).
+const AclCatalog& acl_catalog();
+// The -NOPERM error for a refused command (entry) or key.
+std::string acl_denied_error(const AclCatalog& catalog, AclDenied d, int entry);
 
 // Ids for metrics: a RESP command's place in the table; native ops from kNativeCommandBase;
 // kUnknownCommandId for unknown commands and protocol errors.

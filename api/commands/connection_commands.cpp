@@ -9,14 +9,14 @@
 namespace fg {
 
 namespace {
-// Checks a password against --requirepass; writes the error reply on failure.
+// Checks a user's password (ACL users; requirepass is the default user's); writes the
+// error reply on failure.
 bool check_password(CommandContext& s, std::string_view user, std::string_view pass) {
-  const std::string& want = s.svc().settings.requirepass;
-  if (!iequals(user, "default") || (!want.empty() && pass != want)) {
+  if (!s.acl().authenticate(user, pass)) {
     s.local().error(err::kWrongPass);
     return false;
   }
-  s.set_authenticated(true);
+  s.svc().clients->set_user(s.client(), s.acl().name());
   return true;
 }
 
@@ -98,7 +98,8 @@ void cmd_auth(CommandContext& s, Args& a) {
     s.local().error(err::kSyntax);
     return;
   }
-  if (a.size() == 2 && s.svc().settings.requirepass.empty()) {
+  const auto def = s.svc().acl->find("default");
+  if (a.size() == 2 && def && def->nopass()) {
     s.local().error(err::kAuthNoPassword);
     return;
   }

@@ -19,6 +19,10 @@ void data_request(CommandContext& s, Args& a, DataCmd c) {
   r.key = data_route_key(c, a);
   r.args = &a;
   r.spec.sync = data_sync(s, r.key);
+  if (c == DataCmd::kEval) {  // (its calls are checked against its user's rights)
+    const AclUser* u = s.acl().user();
+    if (u && !u->unrestricted()) r.user = u;
+  }
   s.request(r, ReplyStyle::kData);
 }
 

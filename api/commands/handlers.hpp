@@ -56,6 +56,9 @@ void cmd_unwatch(CommandContext& s, Args& a);
 void cmd_eval(CommandContext& s, Args& a);
 void cmd_script(CommandContext& s, Args& a);
 
+// acl_commands.cpp
+void cmd_acl(CommandContext& s, Args& a);
+
 // cluster_commands.cpp
 void cmd_cluster(CommandContext& s, Args& a);
 void cmd_asking(CommandContext& s, Args& a);  // ASKING, READONLY, READWRITE

@@ -97,6 +97,11 @@ std::vector<Section> info_sections(CommandContext& s) {
   kv(stats, "total_commands_processed", n(static_cast<int64_t>(v.counters.commands.load())));
   kv(stats, "rejected_connections", n(static_cast<int64_t>(v.clients->rejected())));
   kv(stats, "evicted_clients", n(static_cast<int64_t>(v.clients->evicted())));
+  if (v.acl) {
+    kv(stats, "acl_access_denied_auth", n(static_cast<int64_t>(v.acl->denied_auth.load())));
+    kv(stats, "acl_access_denied_cmd", n(static_cast<int64_t>(v.acl->denied_cmd.load())));
+    kv(stats, "acl_access_denied_key", n(static_cast<int64_t>(v.acl->denied_key.load())));
+  }
   kv(stats, "expired_keys", n(v.shards->expired()));
   kv(stats, "protocol_errors", n(static_cast<int64_t>(v.counters.protocol_errors.load())));
   kv(stats, "clients_dropped_slow_reader", n(static_cast<int64_t>(v.counters.dropped_slow.load())));

@@ -89,10 +89,15 @@ std::string ClientRegistry::describe_locked(const ClientInfo& c, int64_t now_ms)
                   " flags=" + (c.no_evict.load() ? "e" : "N") +
                   " db=0 tot-mem=" + std::to_string(c.mem_bytes.load()) +
                   " resp=" + std::to_string(c.proto.load()) + " cmd=" + c.last_cmd.load() +
-                  " lib-name=" + c.lib_name + " lib-ver=" + c.lib_ver;
+                  " user=" + c.user + " lib-name=" + c.lib_name + " lib-ver=" + c.lib_ver;
   for (char& ch : s)
     if (ch == '\r' || ch == '\n') ch = ' ';
   return s;
+}
+
+void ClientRegistry::set_user(ClientInfo& c, std::string user) {
+  std::lock_guard<std::mutex> g(mu_);
+  c.user = std::move(user);
 }
 
 std::string ClientRegistry::describe(const ClientInfo& c, int64_t now_ms) const {

@@ -29,6 +29,7 @@ struct ClientInfo {
   std::string name;
   std::string lib_name;
   std::string lib_ver;
+  std::string user = "default";  // the ACL user it authenticated as
 };
 
 class ClientRegistry {
@@ -50,6 +51,7 @@ class ClientRegistry {
   }
   void set_name(ClientInfo& c, std::string name);
   void set_lib(ClientInfo& c, bool is_name, std::string v);
+  void set_user(ClientInfo& c, std::string user);
   std::string name_of(const ClientInfo& c) const;
   std::string describe(const ClientInfo& c, int64_t now_ms) const;  // one CLIENT LIST line
   std::string list(int64_t now_ms) const;

@@ -1,6 +1,7 @@
 // forward.proto <-> Request / Outcome.
 #include "forward_codec.hpp"
 
+#include "acl.hpp"
 #include "errors.hpp"
 
 namespace fg {
@@ -26,6 +27,7 @@ void encode_forwarded(const Request& r, std::string_view holder, forward::Forwar
     out.set_data(static_cast<uint32_t>(r.data));
     out.set_resp3(r.resp3);
     for (std::string_view w : *r.args) out.add_args(w.data(), w.size());
+    if (r.user) out.set_user(r.user->name());
   }
 }
 

@@ -3,6 +3,7 @@
 
 #include <google/protobuf/arena.h>
 
+#include "acl.hpp"
 #include "cluster.hpp"
 #include "forward.pb.h"
 #include "forward_codec.hpp"
@@ -53,6 +54,7 @@ void serve_forwarded(Services& svc, std::string body,
     forward::ForwardBatch* batch =
         google::protobuf::Arena::CreateMessage<forward::ForwardBatch>(&arena);
     std::deque<std::vector<std::string_view>> argvs;
+    std::vector<std::shared_ptr<const AclUser>> users;  // scripts' users, while they run
   };
   auto kept = std::make_shared<Kept>();
   if (!kept->batch->ParseFromString(body) || kept->batch->hops() == 0) {
@@ -70,6 +72,17 @@ void serve_forwarded(Services& svc, std::string body,
     if (!r.ok()) {
       refused->emplace_back(i, r.error());
       continue;
+    }
+    if (const std::string& name = batch->requests(i).user(); !name.empty()) {
+      // A script's calls run with its user's rights as this node knows them (every node
+      // reads the same users file); a user this node does not have runs nothing.
+      auto u = svc.acl->find(name);
+      if (!u || !u->enabled()) {
+        refused->emplace_back(i, "NOPERM the user '" + name + "' is unknown to the key's owner");
+        continue;
+      }
+      if (!u->unrestricted()) r.value().user = u.get();
+      kept->users.push_back(std::move(u));
     }
     requests.push_back(r.value());
     index.push_back(i);

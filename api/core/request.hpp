@@ -40,6 +40,8 @@ inline bool decides(Verb v) {
   return v == Verb::kTake || v == Verb::kReserve || v == Verb::kAcquire;
 }
 
+class AclUser;
+
 struct Request {
   Verb verb = Verb::kTake;
   uint16_t metric = 0;            // the command it came as, for metrics (see command_id)
@@ -56,6 +58,9 @@ struct Request {
   const std::vector<std::string_view>* args = nullptr;  // data: its words, name first; the
                                                         // core copies the list, not the bytes
   uint32_t txn = 0;  // data: the transaction it belongs to (Flight::open_txn), 0 none
+  // data, scripts: the ACL user whose rights its calls run with; null when unrestricted.
+  // Kept alive by the door until the outcome is back.
+  const AclUser* user = nullptr;
 };
 
 // What happened to a request. The doors encode it; none decides anything from it.

@@ -1,6 +1,7 @@
 // The request core: check, route, shard op or forward, outcome, metrics.
 #include "request_core.hpp"
 
+#include "acl.hpp"
 #include "errors.hpp"
 #include "forward_codec.hpp"
 #include "gcra.hpp"
@@ -318,6 +319,7 @@ Pending RequestCore::serve_data(const Request& r, Flight& f, uint32_t slot, bool
     add(a.begin(), a.end());
     ShardOp& op = f.batch->ops.back();
     op.key = r.key;
+    op.caller = r.user;
     if (cluster && !r.key.empty()) {
       op.shard = svc_.shards->shard_of(r.key);  // its slot's shard: every key it may touch
     } else {

@@ -8,6 +8,7 @@
 #include <string>
 #include <vector>
 
+#include "acl.hpp"
 #include "bound_leases.hpp"
 #include "client_registry.hpp"
 #include "clock.hpp"
@@ -96,7 +97,10 @@ struct Services {
   Forwarder* forwarder = nullptr;   // null: requests are never forwarded
   BoundLeases* bound = nullptr;     // null: BOUND leases are refused
   ScriptEngine* scripts = nullptr;  // null: EVAL and SCRIPT are refused
-  std::vector<Lane> lanes;          // at least one when anything runs off a client's thread
+  AclBook* acl = nullptr;           // the users (always set)
+  // ACL LOAD: reads the users file again ("" or why not); empty: no ACL file.
+  std::function<std::string()> acl_load;
+  std::vector<Lane> lanes;  // at least one when anything runs off a client's thread
   std::atomic<size_t> next_lane{0};
   NodeSettings settings;
   NodeCounters counters;

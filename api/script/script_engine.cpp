@@ -66,6 +66,7 @@ struct Run {
   bool over_budget = false;
   int resp = 2;  // the replies redis.call gives the script (redis.setresp)
   ScriptEngine::Arity arity = nullptr;
+  const ScriptCaller* caller = nullptr;  // whose rights redis.call runs with (null: anyone's)
   // The command redis.call is running: its words, and its reply.
   std::vector<std::string> strs;
   std::vector<std::string_view> words;
@@ -567,6 +568,9 @@ void call_command(Run& r) {
   if ((ar > 0 && argc != ar) || argc < -ar) {
     return out.error("ERR Wrong number of args calling Redis command from script");
   }
+  if (r.caller) {
+    if (const char* why = r.caller->refuse(r.words)) return out.error(std::string("ERR ") + why);
+  }
   if (it == cmds.end()) return out.error("ERR This Redis command is not allowed from script");
   const DataCmd c = it->second.cmd;
   const DataCmdInfo& info = data_cmd_info(c);
@@ -885,8 +889,7 @@ int redis_breakpoint(lua_State* L) {
 }
 int redis_debug(lua_State*) { return 0; }
 
-// Whether the caller may run a command: any command the node knows (there are no users
-// with fewer rights yet).
+// Whether the caller may run a command: its ACL rights, on the command and its keys.
 int redis_acl_check_cmd(lua_State* L) {
   Run* r = t_run;
   if (!r) {
@@ -903,12 +906,14 @@ int redis_acl_check_cmd(lua_State* L) {
     return lua_error(L);
   }
   const std::string name = to_lower(r->words[0]);
-  lua_pop(L, argc);
   if (!r->arity || r->arity(name) == 0) {
+    lua_pop(L, argc);
     push_error_table(L, "Invalid command passed to redis.acl_check_cmd()");
     return lua_error(L);
   }
-  lua_pushboolean(L, 1);
+  const bool allowed = !r->caller || !r->caller->refuse(r->words);
+  lua_pop(L, argc);
+  lua_pushboolean(L, allowed ? 1 : 0);
   return 1;
 }
 
@@ -1346,6 +1351,7 @@ void ScriptEngine::run(ShardOp& op, const Step& step, int64_t now_ns) {
   r.cluster = cluster_;
   r.read_only = read_only;
   r.arity = arity_;
+  r.caller = op.caller;
   if (cluster_ && numkeys > 0) r.slot = static_cast<int>(key_slot(a[3]));
   r.deadline_ns = mono_ns() + limits_.budget_ms * 1'000'000;
   st.out_of_memory = false;

@@ -140,10 +140,8 @@ struct NativeSession::Frame {
 };
 
 NativeSession::NativeSession(Services& svc, std::shared_ptr<ClientInfo> client)
-    : svc_(svc),
-      client_(std::move(client)),
-      core_(svc),
-      authenticated_(svc.settings.requirepass.empty()) {
+    : svc_(svc), client_(std::move(client)), core_(svc) {
+  acl_.start(svc.acl);
   for (Door* d : {&move_door_, &forward_door_}) {
     d->native_ports = true;
     d->client_id = client_->id;
@@ -168,6 +166,10 @@ NativeProcessResult NativeSession::process(const char* data, size_t len, Flight&
     routing_ = svc_.routing->get();
   }
   svc_.policies->refresh(policies_, policies_version_);
+  if (!acl_.refresh()) {  // its user was removed or disabled: closed, as Redis does
+    r.close = true;
+    return r;
+  }
   const size_t max_requests = svc_.settings.max_batch_commands * 4;
   size_t requests = 0;
   bool submitted = false;
@@ -245,9 +247,10 @@ void NativeSession::serve(Frame& f, Flight& flight) {
     } else if (!ClientRegistry::valid_name(h.client_name())) {
       bad_hello = err::kClientName;
     } else {
-      if (!svc_.settings.requirepass.empty() && !h.password().empty()) {
-        authenticated_ = h.password() == svc_.settings.requirepass;
-        bad_password = !authenticated_;
+      if (!h.password().empty() || !h.user().empty()) {
+        const std::string_view user = h.user().empty() ? "default" : std::string_view(h.user());
+        bad_password = !acl_.authenticate(user, h.password());
+        if (!bad_password) svc_.clients->set_user(*client_, acl_.name());
       }
       if (!h.client_name().empty()) svc_.clients->set_lib(*client_, true, h.client_name());
       watch_topology_ = h.watch_topology();
@@ -273,12 +276,37 @@ void NativeSession::serve(Frame& f, Flight& flight) {
       fail(res, pb::ERR, bad_hello);
       continue;
     }
-    if (!authenticated_ && req.op != pb::PING) {
+    if ((!acl_.authenticated() || bad_password) && req.op != pb::PING) {
       fail(res, pb::NOAUTH, bad_password ? err::kWrongPass : err::kNoAuth);
       continue;
     }
+    if (!acl_.user()->unrestricted() && req.op != pb::PING && refused_by_acl(req, f, res)) continue;
     request(req, f, i, flight);
   }
+}
+
+// The RESP command each op answers to in ACL rules (TOPOLOGY and PING are every
+// authenticated user's: a client cannot route without the topology): a user's rights on FG.TAKE are
+// its rights on the native TAKE (and on RESERVE, COMMIT and CANCEL, which take in two steps).
+bool NativeSession::refused_by_acl(const wire::RequestView& req, Frame& f, wire::ResultView& res) {
+  static const char* const names[] = {nullptr,        "fg.take",       "fg.peek",    "fg.reset",
+                                      "fg.acquire",   "fg.renew",      "fg.release", "fg.count",
+                                      "fg.heartbeat", "fg.releaseall", "fg.take",    "fg.take",
+                                      "fg.take"};  // (TOPOLOGY, PING: anyone signed in)
+  const AclCatalog& catalog = svc_.acl->catalog();
+  const int op = req.op;
+  const int entry =
+      op > 0 && op < static_cast<int>(std::size(names)) ? catalog.find(names[op]) : -1;
+  if (entry < 0) return false;  // (an op the node does not know is answered as such)
+  std::vector<std::string_view> words{catalog.at(entry).name};
+  if (catalog.at(entry).first_key > 0) words.push_back(req.key);
+  size_t pos = 0;
+  const AclDenied d = acl_.user()->check(entry, words, &pos);
+  if (d == AclDenied::kNone) return false;
+  (d == AclDenied::kKey ? svc_.acl->denied_key : svc_.acl->denied_cmd)
+      .fetch_add(1, std::memory_order_relaxed);
+  fail(res, pb::NOPERM, f.keep(acl_denied_error(catalog, d, entry)));
+  return true;
 }
 
 void NativeSession::request(const wire::RequestView& req, Frame& f, size_t index, Flight& flight) {

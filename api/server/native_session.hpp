@@ -77,7 +77,9 @@ class NativeSession {
     LimitSpec spec;
   } last_limit_;
   bool watch_topology_ = false;
-  bool authenticated_;
+  // Whether the connection's user may not run `req` (ACL); if so, `res` says why.
+  bool refused_by_acl(const wire::RequestView& req, Frame& f, wire::ResultView& res);
+  AclSession acl_;
   std::string out_;
 };
 

@@ -195,6 +195,9 @@ ProcessResult RespSession::process(const char* data, size_t len, Flight& flight)
   local_.clear();
   arena_.clear();
   pending_ = 0;
+  // (nothing in flight: the user's rules may change here) A connection whose user was
+  // removed or disabled is closed, as Redis does.
+  if (!acl_.refresh()) close_ = true;
   size_t taken = 0;
   while (r.consumed < len && taken < svc_.settings.max_batch_commands && !close_) {
     ParseResult pr = parser_.parse(data + r.consumed, len - r.consumed, args_, arena_);
@@ -264,8 +267,9 @@ bool RespSession::refused(const CommandSpec* spec) {
   } else if ((spec->arity > 0 && static_cast<int>(args_.size()) != spec->arity) ||
              (spec->arity < 0 && static_cast<int>(args_.size()) < -spec->arity)) {
     local().error(err::wrong_arity(spec->name));
-  } else if (!authenticated_ && !(spec->flags & kNoAuth)) {
+  } else if (!acl_.authenticated() && !(spec->flags & kNoAuth)) {
     local().error(err::kNoAuth);
+  } else if (acl_refuses(*spec, args_)) {
   } else {
     return false;
   }
@@ -441,7 +445,8 @@ void RespSession::exec() {
     start = local_.size();
     requested_ = false;
     client_->last_cmd.store(spec->name, std::memory_order_relaxed);
-    spec->handler(*this, exec_args_);
+    // (rights are checked again: the user's may have changed since it was queued)
+    if (!acl_refuses(*spec, exec_args_)) spec->handler(*this, exec_args_);
     if (!requested_) end_local_slot(start);
   }
   flight_->atomic_from(first_op);  // (keys on several shards, standalone: one step)

@@ -18,6 +18,7 @@ class SessionTest : public ::testing::Test {
     node_.reset();
     node_ = std::make_unique<TestNode>(sys_, clock_, false, nullptr, 30);
     node_->svc.settings.requirepass = password;
+    node_->acl.load({}, password, "test");
     PolicyMap pm;
     pm["free"] = LimitSpec::window(Kind::kSlidingLog, 3, 60 * kS);
     pm["conns"] = LimitSpec::concurrency(2, 30 * kS);

@@ -76,6 +76,7 @@ class TestNode {
     svc.clock = &clock;
     svc.policies = &policies;
     svc.clients = &clients;
+    svc.acl = &acl;
     svc.bound = &bound_;
     svc.settings.run_id = "standalone-test";
     ShardPoolConfig pc;
@@ -124,6 +125,7 @@ class TestNode {
   Services svc;
   PolicyRegistry policies;
   ClientRegistry clients{1000};
+  AclBook acl{acl_catalog()};
   RoutingHub hub;
   std::unique_ptr<ShardPool> pool;
   asio::io_context io;

@@ -7,6 +7,7 @@
 #include <memory>
 #include <string>
 
+#include "command_table.hpp"
 #include "request_core.hpp"
 #include "shard.hpp"
 
@@ -24,6 +25,7 @@ struct World {
   fg::ManualClock clock;
   fg::PolicyRegistry policies;
   fg::ClientRegistry clients{1000};
+  fg::AclBook acl{fg::acl_catalog()};
   fg::Services svc;
   std::unique_ptr<fg::ShardPool> pool;  // only for shard_of(); ops run in `shard`
   World() {
@@ -40,6 +42,7 @@ struct World {
     svc.clock = &clock;
     svc.policies = &policies;
     svc.clients = &clients;
+    svc.acl = &acl;
     svc.settings.parser.max_bulk_len = 4096;
     svc.settings.parser.max_args = 64;
     // The cluster twin: same shards and settings, plus routing.
@@ -67,6 +70,7 @@ struct World {
     csvc.clock = svc.clock;
     csvc.policies = svc.policies;
     csvc.clients = svc.clients;
+    csvc.acl = svc.acl;
     csvc.settings = svc.settings;
     csvc.routing = &hub;
     csvc.forwarder = &forwarder;

@@ -197,7 +197,7 @@ TEST(Admin, CheckConfigValidatesWithoutStarting) {
                                       "  \"user:*\": free");
   const std::string out =
       run(std::string(FLOODGATE_BIN) + " --check-config " + good + "; echo rc=$?");
-  EXPECT_NE(out.find("is a valid config (1 policies, 1 key patterns, 0 overrides)"),
+  EXPECT_NE(out.find("is a valid config (1 policies, 1 key patterns, 0 overrides, 1 users)"),
             std::string::npos)
       << out;
   EXPECT_NE(out.find("rc=0"), std::string::npos);

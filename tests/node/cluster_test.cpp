@@ -235,6 +235,41 @@ TEST(Cluster, EveryNodeAnswersForEveryKeyAsOneLimiter) {
   EXPECT_GT(forwarded, 0u);
 }
 
+// A script forwarded to its key's owner runs there with its user's rights (every node
+// reads the same users): what the user may not touch, its script may not either.
+TEST(Cluster, AForwardedScriptRunsWithItsUsersRights) {
+  TestCluster cl(2, {"--user", "t on >tpw ~t:* +@all"});
+  ASSERT_TRUE(cl.formed(2));
+  std::string tag;  // a hash tag whose slot node 1 owns: node 0 forwards
+  for (int i = 0; tag.empty() && i < 1000; ++i) {
+    const std::string t = "{" + std::to_string(i) + "}";
+    if (cl.owner_port("t:" + t) == cl.node(1).port()) tag = t;
+  }
+  ASSERT_FALSE(tag.empty());
+  Client c(cl.node(0).port());
+  ASSERT_EQ(c.request({"AUTH", "t", "tpw"}), "+OK");
+  EXPECT_EQ(c.request({"EVAL", "return redis.call('incr', KEYS[1])", "1", "t:" + tag}), ":1");
+  const std::string denied =
+      c.request({"EVAL", "return redis.call('incr', 'u:' .. ARGV[1])", "1", "t:" + tag, tag});
+  EXPECT_EQ(denied.rfind("-ERR The user executing the script can't access at least one of the "
+                         "keys mentioned in the command arguments",
+                         0),
+            0u)
+      << denied;
+  EXPECT_EQ(c.request({"EVAL", "return redis.acl_check_cmd('incr', 'u:' .. ARGV[1])", "1",
+                       "t:" + tag, tag}),
+            "$-1");
+  Client owner(cl.node(1).port());
+  EXPECT_EQ(owner.request({"EXISTS", "u:" + tag}), ":0");
+  size_t forwarded = 0;
+  for (size_t i = 0; i < 2; ++i) {
+    Client n(cl.node(i).port());
+    ASSERT_EQ(n.request({"AUTH", "t", "tpw"}), "+OK");
+    forwarded += std::stoul(field(n.request({"INFO", "cluster"}), "forwarded_commands"));
+  }
+  EXPECT_GE(forwarded, 3u);
+}
+
 TEST(Cluster, ClusterAwareClientsAreMovedToTheOwner) {
   TestCluster cl(3);
   ASSERT_TRUE(cl.formed(3));

@@ -19,63 +19,11 @@
 
 #include "errors.hpp"
 #include "node_process.hpp"
+#include "redis_server.hpp"
 #include "script_engine.hpp"
 
 namespace fg::testing {
 namespace {
-
-// One whole RESP value from `c`, as its bytes ("" if the connection ended).
-std::string read_value(Client& c) {
-  std::string line;
-  while (line.size() < 2 || line.compare(line.size() - 2, 2, "\r\n") != 0) {
-    std::string one = c.recv_n(1);
-    if (one.empty()) return "";
-    line += one;
-  }
-  const char t = line[0];
-  if ((t == '$' || t == '=' || t == '!') && line != "$-1\r\n") {
-    return line + c.recv_n(std::stoul(line.substr(1)) + 2);
-  }
-  if ((t == '*' || t == '~' || t == '>' || t == '%' || t == '|') && line != "*-1\r\n") {
-    const long n = std::stol(line.substr(1)) * (t == '%' || t == '|' ? 2 : 1);
-    for (long i = 0; i < n; ++i) line += read_value(c);
-  }
-  return line;
-}
-
-std::string encode(const std::vector<std::string>& words) {
-  std::string in = "*" + std::to_string(words.size()) + "\r\n";
-  for (auto& w : words) in += "$" + std::to_string(w.size()) + "\r\n" + w + "\r\n";
-  return in;
-}
-
-class RedisServer {
- public:
-  RedisServer() : port_(free_port()) {
-    pid_ = fork();
-    if (pid_ == 0) {
-      execlp("redis-server", "redis-server", "--port", std::to_string(port_).c_str(), "--save", "",
-             "--appendonly", "no", "--bind", "127.0.0.1", "--loglevel", "warning",
-             static_cast<char*>(nullptr));
-      _exit(127);
-    }
-    for (int i = 0; i < 100; ++i) {
-      Client c(port_, 200);
-      if (c.connected()) return;
-      std::this_thread::sleep_for(std::chrono::milliseconds(50));
-    }
-  }
-  ~RedisServer() {
-    kill(pid_, SIGKILL);
-    int status = 0;
-    waitpid(pid_, &status, 0);
-  }
-  int port() const { return port_; }
-
- private:
-  int port_;
-  pid_t pid_ = -1;
-};
 
 // Seeded command sequences over a handful of keys (two of them in one slot, so multi-key
 // commands find keys together and apart).

@@ -32,6 +32,7 @@ enum class Status {
   kKeyLimit,       // the node holds its maximum number of keys
   kNoAuth,         // the node needs a password (Options::password)
   kUnsupported,    // the node does not know this request (an older node)
+  kNoPerm,         // the user (Options::user) may not run this, or not on this key
 };
 
 std::string_view status_name(Status s);
@@ -158,7 +159,8 @@ class Client {
     int connections_per_node = 1;
     size_t max_batch = 1024;          // requests per frame at most
     size_t max_frames_in_flight = 4;  // per connection (pipelining)
-    std::string password;
+    std::string user;                 // the ACL user; empty: "default"
+    std::string password;             // the user's password (for "default": the nodes' requirepass)
     std::string name = "floodgate-client";
     // All-or-nothing checks: how long a reservation holds if this process dies midway.
     std::chrono::milliseconds reservation_ttl{5000};

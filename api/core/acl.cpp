@@ -1,0 +1,541 @@
+// Users, rules and checks (acl.hpp). Rule words and error texts follow Redis 7.0's
+// ACL SETUSER; selectors and pub/sub channels beyond '&' patterns are not part of it.
+#include "acl.hpp"
+
+#include <openssl/crypto.h>
+#include <openssl/sha.h>
+
+#include <algorithm>
+#include <sstream>
+#include <stdexcept>
+
+#include "words.hpp"
+
+namespace fg {
+
+namespace {
+
+constexpr char kSyntax[] = "Syntax error";
+constexpr char kUnknownName[] = "Unknown command or category name in ACL";
+constexpr char kAfterAllKeys[] =
+    "Adding a pattern after the * pattern (or the 'allkeys' flag) is not valid and does not "
+    "have any effect. Try 'resetkeys' to start with an empty list of patterns";
+constexpr char kAfterAllChannels[] =
+    "Adding a pattern after the * pattern (or the 'allchannels' flag) is not valid and does "
+    "not have any effect. Try 'resetchannels' to start with an empty list of channels";
+constexpr char kNoSuchPassword[] =
+    "The password you are trying to remove from the user does not exist";
+constexpr char kBadHash[] =
+    "The password hash must be exactly 64 characters and contain only lowercase hexadecimal "
+    "characters";
+constexpr char kFirstArg[] = "Allowing first-arg of a subcommand is not supported";
+
+bool valid_hash(std::string_view h) {
+  if (h.size() != 64) return false;
+  return std::all_of(h.begin(), h.end(),
+                     [](char c) { return (c >= '0' && c <= '9') || (c >= 'a' && c <= 'f'); });
+}
+
+bool has_space(std::string_view s) {
+  return std::any_of(s.begin(), s.end(), [](char c) { return c == ' ' || c == '\0'; });
+}
+
+}  // namespace
+
+const std::vector<std::pair<const char*, uint32_t>>& acl_categories() {
+  static const std::vector<std::pair<const char*, uint32_t>> cats = {
+      {"keyspace", kAclKeyspace},
+      {"read", kAclRead},
+      {"write", kAclWrite},
+      {"set", kAclSet},
+      {"sortedset", kAclSortedSet},
+      {"list", kAclList},
+      {"hash", kAclHash},
+      {"string", kAclString},
+      {"bitmap", kAclBitmap},
+      {"hyperloglog", kAclHyperLogLog},
+      {"geo", kAclGeo},
+      {"stream", kAclStream},
+      {"pubsub", kAclPubSub},
+      {"admin", kAclAdmin},
+      {"fast", kAclFast},
+      {"slow", kAclSlow},
+      {"blocking", kAclBlocking},
+      {"dangerous", kAclDangerous},
+      {"connection", kAclConnection},
+      {"transaction", kAclTransaction},
+      {"scripting", kAclScripting},
+      {"limiter", kAclLimiter},
+  };
+  return cats;
+}
+
+namespace {
+uint32_t category_bit(std::string_view name) {
+  for (const auto& [n, bit] : acl_categories())
+    if (iequals(name, n)) return bit;
+  return 0;
+}
+}  // namespace
+
+uint32_t acl_category_bits(std::string_view names) {
+  uint32_t bits = 0;
+  std::istringstream in{std::string(names)};
+  std::string w;
+  while (in >> w) {
+    const uint32_t b = category_bit(w);
+    if (!b) throw std::invalid_argument("unknown ACL category '" + w + "'");
+    bits |= b;
+  }
+  return bits;
+}
+
+// --- the catalog ---------------------------------------------------------------------
+
+AclCatalog::AclCatalog(std::vector<AclCommand> commands) : commands_(std::move(commands)) {
+  for (size_t i = 0; i < commands_.size(); ++i) {
+    by_name_.emplace(to_lower(commands_[i].name), static_cast<int>(i));
+    const int parent = commands_[i].parent;
+    if (parent >= 0) commands_[static_cast<size_t>(parent)].subs.push_back(static_cast<int>(i));
+  }
+}
+
+int AclCatalog::find(std::string_view full_name) const {
+  const auto it = by_name_.find(to_lower(full_name));
+  return it == by_name_.end() ? -1 : it->second;
+}
+
+int AclCatalog::entry_for(int command, const std::vector<std::string_view>& words) const {
+  if (command < 0) return -1;
+  const AclCommand& c = at(command);
+  if (c.subs.empty() || words.size() < 2) return command;
+  const std::string_view parent = c.name;
+  for (int s : c.subs) {
+    const std::string_view sub = std::string_view(at(s).name).substr(parent.size() + 1);
+    if (iequals(sub, words[1])) return s;
+  }
+  return command;
+}
+
+int AclCatalog::lookup(const std::vector<std::string_view>& words) const {
+  if (words.empty()) return -1;
+  return entry_for(find(words[0]), words);
+}
+
+// --- one user ------------------------------------------------------------------------
+
+AclUser::AclUser(const AclCatalog& catalog, std::string name)
+    : catalog_(&catalog), name_(std::move(name)), bits_((catalog.size() + 63) / 64, 0) {}
+
+std::string acl_password_hash(std::string_view password) {
+  unsigned char md[SHA256_DIGEST_LENGTH];
+  SHA256(reinterpret_cast<const unsigned char*>(password.data()), password.size(), md);
+  static const char* hex = "0123456789abcdef";
+  std::string out;
+  out.reserve(64);
+  for (unsigned char b : md) {
+    out += hex[b >> 4];
+    out += hex[b & 15];
+  }
+  return out;
+}
+
+void AclUser::set_entry(int entry, bool on) {
+  first_args_.erase(entry);
+  const auto i = static_cast<size_t>(entry);
+  if (on) {
+    bits_[i >> 6] |= uint64_t{1} << (i & 63);
+  } else {
+    bits_[i >> 6] &= ~(uint64_t{1} << (i & 63));
+  }
+  // A container's rule covers its subcommands.
+  for (int s : catalog_->at(entry).subs) set_entry(s, on);
+}
+
+void AclUser::set_category(uint32_t cat, bool on) {
+  for (size_t i = 0; i < catalog_->size(); ++i)
+    if (catalog_->at(static_cast<int>(i)).categories & cat) set_entry(static_cast<int>(i), on);
+}
+
+std::string AclUser::apply(std::string_view rule) {
+  const std::string r = to_lower(rule);
+  std::string err;
+  if (r == "on") {
+    enabled_ = true;
+  } else if (r == "off") {
+    enabled_ = false;
+  } else if (r == "nopass") {
+    nopass_ = true;
+    passwords_.clear();
+  } else if (r == "resetpass") {
+    nopass_ = false;
+    passwords_.clear();
+  } else if (r == "skip-sanitize-payload" || r == "sanitize-payload" || r == "clearselectors") {
+    // (payloads are never trusted here; there are no selectors to clear)
+  } else if (!rule.empty() &&
+             (rule[0] == '>' || rule[0] == '<' || rule[0] == '#' || rule[0] == '!')) {
+    const bool remove = rule[0] == '<' || rule[0] == '!';
+    std::string hash;
+    if (rule[0] == '>' || rule[0] == '<') {
+      hash = acl_password_hash(rule.substr(1));
+    } else {
+      hash = std::string(rule.substr(1));
+      if (!valid_hash(hash)) return kBadHash;
+    }
+    const auto it = std::find(passwords_.begin(), passwords_.end(), hash);
+    if (remove) {
+      if (it == passwords_.end()) return kNoSuchPassword;
+      passwords_.erase(it);
+    } else {
+      if (it == passwords_.end()) passwords_.push_back(hash);
+      nopass_ = false;
+    }
+  } else if (r == "allkeys" || rule == "~*") {
+    all_keys_ = true;
+    keys_.clear();
+  } else if (r == "resetkeys") {
+    all_keys_ = false;
+    keys_.clear();
+  } else if (!rule.empty() && (rule[0] == '~' || rule[0] == '%')) {
+    bool read = true, write = true;
+    std::string_view pat = rule.substr(1);
+    if (rule[0] == '%') {
+      read = write = false;
+      size_t i = 1;
+      for (; i < rule.size() && rule[i] != '~'; ++i) {
+        if (rule[i] == 'R' || rule[i] == 'r') {
+          read = true;
+        } else if (rule[i] == 'W' || rule[i] == 'w') {
+          write = true;
+        } else {
+          return kSyntax;
+        }
+      }
+      if (i == rule.size() || (!read && !write)) return kSyntax;
+      pat = rule.substr(i + 1);
+    }
+    if (all_keys_) return kAfterAllKeys;
+    if (pat == "*" && read && write) {
+      all_keys_ = true;
+      keys_.clear();
+    } else {
+      keys_.push_back({std::string(pat), read, write});
+    }
+  } else if (r == "allchannels" || rule == "&*") {
+    all_channels_ = true;
+    channels_.clear();
+  } else if (r == "resetchannels") {
+    all_channels_ = false;
+    channels_.clear();
+  } else if (!rule.empty() && rule[0] == '&') {
+    if (all_channels_) return kAfterAllChannels;
+    channels_.emplace_back(rule.substr(1));
+  } else if (r == "allcommands" || r == "+@all") {
+    std::fill(bits_.begin(), bits_.end(), ~uint64_t{0});
+    all_commands_ = true;
+    command_rules_.clear();
+    first_args_.clear();
+  } else if (r == "nocommands" || r == "-@all") {
+    std::fill(bits_.begin(), bits_.end(), 0);
+    all_commands_ = false;
+    command_rules_.clear();
+    first_args_.clear();
+  } else if (r.size() > 2 && (r[0] == '+' || r[0] == '-') && r[1] == '@') {
+    const uint32_t cat = category_bit(std::string_view(r).substr(2));
+    if (!cat) return kUnknownName;
+    set_category(cat, r[0] == '+');
+    if (r[0] == '-') all_commands_ = false;
+    command_rules_.push_back(r);
+  } else if (r.size() > 1 && (r[0] == '+' || r[0] == '-')) {
+    const size_t bar = r.rfind('|');
+    if (r[0] == '+' && bar != std::string::npos) {
+      const int cmd = catalog_->find(std::string_view(r).substr(1, bar - 1));
+      if (cmd < 0) return kUnknownName;
+      if (catalog_->at(cmd).parent >= 0) return kFirstArg;
+      if (bar + 1 == r.size()) return kSyntax;
+      if (catalog_->at(cmd).subs.empty()) {
+        // "+select|0": this first argument only, of a command not allowed whole (Redis
+        // still takes these rules, and warns that they may go).
+        auto& args = first_args_[cmd];
+        const std::string arg(rule.substr(bar + 1));
+        if (std::none_of(args.begin(), args.end(),
+                         [&](const std::string& a) { return iequals(a, arg); }))
+          args.push_back(arg);
+        command_rules_.push_back(r);
+        settle();
+        return "";
+      }
+    }
+    const int entry = catalog_->find(std::string_view(r).substr(1));
+    if (entry < 0) return kUnknownName;
+    set_entry(entry, r[0] == '+');
+    if (r[0] == '-') all_commands_ = false;
+    command_rules_.push_back(r);
+  } else if (r == "reset") {
+    for (const char* w : {"resetpass", "resetkeys", "resetchannels", "off", "-@all"}) apply(w);
+  } else if (!rule.empty() && rule[0] == '(') {
+    return "Selectors are not supported by this server";
+  } else {
+    return kSyntax;
+  }
+  settle();
+  return err;
+}
+
+void AclUser::settle() {
+  bool all = true;
+  for (size_t i = 0; i < catalog_->size() && all; ++i) all = allowed(static_cast<int>(i));
+  unrestricted_ = all && all_keys_;
+}
+
+bool AclUser::password_matches(std::string_view pass) const {
+  if (nopass_) return true;
+  const std::string h = acl_password_hash(pass);
+  bool match = false;
+  for (const std::string& p : passwords_) match |= CRYPTO_memcmp(p.data(), h.data(), 64) == 0;
+  return match;
+}
+
+bool AclUser::key_allowed(std::string_view key, bool read, bool write) const {
+  if (all_keys_) return true;
+  for (const KeyPattern& k : keys_) {
+    if ((!read || k.read) && (!write || k.write) && glob_match(k.pattern, key, false)) return true;
+  }
+  return false;
+}
+
+AclDenied AclUser::check(int entry, const std::vector<std::string_view>& words, size_t* pos) const {
+  if (unrestricted_) return AclDenied::kNone;
+  if (entry < 0) return AclDenied::kCommand;
+  if (!allowed(entry)) {
+    const auto fa = first_args_.find(entry);
+    if (fa == first_args_.end() || words.size() < 2 ||
+        std::none_of(fa->second.begin(), fa->second.end(),
+                     [&](const std::string& a) { return iequals(a, words[1]); })) {
+      return AclDenied::kCommand;
+    }
+  }
+  if (all_keys_) return AclDenied::kNone;
+  // A subcommand's keys are its container's.
+  const AclCommand* c = &catalog_->at(entry);
+  const size_t n = words.size();
+  size_t first = 0, last = 0, step = 1;
+  if (c->numkeys_at > 0) {
+    const auto at = static_cast<size_t>(c->numkeys_at);
+    int64_t k = 0;
+    if (at >= n || !parse_int(words[at], k) || k <= 0) return AclDenied::kNone;
+    first = at + 1;
+    last = std::min(n - 1, at + static_cast<size_t>(k));
+  } else if (c->first_key > 0) {
+    first = static_cast<size_t>(c->first_key);
+    last = c->last_key < 0 ? n - 1 : static_cast<size_t>(c->last_key);
+    step = static_cast<size_t>(std::max(1, c->key_step));
+  } else {
+    return AclDenied::kNone;
+  }
+  bool reads = c->reads;
+  if (c->reads_with_get) {
+    for (size_t j = 3; j < n && !reads; ++j) reads = iequals(words[j], "get");
+  }
+  for (size_t j = first; j <= last && j < n; j += step) {
+    if (!key_allowed(words[j], reads, c->writes)) {
+      if (pos) *pos = j;
+      return AclDenied::kKey;
+    }
+  }
+  return AclDenied::kNone;
+}
+
+const char* AclUser::refuse(const std::vector<std::string_view>& words) const {
+  switch (check(catalog_->lookup(words), words, nullptr)) {
+    case AclDenied::kCommand:
+      return "The user executing the script can't run this command or subcommand";
+    case AclDenied::kKey:
+      return "The user executing the script can't access at least one of the keys mentioned "
+             "in the command arguments";
+    case AclDenied::kNone:
+      break;
+  }
+  return nullptr;
+}
+
+std::vector<std::string> AclUser::flags() const {
+  std::vector<std::string> f;
+  f.emplace_back(enabled_ ? "on" : "off");
+  if (nopass_) f.emplace_back("nopass");
+  return f;
+}
+
+std::string AclUser::describe_keys() const {
+  if (all_keys_) return "~*";
+  std::string out;
+  for (const KeyPattern& k : keys_) {
+    if (!out.empty()) out += ' ';
+    if (k.read && k.write) {
+      out += "~";
+    } else {
+      out += k.read ? "%R~" : "%W~";
+    }
+    out += k.pattern;
+  }
+  return out;
+}
+
+std::string AclUser::describe_channels() const {
+  if (all_channels_) return "&*";
+  std::string out = "resetchannels";
+  for (const std::string& c : channels_) out += " &" + c;
+  return out;
+}
+
+std::string AclUser::describe_commands() const {
+  std::string out = all_commands_ ? "+@all" : "-@all";
+  for (const std::string& r : command_rules_) out += " " + r;
+  return out;
+}
+
+std::string AclUser::describe() const {
+  std::string out;
+  for (const std::string& f : flags()) out += f + " ";
+  for (const std::string& p : passwords_) out += "#" + p + " ";
+  const std::string keys = describe_keys();
+  if (!keys.empty()) out += keys + " ";
+  out += describe_channels() + " ";
+  out += describe_commands();
+  return out;
+}
+
+// --- the book ------------------------------------------------------------------------
+
+AclBook::AclBook(const AclCatalog& catalog) : catalog_(catalog) { load({}, "", ""); }
+
+namespace {
+std::shared_ptr<AclUser> default_user(const AclCatalog& catalog, const std::string& requirepass) {
+  auto u = std::make_shared<AclUser>(catalog, "default");
+  for (const char* w : {"+@all", "~*", "&*", "on", "nopass"}) u->apply(w);
+  if (!requirepass.empty()) {
+    u->apply("resetpass");
+    u->apply(">" + requirepass);
+  }
+  return u;
+}
+}  // namespace
+
+std::string AclBook::load(const std::vector<std::string>& lines, const std::string& requirepass,
+                          const std::string& where) {
+  std::map<std::string, std::shared_ptr<const AclUser>, std::less<>> fresh;
+  for (size_t i = 0; i < lines.size(); ++i) {
+    std::istringstream in(lines[i]);
+    std::vector<std::string> w;
+    for (std::string s; in >> s;) w.push_back(s);
+    if (w.empty() || w[0][0] == '#') continue;
+    const std::string at = where + ":" + std::to_string(i + 1) + ": ";
+    if (w[0] != "user" || w.size() < 2) return at + "line should start with user keyword";
+    if (fresh.count(w[1])) {
+      return at + "Duplicate user '" + w[1] +
+             "' found. A user can only be defined once in config files";
+    }
+    auto u = std::make_shared<AclUser>(catalog_, w[1]);
+    for (size_t j = 2; j < w.size(); ++j) {
+      const std::string why = u->apply(w[j]);
+      if (!why.empty()) return at + "Error in user declaration '" + w[j] + "': " + why;
+    }
+    fresh.emplace(w[1], std::move(u));
+  }
+  if (!fresh.count("default")) fresh.emplace("default", default_user(catalog_, requirepass));
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    users_.swap(fresh);
+  }
+  version_.fetch_add(1, std::memory_order_acq_rel);
+  return "";
+}
+
+std::string AclBook::set_user(std::string_view name, const std::vector<std::string_view>& rules) {
+  if (has_space(name)) return "ERR Usernames can't contain spaces or null characters";
+  std::lock_guard<std::mutex> lock(mu_);
+  const auto it = users_.find(name);
+  // Every rule is tried on a copy; the user changes only when all of them apply.
+  auto u = it != users_.end() ? std::make_shared<AclUser>(*it->second)
+                              : std::make_shared<AclUser>(catalog_, std::string(name));
+  for (std::string_view r : rules) {
+    const std::string why = u->apply(r);
+    if (!why.empty()) return "ERR Error in ACL SETUSER modifier '" + std::string(r) + "': " + why;
+  }
+  users_[std::string(name)] = std::move(u);
+  version_.fetch_add(1, std::memory_order_acq_rel);
+  return "";
+}
+
+std::string AclBook::del_users(const std::vector<std::string_view>& names, int64_t& deleted) {
+  deleted = 0;
+  for (std::string_view n : names)
+    if (n == "default") return "ERR The 'default' user cannot be removed";
+  std::lock_guard<std::mutex> lock(mu_);
+  for (std::string_view n : names) {
+    const auto it = users_.find(n);
+    if (it == users_.end()) continue;
+    users_.erase(it);
+    ++deleted;
+  }
+  if (deleted) version_.fetch_add(1, std::memory_order_acq_rel);
+  return "";
+}
+
+std::shared_ptr<const AclUser> AclBook::find(std::string_view name) const {
+  std::lock_guard<std::mutex> lock(mu_);
+  const auto it = users_.find(name);
+  return it == users_.end() ? nullptr : it->second;
+}
+
+std::vector<std::shared_ptr<const AclUser>> AclBook::users() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  std::vector<std::shared_ptr<const AclUser>> out;
+  for (const auto& [name, u] : users_) out.push_back(u);
+  return out;
+}
+
+// --- a connection's user -------------------------------------------------------------
+
+void AclSession::start(const AclBook* book) {
+  book_ = book;
+  version_ = book->version();
+  auto u = book->find("default");
+  if (u && u->enabled() && u->nopass()) user_ = std::move(u);
+}
+
+bool AclSession::refresh() {
+  const uint64_t v = book_->version();
+  if (v == version_) return true;
+  version_ = v;
+  if (!user_) {  // not authenticated: the default user may have lost its password
+    auto u = book_->find("default");
+    if (u && u->enabled() && u->nopass()) user_ = std::move(u);
+    return true;
+  }
+  auto u = book_->find(user_->name());
+  if (!u || !u->enabled()) {
+    user_.reset();
+    return false;
+  }
+  user_ = std::move(u);
+  return true;
+}
+
+bool AclSession::authenticate(std::string_view user, std::string_view pass) {
+  auto u = book_->find(user);
+  if (!u || !u->enabled() || !u->password_matches(pass)) {
+    book_->denied_auth.fetch_add(1, std::memory_order_relaxed);
+    return false;
+  }
+  version_ = book_->version();
+  user_ = std::move(u);
+  return true;
+}
+
+const std::string& AclSession::name() const {
+  static const std::string kDefault = "default";
+  return user_ ? user_->name() : kDefault;
+}
+
+}  // namespace fg

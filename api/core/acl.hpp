@@ -1,0 +1,208 @@
+// Users and what each may run, in Redis ACL's vocabulary: rules such as
+// "on #<sha256> ~tenant-a:* +@limiter -@dangerous". The catalog names every command and
+// subcommand with its categories and key positions (api/commands fills it from the command
+// table); an AclUser is one user's rules, immutable once published; the AclBook holds the
+// node's users and swaps the whole set on a reload. Both doors and the script engine ask
+// the same AclUser::check.
+#pragma once
+#include <atomic>
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "script_host.hpp"
+
+namespace fg {
+
+// Redis's categories, in its order, then Floodgate's own.
+enum AclCategory : uint32_t {
+  kAclKeyspace = 1u << 0,
+  kAclRead = 1u << 1,
+  kAclWrite = 1u << 2,
+  kAclSet = 1u << 3,
+  kAclSortedSet = 1u << 4,
+  kAclList = 1u << 5,
+  kAclHash = 1u << 6,
+  kAclString = 1u << 7,
+  kAclBitmap = 1u << 8,
+  kAclHyperLogLog = 1u << 9,
+  kAclGeo = 1u << 10,
+  kAclStream = 1u << 11,
+  kAclPubSub = 1u << 12,
+  kAclAdmin = 1u << 13,
+  kAclFast = 1u << 14,
+  kAclSlow = 1u << 15,
+  kAclBlocking = 1u << 16,
+  kAclDangerous = 1u << 17,
+  kAclConnection = 1u << 18,
+  kAclTransaction = 1u << 19,
+  kAclScripting = 1u << 20,
+  kAclLimiter = 1u << 21,  // taking permits and leases: what an application needs
+};
+
+// Every category's name (without '@') and bit, in ACL CAT's order.
+const std::vector<std::pair<const char*, uint32_t>>& acl_categories();
+// The bits of "read slow dangerous" (names separated by spaces); throws on an unknown name.
+uint32_t acl_category_bits(std::string_view names);
+
+// One command or subcommand as rules name it: "get", "config|get".
+struct AclCommand {
+  std::string name;  // lower case; a subcommand's is "parent|sub"
+  int parent = -1;   // a subcommand's container
+  uint32_t categories = 0;
+  // What it does with its keys (Redis's key-spec flags): reads them (needs %R~), writes
+  // them (needs %W~); neither: the key only has to match one of the user's patterns.
+  bool reads = false;
+  bool writes = false;
+  bool reads_with_get = false;  // SET: reads its key too when given GET
+  // Where its keys are, as COMMAND reports them: first (0: none), last (-1: the last
+  // argument), step; numkeys_at > 0: a count at that position, the keys right after it
+  // (EVAL's way).
+  int first_key = 0;
+  int last_key = 0;
+  int key_step = 1;
+  int numkeys_at = 0;
+  std::vector<int> subs;  // a container's subcommands
+};
+
+class AclCatalog {
+ public:
+  explicit AclCatalog(std::vector<AclCommand> commands);
+  size_t size() const { return commands_.size(); }
+  const AclCommand& at(int i) const { return commands_[static_cast<size_t>(i)]; }
+  int find(std::string_view full_name) const;  // case-insensitive; -1 when unknown
+  // What a command line runs as: a container's subcommand (the container itself when the
+  // subcommand is unknown: the command answers that), or the command. -1: unknown command.
+  int entry_for(int command, const std::vector<std::string_view>& words) const;
+  int lookup(const std::vector<std::string_view>& words) const;
+
+ private:
+  std::vector<AclCommand> commands_;
+  std::map<std::string, int, std::less<>> by_name_;
+};
+
+enum class AclDenied : uint8_t { kNone, kCommand, kKey };
+
+class AclUser : public ScriptCaller {
+ public:
+  // A new user as ACL SETUSER creates one: off, no password, no commands, no keys.
+  AclUser(const AclCatalog& catalog, std::string name);
+
+  // Applies one rule (Redis's ACL SETUSER words); "" or why not, in Redis's words.
+  std::string apply(std::string_view rule);
+
+  const std::string& name() const { return name_; }
+  bool enabled() const { return enabled_; }
+  bool nopass() const { return nopass_; }
+  // Whether `pass` is one of its passwords (or it has nopass); constant time per password.
+  bool password_matches(std::string_view pass) const;
+  // Every command on every key: checks are skipped for it (the default user, operators).
+  bool unrestricted() const { return unrestricted_; }
+  // Whether it may run `words` as catalog entry `entry`; *pos: the refused key's index.
+  AclDenied check(int entry, const std::vector<std::string_view>& words, size_t* pos) const;
+  // Whether one of its patterns gives `key` with the access asked for.
+  bool key_allowed(std::string_view key, bool read, bool write) const;
+  // ACL LIST's rules for it: flags, password hashes, keys, channels, commands.
+  std::string describe() const;
+  // ACL GETUSER's parts.
+  std::vector<std::string> flags() const;
+  const std::vector<std::string>& password_hashes() const { return passwords_; }
+  std::string describe_keys() const;
+  std::string describe_channels() const;
+  std::string describe_commands() const;
+
+  // ScriptCaller: what redis.call may run.
+  const char* refuse(const std::vector<std::string_view>& words) const override;
+
+ private:
+  void set_entry(int entry, bool on);
+  void set_category(uint32_t cat, bool on);
+  bool allowed(int entry) const {
+    return bits_[static_cast<size_t>(entry) >> 6] >> (entry & 63) & 1;
+  }
+  void settle();  // recomputes unrestricted_
+
+  struct KeyPattern {
+    std::string pattern;
+    bool read;
+    bool write;
+  };
+  const AclCatalog* catalog_;
+  std::string name_;
+  bool enabled_ = false;
+  bool nopass_ = false;
+  std::vector<std::string> passwords_;      // SHA-256, lower-case hex
+  std::vector<uint64_t> bits_;              // a bit per catalog entry
+  bool all_commands_ = false;               // +@all last set the whole table: future commands too
+  std::vector<std::string> command_rules_;  // the rules after the last +@all / -@all
+  std::map<int, std::vector<std::string>> first_args_;  // "+select|0": entry -> first args
+  bool all_keys_ = false;
+  std::vector<KeyPattern> keys_;
+  bool all_channels_ = false;
+  std::vector<std::string> channels_;
+  bool unrestricted_ = false;
+};
+
+// The SHA-256 of a password, as ACL rules write it (#<64 lower-case hex digits>).
+std::string acl_password_hash(std::string_view password);
+
+// The node's users. Readers take a snapshot (find) and notice changes by version().
+class AclBook {
+ public:
+  explicit AclBook(const AclCatalog& catalog);
+  const AclCatalog& catalog() const { return catalog_; }
+
+  // Replaces every user with those of `lines`, each "user <name> <rules...>" (an ACL file's
+  // line; blank lines and #-comments skipped); the default user, when not among them, is
+  // Redis's (every command, every key) with `requirepass` as its password (none: nopass).
+  // Nothing changes on an error: "" or "<where>:<line>: <why>".
+  std::string load(const std::vector<std::string>& lines, const std::string& requirepass,
+                   const std::string& where);
+  // ACL SETUSER: creates or changes one user (node-local); "" or Redis's error text.
+  std::string set_user(std::string_view name, const std::vector<std::string_view>& rules);
+  // ACL DELUSER: how many of `names` existed and are gone; "" or the error.
+  std::string del_users(const std::vector<std::string_view>& names, int64_t& deleted);
+
+  std::shared_ptr<const AclUser> find(std::string_view name) const;
+  std::vector<std::shared_ptr<const AclUser>> users() const;  // by name
+  uint64_t version() const { return version_.load(std::memory_order_acquire); }
+
+  // Refusals, for INFO (acl_access_denied_*) and /metrics.
+  mutable std::atomic<uint64_t> denied_auth{0};
+  mutable std::atomic<uint64_t> denied_cmd{0};
+  mutable std::atomic<uint64_t> denied_key{0};
+
+ private:
+  const AclCatalog& catalog_;
+  mutable std::mutex mu_;
+  std::map<std::string, std::shared_ptr<const AclUser>, std::less<>> users_;
+  std::atomic<uint64_t> version_{1};
+};
+
+// Who a connection is: its user once authenticated (null before), refreshed when the
+// book changes. The doors keep one each.
+class AclSession {
+ public:
+  // A new connection is the default user when that user needs no password.
+  void start(const AclBook* book);
+  // After a reload or ACL SETUSER/DELUSER: the same user's new rules; false when the user
+  // is gone or disabled (the connection is closed, as Redis does).
+  bool refresh();
+  // AUTH / HELLO AUTH; false (and counted) on a wrong pair or a disabled user.
+  bool authenticate(std::string_view user, std::string_view pass);
+  bool authenticated() const { return user_ != nullptr; }
+  const AclUser* user() const { return user_.get(); }
+  const std::string& name() const;  // "default" before AUTH
+  const AclBook* book() const { return book_; }
+
+ private:
+  const AclBook* book_ = nullptr;
+  std::shared_ptr<const AclUser> user_;
+  uint64_t version_ = 0;
+};
+
+}  // namespace fg

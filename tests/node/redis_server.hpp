@@ -1,0 +1,75 @@
+// redis-server (Debian's) as the reference the differential tests compare a node with,
+// and reading whole RESP values from either.
+#pragma once
+#include <signal.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "node_process.hpp"
+
+namespace fg::testing {
+
+// One whole RESP value from `c`, as its bytes ("" if the connection ended).
+inline std::string read_value(Client& c) {
+  std::string line;
+  while (line.size() < 2 || line.compare(line.size() - 2, 2, "\r\n") != 0) {
+    std::string one = c.recv_n(1);
+    if (one.empty()) return "";
+    line += one;
+  }
+  const char t = line[0];
+  if ((t == '$' || t == '=' || t == '!') && line != "$-1\r\n") {
+    return line + c.recv_n(std::stoul(line.substr(1)) + 2);
+  }
+  if ((t == '*' || t == '~' || t == '>' || t == '%' || t == '|') && line != "*-1\r\n") {
+    const long n = std::stol(line.substr(1)) * (t == '%' || t == '|' ? 2 : 1);
+    for (long i = 0; i < n; ++i) line += read_value(c);
+  }
+  return line;
+}
+
+inline std::string encode(const std::vector<std::string>& words) {
+  std::string in = "*" + std::to_string(words.size()) + "\r\n";
+  for (auto& w : words) in += "$" + std::to_string(w.size()) + "\r\n" + w + "\r\n";
+  return in;
+}
+
+class RedisServer {
+ public:
+  // `extra`: more redis-server arguments ("--aclfile", path).
+  explicit RedisServer(const std::vector<std::string>& extra = {}) : port_(free_port()) {
+    std::vector<std::string> args = {
+        "redis-server", "--port", std::to_string(port_), "--save",     "",       "--appendonly",
+        "no",           "--bind", "127.0.0.1",           "--loglevel", "warning"};
+    args.insert(args.end(), extra.begin(), extra.end());
+    pid_ = fork();
+    if (pid_ == 0) {
+      std::vector<char*> argv;
+      for (auto& a : args) argv.push_back(a.data());
+      argv.push_back(nullptr);
+      execvp("redis-server", argv.data());
+      _exit(127);
+    }
+    for (int i = 0; i < 100; ++i) {
+      Client c(port_, 200);
+      if (c.connected()) return;
+      std::this_thread::sleep_for(std::chrono::milliseconds(50));
+    }
+  }
+  ~RedisServer() {
+    kill(pid_, SIGKILL);
+    int status = 0;
+    waitpid(pid_, &status, 0);
+  }
+  int port() const { return port_; }
+
+ private:
+  int port_;
+  pid_t pid_ = -1;
+};
+
+}  // namespace fg::testing
