@@ -18,12 +18,6 @@
 namespace fg::testing {
 namespace {
 
-std::string temp_file(const std::string& name, const std::string& text) {
-  const std::string path = ::testing::TempDir() + "/" + name + "-" + std::to_string(getpid());
-  std::ofstream(path) << text;
-  return path;
-}
-
 // Users every Redis 7.0 rule of which Floodgate has too (no @limiter: redis-server would
 // refuse it).
 const char kUsers[] =

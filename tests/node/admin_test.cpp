@@ -21,12 +21,6 @@ bool starts(const std::string& s, const std::string& prefix) {
   return s.compare(0, prefix.size(), prefix) == 0;
 }
 
-std::string write_file(const std::string& name, const std::string& text) {
-  const std::string path = ::testing::TempDir() + name;
-  std::ofstream(path) << text;
-  return path;
-}
-
 // The value of the first sample whose line starts with `series` (name and labels).
 double sample(const std::string& metrics, const std::string& series) {
   size_t at = 0;
@@ -51,10 +45,10 @@ TEST(Admin, HealthReadinessAndThePage) {
 }
 
 TEST(Admin, MetricsCoverRequestsDecisionsLatencyAndState) {
-  const std::string cfg = write_file("metrics.yaml",
-                                     "policies:\n"
-                                     "  free: {kind: sliding_log, limit: 3, window: 1m}\n"
-                                     "  conns: {kind: concurrency, limit: 2, ttl: 1m}");
+  const std::string cfg = temp_file("metrics.yaml",
+                                    "policies:\n"
+                                    "  free: {kind: sliding_log, limit: 3, window: 1m}\n"
+                                    "  conns: {kind: concurrency, limit: 2, ttl: 1m}");
   NodeProcess node({"--config", cfg});
   ASSERT_TRUE(node.alive());
   for (int i = 0; i < 5; ++i) cli(node.port(), "FG.TAKE hot free");
@@ -117,7 +111,7 @@ TEST(Admin, PoliciesChangeAtRuntime) {
 // wants the bearer token, probes and scrapes do not; refusals are counted; SIGHUP puts a
 // rotated token in force; --admin-bind moves the port to another address.
 TEST(Admin, ClusterAndStatusWantTheTokenProbesAndMetricsDoNot) {
-  const std::string file = write_file("admin.token", "first-token-1234\n");
+  const std::string file = temp_file("admin.token", "first-token-1234\n");
   NodeProcess node({"--admin-token-file", file, "--admin-bind", "127.0.0.2"});
   ASSERT_TRUE(node.alive());
   const int a = node.admin_port();
@@ -139,7 +133,7 @@ TEST(Admin, ClusterAndStatusWantTheTokenProbesAndMetricsDoNot) {
   EXPECT_NE(get("/cluster", "first-token-1234").body.find("\"cluster_enabled\":false"),
             std::string::npos);
   EXPECT_EQ(sample(get("/metrics").body, "floodgate_admin_refused_total"), 6);
-  write_file("admin.token", "second-token\n");
+  temp_file("admin.token", "second-token\n");
   kill(node.pid(), SIGHUP);
   bool rotated = false;
   for (int i = 0; i < 100 && !rotated; ++i) {
@@ -156,19 +150,19 @@ TEST(Admin, ClusterAndStatusWantTheTokenProbesAndMetricsDoNot) {
 }
 
 TEST(Admin, SighupReloadsPoliciesAndKeepsRuntimeOnesTheFileDidNotTouch) {
-  const std::string cfg = write_file("reload.yaml",
-                                     "policies:\n"
-                                     "  free: {kind: sliding_log, limit: 100, window: 1m}\n"
-                                     "  old: {kind: sliding_log, limit: 1, window: 1m}");
+  const std::string cfg = temp_file("reload.yaml",
+                                    "policies:\n"
+                                    "  free: {kind: sliding_log, limit: 100, window: 1m}\n"
+                                    "  old: {kind: sliding_log, limit: 1, window: 1m}");
   NodeProcess node({"--config", cfg});
   ASSERT_TRUE(node.alive());
   const int p = node.port();
   EXPECT_EQ(cli(p, "FG.POLICY SET runtime fixed_window 7 1000"), "OK");
-  write_file("reload.yaml",
-             "policies:\n"
-             "  free: {kind: sliding_log, limit: 200, window: 1m}\n"
-             "patterns:\n"
-             "  \"api:*\": free");
+  temp_file("reload.yaml",
+            "policies:\n"
+            "  free: {kind: sliding_log, limit: 200, window: 1m}\n"
+            "patterns:\n"
+            "  \"api:*\": free");
   kill(node.pid(), SIGHUP);
   bool reloaded = false;
   for (int i = 0; i < 100 && !reloaded; ++i) {
@@ -179,7 +173,7 @@ TEST(Admin, SighupReloadsPoliciesAndKeepsRuntimeOnesTheFileDidNotTouch) {
   EXPECT_EQ(cli(p, "FG.POLICY GET old"), "");      // dropped from the file: gone
   EXPECT_NE(cli(p, "FG.POLICY GET runtime"), "");  // set at runtime: kept
   // A broken file is refused; what runs stays.
-  write_file("reload.yaml", "policies:\n  free: {kind: sliding_log, limit: -1, window: 1m}");
+  temp_file("reload.yaml", "policies:\n  free: {kind: sliding_log, limit: -1, window: 1m}");
   kill(node.pid(), SIGHUP);
   std::this_thread::sleep_for(std::chrono::milliseconds(300));
   EXPECT_TRUE(starts(cli(p, "FG.TAKE api:2"), "1\n200\n"));
@@ -189,23 +183,23 @@ TEST(Admin, SighupReloadsPoliciesAndKeepsRuntimeOnesTheFileDidNotTouch) {
 }
 
 TEST(Admin, CheckConfigValidatesWithoutStarting) {
-  const std::string good = write_file("good.yaml",
-                                      "port: 1\n"
-                                      "policies:\n"
-                                      "  free: {kind: sliding_log, limit: 100, window: 1m}\n"
-                                      "patterns:\n"
-                                      "  \"user:*\": free");
+  const std::string good = temp_file("good.yaml",
+                                     "port: 1\n"
+                                     "policies:\n"
+                                     "  free: {kind: sliding_log, limit: 100, window: 1m}\n"
+                                     "patterns:\n"
+                                     "  \"user:*\": free");
   const std::string out =
       run(std::string(FLOODGATE_BIN) + " --check-config " + good + "; echo rc=$?");
   EXPECT_NE(out.find("is a valid config (1 policies, 1 key patterns, 0 overrides, 1 users)"),
             std::string::npos)
       << out;
   EXPECT_NE(out.find("rc=0"), std::string::npos);
-  const std::string bad = write_file("bad.yaml",
-                                     "policies:\n"
-                                     "  free: {kind: sliding_log, limit: 100, window: 1m}\n"
-                                     "patterns:\n"
-                                     "  \"user:*\": fre");
+  const std::string bad = temp_file("bad.yaml",
+                                    "policies:\n"
+                                    "  free: {kind: sliding_log, limit: 100, window: 1m}\n"
+                                    "patterns:\n"
+                                    "  \"user:*\": fre");
   const std::string err =
       run(std::string(FLOODGATE_BIN) + " --check-config " + bad + " 2>&1; echo rc=$?");
   EXPECT_NE(err.find("bad config: patterns.user:* (line 4): no policy named 'fre' in this file"),

@@ -2,9 +2,11 @@
 // blocking socket client with timeouts. Everything stops by itself.
 #pragma once
 #include <arpa/inet.h>
+#include <gtest/gtest.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
 #include <signal.h>
+#include <sys/prctl.h>
 #include <sys/socket.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -144,6 +146,31 @@ inline HttpReply http_get(int port, const std::string& path, const std::string& 
   return http_get_at("127.0.0.1", port, path, headers);
 }
 
+// Starts `args` (the program found on PATH when it has no '/') as a child; its pid. The
+// child is killed when the test process dies, even by a crash (it would otherwise live on,
+// holding the test's output open).
+inline pid_t spawn(std::vector<std::string> args) {
+  const pid_t parent = getpid();
+  const pid_t pid = fork();
+  if (pid == 0) {
+    prctl(PR_SET_PDEATHSIG, SIGKILL);
+    if (getppid() != parent) _exit(127);  // (it died before the line above)
+    std::vector<char*> argv;
+    for (auto& a : args) argv.push_back(a.data());
+    argv.push_back(nullptr);
+    execvp(argv[0], argv.data());
+    _exit(127);
+  }
+  return pid;
+}
+
+// Writes `text` to a file of the test's own (its name made unique to this process).
+inline std::string temp_file(const std::string& name, const std::string& text) {
+  const std::string path = ::testing::TempDir() + "/" + std::to_string(getpid()) + "-" + name;
+  std::ofstream(path) << text;
+  return path;
+}
+
 class NodeProcess {
  public:
   explicit NodeProcess(std::vector<std::string> extra = {}) : port_(free_port()) {
@@ -175,14 +202,7 @@ class NodeProcess {
       args.push_back(std::to_string(admin_port_));
     }
     args.insert(args.end(), extra.begin(), extra.end());
-    pid_ = fork();
-    if (pid_ == 0) {
-      std::vector<char*> argv;
-      for (auto& a : args) argv.push_back(a.data());
-      argv.push_back(nullptr);
-      execv(argv[0], argv.data());
-      _exit(127);
-    }
+    pid_ = spawn(args);
     // Up to 10 s for the RESP port to open, then the admin port (bound later: a port taken
     // meanwhile by a test alongside makes the node exit after its RESP port opened, and
     // the port answering is then someone else's).

@@ -46,14 +46,7 @@ class RedisServer {
         "redis-server", "--port", std::to_string(port_), "--save",     "",       "--appendonly",
         "no",           "--bind", "127.0.0.1",           "--loglevel", "warning"};
     args.insert(args.end(), extra.begin(), extra.end());
-    pid_ = fork();
-    if (pid_ == 0) {
-      std::vector<char*> argv;
-      for (auto& a : args) argv.push_back(a.data());
-      argv.push_back(nullptr);
-      execvp("redis-server", argv.data());
-      _exit(127);
-    }
+    pid_ = spawn(args);
     for (int i = 0; i < 100; ++i) {
       Client c(port_, 200);
       if (c.connected()) return;
