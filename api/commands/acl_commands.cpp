@@ -2,6 +2,7 @@
 // command table) and the ACL command.
 #include <openssl/rand.h>
 
+#include <chrono>
 #include <map>
 #include <stdexcept>
 #include <string>
@@ -361,7 +362,8 @@ std::string acl_denied_error(const AclCatalog& catalog, AclDenied d, int entry) 
   return "NOPERM this user has no permissions to run the '" + catalog.at(entry).name + "' command";
 }
 
-bool CommandContext::acl_refuses(const CommandSpec& spec, const std::vector<std::string_view>& a) {
+bool CommandContext::acl_refuses(const CommandSpec& spec, const std::vector<std::string_view>& a,
+                                 const char* context) {
   const AclUser* u = acl_.user();
   if (!u || u->unrestricted() || (spec.flags & kNoAuth)) return false;
   const AclCatalog& catalog = svc_.acl->catalog();
@@ -369,8 +371,8 @@ bool CommandContext::acl_refuses(const CommandSpec& spec, const std::vector<std:
   size_t pos = 0;
   const AclDenied d = u->check(entry, a, &pos);
   if (d == AclDenied::kNone) return false;
-  (d == AclDenied::kKey ? svc_.acl->denied_key : svc_.acl->denied_cmd)
-      .fetch_add(1, std::memory_order_relaxed);
+  svc_.acl->refused(d, context, d == AclDenied::kKey ? a[pos] : catalog.at(entry).name, u->name(),
+                    svc_.clients->describe(*client_, svc_.clock->now_ns() / 1'000'000));
   local().error(acl_denied_error(catalog, d, entry));
   return true;
 }
@@ -467,6 +469,40 @@ void cmd_acl(CommandContext& s, Args& a) {
     const std::string why = s.svc().acl_load();
     if (!why.empty()) return w.error("ERR " + why);
     w.ok();
+  } else if (iequals(sub, "log") && (n == 2 || n == 3)) {
+    int64_t count = 10;
+    if (n == 3) {
+      if (iequals(a[2], "reset")) {
+        book.reset_log();
+        return w.ok();
+      }
+      if (!parse_int(a[2], count)) return w.error(err::kNotInteger);
+      if (count < 0) count = 0;
+    }
+    const auto entries = book.log(static_cast<size_t>(count));
+    const int64_t now_ms = std::chrono::duration_cast<std::chrono::milliseconds>(
+                               std::chrono::system_clock::now().time_since_epoch())
+                               .count();
+    w.array(entries.size());
+    for (const AclLogEntry& e : entries) {
+      w.map(7);
+      w.bulk("count");
+      w.integer(e.count);
+      w.bulk("reason");
+      w.bulk(e.reason == AclDenied::kKey    ? "key"
+             : e.reason == AclDenied::kAuth ? "auth"
+                                            : "command");
+      w.bulk("context");
+      w.bulk(e.context);
+      w.bulk("object");
+      w.bulk(e.object);
+      w.bulk("username");
+      w.bulk(e.username);
+      w.bulk("age-seconds");
+      w.dbl(static_cast<double>(now_ms - e.time_ms) / 1000);
+      w.bulk("client-info");
+      w.bulk(e.client_info);
+    }
   } else if (iequals(sub, "genpass") && (n == 2 || n == 3)) {
     int64_t bits = 256;
     if (n == 3 && !parse_int(a[2], bits)) return w.error(err::kNotInteger);
@@ -506,6 +542,8 @@ void cmd_acl(CommandContext& s, Args& a) {
         "    be used to specify a different size.",
         "LIST",
         "    Show users details in config file format.",
+        "LOG [<count> | RESET]",
+        "    Show the ACL log entries.",
         "LOAD",
         "    Reload users from the ACL file.",
         "SETUSER <username> <attribute> [<attribute> ...]",

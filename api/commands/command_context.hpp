@@ -65,7 +65,9 @@ class CommandContext {
   AclSession& acl() { return acl_; }
   // Whether the connection's user may run `a` (command `spec`); when not, writes the
   // -NOPERM reply and counts the refusal. Commands allowed before AUTH are never refused.
-  bool acl_refuses(const CommandSpec& spec, const std::vector<std::string_view>& a);
+  // `context`: "toplevel", or "multi" inside a transaction (ACL LOG's words).
+  bool acl_refuses(const CommandSpec& spec, const std::vector<std::string_view>& a,
+                   const char* context);
   void request_close() { close_ = true; }
   // The client asked for the cluster's topology: from now on it is told -MOVED.
   void set_cluster_aware() { cluster_aware_ = true; }

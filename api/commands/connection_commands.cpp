@@ -11,8 +11,12 @@ namespace fg {
 namespace {
 // Checks a user's password (ACL users; requirepass is the default user's); writes the
 // error reply on failure.
-bool check_password(CommandContext& s, std::string_view user, std::string_view pass) {
+bool check_password(CommandContext& s, std::string_view command, std::string_view user,
+                    std::string_view pass) {
   if (!s.acl().authenticate(user, pass)) {
+    s.svc().acl->refused(
+        AclDenied::kAuth, "toplevel", command, user,
+        s.svc().clients->describe(s.client(), s.svc().clock->now_ns() / 1'000'000));
     s.local().error(err::kWrongPass);
     return false;
   }
@@ -55,7 +59,7 @@ void cmd_hello(CommandContext& s, Args& a) {
   bool has_setname = false;
   for (; i < a.size(); ++i) {
     if (iequals(a[i], "auth") && i + 2 < a.size()) {
-      if (!check_password(s, a[i + 1], a[i + 2])) return;
+      if (!check_password(s, a[0], a[i + 1], a[i + 2])) return;
       i += 2;
     } else if (iequals(a[i], "setname") && i + 1 < a.size()) {
       setname = a[++i];
@@ -104,7 +108,7 @@ void cmd_auth(CommandContext& s, Args& a) {
     return;
   }
   const std::string_view user = a.size() == 3 ? a[1] : std::string_view("default");
-  if (check_password(s, user, a.back())) s.local().ok();
+  if (check_password(s, a[0], user, a.back())) s.local().ok();
 }
 
 void cmd_quit(CommandContext& s, Args& a) {

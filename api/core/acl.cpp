@@ -6,6 +6,8 @@
 #include <openssl/sha.h>
 
 #include <algorithm>
+#include <chrono>
+#include <cstdlib>
 #include <sstream>
 #include <stdexcept>
 
@@ -347,16 +349,21 @@ AclDenied AclUser::check(int entry, const std::vector<std::string_view>& words, 
 }
 
 const char* AclUser::refuse(const std::vector<std::string_view>& words) const {
-  switch (check(catalog_->lookup(words), words, nullptr)) {
-    case AclDenied::kCommand:
-      return "The user executing the script can't run this command or subcommand";
-    case AclDenied::kKey:
-      return "The user executing the script can't access at least one of the keys mentioned "
-             "in the command arguments";
-    case AclDenied::kNone:
-      break;
+  const int entry = catalog_->lookup(words);
+  size_t pos = 0;
+  const AclDenied d = check(entry, words, &pos);
+  if (d == AclDenied::kNone) return nullptr;
+  if (book_) {  // (the shard running the script does not know its client)
+    const std::string_view object = d == AclDenied::kKey ? words[pos]
+                                    : entry >= 0 ? std::string_view(catalog_->at(entry).name)
+                                                 : words[0];
+    book_->refused(d, "lua", object, name_, "");
   }
-  return nullptr;
+  if (d == AclDenied::kKey) {
+    return "The user executing the script can't access at least one of the keys mentioned in "
+           "the command arguments";
+  }
+  return "The user executing the script can't run this command or subcommand";
 }
 
 std::vector<std::string> AclUser::flags() const {
@@ -436,13 +443,18 @@ std::string AclBook::load(const std::vector<std::string>& lines, const std::stri
              "' found. A user can only be defined once in config files";
     }
     auto u = std::make_shared<AclUser>(catalog_, w[1]);
+    u->set_book(this);
     for (size_t j = 2; j < w.size(); ++j) {
       const std::string why = u->apply(w[j]);
       if (!why.empty()) return at + "Error in user declaration '" + w[j] + "': " + why;
     }
     fresh.emplace(w[1], std::move(u));
   }
-  if (!fresh.count("default")) fresh.emplace("default", default_user(catalog_, requirepass));
+  if (!fresh.count("default")) {
+    auto u = default_user(catalog_, requirepass);
+    u->set_book(this);
+    fresh.emplace("default", std::move(u));
+  }
   {
     std::lock_guard<std::mutex> lock(mu_);
     users_.swap(fresh);
@@ -458,6 +470,7 @@ std::string AclBook::set_user(std::string_view name, const std::vector<std::stri
   // Every rule is tried on a copy; the user changes only when all of them apply.
   auto u = it != users_.end() ? std::make_shared<AclUser>(*it->second)
                               : std::make_shared<AclUser>(catalog_, std::string(name));
+  u->set_book(this);
   for (std::string_view r : rules) {
     const std::string why = u->apply(r);
     if (!why.empty()) return "ERR Error in ACL SETUSER modifier '" + std::string(r) + "': " + why;
@@ -495,6 +508,45 @@ std::vector<std::shared_ptr<const AclUser>> AclBook::users() const {
   return out;
 }
 
+void AclBook::refused(AclDenied reason, std::string_view context, std::string_view object,
+                      std::string_view username, std::string client_info) const {
+  (reason == AclDenied::kAuth  ? denied_auth
+   : reason == AclDenied::kKey ? denied_key
+                               : denied_cmd)
+      .fetch_add(1, std::memory_order_relaxed);
+  const int64_t now_ms = std::chrono::duration_cast<std::chrono::milliseconds>(
+                             std::chrono::system_clock::now().time_since_epoch())
+                             .count();
+  std::lock_guard<std::mutex> lock(log_mu_);
+  // The same refusal within a minute of one of the last ten: counted there, moved first.
+  for (size_t i = 0; i < log_.size() && i < 10; ++i) {
+    AclLogEntry& e = log_[i];
+    if (e.reason == reason && e.context == context && e.object == object &&
+        e.username == username && std::abs(now_ms - e.time_ms) <= 60000) {
+      AclLogEntry moved = std::move(e);
+      log_.erase(log_.begin() + static_cast<std::ptrdiff_t>(i));
+      ++moved.count;
+      moved.time_ms = now_ms;
+      moved.client_info = std::move(client_info);
+      log_.push_front(std::move(moved));
+      return;
+    }
+  }
+  log_.push_front(AclLogEntry{1, reason, std::string(context), std::string(object),
+                              std::string(username), std::move(client_info), now_ms});
+  while (log_.size() > 128) log_.pop_back();
+}
+
+std::vector<AclLogEntry> AclBook::log(size_t count) const {
+  std::lock_guard<std::mutex> lock(log_mu_);
+  return {log_.begin(), log_.begin() + static_cast<std::ptrdiff_t>(std::min(count, log_.size()))};
+}
+
+void AclBook::reset_log() const {
+  std::lock_guard<std::mutex> lock(log_mu_);
+  log_.clear();
+}
+
 // --- a connection's user -------------------------------------------------------------
 
 void AclSession::start(const AclBook* book) {
@@ -524,10 +576,7 @@ bool AclSession::refresh() {
 
 bool AclSession::authenticate(std::string_view user, std::string_view pass) {
   auto u = book_->find(user);
-  if (!u || !u->enabled() || !u->password_matches(pass)) {
-    book_->denied_auth.fetch_add(1, std::memory_order_relaxed);
-    return false;
-  }
+  if (!u || !u->enabled() || !u->password_matches(pass)) return false;
   version_ = book_->version();
   user_ = std::move(u);
   return true;

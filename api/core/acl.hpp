@@ -7,6 +7,7 @@
 #pragma once
 #include <atomic>
 #include <cstdint>
+#include <deque>
 #include <map>
 #include <memory>
 #include <mutex>
@@ -85,7 +86,21 @@ class AclCatalog {
   std::map<std::string, int, std::less<>> by_name_;
 };
 
-enum class AclDenied : uint8_t { kNone, kCommand, kKey };
+enum class AclDenied : uint8_t { kNone, kCommand, kKey, kAuth };
+
+// One line of ACL LOG: refusals of one kind, of one object, to one user, in one context,
+// grouped while they come less than a minute apart (Redis's rule).
+struct AclLogEntry {
+  int64_t count = 1;
+  AclDenied reason = AclDenied::kCommand;
+  std::string context;  // toplevel, multi, lua
+  std::string object;   // the command, the key, or (auth) what was sent: AUTH, HELLO
+  std::string username;
+  std::string client_info;  // the client's CLIENT LIST line, when it was refused
+  int64_t time_ms = 0;      // the last one
+};
+
+class AclBook;
 
 class AclUser : public ScriptCaller {
  public:
@@ -115,8 +130,9 @@ class AclUser : public ScriptCaller {
   std::string describe_channels() const;
   std::string describe_commands() const;
 
-  // ScriptCaller: what redis.call may run.
+  // ScriptCaller: what redis.call may run (a refusal goes to the book's ACL LOG).
   const char* refuse(const std::vector<std::string_view>& words) const override;
+  void set_book(const AclBook* book) { book_ = book; }
 
  private:
   void set_entry(int entry, bool on);
@@ -132,6 +148,7 @@ class AclUser : public ScriptCaller {
     bool write;
   };
   const AclCatalog* catalog_;
+  const AclBook* book_ = nullptr;  // where its scripts' refusals are logged
   std::string name_;
   bool enabled_ = false;
   bool nopass_ = false;
@@ -176,7 +193,15 @@ class AclBook {
   mutable std::atomic<uint64_t> denied_cmd{0};
   mutable std::atomic<uint64_t> denied_key{0};
 
+  // Counts a refusal and keeps it for ACL LOG (the newest 128 kinds, as Redis keeps).
+  void refused(AclDenied reason, std::string_view context, std::string_view object,
+               std::string_view username, std::string client_info) const;
+  std::vector<AclLogEntry> log(size_t count) const;  // newest first
+  void reset_log() const;
+
  private:
+  mutable std::mutex log_mu_;
+  mutable std::deque<AclLogEntry> log_;
   const AclCatalog& catalog_;
   mutable std::mutex mu_;
   std::map<std::string, std::shared_ptr<const AclUser>, std::less<>> users_;
@@ -192,7 +217,7 @@ class AclSession {
   // After a reload or ACL SETUSER/DELUSER: the same user's new rules; false when the user
   // is gone or disabled (the connection is closed, as Redis does).
   bool refresh();
-  // AUTH / HELLO AUTH; false (and counted) on a wrong pair or a disabled user.
+  // AUTH / HELLO AUTH; false on a wrong pair or a disabled user (the caller logs it).
   bool authenticate(std::string_view user, std::string_view pass);
   bool authenticated() const { return user_ != nullptr; }
   const AclUser* user() const { return user_.get(); }

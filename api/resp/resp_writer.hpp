@@ -3,6 +3,7 @@
 #pragma once
 #include <charconv>
 #include <cstdint>
+#include <cstdio>
 #include <string>
 #include <string_view>
 
@@ -35,6 +36,13 @@ class RespWriter {
     } else {
       integer(b ? 1 : 0);
     }
+  }
+  // A double as Redis 7.0 writes one (%.17g): RESP3's ',', RESP2's bulk string.
+  void dbl(double v) {
+    char buf[64];
+    const int n = std::snprintf(buf, sizeof buf, "%.17g", v);
+    if (proto_ >= 3) return line(',', std::string_view(buf, static_cast<size_t>(n)));
+    bulk(std::string_view(buf, static_cast<size_t>(n)));
   }
   void ok() { out_->append("+OK\r\n", 5); }
   void raw(std::string_view s) { out_->append(s); }

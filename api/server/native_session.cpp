@@ -250,7 +250,12 @@ void NativeSession::serve(Frame& f, Flight& flight) {
       if (!h.password().empty() || !h.user().empty()) {
         const std::string_view user = h.user().empty() ? "default" : std::string_view(h.user());
         bad_password = !acl_.authenticate(user, h.password());
-        if (!bad_password) svc_.clients->set_user(*client_, acl_.name());
+        if (bad_password) {
+          svc_.acl->refused(AclDenied::kAuth, "toplevel", "hello", user,
+                            svc_.clients->describe(*client_, svc_.clock->now_ns() / 1'000'000));
+        } else {
+          svc_.clients->set_user(*client_, acl_.name());
+        }
       }
       if (!h.client_name().empty()) svc_.clients->set_lib(*client_, true, h.client_name());
       watch_topology_ = h.watch_topology();
@@ -303,8 +308,9 @@ bool NativeSession::refused_by_acl(const wire::RequestView& req, Frame& f, wire:
   size_t pos = 0;
   const AclDenied d = acl_.user()->check(entry, words, &pos);
   if (d == AclDenied::kNone) return false;
-  (d == AclDenied::kKey ? svc_.acl->denied_key : svc_.acl->denied_cmd)
-      .fetch_add(1, std::memory_order_relaxed);
+  svc_.acl->refused(d, "toplevel", d == AclDenied::kKey ? req.key : catalog.at(entry).name,
+                    acl_.name(),
+                    svc_.clients->describe(*client_, svc_.clock->now_ns() / 1'000'000));
   fail(res, pb::NOPERM, f.keep(acl_denied_error(catalog, d, entry)));
   return true;
 }

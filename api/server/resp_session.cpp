@@ -269,7 +269,7 @@ bool RespSession::refused(const CommandSpec* spec) {
     local().error(err::wrong_arity(spec->name));
   } else if (!acl_.authenticated() && !(spec->flags & kNoAuth)) {
     local().error(err::kNoAuth);
-  } else if (acl_refuses(*spec, args_)) {
+  } else if (acl_refuses(*spec, args_, in_multi_ ? "multi" : "toplevel")) {
   } else {
     return false;
   }
@@ -446,7 +446,7 @@ void RespSession::exec() {
     requested_ = false;
     client_->last_cmd.store(spec->name, std::memory_order_relaxed);
     // (rights are checked again: the user's may have changed since it was queued)
-    if (!acl_refuses(*spec, exec_args_)) spec->handler(*this, exec_args_);
+    if (!acl_refuses(*spec, exec_args_, "multi")) spec->handler(*this, exec_args_);
     if (!requested_) end_local_slot(start);
   }
   flight_->atomic_from(first_op);  // (keys on several shards, standalone: one step)

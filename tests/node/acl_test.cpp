@@ -213,6 +213,71 @@ TEST(AclDiff, UsersRightsAnswerAsRedisServerDoes) {
   }
 }
 
+// The words of a reply, flattened (bulk strings, integers, simple strings, errors).
+std::vector<std::string> flat(const std::string& reply) {
+  std::vector<std::string> out;
+  std::istringstream in(reply);
+  std::string line;
+  while (std::getline(in, line)) {
+    if (!line.empty() && line.back() == '\r') line.pop_back();
+    if (line.empty() || line[0] == '*' || line[0] == '%') continue;
+    if (line[0] == '$') {
+      std::getline(in, line);
+      if (!line.empty() && line.back() == '\r') line.pop_back();
+      out.push_back(line);
+    } else {
+      out.push_back(line);
+    }
+  }
+  return out;
+}
+
+// ACL LOG groups refusals as redis-server does (what was refused, to whom, where, how
+// often); ages and client lines are each server's own.
+TEST(AclDiff, AclLogAnswersAsRedisServerDoes) {
+  const std::string file = temp_file("log.acl", kUsers);
+  RedisServer redis({"--aclfile", file});
+  NodeProcess node({"--aclfile", file});
+  ASSERT_TRUE(node.alive());
+  using Words = std::vector<std::string>;
+  const std::vector<Words> as_app = {
+      {"INCR", "other:1"},
+      {"INCR", "other:1"},
+      {"GET", "other:2"},
+      {"FLUSHALL"},
+      {"MULTI"},
+      {"INCR", "other:3"},
+      {"DISCARD"},
+      {"EVAL", "return redis.pcall('incr', 'other:4')", "0"},
+      {"EVAL", "return redis.pcall('flushall')", "0"},
+      {"AUTH", "app", "wrong"},
+      {"auth", "nosuch", "x"},
+      {"INCR", "other:1"},
+  };
+  std::vector<std::string> logs[2];
+  int i = 0;
+  for (int port : {node.port(), redis.port()}) {
+    Client admin(port), app(port);
+    ASSERT_EQ(ask(admin, {"ACL", "LOG", "RESET"}), "+OK\r\n");
+    ASSERT_EQ(ask(app, {"AUTH", "app", "apppw"}), "+OK\r\n");
+    for (const Words& w : as_app) ask(app, w);
+    std::string all;
+    for (const Words& w :
+         std::vector<Words>{{"ACL", "LOG"}, {"ACL", "LOG", "2"}, {"ACL", "LOG", "x"}}) {
+      std::vector<std::string> words = flat(ask(admin, w));
+      for (size_t k = 0; k + 1 < words.size(); ++k) {
+        if (words[k] == "age-seconds" || words[k] == "client-info") words[++k] = "(own)";
+      }
+      for (const auto& x : words) all += x + " | ";
+      all += "\n";
+    }
+    ask(admin, {"ACL", "LOG", "RESET"});
+    all += std::to_string(flat(ask(admin, {"ACL", "LOG"})).size());
+    logs[i++] = {all};
+  }
+  EXPECT_EQ(logs[0], logs[1]);
+}
+
 // Each category holds the commands redis-server puts there (among those both have), except
 // what Floodgate adds on purpose: @admin on the flushes and SCRIPT FLUSH, @dangerous on
 // SCRIPT FLUSH.
