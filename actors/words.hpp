@@ -18,6 +18,8 @@ bool parse_long_double(std::string_view s, long double& out);
 // trailing zeros and a bare point removed, "inf"/"-inf", "-0" as "0".
 std::string format_long_double(long double v);
 bool iequals(std::string_view a, std::string_view b);
+// Bytes as lower-case hex digits, two per byte (digests, random tokens).
+std::string to_hex(std::string_view bytes);
 // 1-16 hex digits, not zero: a lease id or reservation ticket as clients write it.
 bool parse_lease_id(std::string_view s, uint64_t& out);
 // Glob match as Redis's stringmatch (*, ?, [abc], [^a-z], \x), case-insensitive if asked.

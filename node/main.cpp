@@ -229,7 +229,7 @@ int main(int argc, char** argv) {
               << " needs --cluster-announce-host (the address peers and clients use)\n";
     return 2;
   }
-  fg::AclBook acl(fg::acl_catalog());
+  fg::AclBook acl(fg::acl_catalog(), fg::SystemClock::process());
   if (!cfg.users.empty() && !cfg.aclfile.empty()) {
     std::cerr << "floodgate: users (--user) and aclfile cannot both be set\n";
     return 2;
@@ -279,7 +279,6 @@ int main(int argc, char** argv) {
   fg::BoundLeases bound(svc.settings.run_id.substr(0, 12));
   svc.bound = &bound;
   svc.settings.bind = cfg.bind;
-  svc.settings.requirepass = cfg.requirepass;
   svc.acl = &acl;
   if (!cfg.aclfile.empty()) {
     svc.acl_load = [users = cfg, &acl] {  // (a copy: the path and requirepass never change)

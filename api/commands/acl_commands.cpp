@@ -2,7 +2,6 @@
 // command table) and the ACL command.
 #include <openssl/rand.h>
 
-#include <chrono>
 #include <map>
 #include <stdexcept>
 #include <string>
@@ -480,9 +479,7 @@ void cmd_acl(CommandContext& s, Args& a) {
       if (count < 0) count = 0;
     }
     const auto entries = book.log(static_cast<size_t>(count));
-    const int64_t now_ms = std::chrono::duration_cast<std::chrono::milliseconds>(
-                               std::chrono::system_clock::now().time_since_epoch())
-                               .count();
+    const int64_t now_ms = book.clock().now_ns() / 1'000'000;
     w.array(entries.size());
     for (const AclLogEntry& e : entries) {
       w.map(7);
@@ -512,18 +509,12 @@ void cmd_acl(CommandContext& s, Args& a) {
           "positive number up to 4096");
     }
     const auto chars = static_cast<size_t>((bits + 3) / 4);
-    std::vector<unsigned char> raw((chars + 1) / 2);
-    if (RAND_bytes(raw.data(), static_cast<int>(raw.size())) != 1) {
+    std::string raw((chars + 1) / 2, '\0');
+    if (RAND_bytes(reinterpret_cast<unsigned char*>(raw.data()), static_cast<int>(raw.size())) !=
+        1) {
       return w.error("ERR no random bytes available");
     }
-    static const char* hex = "0123456789abcdef";
-    std::string out;
-    for (unsigned char b : raw) {
-      out += hex[b >> 4];
-      out += hex[b & 15];
-    }
-    out.resize(chars);
-    w.bulk(out);
+    w.bulk(to_hex(raw).substr(0, chars));
   } else if (iequals(sub, "help") && n == 2) {
     static const char* lines[] = {
         "ACL <subcommand> [<arg> ...]. Subcommands are:",

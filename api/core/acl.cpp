@@ -6,7 +6,6 @@
 #include <openssl/sha.h>
 
 #include <algorithm>
-#include <chrono>
 #include <cstdlib>
 #include <sstream>
 #include <stdexcept>
@@ -132,14 +131,7 @@ AclUser::AclUser(const AclCatalog& catalog, std::string name)
 std::string acl_password_hash(std::string_view password) {
   unsigned char md[SHA256_DIGEST_LENGTH];
   SHA256(reinterpret_cast<const unsigned char*>(password.data()), password.size(), md);
-  static const char* hex = "0123456789abcdef";
-  std::string out;
-  out.reserve(64);
-  for (unsigned char b : md) {
-    out += hex[b >> 4];
-    out += hex[b & 15];
-  }
-  return out;
+  return to_hex(std::string_view(reinterpret_cast<const char*>(md), sizeof md));
 }
 
 void AclUser::set_entry(int entry, bool on) {
@@ -161,7 +153,6 @@ void AclUser::set_category(uint32_t cat, bool on) {
 
 std::string AclUser::apply(std::string_view rule) {
   const std::string r = to_lower(rule);
-  std::string err;
   if (r == "on") {
     enabled_ = true;
   } else if (r == "off") {
@@ -281,7 +272,7 @@ std::string AclUser::apply(std::string_view rule) {
     return kSyntax;
   }
   settle();
-  return err;
+  return "";
 }
 
 void AclUser::settle() {
@@ -414,7 +405,9 @@ std::string AclUser::describe() const {
 
 // --- the book ------------------------------------------------------------------------
 
-AclBook::AclBook(const AclCatalog& catalog) : catalog_(catalog) { load({}, "", ""); }
+AclBook::AclBook(const AclCatalog& catalog, const Clock& clock) : catalog_(catalog), clock_(clock) {
+  load({}, "", "");
+}
 
 namespace {
 std::shared_ptr<AclUser> default_user(const AclCatalog& catalog, const std::string& requirepass) {
@@ -514,9 +507,7 @@ void AclBook::refused(AclDenied reason, std::string_view context, std::string_vi
    : reason == AclDenied::kKey ? denied_key
                                : denied_cmd)
       .fetch_add(1, std::memory_order_relaxed);
-  const int64_t now_ms = std::chrono::duration_cast<std::chrono::milliseconds>(
-                             std::chrono::system_clock::now().time_since_epoch())
-                             .count();
+  const int64_t now_ms = clock_.now_ns() / 1'000'000;
   std::lock_guard<std::mutex> lock(log_mu_);
   // The same refusal within a minute of one of the last ten: counted there, moved first.
   for (size_t i = 0; i < log_.size() && i < 10; ++i) {

@@ -15,6 +15,7 @@
 #include <string_view>
 #include <vector>
 
+#include "clock.hpp"
 #include "script_host.hpp"
 
 namespace fg {
@@ -170,7 +171,9 @@ std::string acl_password_hash(std::string_view password);
 // The node's users. Readers take a snapshot (find) and notice changes by version().
 class AclBook {
  public:
-  explicit AclBook(const AclCatalog& catalog);
+  // `clock`: the node's, for ACL LOG's times.
+  AclBook(const AclCatalog& catalog, const Clock& clock);
+  const Clock& clock() const { return clock_; }
   const AclCatalog& catalog() const { return catalog_; }
 
   // Replaces every user with those of `lines`, each "user <name> <rules...>" (an ACL file's
@@ -203,6 +206,7 @@ class AclBook {
   mutable std::mutex log_mu_;
   mutable std::deque<AclLogEntry> log_;
   const AclCatalog& catalog_;
+  const Clock& clock_;
   mutable std::mutex mu_;
   std::map<std::string, std::shared_ptr<const AclUser>, std::less<>> users_;
   std::atomic<uint64_t> version_{1};

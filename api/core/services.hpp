@@ -37,7 +37,6 @@ struct NodeSettings {
   int port = 6380;
   int native_port = 0;               // 0: no native listener
   int admin_port = 0;                // 0: no admin HTTP
-  std::string requirepass;           // empty: no AUTH needed
   int64_t timeout_s = 0;             // idle client timeout, 0 = never
   size_t max_batch_commands = 1024;  // commands taken from one read into one batch
   ParserLimits parser;

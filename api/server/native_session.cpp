@@ -303,7 +303,8 @@ bool NativeSession::refused_by_acl(const wire::RequestView& req, Frame& f, wire:
   const int entry =
       op > 0 && op < static_cast<int>(std::size(names)) ? catalog.find(names[op]) : -1;
   if (entry < 0) return false;  // (an op the node does not know is answered as such)
-  std::vector<std::string_view> words{catalog.at(entry).name};
+  std::vector<std::string_view>& words = acl_words_;  // (reused: no allocation per request)
+  words.assign(1, catalog.at(entry).name);
   if (catalog.at(entry).first_key > 0) words.push_back(req.key);
   size_t pos = 0;
   const AclDenied d = acl_.user()->check(entry, words, &pos);

@@ -80,6 +80,7 @@ class NativeSession {
   // Whether the connection's user may not run `req` (ACL); if so, `res` says why.
   bool refused_by_acl(const wire::RequestView& req, Frame& f, wire::ResultView& res);
   AclSession acl_;
+  std::vector<std::string_view> acl_words_;  // an op as the words its ACL check reads
   std::string out_;
 };
 

@@ -17,7 +17,6 @@ class SessionTest : public ::testing::Test {
     conn_.reset();
     node_.reset();
     node_ = std::make_unique<TestNode>(sys_, clock_, false, nullptr, 30);
-    node_->svc.settings.requirepass = password;
     node_->acl.load({}, password, "test");
     PolicyMap pm;
     pm["free"] = LimitSpec::window(Kind::kSlidingLog, 3, 60 * kS);

@@ -72,7 +72,7 @@ class TestNode {
   // `cluster`: the shards serve only slots handed to them (serve()), routing from publish().
   TestNode(caf::actor_system& sys, const Clock& clock, bool cluster, MemoryForwarder* net = nullptr,
            size_t max_keys = 100000)
-      : bound_("test") {
+      : acl(acl_catalog(), clock), bound_("test") {
     svc.clock = &clock;
     svc.policies = &policies;
     svc.clients = &clients;
@@ -125,7 +125,7 @@ class TestNode {
   Services svc;
   PolicyRegistry policies;
   ClientRegistry clients{1000};
-  AclBook acl{acl_catalog()};
+  AclBook acl;
   RoutingHub hub;
   std::unique_ptr<ShardPool> pool;
   asio::io_context io;

@@ -25,7 +25,7 @@ struct World {
   fg::ManualClock clock;
   fg::PolicyRegistry policies;
   fg::ClientRegistry clients{1000};
-  fg::AclBook acl{fg::acl_catalog()};
+  fg::AclBook acl{fg::acl_catalog(), clock};
   fg::Services svc;
   std::unique_ptr<fg::ShardPool> pool;  // only for shard_of(); ops run in `shard`
   World() {

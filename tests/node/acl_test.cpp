@@ -448,6 +448,12 @@ TEST(Acl, BadUsersStopTheStartWithWhereAndWhy) {
   NodeProcess plain;
   Client c(plain.port());
   EXPECT_NE(ask(c, {"ACL", "LOAD"}).find("not configured to use an ACL file"), std::string::npos);
+  // (and GENPASS: (bits + 3) / 4 hex digits, fresh each time)
+  const std::string p1 = ask(c, {"ACL", "GENPASS"}), p2 = ask(c, {"ACL", "GENPASS"});
+  EXPECT_EQ(p1.substr(0, 5), "$64\r\n");
+  EXPECT_EQ(p1.find_first_not_of("0123456789abcdef", 5), 69u) << p1;
+  EXPECT_NE(p1, p2);
+  EXPECT_EQ(ask(c, {"ACL", "GENPASS", "10"}).substr(0, 4), "$3\r\n");
   const std::string out = run(std::string(FLOODGATE_BIN) + " --port 0 --user 'x on +@nosuch' 2>&1");
   EXPECT_NE(out.find("users:1: Error in user declaration '+@nosuch': Unknown command or "
                      "category name in ACL"),
