@@ -2,7 +2,11 @@
 // formed on loopback, on free ports (a port taken between choosing and binding it makes a
 // node exit at once: start again on new ports).
 import { spawn } from 'node:child_process';
+import { randomBytes } from 'node:crypto';
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import net from 'node:net';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import Redis from 'ioredis';
 
 export const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
@@ -46,7 +50,12 @@ export async function startNode(extra = []) {
 }
 
 // `count` nodes clustered, formed; { ports, procs }.
+// Each cluster holds a secret of its own: nodes of tests running alongside cannot merge into it.
 export async function startCluster(count = 3, extra = []) {
+  const dir = mkdtempSync(join(tmpdir(), 'fg-cluster-'));
+  process.on('exit', () => rmSync(dir, { recursive: true, force: true }));
+  const secret = join(dir, 'cluster.secret');
+  writeFileSync(secret, `${randomBytes(16).toString('hex')}\n`);
   for (let attempt = 0; ; attempt++) {
     const all = await freePorts(2 * count);
     const ports = all.slice(0, count);
@@ -55,7 +64,8 @@ export async function startCluster(count = 3, extra = []) {
     let exited = false;
     const procs = ports.map((p, i) => {
       const n = run(['--port', String(p), '--cluster-enabled', '--node-id', `c${i + 1}-${process.pid}`,
-        '--cluster-port', String(cports[i]), '--seeds', seeds, ...extra]);
+        '--cluster-port', String(cports[i]), '--seeds', seeds, '--cluster-secret-file', secret,
+        ...extra]);
       n.on('exit', () => { exited = true; });
       return n;
     });

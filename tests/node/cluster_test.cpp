@@ -4,11 +4,13 @@
 // bounded in count and time.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <atomic>
 #include <cstdio>
 #include <fstream>
 #include <map>
 #include <memory>
+#include <random>
 #include <set>
 #include <sstream>
 #include <thread>
@@ -30,8 +32,23 @@ std::string field(const std::string& info, const std::string& key) {
 
 class TestCluster {
  public:
+  // Each cluster holds a secret of its own (unless the test brings one): a node of another
+  // test running alongside, gossiping to a port one of ours now holds (its killed peer's),
+  // would otherwise be believed and merge the two clusters' tables.
   explicit TestCluster(size_t n, std::vector<std::string> extra = {}) : extra_(std::move(extra)) {
+    if (std::find(extra_.begin(), extra_.end(), "--cluster-secret-file") == extra_.end()) {
+      static int made = 0;
+      const std::string n = std::to_string(++made);
+      secret_ = temp_file("cluster-" + n + ".secret",
+                          "test-cluster-" + std::to_string(getpid()) + "-" + n + "-" +
+                              std::to_string(std::random_device{}()) + "\n");
+      extra_.insert(extra_.end(), {"--cluster-secret-file", secret_});
+    }
     for (size_t i = 0; i < n; ++i) add();
+  }
+  ~TestCluster() {
+    nodes_.clear();
+    if (!secret_.empty()) std::remove(secret_.c_str());
   }
 
   // Starts the next node. A port taken between choosing and binding it (other tests run
@@ -111,6 +128,7 @@ class TestCluster {
 
  private:
   std::vector<std::string> extra_;
+  std::string secret_;
   std::vector<int> cports_;
   std::vector<std::unique_ptr<NodeProcess>> nodes_;
 };
@@ -1045,9 +1063,11 @@ TEST(Operations, AScriptLoadedOnOneNodeRunsOnEveryNodeAndOutlivesARestart) {
 TEST(Operations, ReadyzFlipsOnceTheNodeHasJoined) {
   const int bus_a = free_port(), bus_b = free_port();
   const std::string seeds = "127.0.0.1:" + std::to_string(bus_a);
+  const std::string secret =
+      temp_file("readyz.secret", "readyz-test-secret-" + std::to_string(getpid()) + "\n");
   // B knows only A, which is not running yet: alive, but not ready.
   NodeProcess b({"--cluster-enabled", "--node-id", "b", "--cluster-port", std::to_string(bus_b),
-                 "--seeds", seeds});
+                 "--seeds", seeds, "--cluster-secret-file", secret});
   ASSERT_TRUE(b.alive());
   EXPECT_EQ(http_get(b.admin_port(), "/healthz").status, 200);
   for (int i = 0; i < 10; ++i) {
@@ -1056,7 +1076,7 @@ TEST(Operations, ReadyzFlipsOnceTheNodeHasJoined) {
     std::this_thread::sleep_for(std::chrono::milliseconds(100));
   }
   NodeProcess a({"--cluster-enabled", "--node-id", "a", "--cluster-port", std::to_string(bus_a),
-                 "--seeds", seeds});
+                 "--seeds", seeds, "--cluster-secret-file", secret});
   ASSERT_TRUE(a.alive());
   // Ready once both are in one table and B holds its slots' state.
   int status = 0;
@@ -1076,6 +1096,7 @@ TEST(Operations, ReadyzFlipsOnceTheNodeHasJoined) {
   const std::string m = http_get(a.admin_port(), "/metrics").body;
   EXPECT_NE(m.find("floodgate_cluster_members{state=\"alive\"} 2"), std::string::npos) << m;
   EXPECT_NE(m.find("floodgate_ready 1"), std::string::npos);
+  std::remove(secret.c_str());
 }
 
 }  // namespace
