@@ -55,7 +55,7 @@ void Cluster::start() {
       [this](uint32_t kind, std::string body, PeerServer::Respond respond) {
         dispatch(kind, std::move(body), std::move(respond));
       },
-      cfg_.bus_key);
+      cfg_.bus_key, cfg_.tls);
   std::random_device rd;
   membership_ = std::make_unique<Membership>(cfg_.membership, cfg_.node_id, addr, resp_addr,
                                              *transport_, (uint64_t{rd()} << 32) ^ rd());
@@ -247,7 +247,9 @@ void Cluster::call(const std::string& peer_addr, uint32_t kind, std::string body
 
 PeerClient& Cluster::peer(const std::string& peer_addr) {
   auto& p = peers_[peer_addr];
-  if (!p) p = std::make_shared<PeerClient>(io_, peer_addr, cfg_.bind_host, cfg_.bus_key);
+  if (!p) {
+    p = std::make_shared<PeerClient>(io_, peer_addr, cfg_.bind_host, cfg_.bus_key, cfg_.tls);
+  }
   return *p;
 }
 

@@ -45,6 +45,7 @@ struct ClusterConfig {
   int64_t replication_lag_ms = 5;  // Δ
   int64_t sync_timeout_ms = 1000;  // a replica's acknowledgement, at most
   BusKey* bus_key = nullptr;       // the cluster secret on gossip (null or empty: none)
+  TlsContexts* tls = nullptr;      // peer links over mutual TLS (null: plain TCP)
 };
 
 struct ClusterCounters {

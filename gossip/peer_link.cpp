@@ -1,6 +1,8 @@
 // Framing, batching, deadlines and reconnects for peer calls.
 #include "peer_link.hpp"
 
+#include <spdlog/spdlog.h>
+
 #include "errors.hpp"
 #include "length_prefix.hpp"
 #include "peer.pb.h"
@@ -21,12 +23,22 @@ bool split_addr(const std::string& addr, std::string& host, std::string& port) {
 
 // ---------------------------------------------------------------- client
 
-PeerClient::PeerClient(asio::io_context& io, std::string addr, std::string local_host, BusKey* key)
+void count_peer_tls_failure(TlsContexts* tls, const std::string& who, const asio::error_code& ec) {
+  const uint64_t n = tls->counters.handshake_failures.fetch_add(1, std::memory_order_relaxed) + 1;
+  if ((n & (n - 1)) == 0) {  // (the 1st, 2nd, 4th, 8th...: not a flood)
+    spdlog::warn("peer link TLS handshake with {} failed: {} ({} TLS failures so far)", who,
+                 tls_error_text(ec), n);
+  }
+}
+
+PeerClient::PeerClient(asio::io_context& io, std::string addr, std::string local_host, BusKey* key,
+                       TlsContexts* tls)
     : io_(io),
       addr_(std::move(addr)),
       local_host_(std::move(local_host)),
       key_(key),
-      socket_(io),
+      tls_(tls),
+      stream_(asio::ip::tcp::socket(io)),
       backoff_timer_(io),
       connect_timer_(io) {}
 
@@ -78,10 +90,10 @@ void PeerClient::bind_local(const asio::ip::tcp::endpoint& to) {
   asio::error_code ec;
   const auto ip = asio::ip::make_address(local_host_, ec);
   if (ec || ip.is_unspecified() || ip.is_v4() != to.address().is_v4()) return;
-  socket_.open(to.protocol(), ec);
-  if (!ec) socket_.bind(asio::ip::tcp::endpoint(ip, 0), ec);
+  stream_.socket().open(to.protocol(), ec);
+  if (!ec) stream_.socket().bind(asio::ip::tcp::endpoint(ip, 0), ec);
   // Not fatal: the kernel then picks the source address, as without a bind address.
-  if (ec) socket_ = asio::ip::tcp::socket(io_);
+  if (ec) stream_.socket() = asio::ip::tcp::socket(io_);
 }
 
 void PeerClient::connect() {
@@ -99,25 +111,48 @@ void PeerClient::connect() {
     return;
   }
   asio::ip::tcp::endpoint ep(ip, static_cast<uint16_t>(std::atoi(port.c_str())));
-  socket_ = asio::ip::tcp::socket(io_);
+  stream_.socket() = asio::ip::tcp::socket(io_);
+  stream_.reset(tls_ && tls_->active() ? tls_->client() : nullptr);
   bind_local(ep);
   connect_timer_.expires_after(kConnectTimeout);
   connect_timer_.async_wait([self = shared_from_this()](asio::error_code e) {
     asio::error_code ignored;
-    if (!e && self->state_ == State::kConnecting) self->socket_.close(ignored);
+    if (!e && self->state_ == State::kConnecting) self->stream_.socket().close(ignored);
   });
-  socket_.async_connect(ep, [self = shared_from_this()](asio::error_code ec) {
+  stream_.socket().async_connect(ep, [self = shared_from_this()](asio::error_code ec) {
     if (self->closed_) return;
     if (ec) {
       self->connect_timer_.cancel();
       return self->backoff();
     }
     asio::error_code ignored;
-    self->socket_.set_option(asio::ip::tcp::no_delay(true), ignored);
-    if (self->key_ && self->key_->active()) return self->handshake();  // (the timer still runs)
-    self->connect_timer_.cancel();
-    self->connected();
+    self->stream_.socket().set_option(asio::ip::tcp::no_delay(true), ignored);
+    if (self->stream_.tls()) return self->tls_handshake();  // (the timer still runs)
+    self->secured();
   });
+}
+
+// Mutual TLS: the peer's certificate must chain to our CA, and it sees ours.
+void PeerClient::tls_handshake() {
+  stream_.async_handshake(asio::ssl::stream_base::client,
+                          [self = shared_from_this()](asio::error_code ec) {
+                            if (self->closed_) return;
+                            if (ec) {
+                              self->connect_timer_.cancel();
+                              count_peer_tls_failure(self->tls_, self->addr_, ec);
+                              asio::error_code ignored;
+                              self->stream_.socket().close(ignored);
+                              return self->backoff();
+                            }
+                            self->tls_->counters.handshakes.fetch_add(1, std::memory_order_relaxed);
+                            self->secured();
+                          });
+}
+
+void PeerClient::secured() {
+  if (key_ && key_->active()) return handshake();  // (the timer still runs)
+  connect_timer_.cancel();
+  connected();
 }
 
 void PeerClient::backoff() {
@@ -142,20 +177,20 @@ void PeerClient::connected() {
 void PeerClient::handshake() {
   hello_ = key_->peer_hello();
   proof_.assign(BusKey::kProofBytes, '\0');
-  asio::async_write(socket_, asio::buffer(hello_),
-                    [self = shared_from_this()](asio::error_code, size_t) {});
-  asio::async_read(socket_, asio::buffer(proof_),
-                   [self = shared_from_this()](asio::error_code ec, size_t) {
-                     if (self->closed_) return;
-                     self->connect_timer_.cancel();
-                     if (ec || !self->key_->peer_proven(self->hello_, self->proof_)) {
-                       if (!ec) self->key_->count_refused_peer();
-                       asio::error_code ignored;
-                       self->socket_.close(ignored);
-                       return self->backoff();
-                     }
-                     self->connected();
-                   });
+  stream_.async_write_all(asio::buffer(hello_),
+                          [self = shared_from_this()](asio::error_code, size_t) {});
+  stream_.async_read_all(asio::buffer(proof_),
+                         [self = shared_from_this()](asio::error_code ec, size_t) {
+                           if (self->closed_) return;
+                           self->connect_timer_.cancel();
+                           if (ec || !self->key_->peer_proven(self->hello_, self->proof_)) {
+                             if (!ec) self->key_->count_refused_peer();
+                             asio::error_code ignored;
+                             self->stream_.socket().close(ignored);
+                             return self->backoff();
+                           }
+                           self->connected();
+                         });
 }
 
 void PeerClient::flush() {
@@ -193,47 +228,45 @@ void PeerClient::flush() {
   close_frame(wbuf_, at);
   writing_ = true;
   ++frames_sent_;
-  asio::async_write(socket_, asio::buffer(wbuf_),
-                    [self = shared_from_this()](asio::error_code ec, size_t) {
-                      self->writing_ = false;
-                      if (ec) return;  // the reader sees the broken connection and fails the calls
-                      self->flush();
-                    });
+  stream_.async_write_all(asio::buffer(wbuf_),
+                          [self = shared_from_this()](asio::error_code ec, size_t) {
+                            self->writing_ = false;
+                            if (ec) return;  // the reader sees the broken link and fails the calls
+                            self->flush();
+                          });
 }
 
 void PeerClient::read_header() {
-  asio::async_read(
-      socket_, asio::buffer(header_, 4), [self = shared_from_this()](asio::error_code ec, size_t) {
-        const uint32_t n = ec ? 0 : read_length(self->header_);
-        if (ec || n > kMaxPeerFrameBytes) {
-          asio::error_code ignored;
-          self->socket_.close(ignored);
-          self->state_ = State::kIdle;
-          self->fail_all(PeerStatus::kUnavailable);
-          return;
+  stream_.async_read_all(asio::buffer(header_, 4), [self = shared_from_this()](asio::error_code ec,
+                                                                               size_t) {
+    const uint32_t n = ec ? 0 : read_length(self->header_);
+    if (ec || n > kMaxPeerFrameBytes) {
+      asio::error_code ignored;
+      self->stream_.socket().close(ignored);
+      self->state_ = State::kIdle;
+      self->fail_all(PeerStatus::kUnavailable);
+      return;
+    }
+    self->rbuf_.resize(n);
+    self->stream_.async_read_all(asio::buffer(self->rbuf_), [self](asio::error_code ec2, size_t) {
+      if (ec2) {
+        self->state_ = State::kIdle;
+        self->fail_all(PeerStatus::kUnavailable);
+        return;
+      }
+      wire::PeerFrame frame;
+      if (frame.ParseFromString(self->rbuf_)) {
+        for (auto& r : *frame.mutable_responses()) {
+          PeerStatus st = r.status() == wire::PeerResponse::OK      ? PeerStatus::kOk
+                          : r.status() == wire::PeerResponse::ERROR ? PeerStatus::kError
+                                                                    : PeerStatus::kUnknownKind;
+          self->finish(r.id(), st,
+                       st == PeerStatus::kError ? r.error() : std::move(*r.mutable_body()));
         }
-        self->rbuf_.resize(n);
-        asio::async_read(
-            self->socket_, asio::buffer(self->rbuf_), [self](asio::error_code ec2, size_t) {
-              if (ec2) {
-                self->state_ = State::kIdle;
-                self->fail_all(PeerStatus::kUnavailable);
-                return;
-              }
-              wire::PeerFrame frame;
-              if (frame.ParseFromString(self->rbuf_)) {
-                for (auto& r : *frame.mutable_responses()) {
-                  PeerStatus st = r.status() == wire::PeerResponse::OK ? PeerStatus::kOk
-                                  : r.status() == wire::PeerResponse::ERROR
-                                      ? PeerStatus::kError
-                                      : PeerStatus::kUnknownKind;
-                  self->finish(r.id(), st,
-                               st == PeerStatus::kError ? r.error() : std::move(*r.mutable_body()));
-                }
-              }
-              self->read_header();
-            });
-      });
+      }
+      self->read_header();
+    });
+  });
 }
 
 void PeerClient::abort_calls() {
@@ -241,13 +274,13 @@ void PeerClient::abort_calls() {
   fail_all(PeerStatus::kTimeout);
   asio::error_code ec;
   // The pending read (or connect) completes with an error and resets the link's state.
-  if (state_ == State::kConnected || state_ == State::kConnecting) socket_.close(ec);
+  if (state_ == State::kConnected || state_ == State::kConnecting) stream_.socket().close(ec);
 }
 
 void PeerClient::close() {
   closed_ = true;
   asio::error_code ec;
-  socket_.close(ec);
+  stream_.socket().close(ec);
   backoff_timer_.cancel();
   connect_timer_.cancel();
   fail_all(PeerStatus::kUnavailable);
@@ -257,57 +290,87 @@ void PeerClient::close() {
 
 class PeerServer::Conn : public std::enable_shared_from_this<Conn> {
  public:
-  Conn(asio::ip::tcp::socket s, std::shared_ptr<Handler> h, BusKey* key)
-      : socket_(std::move(s)), handler_(std::move(h)), key_(key) {}
+  Conn(asio::ip::tcp::socket s, std::shared_ptr<Handler> h, BusKey* key, TlsContexts* tls)
+      : stream_(std::move(s), tls && tls->active() ? tls->server() : nullptr),
+        handler_(std::move(h)),
+        key_(key),
+        tls_(tls) {}
   void start() {
+    if (!stream_.tls()) return secured();
+    // Mutual TLS first (within the connect timeout): the caller must show a certificate
+    // our CA signed, whatever tls-auth-clients says for clients.
+    stream_.tls_layer().set_verify_mode(asio::ssl::verify_peer |
+                                        asio::ssl::verify_fail_if_no_peer_cert);
+    auto self = shared_from_this();
+    timer_ = std::make_unique<asio::steady_timer>(stream_.socket().get_executor(), kConnectTimeout);
+    timer_->async_wait([self](asio::error_code ec) {
+      asio::error_code ignored;
+      if (!ec) self->stream_.socket().close(ignored);
+    });
+    stream_.async_handshake(asio::ssl::stream_base::server, [self](asio::error_code ec) {
+      self->timer_->cancel();
+      if (ec) {
+        asio::error_code ignored;
+        const auto from = self->stream_.socket().remote_endpoint(ignored);
+        count_peer_tls_failure(self->tls_,
+                               ignored
+                                   ? std::string("a caller")
+                                   : from.address().to_string() + ":" + std::to_string(from.port()),
+                               ec);
+        return;  // dropping the last reference closes it
+      }
+      self->tls_->counters.handshakes.fetch_add(1, std::memory_order_relaxed);
+      self->secured();
+    });
+  }
+
+ private:
+  void secured() {
     if (!key_ || !key_->active()) return read_header();
     // The caller's hello first (within a second), then our proof, then frames.
     hello_.assign(BusKey::kHelloBytes, '\0');
     auto self = shared_from_this();
-    timer_ = std::make_unique<asio::steady_timer>(socket_.get_executor(), kConnectTimeout);
+    timer_ = std::make_unique<asio::steady_timer>(stream_.socket().get_executor(), kConnectTimeout);
     timer_->async_wait([self](asio::error_code ec) {
       if (ec) return;
       self->key_->count_refused_peer();  // (no hello in time: not a node of ours)
       asio::error_code ignored;
-      self->socket_.close(ignored);
+      self->stream_.socket().close(ignored);
     });
-    asio::async_read(socket_, asio::buffer(hello_), [self](asio::error_code ec, size_t) {
+    stream_.async_read_all(asio::buffer(hello_), [self](asio::error_code ec, size_t) {
       self->timer_->cancel();
       if (ec) return;
       auto proof = self->key_->peer_answer(self->hello_);
       if (!proof) return;  // dropping the last reference closes it
       self->proof_ = std::move(*proof);
       self->writing_ = true;
-      asio::async_write(self->socket_, asio::buffer(self->proof_),
-                        [self](asio::error_code ec2, size_t) {
-                          self->writing_ = false;
-                          if (!ec2) self->flush();
-                        });
+      self->stream_.async_write_all(asio::buffer(self->proof_),
+                                    [self](asio::error_code ec2, size_t) {
+                                      self->writing_ = false;
+                                      if (!ec2) self->flush();
+                                    });
       self->read_header();
     });
   }
 
- private:
   void read_header() {
-    asio::async_read(socket_, asio::buffer(header_, 4),
-                     [self = shared_from_this()](asio::error_code ec, size_t) {
-                       if (ec) return;
-                       const uint32_t n = read_length(self->header_);
-                       if (n > kMaxPeerFrameBytes) return;  // dropping the last reference closes it
-                       self->rbuf_.resize(n);
-                       asio::async_read(self->socket_, asio::buffer(self->rbuf_),
-                                        [self](asio::error_code ec2, size_t) {
-                                          if (ec2) return;
-                                          wire::PeerFrame frame;
-                                          if (!frame.ParseFromString(self->rbuf_) ||
-                                              frame.version() / 1000 > kPeerWireVersion / 1000) {
-                                            return;  // not a peer speaking our protocol: hang up
-                                          }
-                                          for (auto& r : *frame.mutable_requests())
-                                            self->dispatch(r);
-                                          self->read_header();
-                                        });
-                     });
+    stream_.async_read_all(asio::buffer(header_, 4), [self = shared_from_this()](
+                                                         asio::error_code ec, size_t) {
+      if (ec) return;
+      const uint32_t n = read_length(self->header_);
+      if (n > kMaxPeerFrameBytes) return;  // dropping the last reference closes it
+      self->rbuf_.resize(n);
+      self->stream_.async_read_all(asio::buffer(self->rbuf_), [self](asio::error_code ec2, size_t) {
+        if (ec2) return;
+        wire::PeerFrame frame;
+        if (!frame.ParseFromString(self->rbuf_) ||
+            frame.version() / 1000 > kPeerWireVersion / 1000) {
+          return;  // not a peer speaking our protocol: hang up
+        }
+        for (auto& r : *frame.mutable_requests()) self->dispatch(r);
+        self->read_header();
+      });
+    });
   }
   void dispatch(wire::PeerRequest& r) {
     const uint64_t id = r.id();
@@ -352,16 +415,17 @@ class PeerServer::Conn : public std::enable_shared_from_this<Conn> {
     wbuf_ += payload;
     close_frame(wbuf_, at);
     writing_ = true;
-    asio::async_write(socket_, asio::buffer(wbuf_),
-                      [self = shared_from_this()](asio::error_code ec, size_t) {
-                        self->writing_ = false;
-                        if (!ec) self->flush();
-                      });
+    stream_.async_write_all(asio::buffer(wbuf_),
+                            [self = shared_from_this()](asio::error_code ec, size_t) {
+                              self->writing_ = false;
+                              if (!ec) self->flush();
+                            });
   }
 
-  asio::ip::tcp::socket socket_;
+  ByteStream stream_;
   std::shared_ptr<Handler> handler_;
   BusKey* key_;
+  TlsContexts* tls_;
   std::unique_ptr<asio::steady_timer> timer_;
   std::string hello_, proof_;
   char header_[4];
@@ -372,8 +436,8 @@ class PeerServer::Conn : public std::enable_shared_from_this<Conn> {
 };
 
 PeerServer::PeerServer(asio::io_context& io, const std::string& host, uint16_t port,
-                       Handler handler, BusKey* key)
-    : acceptor_(io), handler_(std::make_shared<Handler>(std::move(handler))), key_(key) {
+                       Handler handler, BusKey* key, TlsContexts* tls)
+    : acceptor_(io), handler_(std::make_shared<Handler>(std::move(handler))), key_(key), tls_(tls) {
   asio::ip::tcp::endpoint ep(asio::ip::make_address(host), port);
   acceptor_.open(ep.protocol());
   acceptor_.set_option(asio::ip::tcp::acceptor::reuse_address(true));
@@ -388,7 +452,7 @@ void PeerServer::accept() {
     if (!ec) {
       asio::error_code ignored;
       s.set_option(asio::ip::tcp::no_delay(true), ignored);
-      std::make_shared<Conn>(std::move(s), handler_, key_)->start();
+      std::make_shared<Conn>(std::move(s), handler_, key_, tls_)->start();
     }
     accept();
   });

@@ -12,6 +12,8 @@
 #include <string>
 
 #include "bus_key.hpp"
+#include "byte_stream.hpp"
+#include "tls_context.hpp"
 
 namespace fg {
 
@@ -31,8 +33,10 @@ class PeerClient : public std::enable_shared_from_this<PeerClient> {
   // bind address), so peers and firewalls see the same address the bus uses. `key` (may be
   // null; must outlive the client): with a secret set, each connection first proves it
   // holds it and checks the peer's proof (BusKey's peer handshake) before any call goes.
+  // `tls` (may be null; must outlive the client): each connection is mutual TLS, the
+  // peer's certificate checked against the CA, before the secret's handshake.
   PeerClient(asio::io_context& io, std::string addr, std::string local_host = {},
-             BusKey* key = nullptr);
+             BusKey* key = nullptr, TlsContexts* tls = nullptr);
   void call(uint32_t kind, std::string body, std::chrono::milliseconds deadline, PeerCallback cb);
   void close();
   // The peer was declared dead: calls waiting on it end now with kTimeout (they may have
@@ -48,7 +52,9 @@ class PeerClient : public std::enable_shared_from_this<PeerClient> {
   };
   void connect();
   void connected();
+  void tls_handshake();
   void handshake();
+  void secured();  // TLS (if any) done: the secret's handshake (if any), then calls
   void backoff();
   void bind_local(const asio::ip::tcp::endpoint& to);
   void flush();
@@ -60,8 +66,9 @@ class PeerClient : public std::enable_shared_from_this<PeerClient> {
   std::string addr_;
   std::string local_host_;
   BusKey* key_;
+  TlsContexts* tls_;
   std::string hello_, proof_;
-  asio::ip::tcp::socket socket_;
+  ByteStream stream_;
   asio::steady_timer backoff_timer_;
   asio::steady_timer connect_timer_;  // a SYN nobody answers fails after kConnectTimeout
   enum class State { kIdle, kConnecting, kConnected, kBackoff } state_ = State::kIdle;
@@ -86,8 +93,10 @@ class PeerServer {
 
   // `key` (may be null; must outlive the server): with a secret set, a connection is
   // served only after its hello proves it holds the secret; others are closed, counted.
+  // `tls` (may be null; must outlive the server): connections are mutual TLS, the
+  // caller's certificate checked against the CA whatever tls-auth-clients says.
   PeerServer(asio::io_context& io, const std::string& host, uint16_t port, Handler handler,
-             BusKey* key = nullptr);
+             BusKey* key = nullptr, TlsContexts* tls = nullptr);
   uint16_t port() const { return acceptor_.local_endpoint().port(); }
   void close();
 
@@ -97,6 +106,10 @@ class PeerServer {
   asio::ip::tcp::acceptor acceptor_;
   std::shared_ptr<Handler> handler_;  // shared with live connections, which may outlive us
   BusKey* key_;
+  TlsContexts* tls_;
 };
+
+// A peer link's TLS handshake failed: counted, and logged sparsely.
+void count_peer_tls_failure(TlsContexts* tls, const std::string& who, const asio::error_code& ec);
 
 }  // namespace fg

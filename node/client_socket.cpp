@@ -4,6 +4,8 @@
 #include <spdlog/spdlog.h>
 #include <time.h>
 
+#include <algorithm>
+
 namespace fg {
 
 const char* deadline_breach(const ConnectionLimits& limits, const ConnectionClock& c,
@@ -30,7 +32,8 @@ std::string endpoint_text(const asio::ip::tcp::endpoint& e) {
 }
 }  // namespace
 
-std::shared_ptr<ClientInfo> register_client(asio::ip::tcp::socket& sock, Services& svc) {
+std::shared_ptr<ClientInfo> register_client(ByteStream& stream, Services& svc) {
+  asio::ip::tcp::socket& sock = stream.socket();
   asio::error_code ec;
   sock.set_option(asio::ip::tcp::no_delay(true), ec);
   sock.non_blocking(true, ec);  // (write_now; asynchronous operations do not mind)
@@ -66,10 +69,41 @@ bool account_memory(Services& svc, ClientInfo& client, int64_t bytes, int64_t& r
   return false;
 }
 
-void shut(asio::ip::tcp::socket& sock) {
+void shut(ByteStream& stream) {
   asio::error_code ec;
-  sock.shutdown(asio::ip::tcp::socket::shutdown_both, ec);
-  sock.close(ec);
+  stream.socket().shutdown(asio::ip::tcp::socket::shutdown_both, ec);
+  stream.socket().close(ec);
+}
+
+void accept_tls(ByteStream& stream, std::shared_ptr<void> owner, int64_t deadline_ms,
+                TlsCounters* counters, std::function<void(bool)> done) {
+  if (!stream.tls()) return done(true);
+  // A client that connects and says nothing is cut off at the deadline.
+  auto timer = std::make_shared<asio::steady_timer>(stream.socket().get_executor());
+  timer->expires_after(std::chrono::milliseconds(std::max<int64_t>(deadline_ms, 1)));
+  timer->async_wait([&stream, owner](asio::error_code ec) {
+    if (!ec) shut(stream);
+  });
+  stream.async_handshake(
+      asio::ssl::stream_base::server,
+      [&stream, owner, timer, counters, done = std::move(done)](asio::error_code ec) {
+        timer->cancel();
+        if (!ec) {
+          if (counters) counters->handshakes.fetch_add(1, std::memory_order_relaxed);
+          return done(true);
+        }
+        const uint64_t n =
+            counters ? counters->handshake_failures.fetch_add(1, std::memory_order_relaxed) + 1 : 1;
+        if ((n & (n - 1)) == 0) {  // (the 1st, 2nd, 4th, 8th...: not a line per scanner)
+          asio::error_code ignored;
+          const auto peer = stream.socket().remote_endpoint(ignored);
+          spdlog::info("TLS handshake with {} failed: {} ({} failures so far)",
+                       ignored ? std::string("a client") : endpoint_text(peer), tls_error_text(ec),
+                       n);
+        }
+        shut(stream);
+        done(false);
+      });
 }
 
 }  // namespace fg

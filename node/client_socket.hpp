@@ -2,12 +2,16 @@
 // and unregistering the client, writing replies, closing, and the defences — a client that
 // does not read its replies, one that leaves a request half-sent, and a silent idler are
 // dropped (each connection keeps a ConnectionClock and, once a second, asks
-// deadline_breach()).
+// deadline_breach()). A connection is plain TCP, or TLS over it (ByteStream).
 #pragma once
 #include <asio.hpp>
 #include <cstdint>
+#include <functional>
+#include <memory>
 #include <string>
 
+#include "byte_stream.hpp"
+#include "tls_context.hpp"
 #include "lease_upkeep.hpp"
 #include "services.hpp"
 
@@ -54,7 +58,7 @@ const char* deadline_breach(const ConnectionLimits& limits, const ConnectionCloc
 
 // A new client connection: TCP_NODELAY, and a place in the client registry (CLIENT LIST,
 // --maxclients); null when the node already has maxclients.
-std::shared_ptr<ClientInfo> register_client(asio::ip::tcp::socket& sock, Services& svc);
+std::shared_ptr<ClientInfo> register_client(ByteStream& stream, Services& svc);
 // The connection is gone: out of the registry, and every lease it took with BOUND goes back,
 // wherever its key lives.
 void unregister_client(Services& svc, const std::shared_ptr<ClientInfo>& client);
@@ -64,30 +68,42 @@ void unregister_client(Services& svc, const std::shared_ptr<ClientInfo>& client)
 bool account_memory(Services& svc, ClientInfo& client, int64_t bytes, int64_t& reported,
                     int64_t now_ms);
 // Closes both directions and the socket (errors no longer matter).
-void shut(asio::ip::tcp::socket& sock);
+void shut(ByteStream& stream);
+
+// A TLS connection's handshake, within `deadline_ms`; then `done(true)`, or `done(false)`
+// when the client failed it (logged sparsely and counted in `counters`; the socket is
+// closed). Clients on plain ports go straight to `done(true)`.
+// `owner` keeps the stream alive meanwhile.
+void accept_tls(ByteStream& stream, std::shared_ptr<void> owner, int64_t deadline_ms,
+                TlsCounters* counters, std::function<void(bool)> done);
 
 // Moves `out` into `wbuf` and writes it all; then `done(ec)`. A write buffer that one big
 // reply grew past 1 MiB is given back to the system.
 template <class Done>
-void write_out(asio::ip::tcp::socket& sock, std::string& out, std::string& wbuf, Done done) {
+void write_out(ByteStream& stream, std::string& out, std::string& wbuf, Done done) {
   wbuf.clear();
   wbuf.swap(out);
-  asio::async_write(sock, asio::buffer(wbuf),
-                    [&wbuf, done = std::move(done)](asio::error_code ec, size_t) mutable {
-                      if (wbuf.capacity() > (1 << 20)) std::string().swap(wbuf);
-                      done(ec);
-                    });
+  stream.async_write_all(asio::buffer(wbuf),
+                         [&wbuf, done = std::move(done)](asio::error_code ec, size_t) mutable {
+                           if (wbuf.capacity() > (1 << 20)) std::string().swap(wbuf);
+                           done(ec);
+                         });
 }
 
 // Writes `out` now, as far as the socket takes it without waiting (the socket is
 // non-blocking, register_client): true if all of it went, or the socket failed (`ec`);
 // false if the rest is being written in the background (in `wbuf`), `done(ec)` to follow.
 // The common case, a reply that fits the socket's buffer, costs one send and nothing of
-// the event loop.
+// the event loop. TLS replies always go through the event loop (a record half-sent cannot
+// be resumed by a later plain write).
 template <class Done>
-bool write_now(asio::ip::tcp::socket& sock, std::string& out, std::string& wbuf,
-               asio::error_code& ec, Done done) {
-  const size_t n = sock.write_some(asio::buffer(out), ec);
+bool write_now(ByteStream& stream, std::string& out, std::string& wbuf, asio::error_code& ec,
+               Done done) {
+  if (stream.tls()) {
+    write_out(stream, out, wbuf, std::move(done));
+    return false;
+  }
+  const size_t n = stream.socket().write_some(asio::buffer(out), ec);
   if (!ec && n == out.size()) {
     out.clear();
     return true;
@@ -95,7 +111,7 @@ bool write_now(asio::ip::tcp::socket& sock, std::string& out, std::string& wbuf,
   if (ec && ec != asio::error::would_block && ec != asio::error::try_again) return true;
   ec = {};
   out.erase(0, n);
-  write_out(sock, out, wbuf, std::move(done));
+  write_out(stream, out, wbuf, std::move(done));
   return false;
 }
 

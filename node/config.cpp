@@ -119,6 +119,17 @@ LimitSpec load_policy(const std::string& at, const YAML::Node& p) {
 }
 }  // namespace
 
+namespace {
+bool as_yes_no(const YAML::Node& v, const std::string& key) {
+  try {
+    return v.as<bool>();
+  } catch (const YAML::Exception&) {
+    fail(v, key, "must be yes or no");
+  }
+  return false;
+}
+}  // namespace
+
 bool parse_duration_ms(const std::string& s, int64_t& ms) {
   size_t i = 0;
   while (i < s.size() && std::isdigit(static_cast<unsigned char>(s[i]))) ++i;
@@ -173,6 +184,38 @@ void load_config_file(const std::string& path, NodeConfig& cfg) {
       cfg.admin_token_file = as_string(v, key);
     else if (key == "requirepass")
       cfg.requirepass = as_string(v, key);
+    else if (key == "tls-port")
+      cfg.tls_port = static_cast<int>(as_int(v, key, 0, 65535));
+    else if (key == "tls-native")
+      cfg.tls_native = as_yes_no(v, key);
+    else if (key == "tls-cluster")
+      cfg.tls_cluster = as_yes_no(v, key);
+    else if (key == "tls-cert-file")
+      cfg.tls.cert_file = as_string(v, key);
+    else if (key == "tls-key-file")
+      cfg.tls.key_file = as_string(v, key);
+    else if (key == "tls-key-file-pass")
+      cfg.tls.key_file_pass = as_string(v, key);
+    else if (key == "tls-client-cert-file")
+      cfg.tls.client_cert_file = as_string(v, key);
+    else if (key == "tls-client-key-file")
+      cfg.tls.client_key_file = as_string(v, key);
+    else if (key == "tls-ca-cert-file")
+      cfg.tls.ca_cert_file = as_string(v, key);
+    else if (key == "tls-ca-cert-dir")
+      cfg.tls.ca_cert_dir = as_string(v, key);
+    else if (key == "tls-auth-clients") {
+      // (YAML reads a bare yes/no as a boolean: take the scalar's text)
+      if (!v.IsScalar() || !parse_tls_auth_clients(v.Scalar(), cfg.tls.auth_clients))
+        fail(v, key, "must be yes, no or optional");
+    } else if (key == "tls-protocols")
+      cfg.tls.protocols = as_string(v, key);
+    else if (key == "tls-ciphers")
+      cfg.tls.ciphers = as_string(v, key);
+    else if (key == "tls-ciphersuites")
+      cfg.tls.ciphersuites = as_string(v, key);
+    else if (key == "tls-prefer-server-ciphers")
+      cfg.tls.prefer_server_ciphers = as_yes_no(v, key);
     else if (key == "aclfile")
       cfg.aclfile = as_string(v, key);
     else if (key == "users") {
@@ -218,11 +261,7 @@ void load_config_file(const std::string& path, NodeConfig& cfg) {
       if (l != "trace" && l != "debug" && l != "info" && l != "warn" && l != "error" && l != "off")
         fail(v, key, "must be trace, debug, info, warn, error or off");
     } else if (key == "cluster-enabled") {
-      try {
-        cfg.cluster_enabled = v.as<bool>();
-      } catch (const YAML::Exception&) {
-        fail(v, key, "must be yes or no");
-      }
+      cfg.cluster_enabled = as_yes_no(v, key);
     } else if (key == "cluster-port")
       cfg.cluster_port = static_cast<int>(as_int(v, key, 1, 65535));
     else if (key == "cluster-announce-host")

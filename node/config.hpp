@@ -8,6 +8,7 @@
 
 #include "policy_registry.hpp"
 #include "services.hpp"
+#include "tls_context.hpp"
 
 namespace fg {
 
@@ -43,6 +44,11 @@ struct NodeConfig {
   int admin_port = -1;                              // admin HTTP; -1: RESP port + 2000, 0: off
   std::string admin_bind;        // the admin port's address; empty: the first `bind` address
   std::string admin_token_file;  // set: /cluster, /status and / want its bearer token
+  // TLS (node/README.md, "TLS"): the files, and where it is spoken.
+  TlsFiles tls;
+  int tls_port = 0;          // RESP over TLS; 0: none (with one, `port: 0` turns plain RESP off)
+  bool tls_native = false;   // the native port speaks TLS only
+  bool tls_cluster = false;  // peer links over mutual TLS
   // Cluster mode.
   bool cluster_enabled = false;
   int cluster_port = 0;               // 0: RESP port + 10000

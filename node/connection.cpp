@@ -14,11 +14,11 @@ namespace {
 constexpr size_t kInitialBuffer = 16 * 1024;
 }  // namespace
 
-Connection::Connection(asio::ip::tcp::socket sock, Services& svc, ConnectionLimits limits,
-                       IoBatcher& batcher)
-    : sock_(std::move(sock)),
-      watchdog_(sock_.get_executor()),
-      stall_timer_(sock_.get_executor()),
+Connection::Connection(asio::ip::tcp::socket sock, std::shared_ptr<asio::ssl::context> tls,
+                       Services& svc, ConnectionLimits limits, IoBatcher& batcher)
+    : stream_(std::move(sock), std::move(tls)),
+      watchdog_(stream_.socket().get_executor()),
+      stall_timer_(stream_.socket().get_executor()),
       svc_(svc),
       limits_(limits),
       batcher_(batcher),
@@ -33,13 +33,25 @@ Connection::~Connection() {
 int64_t Connection::now_ms() const { return connection_now_ms(); }
 
 void Connection::start() {
-  client_ = register_client(sock_, svc_);
+  if (stream_.tls()) {
+    auto self = shared_from_this();
+    accept_tls(stream_, self, limits_.query_deadline_ms, svc_.tls ? &svc_.tls->counters : nullptr,
+               [self](bool ok) {
+                 if (ok) self->serve();
+               });
+    return;
+  }
+  serve();
+}
+
+void Connection::serve() {
+  client_ = register_client(stream_, svc_);
   if (!client_) {
     // Over --maxclients: say so, then close. The write keeps `self` alive.
     std::string out;
     RespWriter(out, 2).error(err::kMaxClients);
-    write_out(sock_, out, wbuf_,
-              [self = shared_from_this()](asio::error_code) { shut(self->sock_); });
+    write_out(stream_, out, wbuf_,
+              [self = shared_from_this()](asio::error_code) { shut(self->stream_); });
     return;
   }
   session_ = std::make_unique<RespSession>(svc_, client_);
@@ -60,14 +72,14 @@ void Connection::read() {
   }
   if (!account()) return;
   auto self = shared_from_this();
-  sock_.async_read_some(asio::buffer(in_.space(), in_.space_size()),
-                        [self](asio::error_code ec, size_t n) {
-                          if (ec) return self->close();
-                          self->in_.filled(n);
-                          self->clock_.last_read_ms = self->now_ms();
-                          IoBatcher::Turn turn(self->batcher_);
-                          self->pump();
-                        });
+  stream_.async_read_some(asio::buffer(in_.space(), in_.space_size()),
+                          [self](asio::error_code ec, size_t n) {
+                            if (ec) return self->close();
+                            self->in_.filled(n);
+                            self->clock_.last_read_ms = self->now_ms();
+                            IoBatcher::Turn turn(self->batcher_);
+                            self->pump();
+                          });
 }
 
 void Connection::pump() {
@@ -123,7 +135,7 @@ bool Connection::write() {
   if (state_ == State::kClosed) return false;
   asio::error_code ec;
   auto self = shared_from_this();
-  if (!write_now(sock_, session_->output(), wbuf_, ec, [self](asio::error_code ec) {
+  if (!write_now(stream_, session_->output(), wbuf_, ec, [self](asio::error_code ec) {
         if (ec || self->close_after_write_) return self->close();
         self->pump();
       })) {
@@ -152,7 +164,7 @@ void Connection::close() {
   state_ = State::kClosed;
   watchdog_.cancel();
   stall_timer_.cancel();
-  shut(sock_);
+  shut(stream_);
 }
 
 void Connection::arm_watchdog() {

@@ -15,14 +15,16 @@ namespace fg {
 
 class Connection : public BatchWaiter, public std::enable_shared_from_this<Connection> {
  public:
-  Connection(asio::ip::tcp::socket sock, Services& svc, ConnectionLimits limits,
-             IoBatcher& batcher);
+  // `tls`: the context of the TLS port it came to (null on a plain port).
+  Connection(asio::ip::tcp::socket sock, std::shared_ptr<asio::ssl::context> tls, Services& svc,
+             ConnectionLimits limits, IoBatcher& batcher);
   ~Connection();
   void start();
   // On this connection's thread, once its requests' flight is back.
   void batch_complete(Flight& flight) override;
 
  private:
+  void serve();  // after the TLS handshake, if any
   enum class State { kReading, kInFlight, kWriting, kClosed };
   void read();
   void pump();
@@ -37,7 +39,7 @@ class Connection : public BatchWaiter, public std::enable_shared_from_this<Conne
   bool account();
   int64_t now_ms() const;
 
-  asio::ip::tcp::socket sock_;
+  ByteStream stream_;
   asio::steady_timer watchdog_;
   asio::steady_timer stall_timer_;  // retries a command whose slot's state is arriving
   Services& svc_;

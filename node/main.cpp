@@ -111,6 +111,34 @@ int main(int argc, char** argv) {
   app.add_option("--admin-token-file", cfg.admin_token_file,
                  "File holding a bearer token that /cluster, /status and the status page "
                  "require (/metrics, /healthz and /readyz stay open); re-read on SIGHUP");
+  app.add_option("--tls-port", cfg.tls_port,
+                 "RESP over TLS on this port (0: none); with it, --port 0 turns plain RESP off")
+      ->check(CLI::Range(0, 65535));
+  app.add_flag("--tls-native", cfg.tls_native, "The native port speaks TLS only");
+  app.add_flag("--tls-cluster", cfg.tls_cluster,
+               "Peer links between nodes over mutual TLS (every node needs it)");
+  app.add_option("--tls-cert-file", cfg.tls.cert_file,
+                 "This node's certificate (PEM; a chain may follow); re-read on SIGHUP");
+  app.add_option("--tls-key-file", cfg.tls.key_file, "Its private key (PEM); re-read on SIGHUP");
+  app.add_option("--tls-key-file-pass", cfg.tls.key_file_pass, "The key file's passphrase");
+  app.add_option("--tls-client-cert-file", cfg.tls.client_cert_file,
+                 "The certificate shown when connecting to peers (default: --tls-cert-file)");
+  app.add_option("--tls-client-key-file", cfg.tls.client_key_file,
+                 "Its private key (default: --tls-key-file)");
+  app.add_option("--tls-ca-cert-file", cfg.tls.ca_cert_file,
+                 "CA certificates (PEM) that sign clients' and peers' certificates");
+  app.add_option("--tls-ca-cert-dir", cfg.tls.ca_cert_dir,
+                 "A directory of CA certificates (OpenSSL's hashed names)");
+  std::string auth_clients;
+  app.add_option("--tls-auth-clients", auth_clients,
+                 "Clients must show a certificate: yes (default), no, or optional")
+      ->check(CLI::IsMember({"yes", "no", "optional"}));
+  app.add_option("--tls-protocols", cfg.tls.protocols,
+                 "TLS versions accepted, e.g. \"TLSv1.2 TLSv1.3\" (the default)");
+  app.add_option("--tls-ciphers", cfg.tls.ciphers, "TLS 1.2 ciphers (OpenSSL's list syntax)");
+  app.add_option("--tls-ciphersuites", cfg.tls.ciphersuites, "TLS 1.3 cipher suites");
+  app.add_flag("--tls-prefer-server-ciphers", cfg.tls.prefer_server_ciphers,
+               "Choose the cipher by this node's preference, not the client's");
   app.add_option("--requirepass", cfg.requirepass,
                  "The default user's password (clients AUTH with it)");
   app.add_option("--user", cfg.users,
@@ -208,6 +236,7 @@ int main(int argc, char** argv) {
       ->capture_default_str();
   CLI11_PARSE(app, argc, argv);
 
+  if (!auth_clients.empty()) fg::parse_tls_auth_clients(auth_clients, cfg.tls.auth_clients);
   if (!seeds.empty()) {
     cfg.seeds.clear();
     if (!fg::parse_seeds(seeds, cfg.seeds)) {
@@ -323,22 +352,54 @@ int main(int argc, char** argv) {
   limits.output_timeout_ms = cfg.output_timeout_ms;
   limits.timeout_s = cfg.timeout_s;
   fg::Server server(svc, limits, cfg.io_threads);
+  // TLS: the contexts every TLS door and peer link takes (node/README.md, "TLS").
+  fg::TlsContexts tls;
+  const bool tls_used = cfg.tls_port > 0 || cfg.tls_native || cfg.tls_cluster;
+  if (tls_used || cfg.tls.configured()) {
+    std::string why;
+    if (!tls.load(cfg.tls, why)) {
+      std::cerr << "floodgate: " << why << "\n";
+      return 2;
+    }
+    if (!tls_used) {
+      spdlog::warn("TLS certificates given, but no tls-port, tls-native or tls-cluster uses them");
+    }
+    svc.tls = &tls;
+    server.set_tls(&tls);
+    spdlog::info("TLS certificate: {}", fg::describe_certificate(cfg.tls.cert_file));
+  }
+  // Plain RESP, unless `port: 0` with a TLS port (TLS only, as redis-server).
+  const bool plain = !(cfg.port == 0 && cfg.tls_port > 0);
   try {
-    server.listen(cfg.bind, cfg.port);
+    if (plain) server.listen(cfg.bind, cfg.port);
   } catch (const std::exception& e) {
     std::cerr << "floodgate: cannot listen on " << cfg.bind << " port " << cfg.port << ": "
               << e.what() << "\n";
     return 1;
   }
+  if (cfg.tls_port > 0) {
+    try {
+      server.listen_tls(cfg.bind, cfg.tls_port);
+    } catch (const std::exception& e) {
+      std::cerr << "floodgate: cannot listen on " << cfg.bind << " TLS port " << cfg.tls_port
+                << ": " << e.what() << "\n";
+      return 1;
+    }
+  }
+  // The port the other defaults count from, and the one clients are sent to: the TLS port
+  // when there is no plain one, or when the cluster speaks TLS.
+  const int client_port = plain && !cfg.tls_cluster ? server.port() : server.tls_port();
+  const int base_port = plain ? server.port() : server.tls_port();
   svc.settings.port = server.port();
+  svc.settings.tls_port = server.tls_port();
   svc.lanes = server.lanes();
   if (cfg.native_port != 0) {
     // Default: RESP port + 1000 (with --port 0, a free port as well).
-    const int want = cfg.native_port > 0 ? cfg.native_port
-                     : cfg.port == 0     ? 0
-                                         : server.port() + 1000;
+    const int want = cfg.native_port > 0      ? cfg.native_port
+                     : cfg.port == 0 && plain ? 0
+                                              : base_port + 1000;
     try {
-      server.listen_native(cfg.bind, want);
+      server.listen_native(cfg.bind, want, cfg.tls_native);
     } catch (const std::exception& e) {
       std::cerr << "floodgate: cannot listen on " << cfg.bind << " native port " << want << ": "
                 << e.what() << "\n";
@@ -356,9 +417,10 @@ int main(int argc, char** argv) {
     cc.node_id = cfg.node_id;
     cc.bind_host = bind_host;
     cc.announce_host = cfg.cluster_announce_host.empty() ? cc.bind_host : cfg.cluster_announce_host;
-    cc.resp_port = server.port();
+    cc.resp_port = client_port;
+    if (cfg.tls_cluster) cc.tls = &tls;
     cc.native_port = server.native_port();
-    cc.port = cfg.cluster_port ? cfg.cluster_port : server.port() + 10000;
+    cc.port = cfg.cluster_port ? cfg.cluster_port : base_port + 10000;
     cc.seeds = cfg.seeds;
     cc.replicas = static_cast<size_t>(cfg.cluster_replicas);
     cc.replication_lag_ms = cfg.replication_lag_ms;
@@ -426,7 +488,9 @@ int main(int argc, char** argv) {
   fg::AdminCounters admin_counters;
   std::unique_ptr<fg::AdminHttp> admin;
   if (cfg.admin_port != 0) {
-    const int want = cfg.admin_port > 0 ? cfg.admin_port : cfg.port == 0 ? 0 : server.port() + 2000;
+    const int want = cfg.admin_port > 0       ? cfg.admin_port
+                     : cfg.port == 0 && plain ? 0
+                                              : base_port + 2000;
     admin = std::make_unique<fg::AdminHttp>(svc, cluster.get(), admin_counters);
     if (!cfg.admin_token_file.empty()) {
       std::string why;
@@ -484,10 +548,20 @@ int main(int argc, char** argv) {
           spdlog::error("SIGHUP: {}; keeping the admin token in force", why);
         }
       }
+      if (svc.tls) {  // renewed certificates: new connections take them, open ones keep theirs
+        std::string why;
+        if (tls.load(cfg.tls, why)) {
+          tls.counters.reloads.fetch_add(1, std::memory_order_relaxed);
+          spdlog::info("TLS certificate reloaded: {}", fg::describe_certificate(cfg.tls.cert_file));
+        } else {
+          tls.counters.reload_failures.fetch_add(1, std::memory_order_relaxed);
+          spdlog::error("SIGHUP: {}; keeping the TLS certificates in force", why);
+        }
+      }
       if (!cfg.aclfile.empty()) reload_users(nullptr);
       if (cfg.config_file.empty()) {
         if (cfg.admin_token_file.empty() && cfg.cluster_secret_file.empty() &&
-            cfg.aclfile.empty()) {
+            cfg.aclfile.empty() && !svc.tls) {
           spdlog::warn("SIGHUP: no --config file to reload");
         }
       } else {
@@ -524,11 +598,11 @@ int main(int argc, char** argv) {
 
   server.run();
   spdlog::info(
-      "floodgate {} ready: RESP on {} port {}, native port {}, admin port {} ({} io threads, {} "
-      "shards on {} threads, {} policies)",
-      svc.settings.version, cfg.bind, server.port(), server.native_port(),
-      admin ? admin->port() : 0, cfg.io_threads, cfg.shards, cfg.shard_threads,
-      policies.snapshot()->policies.size());
+      "floodgate {} ready: RESP on {} port {}, TLS port {}, native port {}{}, admin port {} ({} "
+      "io threads, {} shards on {} threads, {} policies)",
+      svc.settings.version, cfg.bind, server.port(), server.tls_port(), server.native_port(),
+      cfg.tls_native ? " (TLS)" : "", admin ? admin->port() : 0, cfg.io_threads, cfg.shards,
+      cfg.shard_threads, policies.snapshot()->policies.size());
   while (!stopping) std::this_thread::sleep_for(std::chrono::milliseconds(50));
   if (cluster) {
     // Hand this node's slots (and their state) to the others before going.

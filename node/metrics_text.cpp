@@ -4,6 +4,7 @@
 #include "command_table.hpp"
 #include "request_metrics.hpp"
 #include "script_engine.hpp"
+#include "tls_context.hpp"
 
 namespace fg {
 
@@ -150,6 +151,19 @@ std::string AdminHttp::metrics() const {
   t.sample("floodgate_acl_denied_total", label("reason", "auth"), load(svc_.acl->denied_auth));
   t.sample("floodgate_acl_denied_total", label("reason", "command"), load(svc_.acl->denied_cmd));
   t.sample("floodgate_acl_denied_total", label("reason", "key"), load(svc_.acl->denied_key));
+  if (svc_.tls) {
+    const TlsCounters& c = svc_.tls->counters;
+    t.family("floodgate_tls_handshakes_total", "counter",
+             "TLS handshakes on the client doors and peer links, completed (ok) or refused and "
+             "broken off (failed)");
+    t.sample("floodgate_tls_handshakes_total", label("result", "ok"), load(c.handshakes));
+    t.sample("floodgate_tls_handshakes_total", label("result", "failed"),
+             load(c.handshake_failures));
+    t.family("floodgate_tls_reloads_total", "counter",
+             "Certificate reloads on SIGHUP, in force (ok) or refused (failed)");
+    t.sample("floodgate_tls_reloads_total", label("result", "ok"), load(c.reloads));
+    t.sample("floodgate_tls_reloads_total", label("result", "failed"), load(c.reload_failures));
+  }
   t.family("floodgate_clients_dropped_total", "counter", "Clients dropped by a defence");
   t.sample("floodgate_clients_dropped_total", label("reason", "slow_reader"), load(n.dropped_slow));
   t.sample("floodgate_clients_dropped_total", label("reason", "timeout"), load(n.dropped_timeout));

@@ -13,11 +13,12 @@ constexpr size_t kInitialBuffer = 64 * 1024;
 constexpr size_t kMaxBuffer = wire::kMaxFrameBytes + 64 * 1024;
 }  // namespace
 
-NativeConnection::NativeConnection(asio::ip::tcp::socket sock, Services& svc,
+NativeConnection::NativeConnection(asio::ip::tcp::socket sock,
+                                   std::shared_ptr<asio::ssl::context> tls, Services& svc,
                                    ConnectionLimits limits, IoBatcher& batcher)
-    : sock_(std::move(sock)),
-      timer_(sock_.get_executor()),
-      stall_timer_(sock_.get_executor()),
+    : stream_(std::move(sock), std::move(tls)),
+      timer_(stream_.socket().get_executor()),
+      stall_timer_(stream_.socket().get_executor()),
       svc_(svc),
       limits_(limits),
       batcher_(batcher),
@@ -31,10 +32,22 @@ NativeConnection::~NativeConnection() {
 int64_t NativeConnection::now_ms() const { return connection_now_ms(); }
 
 void NativeConnection::start() {
-  client_ = register_client(sock_, svc_);
+  if (stream_.tls()) {
+    auto self = shared_from_this();
+    accept_tls(stream_, self, limits_.query_deadline_ms, svc_.tls ? &svc_.tls->counters : nullptr,
+               [self](bool ok) {
+                 if (ok) self->serve();
+               });
+    return;
+  }
+  serve();
+}
+
+void NativeConnection::serve() {
+  client_ = register_client(stream_, svc_);
   if (!client_) {
     // Over --maxclients: close at once; the client library reports the refused connection.
-    shut(sock_);
+    shut(stream_);
     return;
   }
   svc_.clients->set_lib(*client_, true, "floodgate-native");
@@ -50,15 +63,15 @@ void NativeConnection::maybe_read() {
   if (!account()) return;
   reading_ = true;
   auto self = shared_from_this();
-  sock_.async_read_some(asio::buffer(in_.space(), in_.space_size()),
-                        [self](asio::error_code ec, size_t n) {
-                          self->reading_ = false;
-                          if (ec) return self->close();
-                          self->in_.filled(n);
-                          self->clock_.last_read_ms = self->now_ms();
-                          IoBatcher::Turn turn(self->batcher_);
-                          self->pump();
-                        });
+  stream_.async_read_some(asio::buffer(in_.space(), in_.space_size()),
+                          [self](asio::error_code ec, size_t n) {
+                            self->reading_ = false;
+                            if (ec) return self->close();
+                            self->in_.filled(n);
+                            self->clock_.last_read_ms = self->now_ms();
+                            IoBatcher::Turn turn(self->batcher_);
+                            self->pump();
+                          });
 }
 
 void NativeConnection::pump() {
@@ -106,7 +119,7 @@ bool NativeConnection::write() {
   if (closed_ || writing_) return false;
   asio::error_code ec;
   auto self = shared_from_this();
-  if (!write_now(sock_, session_->output(), wbuf_, ec, [self](asio::error_code ec) {
+  if (!write_now(stream_, session_->output(), wbuf_, ec, [self](asio::error_code ec) {
         self->writing_ = false;
         if (ec || self->close_after_write_) return self->close();
         if (!self->session_->output().empty() && !self->in_flight_ && !self->write()) return;
@@ -137,7 +150,7 @@ void NativeConnection::close() {
   closed_ = true;
   timer_.cancel();
   stall_timer_.cancel();
-  shut(sock_);
+  shut(stream_);
 }
 
 void NativeConnection::arm_timer() {

@@ -16,13 +16,15 @@ namespace fg {
 
 class NativeConnection : public BatchWaiter, public std::enable_shared_from_this<NativeConnection> {
  public:
-  NativeConnection(asio::ip::tcp::socket sock, Services& svc, ConnectionLimits limits,
-                   IoBatcher& batcher);
+  // `tls`: the context of the TLS port it came to (null on a plain port).
+  NativeConnection(asio::ip::tcp::socket sock, std::shared_ptr<asio::ssl::context> tls,
+                   Services& svc, ConnectionLimits limits, IoBatcher& batcher);
   ~NativeConnection() override;
   void start();
   void batch_complete(Flight& flight) override;
 
  private:
+  void serve();  // after the TLS handshake, if any
   void pump();
   void maybe_read();
   // Writes the replies: true if they all went at once (carry on), false if the rest is
@@ -35,7 +37,7 @@ class NativeConnection : public BatchWaiter, public std::enable_shared_from_this
   bool account();
   int64_t now_ms() const;
 
-  asio::ip::tcp::socket sock_;
+  ByteStream stream_;
   asio::steady_timer timer_;
   asio::steady_timer stall_timer_;  // retries a frame whose slot's state is arriving
   Services& svc_;

@@ -19,13 +19,20 @@ Server::Server(Services& svc, ConnectionLimits limits, int io_threads)
 
 Server::~Server() { stop(); }
 
-void Server::listen(const std::string& bind, int port) { port_ = bind_all(bind, port, false); }
-
-void Server::listen_native(const std::string& bind, int port) {
-  native_port_ = bind_all(bind, port, true);
+void Server::listen(const std::string& bind, int port) {
+  port_ = bind_all(bind, port, false, false);
 }
 
-int Server::bind_all(const std::string& bind, int port, bool native) {
+void Server::listen_tls(const std::string& bind, int port) {
+  tls_port_ = bind_all(bind, port, false, true);
+}
+
+void Server::listen_native(const std::string& bind, int port, bool tls) {
+  native_port_ = bind_all(bind, port, true, tls);
+}
+
+int Server::bind_all(const std::string& bind, int port, bool native, bool tls) {
+  if (tls && !(tls_ && tls_->active())) throw std::runtime_error("TLS is not configured");
   const size_t before = acceptors_.size();
   std::istringstream in(bind);
   std::string addr;
@@ -37,32 +44,36 @@ int Server::bind_all(const std::string& bind, int port, bool native) {
     acc->bind(ep);
     acc->listen(asio::socket_base::max_listen_connections);
     port = acc->local_endpoint().port();  // resolves port 0 for every later address too
-    accept(*acc, native);
+    accept(*acc, native, tls);
     acceptors_.push_back(std::move(acc));
   }
   if (acceptors_.size() == before) throw std::runtime_error("no address to bind (--bind is empty)");
   return port;
 }
 
-void Server::accept(asio::ip::tcp::acceptor& acc, bool native) {
+void Server::accept(asio::ip::tcp::acceptor& acc, bool native, bool tls) {
   const size_t k = next_++ % contexts_.size();
   asio::io_context& ctx = *contexts_[k];
   IoBatcher& batcher = *batchers_[k];
-  acc.async_accept(
-      ctx, [this, &acc, &ctx, &batcher, native](asio::error_code ec, asio::ip::tcp::socket sock) {
-        if (ec == asio::error::operation_aborted) return;
-        if (!ec && native) {
-          auto conn = std::make_shared<NativeConnection>(std::move(sock), svc_, limits_, batcher);
-          asio::post(ctx, [conn] { conn->start(); });
-        } else if (!ec) {
-          // Start on the connection's own thread: from then on only that thread touches it.
-          auto conn = std::make_shared<Connection>(std::move(sock), svc_, limits_, batcher);
-          asio::post(ctx, [conn] { conn->start(); });
-        } else {
-          spdlog::warn("accept failed: {}", ec.message());
-        }
-        accept(acc, native);
-      });
+  acc.async_accept(ctx, [this, &acc, &ctx, &batcher, native, tls](asio::error_code ec,
+                                                                  asio::ip::tcp::socket sock) {
+    if (ec == asio::error::operation_aborted) return;
+    // (the context in force now: a reload changes it for later connections only)
+    std::shared_ptr<asio::ssl::context> context = tls ? tls_->server() : nullptr;
+    if (!ec && native) {
+      auto conn = std::make_shared<NativeConnection>(std::move(sock), std::move(context), svc_,
+                                                     limits_, batcher);
+      asio::post(ctx, [conn] { conn->start(); });
+    } else if (!ec) {
+      // Start on the connection's own thread: from then on only that thread touches it.
+      auto conn =
+          std::make_shared<Connection>(std::move(sock), std::move(context), svc_, limits_, batcher);
+      asio::post(ctx, [conn] { conn->start(); });
+    } else {
+      spdlog::warn("accept failed: {}", ec.message());
+    }
+    accept(acc, native, tls);
+  });
 }
 
 std::vector<Lane> Server::lanes() const {

@@ -20,9 +20,14 @@ class Server {
   // Binds every address in `bind` (space-separated, as redis.conf) on `port`.
   // Throws std::system_error when an address cannot be bound. Port 0 picks a free port.
   void listen(const std::string& bind, int port);
-  // The same for the native protocol (api/native.proto).
-  void listen_native(const std::string& bind, int port);
+  // The same for RESP over TLS (tls-port), with the contexts of `tls` (set_tls first).
+  void listen_tls(const std::string& bind, int port);
+  // The same for the native protocol (api/native.proto), over TLS if `tls`.
+  void listen_native(const std::string& bind, int port, bool tls = false);
+  // Where TLS ports take their contexts from, each connection the one in force when it came.
+  void set_tls(TlsContexts* tls) { tls_ = tls; }
   int port() const { return port_; }
+  int tls_port() const { return tls_port_; }
   int native_port() const { return native_port_; }
   void run();   // starts the I/O threads; returns at once
   void stop();  // closes listeners and stops the threads
@@ -31,8 +36,8 @@ class Server {
   std::vector<Lane> lanes() const;
 
  private:
-  int bind_all(const std::string& bind, int port, bool native);
-  void accept(asio::ip::tcp::acceptor& acc, bool native);
+  int bind_all(const std::string& bind, int port, bool native, bool tls);
+  void accept(asio::ip::tcp::acceptor& acc, bool native, bool tls);
 
   Services& svc_;
   ConnectionLimits limits_;
@@ -42,7 +47,9 @@ class Server {
   std::vector<std::unique_ptr<asio::ip::tcp::acceptor>> acceptors_;
   std::vector<std::thread> threads_;
   size_t next_ = 0;
+  TlsContexts* tls_ = nullptr;
   int port_ = 0;
+  int tls_port_ = 0;
   int native_port_ = 0;
 };
 

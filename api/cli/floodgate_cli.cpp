@@ -238,6 +238,15 @@ int main(int argc, char** argv) {
   app.add_option("--user", copt.user, "The ACL user (default: \"default\")");
   app.add_option("-a,--password", copt.password,
                  "The user's password (for default: the nodes' requirepass)");
+  app.add_flag("--tls", copt.tls.enabled, "Speak TLS (nodes started with --tls-native)");
+  app.add_option("--cacert", copt.tls.ca_cert_file,
+                 "CA certificate file that signed the nodes' certificates (default: the "
+                 "system's)");
+  app.add_option("--cert", copt.tls.cert_file, "This client's certificate, when nodes ask one");
+  app.add_option("--key", copt.tls.key_file, "Its private key");
+  bool insecure = false;
+  app.add_flag("--insecure", insecure,
+               "Do not check that the node's certificate names the address connected to");
 
   std::string key, holder, lease_hex;
   std::vector<std::string> limit_words;
@@ -300,6 +309,15 @@ int main(int argc, char** argv) {
   if (copt.seeds.empty()) return fail("--seeds: at least one host:port");
   copt.deadline = Ms(deadline_ms);
   copt.name = "floodgate-cli";
+  copt.tls.verify_host = !insecure;
+  if (!copt.tls.ca_cert_file.empty() || !copt.tls.cert_file.empty()) copt.tls.enabled = true;
+  if (copt.tls.enabled) {
+    try {
+      floodgate::Client probe(copt);  // (a TLS file that cannot be used: said here, once)
+    } catch (const std::exception& e) {
+      return fail(e.what());
+    }
+  }
 
   if (benchc->parsed()) return bench(copt, bo);
 

@@ -10,10 +10,42 @@ namespace {
 constexpr auto kTick = std::chrono::milliseconds(5);
 }  // namespace
 
+namespace {
+std::unique_ptr<asio::ssl::context> make_tls_context(const Client::Options::Tls& t) {
+  auto ctx = std::make_unique<asio::ssl::context>(asio::ssl::context::tls_client);
+  SSL_CTX_set_min_proto_version(ctx->native_handle(), TLS1_2_VERSION);
+  auto use = [](const char* what, const std::string& file, auto&& load) {
+    asio::error_code ec;
+    load(ec);
+    if (ec)
+      throw std::runtime_error("floodgate client: TLS " + std::string(what) + " " + file + ": " +
+                               ec.message());
+  };
+  if (t.ca_cert_file.empty()) {
+    asio::error_code ec;
+    ctx->set_default_verify_paths(ec);  // the system's CAs
+  } else {
+    use("CA file", t.ca_cert_file,
+        [&](asio::error_code& ec) { ctx->load_verify_file(t.ca_cert_file, ec); });
+  }
+  if (!t.cert_file.empty()) {
+    use("certificate", t.cert_file,
+        [&](asio::error_code& ec) { ctx->use_certificate_chain_file(t.cert_file, ec); });
+    use("key", t.key_file.empty() ? t.cert_file : t.key_file, [&](asio::error_code& ec) {
+      ctx->use_private_key_file(t.key_file.empty() ? t.cert_file : t.key_file,
+                                asio::ssl::context::pem, ec);
+    });
+  }
+  ctx->set_verify_mode(asio::ssl::verify_peer);
+  return ctx;
+}
+}  // namespace
+
 Client::Impl::Impl(Options o) : opt_(std::move(o)), guard_(asio::make_work_guard(io_)), tick_(io_) {
   if (opt_.connections_per_node < 1) opt_.connections_per_node = 1;
   if (opt_.max_batch < 1) opt_.max_batch = 1;
   if (opt_.max_frames_in_flight < 1) opt_.max_frames_in_flight = 1;
+  if (opt_.tls.enabled) tls_ = make_tls_context(opt_.tls);
   thread_ = std::thread([this] { io_.run(); });
   thread_id_ = thread_.get_id();
 }

@@ -3,6 +3,7 @@
 // cannot be reached) until their deadline, and answered by order on each connection.
 #pragma once
 #include <asio.hpp>
+#include <asio/ssl.hpp>
 #include <atomic>
 #include <map>
 #include <memory>
@@ -32,6 +33,8 @@ class Client::Impl {
 
   const Options& options() const { return opt_; }
   asio::io_context& io() { return io_; }
+  // The TLS context connections use (null: plain TCP).
+  asio::ssl::context* tls() { return tls_.get(); }
 
   // --- from connections, on the I/O thread ---
   void finish(const CallPtr& c, Status s, const std::string& error, const fg::wire::ResultView* r);
@@ -59,6 +62,7 @@ class Client::Impl {
   void send_node(size_t index, CallPtr c);
 
   Options opt_;
+  std::unique_ptr<asio::ssl::context> tls_;
   asio::io_context io_;
   asio::executor_work_guard<asio::io_context::executor_type> guard_;
   asio::steady_timer tick_;

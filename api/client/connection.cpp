@@ -22,7 +22,7 @@ bool split_addr(const std::string& a, std::string& host, std::string& port) {
 Connection::Connection(Client::Impl& impl, std::string addr)
     : impl_(impl),
       addr_(std::move(addr)),
-      sock_(impl.io()),
+      stream_(asio::ip::tcp::socket(impl.io())),
       resolver_(impl.io()),
       timer_(impl.io()) {}
 
@@ -55,25 +55,47 @@ void Connection::connect() {
   state_ = kConnecting;
   std::string host, port;
   if (!split_addr(addr_, host, port)) return broken("bad address (expected host:port)");
+  // A fresh TLS layer for each connection, checking the node's certificate names `host`.
+  if (asio::ssl::context* tls = impl_.tls()) {
+    stream_.reset(std::shared_ptr<asio::ssl::context>(std::shared_ptr<void>(), tls));
+    if (impl_.options().tls.verify_host) {
+      stream_.tls_layer().set_verify_callback(asio::ssl::host_name_verification(host));
+    }
+    asio::error_code ip_ec;
+    asio::ip::make_address(host, ip_ec);
+    if (ip_ec) SSL_set_tlsext_host_name(stream_.tls_layer().native_handle(), host.c_str());
+  }
   auto self = shared_from_this();
   const uint64_t g = gen_;
   resolver_.async_resolve(
       host, port, [self, g](asio::error_code ec, asio::ip::tcp::resolver::results_type res) {
         if (self->gen_ != g) return;
         if (ec) return self->broken(ec.message());
-        asio::async_connect(self->sock_, res,
+        asio::async_connect(self->stream_.socket(), res,
                             [self, g](asio::error_code ec2, const asio::ip::tcp::endpoint&) {
                               if (self->gen_ != g) return;
                               if (ec2) return self->broken(ec2.message());
                               asio::error_code ignored;
-                              self->sock_.set_option(asio::ip::tcp::no_delay(true), ignored);
-                              self->state_ = kUp;
-                              self->backoff_ = std::chrono::milliseconds(0);
-                              self->hello_sent_ = false;
-                              self->read();
-                              self->flush();
+                              self->stream_.socket().set_option(asio::ip::tcp::no_delay(true),
+                                                                ignored);
+                              if (!self->stream_.tls()) return self->up();
+                              self->stream_.async_handshake(
+                                  asio::ssl::stream_base::client, [self, g](asio::error_code ec3) {
+                                    if (self->gen_ != g) return;
+                                    if (ec3)
+                                      return self->broken("TLS handshake failed: " + ec3.message());
+                                    self->up();
+                                  });
                             });
       });
+}
+
+void Connection::up() {
+  state_ = kUp;
+  backoff_ = std::chrono::milliseconds(0);
+  hello_sent_ = false;
+  read();
+  flush();
 }
 
 void Connection::flush() {
@@ -111,7 +133,7 @@ void Connection::flush() {
   writing_ = true;
   auto self = shared_from_this();
   const uint64_t g = gen_;
-  asio::async_write(sock_, asio::buffer(wbuf_), [self, g](asio::error_code ec, size_t) {
+  stream_.async_write_all(asio::buffer(wbuf_), [self, g](asio::error_code ec, size_t) {
     if (self->gen_ != g) return;
     self->writing_ = false;
     if (ec) return self->broken(ec.message());
@@ -130,14 +152,14 @@ void Connection::read() {
   }
   auto self = shared_from_this();
   const uint64_t g = gen_;
-  sock_.async_read_some(asio::buffer(rbuf_.data() + rend_, rbuf_.size() - rend_),
-                        [self, g](asio::error_code ec, size_t n) {
-                          if (self->gen_ != g) return;
-                          if (ec) return self->broken(ec.message());
-                          self->rend_ += n;
-                          if (!self->parse()) return;
-                          self->read();
-                        });
+  stream_.async_read_some(asio::buffer(rbuf_.data() + rend_, rbuf_.size() - rend_),
+                          [self, g](asio::error_code ec, size_t n) {
+                            if (self->gen_ != g) return;
+                            if (ec) return self->broken(ec.message());
+                            self->rend_ += n;
+                            if (!self->parse()) return;
+                            self->read();
+                          });
 }
 
 bool Connection::parse() {
@@ -195,8 +217,8 @@ void Connection::broken(const std::string& why) {
   next_connect_ = coarse_now() + backoff_;
   timer_.cancel();
   asio::error_code ec;
-  sock_.close(ec);
-  sock_ = asio::ip::tcp::socket(impl_.io());
+  stream_.socket().close(ec);
+  stream_.socket() = asio::ip::tcp::socket(impl_.io());
   rbeg_ = rend_ = 0;
   writing_ = false;
   std::vector<CallPtr> sent, unsent;

@@ -9,6 +9,7 @@
 #include <string>
 #include <vector>
 
+#include "byte_stream.hpp"
 #include "client_impl.hpp"
 
 namespace floodgate {
@@ -32,13 +33,14 @@ class Connection : public std::enable_shared_from_this<Connection> {
  private:
   void connect_soon();
   void connect();
+  void up();  // connected (and TLS done): the hello rides with the first calls
   void flush();
   void read();
   bool parse();
 
   Client::Impl& impl_;
   std::string addr_;
-  asio::ip::tcp::socket sock_;
+  fg::ByteStream stream_;
   asio::ip::tcp::resolver resolver_;
   enum State { kIdle, kConnecting, kUp } state_ = kIdle;
   std::deque<CallPtr> pending_;

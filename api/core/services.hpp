@@ -25,6 +25,7 @@ namespace fg {
 
 class IoBatcher;
 class Cluster;
+class TlsContexts;
 class PolicyStore;
 class ScriptEngine;
 
@@ -34,7 +35,8 @@ struct NodeSettings {
   std::string version = FLOODGATE_VERSION;
   std::string run_id;
   std::string bind = "127.0.0.1";
-  int port = 6380;
+  int port = 6380;                   // plain RESP; 0: none (TLS only)
+  int tls_port = 0;                  // RESP over TLS; 0: none
   int native_port = 0;               // 0: no native listener
   int admin_port = 0;                // 0: no admin HTTP
   int64_t timeout_s = 0;             // idle client timeout, 0 = never
@@ -93,6 +95,7 @@ struct Services {
   ClientRegistry* clients = nullptr;
   RoutingHub* routing = nullptr;    // null: not a cluster
   Cluster* cluster = nullptr;       // replica acknowledgements, INFO cluster
+  TlsContexts* tls = nullptr;       // null: no TLS (its counters: INFO, /metrics)
   Forwarder* forwarder = nullptr;   // null: requests are never forwarded
   BoundLeases* bound = nullptr;     // null: BOUND leases are refused
   ScriptEngine* scripts = nullptr;  // null: EVAL and SCRIPT are refused

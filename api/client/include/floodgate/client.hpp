@@ -162,6 +162,18 @@ class Client {
     std::string user;                 // the ACL user; empty: "default"
     std::string password;             // the user's password (for "default": the nodes' requirepass)
     std::string name = "floodgate-client";
+    // TLS, for nodes whose native port speaks it (tls-native). The nodes' certificates are
+    // checked against `ca_cert_file` and must name the address connected to (its IP or
+    // host name) unless `verify_host` is off; `cert_file`/`key_file` are this client's own
+    // certificate, for nodes with tls-auth-clients yes. A file that cannot be used makes
+    // the constructor throw std::runtime_error saying which and why.
+    struct Tls {
+      bool enabled = false;
+      std::string ca_cert_file;
+      std::string cert_file;
+      std::string key_file;
+      bool verify_host = true;
+    } tls;
     // All-or-nothing checks: how long a reservation holds if this process dies midway.
     std::chrono::milliseconds reservation_ttl{5000};
   };

@@ -1,0 +1,205 @@
+// Building the OpenSSL contexts from the configured files.
+#include "tls_context.hpp"
+
+#include <openssl/err.h>
+#include <openssl/pem.h>
+#include <openssl/ssl.h>
+#include <openssl/x509.h>
+
+#include <cstdio>
+#include <sstream>
+
+namespace fg {
+
+bool parse_tls_auth_clients(const std::string& text, TlsAuthClients& out) {
+  if (text == "yes") {
+    out = TlsAuthClients::kYes;
+  } else if (text == "no") {
+    out = TlsAuthClients::kNo;
+  } else if (text == "optional") {
+    out = TlsAuthClients::kOptional;
+  } else {
+    return false;
+  }
+  return true;
+}
+
+namespace {
+
+std::string openssl_reason() {
+  const unsigned long e = ERR_get_error();
+  ERR_clear_error();
+  if (e == 0) return "unknown error";
+  char buf[256];
+  ERR_error_string_n(e, buf, sizeof buf);
+  return buf;
+}
+
+// The versions named in `protocols` ("TLSv1.2 TLSv1.3"), as a min and max; false if a word
+// is not one.
+bool protocol_range(const std::string& protocols, int& lo, int& hi, std::string& why) {
+  lo = 0;
+  hi = 0;
+  std::istringstream in(protocols.empty() ? "TLSv1.2 TLSv1.3" : protocols);
+  for (std::string w; in >> w;) {
+    int v = 0;
+    if (w == "TLSv1") v = TLS1_VERSION;
+    if (w == "TLSv1.1") v = TLS1_1_VERSION;
+    if (w == "TLSv1.2") v = TLS1_2_VERSION;
+    if (w == "TLSv1.3") v = TLS1_3_VERSION;
+    if (v == 0) {
+      why = "tls-protocols: unknown protocol '" + w + "' (TLSv1, TLSv1.1, TLSv1.2, TLSv1.3)";
+      return false;
+    }
+    lo = lo == 0 ? v : std::min(lo, v);
+    hi = std::max(hi, v);
+  }
+  if (lo == 0) {
+    why = "tls-protocols: no protocol named";
+    return false;
+  }
+  return true;
+}
+
+// What both contexts share: protocols, ciphers, the CAs, a certificate and its key.
+bool configure(asio::ssl::context& ctx, const TlsFiles& f, const std::string& cert,
+               const std::string& key, std::string& why) {
+  SSL_CTX* c = ctx.native_handle();
+  int lo = 0, hi = 0;
+  if (!protocol_range(f.protocols, lo, hi, why)) return false;
+  SSL_CTX_set_min_proto_version(c, lo);
+  SSL_CTX_set_max_proto_version(c, hi);
+  SSL_CTX_set_options(c, SSL_OP_NO_COMPRESSION | SSL_OP_NO_RENEGOTIATION);
+  if (f.prefer_server_ciphers) SSL_CTX_set_options(c, SSL_OP_CIPHER_SERVER_PREFERENCE);
+  if (!f.ciphers.empty() && SSL_CTX_set_cipher_list(c, f.ciphers.c_str()) != 1) {
+    why = "tls-ciphers: " + openssl_reason();
+    return false;
+  }
+  if (!f.ciphersuites.empty() && SSL_CTX_set_ciphersuites(c, f.ciphersuites.c_str()) != 1) {
+    why = "tls-ciphersuites: " + openssl_reason();
+    return false;
+  }
+  if (!f.key_file_pass.empty()) {
+    ctx.set_password_callback(
+        [pass = f.key_file_pass](size_t, asio::ssl::context::password_purpose) { return pass; });
+  }
+  if (SSL_CTX_use_certificate_chain_file(c, cert.c_str()) != 1) {
+    why = "cannot use the certificate in " + cert + ": " + openssl_reason();
+    return false;
+  }
+  if (SSL_CTX_use_PrivateKey_file(c, key.c_str(), SSL_FILETYPE_PEM) != 1) {
+    why = "cannot use the private key in " + key + ": " + openssl_reason();
+    return false;
+  }
+  if (SSL_CTX_check_private_key(c) != 1) {
+    why = "the private key in " + key + " does not match the certificate in " + cert;
+    ERR_clear_error();
+    return false;
+  }
+  if (!f.ca_cert_file.empty() || !f.ca_cert_dir.empty()) {
+    if (SSL_CTX_load_verify_locations(c, f.ca_cert_file.empty() ? nullptr : f.ca_cert_file.c_str(),
+                                      f.ca_cert_dir.empty() ? nullptr : f.ca_cert_dir.c_str()) !=
+        1) {
+      why = "cannot load the CA certificates in " +
+            (f.ca_cert_file.empty() ? f.ca_cert_dir : f.ca_cert_file) + ": " + openssl_reason();
+      return false;
+    }
+  }
+  return true;
+}
+
+}  // namespace
+
+bool TlsContexts::load(const TlsFiles& f, std::string& why) {
+  if (f.cert_file.empty() || f.key_file.empty()) {
+    why = "TLS needs both tls-cert-file and tls-key-file";
+    return false;
+  }
+  if (f.ca_cert_file.empty() && f.ca_cert_dir.empty()) {
+    why = "TLS needs tls-ca-cert-file or tls-ca-cert-dir (the CA that signs clients and peers)";
+    return false;
+  }
+  ERR_clear_error();
+  try {
+    auto server = std::make_shared<asio::ssl::context>(asio::ssl::context::tls_server);
+    if (!configure(*server, f, f.cert_file, f.key_file, why)) return false;
+    const char sid[] = "floodgate";
+    SSL_CTX_set_session_id_context(server->native_handle(),
+                                   reinterpret_cast<const unsigned char*>(sid), sizeof sid - 1);
+    switch (f.auth_clients) {
+      case TlsAuthClients::kYes:
+        server->set_verify_mode(asio::ssl::verify_peer | asio::ssl::verify_fail_if_no_peer_cert);
+        break;
+      case TlsAuthClients::kOptional:
+        server->set_verify_mode(asio::ssl::verify_peer);
+        break;
+      case TlsAuthClients::kNo:
+        server->set_verify_mode(asio::ssl::verify_none);
+        break;
+    }
+    auto client = std::make_shared<asio::ssl::context>(asio::ssl::context::tls_client);
+    if (!configure(*client, f, f.client_cert_file.empty() ? f.cert_file : f.client_cert_file,
+                   f.client_key_file.empty() ? f.key_file : f.client_key_file, why)) {
+      return false;
+    }
+    client->set_verify_mode(asio::ssl::verify_peer);
+    std::lock_guard<std::mutex> lock(mu_);
+    server_ = std::move(server);
+    client_ = std::move(client);
+    files_ = f;
+    return true;
+  } catch (const std::exception& e) {
+    why = std::string("TLS: ") + e.what();
+    return false;
+  }
+}
+
+bool TlsContexts::active() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return server_ != nullptr;
+}
+
+std::shared_ptr<asio::ssl::context> TlsContexts::server() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return server_;
+}
+
+std::shared_ptr<asio::ssl::context> TlsContexts::client() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return client_;
+}
+
+std::string describe_certificate(const std::string& pem_file) {
+  FILE* fp = std::fopen(pem_file.c_str(), "r");
+  if (!fp) return "(unreadable)";
+  X509* cert = PEM_read_X509(fp, nullptr, nullptr, nullptr);
+  std::fclose(fp);
+  if (!cert) {
+    ERR_clear_error();
+    return "(no certificate)";
+  }
+  char subject[256];
+  X509_NAME_oneline(X509_get_subject_name(cert), subject, sizeof subject);
+  std::string out = subject;
+  const ASN1_TIME* until = X509_get0_notAfter(cert);
+  struct tm t {};
+  if (until && ASN1_TIME_to_tm(until, &t) == 1) {
+    char when[32];
+    std::snprintf(when, sizeof when, "%04d-%02d-%02d", t.tm_year + 1900, t.tm_mon + 1, t.tm_mday);
+    out += std::string(", expires ") + when;
+  }
+  X509_free(cert);
+  return out;
+}
+
+std::string tls_error_text(const asio::error_code& ec) {
+  if (ec.category() == asio::error::get_ssl_category()) {
+    char buf[256];
+    ERR_error_string_n(static_cast<unsigned long>(ec.value()), buf, sizeof buf);
+    return buf;
+  }
+  if (ec == asio::ssl::error::stream_truncated) return "the peer closed without a TLS close";
+  return ec.message();
+}
+
+}  // namespace fg
