@@ -101,7 +101,10 @@ void accept_tls(ByteStream& stream, std::shared_ptr<void> owner, int64_t deadlin
                        ignored ? std::string("a client") : endpoint_text(peer), tls_error_text(ec),
                        n);
         }
-        shut(stream);
+        // A reset, not a quiet close: what redis-server's clients see from it too.
+        asio::error_code ignored;
+        stream.socket().set_option(asio::socket_base::linger(true, 0), ignored);
+        stream.socket().close(ignored);
         done(false);
       });
 }

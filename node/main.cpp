@@ -388,7 +388,8 @@ int main(int argc, char** argv) {
   }
   // The port the other defaults count from, and the one clients are sent to: the TLS port
   // when there is no plain one, or when the cluster speaks TLS.
-  const int client_port = plain && !cfg.tls_cluster ? server.port() : server.tls_port();
+  const int client_port =
+      !plain || (cfg.tls_cluster && server.tls_port() > 0) ? server.tls_port() : server.port();
   const int base_port = plain ? server.port() : server.tls_port();
   svc.settings.port = server.port();
   svc.settings.tls_port = server.tls_port();

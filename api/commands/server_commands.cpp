@@ -60,7 +60,8 @@ std::vector<Section> info_sections(CommandContext& s) {
   kv(sv, "arch_bits", "64");
   kv(sv, "process_id", n(getpid()));
   kv(sv, "run_id", st.run_id);
-  kv(sv, "tcp_port", n(st.port));
+  kv(sv, "tcp_port",
+     n(st.port ? st.port : st.tls_port));  // (as Redis: the TLS port if no plain one)
   kv(sv, "native_port", n(st.native_port));
   kv(sv, "uptime_in_seconds", n(up_s));
   kv(sv, "uptime_in_days", n(up_s / 86400));

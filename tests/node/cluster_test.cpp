@@ -133,6 +133,13 @@ class TestCluster {
   std::vector<std::unique_ptr<NodeProcess>> nodes_;
 };
 
+// A cluster's extra arguments for mutual TLS on its peer links, with `dir`'s certificates.
+std::vector<std::string> with_tls_cluster(const std::string& dir) {
+  std::vector<std::string> a = tls_files(dir);
+  a.push_back("--tls-cluster");
+  return a;
+}
+
 // Splits a stream of RESP replies; counts FG.TAKE/CL.THROTTLE-style verdicts.
 struct Verdicts {
   int allowed = 0, denied = 0, errors = 0;
@@ -1058,6 +1065,33 @@ TEST(Operations, AScriptLoadedOnOneNodeRunsOnEveryNodeAndOutlivesARestart) {
   cf.send(resp({"SCRIPT", "EXISTS", hex}));
   EXPECT_EQ(read_replies(cf, 1), "*1\r\n:1\r\n");
   EXPECT_EQ(cf.request({"EVALSHA", hex, "1", "script-counter"}).substr(0, 1), ":");
+}
+
+// With tls-cluster every peer link is mutual TLS: the cluster forms, a command sent to a
+// node that does not own its key is forwarded over it, and a killed owner's keys are served
+// by its replica; every node counts the handshakes and none failed.
+TEST(Cluster, PeerLinksSpeakMutualTls) {
+  TestCluster cl(3, with_tls_cluster(certs()));
+  ASSERT_TRUE(cl.formed(3));
+  const int victim = cl.node(2).port();
+  std::string key;
+  for (int i = 0; key.empty() && i < 10000; ++i) {
+    if (cl.owner_port("tls-peer:" + std::to_string(i)) == victim)
+      key = "tls-peer:" + std::to_string(i);
+  }
+  ASSERT_FALSE(key.empty());
+  Client c(cl.node(0).port(), 3000);
+  for (int i = 1; i <= 5; ++i) EXPECT_EQ(ask(c, {"INCR", key}), ":" + std::to_string(i) + "\r\n");
+  for (size_t i = 0; i < 3; ++i) {
+    const std::string m = http_get(cl.node(i).admin_port(), "/metrics").body;
+    EXPECT_EQ(m.find("floodgate_tls_handshakes_total{result=\"ok\"} 0\n"), std::string::npos) << m;
+    EXPECT_NE(m.find("floodgate_tls_handshakes_total{result=\"failed\"} 0\n"), std::string::npos)
+        << m;
+  }
+  std::this_thread::sleep_for(std::chrono::milliseconds(100));  // (Δ: on the replica by now)
+  cl.node(2).kill9();
+  ASSERT_TRUE(cl.formed(2, 15000));
+  EXPECT_EQ(ask(c, {"GET", key}), "$1\r\n5\r\n");
 }
 
 TEST(Operations, ReadyzFlipsOnceTheNodeHasJoined) {

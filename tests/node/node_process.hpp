@@ -294,4 +294,23 @@ inline std::string run(const std::string& cmd) {
   return out;
 }
 
+// A private CA with node and client certificates (deploy/make-certs), in a directory of
+// this test process's own.
+inline std::string make_certs(const std::string& name) {
+  const std::string dir = ::testing::TempDir() + "/" + std::to_string(getpid()) + "-" + name;
+  run("rm -rf '" + dir + "'");
+  run(std::string(FLOODGATE_SOURCE_DIR) + "/deploy/make-certs '" + dir + "' >/dev/null 2>&1");
+  return dir;
+}
+
+inline const std::string& certs() {
+  static const std::string dir = make_certs("certs");
+  return dir;
+}
+
+inline std::vector<std::string> tls_files(const std::string& dir) {
+  return {"--tls-cert-file", dir + "/node.crt",    "--tls-key-file",
+          dir + "/node.key", "--tls-ca-cert-file", dir + "/ca.crt"};
+}
+
 }  // namespace fg::testing
