@@ -268,6 +268,14 @@ int main(int argc, char** argv) {
     return 2;
   }
   if (!check_file.empty()) {
+    if (cfg.tls.configured() || cfg.tls_port > 0 || cfg.tls_native || cfg.tls_cluster) {
+      fg::TlsContexts probe;  // (the certificate files are part of what is checked)
+      std::string why;
+      if (!probe.load(cfg.tls, why)) {
+        std::cerr << "floodgate: " << why << "\n";
+        return 2;
+      }
+    }
     std::cout << "floodgate: " << check_file << " is a valid config (" << cfg.policies.size()
               << " policies, " << cfg.patterns.size() << " key patterns, " << cfg.overrides.size()
               << " overrides, " << acl.users().size() << " users)\n";

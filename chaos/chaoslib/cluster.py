@@ -12,6 +12,7 @@ import urllib.request
 
 from .resp import Resp, RespError
 
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 FAKETIME_LIB = next(iter(sorted(glob.glob("/usr/lib/*/faketime/libfaketimeMT.so.1"))),
                     "/usr/lib/x86_64-linux-gnu/faketime/libfaketimeMT.so.1")
 _libc = ctypes.CDLL(None, use_errno=True)
@@ -77,6 +78,7 @@ class Node:
         if cluster:
             args += ["--cluster-enabled", "--cluster-port", str(self.bus_port), "--node-id",
                      self.id, "--cluster-secret-file", secret_file(self.workdir)]
+            args += ["--tls-cluster"] + tls_files(self.workdir)
         if cluster and self.announce != self.host:
             args += ["--cluster-announce-host", self.announce]
         if cluster and seeds:
@@ -153,6 +155,19 @@ def secret_file(workdir):
         with open(path, "w") as f:
             f.write(os.urandom(24).hex() + "\n")
     return path
+
+
+def tls_files(workdir):
+    """The run's certificates (deploy/make-certs): every scenario runs with the peer links
+    under mutual TLS (node/README.md, TLS), so failover, partitions and hand-off are
+    checked through it."""
+    certs = os.path.join(workdir, "certs")
+    if not os.path.exists(os.path.join(certs, "node.key")):
+        subprocess.run([os.path.join(ROOT, "deploy", "make-certs"), certs], check=True,
+                       stdout=subprocess.DEVNULL)
+    return ["--tls-cert-file", os.path.join(certs, "node.crt"),
+            "--tls-key-file", os.path.join(certs, "node.key"),
+            "--tls-ca-cert-file", os.path.join(certs, "ca.crt")]
 
 
 class Cluster:

@@ -224,6 +224,20 @@ TEST(Tls, UnusableCertificatesStopTheStartWithWhy) {
             "/node.crt --tls-key-file " + dir + "/node.key 2>&1; echo rc=$?");
   EXPECT_NE(out.find("tls-ca-cert-file"), std::string::npos) << out;
   EXPECT_NE(out.find("rc=2"), std::string::npos) << out;
+  // --check-config reads the certificate files too.
+  const std::string file = temp_file("tls.yaml", "tls-port: 6390\ntls-cert-file: " + dir +
+                                                     "/missing.crt\ntls-key-file: " + dir +
+                                                     "/node.key\ntls-ca-cert-file: " + dir +
+                                                     "/ca.crt\ntls-auth-clients: optional\n");
+  out = run(std::string(FLOODGATE_BIN) + " --check-config " + file + " 2>&1; echo rc=$?");
+  EXPECT_NE(out.find("cannot use the certificate in " + dir + "/missing.crt"), std::string::npos)
+      << out;
+  EXPECT_NE(out.find("rc=2"), std::string::npos) << out;
+  std::ofstream(file) << "tls-port: 6390\ntls-auth-clients: sometimes\n";
+  out = run(std::string(FLOODGATE_BIN) + " --check-config " + file + " 2>&1; echo rc=$?");
+  EXPECT_NE(out.find("tls-auth-clients (line 2): must be yes, no or optional"), std::string::npos)
+      << out;
+  std::remove(file.c_str());
 }
 
 // The native port with tls-native: the client library connects with TLS, checking the
