@@ -77,6 +77,18 @@ void shut(ByteStream& stream);
 void accept_tls(ByteStream& stream, std::shared_ptr<void> owner, int64_t deadline_ms,
                 TlsCounters* counters, std::function<void(bool)> done);
 
+// `conn->serve()` once its stream is ready: at once on a plain port, after the TLS
+// handshake (within the query deadline) on a TLS port; never if the handshake fails.
+template <class Conn>
+void serve_when_secured(const std::shared_ptr<Conn>& conn, ByteStream& stream, Services& svc,
+                        const ConnectionLimits& limits) {
+  if (!stream.tls()) return conn->serve();
+  accept_tls(stream, conn, limits.query_deadline_ms, svc.tls ? &svc.tls->counters : nullptr,
+             [conn](bool ok) {
+               if (ok) conn->serve();
+             });
+}
+
 // Moves `out` into `wbuf` and writes it all; then `done(ec)`. A write buffer that one big
 // reply grew past 1 MiB is given back to the system.
 template <class Done>

@@ -32,17 +32,7 @@ Connection::~Connection() {
 
 int64_t Connection::now_ms() const { return connection_now_ms(); }
 
-void Connection::start() {
-  if (stream_.tls()) {
-    auto self = shared_from_this();
-    accept_tls(stream_, self, limits_.query_deadline_ms, svc_.tls ? &svc_.tls->counters : nullptr,
-               [self](bool ok) {
-                 if (ok) self->serve();
-               });
-    return;
-  }
-  serve();
-}
+void Connection::start() { serve_when_secured(shared_from_this(), stream_, svc_, limits_); }
 
 void Connection::serve() {
   client_ = register_client(stream_, svc_);

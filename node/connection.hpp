@@ -20,11 +20,11 @@ class Connection : public BatchWaiter, public std::enable_shared_from_this<Conne
              ConnectionLimits limits, IoBatcher& batcher);
   ~Connection();
   void start();
+  void serve();  // once the TLS handshake (if any) is done: serve_when_secured
   // On this connection's thread, once its requests' flight is back.
   void batch_complete(Flight& flight) override;
 
  private:
-  void serve();  // after the TLS handshake, if any
   enum class State { kReading, kInFlight, kWriting, kClosed };
   void read();
   void pump();

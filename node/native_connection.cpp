@@ -31,17 +31,7 @@ NativeConnection::~NativeConnection() {
 
 int64_t NativeConnection::now_ms() const { return connection_now_ms(); }
 
-void NativeConnection::start() {
-  if (stream_.tls()) {
-    auto self = shared_from_this();
-    accept_tls(stream_, self, limits_.query_deadline_ms, svc_.tls ? &svc_.tls->counters : nullptr,
-               [self](bool ok) {
-                 if (ok) self->serve();
-               });
-    return;
-  }
-  serve();
-}
+void NativeConnection::start() { serve_when_secured(shared_from_this(), stream_, svc_, limits_); }
 
 void NativeConnection::serve() {
   client_ = register_client(stream_, svc_);

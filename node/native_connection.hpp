@@ -21,10 +21,10 @@ class NativeConnection : public BatchWaiter, public std::enable_shared_from_this
                    Services& svc, ConnectionLimits limits, IoBatcher& batcher);
   ~NativeConnection() override;
   void start();
+  void serve();  // once the TLS handshake (if any) is done: serve_when_secured
   void batch_complete(Flight& flight) override;
 
  private:
-  void serve();  // after the TLS handshake, if any
   void pump();
   void maybe_read();
   // Writes the replies: true if they all went at once (carry on), false if the rest is
