@@ -11,9 +11,9 @@
 #include <string>
 
 #include "byte_stream.hpp"
-#include "tls_context.hpp"
 #include "lease_upkeep.hpp"
 #include "services.hpp"
+#include "tls_context.hpp"
 
 namespace fg {
 
