@@ -15,6 +15,8 @@ class ByteStream {
       : sock_(std::move(sock)) {
     reset(std::move(tls));
   }
+  // A socket not yet open, for a connection to come (reset() picks TLS or not then).
+  explicit ByteStream(asio::io_context& io) : sock_(io) {}
   ByteStream(const ByteStream&) = delete;  // (the TLS layer holds a reference to sock_)
   ByteStream& operator=(const ByteStream&) = delete;
 

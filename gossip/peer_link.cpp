@@ -38,7 +38,7 @@ PeerClient::PeerClient(asio::io_context& io, std::string addr, std::string local
       local_host_(std::move(local_host)),
       key_(key),
       tls_(tls),
-      stream_(asio::ip::tcp::socket(io)),
+      stream_(io),
       backoff_timer_(io),
       connect_timer_(io) {}
 

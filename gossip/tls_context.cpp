@@ -7,6 +7,7 @@
 #include <openssl/x509.h>
 
 #include <cstdio>
+#include <ctime>
 #include <sstream>
 
 namespace fg {
@@ -25,6 +26,15 @@ bool parse_tls_auth_clients(const std::string& text, TlsAuthClients& out) {
 }
 
 namespace {
+
+std::string utc_date(int64_t s) {
+  const std::time_t t = static_cast<std::time_t>(s);
+  std::tm tm{};
+  gmtime_r(&t, &tm);
+  char buf[32];
+  std::strftime(buf, sizeof buf, "%Y-%m-%d %H:%M:%S UTC", &tm);
+  return buf;
+}
 
 std::string openssl_reason() {
   const unsigned long e = ERR_get_error();
@@ -119,6 +129,20 @@ bool TlsContexts::load(const TlsFiles& f, std::string& why) {
     why = "TLS needs tls-ca-cert-file or tls-ca-cert-dir (the CA that signs clients and peers)";
     return false;
   }
+  // A certificate outside its validity would be refused by every client and peer: say so
+  // now rather than at each handshake (the usual outage: a certificate that expired).
+  int64_t not_before = 0, not_after = 0;
+  const int64_t now = static_cast<int64_t>(std::time(nullptr));
+  if (certificate_validity(f.cert_file, not_before, not_after)) {
+    if (now >= not_after) {
+      why = "the certificate in " + f.cert_file + " expired on " + utc_date(not_after);
+      return false;
+    }
+    if (now < not_before) {
+      why = "the certificate in " + f.cert_file + " is not valid before " + utc_date(not_before);
+      return false;
+    }
+  }
   ERR_clear_error();
   try {
     auto server = std::make_shared<asio::ssl::context>(asio::ssl::context::tls_server);
@@ -147,6 +171,7 @@ bool TlsContexts::load(const TlsFiles& f, std::string& why) {
     server_ = std::move(server);
     client_ = std::move(client);
     files_ = f;
+    expires_at_s_.store(not_after, std::memory_order_relaxed);
     return true;
   } catch (const std::exception& e) {
     why = std::string("TLS: ") + e.what();
@@ -167,6 +192,28 @@ std::shared_ptr<asio::ssl::context> TlsContexts::server() const {
 std::shared_ptr<asio::ssl::context> TlsContexts::client() const {
   std::lock_guard<std::mutex> lock(mu_);
   return client_;
+}
+
+bool certificate_validity(const std::string& pem_file, int64_t& not_before_s,
+                          int64_t& not_after_s) {
+  FILE* fp = std::fopen(pem_file.c_str(), "r");
+  if (!fp) return false;
+  X509* cert = PEM_read_X509(fp, nullptr, nullptr, nullptr);
+  std::fclose(fp);
+  if (!cert) {
+    ERR_clear_error();
+    return false;
+  }
+  auto seconds = [](const ASN1_TIME* t, int64_t& out) {
+    std::tm tm{};
+    if (!t || ASN1_TIME_to_tm(t, &tm) != 1) return false;
+    out = static_cast<int64_t>(timegm(&tm));
+    return true;
+  };
+  const bool ok = seconds(X509_get0_notBefore(cert), not_before_s) &&
+                  seconds(X509_get0_notAfter(cert), not_after_s);
+  X509_free(cert);
+  return ok;
 }
 
 std::string describe_certificate(const std::string& pem_file) {

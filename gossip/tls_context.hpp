@@ -53,16 +53,22 @@ class TlsContexts {
   std::shared_ptr<asio::ssl::context> server() const;
   std::shared_ptr<asio::ssl::context> client() const;
   const TlsFiles& files() const { return files_; }
+  // When the certificate in force stops being valid (Unix seconds; 0 before a load).
+  int64_t expires_at_s() const { return expires_at_s_.load(std::memory_order_relaxed); }
   TlsCounters counters;
 
  private:
   mutable std::mutex mu_;
   std::shared_ptr<asio::ssl::context> server_, client_;
   TlsFiles files_;
+  std::atomic<int64_t> expires_at_s_{0};
 };
 
 // The certificate's subject and expiry ("CN=node-1, expires 2027-11-24") for the log.
 std::string describe_certificate(const std::string& pem_file);
+
+// The validity of the first certificate in a PEM file, in Unix seconds; false if unreadable.
+bool certificate_validity(const std::string& pem_file, int64_t& not_before_s, int64_t& not_after_s);
 
 // Why a TLS operation failed, in OpenSSL's words where it has them.
 std::string tls_error_text(const asio::error_code& ec);

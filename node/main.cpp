@@ -5,6 +5,7 @@
 #include <CLI/CLI.hpp>
 #include <caf/all.hpp>
 #include <csignal>
+#include <ctime>
 #include <filesystem>
 #include <iostream>
 #include <random>
@@ -22,6 +23,15 @@
 #include "server.hpp"
 
 namespace {
+// A certificate that expires within two weeks is said at start and at each reload (and
+// /metrics has the date for alerts: floodgate_tls_certificate_expiry_timestamp_seconds).
+void warn_if_expiring(const fg::TlsContexts& tls) {
+  const int64_t left_s = tls.expires_at_s() - static_cast<int64_t>(std::time(nullptr));
+  if (tls.expires_at_s() > 0 && left_s < 14 * 86400) {
+    spdlog::warn("the TLS certificate expires in {} hours: renew it and send SIGHUP",
+                 left_s / 3600);
+  }
+}
 
 std::string random_run_id() {
   std::random_device rd;
@@ -375,6 +385,7 @@ int main(int argc, char** argv) {
     svc.tls = &tls;
     server.set_tls(&tls);
     spdlog::info("TLS certificate: {}", fg::describe_certificate(cfg.tls.cert_file));
+    warn_if_expiring(tls);
   }
   // Plain RESP, unless `port: 0` with a TLS port (TLS only, as redis-server).
   const bool plain = !(cfg.port == 0 && cfg.tls_port > 0);
@@ -460,6 +471,13 @@ int main(int argc, char** argv) {
       std::cerr << "floodgate: cannot use cluster port " << cc.port << " on " << cc.bind_host
                 << ": " << e.what() << "\n";
       return 1;
+    }
+    if (cfg.cluster_secret_file.empty()) {
+      spdlog::warn(
+          "no cluster-secret-file: any process that reaches bus port {} is believed (it can join, "
+          "declare nodes dead, take slots), and a stale node of another cluster gossiping to "
+          "this address merges the two (node/README.md, Security)",
+          cc.port);
     }
     spdlog::info("cluster node {} on bus port {}, seeds: {}", cc.node_id, cc.port,
                  cfg.seeds.empty() ? std::string("none") : seeds_text(cfg.seeds));
@@ -562,6 +580,7 @@ int main(int argc, char** argv) {
         if (tls.load(cfg.tls, why)) {
           tls.counters.reloads.fetch_add(1, std::memory_order_relaxed);
           spdlog::info("TLS certificate reloaded: {}", fg::describe_certificate(cfg.tls.cert_file));
+          warn_if_expiring(tls);
         } else {
           tls.counters.reload_failures.fetch_add(1, std::memory_order_relaxed);
           spdlog::error("SIGHUP: {}; keeping the TLS certificates in force", why);

@@ -159,6 +159,9 @@ std::string AdminHttp::metrics() const {
     t.sample("floodgate_tls_handshakes_total", label("result", "ok"), load(c.handshakes));
     t.sample("floodgate_tls_handshakes_total", label("result", "failed"),
              load(c.handshake_failures));
+    t.one("floodgate_tls_certificate_expiry_timestamp_seconds", "gauge",
+          "When the certificate in force stops being valid (Unix seconds): alert well before",
+          static_cast<double>(svc_.tls->expires_at_s()));
     t.family("floodgate_tls_reloads_total", "counter",
              "Certificate reloads on SIGHUP, in force (ok) or refused (failed)");
     t.sample("floodgate_tls_reloads_total", label("result", "ok"), load(c.reloads));

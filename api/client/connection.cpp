@@ -22,7 +22,7 @@ bool split_addr(const std::string& a, std::string& host, std::string& port) {
 Connection::Connection(Client::Impl& impl, std::string addr)
     : impl_(impl),
       addr_(std::move(addr)),
-      stream_(asio::ip::tcp::socket(impl.io())),
+      stream_(impl.io()),
       resolver_(impl.io()),
       timer_(impl.io()) {}
 

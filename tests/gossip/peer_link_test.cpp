@@ -158,7 +158,9 @@ TEST(PeerLink, OnlyHoldersOfTheClusterSecretTalk) {
   auto make_key = [](const std::string& secret) {
     auto k = std::make_unique<BusKey>([] { return wall_now_ns() / 1'000'000; });
     std::string why;
-    if (!secret.empty()) EXPECT_TRUE(k->set({secret}, why)) << why;
+    if (!secret.empty()) {
+      EXPECT_TRUE(k->set({secret}, why)) << why;
+    }
     return k;
   };
   auto server_key = make_key("the-secret-of-this-cluster");

@@ -10,6 +10,7 @@
 #include <asio.hpp>
 #include <asio/ssl.hpp>
 #include <cstring>
+#include <ctime>
 #include <fstream>
 #include <regex>
 #include <thread>
@@ -37,6 +38,17 @@ std::string cli(int port, const std::string& options, const std::string& command
 std::string with_cert(const std::string& dir) {
   return "--tls --cacert " + dir + "/ca.crt --cert " + dir + "/client.crt --key " + dir +
          "/client.key";
+}
+
+// expired.crt and expired.key in `dir`: a certificate of its CA that expired (signed with
+// the clock set to 2020).
+void make_expired(const std::string& dir) {
+  run("cd '" + dir + "' && openssl genpkey -algorithm EC -pkeyopt ec_paramgen_curve:P-256 " +
+      "-out expired.key 2>/dev/null && openssl req -new -key expired.key -subj /CN=expired " +
+      "-out expired.csr && faketime '2020-01-01 00:00:00' openssl x509 -req -in expired.csr " +
+      "-CA ca.crt -CAkey ca.key -CAcreateserial -days 30 -out expired.crt 2>/dev/null");
+  ASSERT_NE(run("openssl x509 -noout -enddate -in '" + dir + "/expired.crt'").find("2020"),
+            std::string::npos);
 }
 
 // One RESP connection over TLS, kept open (the certificate it was served is its own).
@@ -94,8 +106,8 @@ class TlsClient {
 };
 
 std::string metric(int admin_port, const std::string& line_start) {
-  const std::string m = http_get(admin_port, "/metrics").body;
-  const size_t at = m.find(line_start);
+  const std::string m = "\n" + http_get(admin_port, "/metrics").body;
+  const size_t at = m.find("\n" + line_start + " ");
   if (at == std::string::npos) return "";
   const size_t sp = m.find(' ', at + line_start.size());
   return m.substr(sp + 1, m.find('\n', sp) - sp - 1);
@@ -109,13 +121,7 @@ std::string metric(int admin_port, const std::string& line_start) {
 TEST(TlsDiff, RedisCliGetsWhatRedisServerGives) {
   const std::string& dir = certs();
   const std::string other = make_certs("other-ca");  // a CA neither server trusts
-  // A client certificate of the right CA that expired (signed with the clock in 2020).
-  run("cd '" + dir + "' && openssl genpkey -algorithm EC -pkeyopt ec_paramgen_curve:P-256 " +
-      "-out expired.key 2>/dev/null && openssl req -new -key expired.key -subj /CN=expired " +
-      "-out expired.csr && faketime '2020-01-01 00:00:00' openssl x509 -req -in expired.csr " +
-      "-CA ca.crt -CAkey ca.key -CAcreateserial -days 30 -out expired.crt 2>/dev/null");
-  ASSERT_NE(run("openssl x509 -noout -enddate -in '" + dir + "/expired.crt'").find("2020"),
-            std::string::npos);
+  make_expired(dir);
   for (const std::string auth : {"yes", "no", "optional"}) {
     const int redis_tls = free_port(), node_tls = free_port();
     RedisServer redis(with({"--tls-port", std::to_string(redis_tls), "--tls-auth-clients", auth},
@@ -225,6 +231,11 @@ TEST(Tls, CertificatesReloadOnSighupWithoutDroppingConnections) {
   EXPECT_EQ(later.request({"PING"}), "+PONG\r\n");
   EXPECT_GE(std::stoi(metric(node.admin_port(), "floodgate_tls_handshakes_total{result=\"ok\"}")),
             3);
+  // The certificate's end, for alerts: make-certs signs for 825 days.
+  const double expiry =
+      std::stod(metric(node.admin_port(), "floodgate_tls_certificate_expiry_timestamp_seconds"));
+  EXPECT_GT(expiry, static_cast<double>(std::time(nullptr)) + 800 * 86400.0);
+  EXPECT_LT(expiry, static_cast<double>(std::time(nullptr)) + 830 * 86400.0);
 }
 
 // A start with TLS files that cannot be used stops with the file and the reason.
@@ -245,6 +256,15 @@ TEST(Tls, UnusableCertificatesStopTheStartWithWhy) {
   out = run(base + "--tls-port " + std::to_string(free_port()) + " --tls-cert-file " + dir +
             "/node.crt --tls-key-file " + dir + "/node.key 2>&1; echo rc=$?");
   EXPECT_NE(out.find("tls-ca-cert-file"), std::string::npos) << out;
+  EXPECT_NE(out.find("rc=2"), std::string::npos) << out;
+  // A certificate that expired: every client would refuse it, so the node says so and stops.
+  make_expired(dir);
+  out = run(base + "--tls-port " + std::to_string(free_port()) + " --tls-cert-file " + dir +
+            "/expired.crt --tls-key-file " + dir + "/expired.key --tls-ca-cert-file " + dir +
+            "/ca.crt 2>&1; echo rc=$?");
+  EXPECT_NE(out.find("the certificate in " + dir + "/expired.crt expired on 2020-01-31"),
+            std::string::npos)
+      << out;
   EXPECT_NE(out.find("rc=2"), std::string::npos) << out;
   // --check-config reads the certificate files too.
   const std::string file = temp_file("tls.yaml", "tls-port: 6390\ntls-cert-file: " + dir +
