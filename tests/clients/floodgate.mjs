@@ -49,9 +49,9 @@ export async function startNode(extra = []) {
   }
 }
 
-// `count` nodes clustered, formed; { ports, procs }.
+// `count` nodes clustered, formed; { ports, procs }. `perNode(i)`: more arguments for node i.
 // Each cluster holds a secret of its own: nodes of tests running alongside cannot merge into it.
-export async function startCluster(count = 3, extra = []) {
+export async function startCluster(count = 3, extra = [], perNode = () => []) {
   const dir = mkdtempSync(join(tmpdir(), 'fg-cluster-'));
   process.on('exit', () => rmSync(dir, { recursive: true, force: true }));
   const secret = join(dir, 'cluster.secret');
@@ -65,7 +65,7 @@ export async function startCluster(count = 3, extra = []) {
     const procs = ports.map((p, i) => {
       const n = run(['--port', String(p), '--cluster-enabled', '--node-id', `c${i + 1}-${process.pid}`,
         '--cluster-port', String(cports[i]), '--seeds', seeds, '--cluster-secret-file', secret,
-        ...extra]);
+        ...extra, ...perNode(i)]);
       n.on('exit', () => { exited = true; });
       return n;
     });

@@ -1,7 +1,8 @@
 // node-redis and ioredis over TLS against a node's tls-port, with the certificates of
 // deploy/make-certs: a client certificate signed by the node's CA gets in and is served as
 // on the plain port; one without a certificate is refused; a plaintext client on the TLS
-// port gets nothing.
+// port gets nothing; ioredis's Cluster client over TLS against a 3-node cluster whose peer
+// links are mutual TLS (tls-cluster), sent by -MOVED to the nodes' TLS ports.
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import { execFileSync } from 'node:child_process';
@@ -11,7 +12,7 @@ import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { createClient } from 'redis5';
 import Redis from 'ioredis';
-import { freePorts, startNode } from './floodgate.mjs';
+import { freePorts, startCluster, startNode } from './floodgate.mjs';
 
 const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../..');
 let dir;
@@ -79,4 +80,37 @@ test('without a client certificate, or without TLS, nothing is served', { timeou
   plain.on('error', () => {});
   await assert.rejects((async () => { await plain.connect(); await plain.ping(); })());
   plain.disconnect();
+});
+
+test('ioredis Cluster over TLS: -MOVED and CLUSTER SLOTS name the TLS ports', { timeout: 60000 }, async () => {
+  const tlsPorts = await freePorts(3);
+  const files = ['--tls-cert-file', path.join(dir, 'node.crt'), '--tls-key-file',
+    path.join(dir, 'node.key'), '--tls-ca-cert-file', path.join(dir, 'ca.crt')];
+  const cluster = await startCluster(3, ['--tls-cluster', ...files],
+    (i) => ['--tls-port', String(tlsPorts[i])]);
+  const c = new Redis.Cluster([{ host: '127.0.0.1', port: tlsPorts[0] }], {
+    redisOptions: { tls: { ca, cert, key } }, slotsRefreshTimeout: 5000,
+  });
+  try {
+    const slots = await c.cluster('SLOTS');
+    const named = new Set(slots.flatMap((s) => s.slice(2).map((n) => n[1])));
+    assert.deepEqual([...named].sort(), [...tlsPorts].sort());
+    for (let i = 0; i < 50; i++) assert.equal(await c.incr(`tls:cluster:${i}`), 1);
+    const verdicts = await Promise.all(Array.from({ length: 50 }, (_, i) =>
+      c.call('CL.THROTTLE', `tls:thr:${i}`, '0', '1', '60')));
+    assert.ok(verdicts.every((v) => v[0] === 0));
+    // Through a node that does not own a key, a plain client is redirected to a TLS port.
+    const plain = new Redis({ host: '127.0.0.1', port: cluster.ports[0], maxRetriesPerRequest: 0 });
+    plain.on('error', () => {});
+    await plain.call('CLUSTER', 'SLOTS');  // asked for the topology: -MOVED from now on
+    const moved = [];
+    for (let i = 0; i < 50 && moved.length === 0; i++) {
+      try { await plain.get(`tls:cluster:${i}`); } catch (e) { moved.push(String(e.message)); }
+    }
+    plain.disconnect();
+    assert.match(moved[0] ?? '', new RegExp(`^MOVED \\d+ 127\\.0\\.0\\.1:(${tlsPorts.join('|')})$`));
+  } finally {
+    c.disconnect();
+    for (const n of cluster.procs) n.kill('SIGTERM');
+  }
 });
