@@ -189,7 +189,9 @@ std::string read_replies(Client& c, size_t count) {
 TEST(Cluster, BadClusterSettingsAreRefusedWithAReason) {
   const std::string bin = FLOODGATE_BIN, port = std::to_string(free_port());
   auto start = [&](const std::string& args) {
-    return run(bin + " --port " + port + " --cluster-enabled " + args + " 2>&1; echo rc=$?");
+    // (no native or admin port: RESP + 1000 or + 2000 may be another test's just now)
+    return run(bin + " --port " + port + " --native-port 0 --admin-port 0 --cluster-enabled " +
+               args + " 2>&1; echo rc=$?");
   };
   EXPECT_EQ(start("--seeds nonsense"),
             "floodgate: --seeds: expected host:port[,host:port...], got 'nonsense'\nrc=2\n");
