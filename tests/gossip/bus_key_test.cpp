@@ -110,7 +110,9 @@ struct UdpNode {
             },
             &key) {
     std::string why;
-    if (!secret.empty()) EXPECT_TRUE(key.set({secret}, why)) << why;
+    if (!secret.empty()) {
+      EXPECT_TRUE(key.set({secret}, why)) << why;
+    }
     member = std::make_unique<Membership>(MembershipConfig{}, "bus-" + std::to_string(i),
                                           transport.local_addr(), "127.0.0.1:0", transport, i);
     runner = std::make_unique<MembershipRunner>(io, *member);
