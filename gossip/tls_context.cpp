@@ -97,13 +97,9 @@ bool configure(asio::ssl::context& ctx, const TlsFiles& f, const std::string& ce
     why = "cannot use the certificate in " + cert + ": " + openssl_reason();
     return false;
   }
+  // (a key that is not the certificate's is refused here: "key values mismatch")
   if (SSL_CTX_use_PrivateKey_file(c, key.c_str(), SSL_FILETYPE_PEM) != 1) {
     why = "cannot use the private key in " + key + ": " + openssl_reason();
-    return false;
-  }
-  if (SSL_CTX_check_private_key(c) != 1) {
-    why = "the private key in " + key + " does not match the certificate in " + cert;
-    ERR_clear_error();
     return false;
   }
   if (!f.ca_cert_file.empty() || !f.ca_cert_dir.empty()) {
@@ -194,16 +190,22 @@ std::shared_ptr<asio::ssl::context> TlsContexts::client() const {
   return client_;
 }
 
-bool certificate_validity(const std::string& pem_file, int64_t& not_before_s,
-                          int64_t& not_after_s) {
+namespace {
+// The first certificate in a PEM file (null if unreadable); X509_free it.
+X509* read_certificate(const std::string& pem_file) {
   FILE* fp = std::fopen(pem_file.c_str(), "r");
-  if (!fp) return false;
+  if (!fp) return nullptr;
   X509* cert = PEM_read_X509(fp, nullptr, nullptr, nullptr);
   std::fclose(fp);
-  if (!cert) {
-    ERR_clear_error();
-    return false;
-  }
+  if (!cert) ERR_clear_error();
+  return cert;
+}
+}  // namespace
+
+bool certificate_validity(const std::string& pem_file, int64_t& not_before_s,
+                          int64_t& not_after_s) {
+  X509* cert = read_certificate(pem_file);
+  if (!cert) return false;
   auto seconds = [](const ASN1_TIME* t, int64_t& out) {
     std::tm tm{};
     if (!t || ASN1_TIME_to_tm(t, &tm) != 1) return false;
@@ -217,25 +219,14 @@ bool certificate_validity(const std::string& pem_file, int64_t& not_before_s,
 }
 
 std::string describe_certificate(const std::string& pem_file) {
-  FILE* fp = std::fopen(pem_file.c_str(), "r");
-  if (!fp) return "(unreadable)";
-  X509* cert = PEM_read_X509(fp, nullptr, nullptr, nullptr);
-  std::fclose(fp);
-  if (!cert) {
-    ERR_clear_error();
-    return "(no certificate)";
-  }
+  X509* cert = read_certificate(pem_file);
+  if (!cert) return "(unreadable)";
   char subject[256];
   X509_NAME_oneline(X509_get_subject_name(cert), subject, sizeof subject);
-  std::string out = subject;
-  const ASN1_TIME* until = X509_get0_notAfter(cert);
-  struct tm t {};
-  if (until && ASN1_TIME_to_tm(until, &t) == 1) {
-    char when[32];
-    std::snprintf(when, sizeof when, "%04d-%02d-%02d", t.tm_year + 1900, t.tm_mon + 1, t.tm_mday);
-    out += std::string(", expires ") + when;
-  }
   X509_free(cert);
+  int64_t from = 0, until = 0;
+  std::string out = subject;
+  if (certificate_validity(pem_file, from, until)) out += ", expires " + utc_date(until);
   return out;
 }
 

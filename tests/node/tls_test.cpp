@@ -266,6 +266,11 @@ TEST(Tls, UnusableCertificatesStopTheStartWithWhy) {
             std::string::npos)
       << out;
   EXPECT_NE(out.find("rc=2"), std::string::npos) << out;
+  out = run(base + "--tls-port " + std::to_string(free_port()) + " --tls-protocols TLSv9 " +
+            "--tls-cert-file " + dir + "/node.crt --tls-key-file " + dir +
+            "/node.key --tls-ca-cert-file " + dir + "/ca.crt 2>&1; echo rc=$?");
+  EXPECT_NE(out.find("tls-protocols: unknown protocol 'TLSv9'"), std::string::npos) << out;
+  EXPECT_NE(out.find("rc=2"), std::string::npos) << out;
   // --check-config reads the certificate files too.
   const std::string file = temp_file("tls.yaml", "tls-port: 6390\ntls-cert-file: " + dir +
                                                      "/missing.crt\ntls-key-file: " + dir +
