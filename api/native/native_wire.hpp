@@ -41,6 +41,8 @@ bool decode_client_frame(std::string_view in, ClientFrameView& out);
 bool decode_request(std::string_view in, RequestView& out);
 // A Request message (fields at their defaults left out; `cost` written when has_cost).
 std::string encode_request(const RequestView& r);
+// The same, into `out` (replacing what it held; its buffer is reused).
+void encode_request(const RequestView& r, std::string& out);
 
 // Sets `forward` on an encoded Request (a field appended: order does not matter to readers).
 void mark_forward(std::string& request);
@@ -63,6 +65,7 @@ inline size_t varint_size(uint64_t v) {
   return n;
 }
 
+// (decode_result resets every field by name: a field added here is added there too.)
 struct ResultView {
   int code = 0;
   std::string_view error;

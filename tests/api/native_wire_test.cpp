@@ -4,6 +4,8 @@
 
 #include <gtest/gtest.h>
 
+#include <cstdint>
+
 #include "native.pb.h"
 
 namespace fg::wire {
@@ -98,6 +100,37 @@ TEST(NativeWire, TheRequestWriterAgreesWithTheGeneratedCode) {
   ASSERT_TRUE(decode_request(bytes, back));
   EXPECT_EQ(back.holder, "app-1");
   EXPECT_EQ(back.lease, v.lease);
+}
+
+// Every number negative is every number ten bytes long: the request's largest form, written
+// fresh and into a string that already held a longer request.
+TEST(NativeWire, TheLargestRequestIsWrittenWholeIntoAReusedString) {
+  for (const size_t key_len : {size_t{1}, size_t{300}, size_t{5000}}) {
+    RequestView v;
+    v.op = -1;
+    const std::string key(key_len, 'k');
+    v.key = key;
+    v.policy = "p";
+    v.has_limit = true;
+    v.kind = -1;
+    v.a = v.b = v.period_ms = INT64_MIN;
+    v.has_cost = true;
+    v.cost = -1;
+    v.ttl_ms = -1;
+    v.lease = 1;
+    v.holder = "h";
+    v.bound = v.forward = v.cluster_wide = true;
+    pb::Request r;
+    std::string out(9000, 'x');
+    encode_request(v, out);
+    ASSERT_TRUE(r.ParseFromString(out)) << key_len;
+    EXPECT_EQ(r.key(), key);
+    EXPECT_EQ(r.limit().period_ms(), INT64_MIN);
+    EXPECT_EQ(r.cost(), -1);
+    EXPECT_TRUE(r.cluster_wide());
+    EXPECT_EQ(out, r.SerializeAsString());
+    EXPECT_EQ(out, encode_request(v));
+  }
 }
 
 TEST(NativeWire, WritesWhatTheGeneratedCodeReads) {
