@@ -4,6 +4,7 @@
 #include <CLI/CLI.hpp>
 #include <algorithm>
 #include <atomic>
+#include <charconv>
 #include <cinttypes>
 #include <condition_variable>
 #include <cstdio>
@@ -156,7 +157,11 @@ int bench(floodgate::Client::Options copt, const BenchOptions& b) {
   std::function<void()>& next = sh->next;
   next = [&client, s = sh.get(), &limit, &b, peek] {
     Shared* sh = s;
-    const std::string key = "bench:" + std::to_string(sh->rng() % static_cast<uint64_t>(b.keys));
+    char key_buf[32] = "bench:";
+    const auto key_end = std::to_chars(key_buf + 6, key_buf + sizeof key_buf,
+                                       sh->rng() % static_cast<uint64_t>(b.keys))
+                             .ptr;
+    const std::string_view key(key_buf, static_cast<size_t>(key_end - key_buf));
     // Latency of one request in 8 (the clock would cost more than the request).
     const bool timed = (++sh->issued & 7) == 0;
     const int64_t t0 = timed ? Clock::now().time_since_epoch().count() : 0;

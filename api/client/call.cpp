@@ -1,7 +1,57 @@
 // Encoding a call's request and reading its result.
 #include "call.hpp"
 
+#include <vector>
+
 namespace floodgate {
+
+namespace {
+// How many finished calls a thread keeps for reuse: about a pipeline's worth.
+constexpr size_t kPoolMax = 4096;
+thread_local bool pool_gone = false;  // (trivially destructible: readable to the very end)
+struct Pool {
+  std::vector<Call*> free;
+  ~Pool() {
+    pool_gone = true;
+    for (Call* c : free) delete c;
+  }
+};
+thread_local Pool pool;
+}  // namespace
+
+CallPtr Call::make() {
+  if (!pool_gone && !pool.free.empty()) {
+    Call* c = pool.free.back();
+    pool.free.pop_back();
+    return CallPtr(c);
+  }
+  return CallPtr(new Call());
+}
+
+void Call::clear() {
+  finished = keyed = via_peer = maybe_counted = why_from_node = no_retry = false;
+  want = Want::kRaw;
+  attempts = 0;
+  slot = kNoSlot;
+  on_decision = nullptr;
+  on_value = nullptr;
+  done = nullptr;
+  deadline = {};
+  req.clear();
+  addr.clear();
+  why.clear();
+}
+
+void Call::recycle(Call* c) {
+  // What the callbacks captured goes now, as it would with the call; that may let go of
+  // other calls, which come back here first.
+  c->clear();
+  if (pool_gone || pool.free.size() >= kPoolMax) {
+    delete c;
+    return;
+  }
+  pool.free.push_back(c);
+}
 
 std::string_view status_name(Status s) {
   switch (s) {
@@ -56,7 +106,7 @@ Status status_of(int code) {
 
 // Requests are written straight in the wire format of native.proto's Request (no message
 // objects on the hot path), by the same codec the node reads them with.
-std::string Req::encode() const {
+void Req::encode(std::string& out) const {
   fg::wire::RequestView v;
   v.op = op;
   v.key = key;
@@ -74,7 +124,7 @@ std::string Req::encode() const {
   v.lease = lease;
   v.holder = holder;
   v.cluster_wide = cluster_wide;
-  return fg::wire::encode_request(v);
+  fg::wire::encode_request(v, out);
 }
 
 Decision decision_of(const fg::wire::ResultView& r) {

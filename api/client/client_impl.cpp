@@ -69,8 +69,8 @@ Client::Impl::~Impl() {
 }
 
 CallPtr Client::Impl::make(const Req& r) {
-  auto c = std::make_shared<Call>();
-  c->req = r.encode();
+  CallPtr c = Call::make();
+  r.encode(c->req);
   c->keyed =
       !r.key.empty() || (r.op <= pb::CANCEL && r.op != pb::HEARTBEAT && r.op != pb::RELEASE_ALL);
   // A standalone node needs no slot: skip the CRC until a cluster is seen.
@@ -274,8 +274,8 @@ void Client::Impl::refresh() {
   const std::string addr = up[refresh_rr_++ % up.size()];
   Req r;
   r.op = pb::TOPOLOGY;
-  auto c = std::make_shared<Call>();
-  c->req = r.encode();
+  CallPtr c = Call::make();
+  r.encode(c->req);
   c->addr = addr;
   c->deadline = now + std::chrono::milliseconds(1000);
   c->done = [this, addr](Status s, const std::string& e, const fg::wire::ResultView* res) {

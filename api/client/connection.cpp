@@ -1,6 +1,7 @@
 // A client connection's life: connect, write frames, read answers, break and hand back.
 #include "connection.hpp"
 
+#include <algorithm>
 #include <cstring>
 
 #include "length_prefix.hpp"
@@ -194,7 +195,10 @@ bool Connection::parse() {
     Flight f = std::move(flights_.front());
     flights_.pop_front();
     auto self = shared_from_this();  // on_result may break this connection
+    constexpr size_t kAhead = 8;     // calls prefetched ahead of the one being answered
+    for (size_t i = 0; i < std::min(kAhead, f.calls.size()); ++i) f.calls[i]->prefetch();
     for (size_t i = 0; i < f.calls.size(); ++i) {
+      if (i + kAhead < f.calls.size()) f.calls[i + kAhead]->prefetch();
       if (i < frame_.results.size() && fg::wire::decode_result(frame_.results[i], result_)) {
         impl_.on_result(std::move(f.calls[i]), result_);
       } else {

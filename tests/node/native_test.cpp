@@ -4,7 +4,10 @@
 #include <gtest/gtest.h>
 
 #include <atomic>
+#include <functional>
 #include <future>
+#include <thread>
+#include <vector>
 
 #include "floodgate/client.hpp"
 #include "native.pb.h"
@@ -126,6 +129,63 @@ TEST(Native, BatchedAsyncCallsCountExactly) {
   EXPECT_EQ(allowed.load(), 5000);  // never one more, however the calls were batched
   const auto st = c.stats();
   EXPECT_LT(st.frames, static_cast<uint64_t>(kCalls) / 4);  // they did travel in batches
+}
+
+// Call objects are reused once answered: made on one thread, answered and recycled on the
+// client's, made again from callbacks. Every answer must still be its own call's: each
+// thread's keys have their own limits, so an answer delivered to the wrong call shows.
+TEST(Native, ReusedCallsAnswerTheirOwnCallerFromEveryThread) {
+  NativeNode n;
+  // (Declared before the client, so the client's thread is gone before they are.)
+  struct Chain {
+    std::atomic<int> issued{0}, done{0};
+    std::promise<void> all;
+    std::function<void()> next;
+  } ch;
+  std::vector<std::atomic<int>> seen(50);
+  floodgate::Client c(n.options());
+  constexpr int kThreads = 4, kBlocking = 300, kChained = 3000;
+  std::atomic<int> wrong{0}, errors{0};
+  std::vector<std::thread> threads;
+  for (int t = 0; t < kThreads; ++t) {
+    threads.emplace_back([&, t] {
+      // Blocking calls, this thread's own key: limit 100 + t, counted down exactly.
+      const std::string key = "reuse:blocking:" + std::to_string(t);
+      const Limit limit = Limit::fixed_window(100 + t, 3600000);
+      for (int i = 0; i < kBlocking; ++i) {
+        auto d = c.take(key, limit);
+        if (!d.ok()) {
+          ++errors;
+          continue;
+        }
+        const int64_t want = std::max<int64_t>(0, 100 + t - (i + 1));
+        if (d->limit != 100 + t || d->remaining != want || d->allowed != (i < 100 + t)) ++wrong;
+      }
+    });
+  }
+  // Callback calls chained from the client's own thread, across 50 keys with limits of
+  // their own, while the blocking threads run.
+  ch.next = [&] {
+    const int i = ch.issued++;
+    if (i >= kChained) return;
+    const int k = i % 50;
+    c.take("reuse:chain:" + std::to_string(k), Limit::fixed_window(1000 + k, 3600000), 1,
+           [&, k](floodgate::Result<floodgate::Decision> r) {
+             if (!r.ok()) {
+               ++errors;
+             } else {
+               const int nth = ++seen[k];  // this key's nth answer (one key's calls stay in order)
+               if (r->limit != 1000 + k || r->remaining != 1000 + k - nth) ++wrong;
+             }
+             if (++ch.done == kChained) ch.all.set_value();
+             ch.next();
+           });
+  };
+  for (int i = 0; i < 64; ++i) ch.next();
+  for (auto& th : threads) th.join();
+  ASSERT_EQ(ch.all.get_future().wait_for(std::chrono::seconds(30)), std::future_status::ready);
+  EXPECT_EQ(errors.load(), 0);
+  EXPECT_EQ(wrong.load(), 0);
 }
 
 TEST(Native, CheckAllAdmitsOnlyWhenEveryLimitAllowsAndThenCountsEach) {
