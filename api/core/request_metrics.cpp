@@ -2,6 +2,10 @@
 #include "request_metrics.hpp"
 
 #include <algorithm>
+#include <array>
+#include <functional>
+#include <string>
+#include <unordered_map>
 
 namespace fg {
 
@@ -36,15 +40,121 @@ std::string_view result_name(RequestResult r) {
   return "?";
 }
 
+namespace {
+// The most-denied keys of one minute on one thread: Space-Saving over kDeniedSlots keys (a
+// key not tracked takes the place of the least-denied one, with its count plus one, so a
+// count never falls short of the key's true one). A denial costs a hash, a probe and a
+// heap step, and allocates nothing once the slots' strings have grown: denials are what a
+// node serves most of when it is being flooded.
+class DeniedTop {
+ public:
+  DeniedTop() { slots_.fill(-1); }
+
+  void add(std::string_view key) {
+    const uint64_t h = std::hash<std::string_view>{}(key);
+    for (size_t i = h & kMask; slots_[i] >= 0; i = (i + 1) & kMask) {
+      Entry& e = entries_[static_cast<size_t>(slots_[i])];
+      if (e.hash == h && e.key == key) {
+        ++e.count;
+        down(pos_[static_cast<size_t>(slots_[i])]);
+        return;
+      }
+    }
+    size_t e;
+    if (size_ < kDeniedSlots) {
+      e = size_++;
+      entries_[e].count = 1;
+      heap_[size_ - 1] = static_cast<int16_t>(e);
+      pos_[e] = size_ - 1;
+      up(size_ - 1);
+    } else {
+      e = static_cast<size_t>(heap_[0]);  // the least denied gives up its place
+      unindex(e);
+      ++entries_[e].count;
+      down(0);
+    }
+    entries_[e].hash = h;
+    entries_[e].key.assign(key);
+    size_t i = h & kMask;
+    while (slots_[i] >= 0) i = (i + 1) & kMask;
+    slots_[i] = static_cast<int16_t>(e);
+  }
+
+  void clear() {
+    size_ = 0;
+    slots_.fill(-1);
+  }
+  template <class F>
+  void each(F&& f) const {
+    for (size_t e = 0; e < size_; ++e) f(entries_[e].key, entries_[e].count);
+  }
+
+ private:
+  static constexpr size_t kTable = 2 * kDeniedSlots;  // open addressing, half full at most
+  static constexpr size_t kMask = kTable - 1;
+  static_assert((kTable & kMask) == 0, "a power of two");
+  struct Entry {
+    uint64_t hash = 0, count = 0;
+    std::string key;
+  };
+  uint64_t count_at(size_t heap_pos) const {
+    return entries_[static_cast<size_t>(heap_[heap_pos])].count;
+  }
+  void swap_at(size_t a, size_t b) {
+    std::swap(heap_[a], heap_[b]);
+    pos_[static_cast<size_t>(heap_[a])] = a;
+    pos_[static_cast<size_t>(heap_[b])] = b;
+  }
+  void up(size_t i) {
+    while (i > 0 && count_at((i - 1) / 2) > count_at(i)) {
+      swap_at(i, (i - 1) / 2);
+      i = (i - 1) / 2;
+    }
+  }
+  void down(size_t i) {
+    while (true) {
+      const size_t l = 2 * i + 1, r = l + 1;
+      size_t m = i;
+      if (l < size_ && count_at(l) < count_at(m)) m = l;
+      if (r < size_ && count_at(r) < count_at(m)) m = r;
+      if (m == i) return;
+      swap_at(i, m);
+      i = m;
+    }
+  }
+  // Takes entry `e` out of the probe table, shifting back the entries after it that would
+  // otherwise no longer be found (linear probing's deletion, no tombstones).
+  void unindex(size_t e) {
+    size_t p = entries_[e].hash & kMask;
+    while (slots_[p] != static_cast<int16_t>(e)) p = (p + 1) & kMask;
+    for (size_t j = (p + 1) & kMask; slots_[j] >= 0; j = (j + 1) & kMask) {
+      const size_t home = entries_[static_cast<size_t>(slots_[j])].hash & kMask;
+      const bool stays = p <= j ? (p < home && home <= j) : (p < home || home <= j);
+      if (!stays) {
+        slots_[p] = slots_[j];
+        p = j;
+      }
+    }
+    slots_[p] = -1;
+  }
+
+  std::array<Entry, kDeniedSlots> entries_;
+  std::array<int16_t, kDeniedSlots> heap_{};  // entry indexes, least denied first
+  std::array<size_t, kDeniedSlots> pos_{};    // entry index -> its place in heap_
+  std::array<int16_t, kTable> slots_;         // hash -> entry index, -1: empty
+  size_t size_ = 0;
+};
+}  // namespace
+
 struct RequestMetrics::Block {
   std::atomic<uint64_t> requests[kMaxCommandIds][kResults] = {};
   std::atomic<uint64_t> latency[kMaxCommandIds][kLatencyBuckets] = {};
   std::atomic<uint64_t> latency_sum_us[kMaxCommandIds] = {};
   std::atomic<uint64_t> policy[kMaxPolicyIds][2] = {};
-  // Most-denied keys of this minute and the one before (Space-Saving counts).
+  // Most-denied keys of this minute and the one before.
   mutable std::mutex denied_mu;
   int64_t minute = 0;
-  std::unordered_map<std::string, uint64_t> now, before;
+  DeniedTop now, before;
 };
 
 RequestMetrics& RequestMetrics::get() {
@@ -82,23 +192,15 @@ void RequestMetrics::denied(std::string_view key, int64_t now_s) {
   std::lock_guard<std::mutex> lock(b.denied_mu);
   const int64_t minute = now_s / 60;
   if (minute != b.minute) {
-    b.before = minute == b.minute + 1 ? std::move(b.now) : decltype(b.now)();
+    if (minute == b.minute + 1) {
+      std::swap(b.before, b.now);
+    } else {
+      b.before.clear();
+    }
     b.now.clear();
     b.minute = minute;
   }
-  auto it = b.now.find(std::string(key));
-  if (it != b.now.end()) {
-    ++it->second;
-  } else if (b.now.size() < kDeniedSlots) {
-    b.now.emplace(std::string(key), 1);
-  } else {
-    // Space-Saving: the newcomer takes the smallest count's place, plus one.
-    auto min = std::min_element(b.now.begin(), b.now.end(),
-                                [](const auto& x, const auto& y) { return x.second < y.second; });
-    const uint64_t c = min->second + 1;
-    b.now.erase(min);
-    b.now.emplace(std::string(key), c);
-  }
+  b.now.add(key);
 }
 
 RequestMetrics::Counts RequestMetrics::counts() const {
@@ -129,11 +231,12 @@ std::vector<RequestMetrics::DeniedKey> RequestMetrics::top_denied(size_t n, int6
     const int64_t minute = now_s / 60;
     for (const auto& b : blocks_) {
       std::lock_guard<std::mutex> lock2(b->denied_mu);
+      auto add = [&all](const std::string& k, uint64_t v) { all[k] += v; };
       if (b->minute == minute) {
-        for (const auto& [k, v] : b->now) all[k] += v;
-        for (const auto& [k, v] : b->before) all[k] += v;
+        b->now.each(add);
+        b->before.each(add);
       } else if (b->minute + 1 == minute) {
-        for (const auto& [k, v] : b->now) all[k] += v;
+        b->now.each(add);
       }
     }
   }
