@@ -70,8 +70,10 @@ class MemoryForwarder : public Forwarder {
 class TestNode {
  public:
   // `cluster`: the shards serve only slots handed to them (serve()), routing from publish().
+  // `own_lane_thread` false: no thread runs the event loop; the caller drives `io` itself
+  // (the core's microbenchmark, which runs the lane on its own thread).
   TestNode(caf::actor_system& sys, const Clock& clock, bool cluster, MemoryForwarder* net = nullptr,
-           size_t max_keys = 100000)
+           size_t max_keys = 100000, bool own_lane_thread = true)
       : acl(acl_catalog(), clock), bound_("test") {
     svc.clock = &clock;
     svc.policies = &policies;
@@ -91,12 +93,12 @@ class TestNode {
     }
     batcher = std::make_unique<IoBatcher>(io, svc, 4096);
     svc.lanes.push_back(Lane{&io, batcher.get()});
-    thread = std::thread([this] { io.run(); });
+    if (own_lane_thread) thread = std::thread([this] { io.run(); });
   }
   ~TestNode() {
     guard.reset();
     io.stop();
-    thread.join();
+    if (thread.joinable()) thread.join();
   }
 
   // The shards serve `slots` from now on (their state arrived, or the cluster is new).
