@@ -139,15 +139,18 @@ int bench(floodgate::Client::Options copt, const BenchOptions& b) {
   }
   copt.connections_per_node = b.connections;
   using Clock = std::chrono::steady_clock;
+  // The counters are written only where callbacks run, the client's I/O thread (one
+  // writer: a plain store, no locked instruction per request), and read here.
   struct Shared {
     std::atomic<uint64_t> done{0}, allowed{0}, errors{0};
+    std::atomic<uint64_t> ended{0};  // answered calls that issued no next one (stopping)
     std::atomic<bool> stop{false};
-    std::atomic<int64_t> outstanding{0};
-    std::atomic<uint64_t> issued{0};
-    Histogram hist;  // only touched on the client's I/O thread
-    std::mt19937_64 rng{42};
+    Histogram hist;
     std::string first_error;
     std::function<void()> next;
+  };
+  const auto bump = [](std::atomic<uint64_t>& a) {
+    a.store(a.load(std::memory_order_relaxed) + 1, std::memory_order_relaxed);
   };
   auto sh = std::make_shared<Shared>();  // outlives the client: its callbacks use it
   floodgate::Client client(copt);
@@ -155,31 +158,35 @@ int bench(floodgate::Client::Options copt, const BenchOptions& b) {
   if (!check(topo)) return 2;
   const bool peek = b.op == "peek";
   std::function<void()>& next = sh->next;
-  next = [&client, s = sh.get(), &limit, &b, peek] {
+  next = [&client, s = sh.get(), &limit, &b, peek, bump] {
     Shared* sh = s;
+    // This thread's own generator and count (the first calls are made here, the rest on
+    // the client's thread).
+    thread_local std::mt19937_64 rng{std::hash<std::thread::id>{}(std::this_thread::get_id())};
+    thread_local uint64_t issued = 0;
     char key_buf[32] = "bench:";
-    const auto key_end = std::to_chars(key_buf + 6, key_buf + sizeof key_buf,
-                                       sh->rng() % static_cast<uint64_t>(b.keys))
-                             .ptr;
+    const auto key_end =
+        std::to_chars(key_buf + 6, key_buf + sizeof key_buf, rng() % static_cast<uint64_t>(b.keys))
+            .ptr;
     const std::string_view key(key_buf, static_cast<size_t>(key_end - key_buf));
     // Latency of one request in 8 (the clock would cost more than the request).
-    const bool timed = (++sh->issued & 7) == 0;
+    const bool timed = (++issued & 7) == 0;
     const int64_t t0 = timed ? Clock::now().time_since_epoch().count() : 0;
-    sh->outstanding.fetch_add(1, std::memory_order_relaxed);
     // Two words of capture: the callback fits in std::function without an allocation.
-    auto cb = [sh, t0](floodgate::Result<floodgate::Decision> r) {
+    auto cb = [sh, t0, bump](floodgate::Result<floodgate::Decision> r) {
       if (t0 != 0) {
         const auto dt = Clock::now() - Clock::time_point(Clock::duration(t0));
         sh->hist.add(std::chrono::duration_cast<std::chrono::microseconds>(dt).count());
       }
-      sh->done.fetch_add(1, std::memory_order_relaxed);
+      bump(sh->done);
       if (!r.ok()) {
-        if (sh->errors.fetch_add(1) == 0) sh->first_error = r.error();
+        if (sh->errors.load(std::memory_order_relaxed) == 0) sh->first_error = r.error();
+        bump(sh->errors);
       } else if (r->allowed) {
-        sh->allowed.fetch_add(1, std::memory_order_relaxed);
+        bump(sh->allowed);
       }
-      sh->outstanding.fetch_sub(1, std::memory_order_relaxed);
-      if (!sh->stop.load(std::memory_order_relaxed)) sh->next();
+      if (!sh->stop.load(std::memory_order_relaxed)) return sh->next();
+      bump(sh->ended);
     };
     if (peek) {
       client.peek(key, limit, 1, std::move(cb));
@@ -210,7 +217,8 @@ int bench(floodgate::Client::Options copt, const BenchOptions& b) {
   sh->stop = true;
   const auto stopped = Clock::now();
   const uint64_t total = sh->done.load();
-  for (int i = 0; i < 500 && sh->outstanding.load() > 0; ++i) std::this_thread::sleep_for(Ms(10));
+  for (int i = 0; i < 500 && sh->ended.load() < static_cast<uint64_t>(window); ++i)
+    std::this_thread::sleep_for(Ms(10));
   if (!b.quiet) std::fprintf(stderr, "\n");
   const double secs = std::chrono::duration<double>(stopped - start).count();
   // The histogram is read once the I/O thread has nothing left to add (or gave up).
