@@ -4,6 +4,8 @@
 #include <algorithm>
 #include <vector>
 
+#include "request_metrics.hpp"  // steady_ns
+
 namespace fg {
 
 std::shared_ptr<ClientInfo> ClientRegistry::add(std::string addr, std::string laddr,
@@ -18,7 +20,7 @@ std::shared_ptr<ClientInfo> ClientRegistry::add(std::string addr, std::string la
   c->addr = std::move(addr);
   c->laddr = std::move(laddr);
   c->created_ms = now_ms;
-  c->last_active_ms = now_ms;
+  c->last_active_mono_ms = steady_ns() / 1'000'000;
   clients_[c->id] = c;
   return c;
 }
@@ -83,13 +85,14 @@ size_t ClientRegistry::count() const {
 }
 
 std::string ClientRegistry::describe_locked(const ClientInfo& c, int64_t now_ms) const {
-  std::string s = "id=" + std::to_string(c.id) + " addr=" + c.addr + " laddr=" + c.laddr +
-                  " name=" + c.name + " age=" + std::to_string((now_ms - c.created_ms) / 1000) +
-                  " idle=" + std::to_string((now_ms - c.last_active_ms.load()) / 1000) +
-                  " flags=" + (c.no_evict.load() ? "e" : "N") +
-                  " db=0 tot-mem=" + std::to_string(c.mem_bytes.load()) +
-                  " resp=" + std::to_string(c.proto.load()) + " cmd=" + c.last_cmd.load() +
-                  " user=" + c.user + " lib-name=" + c.lib_name + " lib-ver=" + c.lib_ver;
+  std::string s =
+      "id=" + std::to_string(c.id) + " addr=" + c.addr + " laddr=" + c.laddr + " name=" + c.name +
+      " age=" + std::to_string((now_ms - c.created_ms) / 1000) +
+      " idle=" + std::to_string((steady_ns() / 1'000'000 - c.last_active_mono_ms.load()) / 1000) +
+      " flags=" + (c.no_evict.load() ? "e" : "N") +
+      " db=0 tot-mem=" + std::to_string(c.mem_bytes.load()) +
+      " resp=" + std::to_string(c.proto.load()) + " cmd=" + c.last_cmd.load() + " user=" + c.user +
+      " lib-name=" + c.lib_name + " lib-ver=" + c.lib_ver;
   for (char& ch : s)
     if (ch == '\r' || ch == '\n') ch = ' ';
   return s;

@@ -17,7 +17,9 @@ struct ClientInfo {
   std::string addr;
   std::string laddr;
   int64_t created_ms = 0;
-  std::atomic<int64_t> last_active_ms{0};
+  // When it last sent a command: monotonic ms (steady_ns() / 1e6), taken from the time its
+  // door already read for the command's latency, so no clock is read for it.
+  std::atomic<int64_t> last_active_mono_ms{0};
   std::atomic<const char*> last_cmd{"NULL"};
   std::atomic<int> proto{2};
   // Bytes its buffers hold (query, replies), as its connection last reported them; set

@@ -172,6 +172,7 @@ NativeProcessResult NativeSession::process(const char* data, size_t len, Flight&
   }
   const size_t max_requests = svc_.settings.max_batch_commands * 4;
   size_t requests = 0;
+  int64_t last_arrived_ns = 0;  // (of the last frame served)
   bool submitted = false;
   used_frames_ = 0;
   while (len - r.consumed >= 4 && !r.close) {
@@ -209,12 +210,13 @@ NativeProcessResult NativeSession::process(const char* data, size_t len, Flight&
     }
     r.consumed += 4 + n;
     serve(f, flight);
+    last_arrived_ns = f.arrived_ns;
     requests += f.in.requests.size();
     for (const Pending& p : f.pending) submitted |= p.waits();
   }
   if (requests > 0) {
     svc_.counters.commands.fetch_add(requests, std::memory_order_relaxed);
-    client_->last_active_ms.store(svc_.clock->now_ns() / 1'000'000, std::memory_order_relaxed);
+    client_->last_active_mono_ms.store(last_arrived_ns / 1'000'000, std::memory_order_relaxed);
     client_->last_cmd.store("native", std::memory_order_relaxed);
   }
   r.submitted = submitted;

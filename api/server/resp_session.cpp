@@ -251,7 +251,7 @@ ProcessResult RespSession::process(const char* data, size_t len, Flight& flight)
   }
   if (taken > 0) {
     svc_.counters.commands.fetch_add(taken, std::memory_order_relaxed);
-    client_->last_active_ms.store(svc_.clock->now_ns() / 1'000'000, std::memory_order_relaxed);
+    client_->last_active_mono_ms.store(arrived_ns_ / 1'000'000, std::memory_order_relaxed);
   }
   r.close = close_;
   r.submitted = pending_ > 0;

@@ -223,6 +223,32 @@ TEST(Process, ClientNoEvictIsPassedBy) {
   EXPECT_NE(other.request({"CLIENT", "LIST"}).find(" flags=e "), std::string::npos);
 }
 
+// CLIENT LIST's idle= is the seconds since the connection's last command, age= since it
+// connected: a connection quiet for 2 s shows idle=2, and one command brings it back to 0.
+TEST(Process, ClientListIdleCountsFromTheLastCommand) {
+  NodeProcess node(std::vector<std::string>{});
+  ASSERT_TRUE(node.alive());
+  Client quiet(node.port()), asker(node.port());
+  ASSERT_EQ(quiet.request({"CLIENT", "SETNAME", "quiet"}), "+OK");
+  std::this_thread::sleep_for(std::chrono::milliseconds(2200));
+  auto line_of_quiet = [&] {
+    const std::string all = asker.request({"CLIENT", "LIST"});
+    const size_t at = all.find("name=quiet ");
+    return at == std::string::npos ? std::string() : all.substr(at, all.find('\n', at) - at);
+  };
+  auto field = [](const std::string& line, const std::string& name) {
+    const size_t at = line.find(" " + name + "=");
+    return at == std::string::npos ? -1 : std::stoi(line.substr(at + name.size() + 2));
+  };
+  std::string line = line_of_quiet();
+  EXPECT_GE(field(line, "idle"), 2) << line;
+  EXPECT_LE(field(line, "idle"), 3) << line;
+  ASSERT_EQ(quiet.request({"PING"}), "+PONG");
+  line = line_of_quiet();
+  EXPECT_EQ(field(line, "idle"), 0) << line;
+  EXPECT_GE(field(line, "age"), 2) << line;
+}
+
 TEST(Process, ClientThatDoesNotReadIsDropped) {
   NodeProcess node({"--output-timeout-ms", "1500"});
   Client reader(node.port());
