@@ -76,20 +76,34 @@ void IoBatcher::join(std::shared_ptr<BatchWaiter> w) {
   const Flight& f = filling_->flight;
   if (f.batch->ops.size() + f.forwards.size() >= max_ops_) {
     flush();
-  } else if (turns_ == 0 && !flush_posted_) {
-    // Runs after the handlers already queued in this turn (the other ready sockets).
-    flush_posted_ = true;
-    asio::post(io_, [this] {
-      flush_posted_ = false;
-      flush(true);
-    });
+  } else if (turns_ == 0) {
+    post_flush();
   }
 }
 
 void IoBatcher::settle() {
   ++turns_;  // waiters completed here that join again leave in this loop too
-  while (filling_ && !filling_->waiters.empty()) flush(true);
+  while (filling_ && !filling_->waiters.empty()) {
+    if (!filling_->flight.forwards.empty()) {
+      // A flight with requests for peers waits for the other sockets made ready by the same
+      // poll: their requests for the same owners then share one peer request each, instead
+      // of one peer round trip per connection (what -P 1 traffic through a non-owner made).
+      post_flush();
+      break;
+    }
+    flush(true);
+  }
   --turns_;
+}
+
+void IoBatcher::post_flush() {
+  if (flush_posted_) return;
+  flush_posted_ = true;
+  // Runs after the handlers already queued in this turn (the other ready sockets).
+  asio::post(io_, [this] {
+    flush_posted_ = false;
+    flush(true);
+  });
 }
 
 void IoBatcher::flush(bool own_handler) {

@@ -37,6 +37,8 @@ class IoBatcher {
   // shards run in place, so the replies are written before the handler returns and the
   // event loop sleeps in one epoll_wait per turn (a posted handler makes the next poll a
   // non-blocking one). Waiters that join again while it completes leave in the same loop.
+  // Except a flight with requests for peers: it leaves in a posted handler, after the
+  // other sockets the same poll made ready, so their forwards to one owner travel together.
   class Turn {
    public:
     explicit Turn(IoBatcher& b) : b_(b) { ++b_.turns_; }
@@ -56,6 +58,7 @@ class IoBatcher {
   // flight may complete before this returns.
   void flush(bool own_handler = false);
   void settle();
+  void post_flush();  // the filling flight leaves once this turn's ready handlers have run
   std::shared_ptr<InFlight> take();
 
   asio::io_context& io_;

@@ -60,6 +60,55 @@ TEST_F(ClusterSessionTest, OtherNodesKeysAreForwardedAndTheirRepliesKeepTheirPla
   EXPECT_EQ(n2_.svc.counters.forwards_served.load(), 2u);
 }
 
+// Sockets made ready by one poll are read by handlers queued together; each runs inside a
+// Turn, as node/Connection's read handler does. A flight with forwards waits for the last
+// of them, so three connections' requests for one owner take one peer request, and each is
+// answered (as is a fourth connection's local request, which joined the waiting flight).
+TEST_F(ClusterSessionTest, ForwardsOfOnePollsSocketsShareOnePeerRequest) {
+  const std::string here = key_in(0, 5460);
+  struct Sock : BatchWaiter {
+    std::shared_ptr<RespSession> session;
+    std::string out;
+    bool answered = false;
+    void batch_complete(Flight& f) override {
+      session->complete(f);
+      out.swap(session->output());
+      answered = true;
+    }
+  };
+  std::vector<std::shared_ptr<Sock>> socks;
+  for (int i = 0; i < 4; ++i) {
+    auto s = std::make_shared<Sock>();
+    s->session =
+        std::make_shared<RespSession>(n1_.svc, n1_.clients.add("127.0.0.1:9", "127.0.0.1:2", 0));
+    socks.push_back(s);
+  }
+  std::vector<std::string> inputs;
+  for (int i = 0; i < 3; ++i)
+    inputs.push_back(resp({"INCR", key_in(5461, 10922, "f" + std::to_string(i) + "-")}));
+  inputs.push_back(resp({"INCR", here}));
+  n1_.run([&] {
+    for (size_t i = 0; i < socks.size(); ++i) {
+      asio::post(n1_.io, [&, i] {
+        IoBatcher::Turn turn(*n1_.batcher);
+        ProcessResult r =
+            socks[i]->session->process(inputs[i].data(), inputs[i].size(), n1_.batcher->current());
+        if (r.submitted) n1_.batcher->join(socks[i]);
+      });
+    }
+  });
+  for (int i = 0; i < 200 && !(socks[0]->answered && socks[1]->answered && socks[2]->answered &&
+                               socks[3]->answered);
+       ++i) {
+    n1_.run([] {});
+  }
+  for (int i = 0; i < 3; ++i) EXPECT_EQ(socks[static_cast<size_t>(i)]->out, ":1\r\n") << i;
+  EXPECT_EQ(socks[3]->out, ":1\r\n");
+  const auto sent = net_.sent();
+  ASSERT_EQ(sent.size(), 1u);
+  EXPECT_EQ(sent[0].requests_size(), 3);
+}
+
 TEST_F(ClusterSessionTest, ForwardedRequestsTravelDecodedAndRunOnTheOwnersLane) {
   const std::string there = key_in(5461, 10922);
   EXPECT_EQ(run(resp({"FG.TAKE", there, "sliding_log", "5", "60000", "COST", "2"})),
