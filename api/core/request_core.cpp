@@ -259,7 +259,10 @@ Pending RequestCore::submit(const Request& r, const Door& d, Flight& f, Outcome&
   if (r.verb == Verb::kData) return serve_data(r, f, slot, d.routing != nullptr, p);
   ShardOp& op = f.batch->ops.emplace_back();
   op.code = opcode(r.verb);
-  op.shard = keyed(r.verb) ? svc_.shards->shard_of(r.key) : kAllShards;
+  // (A routed key's slot is known: its shard follows without a second CRC.)
+  op.shard = !keyed(r.verb) ? kAllShards
+             : d.routing    ? svc_.shards->shard_of_slot(slot)
+                            : svc_.shards->shard_of(r.key);
   op.key = r.key;
   op.slot = static_cast<uint16_t>(slot);
   op.spec = r.spec;
@@ -307,7 +310,9 @@ Pending RequestCore::serve_data(const Request& r, Flight& f, uint32_t slot, bool
     op.data = r.data;
     op.resp3 = r.resp3;
     op.key = w.size() > 1 ? w[1] : std::string_view();
-    op.shard = svc_.shards->shard_of(op.key);
+    // In a cluster every key of the command is in `slot` (checked): no second CRC.
+    op.shard = cluster && !op.key.empty() ? svc_.shards->shard_of_slot(slot)
+                                          : svc_.shards->shard_of(op.key);
     op.slot = static_cast<uint16_t>(slot);
     op.args = &w;
     op.reply = &f.replies.next();
