@@ -32,6 +32,7 @@ inline Clock::time_point coarse_now() {
 
 class CallPtr;
 
+// Call::clear() puts every field back as declared here: a field added here is reset there.
 struct Call {
  private:
   friend class CallPtr;

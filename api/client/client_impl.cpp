@@ -76,11 +76,7 @@ CallPtr Client::Impl::make(const Req& r) {
   // A standalone node needs no slot: skip the CRC until a cluster is seen.
   if (c->keyed && cluster_.load(std::memory_order_relaxed)) c->slot = fg::key_slot(r.key);
   c->deadline = coarse_now() + opt_.deadline;
-  if (on_io_thread()) {  // (calls made from callbacks: this thread is the only writer)
-    io_requests_.store(io_requests_.load(std::memory_order_relaxed) + 1, std::memory_order_relaxed);
-  } else {
-    requests_.fetch_add(1, std::memory_order_relaxed);
-  }
+  requests_.fetch_add(1, std::memory_order_relaxed);
   return c;
 }
 
@@ -113,7 +109,7 @@ void Client::Impl::submit(CallPtr c) {
 
 Client::Stats Client::Impl::stats() const {
   Client::Stats s;
-  s.requests = requests_.load() + io_requests_.load();
+  s.requests = requests_.load();
   s.frames = frames_.load();
   s.retries = retries_.load();
   s.redirects = redirects_.load();

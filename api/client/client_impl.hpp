@@ -88,7 +88,6 @@ class Client::Impl {
   size_t refresh_rr_ = 0;
   std::string last_error_;
   std::atomic<uint64_t> requests_{0}, frames_{0}, retries_{0}, redirects_{0}, reconnects_{0};
-  std::atomic<uint64_t> io_requests_{0};  // calls made on the I/O thread (its one writer)
 };
 
 }  // namespace floodgate

@@ -81,9 +81,7 @@ char* put_bytes(char* p, uint32_t field, std::string_view v) {
   std::memcpy(p, v.data(), v.size());
   return p + v.size();
 }
-}  // namespace
 
-namespace {
 char* write_request(char* p, const RequestView& r) {
   if (r.op) p = put_int(p, 1, r.op);
   if (!r.key.empty()) p = put_bytes(p, 2, r.key);
