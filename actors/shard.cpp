@@ -8,6 +8,7 @@
 #include "hash_value.hpp"
 #include "key_slot.hpp"
 #include "list_value.hpp"
+#include "merge.hpp"
 #include "sliding_log.hpp"
 #include "sliding_window.hpp"
 #include "token_bucket.hpp"
@@ -455,6 +456,33 @@ void Shard::install(const std::vector<EntrySnapshot>& entries) {
   if (!watch_.empty()) touch_all();
   for (const EntrySnapshot& s : entries) install_one(s);
   publish();
+}
+
+size_t Shard::merge(std::vector<EntrySnapshot>& entries, int64_t now_ns,
+                    std::vector<EntrySnapshot>& refused) {
+  size_t changed = 0;
+  if (!watch_.empty()) touch_all();
+  for (EntrySnapshot& s : entries) {
+    if (s.kind == Kind::kNone || s.key.size() > kMaxKeyLen ||
+        s.fields.size() != snapshot_field_count(s.kind)) {
+      continue;  // malformed: never half-install
+    }
+    if (!owns(key_slot(s.key))) {
+      refused.push_back(std::move(s));
+      continue;
+    }
+    const uint64_t h = KeyTable::hash(s.key);
+    EntrySnapshot cur;
+    if (Entry* e = lookup(s.key, h, now_ns)) cur = snapshot_of(*e);
+    if (!merge_snapshot(cur, s)) continue;
+    install_one(cur);
+    if (Entry* e = lookup(cur.key, h, now_ns)) {
+      mark(e, cur.key);
+      ++changed;
+    }  // (else the merged state was already idle, and is gone)
+  }
+  publish();
+  return changed;
 }
 
 void Shard::note_dirty(std::string_view key) {

@@ -62,6 +62,11 @@ class Shard {
   // Installs snapshots, replacing any state the keys had here; malformed ones are
   // skipped. Not bound by the key cap: state that moves must not be lost on the way.
   void install(const std::vector<EntrySnapshot>& entries);
+  // Merges copies from elsewhere into the keys of slots this shard serves (merge.hpp's rules;
+  // a key absent here is installed), as changes the replication stream carries. Copies of
+  // slots it does not serve are moved to `refused`. Returns how many keys changed.
+  size_t merge(std::vector<EntrySnapshot>& entries, int64_t now_ns,
+               std::vector<EntrySnapshot>& refused);
 
   // Cluster mode: the shard serves only the slots it has been given; ops on others are
   // answered kNotOwner, never run. Out of cluster mode every slot is served. It also

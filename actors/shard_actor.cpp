@@ -73,6 +73,16 @@ shard_actor::behavior_type ShardActorImpl::make_behavior() {
         };
         if (!deferred(run)) run();
       },
+      [this](merge_atom, const MergeJobPtr& j) {
+        Hold hold(*cell_);
+        auto run = [this, j] {
+          const size_t n =
+              shard_.merge(j->per_shard[cfg_.id], clock_->now_ns(), j->refused[cfg_.id]);
+          j->merged.fetch_add(n, std::memory_order_relaxed);
+          j->finish_one();
+        };
+        if (!deferred(run)) run();
+      },
       [this](replica_atom, const ReplicaJobPtr& j) {
         Hold hold(*cell_);
         auto run = [this, j] {

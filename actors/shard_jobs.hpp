@@ -62,7 +62,18 @@ struct ReplicaJob : ShardJob<ReplicaJob> {
   std::vector<std::string> packed;  // per shard (or empty): packed records, checked already
 };
 
+// Copies of keys that come back from elsewhere (a snapshot loaded from disk, the other side of
+// a partition), merged into the slots each shard serves (actors/merge.hpp); keys of slots a
+// shard does not serve come back in `refused` (their owner is another node, or not yet this
+// one). `merged` counts keys whose state the merge changed or created.
+struct MergeJob : ShardJob<MergeJob> {
+  std::vector<std::vector<EntrySnapshot>> per_shard;
+  std::vector<std::vector<EntrySnapshot>> refused;
+  std::atomic<size_t> merged{0};
+};
+
 using ExtractJobPtr = std::shared_ptr<ExtractJob>;
+using MergeJobPtr = std::shared_ptr<MergeJob>;
 using CollectJobPtr = std::shared_ptr<CollectJob>;
 using InstallJobPtr = std::shared_ptr<InstallJob>;
 using ReplicaJobPtr = std::shared_ptr<ReplicaJob>;

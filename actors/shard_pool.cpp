@@ -129,6 +129,13 @@ void ShardPool::install(const InstallJobPtr& j, std::vector<EntrySnapshot> entri
   send_all(shards_, j, install_atom::value);
 }
 
+void ShardPool::merge(const MergeJobPtr& j, std::vector<EntrySnapshot> entries) {
+  j->per_shard.assign(shards_.size(), {});
+  j->refused.assign(shards_.size(), {});
+  for (auto& e : entries) j->per_shard[shard_of(e.key)].push_back(std::move(e));
+  send_all(shards_, j, merge_atom::value);
+}
+
 void ShardPool::keep_copy(const ReplicaJobPtr& j, std::vector<EntrySnapshot> entries,
                           std::vector<std::string> packed) {
   j->packed = std::move(packed);

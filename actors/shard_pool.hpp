@@ -45,6 +45,8 @@ class ShardPool {
   void collect(const CollectJobPtr& j);
   // `entries` are spread over the shards their keys belong to.
   void install(const InstallJobPtr& j, std::vector<EntrySnapshot> entries);
+  // `entries` are spread over the shards their keys belong to and merged (MergeJob).
+  void merge(const MergeJobPtr& j, std::vector<EntrySnapshot> entries);
   // `packed`: each shard's records, already split (or empty).
   void keep_copy(const ReplicaJobPtr& j, std::vector<EntrySnapshot> entries,
                  std::vector<std::string> packed);
