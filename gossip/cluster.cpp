@@ -173,6 +173,7 @@ void Cluster::tick() {
     apply(a);
   }
   if (dirty_) publish();
+  if (restoring_ && !down) push_restored(now);
 }
 
 bool Cluster::live(const std::string& id) const {
@@ -230,6 +231,7 @@ void Cluster::apply(const SlotKeeper::Actions& a) {
 
 void Cluster::dispatch(uint32_t kind, std::string body, PeerServer::Respond respond) {
   if (kind == kPeerHandoff) return on_handoff(std::move(body), std::move(respond));
+  if (kind == kPeerMerge) return on_merge(std::move(body), std::move(respond));
   if (kind == kPeerReplicate) return replicator_->on_update(std::move(body), std::move(respond));
   if (kind == kPeerBook && book_sync_) return book_sync_->on_request(body, std::move(respond));
   auto it = handlers_.find(kind);

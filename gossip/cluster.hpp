@@ -27,6 +27,9 @@ namespace fg {
 // Peer request kinds (peer.proto PeerRequest.kind).
 constexpr uint32_t kPeerForward = 1;  // ForwardRequest -> ForwardResponse
 constexpr uint32_t kPeerHandoff = 2;  // SlotHandoff -> empty
+// A StateChunk of keys for the receiver to merge into the slots it serves -> a StateChunk
+// of those it does not serve (their owner is elsewhere, or their state not yet here).
+constexpr uint32_t kPeerMerge = 5;
 
 struct ClusterConfig {
   std::string node_id;
@@ -56,7 +59,10 @@ struct ClusterCounters {
   std::atomic<uint64_t> slots_started_empty{0};
   std::atomic<uint64_t> slots_promoted{0};  // served from a replica's copy after a failure
   std::atomic<uint64_t> table_changes{0};
-  std::atomic<uint64_t> fenced{0};  // times this node found its state stale and dropped it
+  std::atomic<uint64_t> fenced{0};           // times this node found its state stale and dropped it
+  std::atomic<uint64_t> keys_merged{0};      // copies from elsewhere merged into served keys
+  std::atomic<uint64_t> restore_pending{0};  // restored keys not yet at their owner
+  std::atomic<uint64_t> restore_dropped{0};  // restored keys given up on (no owner took them)
 };
 
 class Cluster {
@@ -71,6 +77,10 @@ class Cluster {
   // must outlive the cluster).
   void share_book(Book* book) { book_ = book; }
   uint64_t book_exchanges() const { return book_exchanges_.load(std::memory_order_relaxed); }
+  // State loaded from disk at start (before start()): once this node is in a table, each
+  // key goes to its slot's owner — here or elsewhere — and is merged there (actors/merge.hpp),
+  // retried until an owner takes it, for at most `give_up_ms` after the first table.
+  void restore(std::vector<EntrySnapshot> entries, int64_t give_up_ms = 60'000);
   // Binds the cluster port (throws std::system_error), joins the seeds, starts the thread.
   void start();
   // Graceful exit: hands this node's slots to the remaining members, tells everyone it is
@@ -122,6 +132,9 @@ class Cluster {
   void dispatch(uint32_t kind, std::string body, PeerServer::Respond respond);
   bool live(const std::string& id) const;
   void fence(const SlotTable& after);  // fencing.cpp
+  void push_restored(int64_t now_ns);  // cluster_restore.cpp
+  void on_merge(std::string body, PeerServer::Respond respond);
+  void restored_back(std::vector<EntrySnapshot> entries);  // refused or failed: again later
   void start_book_sync();
   std::vector<std::string> live_addrs() const;
 
@@ -143,6 +156,13 @@ class Cluster {
   std::map<std::pair<std::string, uint64_t>, uint32_t> installed_;  // hand-off -> chunks done
   uint64_t next_handoff_ = 1;
   int extracting_ = 0;  // extractions whose state has not come back from the shards yet
+  // Keys loaded from disk on their way to their owners (cluster thread; cluster_restore.cpp).
+  std::vector<EntrySnapshot> restored_;
+  int restore_in_flight_ = 0;
+  int64_t restore_next_ns_ = 0;
+  int64_t restore_give_up_ms_ = 60'000;
+  int64_t restore_deadline_ns_ = 0;  // set at the first table
+  bool restoring_ = false;
   bool leaving_ = false;
   bool lost_on_leave_ = false;  // a hand-off failed while leaving: that state goes with us
   bool dirty_ = false;

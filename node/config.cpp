@@ -290,7 +290,15 @@ void load_config_file(const std::string& path, NodeConfig& cfg) {
       }
     } else if (key == "cluster-forward-timeout")
       cfg.cluster_forward_timeout_ms = as_duration_ms(v, key);
-    else if (key == "cluster-replicas")
+    else if (key == "dir")
+      cfg.dir = as_string(v, key);
+    else if (key == "dbfilename") {
+      cfg.dbfilename = as_string(v, key);
+      if (const std::string why = check_dbfilename(cfg.dbfilename); !why.empty()) fail(v, key, why);
+    } else if (key == "save-interval") {
+      cfg.save_interval_ms =
+          v.IsScalar() && (v.Scalar() == "0" || v.Scalar() == "off") ? 0 : as_duration_ms(v, key);
+    } else if (key == "cluster-replicas")
       cfg.cluster_replicas = static_cast<int>(as_int(v, key, 1, 5));
     else if (key == "replication-lag") {
       cfg.replication_lag_ms = as_duration_ms(v, key);
@@ -400,6 +408,13 @@ bool parse_seeds(const std::string& s, std::vector<std::string>& out) {
     }
   }
   return flush();
+}
+
+std::string check_dbfilename(const std::string& name) {
+  if (name.empty() || name == "." || name == ".." || name.find('/') != std::string::npos) {
+    return "must be a file name, without a directory (the directory is `dir`)";
+  }
+  return "";
 }
 
 void resolve_defaults(NodeConfig& cfg) {

@@ -38,6 +38,11 @@ struct NodeConfig {
   size_t script_cache_max_bytes = 4 << 20;
   std::string log_level = "info";
   std::string config_file;
+  // Persistence (node/README.md): with a dir, state is saved to dir/dbfilename and loaded
+  // at start; every save_interval_ms (0: only on shutdown and on demand).
+  std::string dir;
+  std::string dbfilename = "dump.fgs";
+  int64_t save_interval_ms = 60'000;
   PolicyMap policies;
   std::map<std::string, std::string> patterns;      // key glob -> policy name
   std::map<std::string, PolicyOverride> overrides;  // key -> policy name or its own limit
@@ -68,6 +73,8 @@ struct NodeConfig {
 // user takes requirepass unless defined there). "" or why nothing changed.
 std::string load_users(const NodeConfig& cfg, AclBook& book);
 
+// Empty if `name` can be the snapshot's file name (no directory in it), else why not.
+std::string check_dbfilename(const std::string& name);
 // Empty if `id` can be a node id (letters, digits, '-', '_', '.'; 1..64 chars).
 std::string check_node_id(const std::string& id);
 // Splits "a:1,b:2" (spaces allowed) into addresses; false if one is not host:port.

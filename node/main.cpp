@@ -7,6 +7,7 @@
 #include <csignal>
 #include <ctime>
 #include <filesystem>
+#include <future>
 #include <iostream>
 #include <random>
 #include <sstream>
@@ -21,6 +22,7 @@
 #include "policy_store.hpp"
 #include "script_engine.hpp"
 #include "server.hpp"
+#include "snapshotter.hpp"
 
 namespace {
 // A certificate that expires within two weeks is said at start and at each reload (and
@@ -202,6 +204,15 @@ int main(int argc, char** argv) {
                  "Threads running shard actors (default: half the cores)");
   app.add_option("--max-keys", cfg.max_keys, "Most limiter keys the node holds")
       ->capture_default_str();
+  app.add_option("--dir", cfg.dir,
+                 "Directory of the state snapshot: saved every --save-interval-ms, on SAVE/BGSAVE "
+                 "and at shutdown, loaded at start (none: state lives in memory only)");
+  app.add_option("--dbfilename", cfg.dbfilename, "The snapshot's file name in --dir")
+      ->capture_default_str();
+  app.add_option("--save-interval-ms", cfg.save_interval_ms,
+                 "With --dir, save the state this often (0: only at shutdown and on SAVE/BGSAVE)")
+      ->check(CLI::Range(int64_t{0}, int64_t{7} * 86'400'000))
+      ->capture_default_str();
   app.add_option("--log-level", cfg.log_level, "trace, debug, info, warn, error or off")
       ->check(CLI::IsMember({"trace", "debug", "info", "warn", "error", "off"}))
       ->capture_default_str();
@@ -253,6 +264,10 @@ int main(int argc, char** argv) {
       std::cerr << "floodgate: --seeds: expected host:port[,host:port...], got '" << seeds << "'\n";
       return 2;
     }
+  }
+  if (const std::string why = fg::check_dbfilename(cfg.dbfilename); !why.empty()) {
+    std::cerr << "floodgate: --dbfilename: " << why << "\n";
+    return 2;
   }
   if (!cfg.node_id.empty()) {
     const std::string why = fg::check_node_id(cfg.node_id);
@@ -364,6 +379,54 @@ int main(int argc, char** argv) {
   pool->attach_scripts(&scripts);
   svc.scripts = &scripts;
 
+  // Persistence: the snapshot is read before any port opens, so nothing is answered from
+  // state the node is about to replace (node/README.md, Persistence).
+  std::unique_ptr<fg::Snapshotter> snapshots;
+  std::vector<fg::EntrySnapshot> restored;  // cluster mode: merged at their owners later
+  if (!cfg.dir.empty()) {
+    std::error_code ec;
+    std::filesystem::create_directories(cfg.dir, ec);
+    if (ec) {
+      std::cerr << "floodgate: cannot use dir " << cfg.dir << ": " << ec.message() << "\n";
+      return 2;
+    }
+    fg::SnapshotterConfig sc;
+    sc.path = (std::filesystem::path(cfg.dir) / cfg.dbfilename).string();
+    sc.node_id = cfg.cluster_enabled ? cfg.node_id : "standalone";
+    sc.cluster = cfg.cluster_enabled;
+    snapshots = std::make_unique<fg::Snapshotter>(sc, *pool, book, clock);
+    std::string why;
+    if (!snapshots->lock(why)) {
+      std::cerr << "floodgate: " << why << "\n";
+      return 2;
+    }
+    fg::SnapshotData d;
+    switch (snapshots->load(d, why)) {
+      case fg::Snapshotter::Loaded::kNone:
+        spdlog::info("no snapshot at {}: starting empty", sc.path);
+        break;
+      case fg::Snapshotter::Loaded::kRefused:
+        spdlog::error("snapshot {} refused: {}; starting empty", sc.path, why);
+        break;
+      case fg::Snapshotter::Loaded::kLoaded: {
+        const size_t settings = book.merge(d.book);
+        spdlog::info("loaded {} keys and {} settings from {} (saved {} s ago)", d.entries.size(),
+                     settings, sc.path, (clock.now_ns() / 1'000'000 - d.saved_at_ms) / 1000);
+        if (cfg.cluster_enabled) {
+          restored = std::move(d.entries);  // (their owners are known once a table is)
+        } else {
+          auto job = std::make_shared<fg::MergeJob>();
+          std::promise<void> merged;
+          job->done = [&merged](fg::MergeJob&) { merged.set_value(); };
+          pool->merge(job, std::move(d.entries));
+          merged.get_future().wait();
+        }
+        break;
+      }
+    }
+    svc.snapshots = snapshots.get();
+  }
+
   fg::ConnectionLimits limits;
   limits.max_query_bytes = cfg.max_query_bytes;
   limits.query_deadline_ms = cfg.query_deadline_ms;
@@ -456,6 +519,10 @@ int main(int argc, char** argv) {
     }
     cluster = std::make_unique<fg::Cluster>(cc, *pool);
     cluster->share_book(&book);
+    if (!restored.empty()) cluster->restore(std::move(restored));
+    if (snapshots) {
+      snapshots->set_epoch_source([c = cluster.get()] { return c->routing().get()->epoch; });
+    }
     svc.routing = &cluster->routing();
     svc.cluster = cluster.get();
     svc.settings.redirect = cfg.cluster_redirect == "moved" ? fg::NodeSettings::Redirect::kAlways
@@ -500,6 +567,17 @@ int main(int argc, char** argv) {
     });
   };
   trim();
+  // Periodic saves (a save already under way is not doubled).
+  asio::steady_timer save_timer(server.main_context());
+  std::function<void()> save_tick = [&] {
+    save_timer.expires_after(std::chrono::milliseconds(cfg.save_interval_ms));
+    save_timer.async_wait([&](asio::error_code ec) {
+      if (ec) return;
+      snapshots->save();
+      save_tick();
+    });
+  };
+  if (snapshots && cfg.save_interval_ms > 0) save_tick();
   // BOUND leases: renewed by this node while their connection lives (api/core/lease_upkeep).
   asio::steady_timer renew_timer(server.main_context());
   std::function<void()> renew = [&] {
@@ -615,13 +693,19 @@ int main(int argc, char** argv) {
   };
   on_hangup();
 
-  // SIGINT/SIGTERM: stop accepting, close, exit 0.
+  // SIGINT/SIGTERM (or SHUTDOWN): stop accepting, save, close, exit 0.
   asio::signal_set signals(server.main_context(), SIGINT, SIGTERM);
   std::atomic<bool> stopping{false};
+  std::atomic<bool> save_on_exit{true};
   signals.async_wait([&](const asio::error_code&, int sig) {
     spdlog::info("signal {} received, shutting down", sig);
     stopping = true;
   });
+  svc.shutdown = [&](bool save) {
+    spdlog::info("SHUTDOWN{} received, shutting down", save ? "" : " NOSAVE");
+    save_on_exit = save;
+    stopping = true;
+  };
   std::signal(SIGPIPE, SIG_IGN);
 
   server.run();
@@ -632,6 +716,16 @@ int main(int argc, char** argv) {
       cfg.tls_native ? " (TLS)" : "", admin ? admin->port() : 0, cfg.io_threads, cfg.shards,
       cfg.shard_threads, policies.snapshot()->policies.size());
   while (!stopping) std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  save_timer.cancel();
+  // A cluster node saves before it hands its slots over; a standalone one once no client can
+  // change anything any more.
+  auto final_save = [&] {
+    if (!snapshots || !save_on_exit) return;
+    std::string why;
+    if (!snapshots->save_and_wait(why))
+      spdlog::error("the state was not saved at shutdown: {}", why);
+  };
+  if (cluster) final_save();
   if (cluster) {
     // Hand this node's slots (and their state) to the others before going.
     const bool clean = cluster->leave(std::chrono::milliseconds(3000));
@@ -642,6 +736,7 @@ int main(int argc, char** argv) {
   hangup.cancel();
   if (admin) admin->stop();
   server.stop();
+  if (!cluster) final_save();
   if (cluster) cluster->stop();
   pool.reset();
   return 0;

@@ -4,6 +4,7 @@
 #include "command_table.hpp"
 #include "request_metrics.hpp"
 #include "script_engine.hpp"
+#include "snapshotter.hpp"
 #include "tls_context.hpp"
 
 namespace fg {
@@ -120,6 +121,16 @@ std::string AdminHttp::metrics() const {
         static_cast<double>(svc_.shards->leases()));
   t.one("floodgate_keys_expired_total", "counter", "Idle keys reclaimed",
         static_cast<double>(svc_.shards->expired()));
+  if (svc_.snapshots) {
+    const SnapshotStatus ss = svc_.snapshots->status();
+    t.one("floodgate_snapshot_last_save_timestamp_seconds", "gauge",
+          "When the node's state was last saved to disk (Unix seconds)",
+          static_cast<double>(ss.last_save_ms) / 1000);
+    t.one("floodgate_snapshot_keys", "gauge", "Keys in the last snapshot saved",
+          static_cast<double>(ss.last_keys));
+    t.one("floodgate_snapshot_failures_total", "counter", "Saves to disk that failed",
+          static_cast<double>(ss.saves_failed));
+  }
   if (svc_.scripts) {
     const ScriptCounters& sc = svc_.scripts->counters();
     t.one("floodgate_scripts_cached", "gauge", "Scripts in the cluster-wide script cache",
@@ -235,6 +246,11 @@ std::string AdminHttp::metrics() const {
         "Slots served from this replica's copy after their owner failed", load(c.slots_promoted));
   t.one("floodgate_slot_table_changes_total", "counter", "Slot tables adopted",
         load(c.table_changes));
+  t.one("floodgate_keys_merged_total", "counter",
+        "Keys whose state a copy from elsewhere (a snapshot restored from disk) changed here",
+        load(c.keys_merged));
+  t.one("floodgate_slots_started_empty_total", "counter",
+        "Slots this node began serving with no state for them", load(c.slots_started_empty));
   t.one("floodgate_policy_book_exchanges_total", "counter",
         "Policy book push-pulls with other nodes", static_cast<double>(cluster_->book_exchanges()));
   if (const BusKey* key = cluster_->config().bus_key) {

@@ -36,6 +36,10 @@ void cmd_info(CommandContext& s, Args& a);
 void cmd_command(CommandContext& s, Args& a);
 void cmd_config(CommandContext& s, Args& a);
 void cmd_dbsize(CommandContext& s, Args& a);
+void cmd_save(CommandContext& s, Args& a);
+void cmd_bgsave(CommandContext& s, Args& a);
+void cmd_lastsave(CommandContext& s, Args& a);
+void cmd_shutdown(CommandContext& s, Args& a);
 void cmd_time(CommandContext& s, Args& a);
 
 // data_commands.cpp: the Redis data commands, each a DataCmd for the request core.

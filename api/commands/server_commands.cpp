@@ -11,6 +11,7 @@
 #include "errors.hpp"
 #include "handlers.hpp"
 #include "script_engine.hpp"
+#include "snapshotter.hpp"
 #include "words.hpp"
 
 namespace fg {
@@ -89,8 +90,24 @@ std::vector<Section> info_sections(CommandContext& s) {
   }
   out.emplace_back("memory", std::move(mem));
   std::string pers;
-  kv(pers, "loading", "0");
-  kv(pers, "rdb_bgsave_in_progress", "0");
+  kv(pers, "loading", "0");  // (a node loads its snapshot before it listens)
+  if (v.snapshots) {
+    const SnapshotStatus ss = v.snapshots->status();
+    kv(pers, "rdb_bgsave_in_progress", ss.in_progress ? "1" : "0");
+    kv(pers, "rdb_last_save_time", n(ss.last_save_ms / 1000));
+    kv(pers, "rdb_last_bgsave_status", ss.last_ok ? "ok" : "err");
+    kv(pers, "rdb_last_bgsave_time_sec",
+       n(ss.last_duration_ms < 0 ? -1 : ss.last_duration_ms / 1000));
+    kv(pers, "rdb_saves", n(static_cast<int64_t>(ss.saves_ok)));
+    kv(pers, "snapshot_file", v.snapshots->path());
+    kv(pers, "snapshot_keys", n(ss.last_keys));
+    kv(pers, "snapshot_bytes", n(ss.last_bytes));
+    kv(pers, "snapshot_failures", n(static_cast<int64_t>(ss.saves_failed)));
+  } else {
+    kv(pers, "rdb_bgsave_in_progress", "0");
+    kv(pers, "rdb_last_save_time", n(st.start_ms / 1000));
+    kv(pers, "snapshot_file", "");
+  }
   kv(pers, "aof_enabled", "0");
   out.emplace_back("persistence", std::move(pers));
   std::string stats;
@@ -158,6 +175,9 @@ std::vector<Section> info_sections(CommandContext& s) {
       kv(cs, "slots_started_empty", n(static_cast<int64_t>(cc.slots_started_empty.load())));
       kv(cs, "slots_promoted", n(static_cast<int64_t>(cc.slots_promoted.load())));
       kv(cs, "times_fenced", n(static_cast<int64_t>(cc.fenced.load())));
+      kv(cs, "keys_merged", n(static_cast<int64_t>(cc.keys_merged.load())));
+      kv(cs, "restored_keys_pending", n(static_cast<int64_t>(cc.restore_pending.load())));
+      kv(cs, "restored_keys_dropped", n(static_cast<int64_t>(cc.restore_dropped.load())));
       const ReplicationCounters& rc = v.cluster->replication();
       auto u = [&](const std::atomic<uint64_t>& x) { return n(static_cast<int64_t>(x.load())); };
       kv(cs, "cluster_replicas", n(static_cast<int64_t>(rt->replicas)));
@@ -318,6 +338,69 @@ void cmd_config(CommandContext& s, Args& a) {
 }
 
 void cmd_dbsize(CommandContext& s, Args& a) { s.local().integer(s.svc().shards->keys()); }
+
+namespace {
+constexpr char kNoDir[] =
+    "ERR this node has no dir: its state is not saved to disk (node/README.md, Persistence)";
+constexpr char kSaveInProgress[] = "ERR Background save already in progress";
+}  // namespace
+
+// SAVE: answers once the file is on disk. The shards keep serving meanwhile; this
+// connection's I/O thread waits for the disk (BGSAVE does not).
+void cmd_save(CommandContext& s, Args& a) {
+  RespWriter w = s.local();
+  Snapshotter* snap = s.svc().snapshots;
+  if (!snap) return w.error(kNoDir);
+  if (snap->status().in_progress) return w.error(kSaveInProgress);
+  std::string why;
+  if (snap->save_and_wait(why)) return w.ok();
+  w.error("ERR " + why);
+}
+
+void cmd_bgsave(CommandContext& s, Args& a) {
+  RespWriter w = s.local();
+  const bool schedule = a.size() == 2 && iequals(a[1], "schedule");
+  if (a.size() > 2 || (a.size() == 2 && !schedule)) return w.error(err::kSyntax);
+  Snapshotter* snap = s.svc().snapshots;
+  if (!snap) return w.error(kNoDir);
+  if (snap->save()) return w.simple("Background saving started");
+  w.error(kSaveInProgress);
+}
+
+void cmd_lastsave(CommandContext& s, Args& a) {
+  const Snapshotter* snap = s.svc().snapshots;
+  s.local().integer(snap ? snap->status().last_save_ms / 1000 : s.svc().settings.start_ms / 1000);
+}
+
+// SHUTDOWN [NOSAVE | SAVE] [NOW] [FORCE] [ABORT]: as SIGTERM (a cluster node hands its slots
+// over first). Saves when the node has a dir, unless NOSAVE. On success the connection closes
+// without a reply, as Redis's does.
+void cmd_shutdown(CommandContext& s, Args& a) {
+  RespWriter w = s.local();
+  bool nosave = false;
+  bool save = false;
+  bool abort = false;
+  bool other = false;
+  for (size_t i = 1; i < a.size(); ++i) {
+    if (iequals(a[i], "nosave")) {
+      nosave = true;
+    } else if (iequals(a[i], "save")) {
+      save = true;
+    } else if (iequals(a[i], "now") || iequals(a[i], "force")) {
+      other = true;  // (nothing to wait for or to force here)
+    } else if (iequals(a[i], "abort")) {
+      abort = true;
+    } else {
+      return w.error(err::kSyntax);
+    }
+  }
+  if ((abort && (nosave || save || other)) || (nosave && save)) return w.error(err::kSyntax);
+  if (abort) return w.error("ERR No shutdown in progress.");
+  if (save && !s.svc().snapshots) return w.error(kNoDir);
+  if (!s.svc().shutdown) return w.error("ERR Errors trying to SHUTDOWN. Check logs.");
+  s.svc().shutdown(!nosave);
+  s.request_close();
+}
 
 void cmd_time(CommandContext& s, Args& a) {
   const int64_t us = s.svc().clock->now_ns() / 1000;

@@ -28,6 +28,7 @@ class Cluster;
 class TlsContexts;
 class PolicyStore;
 class ScriptEngine;
+class Snapshotter;
 
 constexpr int64_t kDefaultForwardTimeoutMs = 5000;
 
@@ -93,13 +94,16 @@ struct Services {
   PolicyRegistry* policies = nullptr;
   PolicyStore* policy_store = nullptr;  // null: FG.POLICY changes are refused
   ClientRegistry* clients = nullptr;
-  RoutingHub* routing = nullptr;    // null: not a cluster
-  Cluster* cluster = nullptr;       // replica acknowledgements, INFO cluster
-  TlsContexts* tls = nullptr;       // null: no TLS (its counters: INFO, /metrics)
-  Forwarder* forwarder = nullptr;   // null: requests are never forwarded
-  BoundLeases* bound = nullptr;     // null: BOUND leases are refused
-  ScriptEngine* scripts = nullptr;  // null: EVAL and SCRIPT are refused
-  AclBook* acl = nullptr;           // the users (always set)
+  RoutingHub* routing = nullptr;     // null: not a cluster
+  Cluster* cluster = nullptr;        // replica acknowledgements, INFO cluster
+  TlsContexts* tls = nullptr;        // null: no TLS (its counters: INFO, /metrics)
+  Forwarder* forwarder = nullptr;    // null: requests are never forwarded
+  BoundLeases* bound = nullptr;      // null: BOUND leases are refused
+  ScriptEngine* scripts = nullptr;   // null: EVAL and SCRIPT are refused
+  AclBook* acl = nullptr;            // the users (always set)
+  Snapshotter* snapshots = nullptr;  // null: no `dir`, state is not saved (SAVE is refused)
+  // SHUTDOWN: asks the node to stop as SIGTERM does (saving first when `save`); null: refused.
+  std::function<void(bool save)> shutdown;
   // ACL LOAD: reads the users file again ("" or why not); empty: no ACL file.
   std::function<std::string()> acl_load;
   std::vector<Lane> lanes;  // at least one when anything runs off a client's thread

@@ -251,6 +251,18 @@ class NodeProcess {
     pid_ = -1;
     return -1;
   }
+  // Waits (at most `timeout_ms`) for the process to exit by itself; its exit status, or -1.
+  int wait_exit(int timeout_ms = 5000) {
+    for (int i = 0; i < timeout_ms / 20 && pid_ > 0; ++i) {
+      int status = 0;
+      if (waitpid(pid_, &status, WNOHANG) == pid_) {
+        pid_ = -1;
+        return status;
+      }
+      std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    }
+    return -1;
+  }
   // kill -9: no goodbye, no hand-off.
   void kill9() {
     if (pid_ <= 0) return;
