@@ -7,7 +7,9 @@
 #include <algorithm>
 #include <atomic>
 #include <cstdio>
+#include <filesystem>
 #include <fstream>
+#include <functional>
 #include <map>
 #include <memory>
 #include <random>
@@ -35,7 +37,10 @@ class TestCluster {
   // Each cluster holds a secret of its own (unless the test brings one): a node of another
   // test running alongside, gossiping to a port one of ours now holds (its killed peer's),
   // would otherwise be believed and merge the two clusters' tables.
-  explicit TestCluster(size_t n, std::vector<std::string> extra = {}) : extra_(std::move(extra)) {
+  // `per_node(i)`: arguments for the i-th node only (its own --dir, say).
+  explicit TestCluster(size_t n, std::vector<std::string> extra = {},
+                       std::function<std::vector<std::string>(size_t)> per_node = nullptr)
+      : extra_(std::move(extra)), per_node_(std::move(per_node)) {
     if (std::find(extra_.begin(), extra_.end(), "--cluster-secret-file") == extra_.end()) {
       static int made = 0;
       const std::string n = std::to_string(++made);
@@ -68,6 +73,10 @@ class TestCluster {
       std::vector<std::string> args = {"--cluster-enabled",   "--node-id", id,   "--cluster-port",
                                        std::to_string(cport), "--seeds",   seeds};
       args.insert(args.end(), extra_.begin(), extra_.end());
+      if (per_node_) {
+        const auto mine = per_node_(nodes_.size());
+        args.insert(args.end(), mine.begin(), mine.end());
+      }
       auto node = std::make_unique<NodeProcess>(args);
       if (node->alive() || attempt == 2) {
         cports_.push_back(cport);
@@ -128,6 +137,7 @@ class TestCluster {
 
  private:
   std::vector<std::string> extra_;
+  std::function<std::vector<std::string>(size_t)> per_node_;
   std::string secret_;
   std::vector<int> cports_;
   std::vector<std::unique_ptr<NodeProcess>> nodes_;
@@ -421,6 +431,72 @@ TEST(Cluster, AGracefulLeaveHandsItsStateToTheOthers) {
     c.cmd({"FG.PEEK", k, "fixed_window", "10", "600000"}, 0);
     EXPECT_EQ(read_replies(c, 1).substr(0, 17), "*5\r\n:1\r\n:10\r\n:7\r\n") << k;
   }
+}
+
+// A whole cluster killed at once (kill -9, every node) and started again from its dirs keeps
+// every count up to its last save: each node's snapshot goes to whichever node owns each slot
+// now — here every node comes back with another node's directory, so the slots' new owners
+// hold none of their state and all of it travels — and is merged there; the runtime policy
+// set before comes back too.
+TEST(Persistence, AWholeClusterRestartedFromItsDirsKeepsItsQuotas) {
+  const std::string base = ::testing::TempDir() + "fg-cluster-dirs-" + std::to_string(getpid());
+  std::filesystem::remove_all(base);
+  auto dir_of = [&](size_t i) { return base + "/node" + std::to_string(i % 3); };
+  std::vector<std::string> keys;
+  for (int i = 0; i < 60; ++i) keys.push_back("quota:" + std::to_string(i));
+  auto take = [](Client& c, const std::string& k, int n) {
+    for (int i = 0; i < n; ++i) c.cmd({"CL.THROTTLE", k, "99", "100", "86400"}, 0);
+    return read_replies(c, static_cast<size_t>(n));
+  };
+  {
+    TestCluster cl(3, {"--save-interval-ms", "0"}, [&](size_t i) {
+      return std::vector<std::string>{"--dir", dir_of(i)};
+    });
+    ASSERT_TRUE(cl.formed(3));
+    Client c(cl.node(0).port());
+    for (size_t k = 0; k < keys.size(); ++k) take(c, keys[k], 1 + static_cast<int>(k % 7));
+    EXPECT_EQ(c.request({"FG.POLICY", "SET", "daily", "gcra", "99", "100", "86400000"}), "+OK");
+    std::this_thread::sleep_for(std::chrono::milliseconds(300));  // (replicas and the book)
+    for (size_t i = 0; i < 3; ++i) {
+      Client s(cl.node(i).port());
+      EXPECT_EQ(s.request({"SAVE"}), "+OK") << i;
+    }
+    for (size_t i = 0; i < 3; ++i) cl.node(i).kill9();
+  }
+  // Every node comes back with another one's directory (and its own id): node i's held the
+  // slots of i and, as replica, of i-1; i+2's hold neither, so nobody owns what it restores.
+  {
+    TestCluster again(3, {"--save-interval-ms", "0"}, [&](size_t i) {
+      return std::vector<std::string>{"--dir", dir_of(i + 2)};
+    });
+    ASSERT_TRUE(again.formed(3));
+    for (int i = 0; i < 200; ++i) {  // until every restored key is at its owner (≤ 10 s)
+      bool done = true;
+      for (size_t n = 0; n < 3; ++n) {
+        Client s(again.node(n).port(), 1000);
+        done = done && field(s.request({"INFO", "cluster"}), "restored_keys_pending") == "0";
+      }
+      if (done) break;
+      std::this_thread::sleep_for(std::chrono::milliseconds(50));
+    }
+    uint64_t merged = 0;
+    for (size_t n = 0; n < 3; ++n) {
+      Client s(again.node(n).port());
+      const std::string info = s.request({"INFO", "cluster"});
+      EXPECT_EQ(field(info, "restored_keys_dropped"), "0") << n;
+      merged += std::stoull(field(info, "keys_merged"));
+    }
+    EXPECT_GE(merged, keys.size());  // (each key's owner merged it; replicas' copies are no-ops)
+    Client c(again.node(2).port());
+    for (size_t k = 0; k < keys.size(); ++k) {
+      c.cmd({"CL.THROTTLE", keys[k], "99", "100", "86400", "0"}, 0);
+      const std::string peek = read_replies(c, 1);
+      const std::string want = "*5\r\n:0\r\n:100\r\n:" + std::to_string(100 - 1 - k % 7) + "\r\n";
+      EXPECT_EQ(peek.substr(0, want.size()), want) << keys[k];
+    }
+    EXPECT_EQ(c.request({"FG.POLICY", "GET", "daily"}).substr(0, 1), "*");
+  }
+  std::filesystem::remove_all(base);
 }
 
 TEST(Cluster, AHeartbeatRenewsAHoldersLeasesOnEveryNode) {
