@@ -410,8 +410,9 @@ int main(int argc, char** argv) {
         break;
       case fg::Snapshotter::Loaded::kLoaded: {
         const size_t settings = book.merge(d.book);
-        spdlog::info("loaded {} keys and {} settings from {} (saved {} s ago)", d.entries.size(),
-                     settings, sc.path, (clock.now_ns() / 1'000'000 - d.saved_at_ms) / 1000);
+        spdlog::info("loaded {} keys from {} (saved {} s ago); {} settings-book entries came back",
+                     d.entries.size(), sc.path, (clock.now_ns() / 1'000'000 - d.saved_at_ms) / 1000,
+                     settings);
         if (cfg.cluster_enabled) {
           restored = std::move(d.entries);  // (their owners are known once a table is)
         } else {
