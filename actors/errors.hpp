@@ -212,6 +212,9 @@ inline constexpr char kNotReplicated[] =
     "TRYAGAIN no replica acknowledged the change in time; it may have been counted";
 inline constexpr char kLeaseNotReplicated[] =
     "TRYAGAIN no replica acknowledged the lease in time; it was not granted";
+inline constexpr char kSlotLost[] =
+    "TRYAGAIN no copy of the key's slot state can be reached; the slot is served from empty "
+    "state once cluster-empty-grace has passed";
 inline constexpr char kSlotMoving[] =
     "TRYAGAIN the key's slot changed owner while the request was on its way; try again";
 inline std::string moved(uint32_t slot, std::string_view host, int port) {

@@ -4,6 +4,7 @@
 
 #include <spdlog/spdlog.h>
 
+#include <algorithm>
 #include <random>
 
 #include "peer.pb.h"
@@ -172,6 +173,7 @@ void Cluster::tick() {
                  a.serve_empty.count());
     apply(a);
   }
+  if (!grace_.empty() && !down) grace_tick(now);
   if (dirty_) publish();
   if (restoring_ && !down) push_restored(now);
 }
@@ -205,9 +207,41 @@ void Cluster::on_table(const SlotTable& before, const SlotTable& after) {
     fence(after);
     return;
   }
+  // Slots in their grace period that this table gives to someone else: no longer ours to
+  // hold back (the keeper hands them over, empty).
+  if (lost_.any()) {
+    SlotBits ours;
+    for (uint32_t s = 0; s < kSlotCount; ++s)
+      if (after.owner(s) != kNoOwner && after.owner_id(s) == cfg_.node_id) ours.set(s);
+    lost_ &= ours;
+    for (auto& g : grace_) g.slots &= ours;
+  }
   apply(keeper_.on_table(
       before, after, [this](const std::string& id) { return can_send(id); }, wall_now_ns()));
   replicator_->on_table(before, after);
+}
+
+void Cluster::end_grace(const SlotBits& slots, const char* why) {
+  const SlotBits now = slots & lost_;
+  if (now.none()) return;
+  lost_ &= ~now;
+  for (auto& g : grace_) g.slots &= ~now;
+  grace_.erase(
+      std::remove_if(grace_.begin(), grace_.end(), [](const Grace& g) { return g.slots.none(); }),
+      grace_.end());
+  counters_.slots_started_empty.fetch_add(now.count(), std::memory_order_relaxed);
+  spdlog::info("serving {} slots that had no reachable copy ({})", now.count(), why);
+  auto job = std::make_shared<InstallJob>();
+  job->slots = now;
+  pool_.install(job, {});
+  dirty_ = true;
+}
+
+void Cluster::grace_tick(int64_t now_ns) {
+  SlotBits due;
+  for (const auto& g : grace_)
+    if (now_ns >= g.until_ns) due |= g.slots;
+  if (due.any()) end_grace(due, "the grace period passed: from empty state");
 }
 
 // Order matters: slots start being served only after their shards were told to serve
@@ -215,15 +249,31 @@ void Cluster::on_table(const SlotTable& before, const SlotTable& after) {
 void Cluster::apply(const SlotKeeper::Actions& a) {
   if (a.serve_empty.any()) {
     // Slots whose previous owner cannot send their state: a whole replica copy here is
-    // promoted as it is; anything else starts from what this node holds (usually none).
-    const size_t promoted = (a.serve_empty & replicator_->complete()).count();
-    if (promoted) spdlog::info("serving {} slots from this replica's copy", promoted);
-    counters_.slots_promoted.fetch_add(promoted, std::memory_order_relaxed);
-    counters_.slots_started_empty.fetch_add(a.serve_empty.count() - promoted,
-                                            std::memory_order_relaxed);
-    auto job = std::make_shared<InstallJob>();
-    job->slots = a.serve_empty;
-    pool_.install(job, {});
+    // promoted as it is. A slot nobody held (a first table) starts empty. The rest — every
+    // copy out of reach — answer their policies' fail mode for cluster-empty-grace first:
+    // serving from nothing is a choice, not a default.
+    const SlotBits promoted = a.serve_empty & replicator_->complete();
+    SlotBits now = a.serve_empty;
+    const SlotBits lost = a.serve_empty & ~promoted & ~a.fresh;
+    if (promoted.any()) spdlog::info("serving {} slots from this replica's copy", promoted.count());
+    counters_.slots_promoted.fetch_add(promoted.count(), std::memory_order_relaxed);
+    if (lost.any() && cfg_.empty_grace_ms > 0) {
+      now &= ~lost;
+      lost_ |= lost;
+      grace_.push_back({lost, wall_now_ns() + cfg_.empty_grace_ms * 1'000'000});
+      counters_.slots_given_grace.fetch_add(lost.count(), std::memory_order_relaxed);
+      spdlog::warn(
+          "{} slots have no reachable copy of their state: their policies' fail mode answers "
+          "for {} ms, then they are served from empty state",
+          lost.count(), cfg_.empty_grace_ms);
+    } else {
+      counters_.slots_started_empty.fetch_add(lost.count(), std::memory_order_relaxed);
+    }
+    if (now.any()) {
+      auto job = std::make_shared<InstallJob>();
+      job->slots = now;
+      pool_.install(job, {});
+    }
   }
   publish();
   for (const auto& [to, slots] : a.send) hand_off(to, slots);
@@ -263,8 +313,9 @@ void Cluster::publish() {
   in.table = &agreement_->table();
   in.self = cfg_.node_id;
   in.known = &known_;
-  in.held = keeper_.held();
+  in.held = keeper_.held() & ~lost_;
   in.awaiting = keeper_.awaiting();
+  in.lost = lost_;
   in.alive = membership_->alive_ids();
   in.standing_down = standing_down_;
   in.pulse_ns = pulse_ns_;

@@ -42,6 +42,9 @@ struct ClusterConfig {
   MembershipConfig membership;
   int64_t settle_ms = 1000;         // live set stable this long before a new table
   int64_t await_timeout_ms = 3000;  // wait this long for a moving slot's state
+  // A slot this node gains with no reachable copy of its state answers its policy's fail
+  // mode this long before it is served from empty (0: at once).
+  int64_t empty_grace_ms = 10000;
   int64_t handoff_timeout_ms = 10000;
   size_t handoff_chunk_bytes = 4 << 20;
   size_t replicas = 2;             // copies of each slot's state, owner included (R)
@@ -56,11 +59,13 @@ struct ClusterCounters {
   std::atomic<uint64_t> handoffs_received{0};  // hand-off chunks installed
   std::atomic<uint64_t> keys_sent{0};
   std::atomic<uint64_t> keys_received{0};
-  std::atomic<uint64_t> slots_started_empty{0};
-  std::atomic<uint64_t> slots_promoted{0};  // served from a replica's copy after a failure
+  std::atomic<uint64_t> slots_started_empty{0};  // (a first table's slots not counted)
+  std::atomic<uint64_t> slots_given_grace{0};    // slots held back for cluster-empty-grace
+  std::atomic<uint64_t> slots_promoted{0};       // served from a replica's copy after a failure
   std::atomic<uint64_t> table_changes{0};
   std::atomic<uint64_t> fenced{0};           // times this node found its state stale and dropped it
   std::atomic<uint64_t> keys_merged{0};      // copies from elsewhere merged into served keys
+  std::atomic<uint64_t> keys_fenced{0};      // keys this node held when fenced, sent to owners
   std::atomic<uint64_t> restore_pending{0};  // restored keys not yet at their owner
   std::atomic<uint64_t> restore_dropped{0};  // restored keys given up on (no owner took them)
 };
@@ -132,6 +137,9 @@ class Cluster {
   void dispatch(uint32_t kind, std::string body, PeerServer::Respond respond);
   bool live(const std::string& id) const;
   void fence(const SlotTable& after);  // fencing.cpp
+  // Starts serving `slots` of lost_ now, from whatever arrives for them (or nothing).
+  void end_grace(const SlotBits& slots, const char* why);
+  void grace_tick(int64_t now_ns);
   void push_restored(int64_t now_ns);  // cluster_restore.cpp
   void on_merge(std::string body, PeerServer::Respond respond);
   void restored_back(std::vector<EntrySnapshot> entries);  // refused or failed: again later
@@ -156,6 +164,13 @@ class Cluster {
   std::map<std::pair<std::string, uint64_t>, uint32_t> installed_;  // hand-off -> chunks done
   uint64_t next_handoff_ = 1;
   int extracting_ = 0;  // extractions whose state has not come back from the shards yet
+  // Slots ours with no copy reachable, held back until their grace ends (cluster thread).
+  struct Grace {
+    SlotBits slots;
+    int64_t until_ns = 0;
+  };
+  std::vector<Grace> grace_;
+  SlotBits lost_;
   // Keys loaded from disk on their way to their owners (cluster thread; cluster_restore.cpp).
   std::vector<EntrySnapshot> restored_;
   int restore_in_flight_ = 0;

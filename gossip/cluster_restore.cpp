@@ -65,13 +65,16 @@ void Cluster::push_restored(int64_t now_ns) {
   for (EntrySnapshot& e : restored_) {
     const uint32_t slot = key_slot(e.key);
     const uint16_t o = r->owner[slot];
-    const bool ready = o != kNoOwner && (o == self ? r->serving.test(slot)
+    const bool ready = o != kNoOwner && (o == self ? r->serving.test(slot) || lost_.test(slot)
                                                    : r->nodes[o].state == MemberState::kAlive);
     (ready ? by_owner[o] : keep).push_back(std::move(e));
   }
   restored_ = std::move(keep);
   for (auto& [o, entries] : by_owner) {
     if (o == self) {
+      SlotBits found;
+      for (const EntrySnapshot& e : entries) found.set(key_slot(e.key));
+      end_grace(found, "a copy of their state came back");
       ++restore_in_flight_;
       auto job = std::make_shared<MergeJob>();
       job->done = [this](MergeJob& j) {
@@ -104,6 +107,17 @@ void Cluster::push_restored(int64_t now_ns) {
 void Cluster::on_merge(std::string body, PeerServer::Respond respond) {
   std::vector<EntrySnapshot> entries;
   if (!decode_state(body, entries)) return respond(PeerStatus::kError, {}, "malformed merge");
+  // State for slots held back for want of any copy: it is here now. (The install reaches
+  // each shard before the merge: one mailbox, in order.)
+  if (lost_.any()) {
+    SlotBits found;
+    for (const EntrySnapshot& e : entries) {
+      const uint32_t s = key_slot(e.key);
+      if (lost_.test(s)) found.set(s);
+    }
+    end_grace(found, "a copy of their state came back");
+    if (dirty_) publish();
+  }
   auto job = std::make_shared<MergeJob>();
   job->done = [this, respond = std::move(respond)](MergeJob& j) mutable {
     const std::string back = encode_state(refused_of(j));

@@ -33,8 +33,11 @@ struct Routing {
   std::vector<RouteNode> nodes;  // table members first (index = owner index), then others
   int self_index = -1;           // in nodes
   std::vector<uint16_t> owner = std::vector<uint16_t>(kSlotCount, kNoOwner);
-  SlotBits serving;               // slots whose state this node holds and serves
-  SlotBits awaiting;              // ours in the table, state still on its way here
+  SlotBits serving;   // slots whose state this node holds and serves
+  SlotBits awaiting;  // ours in the table, state still on its way here
+  // Ours in the table, but no copy of the state reachable: the grace period before they are
+  // served from empty (cluster-empty-grace); requests get their policy's fail mode.
+  SlotBits lost;
   std::vector<SlotRange> ranges;  // of the table, in slot order
   bool quorum = true;             // this node sees enough of the table's members to serve
   size_t replicas = 2;            // copies the table keeps of each slot (owner included)

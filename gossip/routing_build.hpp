@@ -20,8 +20,9 @@ struct RoutingInputs {
   const std::map<std::string, Member>* known = nullptr;  // every member heard of, self too
   SlotBits held;                                         // slots whose state this node holds
   SlotBits awaiting;                                     // ours in the table, state on its way
-  std::vector<std::string> alive;                        // members seen alive now (no suspects)
-  bool standing_down = false;                            // after a stall (wake_guard.hpp)
+  SlotBits lost;                   // ours, no copy reachable, in the grace period (not in `held`)
+  std::vector<std::string> alive;  // members seen alive now (no suspects)
+  bool standing_down = false;      // after a stall (wake_guard.hpp)
   std::shared_ptr<const std::atomic<int64_t>> pulse_ns;
 };
 

@@ -44,6 +44,7 @@ SlotKeeper::Actions SlotKeeper::on_table(const SlotTable& before, const SlotTabl
     }
     if (known && (source.empty() || source == self_ || !can_send(source))) {
       a.serve_empty.set(s);
+      if (source.empty()) a.fresh.set(s);
       held_.set(s);
       continue;
     }

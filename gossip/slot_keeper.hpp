@@ -27,6 +27,7 @@ class SlotKeeper {
   struct Actions {
     std::map<std::string, SlotBits> send;  // extract these slots, install them at that id
     SlotBits serve_empty;                  // start serving these with no state
+    SlotBits fresh;  // of serve_empty: slots nobody held before (a first table), not lost ones
     bool any() const { return !send.empty() || serve_empty.any(); }
   };
   // Whether member `id` is alive enough to send the state it holds (alive, suspect, or

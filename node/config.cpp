@@ -288,6 +288,8 @@ void load_config_file(const std::string& path, NodeConfig& cfg) {
           cfg.cluster_redirect != "forward") {
         fail(v, key, "must be auto, moved or forward");
       }
+    } else if (key == "cluster-empty-grace") {
+      cfg.cluster_empty_grace_ms = v.IsScalar() && v.Scalar() == "0" ? 0 : as_duration_ms(v, key);
     } else if (key == "cluster-forward-timeout")
       cfg.cluster_forward_timeout_ms = as_duration_ms(v, key);
     else if (key == "dir")

@@ -64,6 +64,7 @@ struct NodeConfig {
   std::string cluster_redirect = "auto";   // auto | moved | forward
   std::string data_replication = "async";  // the data commands' writes: async | sync
   int64_t cluster_forward_timeout_ms = kDefaultForwardTimeoutMs;
+  int64_t cluster_empty_grace_ms = 10'000;     // no copy of a slot reachable: fail mode this long
   int cluster_replicas = 2;                    // copies of each slot's state, owner included
   int64_t replication_lag_ms = 5;              // Δ: changes reach replicas within this
   int64_t replication_sync_timeout_ms = 1000;  // a sync reply waits this long for a replica

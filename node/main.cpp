@@ -234,6 +234,11 @@ int main(int argc, char** argv) {
                  "Keys owned elsewhere: auto (-MOVED for clients that asked for the "
                  "topology, else forwarded), moved, or forward")
       ->check(CLI::IsMember({"auto", "moved", "forward"}));
+  app.add_option("--cluster-empty-grace-ms", cfg.cluster_empty_grace_ms,
+                 "A slot this node gains with no reachable copy of its state answers its "
+                 "policies' fail mode this long before it is served from empty (0: at once)")
+      ->check(CLI::Range(int64_t{0}, int64_t{3'600'000}))
+      ->capture_default_str();
   app.add_option("--cluster-forward-timeout-ms", cfg.cluster_forward_timeout_ms,
                  "A forwarded command's deadline; past it the client gets -TRYAGAIN")
       ->check(CLI::Range(int64_t{1}, int64_t{600'000}))
@@ -509,6 +514,7 @@ int main(int argc, char** argv) {
     cc.replicas = static_cast<size_t>(cfg.cluster_replicas);
     cc.replication_lag_ms = cfg.replication_lag_ms;
     cc.sync_timeout_ms = cfg.replication_sync_timeout_ms;
+    cc.empty_grace_ms = cfg.cluster_empty_grace_ms;
     if (!cfg.cluster_secret_file.empty()) {
       std::string why;
       const auto secrets = fg::BusKey::read_file(cfg.cluster_secret_file, why);

@@ -227,6 +227,9 @@ std::string AdminHttp::metrics() const {
         static_cast<double>(rt->serving.count()));
   t.one("floodgate_cluster_slots_awaited", "gauge", "Slots this node owns whose state is arriving",
         static_cast<double>(rt->awaiting.count()));
+  t.one("floodgate_cluster_slots_in_grace", "gauge",
+        "Slots this node owns with no reachable copy of their state, answering their fail mode",
+        static_cast<double>(rt->lost.count()));
   t.one("floodgate_ready", "gauge", "1 when /readyz answers 200", not_ready().empty() ? 1 : 0);
   if (!cluster_) return t.str();
   const ReplicationCounters& r = cluster_->replication();

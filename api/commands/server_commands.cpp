@@ -174,8 +174,11 @@ std::vector<Section> info_sections(CommandContext& s) {
       kv(cs, "handoff_keys_received", n(static_cast<int64_t>(cc.keys_received.load())));
       kv(cs, "slots_started_empty", n(static_cast<int64_t>(cc.slots_started_empty.load())));
       kv(cs, "slots_promoted", n(static_cast<int64_t>(cc.slots_promoted.load())));
+      kv(cs, "slots_in_grace", n(static_cast<int64_t>(rt->lost.count())));
+      kv(cs, "slots_given_grace", n(static_cast<int64_t>(cc.slots_given_grace.load())));
       kv(cs, "times_fenced", n(static_cast<int64_t>(cc.fenced.load())));
       kv(cs, "keys_merged", n(static_cast<int64_t>(cc.keys_merged.load())));
+      kv(cs, "keys_sent_for_merge_when_fenced", n(static_cast<int64_t>(cc.keys_fenced.load())));
       kv(cs, "restored_keys_pending", n(static_cast<int64_t>(cc.restore_pending.load())));
       kv(cs, "restored_keys_dropped", n(static_cast<int64_t>(cc.restore_dropped.load())));
       const ReplicationCounters& rc = v.cluster->replication();

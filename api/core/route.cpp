@@ -25,7 +25,13 @@ RouteDecision route(const Routing& rt, uint32_t slot, RouteMode mode, uint32_t h
   d.node = owner;
   if (static_cast<int>(owner) == rt.self_index) {
     if (rt.serving.test(slot)) return d;  // kServe
-    d.action = A::kRefuse;                // (arriving slots wait in the door: must_wait)
+    if (rt.lost.test(slot)) {             // every copy out of reach: not served from empty yet
+      d.action = A::kUnavailable;
+      d.code = Code::kTryAgain;
+      d.error = err::kSlotLost;
+      return d;
+    }
+    d.action = A::kRefuse;  // (arriving slots wait in the door: must_wait)
     d.code = Code::kTryAgain;
     d.error = err::kSlotMoving;
     return d;

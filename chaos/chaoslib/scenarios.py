@@ -89,6 +89,14 @@ def _partition(run, quick, how):
         run.watch_detection(owner, run.hist.t())
     else:
         k = len(nodes) // 2 - 1  # 5 nodes: 2 | 3 (a minority); 4 nodes: 2 | 2 (a clean split)
+        if how == "minority":
+            # The owner and its replica (the next member in id order; R = 2): the minority
+            # holds every copy of the hot key's slot, the majority none.
+            ids = sorted(n.id for n in nodes)
+            replica_id = ids[(ids.index(owner.id) + 1) % len(ids)]
+            replica = next(n for n in others if n.id == replica_id)
+            others.remove(replica)
+            others.insert(0, replica)
         side_a, side_b = [owner] + others[:k], others[k:]
         label = "%s partition %s | %s" % (how, ",".join(n.id for n in side_a),
                                           ",".join(n.id for n in side_b))
@@ -102,8 +110,12 @@ def _partition(run, quick, how):
     run.faults.append((t, t2 + (conv or 0)))
     run.sleep(3)
     # A partition is not an owner kill: the side that keeps the quorum may take over with
-    # the state it had; the figures say how much that cost. After healing nothing is lost.
-    run.check_counters(t_loss_at=t, report_only=True)
+    # the replica's copy it had; the figures say how much that cost. When the minority held
+    # every copy, the majority answers the fail mode instead of serving from empty
+    # (cluster-empty-grace), and at the heal the minority's state is merged into the new
+    # owner's: every acknowledged count is there.
+    every_copy = how == "minority"
+    run.check_counters(t_loss_at=t, expect_no_loss=every_copy, report_only=not every_copy)
     run.end_load()
     if how == "one-way":
         run.check_detection(bound=False)  # a figure: the stated bound is for crashed nodes
@@ -129,7 +141,8 @@ def _check_stopped_before_declared_dead(run, owner, t, healed):
 
 
 def partition_minority(run, quick):
-    """The owner and one other cut off from the other three (symmetric)."""
+    """The owner and its replica cut off from the other three (symmetric): the minority
+    holds every copy of the hot key's slot; after the heal no acknowledged count is lost."""
     _partition(run, quick, "minority")
 
 

@@ -104,6 +104,21 @@ TEST(Route, OnlyOwnedSlotsWhoseStateIsArrivingWait) {
   EXPECT_FALSE(must_wait(rt, 4));
 }
 
+// A slot of ours with no copy of its state reachable (its grace before serving from empty):
+// no waiting, the policy's fail mode, else -TRYAGAIN saying why; served once the grace ends.
+TEST(Route, OurSlotsWithNoCopyAnswerTheFailModeUntilServed) {
+  Routing rt = snapshot();
+  rt.lost.set(4);
+  EXPECT_FALSE(must_wait(rt, 4));
+  const RouteDecision d = route(rt, 4, RouteMode::kForward, 0, 0);
+  EXPECT_EQ(d.action, A::kUnavailable);
+  EXPECT_EQ(d.code, Code::kTryAgain);
+  EXPECT_EQ(d.error, err::kSlotLost);
+  rt.lost.reset(4);
+  rt.serving.set(4);
+  EXPECT_EQ(route(rt, 4, RouteMode::kForward, 0, 0).action, A::kServe);
+}
+
 // A flight's forward calls are handed out again after clear(), the same objects, with
 // nothing left of the previous flight: a call that failed must not read as answered, a
 // request must not be sent twice, an old answer must not be decoded for a new call.

@@ -27,6 +27,7 @@ TEST(SlotKeeper, TheFirstTableStartsEverySlotEmpty) {
   const SlotTable t = first({"a", "b"});
   auto acts = k.on_table(SlotTable(), t, kEveryoneUp, 0);
   EXPECT_EQ(acts.serve_empty.count(), t.slots_of(0));
+  EXPECT_EQ(acts.fresh, acts.serve_empty);  // nobody held them: no copy is missing
   EXPECT_TRUE(acts.send.empty());
   EXPECT_EQ(k.held().count(), t.slots_of(0));
   EXPECT_EQ(k.awaiting_count(), 0u);
@@ -101,6 +102,7 @@ TEST(SlotKeeper, ADeadOwnersSlotsAreServedAtOnce) {
       t1, t2, [](const std::string& id) { return id != "c"; }, 0);
   EXPECT_EQ(a.held().count(), t2.slots_of(0));
   EXPECT_EQ(acts.serve_empty.count(), t2.slots_of(0) - t1.slots_of(0));
+  EXPECT_TRUE(acts.fresh.none());  // c held them: their state is lost here, not fresh
   EXPECT_EQ(a.awaiting_count(), 0u);
 }
 

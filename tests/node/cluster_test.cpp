@@ -922,6 +922,105 @@ TEST(Failover, ALeaseNoReplicaAcknowledgedIsGivenBack) {
             "*5\r\n:0\r\n");
 }
 
+// A split whose minority holds every copy of some slots — their owner and its replica stopped
+// past their failure timeout: the majority's new owner answers the policy's fail mode for
+// cluster-empty-grace instead of serving those slots from empty; when the two come back they
+// find the cluster went on without them (fenced), and what they held is merged into the new
+// owner: every count survives.
+TEST(Failover, WhenEveryCopyIsCutOffTheFailModeAnswersAndTheCountsComeBack) {
+  const std::string config = policy_file();
+  TestCluster cl(5, {"--config", config, "--cluster-empty-grace-ms", "30000"});
+  ASSERT_TRUE(cl.formed(5));
+  // Keys node 0 owns; its replica is node 1, the next id (t1-… < t2-…).
+  std::vector<std::string> keys;
+  for (int i = 0; keys.size() < 6 && i < 5000; ++i) {
+    const std::string k = "cut:" + std::to_string(i);
+    if (cl.owner_port(k) == cl.node(0).port()) keys.push_back(k);
+  }
+  ASSERT_EQ(keys.size(), 6u);
+  Client c(cl.node(2).port());
+  for (const auto& k : keys)
+    for (int i = 0; i < 5; ++i)
+      ASSERT_EQ(ask(c, {"FG.TAKE", k, "strict"}).substr(0, 8), "*5\r\n:1\r\n");
+  ::kill(cl.node(0).pid(), SIGSTOP);
+  ::kill(cl.node(1).pid(), SIGSTOP);
+  std::string reply;
+  for (int i = 0; i < 300; ++i) {  // until the majority has a new owner for them (≤ 15 s)
+    reply = ask(c, {"FG.TAKE", keys[0], "strict"});
+    if (reply.find("fail_closed") != std::string::npos) break;
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  }
+  EXPECT_EQ(ask(c, {"FG.TAKE", keys[0], "strict"}),
+            "*6\r\n:0\r\n:1000000\r\n:0\r\n:1000\r\n:0\r\n$11\r\nfail_closed\r\n");
+  size_t in_grace = 0;
+  for (size_t n = 2; n < 5; ++n) {
+    Client s(cl.node(n).port());
+    in_grace += std::stoul(field(s.request({"INFO", "cluster"}), "slots_in_grace"));
+  }
+  EXPECT_GT(in_grace, 0u);  // held back, not served from empty
+  ::kill(cl.node(0).pid(), SIGCONT);
+  ::kill(cl.node(1).pid(), SIGCONT);
+  for (const auto& k : keys) {
+    int64_t left = -1;
+    for (int i = 0; i < 400 && left != 1000000 - 5; ++i) {  // ≤ 20 s
+      const std::string r = ask(c, {"FG.PEEK", k, "strict"});
+      left = r.rfind("*5\r\n", 0) == 0 ? remaining_of(r) : -1;
+      if (left != 1000000 - 5) std::this_thread::sleep_for(std::chrono::milliseconds(50));
+    }
+    EXPECT_EQ(left, 1000000 - 5) << k;  // the five taken before the split, merged back
+  }
+  uint64_t merged = 0, fenced = 0;
+  for (size_t n = 0; n < 5; ++n) {
+    Client s(cl.node(n).port());
+    const std::string info = s.request({"INFO", "cluster"});
+    merged += std::stoull(field(info, "keys_merged"));
+    fenced += std::stoull(field(info, "keys_sent_for_merge_when_fenced"));
+  }
+  EXPECT_GE(merged, keys.size());
+  EXPECT_GE(fenced, keys.size());
+  std::remove(config.c_str());
+}
+
+// cluster-replicas 3 on five nodes: a slot's owner and its first replica killed at once;
+// the second replica serves the slot with its copy, and every count survives.
+TEST(Failover, ThreeCopiesOutliveTwoNodesKilledAtOnce) {
+  const std::string config = policy_file();
+  TestCluster cl(5, {"--config", config, "--cluster-replicas", "3"});
+  ASSERT_TRUE(cl.formed(5));
+  {
+    Client s(cl.node(3).port());
+    EXPECT_EQ(field(s.request({"INFO", "cluster"}), "cluster_replicas"), "3");
+  }
+  // Keys node 0 owns; its replicas are nodes 1 and 2, the next ids.
+  std::vector<std::string> keys;
+  for (int i = 0; keys.size() < 6 && i < 5000; ++i) {
+    const std::string k = "r3:" + std::to_string(i);
+    if (cl.owner_port(k) == cl.node(0).port()) keys.push_back(k);
+  }
+  ASSERT_EQ(keys.size(), 6u);
+  Client c(cl.node(3).port());
+  for (const auto& k : keys)
+    for (int i = 0; i < 4; ++i)
+      ASSERT_EQ(ask(c, {"FG.TAKE", k, "strict"}).substr(0, 8), "*5\r\n:1\r\n");
+  std::this_thread::sleep_for(std::chrono::milliseconds(200));  // (Δ for the second replica)
+  cl.node(0).kill9();
+  cl.node(1).kill9();
+  for (const auto& k : keys) {
+    int64_t left = -1;
+    for (int i = 0; i < 400 && left != 1000000 - 4; ++i) {  // ≤ 20 s
+      const std::string r = ask(c, {"FG.PEEK", k, "strict"});
+      left = r.rfind("*5\r\n", 0) == 0 ? remaining_of(r) : -1;
+      if (left != 1000000 - 4) std::this_thread::sleep_for(std::chrono::milliseconds(50));
+    }
+    EXPECT_EQ(left, 1000000 - 4) << k;
+  }
+  Client s(cl.node(2).port());
+  const std::string info = s.request({"INFO", "cluster"});
+  EXPECT_GT(std::stoul(field(info, "slots_promoted")), 0u);  // served from its copy
+  EXPECT_EQ(field(info, "slots_in_grace"), "0");
+  std::remove(config.c_str());
+}
+
 TEST(Failover, WithoutAQuorumAPolicysFailModeAnswers) {
   const std::string config = policy_file();
   TestCluster cl(3, {"--config", config});
