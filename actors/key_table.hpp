@@ -82,6 +82,17 @@ class KeyTable {
   template <class IdleFn>
   size_t sweep(size_t budget, IdleFn&& idle);
 
+  // Visits the entries whose hash falls in part `part` of `parts` (a power of two, at most
+  // 256), by the top bits of the hash kept in each slot: every entry is in exactly one part,
+  // whatever the table does between two visits (inserts, erases, rehashes move entries, but
+  // never change their hash). A copy taken a part at a time misses nothing that lives
+  // throughout.
+  template <class Fn>
+  void for_each_in_part(uint32_t part, uint32_t parts, Fn&& fn) const {
+    const int shift = 16 - __builtin_ctz(parts);  // (the tag is the hash's top 16 bits)
+    for (uintptr_t s : slots_)
+      if (s && static_cast<uint32_t>((s >> kTagShift) >> shift) == part) fn(entry_of(s));
+  }
   // Visits every entry (tests, snapshots).
   template <class Fn>
   void for_each(Fn&& fn) const {

@@ -427,6 +427,14 @@ std::vector<EntrySnapshot> Shard::extract(const std::function<bool(uint32_t)>& w
   return out;
 }
 
+void Shard::copy_part(uint32_t part, uint32_t parts, int64_t now_ns,
+                      std::vector<EntrySnapshot>& out) {
+  std::vector<Entry*> hits;
+  table_.for_each_in_part(part, parts, [&](Entry* e) { hits.push_back(e); });
+  for (Entry* e : hits)
+    if (!idle(e, now_ns)) out.push_back(snapshot_of(*e));  // (idle: left for the sweep)
+}
+
 void Shard::install_one(const EntrySnapshot& s) {
   if (s.kind == Kind::kNone || s.key.size() > kMaxKeyLen ||
       s.fields.size() != snapshot_field_count(s.kind)) {

@@ -59,6 +59,10 @@ class Shard {
   // leave this shard (a hand-off), else they stay (a copy, for replicas).
   std::vector<EntrySnapshot> extract(const std::function<bool(uint32_t slot)>& want, int64_t now_ns,
                                      bool remove);
+  // Appends the live state of every key of hash part `part` of `parts` (KeyTable::
+  // for_each_in_part), served or a replica's copy, to `out`: one step of a copy of the whole
+  // shard that lets other work run between its steps.
+  void copy_part(uint32_t part, uint32_t parts, int64_t now_ns, std::vector<EntrySnapshot>& out);
   // Installs snapshots, replacing any state the keys had here; malformed ones are
   // skipped. Not bound by the key cap: state that moves must not be lost on the way.
   void install(const std::vector<EntrySnapshot>& entries);

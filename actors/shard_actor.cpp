@@ -73,6 +73,26 @@ shard_actor::behavior_type ShardActorImpl::make_behavior() {
         };
         if (!deferred(run)) run();
       },
+      [this](copy_atom, const CopyJobPtr& j, uint32_t part, uint32_t parts) {
+        Hold hold(*cell_);
+        auto run = [this, j, part, parts]() mutable {
+          if (parts == 0) {  // the first step: about 8k keys a step, in 1 to 256 steps
+            parts = 1;
+            while (parts < 256 && shard_.key_count() / parts > 8192) parts *= 2;
+            // Room for all of it now: a vector doubling under a million snapshots is a step
+            // as long as the whole copy.
+            const size_t n = shard_.key_count();
+            j->per_shard[cfg_.id].reserve(n + n / 8 + 64);
+          }
+          shard_.copy_part(part, parts, j->now_ns, j->per_shard[cfg_.id]);
+          if (part + 1 < parts) {
+            send(this, copy_atom::value, j, part + 1, parts);  // (behind what waits)
+          } else {
+            j->finish_one();
+          }
+        };
+        if (!deferred(run)) run();
+      },
       [this](merge_atom, const MergeJobPtr& j) {
         Hold hold(*cell_);
         auto run = [this, j] {

@@ -21,6 +21,7 @@ CAF_ALLOW_UNSAFE_MESSAGE_TYPE(fg::CollectJobPtr)
 CAF_ALLOW_UNSAFE_MESSAGE_TYPE(fg::InstallJobPtr)
 CAF_ALLOW_UNSAFE_MESSAGE_TYPE(fg::ReplicaJobPtr)
 CAF_ALLOW_UNSAFE_MESSAGE_TYPE(fg::MergeJobPtr)
+CAF_ALLOW_UNSAFE_MESSAGE_TYPE(fg::CopyJobPtr)
 
 namespace fg {
 
@@ -33,13 +34,15 @@ using replica_atom = caf::atom_constant<caf::atom("replica")>;
 using step_atom = caf::atom_constant<caf::atom("step")>;
 using resume_atom = caf::atom_constant<caf::atom("resume")>;
 using merge_atom = caf::atom_constant<caf::atom("merge")>;
+using copy_atom = caf::atom_constant<caf::atom("copy")>;
 
 using shard_actor = caf::typed_actor<
     caf::reacts_to<batch_atom, BatchPtr>,  //
     caf::reacts_to<step_atom, BatchPtr>, caf::reacts_to<resume_atom>, caf::reacts_to<sweep_atom>,
     caf::reacts_to<extract_atom, ExtractJobPtr>, caf::reacts_to<collect_atom, CollectJobPtr>,
     caf::reacts_to<install_atom, InstallJobPtr>, caf::reacts_to<replica_atom, ReplicaJobPtr>,
-    caf::reacts_to<merge_atom, MergeJobPtr>>;
+    caf::reacts_to<merge_atom, MergeJobPtr>,
+    caf::reacts_to<copy_atom, CopyJobPtr, uint32_t, uint32_t>>;
 
 // A shard's state and who runs it. Whoever runs the shard holds `gate`: its actor for every
 // message it handles, or a thread that submits a batch and finds the shard idle (the gate

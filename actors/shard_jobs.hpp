@@ -62,6 +62,15 @@ struct ReplicaJob : ShardJob<ReplicaJob> {
   std::vector<std::string> packed;  // per shard (or empty): packed records, checked already
 };
 
+// A copy of every key each shard holds (its served slots and its replica copies), for a save
+// to disk: taken in steps of one hash part each (Shard::copy_part), the shard's other work
+// running between steps, so no request waits for more than one step (about 8k keys). Each
+// key is copied as it is at its step; keys that come and go meanwhile may be in it or not.
+struct CopyJob : ShardJob<CopyJob> {
+  int64_t now_ns = 0;
+  std::vector<std::vector<EntrySnapshot>> per_shard;
+};
+
 // Copies of keys that come back from elsewhere (a snapshot loaded from disk, the other side of
 // a partition), merged into the slots each shard serves (actors/merge.hpp); keys of slots a
 // shard does not serve come back in `refused` (their owner is another node, or not yet this
@@ -74,6 +83,7 @@ struct MergeJob : ShardJob<MergeJob> {
 
 using ExtractJobPtr = std::shared_ptr<ExtractJob>;
 using MergeJobPtr = std::shared_ptr<MergeJob>;
+using CopyJobPtr = std::shared_ptr<CopyJob>;
 using CollectJobPtr = std::shared_ptr<CollectJob>;
 using InstallJobPtr = std::shared_ptr<InstallJob>;
 using ReplicaJobPtr = std::shared_ptr<ReplicaJob>;

@@ -129,6 +129,12 @@ void ShardPool::install(const InstallJobPtr& j, std::vector<EntrySnapshot> entri
   send_all(shards_, j, install_atom::value);
 }
 
+void ShardPool::copy(const CopyJobPtr& j) {
+  j->per_shard.assign(shards_.size(), {});
+  j->pending.store(static_cast<int>(shards_.size()), std::memory_order_release);
+  for (auto& s : shards_) caf::anon_send(s, copy_atom::value, j, uint32_t{0}, uint32_t{0});
+}
+
 void ShardPool::merge(const MergeJobPtr& j, std::vector<EntrySnapshot> entries) {
   j->per_shard.assign(shards_.size(), {});
   j->refused.assign(shards_.size(), {});

@@ -45,6 +45,8 @@ class ShardPool {
   void collect(const CollectJobPtr& j);
   // `entries` are spread over the shards their keys belong to.
   void install(const InstallJobPtr& j, std::vector<EntrySnapshot> entries);
+  // Every shard copies what it holds, a step at a time (CopyJob).
+  void copy(const CopyJobPtr& j);
   // `entries` are spread over the shards their keys belong to and merged (MergeJob).
   void merge(const MergeJobPtr& j, std::vector<EntrySnapshot> entries);
   // `packed`: each shard's records, already split (or empty).

@@ -4,6 +4,8 @@
 #include <fcntl.h>
 #include <spdlog/spdlog.h>
 #include <sys/file.h>
+#include <sys/resource.h>
+#include <sys/syscall.h>
 #include <unistd.h>
 
 #include <cerrno>
@@ -80,11 +82,9 @@ bool Snapshotter::save(std::function<void(bool ok, const std::string& why)> done
   }
   if (writer_.joinable()) writer_.join();  // (the last save's thread has finished its work)
   const int64_t started_ms = clock_.now_ns() / 1'000'000;
-  auto job = std::make_shared<ExtractJob>();
-  job->slots.set();
-  job->remove = false;
+  auto job = std::make_shared<CopyJob>();
   job->now_ns = clock_.now_ns();
-  job->done = [this, started_ms, done = std::move(done)](ExtractJob& j) mutable {
+  job->done = [this, started_ms, done = std::move(done)](CopyJob& j) mutable {
     // (on a shard thread: the encoding and the disk are the writer's)
     std::lock_guard<std::mutex> lock(mu_);
     writer_ = std::thread(
@@ -92,12 +92,14 @@ bool Snapshotter::save(std::function<void(bool ok, const std::string& why)> done
           write(std::move(per_shard), started_ms, std::move(done));
         });
   };
-  pool_.extract(job);
+  pool_.copy(job);
   return true;
 }
 
 void Snapshotter::write(std::vector<std::vector<EntrySnapshot>> per_shard, int64_t started_ms,
                         std::function<void(bool, const std::string&)> done) {
+  // Encoding a few hundred MB takes a core for a while: the I/O and shard threads come first.
+  ::setpriority(PRIO_PROCESS, static_cast<id_t>(::syscall(SYS_gettid)), 10);
   SnapshotData d;
   d.node_id = cfg_.node_id;
   d.cluster = cfg_.cluster;

@@ -15,9 +15,14 @@ constexpr uint32_t kStateWireVersion = 2;  // 2: strings and deadlines (EntryMsg
 }
 
 std::string encode_state(const std::vector<EntrySnapshot>& entries) {
+  return encode_state(entries.data(), entries.data() + entries.size());
+}
+
+std::string encode_state(const EntrySnapshot* first, const EntrySnapshot* last) {
   wire::StateChunk chunk;
   chunk.set_version(kStateWireVersion);
-  for (const EntrySnapshot& s : entries) {
+  for (const EntrySnapshot* it = first; it != last; ++it) {
+    const EntrySnapshot& s = *it;
     auto* e = chunk.add_entries();
     e->set_key(s.key);
     e->set_kind(static_cast<uint32_t>(s.kind));
@@ -104,6 +109,15 @@ bool decode_state(std::string_view bytes, std::vector<EntrySnapshot>& out) {
   return true;
 }
 
+size_t approx_encoded_bytes(const EntrySnapshot& e) {
+  size_t n = e.key.size() + 16 + e.fields.size() * 10 + e.log.size() * 20 + e.leases.size() * 40 +
+             e.value.size();
+  for (const auto& [f, v] : e.hash) n += f.size() + v.size() + 4;
+  for (const auto& [m, score] : e.zset) n += m.size() + 12;
+  for (const auto& item : e.list) n += item.size() + 3;
+  return n;
+}
+
 std::vector<std::vector<EntrySnapshot>> split_by_bytes(const std::vector<EntrySnapshot>& entries,
                                                        size_t max_bytes) {
   std::vector<std::vector<EntrySnapshot>> parts(1);
@@ -113,11 +127,7 @@ std::vector<std::vector<EntrySnapshot>> split_by_bytes(const std::vector<EntrySn
       parts.emplace_back();
       bytes = 0;
     }
-    bytes += e.key.size() + 16 + e.fields.size() * 10 + e.log.size() * 20 + e.leases.size() * 40 +
-             e.value.size();
-    for (const auto& [f, v] : e.hash) bytes += f.size() + v.size() + 4;
-    for (const auto& [m, score] : e.zset) bytes += m.size() + 12;
-    for (const auto& item : e.list) bytes += item.size() + 3;
+    bytes += approx_encoded_bytes(e);
     parts.back().push_back(e);
   }
   return parts;

@@ -10,10 +10,14 @@
 namespace fg {
 
 std::string encode_state(const std::vector<EntrySnapshot>& entries);
+// The same for the entries [first, last), without copying them.
+std::string encode_state(const EntrySnapshot* first, const EntrySnapshot* last);
 // False, with `out` untouched, if the bytes are not a chunk this node fully understands
 // and could install safely (unknown kind, wrong field count, oversized, disordered log).
 bool decode_state(std::string_view bytes, std::vector<EntrySnapshot>& out);
 
+// About how many bytes a snapshot takes encoded (for sizing chunks).
+size_t approx_encoded_bytes(const EntrySnapshot& e);
 // `entries` split into consecutive parts of about `max_bytes` each (at least one part,
 // maybe empty): the chunks of a hand-off or a whole replica copy.
 std::vector<std::vector<EntrySnapshot>> split_by_bytes(const std::vector<EntrySnapshot>& entries,

@@ -53,12 +53,18 @@ std::string encode_snapshot_file(const SnapshotData& d) {
   const std::string h = head.SerializeAsString();
   put_u32(out, static_cast<uint32_t>(h.size()));
   out += h;
-  if (!d.entries.empty()) {
-    for (const auto& part : split_by_bytes(d.entries, kChunkBytes)) {
-      const std::string c = encode_state(part);
+  // Chunks of about kChunkBytes, encoded from the entries where they are.
+  size_t from = 0;
+  size_t bytes = 0;
+  for (size_t i = 0; i <= d.entries.size(); ++i) {
+    if (i == d.entries.size() ? i > from : bytes > kChunkBytes) {
+      const std::string c = encode_state(d.entries.data() + from, d.entries.data() + i);
       put_u32(out, static_cast<uint32_t>(c.size()));
       out += c;
+      from = i;
+      bytes = 0;
     }
+    if (i < d.entries.size()) bytes += approx_encoded_bytes(d.entries[i]);
   }
   put_u32(out, kEnd);
   unsigned char digest[kDigest];
