@@ -7,7 +7,8 @@
 //   sliding_window          the later window (the earlier's current count becomes its
 //                           previous one); the same window: the larger of each count
 //   sliding_log             the union of the entries (an entry in both counts once)
-//   concurrency             the union of the leases by id (the same lease: the later expiry)
+//   concurrency             the union of the leases by id (the same lease: the later expiry);
+//                           Shard::merge takes them only into slots started from nothing
 //   string                  both integers (INCR counters): the larger; else the serving value
 //   hash                    the union of the fields; a field in both: the larger if both are
 //                           integers, else the serving value

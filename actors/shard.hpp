@@ -68,9 +68,11 @@ class Shard {
   void install(const std::vector<EntrySnapshot>& entries);
   // Merges copies from elsewhere into the keys of slots this shard serves (merge.hpp's rules;
   // a key absent here is installed), as changes the replication stream carries. Copies of
-  // slots it does not serve are moved to `refused`. Returns how many keys changed.
+  // slots it does not serve are moved to `refused`. Leases (concurrency keys) are taken only
+  // for `fresh` slots, ones this node started serving from nothing (see the .cpp). Returns
+  // how many keys changed.
   size_t merge(std::vector<EntrySnapshot>& entries, int64_t now_ns,
-               std::vector<EntrySnapshot>& refused);
+               std::vector<EntrySnapshot>& refused, const SlotBits& fresh);
 
   // Cluster mode: the shard serves only the slots it has been given; ops on others are
   // answered kNotOwner, never run. Out of cluster mode every slot is served. It also

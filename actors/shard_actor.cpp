@@ -97,7 +97,7 @@ shard_actor::behavior_type ShardActorImpl::make_behavior() {
         Hold hold(*cell_);
         auto run = [this, j] {
           const size_t n =
-              shard_.merge(j->per_shard[cfg_.id], clock_->now_ns(), j->refused[cfg_.id]);
+              shard_.merge(j->per_shard[cfg_.id], clock_->now_ns(), j->refused[cfg_.id], j->fresh);
           j->merged.fetch_add(n, std::memory_order_relaxed);
           j->finish_one();
         };

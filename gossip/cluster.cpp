@@ -231,10 +231,24 @@ void Cluster::end_grace(const SlotBits& slots, const char* why) {
       grace_.end());
   counters_.slots_started_empty.fetch_add(now.count(), std::memory_order_relaxed);
   spdlog::info("serving {} slots that had no reachable copy ({})", now.count(), why);
+  started_empty(now, wall_now_ns());
   auto job = std::make_shared<InstallJob>();
   job->slots = now;
   pool_.install(job, {});
   dirty_ = true;
+}
+
+void Cluster::started_empty(const SlotBits& slots, int64_t now_ns) {
+  for (uint32_t s = 0; s < kSlotCount; ++s)
+    if (slots.test(s)) empty_at_ns_[s] = now_ns;
+}
+
+SlotBits Cluster::fresh_slots(int64_t now_ns) const {
+  constexpr int64_t kFreshNs = 60'000'000'000;  // (restored and fenced state come sooner)
+  SlotBits out;
+  for (uint32_t s = 0; s < kSlotCount; ++s)
+    if (empty_at_ns_[s] > 0 && now_ns - empty_at_ns_[s] < kFreshNs) out.set(s);
+  return out;
 }
 
 void Cluster::grace_tick(int64_t now_ns) {
@@ -270,6 +284,7 @@ void Cluster::apply(const SlotKeeper::Actions& a) {
       counters_.slots_started_empty.fetch_add(lost.count(), std::memory_order_relaxed);
     }
     if (now.any()) {
+      started_empty(now & ~promoted, wall_now_ns());
       auto job = std::make_shared<InstallJob>();
       job->slots = now;
       pool_.install(job, {});

@@ -171,6 +171,11 @@ class Cluster {
   };
   std::vector<Grace> grace_;
   SlotBits lost_;
+  // When this node last started serving each slot from nothing (0: never, or not lately):
+  // copies that come back within a minute of it bring their leases too (Shard::merge).
+  std::vector<int64_t> empty_at_ns_ = std::vector<int64_t>(kSlotCount, 0);
+  void started_empty(const SlotBits& slots, int64_t now_ns);
+  SlotBits fresh_slots(int64_t now_ns) const;
   // Keys loaded from disk on their way to their owners (cluster thread; cluster_restore.cpp).
   std::vector<EntrySnapshot> restored_;
   int restore_in_flight_ = 0;

@@ -77,6 +77,7 @@ void Cluster::push_restored(int64_t now_ns) {
       end_grace(found, "a copy of their state came back");
       ++restore_in_flight_;
       auto job = std::make_shared<MergeJob>();
+      job->fresh = fresh_slots(now_ns);
       job->done = [this](MergeJob& j) {
         auto back = refused_of(j);
         const size_t merged = j.merged.load(std::memory_order_relaxed);
@@ -119,6 +120,7 @@ void Cluster::on_merge(std::string body, PeerServer::Respond respond) {
     if (dirty_) publish();
   }
   auto job = std::make_shared<MergeJob>();
+  job->fresh = fresh_slots(wall_now_ns());
   job->done = [this, respond = std::move(respond)](MergeJob& j) mutable {
     const std::string back = encode_state(refused_of(j));
     const size_t merged = j.merged.load(std::memory_order_relaxed);

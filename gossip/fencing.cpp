@@ -7,6 +7,8 @@
 // is not forgotten.
 #include <spdlog/spdlog.h>
 
+#include <algorithm>
+
 #include "cluster.hpp"
 #include "peer.pb.h"
 #include "state.pb.h"
@@ -23,6 +25,7 @@ void Cluster::fence(const SlotTable& after) {
   keeper_.fence();
   lost_.reset();
   grace_.clear();
+  std::fill(empty_at_ns_.begin(), empty_at_ns_.end(), 0);
   replicator_->fence();
   auto job = std::make_shared<ExtractJob>();
   job->slots.set();

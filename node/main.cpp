@@ -422,6 +422,7 @@ int main(int argc, char** argv) {
           restored = std::move(d.entries);  // (their owners are known once a table is)
         } else {
           auto job = std::make_shared<fg::MergeJob>();
+          job->fresh.set();  // (a node starting: every slot starts from nothing)
           std::promise<void> merged;
           job->done = [&merged](fg::MergeJob&) { merged.set_value(); };
           pool->merge(job, std::move(d.entries));

@@ -14,6 +14,7 @@ namespace {
 
 constexpr int64_t kS = 1'000'000'000;
 constexpr int64_t kT0 = 1'700'000'000 * kS;
+const SlotBits kAllFresh = SlotBits().set();  // (every slot started here from nothing)
 
 struct Case {
   std::string key;
@@ -74,7 +75,7 @@ TEST(Merge, EveryLimiterKeepsWhatEitherSideAdmitted) {
     const int room_b = room(b, c, now);
     auto back = copy_of(b);
     std::vector<EntrySnapshot> refused;
-    EXPECT_LE(a.merge(back, now, refused), 1u);  // (0 where our side already says more)
+    EXPECT_LE(a.merge(back, now, refused, kAllFresh), 1u);  // (0 where our side already says more)
     EXPECT_TRUE(refused.empty());
     const int merged = room(a, c, now);
     // Never more room than either side had; logs and leases keep both sides' admissions.
@@ -93,7 +94,7 @@ TEST(Merge, ACopyOfTheSameHistoryChangesNothing) {
     auto same = copy_of(a);
     const int before = room(a, c, kT0 + kS);
     std::vector<EntrySnapshot> refused;
-    EXPECT_EQ(a.merge(same, kT0 + kS, refused), 0u);
+    EXPECT_EQ(a.merge(same, kT0 + kS, refused, kAllFresh), 0u);
     EXPECT_EQ(room(a, c, kT0 + kS), before);
   }
 }
@@ -107,7 +108,7 @@ TEST(Merge, AnOlderCopyNeverUndoesNewerAdmissions) {
     ASSERT_EQ(takes(a, c, kT0 + kS, 3), 3);
     const int before = room(a, c, kT0 + 2 * kS);
     std::vector<EntrySnapshot> refused;
-    EXPECT_EQ(a.merge(old, kT0 + 2 * kS, refused), 0u);
+    EXPECT_EQ(a.merge(old, kT0 + 2 * kS, refused, kAllFresh), 0u);
     EXPECT_EQ(room(a, c, kT0 + 2 * kS), before);
   }
 }
@@ -123,11 +124,31 @@ TEST(Merge, AbsentKeysAreInstalledAndOtherSlotsRefused) {
   ASSERT_EQ(takes(b, kCases[1], kT0, 2), 2);
   auto back = copy_of(b);
   std::vector<EntrySnapshot> refused;
-  EXPECT_EQ(a.merge(back, kT0 + kS, refused), 1u);
+  EXPECT_EQ(a.merge(back, kT0 + kS, refused, kAllFresh), 1u);
   ASSERT_EQ(refused.size(), 1u);
   EXPECT_EQ(refused[0].key, "gcra");  // not served here: its owner is elsewhere
   EXPECT_EQ(a.key_count(), 1u);
   EXPECT_EQ(room(a, kCases[0], kT0 + kS), room(b, kCases[0], kT0 + kS));
+}
+
+// Leases go only into slots started here from nothing: a copy served here since before is
+// complete (grants and releases are replicated before they are acknowledged), and a lease
+// it lacks was refused or released — taking it back would let its holder's heartbeat keep
+// it forever.
+TEST(Merge, LeasesComeBackOnlyIntoSlotsStartedFromNothing) {
+  const Case& c = kCases[5];
+  Shard back_side(100, 0x3333333333);
+  ASSERT_EQ(takes(back_side, c, kT0, 2), 2);
+  for (bool fresh : {false, true}) {
+    SCOPED_TRACE(fresh);
+    Shard a(100, 0x4444444444);
+    auto copy = copy_of(back_side);
+    std::vector<EntrySnapshot> refused;
+    SlotBits slots;
+    if (fresh) slots.set(key_slot(c.key));
+    EXPECT_EQ(a.merge(copy, kT0 + kS, refused, slots), fresh ? 1u : 0u);
+    EXPECT_EQ(room(a, c, kT0 + kS), fresh ? 4 : 6);
+  }
 }
 
 TEST(Merge, AnotherKindKeepsTheServingCopy) {
@@ -137,7 +158,7 @@ TEST(Merge, AnotherKindKeepsTheServingCopy) {
   data(b, DataCmd::kSet, {"SET", "tb", "hello"}, r);
   auto back = copy_of(b);
   std::vector<EntrySnapshot> refused;
-  EXPECT_EQ(a.merge(back, kT0 + kS, refused), 0u);
+  EXPECT_EQ(a.merge(back, kT0 + kS, refused, kAllFresh), 0u);
   EXPECT_EQ(copy_of(a)[0].kind, Kind::kTokenBucket);
 }
 
