@@ -24,6 +24,10 @@ Cluster::Cluster(ClusterConfig cfg, ShardPool& pool)
       timer_(io_),
       keeper_(cfg_.node_id, cfg_.await_timeout_ms * 1'000'000) {
   if (cfg_.announce_host.empty()) cfg_.announce_host = cfg_.bind_host;
+  {
+    std::random_device rd;
+    next_handoff_ = ((uint64_t{rd()} << 32) ^ rd()) >> 1 | 1;  // (room to count up)
+  }
   ReplicatorConfig rc;
   rc.self = cfg_.node_id;
   rc.lag_ms = cfg_.replication_lag_ms;

@@ -115,6 +115,7 @@ class Cluster {
   struct Outgoing {
     std::string to;  // node id
     SlotBits slots;
+    SlotBits fresh;  // of slots, started here from nothing lately (SlotHandoff.fresh)
     uint64_t epoch = 0;
     uint64_t id = 0;
     std::vector<EntrySnapshot> entries;
@@ -162,6 +163,9 @@ class Cluster {
   std::map<std::string, Member> known_;  // every member ever heard of, by id
   std::vector<std::shared_ptr<Outgoing>> outgoing_;
   std::map<std::pair<std::string, uint64_t>, uint32_t> installed_;  // hand-off -> chunks done
+  // Hand-off ids start at random: a node restarted under the same id must not reuse its
+  // previous process's ids, or a receiver takes a new hand-off for a resend of an old one
+  // (acknowledged, never installed: the slots' state lost).
   uint64_t next_handoff_ = 1;
   int extracting_ = 0;  // extractions whose state has not come back from the shards yet
   // Slots ours with no copy reachable, held back until their grace ends (cluster thread).

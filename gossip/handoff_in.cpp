@@ -17,6 +17,10 @@ void Cluster::on_handoff(std::string body, PeerServer::Respond respond) {
       !decode_state(h.state(), entries)) {
     return respond(PeerStatus::kError, {}, "malformed hand-off");
   }
+  SlotBits fresh;
+  if (!h.fresh().empty() && !slots_from_bytes(h.fresh(), fresh)) {
+    return respond(PeerStatus::kError, {}, "malformed hand-off");
+  }
   const auto key = std::make_pair(h.from(), h.handoff_id());
   auto done = installed_.find(key);
   if (done != installed_.end() && done->second > h.chunk()) {
@@ -26,15 +30,16 @@ void Cluster::on_handoff(std::string body, PeerServer::Respond respond) {
   if (h.last()) job->slots = slots;
   if (h.chunk() == 0) job->clear = slots;  // a replica's older copy of them goes first
   const size_t n = entries.size();
-  job->done = [this, key, n, last = h.last(), chunk = h.chunk(), epoch = h.epoch(), slots,
+  job->done = [this, key, n, last = h.last(), chunk = h.chunk(), epoch = h.epoch(), slots, fresh,
                respond = std::move(respond)](InstallJob&) mutable {
-    asio::post(io_, [this, key, n, last, chunk, epoch, slots, respond = std::move(respond)] {
+    asio::post(io_, [this, key, n, last, chunk, epoch, slots, fresh, respond = std::move(respond)] {
       if (installed_.size() > 100000) installed_.clear();
       installed_[key] = chunk + 1;
       counters_.handoffs_received.fetch_add(1, std::memory_order_relaxed);
       counters_.keys_received.fetch_add(n, std::memory_order_relaxed);
       if (last) {
         spdlog::info("received {} slots from {}", slots.count(), key.first);
+        started_empty(fresh & slots, wall_now_ns());  // (their freshness moves with them)
         apply(keeper_.on_install(slots, epoch, agreement_->table()));
       }
       respond(PeerStatus::kOk, {}, {});

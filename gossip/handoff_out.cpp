@@ -23,6 +23,7 @@ void Cluster::hand_off(const std::string& to, const SlotBits& slots) {
   o->slots = slots;
   o->epoch = agreement_->table().epoch();
   o->id = next_handoff_++;
+  o->fresh = slots & fresh_slots(wall_now_ns());
   ++extracting_;
   job->done = [this, o](ExtractJob& j) {
     for (auto& part : j.per_shard)
@@ -54,6 +55,7 @@ void Cluster::send_handoff(std::shared_ptr<Outgoing> o) {
     h.set_epoch(o->epoch);
     h.set_slots(slots_to_bytes(o->slots));
     h.set_state(encode_state(parts[i]));
+    if (o->fresh.any()) h.set_fresh(slots_to_bytes(o->fresh));
     o->chunks.push_back(h.SerializeAsString());
   }
   outgoing_.push_back(o);

@@ -86,6 +86,34 @@ class TestCluster {
     }
   }
 
+  // Starts node i again (after stop() or kill9()) under the same id, on fresh ports, seeded
+  // with the others.
+  NodeProcess& restart(size_t i) {
+    const std::string id = "t" + std::to_string(i + 1) + "-" + std::to_string(getpid() % 1000000);
+    for (int attempt = 0;; ++attempt) {
+      const int cport = free_port();
+      std::string seeds;
+      for (size_t j = 0; j < cports_.size(); ++j) {
+        if (j == i) continue;
+        seeds +=
+            (seeds.empty() ? "" : ",") + std::string("127.0.0.1:") + std::to_string(cports_[j]);
+      }
+      std::vector<std::string> args = {"--cluster-enabled",   "--node-id", id,   "--cluster-port",
+                                       std::to_string(cport), "--seeds",   seeds};
+      args.insert(args.end(), extra_.begin(), extra_.end());
+      if (per_node_) {
+        const auto mine = per_node_(i);
+        args.insert(args.end(), mine.begin(), mine.end());
+      }
+      auto node = std::make_unique<NodeProcess>(args);
+      if (node->alive() || attempt == 2) {
+        cports_[i] = cport;
+        nodes_[i] = std::move(node);
+        return *nodes_[i];
+      }
+    }
+  }
+
   // Every running node knows `n` members, has adopted the same table and serves its part.
   bool formed(size_t n, int timeout_ms = 20000) {
     const auto end = std::chrono::steady_clock::now() + std::chrono::milliseconds(timeout_ms);
@@ -504,6 +532,36 @@ TEST(Persistence, AWholeClusterRestartedFromItsDirsKeepsItsQuotas) {
     EXPECT_EQ(c.request({"FG.POLICY", "GET", "daily"}).substr(0, 1), "*");
   }
   std::filesystem::remove_all(base);
+}
+
+// A node that leaves, comes back under the same id and leaves again hands its slots over
+// again, state included: a receiver must not take the new process's hand-offs for resends
+// of the old one's (acknowledged and dropped: the slots awaited in vain).
+TEST(Cluster, ANodeBackUnderItsIdHandsItsSlotsOverAgain) {
+  TestCluster cl(3);
+  ASSERT_TRUE(cl.formed(3));
+  EXPECT_EQ(cl.node(1).stop(), 0);  // its first process's hand-offs
+  ASSERT_TRUE(cl.formed(2));
+  ASSERT_TRUE(cl.restart(1).alive());
+  ASSERT_TRUE(cl.formed(3));
+  std::vector<std::string> keys;
+  for (int i = 0; keys.size() < 10 && i < 5000; ++i) {
+    const std::string k = "again:" + std::to_string(i);
+    if (cl.owner_port(k) == cl.node(1).port()) keys.push_back(k);
+  }
+  ASSERT_EQ(keys.size(), 10u);
+  for (const auto& k : keys) {
+    Client c(cl.node(0).port());
+    for (int i = 0; i < 3; ++i) c.cmd({"FG.TAKE", k, "fixed_window", "10", "600000"}, 0);
+    read_replies(c, 3);
+  }
+  EXPECT_EQ(cl.node(1).stop(), 0);  // the second process's: the same ids, unless random
+  ASSERT_TRUE(cl.formed(2));
+  for (const auto& k : keys) {
+    Client c(cl.node(2).port());
+    c.cmd({"FG.PEEK", k, "fixed_window", "10", "600000"}, 0);
+    EXPECT_EQ(read_replies(c, 1).substr(0, 17), "*5\r\n:1\r\n:10\r\n:7\r\n") << k;
+  }
 }
 
 TEST(Cluster, AHeartbeatRenewsAHoldersLeasesOnEveryNode) {
