@@ -173,49 +173,11 @@ inline std::string temp_file(const std::string& name, const std::string& text) {
 
 class NodeProcess {
  public:
-  explicit NodeProcess(std::vector<std::string> extra = {}) : port_(free_port()) {
-    std::vector<std::string> args = {FLOODGATE_BIN, "--port", std::to_string(port_), "--log-level",
-                                     "warn"};
-    // A free native port too, unless the test chose one (RESP + 1000 may be taken by a
-    // test running alongside).
-    std::string auth;  // (a node with an admin token shows /cluster to its holder only)
-    std::string admin_host = "127.0.0.1";
-    for (size_t i = 0; i + 1 < extra.size(); ++i) {
-      if (extra[i] == "--native-port") native_port_ = std::stoi(extra[i + 1]);
-      if (extra[i] == "--admin-port") admin_port_ = std::stoi(extra[i + 1]);
-      if (extra[i] == "--admin-bind") admin_host = extra[i + 1];
-      if (extra[i] == "--admin-token-file") {
-        std::ifstream in(extra[i + 1]);
-        std::string token;
-        in >> token;
-        auth = "Authorization: Bearer " + token + "\r\n";
-      }
-    }
-    if (native_port_ < 0) {
-      native_port_ = free_port();
-      args.push_back("--native-port");
-      args.push_back(std::to_string(native_port_));
-    }
-    if (admin_port_ < 0) {  // the same for the admin HTTP port (RESP + 2000)
-      admin_port_ = free_port();
-      args.push_back("--admin-port");
-      args.push_back(std::to_string(admin_port_));
-    }
-    args.insert(args.end(), extra.begin(), extra.end());
-    pid_ = spawn(args);
-    // Up to 10 s for the RESP port to open, then the admin port (bound later: a port taken
-    // meanwhile by a test alongside makes the node exit after its RESP port opened, and
-    // the port answering is then someone else's).
-    if (!wait_for_port(port_) || admin_port_ <= 0) return;
-    const std::string mine = "\"resp_port\":" + std::to_string(port_) + ",";
-    for (int i = 0; i < 100 && pid_ > 0; ++i) {
-      if (http_get_at(admin_host, admin_port_, "/cluster", auth).body.find(mine) !=
-          std::string::npos) {
-        return;
-      }
-      int status = 0;
-      if (waitpid(pid_, &status, WNOHANG) == pid_) pid_ = -1;
-      std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  // A node that exits before it listens most likely lost a port it was given to a test
+  // running alongside (ports are chosen free, then bound by the child): it is started again
+  // on fresh ports, twice at most.
+  explicit NodeProcess(std::vector<std::string> extra = {}) {
+    for (int attempt = 0; attempt < 3 && !start(extra); ++attempt) {
     }
   }
   ~NodeProcess() { stop(); }
@@ -288,7 +250,59 @@ class NodeProcess {
   }
 
  private:
-  int port_;
+  // One try: false if the process exited before its ports opened.
+  bool start(const std::vector<std::string>& extra) {
+    port_ = free_port();
+    native_port_ = -1;
+    admin_port_ = -1;
+    std::vector<std::string> args = {FLOODGATE_BIN, "--port", std::to_string(port_), "--log-level",
+                                     "warn"};
+    // A free native port too, unless the test chose one (RESP + 1000 may be taken by a
+    // test running alongside).
+    std::string auth;  // (a node with an admin token shows /cluster to its holder only)
+    std::string admin_host = "127.0.0.1";
+    for (size_t i = 0; i + 1 < extra.size(); ++i) {
+      if (extra[i] == "--native-port") native_port_ = std::stoi(extra[i + 1]);
+      if (extra[i] == "--admin-port") admin_port_ = std::stoi(extra[i + 1]);
+      if (extra[i] == "--admin-bind") admin_host = extra[i + 1];
+      if (extra[i] == "--admin-token-file") {
+        std::ifstream in(extra[i + 1]);
+        std::string token;
+        in >> token;
+        auth = "Authorization: Bearer " + token + "\r\n";
+      }
+    }
+    if (native_port_ < 0) {
+      native_port_ = free_port();
+      args.push_back("--native-port");
+      args.push_back(std::to_string(native_port_));
+    }
+    if (admin_port_ < 0) {  // the same for the admin HTTP port (RESP + 2000)
+      admin_port_ = free_port();
+      args.push_back("--admin-port");
+      args.push_back(std::to_string(admin_port_));
+    }
+    args.insert(args.end(), extra.begin(), extra.end());
+    pid_ = spawn(args);
+    // Up to 10 s for the RESP port to open, then the admin port (bound later: a port taken
+    // meanwhile by a test alongside makes the node exit after its RESP port opened, and
+    // the port answering is then someone else's).
+    if (!wait_for_port(port_)) return pid_ > 0;  // (alive but silent: no second try)
+    if (admin_port_ <= 0) return true;
+    const std::string mine = "\"resp_port\":" + std::to_string(port_) + ",";
+    for (int i = 0; i < 100 && pid_ > 0; ++i) {
+      if (http_get_at(admin_host, admin_port_, "/cluster", auth).body.find(mine) !=
+          std::string::npos) {
+        return true;
+      }
+      int status = 0;
+      if (waitpid(pid_, &status, WNOHANG) == pid_) pid_ = -1;
+      std::this_thread::sleep_for(std::chrono::milliseconds(50));
+    }
+    return pid_ > 0;
+  }
+
+  int port_ = -1;
   int native_port_ = -1;
   int admin_port_ = -1;
   pid_t pid_ = -1;
