@@ -136,6 +136,15 @@ class TestCluster {
   }
 
   NodeProcess& node(size_t i) { return *nodes_[i]; }
+  // `n` keys `prefix`0, `prefix`1, … that node i owns (fewer if 5000 tries find fewer).
+  std::vector<std::string> keys_of(size_t i, const std::string& prefix, size_t n) {
+    std::vector<std::string> keys;
+    for (int k = 0; keys.size() < n && k < 5000; ++k) {
+      const std::string key = prefix + std::to_string(k);
+      if (owner_port(key) == nodes_[i]->port()) keys.push_back(key);
+    }
+    return keys;
+  }
   size_t size() const { return nodes_.size(); }
   int cluster_port(size_t i) const { return cports_[i]; }
 
@@ -544,11 +553,7 @@ TEST(Cluster, ANodeBackUnderItsIdHandsItsSlotsOverAgain) {
   ASSERT_TRUE(cl.formed(2));
   ASSERT_TRUE(cl.restart(1).alive());
   ASSERT_TRUE(cl.formed(3));
-  std::vector<std::string> keys;
-  for (int i = 0; keys.size() < 10 && i < 5000; ++i) {
-    const std::string k = "again:" + std::to_string(i);
-    if (cl.owner_port(k) == cl.node(1).port()) keys.push_back(k);
-  }
+  const std::vector<std::string> keys = cl.keys_of(1, "again:", 10);
   ASSERT_EQ(keys.size(), 10u);
   for (const auto& k : keys) {
     Client c(cl.node(0).port());
@@ -625,6 +630,18 @@ int64_t remaining_of(const std::string& reply) {  // FG.PEEK's third integer
   size_t pos = 0;
   for (int i = 0; i < 3; ++i) pos = reply.find(':', pos) + 1;
   return std::stoll(reply.substr(pos));
+}
+
+// What FG.PEEK says is left of `key` under `policy`, asked again until it is `want` (at
+// most 20 s); -1 for an answer that is not a decision.
+int64_t peek_until(Client& c, const std::string& key, const std::string& policy, int64_t want) {
+  int64_t left = -1;
+  for (int i = 0; i < 400 && left != want; ++i) {
+    const std::string r = ask(c, {"FG.PEEK", key, policy});
+    left = r.rfind("*5\r\n", 0) == 0 ? remaining_of(r) : -1;
+    if (left != want) std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  }
+  return left;
 }
 
 std::string policy_file() {
@@ -997,21 +1014,13 @@ TEST(Failover, WhenEveryCopyIsCutOffTheFailModeAnswersAndTheCountsComeBack) {
   TestCluster cl(5, {"--config", config, "--cluster-empty-grace-ms", "30000"});
   ASSERT_TRUE(cl.formed(5));
   // Keys node 0 owns; its replica is node 1, the next id (t1-… < t2-…).
-  std::vector<std::string> keys;
-  for (int i = 0; keys.size() < 6 && i < 5000; ++i) {
-    const std::string k = "cut:" + std::to_string(i);
-    if (cl.owner_port(k) == cl.node(0).port()) keys.push_back(k);
-  }
+  const std::vector<std::string> keys = cl.keys_of(0, "cut:", 6);
   ASSERT_EQ(keys.size(), 6u);
   Client c(cl.node(2).port());
   for (const auto& k : keys)
     for (int i = 0; i < 5; ++i)
       ASSERT_EQ(ask(c, {"FG.TAKE", k, "strict"}).substr(0, 8), "*5\r\n:1\r\n");
-  std::string seats;  // a lease on a key of node 0's too
-  for (int i = 0; seats.empty() && i < 5000; ++i) {
-    const std::string k = "cut-seats:" + std::to_string(i);
-    if (cl.owner_port(k) == cl.node(0).port()) seats = k;
-  }
+  const std::string seats = cl.keys_of(0, "cut-seats:", 1).at(0);  // a lease of node 0's too
   ASSERT_EQ(ask(c, {"FG.ACQUIRE", seats, "seats", "HOLDER", "app-1"}).substr(0, 8), "*5\r\n:1\r\n");
   ::kill(cl.node(0).pid(), SIGSTOP);
   ::kill(cl.node(1).pid(), SIGSTOP);
@@ -1029,14 +1038,8 @@ TEST(Failover, WhenEveryCopyIsCutOffTheFailModeAnswersAndTheCountsComeBack) {
   EXPECT_GT(in_grace, 0u);  // held back, not served from empty
   ::kill(cl.node(0).pid(), SIGCONT);
   ::kill(cl.node(1).pid(), SIGCONT);
-  for (const auto& k : keys) {
-    int64_t left = -1;
-    for (int i = 0; i < 400 && left != 1000000 - 5; ++i) {  // ≤ 20 s
-      const std::string r = ask(c, {"FG.PEEK", k, "strict"});
-      left = r.rfind("*5\r\n", 0) == 0 ? remaining_of(r) : -1;
-      if (left != 1000000 - 5) std::this_thread::sleep_for(std::chrono::milliseconds(50));
-    }
-    EXPECT_EQ(left, 1000000 - 5) << k;  // the five taken before the split, merged back
+  for (const auto& k : keys) {  // the five taken before the split, merged back
+    EXPECT_EQ(peek_until(c, k, "strict", 1000000 - 5), 1000000 - 5) << k;
   }
   // The lease came back with them: its slot started from nothing when they arrived.
   int64_t held = -1;
@@ -1069,11 +1072,7 @@ TEST(Failover, ThreeCopiesOutliveTwoNodesKilledAtOnce) {
     EXPECT_EQ(field(s.request({"INFO", "cluster"}), "cluster_replicas"), "3");
   }
   // Keys node 0 owns; its replicas are nodes 1 and 2, the next ids.
-  std::vector<std::string> keys;
-  for (int i = 0; keys.size() < 6 && i < 5000; ++i) {
-    const std::string k = "r3:" + std::to_string(i);
-    if (cl.owner_port(k) == cl.node(0).port()) keys.push_back(k);
-  }
+  const std::vector<std::string> keys = cl.keys_of(0, "r3:", 6);
   ASSERT_EQ(keys.size(), 6u);
   Client c(cl.node(3).port());
   for (const auto& k : keys)
@@ -1082,15 +1081,7 @@ TEST(Failover, ThreeCopiesOutliveTwoNodesKilledAtOnce) {
   std::this_thread::sleep_for(std::chrono::milliseconds(200));  // (Δ for the second replica)
   cl.node(0).kill9();
   cl.node(1).kill9();
-  for (const auto& k : keys) {
-    int64_t left = -1;
-    for (int i = 0; i < 400 && left != 1000000 - 4; ++i) {  // ≤ 20 s
-      const std::string r = ask(c, {"FG.PEEK", k, "strict"});
-      left = r.rfind("*5\r\n", 0) == 0 ? remaining_of(r) : -1;
-      if (left != 1000000 - 4) std::this_thread::sleep_for(std::chrono::milliseconds(50));
-    }
-    EXPECT_EQ(left, 1000000 - 4) << k;
-  }
+  for (const auto& k : keys) EXPECT_EQ(peek_until(c, k, "strict", 1000000 - 4), 1000000 - 4) << k;
   Client s(cl.node(2).port());
   const std::string info = s.request({"INFO", "cluster"});
   EXPECT_GT(std::stoul(field(info, "slots_promoted")), 0u);  // served from its copy
