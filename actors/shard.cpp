@@ -467,7 +467,7 @@ void Shard::install(const std::vector<EntrySnapshot>& entries) {
 }
 
 size_t Shard::merge(std::vector<EntrySnapshot>& entries, int64_t now_ns,
-                    std::vector<EntrySnapshot>& refused, const SlotBits& fresh) {
+                    std::vector<EntrySnapshot>& refused, const SlotBits& fresh, bool fresh_only) {
   size_t changed = 0;
   if (!watch_.empty()) touch_all();
   for (EntrySnapshot& s : entries) {
@@ -484,7 +484,7 @@ size_t Shard::merge(std::vector<EntrySnapshot>& entries, int64_t now_ns,
     // copy served here since before is complete; the returning one could only add grants
     // refused to their callers or leases released since — which a holder's heartbeat would
     // then renew forever. Only a slot started here from nothing takes them.
-    if (s.kind == Kind::kConcurrency && !fresh.test(slot)) continue;
+    if ((fresh_only || s.kind == Kind::kConcurrency) && !fresh.test(slot)) continue;
     const uint64_t h = KeyTable::hash(s.key);
     EntrySnapshot cur;
     if (Entry* e = lookup(s.key, h, now_ns)) cur = snapshot_of(*e);

@@ -71,8 +71,10 @@ class Shard {
   // slots it does not serve are moved to `refused`. Leases (concurrency keys) are taken only
   // for `fresh` slots, ones this node started serving from nothing (see the .cpp). Returns
   // how many keys changed.
+  // With `fresh_only`, keys of other slots are dropped whatever their kind (a snapshot older
+  // than the copies the cluster kept: only slots that lost every copy take it).
   size_t merge(std::vector<EntrySnapshot>& entries, int64_t now_ns,
-               std::vector<EntrySnapshot>& refused, const SlotBits& fresh);
+               std::vector<EntrySnapshot>& refused, const SlotBits& fresh, bool fresh_only = false);
 
   // Cluster mode: the shard serves only the slots it has been given; ops on others are
   // answered kNotOwner, never run. Out of cluster mode every slot is served. It also

@@ -96,8 +96,8 @@ shard_actor::behavior_type ShardActorImpl::make_behavior() {
       [this](merge_atom, const MergeJobPtr& j) {
         Hold hold(*cell_);
         auto run = [this, j] {
-          const size_t n =
-              shard_.merge(j->per_shard[cfg_.id], clock_->now_ns(), j->refused[cfg_.id], j->fresh);
+          const size_t n = shard_.merge(j->per_shard[cfg_.id], clock_->now_ns(),
+                                        j->refused[cfg_.id], j->fresh, j->fresh_only);
           j->merged.fetch_add(n, std::memory_order_relaxed);
           j->finish_one();
         };

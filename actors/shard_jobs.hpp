@@ -76,7 +76,8 @@ struct CopyJob : ShardJob<CopyJob> {
 // shard does not serve come back in `refused` (their owner is another node, or not yet this
 // one). `merged` counts keys whose state the merge changed or created.
 struct MergeJob : ShardJob<MergeJob> {
-  SlotBits fresh;  // slots started here from nothing: leases are merged only into these
+  SlotBits fresh;           // slots started here from nothing: leases are merged only into these
+  bool fresh_only = false;  // and everything else too (Shard::merge)
   std::vector<std::vector<EntrySnapshot>> per_shard;
   std::vector<std::vector<EntrySnapshot>> refused;
   std::atomic<size_t> merged{0};

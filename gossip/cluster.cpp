@@ -300,7 +300,8 @@ void Cluster::apply(const SlotKeeper::Actions& a) {
 
 void Cluster::dispatch(uint32_t kind, std::string body, PeerServer::Respond respond) {
   if (kind == kPeerHandoff) return on_handoff(std::move(body), std::move(respond));
-  if (kind == kPeerMerge) return on_merge(std::move(body), std::move(respond));
+  if (kind == kPeerMerge) return on_merge(std::move(body), std::move(respond), false);
+  if (kind == kPeerMergeIntoFresh) return on_merge(std::move(body), std::move(respond), true);
   if (kind == kPeerReplicate) return replicator_->on_update(std::move(body), std::move(respond));
   if (kind == kPeerBook && book_sync_) return book_sync_->on_request(body, std::move(respond));
   auto it = handlers_.find(kind);

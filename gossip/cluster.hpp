@@ -30,6 +30,9 @@ constexpr uint32_t kPeerHandoff = 2;  // SlotHandoff -> empty
 // A StateChunk of keys for the receiver to merge into the slots it serves -> a StateChunk
 // of those it does not serve (their owner is elsewhere, or their state not yet here).
 constexpr uint32_t kPeerMerge = 5;
+// The same, for a snapshot older than the copies the cluster kept: merged only into slots
+// the receiver started from nothing lately, dropped elsewhere.
+constexpr uint32_t kPeerMergeIntoFresh = 6;
 
 struct ClusterConfig {
   std::string node_id;
@@ -68,6 +71,7 @@ struct ClusterCounters {
   std::atomic<uint64_t> keys_fenced{0};      // keys this node held when fenced, sent to owners
   std::atomic<uint64_t> restore_pending{0};  // restored keys not yet at their owner
   std::atomic<uint64_t> restore_dropped{0};  // restored keys given up on (no owner took them)
+  std::atomic<uint64_t> restore_superseded{0};  // 1 when the cluster's copies were newer
 };
 
 class Cluster {
@@ -85,7 +89,12 @@ class Cluster {
   // State loaded from disk at start (before start()): once this node is in a table, each
   // key goes to its slot's owner — here or elsewhere — and is merged there (actors/merge.hpp),
   // retried until an owner takes it, for at most `give_up_ms` after the first table.
-  void restore(std::vector<EntrySnapshot> entries, int64_t give_up_ms = 60'000);
+  // `saved_epoch`: the table epoch the snapshot was saved under. A first table with a higher
+  // epoch is the same cluster gone on meanwhile — its copies are newer than the snapshot,
+  // which then goes only into slots that lost every copy (started from nothing lately); one
+  // no higher is a cluster started afresh, which takes all of it.
+  void restore(std::vector<EntrySnapshot> entries, uint64_t saved_epoch,
+               int64_t give_up_ms = 60'000);
   // Binds the cluster port (throws std::system_error), joins the seeds, starts the thread.
   void start();
   // Graceful exit: hands this node's slots to the remaining members, tells everyone it is
@@ -142,7 +151,7 @@ class Cluster {
   void end_grace(const SlotBits& slots, const char* why);
   void grace_tick(int64_t now_ns);
   void push_restored(int64_t now_ns);  // cluster_restore.cpp
-  void on_merge(std::string body, PeerServer::Respond respond);
+  void on_merge(std::string body, PeerServer::Respond respond, bool fresh_only);
   void restored_back(std::vector<EntrySnapshot> entries);  // refused or failed: again later
   void start_book_sync();
   std::vector<std::string> live_addrs() const;
@@ -187,6 +196,9 @@ class Cluster {
   int64_t restore_give_up_ms_ = 60'000;
   int64_t restore_deadline_ns_ = 0;  // set at the first table
   bool restoring_ = false;
+  uint64_t restore_epoch_ = 0;  // the snapshot's table epoch (disk restores)
+  bool restore_from_disk_ = false;
+  bool restore_fresh_only_ = false;  // decided at the first table (restore())
   bool leaving_ = false;
   bool lost_on_leave_ = false;  // a hand-off failed while leaving: that state goes with us
   bool dirty_ = false;

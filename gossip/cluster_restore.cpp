@@ -22,8 +22,11 @@ std::vector<EntrySnapshot> refused_of(MergeJob& j) {
 }
 }  // namespace
 
-void Cluster::restore(std::vector<EntrySnapshot> entries, int64_t give_up_ms) {
+void Cluster::restore(std::vector<EntrySnapshot> entries, uint64_t saved_epoch,
+                      int64_t give_up_ms) {
   restored_ = std::move(entries);
+  restore_epoch_ = saved_epoch;
+  restore_from_disk_ = true;
   restore_give_up_ms_ = give_up_ms;
   restoring_ = !restored_.empty();
   counters_.restore_pending.store(restored_.size(), std::memory_order_relaxed);
@@ -42,7 +45,22 @@ void Cluster::push_restored(int64_t now_ns) {
   if (restore_in_flight_ > 0 || now_ns < restore_next_ns_) return;
   const auto r = hub_.get();
   if (r->epoch == 0 || r->self_index < 0 || !r->quorum) return;  // not in a table yet
-  if (restore_deadline_ns_ == 0) restore_deadline_ns_ = now_ns + restore_give_up_ms_ * 1'000'000;
+  if (restore_deadline_ns_ == 0) {
+    restore_deadline_ns_ = now_ns + restore_give_up_ms_ * 1'000'000;
+    if (restore_from_disk_) {
+      restore_from_disk_ = false;  // (decided once; a later fence merges in full)
+      restore_fresh_only_ = r->epoch > restore_epoch_;
+      counters_.restore_superseded.store(restore_fresh_only_ ? 1 : 0, std::memory_order_relaxed);
+      if (restore_fresh_only_) {
+        spdlog::info(
+            "the cluster went on since the snapshot (table epoch {} > {}): its copies are newer; "
+            "the snapshot goes only into slots that lost every copy",
+            r->epoch, restore_epoch_);
+      }
+    } else {
+      restore_fresh_only_ = false;
+    }
+  }
   counters_.restore_pending.store(restored_.size(), std::memory_order_relaxed);
   if (restored_.empty()) {
     spdlog::info("every key restored from disk is merged at its owner");
@@ -78,6 +96,7 @@ void Cluster::push_restored(int64_t now_ns) {
       ++restore_in_flight_;
       auto job = std::make_shared<MergeJob>();
       job->fresh = fresh_slots(now_ns);
+      job->fresh_only = restore_fresh_only_;
       job->done = [this](MergeJob& j) {
         auto back = refused_of(j);
         const size_t merged = j.merged.load(std::memory_order_relaxed);
@@ -94,8 +113,8 @@ void Cluster::push_restored(int64_t now_ns) {
       ++restore_in_flight_;
       auto sent = std::make_shared<std::vector<EntrySnapshot>>(std::move(part));
       peer(r->nodes[o].peer_addr)
-          .call(kPeerMerge, encode_state(*sent), kMergeDeadline,
-                [this, sent](PeerStatus st, std::string body) {
+          .call(restore_fresh_only_ ? kPeerMergeIntoFresh : kPeerMerge, encode_state(*sent),
+                kMergeDeadline, [this, sent](PeerStatus st, std::string body) {
                   std::vector<EntrySnapshot> back;
                   if (st != PeerStatus::kOk || !decode_state(body, back)) back = std::move(*sent);
                   restored_back(std::move(back));
@@ -105,7 +124,7 @@ void Cluster::push_restored(int64_t now_ns) {
   }
 }
 
-void Cluster::on_merge(std::string body, PeerServer::Respond respond) {
+void Cluster::on_merge(std::string body, PeerServer::Respond respond, bool fresh_only) {
   std::vector<EntrySnapshot> entries;
   if (!decode_state(body, entries)) return respond(PeerStatus::kError, {}, "malformed merge");
   // State for slots held back for want of any copy: it is here now. (The install reaches
@@ -121,6 +140,7 @@ void Cluster::on_merge(std::string body, PeerServer::Respond respond) {
   }
   auto job = std::make_shared<MergeJob>();
   job->fresh = fresh_slots(wall_now_ns());
+  job->fresh_only = fresh_only;
   job->done = [this, respond = std::move(respond)](MergeJob& j) mutable {
     const std::string back = encode_state(refused_of(j));
     const size_t merged = j.merged.load(std::memory_order_relaxed);

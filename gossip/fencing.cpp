@@ -41,6 +41,7 @@ void Cluster::fence(const SlotTable& after) {
       restored_back(std::move(all));
       restoring_ = true;
       restore_deadline_ns_ = 0;  // (a fresh give-up time from the next table on)
+      restore_from_disk_ = false;
     });
   };
   pool_.extract(job);

@@ -388,6 +388,7 @@ int main(int argc, char** argv) {
   // state the node is about to replace (node/README.md, Persistence).
   std::unique_ptr<fg::Snapshotter> snapshots;
   std::vector<fg::EntrySnapshot> restored;  // cluster mode: merged at their owners later
+  uint64_t restored_epoch = 0;              // (the table epoch they were saved under)
   if (!cfg.dir.empty()) {
     std::error_code ec;
     std::filesystem::create_directories(cfg.dir, ec);
@@ -420,6 +421,7 @@ int main(int argc, char** argv) {
                      settings);
         if (cfg.cluster_enabled) {
           restored = std::move(d.entries);  // (their owners are known once a table is)
+          restored_epoch = d.epoch;
         } else {
           auto job = std::make_shared<fg::MergeJob>();
           job->fresh.set();  // (a node starting: every slot starts from nothing)
@@ -527,7 +529,7 @@ int main(int argc, char** argv) {
     }
     cluster = std::make_unique<fg::Cluster>(cc, *pool);
     cluster->share_book(&book);
-    if (!restored.empty()) cluster->restore(std::move(restored));
+    if (!restored.empty()) cluster->restore(std::move(restored), restored_epoch);
     if (snapshots) {
       snapshots->set_epoch_source([c = cluster.get()] { return c->routing().get()->epoch; });
     }

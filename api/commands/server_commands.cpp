@@ -181,6 +181,7 @@ std::vector<Section> info_sections(CommandContext& s) {
       kv(cs, "keys_sent_for_merge_when_fenced", n(static_cast<int64_t>(cc.keys_fenced.load())));
       kv(cs, "restored_keys_pending", n(static_cast<int64_t>(cc.restore_pending.load())));
       kv(cs, "restored_keys_dropped", n(static_cast<int64_t>(cc.restore_dropped.load())));
+      kv(cs, "restored_snapshot_superseded", n(static_cast<int64_t>(cc.restore_superseded.load())));
       const ReplicationCounters& rc = v.cluster->replication();
       auto u = [&](const std::atomic<uint64_t>& x) { return n(static_cast<int64_t>(x.load())); };
       kv(cs, "cluster_replicas", n(static_cast<int64_t>(rt->replicas)));
