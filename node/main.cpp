@@ -434,6 +434,9 @@ int main(int argc, char** argv) {
       }
     }
     svc.snapshots = snapshots.get();
+    svc.settings.dir = std::filesystem::absolute(cfg.dir).string();
+    svc.settings.dbfilename = cfg.dbfilename;
+    svc.settings.save_interval_s = cfg.save_interval_ms / 1000;
   }
 
   fg::ConnectionLimits limits;

@@ -316,10 +316,15 @@ void cmd_config(CommandContext& s, Args& a) {
       {"maxmemory-clients", std::to_string(s.svc().clients->max_memory())},
       {"timeout", std::to_string(st.timeout_s)},
       {"databases", "1"},
-      {"save", ""},
+      // (Redis's "seconds changes" pairs: a save every interval whatever changed)
+      {"save", st.dir.empty() || st.save_interval_s == 0
+                   ? std::string()
+                   : std::to_string(st.save_interval_s) + " 0"},
+      {"dir", st.dir},
+      {"dbfilename", st.dbfilename},
       {"appendonly", "no"},
       {"maxmemory", "0"},
-      {"cluster-enabled", "no"},
+      {"cluster-enabled", s.svc().routing ? "yes" : "no"},
       {"proto-max-bulk-len", std::to_string(st.parser.max_bulk_len)},
       {"max-keys", std::to_string(s.svc().shards->config().max_keys)},
       {"shards", std::to_string(s.svc().shards->size())},

@@ -53,6 +53,11 @@ struct NodeSettings {
   enum class Redirect { kAuto, kAlways, kNever } redirect = Redirect::kAuto;
   int64_t forward_timeout_ms = kDefaultForwardTimeoutMs;
   bool data_sync = false;  // data-replication: sync
+  // Persistence (CONFIG GET): the snapshot's directory and file name ("" without a dir),
+  // and the seconds between saves.
+  std::string dir;
+  std::string dbfilename;
+  int64_t save_interval_s = 0;
 };
 
 struct NodeCounters {

@@ -2,6 +2,7 @@
 // defences. Each test starts its own node; every loop is bounded.
 #include <gtest/gtest.h>
 
+#include <filesystem>
 #include <fstream>
 
 #include "node_process.hpp"
@@ -35,6 +36,24 @@ TEST(Process, ConfigGetReportsDataReplication) {
   EXPECT_EQ(cli(plain.port(), "CONFIG GET data-replication"), "data-replication\nasync\n");
   NodeProcess sync({"--data-replication", "sync"});
   EXPECT_EQ(cli(sync.port(), "CONFIG GET data-replication"), "data-replication\nsync\n");
+}
+
+// The persistence and cluster parameters tools read: what the node runs with.
+TEST(Process, ConfigGetReportsPersistenceAndClusterMode) {
+  NodeProcess plain;
+  EXPECT_EQ(cli(plain.port(), "CONFIG GET save"), "save\n\n");
+  EXPECT_EQ(cli(plain.port(), "CONFIG GET dir"), "dir\n\n");
+  EXPECT_EQ(cli(plain.port(), "CONFIG GET cluster-enabled"), "cluster-enabled\nno\n");
+  const std::string dir = ::testing::TempDir() + "fg-config-dir-" + std::to_string(getpid());
+  {
+    NodeProcess saving({"--dir", dir, "--dbfilename", "a.fgs", "--save-interval-ms", "30000"});
+    EXPECT_EQ(cli(saving.port(), "CONFIG GET save"), "save\n30 0\n");
+    EXPECT_EQ(cli(saving.port(), "CONFIG GET dir"), "dir\n" + dir + "\n");
+    EXPECT_EQ(cli(saving.port(), "CONFIG GET dbfilename"), "dbfilename\na.fgs\n");
+  }
+  std::filesystem::remove_all(dir);
+  NodeProcess member({"--cluster-enabled", "--cluster-port", std::to_string(free_port())});
+  EXPECT_EQ(cli(member.port(), "CONFIG GET cluster-enabled"), "cluster-enabled\nyes\n");
 }
 
 TEST(Process, RedisCliInteractiveSession) {
