@@ -694,6 +694,9 @@ std::string policy_file() {
        "           on_unavailable: fail_closed}\n"
        "  lenient: {kind: fixed_window, limit: 1000000, window: 10m, on_unavailable: fail_open}\n"
        "  seats: {kind: concurrency, limit: 5, ttl: 60s, on_unavailable: fail_closed}\n"
+       // (a log's count never drops at a clock boundary, as a fixed window's does)
+       "  journal: {kind: sliding_log, limit: 1000, window: 1d, replication: sync,\n"
+       "            on_unavailable: fail_closed}\n"
        "patterns:\n"
        "  \"counted:*\": strict\n";  // (data keys: their writes are synchronous)
   return path;
@@ -1061,7 +1064,7 @@ TEST(Failover, WhenEveryCopyIsCutOffTheFailModeAnswersAndTheCountsComeBack) {
   Client c(cl.node(2).port());
   for (const auto& k : keys)
     for (int i = 0; i < 5; ++i)
-      ASSERT_EQ(ask(c, {"FG.TAKE", k, "strict"}).substr(0, 8), "*5\r\n:1\r\n");
+      ASSERT_EQ(ask(c, {"FG.TAKE", k, "journal"}).substr(0, 8), "*5\r\n:1\r\n");
   const std::string seats = cl.keys_of(0, "cut-seats:", 1).at(0);  // a lease of node 0's too
   ASSERT_EQ(ask(c, {"FG.ACQUIRE", seats, "seats", "HOLDER", "app-1"}).substr(0, 8), "*5\r\n:1\r\n");
   ::kill(cl.node(0).pid(), SIGSTOP);
@@ -1075,13 +1078,13 @@ TEST(Failover, WhenEveryCopyIsCutOffTheFailModeAnswersAndTheCountsComeBack) {
       in_grace += g.empty() ? 0 : std::stoul(g);
     }
   }
-  EXPECT_EQ(ask(c, {"FG.TAKE", keys[0], "strict"}),
-            "*6\r\n:0\r\n:1000000\r\n:0\r\n:1000\r\n:0\r\n$11\r\nfail_closed\r\n");
+  EXPECT_EQ(ask(c, {"FG.TAKE", keys[0], "journal"}),
+            "*6\r\n:0\r\n:1000\r\n:0\r\n:1000\r\n:0\r\n$11\r\nfail_closed\r\n");
   EXPECT_GT(in_grace, 0u);  // held back, not served from empty
   ::kill(cl.node(0).pid(), SIGCONT);
   ::kill(cl.node(1).pid(), SIGCONT);
   for (const auto& k : keys) {  // the five taken before the split, merged back
-    EXPECT_EQ(peek_until(c, k, "strict", 1000000 - 5), 1000000 - 5) << k;
+    EXPECT_EQ(peek_until(c, k, "journal", 1000 - 5), 1000 - 5) << k;
   }
   // The lease came back with them: its slot started from nothing when they arrived.
   int64_t held = -1;
@@ -1119,11 +1122,11 @@ TEST(Failover, ThreeCopiesOutliveTwoNodesKilledAtOnce) {
   Client c(cl.node(3).port());
   for (const auto& k : keys)
     for (int i = 0; i < 4; ++i)
-      ASSERT_EQ(ask(c, {"FG.TAKE", k, "strict"}).substr(0, 8), "*5\r\n:1\r\n");
+      ASSERT_EQ(ask(c, {"FG.TAKE", k, "journal"}).substr(0, 8), "*5\r\n:1\r\n");
   std::this_thread::sleep_for(std::chrono::milliseconds(200));  // (Δ for the second replica)
   cl.node(0).kill9();
   cl.node(1).kill9();
-  for (const auto& k : keys) EXPECT_EQ(peek_until(c, k, "strict", 1000000 - 4), 1000000 - 4) << k;
+  for (const auto& k : keys) EXPECT_EQ(peek_until(c, k, "journal", 1000 - 4), 1000 - 4) << k;
   Client s(cl.node(2).port());
   const std::string info = s.request({"INFO", "cluster"});
   EXPECT_GT(std::stoul(field(info, "slots_promoted")), 0u);  // served from its copy
