@@ -557,14 +557,14 @@ TEST(Cluster, ANodeBackUnderItsIdHandsItsSlotsOverAgain) {
   ASSERT_EQ(keys.size(), 10u);
   for (const auto& k : keys) {
     Client c(cl.node(0).port());
-    for (int i = 0; i < 3; ++i) c.cmd({"FG.TAKE", k, "fixed_window", "10", "600000"}, 0);
+    for (int i = 0; i < 3; ++i) c.cmd({"FG.TAKE", k, "fixed_window", "10", "86400000"}, 0);
     read_replies(c, 3);
   }
   EXPECT_EQ(cl.node(1).stop(), 0);  // the second process's: the same ids, unless random
   ASSERT_TRUE(cl.formed(2));
   for (const auto& k : keys) {
     Client c(cl.node(2).port());
-    c.cmd({"FG.PEEK", k, "fixed_window", "10", "600000"}, 0);
+    c.cmd({"FG.PEEK", k, "fixed_window", "10", "86400000"}, 0);
     EXPECT_EQ(read_replies(c, 1).substr(0, 17), "*5\r\n:1\r\n:10\r\n:7\r\n") << k;
   }
 }
@@ -690,9 +690,9 @@ std::string policy_file() {
   const std::string path = "/tmp/fg-failover-" + std::to_string(getpid()) + ".yaml";
   std::ofstream f(path);
   f << "policies:\n"
-       "  strict: {kind: fixed_window, limit: 1000000, window: 10m, replication: sync,\n"
+       "  strict: {kind: fixed_window, limit: 1000000, window: 1d, replication: sync,\n"
        "           on_unavailable: fail_closed}\n"
-       "  lenient: {kind: fixed_window, limit: 1000000, window: 10m, on_unavailable: fail_open}\n"
+       "  lenient: {kind: fixed_window, limit: 1000000, window: 1d, on_unavailable: fail_open}\n"
        "  seats: {kind: concurrency, limit: 5, ttl: 60s, on_unavailable: fail_closed}\n"
        // (a log's count never drops at a clock boundary, as a fixed window's does)
        "  journal: {kind: sliding_log, limit: 1000, window: 1d, replication: sync,\n"
