@@ -3,6 +3,8 @@
 
 #include <spdlog/spdlog.h>
 
+#include <set>
+
 #include "state.pb.h"
 #include "state_codec.hpp"
 
@@ -49,11 +51,16 @@ void Replicator::arm() {
     round();
     // Replicas that lack a whole copy of some slots get one.
     const int64_t now = mono_ms();
+    uint64_t pending = 0;
     for (auto& [id, d] : dests_) {
+      const SlotBits missing = d.replicated & held_ & ~d.synced;
+      pending += missing.count();
       if (now < d.retry_at_ms || !live_(id)) continue;
-      const SlotBits need = d.replicated & held_ & ~d.synced & ~d.copying;
+      const SlotBits need = missing & ~d.copying;
       if (need.any()) copy_whole(id, need);
     }
+    counters_.copies_pending.store(pending, std::memory_order_relaxed);
+    counters_.whole_copies_held.store(complete_.count(), std::memory_order_relaxed);
     arm();
   });
 }
@@ -107,10 +114,16 @@ void Replicator::ship(std::vector<ShardChanges>& parts, std::shared_ptr<Waiters>
     size_t records = 0;
   };
   std::map<uint16_t, Out> out;  // by member index
+  std::set<uint16_t> missed;    // replicas of changed slots not reachable now
   auto targets = [&](uint32_t slot, auto&& fn) {
     if (self_index_ < 0 || table_.owner(slot) != self_index_) return;  // moved: hand-off has it
     for (uint16_t r : table_.replicas(slot)) {
-      if (static_cast<int>(r) != self_index_ && live_(table_.members()[r])) fn(out[r]);
+      if (static_cast<int>(r) == self_index_) continue;
+      if (live_(table_.members()[r])) {
+        fn(out[r]);
+      } else {
+        missed.insert(r);
+      }
     }
   };
   for (const ShardChanges& p : parts) {
@@ -123,6 +136,12 @@ void Replicator::ship(std::vector<ShardChanges>& parts, std::shared_ptr<Waiters>
     for (const EntrySnapshot& e : p.snapshots) {
       targets(key_slot(e.key), [&](Out& o) { o.entries.push_back(e); });
     }
+  }
+  // A replica declared dead misses these changes: should it come back under the same
+  // table, its copy is no longer whole and it gets a new one first.
+  for (uint16_t r : missed) {
+    auto it = dests_.find(table_.members()[r]);
+    if (it != dests_.end()) it->second.synced.reset();
   }
   if (out.empty()) {
     for (auto& w : *waiters) w(true);

@@ -48,6 +48,10 @@ struct ReplicationCounters {
   std::atomic<uint64_t> sync_waits{0};      // replies that waited for the replicas
   std::atomic<uint64_t> sync_failures{0};   // ... and were not acknowledged in time
   std::atomic<int64_t> last_round_us{0};    // last round: changes collected -> all acked
+  // Gauges, refreshed every Δ: copies of slots held here that a replica does not yet hold
+  // whole (0: every replica could take over), and slots held here as a whole copy.
+  std::atomic<uint64_t> copies_pending{0};
+  std::atomic<uint64_t> whole_copies_held{0};
 };
 
 class Replicator {

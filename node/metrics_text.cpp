@@ -236,6 +236,10 @@ std::string AdminHttp::metrics() const {
   t.one("floodgate_replication_round_seconds", "gauge",
         "Replication lag: the last round from changes collected to every replica's ack",
         static_cast<double>(r.last_round_us.load()) / 1e6);
+  t.one("floodgate_replication_copies_pending", "gauge",
+        "Slot copies held here that a replica does not yet hold whole (0: any replica can take "
+        "over without loss)",
+        load(r.copies_pending));
   t.one("floodgate_replication_keys_sent_total", "counter", "Key changes shipped to replicas",
         load(r.keys_sent));
   t.one("floodgate_replication_failures_total", "counter", "Updates a replica did not take",

@@ -189,6 +189,8 @@ std::vector<Section> info_sections(CommandContext& s) {
       kv(cs, "replication_updates_sent", u(rc.updates_sent));
       kv(cs, "replication_keys_sent", u(rc.keys_sent));
       kv(cs, "replication_slots_copied", u(rc.full_copies_sent));
+      kv(cs, "replication_copies_pending", u(rc.copies_pending));
+      kv(cs, "replication_whole_copies_held", u(rc.whole_copies_held));
       kv(cs, "replication_failures", u(rc.update_failures));
       kv(cs, "replication_updates_received", u(rc.updates_received));
       kv(cs, "replication_keys_received", u(rc.keys_received));

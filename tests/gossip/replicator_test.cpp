@@ -170,6 +170,19 @@ TEST_F(ReplicationTest, AsyncLosesAtMostWhatTheLastRoundDidNotCarry) {
   EXPECT_EQ(shipped, 50 * static_cast<int64_t>(keys.size()));
 }
 
+// INFO's replication_copies_pending: 0 once every replica holds a whole copy, the slots
+// again once a replica stopped taking updates (whole again only after a new copy).
+TEST_F(ReplicationTest, CopiesPendingSaysWhenEveryReplicaCouldTakeOver) {
+  pump_ms(20);
+  EXPECT_EQ(a->rep.counters().copies_pending.load(), 0u);
+  EXPECT_EQ(b->rep.counters().whole_copies_held.load(), a_slots.count());
+  b->dead = true;
+  admit(1);  // an update b does not take
+  pump_until([&] { return a->rep.counters().copies_pending.load() == a_slots.count(); });
+  b->dead = false;
+  pump_until([&] { return a->rep.counters().copies_pending.load() == 0; }, 10000);
+}
+
 TEST_F(ReplicationTest, SyncLosesNothingAcknowledged) {
   const int64_t admitted = admit(30);
   bool acked = false, ok = false;

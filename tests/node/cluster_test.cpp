@@ -135,6 +135,24 @@ class TestCluster {
     return false;
   }
 
+  // Every running node's replicas hold whole copies of its slots (INFO cluster
+  // replication_copies_pending 0), so a node killed now is taken over by its replicas
+  // rather than its slots waiting out cluster-empty-grace.
+  bool replicated(int timeout_ms = 20000) {
+    const auto end = std::chrono::steady_clock::now() + std::chrono::milliseconds(timeout_ms);
+    while (std::chrono::steady_clock::now() < end) {
+      bool ok = true;
+      for (auto& node : nodes_) {
+        if (!node->alive()) continue;
+        Client c(node->port(), 1000);
+        ok = ok && field(c.request({"INFO", "cluster"}), "replication_copies_pending") == "0";
+      }
+      if (ok) return true;
+      std::this_thread::sleep_for(std::chrono::milliseconds(50));
+    }
+    return false;
+  }
+
   NodeProcess& node(size_t i) { return *nodes_[i]; }
   // `n` keys `prefix`0, `prefix`1, … that node i owns (fewer if 5000 tries find fewer).
   std::vector<std::string> keys_of(size_t i, const std::string& prefix, size_t n) {
@@ -633,6 +651,7 @@ TEST(Cluster, AHeartbeatRenewsAHoldersLeasesOnEveryNode) {
 TEST(Cluster, AKilledNodesSlotsAreServedAgainWithinSeconds) {
   TestCluster cl(3);
   ASSERT_TRUE(cl.formed(3));
+  ASSERT_TRUE(cl.replicated());
   cl.node(2).kill9();
   const auto start = std::chrono::steady_clock::now();
   ASSERT_TRUE(cl.formed(2, 15000));
@@ -730,6 +749,7 @@ void kill_under_load(const std::string& policy, bool sync) {
   const std::string config = policy_file();
   TestCluster cl(3, {"--config", config});
   ASSERT_TRUE(cl.formed(3));
+  ASSERT_TRUE(cl.replicated());
   const int victim = cl.node(2).port();
   const bool incr = policy == "INCR";
   const auto keys = keys_owned_by(cl, victim, incr ? "counted:" : "hot:", 8);
@@ -845,6 +865,7 @@ TEST(Cluster, AFourthNodeTakesDataKeysWithTheirSlots) {
 TEST(Failover, DataKeysAreForwardedReplicatedAndSurviveTheOwnersDeath) {
   TestCluster cl(3);
   ASSERT_TRUE(cl.formed(3));
+  ASSERT_TRUE(cl.replicated());
   const int victim = cl.node(2).port();
   std::string tag;
   for (int i = 0; tag.empty() && i < 10000; ++i) {
@@ -949,6 +970,7 @@ TEST(Failover, DataKeysAreForwardedReplicatedAndSurviveTheOwnersDeath) {
 TEST(Failover, LeasesSurviveTheOwnersDeathAndBoundOnesComeBack) {
   TestCluster cl(3);
   ASSERT_TRUE(cl.formed(3));
+  ASSERT_TRUE(cl.replicated());
   const int victim = cl.node(2).port();
   const auto seats = keys_owned_by(cl, victim, "seats:", 3);
   // Three permits of five on keys the victim owns.
@@ -1112,6 +1134,7 @@ TEST(Failover, ThreeCopiesOutliveTwoNodesKilledAtOnce) {
   const std::string config = policy_file();
   TestCluster cl(5, {"--config", config, "--cluster-replicas", "3"});
   ASSERT_TRUE(cl.formed(5));
+  ASSERT_TRUE(cl.replicated());
   {
     Client s(cl.node(3).port());
     EXPECT_EQ(field(s.request({"INFO", "cluster"}), "cluster_replicas"), "3");
@@ -1198,6 +1221,7 @@ TEST(Failover, WithoutAQuorumAPolicysFailModeAnswers) {
 TEST(NativeClient, RoutesToOwnersAndRidesThroughAFailover) {
   TestCluster cl(3);
   ASSERT_TRUE(cl.formed(3));
+  ASSERT_TRUE(cl.replicated());
   floodgate::Client::Options o;
   o.seeds = {"127.0.0.1:" + std::to_string(cl.node(0).native_port()),
              "127.0.0.1:" + std::to_string(cl.node(1).native_port())};
@@ -1363,6 +1387,7 @@ TEST(Operations, AScriptLoadedOnOneNodeRunsOnEveryNodeAndOutlivesARestart) {
 TEST(Cluster, PeerLinksSpeakMutualTls) {
   TestCluster cl(3, with_tls_cluster(certs()));
   ASSERT_TRUE(cl.formed(3));
+  ASSERT_TRUE(cl.replicated());
   const int victim = cl.node(2).port();
   std::string key;
   for (int i = 0; key.empty() && i < 10000; ++i) {
