@@ -6,6 +6,7 @@
 #include <cerrno>
 #include <cstring>
 #include <fstream>
+#include <sstream>
 #include <thread>
 
 #include "errors.hpp"
@@ -426,6 +427,13 @@ void resolve_defaults(NodeConfig& cfg) {
   // One shard actor per thread: more would only add messages per batch, since a
   // thread runs one actor at a time.
   if (cfg.shards == 0) cfg.shards = std::min<size_t>(64, static_cast<size_t>(cfg.shard_threads));
+}
+
+std::string first_bind_address(const std::string& bind) {
+  std::istringstream in(bind);
+  std::string w;
+  in >> w;
+  return w;
 }
 
 }  // namespace fg

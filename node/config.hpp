@@ -78,6 +78,9 @@ std::string load_users(const NodeConfig& cfg, AclBook& book);
 std::string check_dbfilename(const std::string& name);
 // Empty if `id` can be a node id (letters, digits, '-', '_', '.'; 1..64 chars).
 std::string check_node_id(const std::string& id);
+// The first of `bind`'s space-separated addresses: the host the cluster bus and the
+// admin port use.
+std::string first_bind_address(const std::string& bind);
 // Splits "a:1,b:2" (spaces allowed) into addresses; false if one is not host:port.
 bool parse_seeds(const std::string& s, std::vector<std::string>& out);
 

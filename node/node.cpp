@@ -1,0 +1,483 @@
+#include "node.hpp"
+
+#include <malloc.h>
+#include <spdlog/spdlog.h>
+
+#include <ctime>
+#include <filesystem>
+#include <future>
+#include <random>
+
+#include "command_table.hpp"
+#include "lease_upkeep.hpp"
+
+namespace fg {
+namespace {
+
+// A certificate that expires within two weeks is said at start and at each reload (and
+// /metrics has the date for alerts: floodgate_tls_certificate_expiry_timestamp_seconds).
+void warn_if_expiring(const TlsContexts& tls) {
+  const int64_t left_s = tls.expires_at_s() - static_cast<int64_t>(std::time(nullptr));
+  if (tls.expires_at_s() > 0 && left_s < 14 * 86400) {
+    spdlog::warn("the TLS certificate expires in {} hours: renew it and send SIGHUP",
+                 left_s / 3600);
+  }
+}
+
+std::string random_run_id() {
+  std::random_device rd;
+  static const char* hex = "0123456789abcdef";
+  std::string s(40, '0');
+  for (char& c : s) c = hex[rd() % 16];
+  return s;
+}
+
+std::string seeds_text(const std::vector<std::string>& seeds) {
+  std::string out;
+  for (const auto& s : seeds) out += (out.empty() ? "" : ",") + s;
+  return out;
+}
+
+uint64_t file_mtime_ms(const std::string& path) {
+  std::error_code ec;
+  const auto t = std::filesystem::last_write_time(path, ec);
+  if (ec) return 0;
+  const auto sys = std::chrono::time_point_cast<std::chrono::milliseconds>(
+      t - std::filesystem::file_time_type::clock::now() + std::chrono::system_clock::now());
+  return static_cast<uint64_t>(std::max<int64_t>(0, sys.time_since_epoch().count()));
+}
+
+PolicyFile policy_file(const NodeConfig& cfg) {
+  PolicyFile f;
+  f.policies = cfg.policies;
+  f.patterns = cfg.patterns;
+  f.overrides = cfg.overrides;
+  return f;
+}
+
+// The node id comes first: it signs this node's writes to the cluster-wide policy book.
+NodeConfig with_id(NodeConfig cfg) {
+  if (cfg.cluster_enabled && cfg.node_id.empty()) cfg.node_id = random_run_id();
+  return cfg;
+}
+
+}  // namespace
+
+Node::Node(NodeConfig cfg, caf::actor_system& system, const Clock& clock)
+    : cfg_(with_id(std::move(cfg))),
+      system_(system),
+      clock_(clock),
+      acl_(acl_catalog(), clock),
+      book_(cfg_.node_id.empty() ? "standalone" : cfg_.node_id),
+      policy_store_(book_, policies_, clock),
+      clients_(cfg_.maxclients, cfg_.maxmemory_clients),
+      bound_((svc_.settings.run_id = random_run_id()).substr(0, 12)),
+      bus_key_([&clock] { return clock.now_ns() / 1'000'000; }) {}
+
+Node::~Node() { stop(); }
+
+int Node::fail(std::string& why, int code, std::string text) {
+  why = std::move(text);
+  return code;
+}
+
+int Node::start(std::string& why) {
+  if (const std::string e = load_users(cfg_, acl_); !e.empty()) return fail(why, 2, e);
+  const std::string bind_host = first_bind_address(cfg_.bind);
+  if (!cfg_.config_file.empty()) {
+    policy_store_.load_file(policy_file(cfg_), file_mtime_ms(cfg_.config_file));
+  }
+  svc_.clock = &clock_;
+  svc_.policies = &policies_;
+  svc_.policy_store = &policy_store_;
+  svc_.clients = &clients_;
+  svc_.bound = &bound_;
+  svc_.settings.bind = cfg_.bind;
+  svc_.acl = &acl_;
+  if (!cfg_.aclfile.empty()) {
+    svc_.acl_load = [this] {  // (the path and requirepass never change)
+      const std::string e = load_users(cfg_, acl_);
+      if (e.empty()) spdlog::info("users reloaded from {} (ACL LOAD)", cfg_.aclfile);
+      return e;
+    };
+  }
+  svc_.settings.timeout_s = cfg_.timeout_s;
+  svc_.settings.data_sync = cfg_.data_replication == "sync";  // (standalone: nothing to wait for)
+  svc_.settings.parser.max_bulk_len = cfg_.proto_max_bulk_len;
+  svc_.settings.config_file = cfg_.config_file;
+  svc_.settings.start_ms = clock_.now_ns() / 1'000'000;
+  svc_.settings.io_threads = cfg_.io_threads;
+  svc_.settings.shard_threads = cfg_.shard_threads;
+
+  ShardPoolConfig pool_cfg;
+  pool_cfg.shards = cfg_.shards;
+  pool_cfg.max_keys = cfg_.max_keys;
+  pool_cfg.cluster = cfg_.cluster_enabled;
+  // (the engine outlives the shards that call it)
+  ScriptLimits script_limits;
+  script_limits.budget_ms = cfg_.script_time_limit_ms;
+  script_limits.memory_bytes = cfg_.script_memory_limit;
+  script_cache_ = std::make_unique<ScriptCache>(book_, clock_, cfg_.script_cache_max_scripts,
+                                                cfg_.script_cache_max_bytes);
+  scripts_ = std::make_unique<ScriptEngine>(
+      pool_cfg.shards, cfg_.cluster_enabled, script_limits,
+      [](std::string_view name) {
+        const CommandSpec* c = find_command(name);
+        return c ? c->arity : 0;
+      },
+      *script_cache_);
+  pool_ = std::make_unique<ShardPool>(system_, pool_cfg, &clock_);
+  svc_.shards = pool_.get();
+  pool_->attach_scripts(scripts_.get());
+  svc_.scripts = scripts_.get();
+
+  // Persistence: the snapshot is read before any port opens, so nothing is answered from
+  // state the node is about to replace (node/README.md, Persistence).
+  std::vector<EntrySnapshot> restored;  // cluster mode: merged at their owners later
+  uint64_t restored_epoch = 0;          // (the table epoch they were saved under)
+  if (!cfg_.dir.empty()) {
+    std::error_code ec;
+    std::filesystem::create_directories(cfg_.dir, ec);
+    if (ec) return fail(why, 2, "cannot use dir " + cfg_.dir + ": " + ec.message());
+    SnapshotterConfig sc;
+    sc.path = (std::filesystem::path(cfg_.dir) / cfg_.dbfilename).string();
+    sc.node_id = cfg_.cluster_enabled ? cfg_.node_id : "standalone";
+    sc.cluster = cfg_.cluster_enabled;
+    snapshots_ = std::make_unique<Snapshotter>(sc, *pool_, book_, clock_);
+    std::string e;
+    if (!snapshots_->lock(e)) return fail(why, 2, e);
+    SnapshotData d;
+    switch (snapshots_->load(d, e)) {
+      case Snapshotter::Loaded::kNone:
+        spdlog::info("no snapshot at {}: starting empty", sc.path);
+        break;
+      case Snapshotter::Loaded::kRefused:
+        spdlog::error("snapshot {} refused: {}; starting empty", sc.path, e);
+        break;
+      case Snapshotter::Loaded::kLoaded: {
+        const size_t settings = book_.merge(d.book);
+        spdlog::info("loaded {} keys from {} (saved {} s ago); {} settings-book entries came back",
+                     d.entries.size(), sc.path,
+                     (clock_.now_ns() / 1'000'000 - d.saved_at_ms) / 1000, settings);
+        if (cfg_.cluster_enabled) {
+          restored = std::move(d.entries);  // (their owners are known once a table is)
+          restored_epoch = d.epoch;
+        } else {
+          auto job = std::make_shared<MergeJob>();
+          job->fresh.set();  // (a node starting: every slot starts from nothing)
+          std::promise<void> merged;
+          job->done = [&merged](MergeJob&) { merged.set_value(); };
+          pool_->merge(job, std::move(d.entries));
+          merged.get_future().wait();
+        }
+        break;
+      }
+    }
+    svc_.snapshots = snapshots_.get();
+    svc_.settings.dir = std::filesystem::absolute(cfg_.dir).string();
+    svc_.settings.dbfilename = cfg_.dbfilename;
+    svc_.settings.save_interval_s = cfg_.save_interval_ms / 1000;
+  }
+
+  ConnectionLimits limits;
+  limits.max_query_bytes = cfg_.max_query_bytes;
+  limits.query_deadline_ms = cfg_.query_deadline_ms;
+  limits.output_timeout_ms = cfg_.output_timeout_ms;
+  limits.timeout_s = cfg_.timeout_s;
+  server_ = std::make_unique<Server>(svc_, limits, cfg_.io_threads);
+  // TLS: the contexts every TLS door and peer link takes (node/README.md, "TLS").
+  const bool tls_used = cfg_.tls_port > 0 || cfg_.tls_native || cfg_.tls_cluster;
+  if (tls_used || cfg_.tls.configured()) {
+    std::string e;
+    if (!tls_.load(cfg_.tls, e)) return fail(why, 2, e);
+    if (!tls_used) {
+      spdlog::warn("TLS certificates given, but no tls-port, tls-native or tls-cluster uses them");
+    }
+    svc_.tls = &tls_;
+    server_->set_tls(&tls_);
+    spdlog::info("TLS certificate: {}", describe_certificate(cfg_.tls.cert_file));
+    warn_if_expiring(tls_);
+  }
+  // Plain RESP, unless `port: 0` with a TLS port (TLS only, as redis-server).
+  const bool plain = !(cfg_.port == 0 && cfg_.tls_port > 0);
+  try {
+    if (plain) server_->listen(cfg_.bind, cfg_.port);
+  } catch (const std::exception& e) {
+    return fail(
+        why, 1,
+        "cannot listen on " + cfg_.bind + " port " + std::to_string(cfg_.port) + ": " + e.what());
+  }
+  if (cfg_.tls_port > 0) {
+    try {
+      server_->listen_tls(cfg_.bind, cfg_.tls_port);
+    } catch (const std::exception& e) {
+      return fail(why, 1,
+                  "cannot listen on " + cfg_.bind + " TLS port " + std::to_string(cfg_.tls_port) +
+                      ": " + e.what());
+    }
+  }
+  // The port the other defaults count from, and the one clients are sent to: the TLS port
+  // when there is no plain one, or when the cluster speaks TLS.
+  const int client_port = !plain || (cfg_.tls_cluster && server_->tls_port() > 0)
+                              ? server_->tls_port()
+                              : server_->port();
+  const int base_port = plain ? server_->port() : server_->tls_port();
+  svc_.settings.port = server_->port();
+  svc_.settings.tls_port = server_->tls_port();
+  svc_.lanes = server_->lanes();
+  if (cfg_.native_port != 0) {
+    // Default: RESP port + 1000 (with --port 0, a free port as well).
+    const int want = cfg_.native_port > 0      ? cfg_.native_port
+                     : cfg_.port == 0 && plain ? 0
+                                               : base_port + 1000;
+    try {
+      server_->listen_native(cfg_.bind, want, cfg_.tls_native);
+    } catch (const std::exception& e) {
+      return fail(why, 1,
+                  "cannot listen on " + cfg_.bind + " native port " + std::to_string(want) + ": " +
+                      e.what());
+    }
+    svc_.settings.native_port = server_->native_port();
+  }
+
+  if (cfg_.cluster_enabled) {
+    ClusterConfig cc;
+    cc.node_id = cfg_.node_id;
+    cc.bind_host = bind_host;
+    cc.announce_host =
+        cfg_.cluster_announce_host.empty() ? cc.bind_host : cfg_.cluster_announce_host;
+    cc.resp_port = client_port;
+    if (cfg_.tls_cluster) cc.tls = &tls_;
+    cc.native_port = server_->native_port();
+    cc.port = cfg_.cluster_port ? cfg_.cluster_port : base_port + 10000;
+    cc.seeds = cfg_.seeds;
+    cc.replicas = static_cast<size_t>(cfg_.cluster_replicas);
+    cc.replication_lag_ms = cfg_.replication_lag_ms;
+    cc.sync_timeout_ms = cfg_.replication_sync_timeout_ms;
+    cc.empty_grace_ms = cfg_.cluster_empty_grace_ms;
+    if (!cfg_.cluster_secret_file.empty()) {
+      std::string e;
+      const auto secrets = BusKey::read_file(cfg_.cluster_secret_file, e);
+      if (!secrets || !bus_key_.set(*secrets, e)) return fail(why, 2, e);
+      cc.bus_key = &bus_key_;
+    }
+    cluster_ = std::make_unique<Cluster>(cc, *pool_);
+    cluster_->share_book(&book_);
+    if (!restored.empty()) cluster_->restore(std::move(restored), restored_epoch);
+    if (snapshots_) {
+      snapshots_->set_epoch_source([c = cluster_.get()] { return c->routing().get()->epoch; });
+    }
+    svc_.routing = &cluster_->routing();
+    svc_.cluster = cluster_.get();
+    svc_.settings.redirect = cfg_.cluster_redirect == "moved"     ? NodeSettings::Redirect::kAlways
+                             : cfg_.cluster_redirect == "forward" ? NodeSettings::Redirect::kNever
+                                                                  : NodeSettings::Redirect::kAuto;
+    svc_.settings.forward_timeout_ms = cfg_.cluster_forward_timeout_ms;
+    forwarder_ = std::make_unique<ClusterForwarder>(*cluster_);
+    svc_.forwarder = forwarder_.get();
+    serve_forwards(*cluster_, svc_);
+    try {
+      cluster_->start();
+    } catch (const std::exception& e) {
+      return fail(why, 1,
+                  "cannot use cluster port " + std::to_string(cc.port) + " on " + cc.bind_host +
+                      ": " + e.what());
+    }
+    cluster_port_ = cc.port;
+    if (cfg_.cluster_secret_file.empty()) {
+      spdlog::warn(
+          "no cluster-secret-file: any process that reaches bus port {} is believed (it can join, "
+          "declare nodes dead, take slots), and a stale node of another cluster gossiping to "
+          "this address merges the two (node/README.md, Security)",
+          cc.port);
+    }
+    spdlog::info("cluster node {} on bus port {}, seeds: {}", cc.node_id, cc.port,
+                 cfg_.seeds.empty() ? std::string("none") : seeds_text(cfg_.seeds));
+  }
+
+  trim_timer_ = std::make_unique<asio::steady_timer>(server_->main_context());
+  save_timer_ = std::make_unique<asio::steady_timer>(server_->main_context());
+  renew_timer_ = std::make_unique<asio::steady_timer>(server_->main_context());
+  schedule_trim();
+  if (snapshots_ && cfg_.save_interval_ms > 0) schedule_save();
+  schedule_renew();
+
+  if (cfg_.admin_port != 0) {
+    const int want = cfg_.admin_port > 0       ? cfg_.admin_port
+                     : cfg_.port == 0 && plain ? 0
+                                               : base_port + 2000;
+    admin_ = std::make_unique<AdminHttp>(svc_, cluster_.get(), admin_counters_);
+    if (!cfg_.admin_token_file.empty()) {
+      std::string e;
+      const auto token = read_admin_token(cfg_.admin_token_file, e);
+      if (!token) return fail(why, 2, e);
+      admin_->set_token(*token);
+    }
+    try {
+      admin_->start(cfg_.admin_bind.empty() ? bind_host : cfg_.admin_bind, want);
+    } catch (const std::exception& e) {
+      return fail(why, 1, e.what());
+    }
+    svc_.settings.admin_port = admin_->port();
+  }
+
+  svc_.shutdown = [this](bool save) {
+    spdlog::info("SHUTDOWN{} received, shutting down", save ? "" : " NOSAVE");
+    request_stop(save);
+  };
+  server_->run();
+  started_ = true;
+  spdlog::info(
+      "floodgate {} ready: RESP on {} port {}, TLS port {}, native port {}{}, admin port {} ({} "
+      "io threads, {} shards on {} threads, {} policies)",
+      svc_.settings.version, cfg_.bind, server_->port(), server_->tls_port(),
+      server_->native_port(), cfg_.tls_native ? " (TLS)" : "", admin_port(), cfg_.io_threads,
+      cfg_.shards, cfg_.shard_threads, policies_.snapshot()->policies.size());
+  return 0;
+}
+
+// Thousands of connections closing leave their buffers free in the middle of malloc's
+// heaps, where glibc does not return them by itself: hand those pages back.
+void Node::schedule_trim() {
+  trim_timer_->expires_after(std::chrono::seconds(1));
+  trim_timer_->async_wait([this](asio::error_code ec) {
+    if (ec) return;
+    const uint64_t closed = svc_.counters.connections_closed.load(std::memory_order_relaxed);
+    if (closed - closed_at_trim_ >= 64) {
+      malloc_trim(0);
+      closed_at_trim_ = closed;
+    }
+    schedule_trim();
+  });
+}
+
+// Periodic saves (a save already under way is not doubled).
+void Node::schedule_save() {
+  save_timer_->expires_after(std::chrono::milliseconds(cfg_.save_interval_ms));
+  save_timer_->async_wait([this](asio::error_code ec) {
+    if (ec) return;
+    snapshots_->save();
+    schedule_save();
+  });
+}
+
+// BOUND leases: renewed by this node while their connection lives (api/core/lease_upkeep).
+void Node::schedule_renew() {
+  renew_timer_->expires_after(std::chrono::milliseconds(100));
+  renew_timer_->async_wait([this](asio::error_code ec) {
+    if (ec) return;
+    renew_bound_leases(svc_, clock_.now_ns() / 1'000'000);
+    schedule_renew();
+  });
+}
+
+// The users, replaced whole: the aclfile's (read again), or the config file's `users`
+// (`from_file`; flags stay as given). Connections of users that are gone or disabled
+// close at their next command.
+void Node::reload_users(const std::vector<std::string>* from_file) {
+  NodeConfig u;
+  u.requirepass = cfg_.requirepass;
+  u.aclfile = cfg_.aclfile;
+  u.users = from_file && !from_file->empty() ? *from_file : cfg_.users;
+  if (const std::string why = load_users(u, acl_); !why.empty()) {
+    spdlog::error("SIGHUP: {}; keeping the users in force", why);
+  } else {
+    spdlog::info("users reloaded ({})", cfg_.aclfile.empty() ? "config" : cfg_.aclfile);
+  }
+}
+
+void Node::reload() {
+  if (cluster_ && !cfg_.cluster_secret_file.empty()) {  // (rotation: gossip/README.md)
+    std::string why;
+    const auto secrets = BusKey::read_file(cfg_.cluster_secret_file, why);
+    if (secrets && bus_key_.set(*secrets, why)) {
+      spdlog::info("cluster secret reloaded from {} ({} secret(s))", cfg_.cluster_secret_file,
+                   secrets->size());
+    } else {
+      spdlog::error("SIGHUP: {}; keeping the cluster secret in force", why);
+    }
+  }
+  if (admin_ && !cfg_.admin_token_file.empty()) {  // (a rotated token, in force at once)
+    std::string why;
+    if (const auto token = read_admin_token(cfg_.admin_token_file, why)) {
+      admin_->set_token(*token);
+    } else {
+      spdlog::error("SIGHUP: {}; keeping the admin token in force", why);
+    }
+  }
+  if (svc_.tls) {  // renewed certificates: new connections take them, open ones keep theirs
+    std::string why;
+    if (tls_.load(cfg_.tls, why)) {
+      tls_.counters.reloads.fetch_add(1, std::memory_order_relaxed);
+      spdlog::info("TLS certificate reloaded: {}", describe_certificate(cfg_.tls.cert_file));
+      warn_if_expiring(tls_);
+    } else {
+      tls_.counters.reload_failures.fetch_add(1, std::memory_order_relaxed);
+      spdlog::error("SIGHUP: {}; keeping the TLS certificates in force", why);
+    }
+  }
+  if (!cfg_.aclfile.empty()) reload_users(nullptr);
+  if (cfg_.config_file.empty()) {
+    if (cfg_.admin_token_file.empty() && cfg_.cluster_secret_file.empty() && cfg_.aclfile.empty() &&
+        !svc_.tls) {
+      spdlog::warn("SIGHUP: no --config file to reload");
+    }
+    return;
+  }
+  NodeConfig fresh;
+  try {
+    load_config_file(cfg_.config_file, fresh);
+    const size_t n = policy_store_.reload_file(policy_file(fresh));
+    if (cfg_.aclfile.empty()) reload_users(&fresh.users);
+    if (fresh.log_level != cfg_.log_level) {
+      cfg_.log_level = fresh.log_level;
+      spdlog::set_level(spdlog::level::from_str(cfg_.log_level));
+    }
+    admin_counters_.reloads_ok.fetch_add(1);
+    spdlog::info("config reloaded from {}: {} policy entries changed cluster-wide",
+                 cfg_.config_file, n);
+  } catch (const ConfigError& e) {
+    admin_counters_.reloads_failed.fetch_add(1);
+    spdlog::error("config reload refused, keeping the running settings: {}", e.what());
+  }
+}
+
+void Node::request_stop(bool save) {
+  save_on_exit_ = save;
+  stopping_ = true;
+}
+
+void Node::stop() {
+  if (stopped_) return;
+  stopped_ = true;
+  stopping_ = true;
+  if (save_timer_) save_timer_->cancel();
+  // A cluster node saves before it hands its slots over; a standalone one once no client can
+  // change anything any more.
+  auto final_save = [this] {
+    if (!started_ || !snapshots_ || !save_on_exit_) return;
+    std::string why;
+    if (!snapshots_->save_and_wait(why))
+      spdlog::error("the state was not saved at shutdown: {}", why);
+  };
+  if (cluster_ && started_) {
+    final_save();
+    // Hand this node's slots (and their state) to the others before going.
+    const bool clean = cluster_->leave(std::chrono::milliseconds(3000));
+    if (!clean) spdlog::warn("left the cluster before every slot's state was handed over");
+  }
+  if (renew_timer_) renew_timer_->cancel();
+  if (trim_timer_) trim_timer_->cancel();
+  if (admin_) admin_->stop();
+  if (server_) server_->stop();
+  if (!cluster_) final_save();
+  if (cluster_) cluster_->stop();
+  if (started_) pool_.reset();  // (before the cluster that points at it is destroyed)
+}
+
+int Node::port() const { return server_ ? server_->port() : 0; }
+int Node::tls_port() const { return server_ ? server_->tls_port() : 0; }
+int Node::native_port() const { return server_ ? server_->native_port() : 0; }
+int Node::admin_port() const { return admin_ ? admin_->port() : 0; }
+
+}  // namespace fg

@@ -1,0 +1,104 @@
+// One Floodgate node as an object: everything the executable wires — the shards, the
+// policy book, the doors (RESP, TLS, native), the cluster with its replicator and
+// forwarder, persistence, bound-lease upkeep and the admin HTTP port — behind start and
+// stop. `main()` parses the flags and runs one; a test can run several in one process.
+#pragma once
+
+#include <asio.hpp>
+#include <atomic>
+#include <caf/all.hpp>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "acl.hpp"
+#include "admin_http.hpp"
+#include "book.hpp"
+#include "bound_leases.hpp"
+#include "bus_key.hpp"
+#include "client_registry.hpp"
+#include "clock.hpp"
+#include "cluster.hpp"
+#include "config.hpp"
+#include "forwarding.hpp"
+#include "policy_store.hpp"
+#include "script_engine.hpp"
+#include "server.hpp"
+#include "services.hpp"
+#include "snapshotter.hpp"
+#include "tls_context.hpp"
+
+namespace fg {
+
+class Node {
+ public:
+  // `cfg`: the settings as parsed, defaults resolved (resolve_defaults). The shards run
+  // on `system`; time comes from `clock`. A cluster node without a node id gets a random
+  // one here.
+  Node(NodeConfig cfg, caf::actor_system& system, const Clock& clock = SystemClock::process());
+  ~Node();  // stop(), if it was not called
+  Node(const Node&) = delete;
+  Node& operator=(const Node&) = delete;
+
+  // Loads the users and the snapshot, opens every port, joins the cluster and starts the
+  // I/O threads. 0 when serving; otherwise the executable's exit code (2: settings or
+  // files that cannot be used, 1: a port that cannot be bound) and `why`.
+  int start(std::string& why);
+  // What SIGHUP does: the config file's policies, users and log level, the aclfile,
+  // renewed TLS certificates, a rotated cluster secret and admin token, each kept as it
+  // is when its file is bad.
+  void reload();
+  // Set by SHUTDOWN (and by request_stop): the owner of the node should call stop().
+  bool stop_requested() const { return stopping_.load(); }
+  void request_stop(bool save = true);
+  // Saves (unless SHUTDOWN NOSAVE), hands this node's slots to the others (a cluster
+  // member, at most 3 s), closes every port and stops the shards. Idempotent.
+  void stop();
+
+  const NodeConfig& config() const { return cfg_; }
+  const std::string& id() const { return cfg_.node_id; }
+  int port() const;         // RESP (0: none)
+  int tls_port() const;     // RESP over TLS (0: none)
+  int native_port() const;  // (0: none)
+  int admin_port() const;   // (0: none)
+  int cluster_port() const { return cluster_port_; }
+  Services& services() { return svc_; }
+
+ private:
+  void schedule_trim();
+  void schedule_save();
+  void schedule_renew();
+  void reload_users(const std::vector<std::string>* from_file);
+  int fail(std::string& why, int code, std::string text);
+
+  NodeConfig cfg_;
+  caf::actor_system& system_;
+  const Clock& clock_;
+  AclBook acl_;
+  PolicyRegistry policies_;
+  Book book_;
+  PolicyStore policy_store_;
+  ClientRegistry clients_;
+  Services svc_;
+  BoundLeases bound_;
+  std::unique_ptr<ScriptCache> script_cache_;
+  std::unique_ptr<ScriptEngine> scripts_;
+  std::unique_ptr<ShardPool> pool_;
+  std::unique_ptr<Snapshotter> snapshots_;
+  std::unique_ptr<Server> server_;
+  TlsContexts tls_;
+  BusKey bus_key_;
+  std::unique_ptr<Cluster> cluster_;
+  std::unique_ptr<ClusterForwarder> forwarder_;
+  std::unique_ptr<asio::steady_timer> trim_timer_, save_timer_, renew_timer_;
+  uint64_t closed_at_trim_ = 0;
+  AdminCounters admin_counters_;
+  std::unique_ptr<AdminHttp> admin_;
+  int cluster_port_ = 0;
+  std::atomic<bool> stopping_{false};
+  std::atomic<bool> save_on_exit_{true};
+  bool started_ = false;  // start() returned 0
+  bool stopped_ = false;
+};
+
+}  // namespace fg

@@ -1,0 +1,121 @@
+// The node as an object (node/node.hpp): what the executable runs, run here in the test's
+// own process — two of them at once, sharing one actor system.
+#include <gtest/gtest.h>
+#include <spdlog/spdlog.h>
+
+#include <caf/all.hpp>
+#include <chrono>
+#include <thread>
+
+#include "key_slot.hpp"
+#include "node.hpp"
+#include "node_process.hpp"
+
+namespace fg::testing {
+namespace {
+
+// One per test, outliving its nodes (a static one trips over CAF's own teardown at exit).
+caf::actor_system_config& actor_config() {
+  static caf::actor_system_config c;
+  c.set("scheduler.max-threads", size_t{2});
+  c.set("logger.verbosity", caf::atom("quiet"));
+  return c;
+}
+
+std::string info_field(const std::string& info, const std::string& key) {
+  const auto at = info.find(key + ":");
+  if (at == std::string::npos) return "";
+  return info.substr(at + key.size() + 1, info.find("\r\n", at) - at - key.size() - 1);
+}
+
+NodeConfig cluster_member(const std::string& id, int bus, int seed_bus, const std::string& secret) {
+  NodeConfig c;
+  c.bind = "127.0.0.1";
+  c.port = 0;
+  c.native_port = 0;
+  c.admin_port = 0;
+  c.cluster_enabled = true;
+  c.node_id = id;
+  c.cluster_port = bus;
+  c.seeds = {"127.0.0.1:" + std::to_string(seed_bus)};
+  c.cluster_secret_file = secret;
+  c.io_threads = 1;
+  c.shard_threads = 1;
+  c.shards = 2;
+  resolve_defaults(c);
+  return c;
+}
+
+TEST(NodeObject, TwoNodesInOneProcessFormAClusterAndServeEachOthersKeys) {
+  spdlog::set_level(spdlog::level::warn);
+  caf::actor_system sys{actor_config()};
+  const int bus_a = free_port(), bus_b = free_port();
+  const std::string secret =
+      temp_file("node-object.secret", "node-object-" + std::to_string(getpid()) + "\n");
+  Node a(cluster_member("obj-a", bus_a, bus_a, secret), sys);
+  Node b(cluster_member("obj-b", bus_b, bus_a, secret), sys);
+  std::string why;
+  ASSERT_EQ(a.start(why), 0) << why;
+  ASSERT_EQ(b.start(why), 0) << why;
+  EXPECT_EQ(a.cluster_port(), bus_a);
+  bool formed = false;
+  for (int i = 0; i < 400 && !formed; ++i) {
+    formed = true;
+    for (Node* n : {&a, &b}) {
+      Client c(n->port(), 1000);
+      const std::string info = c.request({"CLUSTER", "INFO"});
+      formed = formed && info_field(info, "cluster_size") == "2" &&
+               info_field(info, "cluster_slots_awaited_here") == "0";
+    }
+    if (!formed) std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  }
+  ASSERT_TRUE(formed);
+  // Keys of both owners, counted through one node and read through the other.
+  Client via_a(a.port()), via_b(b.port());
+  for (int i = 0; i < 20; ++i) {
+    const std::string key = "object:" + std::to_string(i);
+    EXPECT_EQ(via_a.request({"INCRBY", key, std::to_string(i + 1)}), ":" + std::to_string(i + 1));
+    EXPECT_EQ(via_b.request({"GET", key}), std::to_string(i + 1)) << key;
+  }
+  // SHUTDOWN asks the node's owner to stop it; stop() hands its slots to the other.
+  EXPECT_FALSE(a.stop_requested());
+  via_a.request({"SHUTDOWN", "NOSAVE"});
+  for (int i = 0; i < 100 && !a.stop_requested(); ++i)
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  ASSERT_TRUE(a.stop_requested());
+  a.stop();
+  Client after(b.port());
+  for (int i = 0; i < 20; ++i) {
+    const std::string key = "object:" + std::to_string(i);
+    EXPECT_EQ(after.request({"GET", key}), std::to_string(i + 1)) << key;
+  }
+  b.stop();
+  std::remove(secret.c_str());
+}
+
+TEST(NodeObject, APortInUseFailsTheStartWithWhy) {
+  spdlog::set_level(spdlog::level::warn);
+  caf::actor_system sys{actor_config()};
+  NodeConfig c;
+  c.bind = "127.0.0.1";
+  c.port = 0;
+  c.native_port = 0;
+  c.admin_port = 0;
+  c.io_threads = 1;
+  c.shard_threads = 1;
+  resolve_defaults(c);
+  Node first(c, sys);
+  std::string why;
+  ASSERT_EQ(first.start(why), 0) << why;
+  c.port = first.port();
+  Node second(c, sys);
+  EXPECT_EQ(second.start(why), 1);
+  EXPECT_NE(why.find("cannot listen on 127.0.0.1 port " + std::to_string(first.port())),
+            std::string::npos)
+      << why;
+  Client ok(first.port());
+  EXPECT_EQ(ok.request({"PING"}), "+PONG");
+}
+
+}  // namespace
+}  // namespace fg::testing
