@@ -19,20 +19,21 @@ constexpr int64_t kTickMs = 10;
 
 Cluster::Cluster(ClusterConfig cfg, ShardPool& pool)
     : cfg_(std::move(cfg)),
+      clock_(cfg_.clock ? cfg_.clock : &SystemClock::process()),
+      random_(cfg_.seed ? cfg_.seed
+                        : (uint64_t{std::random_device{}()} << 32) ^ std::random_device{}()),
       pool_(pool),
       guard_(asio::make_work_guard(io_)),
       timer_(io_),
       keeper_(cfg_.node_id, cfg_.await_timeout_ms * 1'000'000) {
   if (cfg_.announce_host.empty()) cfg_.announce_host = cfg_.bind_host;
-  {
-    std::random_device rd;
-    next_handoff_ = ((uint64_t{rd()} << 32) ^ rd()) >> 1 | 1;  // (room to count up)
-  }
+  next_handoff_ = random_() >> 1 | 1;  // (room to count up)
   ReplicatorConfig rc;
   rc.self = cfg_.node_id;
   rc.lag_ms = cfg_.replication_lag_ms;
   rc.timeout_ms = cfg_.sync_timeout_ms;
   rc.chunk_bytes = cfg_.handoff_chunk_bytes;
+  rc.clock = clock_;
   replicator_ = std::make_unique<Replicator>(
       rc, pool_, io_, keeper_.held(),
       [this](const std::string& id, std::string body, std::chrono::milliseconds deadline,
@@ -52,7 +53,7 @@ void Cluster::start() {
   transport_ = std::make_unique<UdpTransport>(
       io_, cfg_.bind_host, static_cast<uint16_t>(cfg_.port),
       [this](const std::string& from, std::string_view bytes) {
-        membership_->receive(from, bytes, wall_now_ns());
+        membership_->receive(from, bytes, now_ns());
       },
       cfg_.bus_key);
   server_ = std::make_unique<PeerServer>(
@@ -61,9 +62,8 @@ void Cluster::start() {
         dispatch(kind, std::move(body), std::move(respond));
       },
       cfg_.bus_key, cfg_.tls);
-  std::random_device rd;
   membership_ = std::make_unique<Membership>(cfg_.membership, cfg_.node_id, addr, resp_addr,
-                                             *transport_, (uint64_t{rd()} << 32) ^ rd());
+                                             *transport_, random_());
   membership_->set_native_port(cfg_.native_port);
   agreement_ = std::make_unique<TableAgreement>(*membership_, cfg_.settle_ms * 1'000'000);
   agreement_->set_replicas(cfg_.replicas);
@@ -83,12 +83,12 @@ void Cluster::start() {
   membership_->on_heard([this](const std::string& id, uint64_t epoch, uint64_t seq) {
     if (seq >= wake_seq_) wake_.on_heard(id, epoch);
   });
-  pulse_ns_ = std::make_shared<std::atomic<int64_t>>(wall_now_ns());
+  pulse_ns_ = std::make_shared<std::atomic<int64_t>>(now_ns());
   known_[cfg_.node_id] = membership_->self();
   if (book_) start_book_sync();
   publish();
   asio::post(io_, [this] {
-    membership_->join(cfg_.seeds, wall_now_ns());
+    membership_->join(cfg_.seeds, now_ns());
     arm();
     replicator_->start();
   });
@@ -104,7 +104,7 @@ void Cluster::start_book_sync() {
       });
   membership_->set_book_digest(book_->digest());
   membership_->on_book_advert([this](const std::string& from, uint64_t digest) {
-    book_sync_->on_advert(from, digest, wall_now_ns() / 1'000'000);
+    book_sync_->on_advert(from, digest, now_ns() / 1'000'000);
   });
   book_listener_ = book_->listen([this] {
     asio::post(io_, [this] {
@@ -151,7 +151,7 @@ void Cluster::arm() {
 }
 
 void Cluster::tick() {
-  const int64_t now = wall_now_ns();
+  const int64_t now = now_ns();
   if (wake_.on_tick(now)) {
     // Only answers to pings sent from now on count: what waited in the socket buffer while
     // the process was stopped may predate the others declaring it dead.
@@ -221,7 +221,7 @@ void Cluster::on_table(const SlotTable& before, const SlotTable& after) {
     for (auto& g : grace_) g.slots &= ours;
   }
   apply(keeper_.on_table(
-      before, after, [this](const std::string& id) { return can_send(id); }, wall_now_ns()));
+      before, after, [this](const std::string& id) { return can_send(id); }, now_ns()));
   replicator_->on_table(before, after);
 }
 
@@ -235,7 +235,7 @@ void Cluster::end_grace(const SlotBits& slots, const char* why) {
       grace_.end());
   counters_.slots_started_empty.fetch_add(now.count(), std::memory_order_relaxed);
   spdlog::info("serving {} slots that had no reachable copy ({})", now.count(), why);
-  started_empty(now, wall_now_ns());
+  started_empty(now, now_ns());
   auto job = std::make_shared<InstallJob>();
   job->slots = now;
   pool_.install(job, {});
@@ -278,7 +278,7 @@ void Cluster::apply(const SlotKeeper::Actions& a) {
     if (lost.any() && cfg_.empty_grace_ms > 0) {
       now &= ~lost;
       lost_ |= lost;
-      grace_.push_back({lost, wall_now_ns() + cfg_.empty_grace_ms * 1'000'000});
+      grace_.push_back({lost, now_ns() + cfg_.empty_grace_ms * 1'000'000});
       counters_.slots_given_grace.fetch_add(lost.count(), std::memory_order_relaxed);
       spdlog::warn(
           "{} slots have no reachable copy of their state: their policies' fail mode answers "
@@ -288,7 +288,7 @@ void Cluster::apply(const SlotKeeper::Actions& a) {
       counters_.slots_started_empty.fetch_add(lost.count(), std::memory_order_relaxed);
     }
     if (now.any()) {
-      started_empty(now & ~promoted, wall_now_ns());
+      started_empty(now & ~promoted, now_ns());
       auto job = std::make_shared<InstallJob>();
       job->slots = now;
       pool_.install(job, {});

@@ -7,6 +7,7 @@
 #include <chrono>
 #include <map>
 #include <memory>
+#include <random>
 #include <string>
 #include <thread>
 #include <vector>
@@ -55,6 +56,10 @@ struct ClusterConfig {
   int64_t sync_timeout_ms = 1000;  // a replica's acknowledgement, at most
   BusKey* bus_key = nullptr;       // the cluster secret on gossip (null or empty: none)
   TlsContexts* tls = nullptr;      // peer links over mutual TLS (null: plain TCP)
+  // Time for membership, the tables, hand-offs, graces and replication (null: the
+  // process's clock), and the seed of this node's random choices (0: one from the OS).
+  const Clock* clock = nullptr;
+  uint64_t seed = 0;
 };
 
 struct ClusterCounters {
@@ -156,7 +161,11 @@ class Cluster {
   void start_book_sync();
   std::vector<std::string> live_addrs() const;
 
+  int64_t now_ns() const { return clock_->now_ns(); }
+
   ClusterConfig cfg_;
+  const Clock* clock_;
+  std::mt19937_64 random_;
   ShardPool& pool_;
   asio::io_context io_;
   asio::executor_work_guard<asio::io_context::executor_type> guard_;

@@ -21,7 +21,7 @@ bool Cluster::leave(std::chrono::milliseconds max_wait) {
     if (t.epoch() > 0 && !rest.empty()) {
       agreement_->propose(t.plan(rest, cfg_.replicas).stamped(t.epoch() + 1, cfg_.node_id));
     }
-    membership_->leave(wall_now_ns());
+    membership_->leave(now_ns());
     *planned = true;
   });
   const auto deadline = std::chrono::steady_clock::now() + max_wait;

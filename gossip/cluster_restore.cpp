@@ -139,7 +139,7 @@ void Cluster::on_merge(std::string body, PeerServer::Respond respond, bool fresh
     if (dirty_) publish();
   }
   auto job = std::make_shared<MergeJob>();
-  job->fresh = fresh_slots(wall_now_ns());
+  job->fresh = fresh_slots(now_ns());
   job->fresh_only = fresh_only;
   job->done = [this, respond = std::move(respond)](MergeJob& j) mutable {
     const std::string back = encode_state(refused_of(j));

@@ -48,7 +48,7 @@ void Cluster::fence(const SlotTable& after) {
   publish();
   // From here on, a newcomer: slots the table gives us are awaited from their owners.
   apply(keeper_.on_table(
-      SlotTable(), after, [this](const std::string& id) { return can_send(id); }, wall_now_ns()));
+      SlotTable(), after, [this](const std::string& id) { return can_send(id); }, now_ns()));
   replicator_->on_table(SlotTable(), after);
 }
 

@@ -39,7 +39,7 @@ void Cluster::on_handoff(std::string body, PeerServer::Respond respond) {
       counters_.keys_received.fetch_add(n, std::memory_order_relaxed);
       if (last) {
         spdlog::info("received {} slots from {}", slots.count(), key.first);
-        started_empty(fresh & slots, wall_now_ns());  // (their freshness moves with them)
+        started_empty(fresh & slots, now_ns());  // (their freshness moves with them)
         apply(keeper_.on_install(slots, epoch, agreement_->table()));
       }
       respond(PeerStatus::kOk, {}, {});

@@ -23,7 +23,7 @@ void Cluster::hand_off(const std::string& to, const SlotBits& slots) {
   o->slots = slots;
   o->epoch = agreement_->table().epoch();
   o->id = next_handoff_++;
-  o->fresh = slots & fresh_slots(wall_now_ns());
+  o->fresh = slots & fresh_slots(now_ns());
   ++extracting_;
   job->done = [this, o](ExtractJob& j) {
     for (auto& part : j.per_shard)

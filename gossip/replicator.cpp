@@ -13,19 +13,11 @@ namespace fg {
 namespace {
 constexpr int64_t kCopyRetryMs = 500;
 
-int64_t mono_ms() {
-  return std::chrono::duration_cast<std::chrono::milliseconds>(
-             std::chrono::steady_clock::now().time_since_epoch())
-      .count();
-}
-
-int64_t mono_us() {
-  return std::chrono::duration_cast<std::chrono::microseconds>(
-             std::chrono::steady_clock::now().time_since_epoch())
-      .count();
-}
-
 }  // namespace
+
+int64_t Replicator::now_us() const {
+  return (cfg_.clock ? cfg_.clock : &SystemClock::process())->now_ns() / 1000;
+}
 
 Replicator::Replicator(ReplicatorConfig cfg, ShardPool& pool, asio::io_context& io,
                        const SlotBits& held, Send send, Live live)
@@ -50,7 +42,7 @@ void Replicator::arm() {
     if (ec || stopped_) return;
     round();
     // Replicas that lack a whole copy of some slots get one.
-    const int64_t now = mono_ms();
+    const int64_t now = now_ms();
     uint64_t pending = 0;
     for (auto& [id, d] : dests_) {
       const SlotBits missing = d.replicated & held_ & ~d.synced;
@@ -87,7 +79,7 @@ void Replicator::round() {
   next_waiters_.clear();
   auto job = std::make_shared<CollectJob>();
   job->parts = std::move(parts_);
-  const int64_t started = mono_us();
+  const int64_t started = now_us();
   job->done = [this, waiters, started](CollectJob& j) {
     asio::post(io_, [this, parts = std::move(j.parts), waiters, started]() mutable {
       collecting_ = false;
@@ -169,7 +161,7 @@ void Replicator::ship(std::vector<ShardChanges>& parts, std::shared_ptr<Waiters>
               lost(id);
             }
             if (--r->pending > 0) return;
-            counters_.last_round_us.store(mono_us() - started_us, std::memory_order_relaxed);
+            counters_.last_round_us.store(now_us() - started_us, std::memory_order_relaxed);
             if (!r->ok)
               counters_.sync_failures.fetch_add(waiters->size(), std::memory_order_relaxed);
             for (auto& w : *waiters) w(r->ok);
@@ -183,7 +175,7 @@ void Replicator::lost(const std::string& id) {
   auto it = dests_.find(id);
   if (it == dests_.end()) return;
   it->second.synced.reset();
-  it->second.retry_at_ms = mono_ms() + kCopyRetryMs;
+  it->second.retry_at_ms = now_ms() + kCopyRetryMs;
 }
 
 void Replicator::copy_whole(const std::string& id, SlotBits slots) {

@@ -35,6 +35,7 @@ struct ReplicatorConfig {
   int64_t lag_ms = 5;  // Δ
   int64_t timeout_ms = 1000;
   size_t chunk_bytes = 4 << 20;
+  const Clock* clock = nullptr;  // retries and round times (null: the process's clock)
 };
 
 struct ReplicationCounters {
@@ -95,6 +96,8 @@ class Replicator {
   void copy_whole(const std::string& id, SlotBits slots);
   void lost(const std::string& id);
   bool accepts(const std::string& from, uint64_t epoch, uint32_t slot) const;
+  int64_t now_us() const;
+  int64_t now_ms() const { return now_us() / 1000; }
 
   ReplicatorConfig cfg_;
   ShardPool& pool_;

@@ -250,11 +250,13 @@ int Node::start(std::string& why) {
     if (cfg_.tls_cluster) cc.tls = &tls_;
     cc.native_port = server_->native_port();
     cc.port = cfg_.cluster_port ? cfg_.cluster_port : base_port + 10000;
+    cluster_port_ = cc.port;
     cc.seeds = cfg_.seeds;
     cc.replicas = static_cast<size_t>(cfg_.cluster_replicas);
     cc.replication_lag_ms = cfg_.replication_lag_ms;
     cc.sync_timeout_ms = cfg_.replication_sync_timeout_ms;
     cc.empty_grace_ms = cfg_.cluster_empty_grace_ms;
+    cc.clock = &clock_;
     if (!cfg_.cluster_secret_file.empty()) {
       std::string e;
       const auto secrets = BusKey::read_file(cfg_.cluster_secret_file, e);
@@ -276,23 +278,6 @@ int Node::start(std::string& why) {
     forwarder_ = std::make_unique<ClusterForwarder>(*cluster_);
     svc_.forwarder = forwarder_.get();
     serve_forwards(*cluster_, svc_);
-    try {
-      cluster_->start();
-    } catch (const std::exception& e) {
-      return fail(why, 1,
-                  "cannot use cluster port " + std::to_string(cc.port) + " on " + cc.bind_host +
-                      ": " + e.what());
-    }
-    cluster_port_ = cc.port;
-    if (cfg_.cluster_secret_file.empty()) {
-      spdlog::warn(
-          "no cluster-secret-file: any process that reaches bus port {} is believed (it can join, "
-          "declare nodes dead, take slots), and a stale node of another cluster gossiping to "
-          "this address merges the two (node/README.md, Security)",
-          cc.port);
-    }
-    spdlog::info("cluster node {} on bus port {}, seeds: {}", cc.node_id, cc.port,
-                 cfg_.seeds.empty() ? std::string("none") : seeds_text(cfg_.seeds));
   }
 
   trim_timer_ = std::make_unique<asio::steady_timer>(server_->main_context());
@@ -319,6 +304,29 @@ int Node::start(std::string& why) {
       return fail(why, 1, e.what());
     }
     svc_.settings.admin_port = admin_->port();
+  }
+
+  // The cluster is joined last: a node that cannot open one of its ports never shows up
+  // in the others' membership (and a node started again under the same id after such a
+  // failure is not taken for one that came and went).
+  if (cluster_) {
+    try {
+      cluster_->start();
+    } catch (const std::exception& e) {
+      return fail(why, 1,
+                  "cannot use cluster port " + std::to_string(cluster_port_) + " on " + bind_host +
+                      ": " + e.what());
+    }
+
+    if (cfg_.cluster_secret_file.empty()) {
+      spdlog::warn(
+          "no cluster-secret-file: any process that reaches bus port {} is believed (it can join, "
+          "declare nodes dead, take slots), and a stale node of another cluster gossiping to "
+          "this address merges the two (node/README.md, Security)",
+          cluster_port_);
+    }
+    spdlog::info("cluster node {} on bus port {}, seeds: {}", cfg_.node_id, cluster_port_,
+                 cfg_.seeds.empty() ? std::string("none") : seeds_text(cfg_.seeds));
   }
 
   svc_.shutdown = [this](bool save) {

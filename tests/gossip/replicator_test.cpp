@@ -20,14 +20,15 @@ struct Node {
       : id(id),
         pool(sys, cluster_pool(), clock),
         rep(
-            config(id, lag_ms), pool, io, held,
+            config(id, lag_ms, clock), pool, io, held,
             [this, &net, &io](const std::string& to, std::string body, std::chrono::milliseconds,
                               PeerCallback cb) {
               // The in-memory link: delivered in order on the shared io_context, unless
               // either end is dead.
               asio::post(io, [this, &net, to, body = std::move(body), cb = std::move(cb)] {
                 Node* peer = net.count(to) ? net[to] : nullptr;
-                if (dead || !peer || peer->dead) return cb(PeerStatus::kUnavailable, {});
+                if (dead || !peer || peer->dead || peer->cut)
+                  return cb(PeerStatus::kUnavailable, {});
                 peer->rep.on_update(body, [cb](PeerStatus st, std::string b, std::string) {
                   cb(st, std::move(b));
                 });
@@ -42,10 +43,11 @@ struct Node {
     c.cluster = true;
     return c;
   }
-  static ReplicatorConfig config(const std::string& id, int64_t lag_ms) {
+  static ReplicatorConfig config(const std::string& id, int64_t lag_ms, const Clock* clock) {
     ReplicatorConfig c;
     c.self = id;
     c.lag_ms = lag_ms;
+    c.clock = clock;
     return c;
   }
   // Serve `slots` (as a table or a failover would have this node do).
@@ -76,6 +78,7 @@ struct Node {
   std::string id;
   SlotBits held;
   bool dead = false;
+  bool cut = false;  // its link fails, though membership still holds it live
   ShardPool pool;
   Replicator rep;
 };
@@ -171,16 +174,26 @@ TEST_F(ReplicationTest, AsyncLosesAtMostWhatTheLastRoundDidNotCarry) {
 }
 
 // INFO's replication_copies_pending: 0 once every replica holds a whole copy, the slots
-// again once a replica stopped taking updates (whole again only after a new copy).
+// again once a replica missed updates (declared dead, or its link failed), whole again
+// only after a new copy. After a failed link the copy is tried again half a second of the
+// node's clock later, not sooner.
 TEST_F(ReplicationTest, CopiesPendingSaysWhenEveryReplicaCouldTakeOver) {
   pump_ms(20);
   EXPECT_EQ(a->rep.counters().copies_pending.load(), 0u);
   EXPECT_EQ(b->rep.counters().whole_copies_held.load(), a_slots.count());
   b->dead = true;
-  admit(1);  // an update b does not take
+  admit(1);  // an update b, declared dead, is not sent
   pump_until([&] { return a->rep.counters().copies_pending.load() == a_slots.count(); });
-  b->dead = false;
-  pump_until([&] { return a->rep.counters().copies_pending.load() == 0; }, 10000);
+  b->dead = false;  // back: copied again at once
+  pump_until([&] { return a->rep.counters().copies_pending.load() == 0; });
+  b->cut = true;
+  admit(1);  // an update that fails on the way
+  pump_until([&] { return a->rep.counters().copies_pending.load() == a_slots.count(); });
+  b->cut = false;
+  pump_ms(50);  // (the node's clock has not moved: no retry is due)
+  EXPECT_EQ(a->rep.counters().copies_pending.load(), a_slots.count());
+  clock.advance_ms(500);
+  pump_until([&] { return a->rep.counters().copies_pending.load() == 0; });
 }
 
 TEST_F(ReplicationTest, SyncLosesNothingAcknowledged) {

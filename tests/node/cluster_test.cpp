@@ -425,7 +425,7 @@ TEST(Cluster, AFourthNodeJoinsUnderLoadAndNoLimitIsExceeded) {
   for (int t = 0; t < 4; ++t) {
     load.emplace_back([&, t] {
       const auto end = std::chrono::steady_clock::now() + std::chrono::seconds(40);
-      for (int r = 0; r < 400 && !stop && std::chrono::steady_clock::now() < end; ++r) {
+      for (int r = 0; r < 20000 && !stop && std::chrono::steady_clock::now() < end; ++r) {
         const int port = (t == 3 && fourth_port) ? fourth_port.load() : cl.node(t % 3).port();
         Client c(port);
         std::string in;
@@ -444,12 +444,16 @@ TEST(Cluster, AFourthNodeJoinsUnderLoadAndNoLimitIsExceeded) {
       }
     });
   }
-  while (rounds < 40) std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  // (Every wait is bounded: the load stops by itself after 40 s.)
+  for (int i = 0; i < 4000 && rounds < 40; ++i)
+    std::this_thread::sleep_for(std::chrono::milliseconds(5));
   NodeProcess& fourth = cl.add();
   const bool ok = cl.formed(4);
   fourth_port = fourth.port();
   const int at_join = rounds;
-  while (rounds < at_join + 60) std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  for (int i = 0; i < 4000 && rounds < at_join + 60; ++i)
+    std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  EXPECT_GE(rounds.load(), at_join + 60) << "the load stopped before the join was tested";
   stop = true;
   for (auto& th : load) th.join();
   ASSERT_TRUE(ok);

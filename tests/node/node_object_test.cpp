@@ -93,6 +93,40 @@ TEST(NodeObject, TwoNodesInOneProcessFormAClusterAndServeEachOthersKeys) {
   std::remove(secret.c_str());
 }
 
+// Membership, the table's settling and the graces read the node's clock, not the machine's:
+// on a clock that stands still, two nodes meet but never settle a table together; moved on,
+// they do.
+TEST(NodeObject, AClusterKeepsTheTimeOfTheClockItIsGiven) {
+  spdlog::set_level(spdlog::level::warn);
+  caf::actor_system sys{actor_config()};
+  ManualClock clock;
+  const int bus_a = free_port(), bus_b = free_port();
+  const std::string secret =
+      temp_file("node-clock.secret", "node-clock-secret-" + std::to_string(getpid()) + "\n");
+  Node a(cluster_member("clk-a", bus_a, bus_a, secret), sys, clock);
+  Node b(cluster_member("clk-b", bus_b, bus_a, secret), sys, clock);
+  std::string why;
+  ASSERT_EQ(a.start(why), 0) << why;
+  ASSERT_EQ(b.start(why), 0) << why;
+  auto size_seen_by = [](Node& n) {
+    Client c(n.port(), 1000);
+    return info_field(c.request({"CLUSTER", "INFO"}), "cluster_size");
+  };
+  std::this_thread::sleep_for(std::chrono::milliseconds(2500));  // (settle-ms is 1 s)
+  EXPECT_NE(size_seen_by(a), "2");
+  EXPECT_NE(size_seen_by(b), "2");
+  bool formed = false;
+  for (int i = 0; i < 400 && !formed; ++i) {
+    clock.advance_ms(20);
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+    formed = size_seen_by(a) == "2" && size_seen_by(b) == "2";
+  }
+  EXPECT_TRUE(formed);
+  b.stop();
+  a.stop();
+  std::remove(secret.c_str());
+}
+
 TEST(NodeObject, APortInUseFailsTheStartWithWhy) {
   spdlog::set_level(spdlog::level::warn);
   caf::actor_system sys{actor_config()};
