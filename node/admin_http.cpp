@@ -139,7 +139,7 @@ std::string AdminHttp::cluster_json() const {
 }
 
 std::string AdminHttp::status_json() const {
-  const auto counts = RequestMetrics::get().counts();
+  const auto counts = svc_.metrics->counts();
   uint64_t requests = 0, allowed = 0, denied = 0, errors = 0;
   for (const auto& r : counts.requests) {
     for (size_t k = 0; k < r.size(); ++k) requests += r[k];
@@ -160,7 +160,7 @@ std::string AdminHttp::status_json() const {
   j += ",\"policy_digest\":\"" + std::to_string(svc_.policies->snapshot()->digest) + "\"";
   j += ",\"top_denied\":[";
   bool first = true;
-  for (const auto& d : RequestMetrics::get().top_denied(10, now_ns / 1'000'000'000)) {
+  for (const auto& d : svc_.metrics->top_denied(10, now_ns / 1'000'000'000)) {
     j += (first ? "" : ",") + std::string("{\"key\":") + json_str(d.key) +
          ",\"denials\":" + std::to_string(d.denials) + "}";
     first = false;

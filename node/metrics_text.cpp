@@ -60,7 +60,7 @@ double load(const std::atomic<uint64_t>& a) { return static_cast<double>(a.load(
 
 std::string AdminHttp::metrics() const {
   Text t;
-  const auto counts = RequestMetrics::get().counts();
+  const auto counts = svc_.metrics->counts();
   t.family("floodgate_requests_total", "counter",
            "Requests by command and result, counted once by the node the client asked");
   for (uint16_t c = 0; c < kMaxCommandIds; ++c) {

@@ -88,6 +88,7 @@ int Node::start(std::string& why) {
     policy_store_.load_file(policy_file(cfg_), file_mtime_ms(cfg_.config_file));
   }
   svc_.clock = &clock_;
+  svc_.metrics = &metrics_;
   svc_.policies = &policies_;
   svc_.policy_store = &policy_store_;
   svc_.clients = &clients_;

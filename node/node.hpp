@@ -79,6 +79,7 @@ class Node {
   Book book_;
   PolicyStore policy_store_;
   ClientRegistry clients_;
+  RequestMetrics metrics_;
   Services svc_;
   BoundLeases bound_;
   std::unique_ptr<ScriptCache> script_cache_;

@@ -108,7 +108,7 @@ bool ttl_ok(int64_t ttl_ms, Outcome& now) {
 
 }  // namespace
 
-RequestCore::RequestCore(Services& svc) : svc_(svc), metrics_(RequestMetrics::get()) {}
+RequestCore::RequestCore(Services& svc) : svc_(svc), metrics_(*svc.metrics) {}
 
 int64_t reported_limit(const LimitSpec& spec) {
   return spec.kind == Kind::kGcra ? spec.a + 1 : spec.a;

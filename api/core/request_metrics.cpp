@@ -157,19 +157,36 @@ struct RequestMetrics::Block {
   DeniedTop now, before;
 };
 
+namespace {
+std::atomic<uint64_t> next_metrics_id{1};
+// The block this thread last wrote, and whose it is: a thread serves one node almost
+// always, so the lookup below is rare.
+thread_local uint64_t cached_owner = 0;
+thread_local void* cached_block = nullptr;
+}  // namespace
+
+RequestMetrics::RequestMetrics() : id_(next_metrics_id.fetch_add(1)) {}
+RequestMetrics::~RequestMetrics() = default;
+
 RequestMetrics& RequestMetrics::get() {
   static RequestMetrics m;
   return m;
 }
 
 RequestMetrics::Block& RequestMetrics::local() {
-  thread_local Block* mine = nullptr;
+  if (cached_owner == id_) return *static_cast<Block*>(cached_block);
+  return local_slow();
+}
+
+RequestMetrics::Block& RequestMetrics::local_slow() {
+  std::lock_guard<std::mutex> lock(mu_);
+  Block*& mine = by_thread_[std::this_thread::get_id()];
   if (!mine) {
-    auto b = std::make_unique<Block>();
-    mine = b.get();
-    std::lock_guard<std::mutex> lock(mu_);
-    blocks_.push_back(std::move(b));  // blocks live as long as the process
+    blocks_.push_back(std::make_unique<Block>());  // (kept as long as these metrics)
+    mine = blocks_.back().get();
   }
+  cached_owner = id_;
+  cached_block = mine;
   return *mine;
 }
 

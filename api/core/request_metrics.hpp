@@ -1,7 +1,8 @@
 // What the request path counts for /metrics and the status page: requests per command and
 // result, a latency histogram per command, decisions per policy, and the most-denied keys.
 // Each thread writes its own block (relaxed atomics, no shared cache lines); readers add
-// the blocks up. Process-wide.
+// the blocks up. One per node (Services::metrics); `get()` is the process's default, for
+// what runs without a node around it.
 #pragma once
 #include <array>
 #include <atomic>
@@ -12,6 +13,7 @@
 #include <mutex>
 #include <string>
 #include <string_view>
+#include <thread>
 #include <unordered_map>
 #include <vector>
 
@@ -48,6 +50,10 @@ class RequestMetrics {
     uint64_t denials;
   };
 
+  RequestMetrics();
+  ~RequestMetrics();
+  RequestMetrics(const RequestMetrics&) = delete;
+  RequestMetrics& operator=(const RequestMetrics&) = delete;
   static RequestMetrics& get();
 
   // One command's outcome, `latency_us` from its arrival to its reply.
@@ -62,8 +68,11 @@ class RequestMetrics {
  private:
   struct Block;
   Block& local();
+  Block& local_slow();
+  const uint64_t id_;  // unique for the process's life: a thread's cached block is keyed by it
   mutable std::mutex mu_;
   std::vector<std::unique_ptr<Block>> blocks_;
+  std::unordered_map<std::thread::id, Block*> by_thread_;
 };
 
 }  // namespace fg

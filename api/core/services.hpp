@@ -13,6 +13,7 @@
 #include "client_registry.hpp"
 #include "clock.hpp"
 #include "policy_registry.hpp"
+#include "request_metrics.hpp"
 #include "resp_parser.hpp"
 #include "routing.hpp"
 #include "shard_pool.hpp"
@@ -96,6 +97,8 @@ struct Lane {
 struct Services {
   ShardPool* shards = nullptr;
   const Clock* clock = nullptr;
+  // Requests, latencies, decisions and most-denied keys of this node (/metrics, INFO).
+  RequestMetrics* metrics = &RequestMetrics::get();
   PolicyRegistry* policies = nullptr;
   PolicyStore* policy_store = nullptr;  // null: FG.POLICY changes are refused
   ClientRegistry* clients = nullptr;

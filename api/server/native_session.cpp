@@ -424,7 +424,7 @@ bool NativeSession::push_topology_if_changed() {
 
 void NativeSession::finish(Frame& f, Flight* flight) {
   wire::ServerFrameWriter w(out_);
-  RequestMetrics& metrics = RequestMetrics::get();
+  RequestMetrics& metrics = *svc_.metrics;
   Door& d = door(false, f);
   d.latency_us = (steady_ns() - f.arrived_ns) / 1000;
   for (size_t i = 0; i < f.results.size(); ++i) {

@@ -459,7 +459,7 @@ void RespSession::complete(Flight& flight) {
   RespWriter w(out_, proto_);
   Door& d = door_;
   d.latency_us = (steady_ns() - arrived_ns_) / 1000;
-  RequestMetrics& metrics = RequestMetrics::get();
+  RequestMetrics& metrics = *svc_.metrics;
   uint32_t drop = 0;          // replies of an aborted transaction still to pass over
   bool failed_check = false;  // a check of the next EXEC failed
   for (const Slot& s : slots_) {

@@ -33,7 +33,7 @@ NodeConfig cluster_member(const std::string& id, int bus, int seed_bus, const st
   c.bind = "127.0.0.1";
   c.port = 0;
   c.native_port = 0;
-  c.admin_port = 0;
+  c.admin_port = -1;  // (with port 0: a free one)
   c.cluster_enabled = true;
   c.node_id = id;
   c.cluster_port = bus;
@@ -77,6 +77,17 @@ TEST(NodeObject, TwoNodesInOneProcessFormAClusterAndServeEachOthersKeys) {
     EXPECT_EQ(via_a.request({"INCRBY", key, std::to_string(i + 1)}), ":" + std::to_string(i + 1));
     EXPECT_EQ(via_b.request({"GET", key}), std::to_string(i + 1)) << key;
   }
+  // Each node counts the requests its own clients sent, though they share a process.
+  const std::string ma = http_get(a.admin_port(), "/metrics").body;
+  const std::string mb = http_get(b.admin_port(), "/metrics").body;
+  EXPECT_NE(ma.find("floodgate_requests_total{command=\"incrby\",result=\"ok\"} 20\n"),
+            std::string::npos)
+      << ma;
+  EXPECT_EQ(ma.find("command=\"get\""), std::string::npos) << ma;
+  EXPECT_NE(mb.find("floodgate_requests_total{command=\"get\",result=\"ok\"} 20\n"),
+            std::string::npos)
+      << mb;
+  EXPECT_EQ(mb.find("command=\"incrby\""), std::string::npos) << mb;
   // SHUTDOWN asks the node's owner to stop it; stop() hands its slots to the other.
   EXPECT_FALSE(a.stop_requested());
   via_a.request({"SHUTDOWN", "NOSAVE"});
