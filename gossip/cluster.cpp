@@ -27,6 +27,12 @@ Cluster::Cluster(ClusterConfig cfg, ShardPool& pool)
       timer_(io_),
       keeper_(cfg_.node_id, cfg_.await_timeout_ms * 1'000'000) {
   if (cfg_.announce_host.empty()) cfg_.announce_host = cfg_.bind_host;
+  if (cfg_.peer_net) {
+    net_ = cfg_.peer_net;
+  } else {
+    tcp_ = std::make_unique<TcpPeerNet>(cfg_.bind_host, cfg_.bus_key, cfg_.tls);
+    net_ = tcp_.get();
+  }
   next_handoff_ = random_() >> 1 | 1;  // (room to count up)
   ReplicatorConfig rc;
   rc.self = cfg_.node_id;
@@ -56,12 +62,10 @@ void Cluster::start() {
         membership_->receive(from, bytes, now_ns());
       },
       cfg_.bus_key);
-  server_ = std::make_unique<PeerServer>(
-      io_, cfg_.bind_host, static_cast<uint16_t>(cfg_.port),
-      [this](uint32_t kind, std::string body, PeerServer::Respond respond) {
-        dispatch(kind, std::move(body), std::move(respond));
-      },
-      cfg_.bus_key, cfg_.tls);
+  server_ = net_->listen(io_, cfg_.bind_host, static_cast<uint16_t>(cfg_.port),
+                         [this](uint32_t kind, std::string body, PeerServer::Respond respond) {
+                           dispatch(kind, std::move(body), std::move(respond));
+                         });
   membership_ = std::make_unique<Membership>(cfg_.membership, cfg_.node_id, addr, resp_addr,
                                              *transport_, random_());
   membership_->set_native_port(cfg_.native_port);
@@ -317,11 +321,9 @@ void Cluster::call(const std::string& peer_addr, uint32_t kind, std::string body
       });
 }
 
-PeerClient& Cluster::peer(const std::string& peer_addr) {
+PeerLink& Cluster::peer(const std::string& peer_addr) {
   auto& p = peers_[peer_addr];
-  if (!p) {
-    p = std::make_shared<PeerClient>(io_, peer_addr, cfg_.bind_host, cfg_.bus_key, cfg_.tls);
-  }
+  if (!p) p = net_->connect(io_, peer_addr);
   return *p;
 }
 

@@ -60,6 +60,8 @@ struct ClusterConfig {
   // process's clock), and the seed of this node's random choices (0: one from the OS).
   const Clock* clock = nullptr;
   uint64_t seed = 0;
+  // The network peer requests travel (null: TCP from bind_host, with bus_key and tls).
+  PeerNet* peer_net = nullptr;
 };
 
 struct ClusterCounters {
@@ -122,7 +124,7 @@ class Cluster {
   void call(const std::string& peer_addr, uint32_t kind, std::string body,
             std::chrono::milliseconds deadline, PeerCallback cb);
   // Only on the cluster thread (handlers, callbacks).
-  PeerClient& peer(const std::string& peer_addr);
+  PeerLink& peer(const std::string& peer_addr);
 
  private:
   // A hand-off on its way out.
@@ -173,10 +175,12 @@ class Cluster {
   std::unique_ptr<UdpTransport> transport_;
   std::unique_ptr<Membership> membership_;
   std::unique_ptr<TableAgreement> agreement_;
-  std::unique_ptr<PeerServer> server_;
+  std::unique_ptr<PeerNet> tcp_;  // (when no peer_net is given)
+  PeerNet* net_;
+  std::unique_ptr<PeerListener> server_;
   SlotKeeper keeper_;
   std::unique_ptr<Replicator> replicator_;
-  std::map<std::string, std::shared_ptr<PeerClient>> peers_;
+  std::map<std::string, std::shared_ptr<PeerLink>> peers_;
   std::map<uint32_t, PeerServer::Handler> handlers_;
   std::map<std::string, Member> known_;  // every member ever heard of, by id
   std::vector<std::shared_ptr<Outgoing>> outgoing_;

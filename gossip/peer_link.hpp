@@ -13,12 +13,10 @@
 
 #include "bus_key.hpp"
 #include "byte_stream.hpp"
+#include "peer_net.hpp"
 #include "tls_context.hpp"
 
 namespace fg {
-
-enum class PeerStatus { kOk, kError, kUnknownKind, kUnavailable, kTimeout };
-using PeerCallback = std::function<void(PeerStatus, std::string body)>;
 
 // Past this an unanswered connect gives up and backs off, instead of waiting out the
 // kernel's SYN retries (minutes) while a partition heals.
@@ -27,7 +25,7 @@ constexpr size_t kMaxPeerFrameBytes = 64 << 20;  // a receiver drops a link send
 constexpr size_t kPeerFrameBudget = 32 << 20;    // what a sender puts in one frame, at most
 
 // One outgoing connection to one peer, reconnecting with backoff when it drops.
-class PeerClient : public std::enable_shared_from_this<PeerClient> {
+class PeerClient final : public PeerLink, public std::enable_shared_from_this<PeerClient> {
  public:
   // `local_host`, when a specific address, is where the connection leaves from (the node's
   // bind address), so peers and firewalls see the same address the bus uses. `key` (may be
@@ -37,11 +35,12 @@ class PeerClient : public std::enable_shared_from_this<PeerClient> {
   // peer's certificate checked against the CA, before the secret's handshake.
   PeerClient(asio::io_context& io, std::string addr, std::string local_host = {},
              BusKey* key = nullptr, TlsContexts* tls = nullptr);
-  void call(uint32_t kind, std::string body, std::chrono::milliseconds deadline, PeerCallback cb);
-  void close();
+  void call(uint32_t kind, std::string body, std::chrono::milliseconds deadline,
+            PeerCallback cb) override;
+  void close() override;
   // The peer was declared dead: calls waiting on it end now with kTimeout (they may have
   // run there) instead of at their deadlines, and the next call connects afresh.
-  void abort_calls();
+  void abort_calls() override;
   const std::string& addr() const { return addr_; }
   uint64_t frames_sent() const { return frames_sent_; }
 
@@ -86,10 +85,10 @@ class PeerClient : public std::enable_shared_from_this<PeerClient> {
 
 // Accepts peer connections and hands each request to `handler`, which answers through
 // `respond` (now or later, on the io_context's thread).
-class PeerServer {
+class PeerServer final : public PeerListener {
  public:
-  using Respond = std::function<void(PeerStatus, std::string body, std::string error)>;
-  using Handler = std::function<void(uint32_t kind, std::string body, Respond respond)>;
+  using Respond = PeerRespond;
+  using Handler = PeerHandler;
 
   // `key` (may be null; must outlive the server): with a secret set, a connection is
   // served only after its hello proves it holds the secret; others are closed, counted.
@@ -98,7 +97,7 @@ class PeerServer {
   PeerServer(asio::io_context& io, const std::string& host, uint16_t port, Handler handler,
              BusKey* key = nullptr, TlsContexts* tls = nullptr);
   uint16_t port() const { return acceptor_.local_endpoint().port(); }
-  void close();
+  void close() override;
 
  private:
   class Conn;

@@ -33,9 +33,11 @@ namespace fg {
 class Node {
  public:
   // `cfg`: the settings as parsed, defaults resolved (resolve_defaults). The shards run
-  // on `system`; time comes from `clock`. A cluster node without a node id gets a random
-  // one here.
-  Node(NodeConfig cfg, caf::actor_system& system, const Clock& clock = SystemClock::process());
+  // on `system`; time comes from `clock`; peer requests travel `peer_net` (null: TCP, with
+  // the cluster secret and TLS as configured; it must outlive the node). A cluster node
+  // without a node id gets a random one here.
+  Node(NodeConfig cfg, caf::actor_system& system, const Clock& clock = SystemClock::process(),
+       PeerNet* peer_net = nullptr);
   ~Node();  // stop(), if it was not called
   Node(const Node&) = delete;
   Node& operator=(const Node&) = delete;
@@ -74,6 +76,7 @@ class Node {
   NodeConfig cfg_;
   caf::actor_system& system_;
   const Clock& clock_;
+  PeerNet* peer_net_;
   AclBook acl_;
   PolicyRegistry policies_;
   Book book_;

@@ -138,6 +138,59 @@ TEST(NodeObject, AClusterKeepsTheTimeOfTheClockItIsGiven) {
   std::remove(secret.c_str());
 }
 
+// Peer requests (hand-offs, replication, forwards) go over the network the node is given:
+// here one in memory, whose cut of one direction fails that direction's forwards only.
+TEST(NodeObject, PeerRequestsTravelTheNetworkTheNodeIsGiven) {
+  spdlog::set_level(spdlog::level::err);
+  caf::actor_system sys{actor_config()};
+  MemoryPeerHub hub;
+  const int bus_a = free_port(), bus_b = free_port();
+  const std::string addr_a = "127.0.0.1:" + std::to_string(bus_a);
+  const std::string addr_b = "127.0.0.1:" + std::to_string(bus_b);
+  const std::string secret =
+      temp_file("node-net.secret", "node-net-secret-" + std::to_string(getpid()) + "\n");
+  Node a(cluster_member("net-a", bus_a, bus_a, secret), sys, SystemClock::process(),
+         &hub.node(addr_a));
+  Node b(cluster_member("net-b", bus_b, bus_a, secret), sys, SystemClock::process(),
+         &hub.node(addr_b));
+  std::string why;
+  ASSERT_EQ(a.start(why), 0) << why;
+  ASSERT_EQ(b.start(why), 0) << why;
+  bool formed = false;
+  for (int i = 0; i < 400 && !formed; ++i) {
+    formed = true;
+    for (Node* n : {&a, &b}) {
+      Client c(n->port(), 1000);
+      const std::string info = c.request({"CLUSTER", "INFO"});
+      formed = formed && info_field(info, "cluster_size") == "2" &&
+               info_field(info, "cluster_slots_awaited_here") == "0";
+    }
+    if (!formed) std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  }
+  ASSERT_TRUE(formed);
+  // A key b owns, counted through a: a forward over the hub.
+  std::string key;
+  const auto rt = b.services().routing->get();
+  for (int i = 0; key.empty() && i < 1000; ++i) {
+    const std::string k = "net:" + std::to_string(i);
+    if (rt->owner[key_slot(k)] == rt->self_index) key = k;
+  }
+  ASSERT_FALSE(key.empty());
+  Client via_a(a.port(), 5000), via_b(b.port(), 5000);
+  const uint64_t before = hub.calls();
+  EXPECT_EQ(via_a.request({"INCR", key}), ":1");
+  EXPECT_GT(hub.calls(), before);
+  // a's calls to b cut: a cannot forward; b, asked directly, still counts.
+  hub.cut(addr_a, addr_b);
+  EXPECT_EQ(via_a.request({"INCR", key}).substr(0, 1), "-");
+  EXPECT_EQ(via_b.request({"INCR", key}), ":2");
+  hub.heal();
+  EXPECT_EQ(via_a.request({"INCR", key}), ":3");
+  b.stop();
+  a.stop();
+  std::remove(secret.c_str());
+}
+
 TEST(NodeObject, APortInUseFailsTheStartWithWhy) {
   spdlog::set_level(spdlog::level::warn);
   caf::actor_system sys{actor_config()};
