@@ -56,12 +56,12 @@ Cluster::~Cluster() { stop(); }
 void Cluster::start() {
   const std::string addr = cfg_.announce_host + ":" + std::to_string(cfg_.port);
   const std::string resp_addr = cfg_.announce_host + ":" + std::to_string(cfg_.resp_port);
-  transport_ = std::make_unique<UdpTransport>(
-      io_, cfg_.bind_host, static_cast<uint16_t>(cfg_.port),
-      [this](const std::string& from, std::string_view bytes) {
-        membership_->receive(from, bytes, now_ns());
-      },
-      cfg_.bus_key);
+  UdpDatagramNet udp;
+  transport_ = (cfg_.datagrams ? *cfg_.datagrams : static_cast<DatagramNet&>(udp))
+                   .open(io_, cfg_.bind_host, static_cast<uint16_t>(cfg_.port), cfg_.bus_key,
+                         [this](const std::string& from, std::string_view bytes) {
+                           membership_->receive(from, bytes, now_ns());
+                         });
   server_ = net_->listen(io_, cfg_.bind_host, static_cast<uint16_t>(cfg_.port),
                          [this](uint32_t kind, std::string body, PeerServer::Respond respond) {
                            dispatch(kind, std::move(body), std::move(respond));

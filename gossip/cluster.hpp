@@ -60,8 +60,10 @@ struct ClusterConfig {
   // process's clock), and the seed of this node's random choices (0: one from the OS).
   const Clock* clock = nullptr;
   uint64_t seed = 0;
-  // The network peer requests travel (null: TCP from bind_host, with bus_key and tls).
+  // The network peer requests travel (null: TCP from bind_host, with bus_key and tls),
+  // and the one gossip datagrams travel (null: UDP).
   PeerNet* peer_net = nullptr;
+  DatagramNet* datagrams = nullptr;
 };
 
 struct ClusterCounters {
@@ -172,7 +174,7 @@ class Cluster {
   asio::io_context io_;
   asio::executor_work_guard<asio::io_context::executor_type> guard_;
   asio::steady_timer timer_;
-  std::unique_ptr<UdpTransport> transport_;
+  std::unique_ptr<DatagramPort> transport_;
   std::unique_ptr<Membership> membership_;
   std::unique_ptr<TableAgreement> agreement_;
   std::unique_ptr<PeerNet> tcp_;  // (when no peer_net is given)

@@ -8,11 +8,11 @@
 #include <string>
 
 #include "bus_key.hpp"
-#include "transport.hpp"
+#include "datagram_net.hpp"
 
 namespace fg {
 
-class UdpTransport : public Transport {
+class UdpTransport final : public DatagramPort {
  public:
   using Handler = std::function<void(const std::string& from, std::string_view bytes)>;
 
@@ -22,7 +22,7 @@ class UdpTransport : public Transport {
   UdpTransport(asio::io_context& io, const std::string& host, uint16_t port, Handler handler,
                BusKey* key = nullptr);
   void send(const std::string& to_addr, std::string_view bytes) override;
-  void close();
+  void close() override;
   std::string local_addr() const;  // host:port actually bound
 
  private:

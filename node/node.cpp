@@ -63,11 +63,11 @@ NodeConfig with_id(NodeConfig cfg) {
 
 }  // namespace
 
-Node::Node(NodeConfig cfg, caf::actor_system& system, const Clock& clock, PeerNet* peer_net)
+Node::Node(NodeConfig cfg, caf::actor_system& system, const Clock& clock, NodeNets nets)
     : cfg_(with_id(std::move(cfg))),
       system_(system),
       clock_(clock),
-      peer_net_(peer_net),
+      nets_(nets),
       acl_(acl_catalog(), clock),
       book_(cfg_.node_id.empty() ? "standalone" : cfg_.node_id),
       policy_store_(book_, policies_, clock),
@@ -259,7 +259,8 @@ int Node::start(std::string& why) {
     cc.sync_timeout_ms = cfg_.replication_sync_timeout_ms;
     cc.empty_grace_ms = cfg_.cluster_empty_grace_ms;
     cc.clock = &clock_;
-    cc.peer_net = peer_net_;
+    cc.peer_net = nets_.peers;
+    cc.datagrams = nets_.datagrams;
     if (!cfg_.cluster_secret_file.empty()) {
       std::string e;
       const auto secrets = BusKey::read_file(cfg_.cluster_secret_file, e);

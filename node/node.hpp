@@ -30,14 +30,20 @@
 
 namespace fg {
 
+// Where a node's cluster traffic travels (null: the real networks, TCP and UDP). Each
+// must outlive the node.
+struct NodeNets {
+  PeerNet* peers = nullptr;
+  DatagramNet* datagrams = nullptr;
+};
+
 class Node {
  public:
   // `cfg`: the settings as parsed, defaults resolved (resolve_defaults). The shards run
-  // on `system`; time comes from `clock`; peer requests travel `peer_net` (null: TCP, with
-  // the cluster secret and TLS as configured; it must outlive the node). A cluster node
-  // without a node id gets a random one here.
+  // on `system`; time comes from `clock`; peer requests and gossip travel `nets`. A
+  // cluster node without a node id gets a random one here.
   Node(NodeConfig cfg, caf::actor_system& system, const Clock& clock = SystemClock::process(),
-       PeerNet* peer_net = nullptr);
+       NodeNets nets = {});
   ~Node();  // stop(), if it was not called
   Node(const Node&) = delete;
   Node& operator=(const Node&) = delete;
@@ -76,7 +82,7 @@ class Node {
   NodeConfig cfg_;
   caf::actor_system& system_;
   const Clock& clock_;
-  PeerNet* peer_net_;
+  NodeNets nets_;
   AclBook acl_;
   PolicyRegistry policies_;
   Book book_;

@@ -150,9 +150,9 @@ TEST(NodeObject, PeerRequestsTravelTheNetworkTheNodeIsGiven) {
   const std::string secret =
       temp_file("node-net.secret", "node-net-secret-" + std::to_string(getpid()) + "\n");
   Node a(cluster_member("net-a", bus_a, bus_a, secret), sys, SystemClock::process(),
-         &hub.node(addr_a));
+         {&hub.node(addr_a), nullptr});
   Node b(cluster_member("net-b", bus_b, bus_a, secret), sys, SystemClock::process(),
-         &hub.node(addr_b));
+         {&hub.node(addr_b), nullptr});
   std::string why;
   ASSERT_EQ(a.start(why), 0) << why;
   ASSERT_EQ(b.start(why), 0) << why;
@@ -188,6 +188,74 @@ TEST(NodeObject, PeerRequestsTravelTheNetworkTheNodeIsGiven) {
   EXPECT_EQ(via_a.request({"INCR", key}), ":3");
   b.stop();
   a.stop();
+  std::remove(secret.c_str());
+}
+
+// Three nodes whose gossip and peer requests all travel in memory: one is cut off both
+// ways, the other two declare it dead and serve its keys from their copies; healed, it
+// comes back and serves them again, with their counts.
+TEST(NodeObject, AClusterInMemoryRidesOutAPartition) {
+  spdlog::set_level(spdlog::level::err);
+  caf::actor_system sys{actor_config()};
+  MemoryPeerHub peers;
+  MemoryDatagramHub datagrams;
+  const std::string secret =
+      temp_file("node-part.secret", "node-part-secret-" + std::to_string(getpid()) + "\n");
+  std::vector<std::string> addrs;
+  std::vector<std::unique_ptr<Node>> nodes;
+  for (int i = 0; i < 3; ++i) {
+    const int bus = 7001 + i;  // (in memory: no port is bound)
+    addrs.push_back("127.0.0.1:" + std::to_string(bus));
+    nodes.push_back(std::make_unique<Node>(
+        cluster_member("part-" + std::to_string(i), bus, 7001, secret), sys,
+        SystemClock::process(), NodeNets{&peers.node(addrs.back()), &datagrams}));
+    std::string why;
+    ASSERT_EQ(nodes.back()->start(why), 0) << why;
+  }
+  auto seen = [&](size_t i, const std::string& field) {
+    Client c(nodes[i]->port(), 1000);
+    return info_field(c.request({"INFO", "cluster"}) + c.request({"CLUSTER", "INFO"}), field);
+  };
+  auto wait_for = [&](const std::vector<size_t>& which, const std::string& field,
+                      const std::string& want) {
+    for (int t = 0; t < 400; ++t) {
+      bool all = true;
+      for (size_t i : which) all = all && seen(i, field) == want;
+      if (all) return true;
+      std::this_thread::sleep_for(std::chrono::milliseconds(50));
+    }
+    return false;
+  };
+  ASSERT_TRUE(wait_for({0, 1, 2}, "cluster_size", "3"));
+  ASSERT_TRUE(wait_for({0, 1, 2}, "cluster_slots_awaited_here", "0"));
+  ASSERT_TRUE(wait_for({0, 1, 2}, "replication_copies_pending", "0"));
+  EXPECT_GT(datagrams.delivered(), 0u);
+  // Keys the third node owns, counted through the first.
+  std::vector<std::string> keys;
+  const auto rt = nodes[2]->services().routing->get();
+  for (int i = 0; keys.size() < 5 && i < 5000; ++i) {
+    const std::string k = "part:" + std::to_string(i);
+    if (rt->owner[key_slot(k)] == rt->self_index) keys.push_back(k);
+  }
+  ASSERT_EQ(keys.size(), 5u);
+  Client via0(nodes[0]->port(), 5000);
+  for (const auto& k : keys) EXPECT_EQ(via0.request({"INCRBY", k, "7"}), ":7");
+  std::this_thread::sleep_for(std::chrono::milliseconds(200));  // (past Δ: on the replicas)
+  datagrams.isolate(addrs[2]);
+  for (int i = 0; i < 2; ++i) {
+    peers.cut(addrs[i], addrs[2]);
+    peers.cut(addrs[2], addrs[i]);
+  }
+  ASSERT_TRUE(wait_for({0, 1}, "cluster_size", "2"));
+  ASSERT_TRUE(wait_for({0, 1}, "cluster_slots_awaited_here", "0"));
+  for (const auto& k : keys) EXPECT_EQ(via0.request({"GET", k}), "7") << k;
+  datagrams.heal();
+  peers.heal();
+  ASSERT_TRUE(wait_for({0, 1, 2}, "cluster_size", "3"));
+  ASSERT_TRUE(wait_for({0, 1, 2}, "cluster_slots_awaited_here", "0"));
+  Client via2(nodes[2]->port(), 5000);
+  for (const auto& k : keys) EXPECT_EQ(via2.request({"GET", k}), "7") << k;
+  for (auto& n : nodes) n->stop();
   std::remove(secret.c_str());
 }
 
