@@ -46,6 +46,22 @@ NodeConfig cluster_member(const std::string& id, int bus, int seed_bus, const st
   return c;
 }
 
+// Every one of `nodes` sees all of them in one table and serves its slots (up to 20 s).
+bool formed(const std::vector<Node*>& nodes) {
+  for (int i = 0; i < 400; ++i) {
+    bool all = true;
+    for (Node* n : nodes) {
+      Client c(n->port(), 1000);
+      const std::string info = c.request({"CLUSTER", "INFO"});
+      all = all && info_field(info, "cluster_size") == std::to_string(nodes.size()) &&
+            info_field(info, "cluster_slots_awaited_here") == "0";
+    }
+    if (all) return true;
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  }
+  return false;
+}
+
 TEST(NodeObject, TwoNodesInOneProcessFormAClusterAndServeEachOthersKeys) {
   spdlog::set_level(spdlog::level::warn);
   caf::actor_system sys{actor_config()};
@@ -58,18 +74,7 @@ TEST(NodeObject, TwoNodesInOneProcessFormAClusterAndServeEachOthersKeys) {
   ASSERT_EQ(a.start(why), 0) << why;
   ASSERT_EQ(b.start(why), 0) << why;
   EXPECT_EQ(a.cluster_port(), bus_a);
-  bool formed = false;
-  for (int i = 0; i < 400 && !formed; ++i) {
-    formed = true;
-    for (Node* n : {&a, &b}) {
-      Client c(n->port(), 1000);
-      const std::string info = c.request({"CLUSTER", "INFO"});
-      formed = formed && info_field(info, "cluster_size") == "2" &&
-               info_field(info, "cluster_slots_awaited_here") == "0";
-    }
-    if (!formed) std::this_thread::sleep_for(std::chrono::milliseconds(50));
-  }
-  ASSERT_TRUE(formed);
+  ASSERT_TRUE(formed({&a, &b}));
   // Keys of both owners, counted through one node and read through the other.
   Client via_a(a.port()), via_b(b.port());
   for (int i = 0; i < 20; ++i) {
@@ -156,18 +161,7 @@ TEST(NodeObject, PeerRequestsTravelTheNetworkTheNodeIsGiven) {
   std::string why;
   ASSERT_EQ(a.start(why), 0) << why;
   ASSERT_EQ(b.start(why), 0) << why;
-  bool formed = false;
-  for (int i = 0; i < 400 && !formed; ++i) {
-    formed = true;
-    for (Node* n : {&a, &b}) {
-      Client c(n->port(), 1000);
-      const std::string info = c.request({"CLUSTER", "INFO"});
-      formed = formed && info_field(info, "cluster_size") == "2" &&
-               info_field(info, "cluster_slots_awaited_here") == "0";
-    }
-    if (!formed) std::this_thread::sleep_for(std::chrono::milliseconds(50));
-  }
-  ASSERT_TRUE(formed);
+  ASSERT_TRUE(formed({&a, &b}));
   // A key b owns, counted through a: a forward over the hub.
   std::string key;
   const auto rt = b.services().routing->get();
@@ -207,8 +201,8 @@ TEST(NodeObject, AClusterInMemoryRidesOutAPartition) {
     const int bus = 7001 + i;  // (in memory: no port is bound)
     addrs.push_back("127.0.0.1:" + std::to_string(bus));
     nodes.push_back(std::make_unique<Node>(
-        cluster_member("part-" + std::to_string(i), bus, 7001, secret), sys,
-        SystemClock::process(), NodeNets{&peers.node(addrs.back()), &datagrams}));
+        cluster_member("part-" + std::to_string(i), bus, 7001, secret), sys, SystemClock::process(),
+        NodeNets{&peers.node(addrs.back()), &datagrams}));
     std::string why;
     ASSERT_EQ(nodes.back()->start(why), 0) << why;
   }
