@@ -229,16 +229,16 @@ int main(int argc, char** argv) {
               << " needs --cluster-announce-host (the address peers and clients use)\n";
     return 2;
   }
-  fg::AclBook acl(fg::acl_catalog(), fg::SystemClock::process());
   if (!cfg.users.empty() && !cfg.aclfile.empty()) {
     std::cerr << "floodgate: users (--user) and aclfile cannot both be set\n";
     return 2;
   }
-  if (const std::string why = fg::load_users(cfg, acl); !why.empty()) {
-    std::cerr << "floodgate: " << why << "\n";
-    return 2;
-  }
   if (!check_file.empty()) {
+    fg::AclBook acl(fg::acl_catalog(), fg::SystemClock::process());  // (the node loads its own)
+    if (const std::string why = fg::load_users(cfg, acl); !why.empty()) {
+      std::cerr << "floodgate: " << why << "\n";
+      return 2;
+    }
     if (cfg.tls.configured() || cfg.tls_port > 0 || cfg.tls_native || cfg.tls_cluster) {
       fg::TlsContexts probe;  // (the certificate files are part of what is checked)
       std::string why;
