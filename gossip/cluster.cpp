@@ -27,12 +27,10 @@ Cluster::Cluster(ClusterConfig cfg, ShardPool& pool)
       timer_(io_),
       keeper_(cfg_.node_id, cfg_.await_timeout_ms * 1'000'000) {
   if (cfg_.announce_host.empty()) cfg_.announce_host = cfg_.bind_host;
-  if (cfg_.peer_net) {
-    net_ = cfg_.peer_net;
-  } else {
-    tcp_ = std::make_unique<TcpPeerNet>(cfg_.bind_host, cfg_.bus_key, cfg_.tls);
-    net_ = tcp_.get();
-  }
+  if (!cfg_.peer_net) tcp_ = std::make_unique<TcpPeerNet>(cfg_.bind_host, cfg_.bus_key, cfg_.tls);
+  if (!cfg_.datagrams) udp_ = std::make_unique<UdpDatagramNet>();
+  net_ = cfg_.peer_net ? cfg_.peer_net : tcp_.get();
+  datagrams_ = cfg_.datagrams ? cfg_.datagrams : udp_.get();
   next_handoff_ = random_() >> 1 | 1;  // (room to count up)
   ReplicatorConfig rc;
   rc.self = cfg_.node_id;
@@ -56,12 +54,10 @@ Cluster::~Cluster() { stop(); }
 void Cluster::start() {
   const std::string addr = cfg_.announce_host + ":" + std::to_string(cfg_.port);
   const std::string resp_addr = cfg_.announce_host + ":" + std::to_string(cfg_.resp_port);
-  UdpDatagramNet udp;
-  transport_ = (cfg_.datagrams ? *cfg_.datagrams : static_cast<DatagramNet&>(udp))
-                   .open(io_, cfg_.bind_host, static_cast<uint16_t>(cfg_.port), cfg_.bus_key,
-                         [this](const std::string& from, std::string_view bytes) {
-                           membership_->receive(from, bytes, now_ns());
-                         });
+  transport_ = datagrams_->open(io_, cfg_.bind_host, static_cast<uint16_t>(cfg_.port), cfg_.bus_key,
+                                [this](const std::string& from, std::string_view bytes) {
+                                  membership_->receive(from, bytes, now_ns());
+                                });
   server_ = net_->listen(io_, cfg_.bind_host, static_cast<uint16_t>(cfg_.port),
                          [this](uint32_t kind, std::string body, PeerServer::Respond respond) {
                            dispatch(kind, std::move(body), std::move(respond));

@@ -177,8 +177,10 @@ class Cluster {
   std::unique_ptr<DatagramPort> transport_;
   std::unique_ptr<Membership> membership_;
   std::unique_ptr<TableAgreement> agreement_;
-  std::unique_ptr<PeerNet> tcp_;  // (when no peer_net is given)
+  std::unique_ptr<PeerNet> tcp_;      // (when no peer_net is given)
+  std::unique_ptr<DatagramNet> udp_;  // (when no datagrams net is given)
   PeerNet* net_;
+  DatagramNet* datagrams_;
   std::unique_ptr<PeerListener> server_;
   SlotKeeper keeper_;
   std::unique_ptr<Replicator> replicator_;

@@ -15,9 +15,7 @@ constexpr int64_t kCopyRetryMs = 500;
 
 }  // namespace
 
-int64_t Replicator::now_us() const {
-  return (cfg_.clock ? cfg_.clock : &SystemClock::process())->now_ns() / 1000;
-}
+int64_t Replicator::now_us() const { return cfg_.clock->now_ns() / 1000; }
 
 Replicator::Replicator(ReplicatorConfig cfg, ShardPool& pool, asio::io_context& io,
                        const SlotBits& held, Send send, Live live)
@@ -27,7 +25,9 @@ Replicator::Replicator(ReplicatorConfig cfg, ShardPool& pool, asio::io_context& 
       held_(held),
       send_(std::move(send)),
       live_(std::move(live)),
-      timer_(io) {}
+      timer_(io) {
+  if (!cfg_.clock) cfg_.clock = &SystemClock::process();
+}
 
 void Replicator::start() { arm(); }
 
