@@ -62,12 +62,23 @@ bool formed(const std::vector<Node*>& nodes) {
   return false;
 }
 
+// `n` keys `prefix`0, `prefix`1, … whose slots `node` serves (fewer if 5000 tries find fewer).
+std::vector<std::string> keys_owned_by(Node& node, const std::string& prefix, size_t n) {
+  std::vector<std::string> out;
+  const auto rt = node.services().routing->get();
+  for (int i = 0; out.size() < n && i < 5000; ++i) {
+    const std::string k = prefix + std::to_string(i);
+    if (rt->owner[key_slot(k)] == rt->self_index) out.push_back(k);
+  }
+  return out;
+}
+
 TEST(NodeObject, TwoNodesInOneProcessFormAClusterAndServeEachOthersKeys) {
   spdlog::set_level(spdlog::level::warn);
   caf::actor_system sys{actor_config()};
   const int bus_a = free_port(), bus_b = free_port();
   const std::string secret =
-      temp_file("node-object.secret", "node-object-" + std::to_string(getpid()) + "\n");
+      temp_file("node-object.secret", "node-object-secret-" + std::to_string(getpid()) + "\n");
   Node a(cluster_member("obj-a", bus_a, bus_a, secret), sys);
   Node b(cluster_member("obj-b", bus_b, bus_a, secret), sys);
   std::string why;
@@ -163,13 +174,9 @@ TEST(NodeObject, PeerRequestsTravelTheNetworkTheNodeIsGiven) {
   ASSERT_EQ(b.start(why), 0) << why;
   ASSERT_TRUE(formed({&a, &b}));
   // A key b owns, counted through a: a forward over the hub.
-  std::string key;
-  const auto rt = b.services().routing->get();
-  for (int i = 0; key.empty() && i < 1000; ++i) {
-    const std::string k = "net:" + std::to_string(i);
-    if (rt->owner[key_slot(k)] == rt->self_index) key = k;
-  }
-  ASSERT_FALSE(key.empty());
+  const auto owned = keys_owned_by(b, "net:", 1);
+  ASSERT_EQ(owned.size(), 1u);
+  const std::string key = owned[0];
   Client via_a(a.port(), 5000), via_b(b.port(), 5000);
   const uint64_t before = hub.calls();
   EXPECT_EQ(via_a.request({"INCR", key}), ":1");
@@ -225,12 +232,7 @@ TEST(NodeObject, AClusterInMemoryRidesOutAPartition) {
   ASSERT_TRUE(wait_for({0, 1, 2}, "replication_copies_pending", "0"));
   EXPECT_GT(datagrams.delivered(), 0u);
   // Keys the third node owns, counted through the first.
-  std::vector<std::string> keys;
-  const auto rt = nodes[2]->services().routing->get();
-  for (int i = 0; keys.size() < 5 && i < 5000; ++i) {
-    const std::string k = "part:" + std::to_string(i);
-    if (rt->owner[key_slot(k)] == rt->self_index) keys.push_back(k);
-  }
+  const auto keys = keys_owned_by(*nodes[2], "part:", 5);
   ASSERT_EQ(keys.size(), 5u);
   Client via0(nodes[0]->port(), 5000);
   for (const auto& k : keys) EXPECT_EQ(via0.request({"INCRBY", k, "7"}), ":7");
