@@ -10,7 +10,7 @@ namespace fg {
 ShardPool::ShardPool(caf::actor_system& sys, ShardPoolConfig cfg, const Clock* clock)
     : cfg_(cfg), clock_(clock) {
   std::random_device rd;
-  const uint64_t seed = (uint64_t{rd()} << 32) ^ rd();
+  const uint64_t seed = cfg_.seed ? cfg_.seed : (uint64_t{rd()} << 32) ^ rd();
   for (size_t i = 0; i < cfg_.shards; ++i) {
     ShardConfig sc;
     sc.id = static_cast<uint16_t>(i);

@@ -16,6 +16,7 @@ struct ShardPoolConfig {
   int64_t sweep_interval_ms = 100;
   size_t sweep_budget = 4096;
   bool cluster = false;  // shards start serving no slot; install() hands them slots
+  uint64_t seed = 0;     // of lease ids (0: one from the OS)
 };
 
 class ShardPool {

@@ -92,7 +92,7 @@ void Cluster::start() {
     arm();
     replicator_->start();
   });
-  thread_ = std::thread([this] { io_.run(); });
+  if (!cfg_.polled) thread_ = std::thread([this] { io_.run(); });
 }
 
 void Cluster::start_book_sync() {
@@ -126,15 +126,23 @@ void Cluster::stop() {
     book_->unlisten(book_listener_);
     book_listener_ = 0;
   }
-  if (!thread_.joinable()) return;
-  asio::post(io_, [this] {
+  auto close = [this] {
     timer_.cancel();
     replicator_->stop();
     if (transport_) transport_->close();
     if (server_) server_->close();
     for (auto& [a, p] : peers_) p->close();
     for (auto& o : outgoing_) o->retry.cancel();
-  });
+  };
+  if (cfg_.polled) {  // (on the owner's thread, which runs io_)
+    if (membership_ && !stopped_) close();
+    stopped_ = true;
+    guard_.reset();
+    io_.stop();
+    return;
+  }
+  if (!thread_.joinable()) return;
+  asio::post(io_, close);
   guard_.reset();
   std::this_thread::sleep_for(std::chrono::milliseconds(20));
   io_.stop();

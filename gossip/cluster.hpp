@@ -64,6 +64,8 @@ struct ClusterConfig {
   // and the one gossip datagrams travel (null: UDP).
   PeerNet* peer_net = nullptr;
   DatagramNet* datagrams = nullptr;
+  // No thread of its own: whoever owns the cluster runs io() (the simulator polls it).
+  bool polled = false;
 };
 
 struct ClusterCounters {
@@ -110,6 +112,10 @@ class Cluster {
   // leaving, and waits (at most `max_wait`) for the hand-offs to be acknowledged.
   // Returns false if some state could not be handed off in time.
   bool leave(std::chrono::milliseconds max_wait);
+  // The same in two steps, for an owner that runs io() itself: start_leave() once, then
+  // left() until it says the hand-offs are settled (`clean`: every one acknowledged).
+  void start_leave();
+  bool left(bool& clean) const;
   void stop();
 
   RoutingHub& routing() { return hub_; }
@@ -139,7 +145,7 @@ class Cluster {
     std::vector<EntrySnapshot> entries;
     std::vector<std::string> chunks;
     size_t next = 0;
-    asio::steady_timer retry;
+    SteadyTimer retry;
     explicit Outgoing(asio::io_context& io) : retry(io) {}
   };
   void tick();
@@ -173,7 +179,7 @@ class Cluster {
   ShardPool& pool_;
   asio::io_context io_;
   asio::executor_work_guard<asio::io_context::executor_type> guard_;
-  asio::steady_timer timer_;
+  SteadyTimer timer_;
   std::unique_ptr<DatagramPort> transport_;
   std::unique_ptr<Membership> membership_;
   std::unique_ptr<TableAgreement> agreement_;
@@ -230,6 +236,7 @@ class Cluster {
   RoutingHub hub_;
   ClusterCounters counters_;
   std::thread thread_;
+  bool stopped_ = false;  // (polled)
 };
 
 }  // namespace fg

@@ -8,20 +8,29 @@
 
 namespace fg {
 
+void Cluster::start_leave() {
+  leaving_ = true;
+  const SlotTable& t = agreement_->table();
+  std::vector<std::string> rest;
+  for (const auto& id : membership_->live_ids())
+    if (id != cfg_.node_id) rest.push_back(id);
+  if (t.epoch() > 0 && !rest.empty()) {
+    agreement_->propose(t.plan(rest, cfg_.replicas).stamped(t.epoch() + 1, cfg_.node_id));
+  }
+  membership_->leave(now_ns());
+}
+
+bool Cluster::left(bool& clean) const {
+  clean = !lost_on_leave_;
+  return outgoing_.empty() && extracting_ == 0;
+}
+
 bool Cluster::leave(std::chrono::milliseconds max_wait) {
   // Shared with the cluster thread, which may still run these after we gave up waiting.
   auto planned = std::make_shared<std::atomic<bool>>(false);
   auto drained = std::make_shared<std::atomic<bool>>(false);
   asio::post(io_, [this, planned] {
-    leaving_ = true;
-    const SlotTable& t = agreement_->table();
-    std::vector<std::string> rest;
-    for (const auto& id : membership_->live_ids())
-      if (id != cfg_.node_id) rest.push_back(id);
-    if (t.epoch() > 0 && !rest.empty()) {
-      agreement_->propose(t.plan(rest, cfg_.replicas).stamped(t.epoch() + 1, cfg_.node_id));
-    }
-    membership_->leave(now_ns());
+    start_leave();
     *planned = true;
   });
   const auto deadline = std::chrono::steady_clock::now() + max_wait;
@@ -30,8 +39,9 @@ bool Cluster::leave(std::chrono::milliseconds max_wait) {
     if (!*planned) continue;
     auto lost = std::make_shared<std::atomic<bool>>(false);
     asio::post(io_, [this, drained, lost] {
-      *lost = lost_on_leave_;
-      *drained = outgoing_.empty() && extracting_ == 0;
+      bool clean = true;
+      *drained = left(clean);
+      *lost = !clean;
     });
     std::this_thread::sleep_for(std::chrono::milliseconds(5));
     if (*drained) return !*lost;

@@ -62,17 +62,36 @@ void MemoryDatagramHub::send(const std::string& from, const std::string& to, std
   if (cuts_.count({from, to}) || isolated_.count(from) || isolated_.count(to)) return;
   auto it = open_.find(to);
   if (it == open_.end()) return;
+  if (loss_ > 0 && std::uniform_real_distribution<double>(0, 1)(weather_) < loss_) return;
+  const int64_t delay_ns =
+      max_delay_ns_ > 0 ? static_cast<int64_t>(weather_() % uint64_t(max_delay_ns_ + 1)) : 0;
   ++delivered_;
   // Posted while the port is open (closing takes this lock): its io_context still runs.
   Port* port = it->second.port;
-  asio::post(*it->second.io, [this, port, to, from, bytes = std::move(bytes)] {
+  auto deliver = [this, port, to, from, bytes = std::move(bytes)] {
     {
       std::lock_guard<std::mutex> lock(mu_);
       auto at = open_.find(to);
       if (at == open_.end() || at->second.port != port) return;  // closed meanwhile
     }
     port->receive(from, bytes);
+  };
+  if (delay_ns == 0) {
+    asio::post(*it->second.io, std::move(deliver));
+    return;
+  }
+  auto timer = std::make_shared<SteadyTimer>(*it->second.io, std::chrono::nanoseconds(delay_ns));
+  timer->async_wait([timer, deliver = std::move(deliver)](asio::error_code ec) {
+    if (!ec) deliver();
   });
+}
+
+void MemoryDatagramHub::set_weather(double loss, std::chrono::nanoseconds max_delay,
+                                    uint64_t seed) {
+  std::lock_guard<std::mutex> lock(mu_);
+  loss_ = loss;
+  max_delay_ns_ = max_delay.count();
+  weather_.seed(seed);
 }
 
 void MemoryDatagramHub::closed(const std::string& addr, Port* port) {

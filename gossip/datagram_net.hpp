@@ -10,10 +10,12 @@
 #include <map>
 #include <memory>
 #include <mutex>
+#include <random>
 #include <set>
 #include <string>
 #include <string_view>
 
+#include "timer.hpp"
 #include "transport.hpp"
 
 namespace fg {
@@ -53,6 +55,10 @@ class MemoryDatagramHub final : public DatagramNet {
   void cut(const std::string& from, const std::string& to);
   void isolate(const std::string& addr);
   void heal();
+  // Every datagram is lost with probability `loss` and, of the rest, each waits a delay
+  // drawn up to `max_delay` (so they also come out of order); the draws come from `seed`.
+  // heal() leaves these as they are; set_weather(0, 0) ends them.
+  void set_weather(double loss, std::chrono::nanoseconds max_delay, uint64_t seed = 1);
   uint64_t delivered() const;
 
  private:
@@ -69,6 +75,9 @@ class MemoryDatagramHub final : public DatagramNet {
   std::set<std::pair<std::string, std::string>> cuts_;
   std::set<std::string> isolated_;
   uint64_t delivered_ = 0;
+  double loss_ = 0;
+  int64_t max_delay_ns_ = 0;
+  std::mt19937_64 weather_;
 };
 
 }  // namespace fg

@@ -51,7 +51,7 @@ void PeerClient::call(uint32_t kind, std::string body, std::chrono::milliseconds
   const uint64_t id = next_id_++;
   Pending p;
   p.cb = std::move(cb);
-  p.timer = std::make_unique<asio::steady_timer>(io_, deadline);
+  p.timer = std::make_unique<SteadyTimer>(io_, deadline);
   p.timer->async_wait([self = shared_from_this(), id](asio::error_code ec) {
     if (!ec) self->finish(id, PeerStatus::kTimeout, {});
   });
@@ -302,7 +302,7 @@ class PeerServer::Conn : public std::enable_shared_from_this<Conn> {
     stream_.tls_layer().set_verify_mode(asio::ssl::verify_peer |
                                         asio::ssl::verify_fail_if_no_peer_cert);
     auto self = shared_from_this();
-    timer_ = std::make_unique<asio::steady_timer>(stream_.socket().get_executor(), kConnectTimeout);
+    timer_ = std::make_unique<SteadyTimer>(stream_.socket().get_executor(), kConnectTimeout);
     timer_->async_wait([self](asio::error_code ec) {
       asio::error_code ignored;
       if (!ec) self->stream_.socket().close(ignored);
@@ -330,7 +330,7 @@ class PeerServer::Conn : public std::enable_shared_from_this<Conn> {
     // The caller's hello first (within a second), then our proof, then frames.
     hello_.assign(BusKey::kHelloBytes, '\0');
     auto self = shared_from_this();
-    timer_ = std::make_unique<asio::steady_timer>(stream_.socket().get_executor(), kConnectTimeout);
+    timer_ = std::make_unique<SteadyTimer>(stream_.socket().get_executor(), kConnectTimeout);
     timer_->async_wait([self](asio::error_code ec) {
       if (ec) return;
       self->key_->count_refused_peer();  // (no hello in time: not a node of ours)
@@ -426,7 +426,7 @@ class PeerServer::Conn : public std::enable_shared_from_this<Conn> {
   std::shared_ptr<Handler> handler_;
   BusKey* key_;
   TlsContexts* tls_;
-  std::unique_ptr<asio::steady_timer> timer_;
+  std::unique_ptr<SteadyTimer> timer_;
   std::string hello_, proof_;
   char header_[4];
   std::string rbuf_;

@@ -47,7 +47,7 @@ class PeerClient final : public PeerLink, public std::enable_shared_from_this<Pe
  private:
   struct Pending {
     PeerCallback cb;
-    std::unique_ptr<asio::steady_timer> timer;
+    std::unique_ptr<SteadyTimer> timer;
   };
   void connect();
   void connected();
@@ -68,8 +68,8 @@ class PeerClient final : public PeerLink, public std::enable_shared_from_this<Pe
   TlsContexts* tls_;
   std::string hello_, proof_;
   ByteStream stream_;
-  asio::steady_timer backoff_timer_;
-  asio::steady_timer connect_timer_;  // a SYN nobody answers fails after kConnectTimeout
+  SteadyTimer backoff_timer_;
+  SteadyTimer connect_timer_;  // a SYN nobody answers fails after kConnectTimeout
   enum class State { kIdle, kConnecting, kConnected, kBackoff } state_ = State::kIdle;
   std::chrono::milliseconds backoff_{50};
   std::deque<std::pair<uint64_t, std::pair<uint32_t, std::string>>> outbox_;

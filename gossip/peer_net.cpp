@@ -1,5 +1,7 @@
 #include "peer_net.hpp"
 
+#include <algorithm>
+
 #include "peer_link.hpp"
 
 namespace fg {
@@ -69,7 +71,7 @@ class MemoryPeerHub::Link final : public PeerLink,
     c->timer.async_wait([self, id](asio::error_code ec) {
       if (!ec) self->finish(id, PeerStatus::kTimeout, {});
     });
-    asio::post(*at.io, [self, id, kind, body = std::move(body), handler = at.handler]() mutable {
+    auto deliver = [self, id, kind, body = std::move(body), handler = at.handler]() mutable {
       (*handler)(kind, std::move(body), [self, id](PeerStatus st, std::string b, std::string) {
         if (self->hub_.cut_between(self->to_, self->from_)) return;  // the answer is lost
         // Not after close(): the caller's io_context may be gone by then.
@@ -79,6 +81,16 @@ class MemoryPeerHub::Link final : public PeerLink,
           self->finish(id, st, std::move(b));
         });
       });
+    };
+    const int64_t at_ns = hub_.arrival_ns(from_, to_);
+    if (at_ns == 0) {
+      asio::post(*at.io, std::move(deliver));
+      return;
+    }
+    auto timer = std::make_shared<SteadyTimer>(
+        *at.io, TimerClock::time_point(std::chrono::nanoseconds(at_ns)));
+    timer->async_wait([timer, deliver = std::move(deliver)](asio::error_code ec) mutable {
+      if (!ec) deliver();
     });
   }
   void abort_calls() override {
@@ -101,7 +113,7 @@ class MemoryPeerHub::Link final : public PeerLink,
   struct Call {
     explicit Call(asio::io_context& io) : timer(io) {}
     PeerCallback cb;
-    asio::steady_timer timer;
+    SteadyTimer timer;
   };
   // On the caller's io_context: the first outcome of a call wins.
   void finish(uint64_t id, PeerStatus st, std::string body) {
@@ -156,6 +168,22 @@ void MemoryPeerHub::cut(const std::string& from, const std::string& to) {
 void MemoryPeerHub::heal() {
   std::lock_guard<std::mutex> lock(mu_);
   cuts_.clear();
+}
+
+void MemoryPeerHub::set_delay(std::chrono::nanoseconds max_delay, uint64_t seed) {
+  std::lock_guard<std::mutex> lock(mu_);
+  max_delay_ns_ = max_delay.count();
+  delays_.seed(seed);
+  link_free_at_ns_.clear();
+}
+
+int64_t MemoryPeerHub::arrival_ns(const std::string& from, const std::string& to) {
+  std::lock_guard<std::mutex> lock(mu_);
+  if (max_delay_ns_ <= 0) return 0;
+  const int64_t now = TimerClock::now().time_since_epoch().count();
+  int64_t& free_at = link_free_at_ns_[{from, to}];
+  free_at = std::max(free_at, now + static_cast<int64_t>(delays_() % uint64_t(max_delay_ns_ + 1)));
+  return free_at;
 }
 
 uint64_t MemoryPeerHub::calls() const {

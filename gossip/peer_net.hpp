@@ -11,8 +11,11 @@
 #include <map>
 #include <memory>
 #include <mutex>
+#include <random>
 #include <set>
 #include <string>
+
+#include "timer.hpp"
 
 namespace fg {
 
@@ -82,6 +85,10 @@ class MemoryPeerHub {
   PeerNet& node(const std::string& addr);
   void cut(const std::string& from, const std::string& to);
   void heal();
+  // Each call reaches its listener after a delay drawn up to `max_delay` from `seed`, in
+  // the order it was made between the same two nodes (as on one connection); 0 ends it.
+  // heal() keeps it.
+  void set_delay(std::chrono::nanoseconds max_delay, uint64_t seed = 1);
   uint64_t calls() const;  // calls delivered to a listener
 
  private:
@@ -101,6 +108,11 @@ class MemoryPeerHub {
   std::map<std::string, Endpoint> listening_;
   std::set<std::pair<std::string, std::string>> cuts_;
   mutable uint64_t calls_ = 0;
+  int64_t max_delay_ns_ = 0;
+  std::mt19937_64 delays_;
+  std::map<std::pair<std::string, std::string>, int64_t> link_free_at_ns_;  // (FIFO per link)
+  // When a call made now from `from` reaches `to` (TimerClock ns; 0: at once).
+  int64_t arrival_ns(const std::string& from, const std::string& to);
 };
 
 }  // namespace fg

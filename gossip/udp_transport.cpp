@@ -32,7 +32,7 @@ void UdpTransport::close() {
 }
 
 asio::ip::udp::endpoint UdpTransport::resolve(const std::string& addr) {
-  const auto now = std::chrono::steady_clock::now();
+  const auto now = TimerClock::now();
   auto it = endpoints_.find(addr);
   if (it != endpoints_.end() && it->second.until > now) return it->second.ep;
   const auto colon = addr.rfind(':');

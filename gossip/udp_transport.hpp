@@ -37,7 +37,7 @@ class UdpTransport final : public DatagramPort {
   std::string buf_;
   struct Resolved {
     asio::ip::udp::endpoint ep;  // port 0: could not resolve
-    std::chrono::steady_clock::time_point until;
+    TimerClock::time_point until;
   };
   // Addresses are IPs, except seeds, which may be DNS names (a Kubernetes headless
   // Service): those are looked up again after a while, as pods come and go.
@@ -53,7 +53,7 @@ class MembershipRunner {
 
  private:
   void arm();
-  asio::steady_timer timer_;
+  SteadyTimer timer_;
   Membership& m_;
   int64_t tick_ms_;
   bool stopped_ = false;

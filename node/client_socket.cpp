@@ -6,6 +6,8 @@
 
 #include <algorithm>
 
+#include "timer.hpp"
+
 namespace fg {
 
 const char* deadline_breach(const ConnectionLimits& limits, const ConnectionClock& c,
@@ -79,7 +81,7 @@ void accept_tls(ByteStream& stream, std::shared_ptr<void> owner, int64_t deadlin
                 TlsCounters* counters, std::function<void(bool)> done) {
   if (!stream.tls()) return done(true);
   // A client that connects and says nothing is cut off at the deadline.
-  auto timer = std::make_shared<asio::steady_timer>(stream.socket().get_executor());
+  auto timer = std::make_shared<SteadyTimer>(stream.socket().get_executor());
   timer->expires_after(std::chrono::milliseconds(std::max<int64_t>(deadline_ms, 1)));
   timer->async_wait([&stream, owner](asio::error_code ec) {
     if (!ec) shut(stream);

@@ -10,6 +10,7 @@
 #include "input_buffer.hpp"
 #include "io_batcher.hpp"
 #include "resp_session.hpp"
+#include "timer.hpp"
 
 namespace fg {
 
@@ -40,8 +41,8 @@ class Connection : public BatchWaiter, public std::enable_shared_from_this<Conne
   int64_t now_ms() const;
 
   ByteStream stream_;
-  asio::steady_timer watchdog_;
-  asio::steady_timer stall_timer_;  // retries a command whose slot's state is arriving
+  SteadyTimer watchdog_;
+  SteadyTimer stall_timer_;  // retries a command whose slot's state is arriving
   Services& svc_;
   ConnectionLimits limits_;
   std::shared_ptr<ClientInfo> client_;

@@ -38,8 +38,8 @@ class NativeConnection : public BatchWaiter, public std::enable_shared_from_this
   int64_t now_ms() const;
 
   ByteStream stream_;
-  asio::steady_timer timer_;
-  asio::steady_timer stall_timer_;  // retries a frame whose slot's state is arriving
+  SteadyTimer timer_;
+  SteadyTimer stall_timer_;  // retries a frame whose slot's state is arriving
   Services& svc_;
   ConnectionLimits limits_;
   std::shared_ptr<ClientInfo> client_;

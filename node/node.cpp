@@ -24,11 +24,13 @@ void warn_if_expiring(const TlsContexts& tls) {
   }
 }
 
-std::string random_run_id() {
+// 40 hex digits, from the OS's randomness, or from `seed` (the simulator's).
+std::string random_run_id(uint64_t seed = 0) {
   std::random_device rd;
+  std::mt19937_64 seeded(seed);
   static const char* hex = "0123456789abcdef";
   std::string s(40, '0');
-  for (char& c : s) c = hex[rd() % 16];
+  for (char& c : s) c = hex[(seed ? seeded() : rd()) % 16];
   return s;
 }
 
@@ -56,23 +58,25 @@ PolicyFile policy_file(const NodeConfig& cfg) {
 }
 
 // The node id comes first: it signs this node's writes to the cluster-wide policy book.
-NodeConfig with_id(NodeConfig cfg) {
-  if (cfg.cluster_enabled && cfg.node_id.empty()) cfg.node_id = random_run_id();
+NodeConfig with_id(NodeConfig cfg, uint64_t seed) {
+  if (cfg.cluster_enabled && cfg.node_id.empty()) cfg.node_id = random_run_id(seed);
   return cfg;
 }
 
 }  // namespace
 
-Node::Node(NodeConfig cfg, caf::actor_system& system, const Clock& clock, NodeNets nets)
-    : cfg_(with_id(std::move(cfg))),
+Node::Node(NodeConfig cfg, caf::actor_system& system, const Clock& clock, NodeNets nets,
+           NodeRun run)
+    : cfg_(with_id(std::move(cfg), run.seed)),
       system_(system),
       clock_(clock),
       nets_(nets),
+      run_(run),
       acl_(acl_catalog(), clock),
       book_(cfg_.node_id.empty() ? "standalone" : cfg_.node_id),
       policy_store_(book_, policies_, clock),
       clients_(cfg_.maxclients, cfg_.maxmemory_clients),
-      bound_((svc_.settings.run_id = random_run_id()).substr(0, 12)),
+      bound_((svc_.settings.run_id = random_run_id(run.seed ? run.seed + 1 : 0)).substr(0, 12)),
       bus_key_([&clock] { return clock.now_ns() / 1'000'000; }) {}
 
 Node::~Node() { stop(); }
@@ -115,6 +119,7 @@ int Node::start(std::string& why) {
   pool_cfg.shards = cfg_.shards;
   pool_cfg.max_keys = cfg_.max_keys;
   pool_cfg.cluster = cfg_.cluster_enabled;
+  pool_cfg.seed = run_.seed ? run_.seed + 2 : 0;
   // (the engine outlives the shards that call it)
   ScriptLimits script_limits;
   script_limits.budget_ms = cfg_.script_time_limit_ms;
@@ -203,13 +208,13 @@ int Node::start(std::string& why) {
   // Plain RESP, unless `port: 0` with a TLS port (TLS only, as redis-server).
   const bool plain = !(cfg_.port == 0 && cfg_.tls_port > 0);
   try {
-    if (plain) server_->listen(cfg_.bind, cfg_.port);
+    if (plain && !run_.polled) server_->listen(cfg_.bind, cfg_.port);
   } catch (const std::exception& e) {
     return fail(
         why, 1,
         "cannot listen on " + cfg_.bind + " port " + std::to_string(cfg_.port) + ": " + e.what());
   }
-  if (cfg_.tls_port > 0) {
+  if (cfg_.tls_port > 0 && !run_.polled) {
     try {
       server_->listen_tls(cfg_.bind, cfg_.tls_port);
     } catch (const std::exception& e) {
@@ -220,14 +225,16 @@ int Node::start(std::string& why) {
   }
   // The port the other defaults count from, and the one clients are sent to: the TLS port
   // when there is no plain one, or when the cluster speaks TLS.
-  const int client_port = !plain || (cfg_.tls_cluster && server_->tls_port() > 0)
+  // (polled: the port is a name, nothing listens)
+  const int client_port = run_.polled ? cfg_.port
+                          : !plain || (cfg_.tls_cluster && server_->tls_port() > 0)
                               ? server_->tls_port()
                               : server_->port();
-  const int base_port = plain ? server_->port() : server_->tls_port();
-  svc_.settings.port = server_->port();
+  const int base_port = run_.polled ? cfg_.port : plain ? server_->port() : server_->tls_port();
+  svc_.settings.port = run_.polled ? cfg_.port : server_->port();
   svc_.settings.tls_port = server_->tls_port();
   svc_.lanes = server_->lanes();
-  if (cfg_.native_port != 0) {
+  if (cfg_.native_port != 0 && !run_.polled) {
     // Default: RESP port + 1000 (with --port 0, a free port as well).
     const int want = cfg_.native_port > 0      ? cfg_.native_port
                      : cfg_.port == 0 && plain ? 0
@@ -261,6 +268,8 @@ int Node::start(std::string& why) {
     cc.clock = &clock_;
     cc.peer_net = nets_.peers;
     cc.datagrams = nets_.datagrams;
+    cc.seed = run_.seed ? run_.seed + 3 : 0;
+    cc.polled = run_.polled;
     if (!cfg_.cluster_secret_file.empty()) {
       std::string e;
       const auto secrets = BusKey::read_file(cfg_.cluster_secret_file, e);
@@ -284,14 +293,14 @@ int Node::start(std::string& why) {
     serve_forwards(*cluster_, svc_);
   }
 
-  trim_timer_ = std::make_unique<asio::steady_timer>(server_->main_context());
-  save_timer_ = std::make_unique<asio::steady_timer>(server_->main_context());
-  renew_timer_ = std::make_unique<asio::steady_timer>(server_->main_context());
+  trim_timer_ = std::make_unique<SteadyTimer>(server_->main_context());
+  save_timer_ = std::make_unique<SteadyTimer>(server_->main_context());
+  renew_timer_ = std::make_unique<SteadyTimer>(server_->main_context());
   schedule_trim();
   if (snapshots_ && cfg_.save_interval_ms > 0) schedule_save();
   schedule_renew();
 
-  if (cfg_.admin_port != 0) {
+  if (cfg_.admin_port != 0 && !run_.polled) {
     const int want = cfg_.admin_port > 0       ? cfg_.admin_port
                      : cfg_.port == 0 && plain ? 0
                                                : base_port + 2000;
@@ -337,7 +346,7 @@ int Node::start(std::string& why) {
     spdlog::info("SHUTDOWN{} received, shutting down", save ? "" : " NOSAVE");
     request_stop(save);
   };
-  server_->run();
+  if (!run_.polled) server_->run();
   started_ = true;
   spdlog::info(
       "floodgate {} ready: RESP on {} port {}, TLS port {}, native port {}{}, admin port {} ({} "
@@ -472,7 +481,7 @@ void Node::stop() {
     if (!snapshots_->save_and_wait(why))
       spdlog::error("the state was not saved at shutdown: {}", why);
   };
-  if (cluster_ && started_) {
+  if (cluster_ && started_ && !run_.polled && !halted_) {
     final_save();
     // Hand this node's slots (and their state) to the others before going.
     const bool clean = cluster_->leave(std::chrono::milliseconds(3000));
@@ -485,6 +494,30 @@ void Node::stop() {
   if (!cluster_) final_save();
   if (cluster_) cluster_->stop();
   if (started_) pool_.reset();  // (before the cluster that points at it is destroyed)
+}
+
+void Node::halt() {
+  if (stopped_) return;
+  save_on_exit_ = false;
+  halted_ = true;  // (no leave: nobody is told)
+  stop();
+}
+
+size_t Node::poll() {
+  if (stopped_) return 0;
+  size_t n = server_ ? server_->poll() : 0;
+  if (cluster_) n += cluster_->io().poll();
+  return n;
+}
+
+void Node::begin_leave() {
+  if (cluster_ && started_ && !stopped_)
+    asio::post(cluster_->io(), [c = cluster_.get()] { c->start_leave(); });
+}
+
+bool Node::left() {
+  bool clean = true;
+  return !cluster_ || stopped_ || cluster_->left(clean);
 }
 
 int Node::port() const { return server_ ? server_->port() : 0; }

@@ -37,13 +37,22 @@ struct NodeNets {
   DatagramNet* datagrams = nullptr;
 };
 
+// How a node runs. A process: threads of its own and real ports. The simulator: no thread
+// and no socket of the node's own — its owner calls poll() (and runs the actors) from one
+// thread, and the ports in the settings are only names in the in-memory networks — and
+// `seed` replaces the OS's randomness (ids, lease ids, membership's choices).
+struct NodeRun {
+  bool polled = false;
+  uint64_t seed = 0;  // 0: from the OS
+};
+
 class Node {
  public:
   // `cfg`: the settings as parsed, defaults resolved (resolve_defaults). The shards run
   // on `system`; time comes from `clock`; peer requests and gossip travel `nets`. A
   // cluster node without a node id gets a random one here.
   Node(NodeConfig cfg, caf::actor_system& system, const Clock& clock = SystemClock::process(),
-       NodeNets nets = {});
+       NodeNets nets = {}, NodeRun run = {});
   ~Node();  // stop(), if it was not called
   Node(const Node&) = delete;
   Node& operator=(const Node&) = delete;
@@ -62,6 +71,16 @@ class Node {
   // Saves (unless SHUTDOWN NOSAVE), hands this node's slots to the others (a cluster
   // member, at most 3 s), closes every port and stops the shards. Idempotent.
   void stop();
+  // A crash, as far as one process can have one: the node stops at once, saving nothing
+  // and handing nothing over (the simulator's kill -9). Idempotent, as stop().
+  void halt();
+
+  // Polled nodes (NodeRun::polled): runs what is ready on the node's I/O loops and its
+  // cluster loop, without waiting; how many handlers ran. A polled node's stop() does not
+  // hand its slots over; begin_leave() then left() until true does, before it.
+  size_t poll();
+  void begin_leave();
+  bool left();
 
   const NodeConfig& config() const { return cfg_; }
   const std::string& id() const { return cfg_.node_id; }
@@ -83,6 +102,7 @@ class Node {
   caf::actor_system& system_;
   const Clock& clock_;
   NodeNets nets_;
+  NodeRun run_;
   AclBook acl_;
   PolicyRegistry policies_;
   Book book_;
@@ -100,7 +120,7 @@ class Node {
   BusKey bus_key_;
   std::unique_ptr<Cluster> cluster_;
   std::unique_ptr<ClusterForwarder> forwarder_;
-  std::unique_ptr<asio::steady_timer> trim_timer_, save_timer_, renew_timer_;
+  std::unique_ptr<SteadyTimer> trim_timer_, save_timer_, renew_timer_;
   uint64_t closed_at_trim_ = 0;
   AdminCounters admin_counters_;
   std::unique_ptr<AdminHttp> admin_;
@@ -109,6 +129,7 @@ class Node {
   std::atomic<bool> save_on_exit_{true};
   bool started_ = false;  // start() returned 0
   bool stopped_ = false;
+  bool halted_ = false;  // halt(): stopped without saving or leaving
 };
 
 }  // namespace fg

@@ -89,6 +89,12 @@ void Server::run() {
   }
 }
 
+size_t Server::poll() {
+  size_t n = 0;
+  for (auto& ctx : contexts_) n += ctx->poll();
+  return n;
+}
+
 void Server::stop() {
   for (auto& acc : acceptors_) {
     asio::post(acc->get_executor(), [a = acc.get()] {

@@ -29,7 +29,10 @@ class Server {
   int port() const { return port_; }
   int tls_port() const { return tls_port_; }
   int native_port() const { return native_port_; }
-  void run();   // starts the I/O threads; returns at once
+  void run();  // starts the I/O threads; returns at once
+  // Instead of run(), for an owner that drives the I/O loops itself (the simulator): runs
+  // what is ready on each loop, without waiting; how many handlers ran.
+  size_t poll();
   void stop();  // closes listeners and stops the threads
   asio::io_context& main_context() { return *contexts_[0]; }
   // The I/O threads, for work that is no client's (forwarded requests, lease upkeep).

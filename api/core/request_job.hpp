@@ -9,6 +9,7 @@
 
 #include "io_batcher.hpp"
 #include "request_core.hpp"
+#include "timer.hpp"
 
 namespace fg {
 
@@ -36,7 +37,7 @@ class RequestJob : public BatchWaiter, public std::enable_shared_from_this<Reque
   Done done_;
   std::vector<Pending> pending_;
   std::vector<Outcome> outcomes_;
-  asio::steady_timer timer_;
+  SteadyTimer timer_;
   std::deque<std::string> texts_;  // texts the core makes for these outcomes
   int waits_ = 0;
   int64_t arrived_ns_ = 0;
