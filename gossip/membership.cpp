@@ -209,7 +209,12 @@ void Membership::suspect(Member& m, uint64_t inc, const std::string& accuser, in
 }
 
 int64_t Membership::suspicion_timeout(const Member& m) const {
-  const double k = std::max(1, cfg_.suspicion_confirmations);
+  // Confirmations beyond the first accuser cannot outnumber the members who could accuse
+  // (the live ones but the suspect, this node included): in a small cluster, every one of
+  // them accusing is as strong as it gets, and then the timeout is the minimum.
+  int could_accuse = 1;
+  for (const auto& [id, o] : members_) could_accuse += o.live() && id != m.id;
+  const double k = std::max(1, std::min(cfg_.suspicion_confirmations, could_accuse - 1));
   const double c = std::min(k, static_cast<double>(m.accusers.empty() ? 0 : m.accusers.size() - 1));
   const double span = static_cast<double>(cfg_.suspicion_max_ns - cfg_.suspicion_min_ns);
   const double t =
