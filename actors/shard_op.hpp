@@ -101,6 +101,9 @@ struct Batch {
   std::shared_ptr<BatchSink> sink;  // keeps the sender alive while the batch is in flight
   uint64_t step_shards = 0;         // shards whose ops must run as one step (Step)
   Step step;                        // (the pool fills it in when it sends the batch)
+  // A cluster node's replication mark, taken before the batch ran (replies that wait for
+  // their replicas wait for every round since: api/core/replica_acks).
+  uint64_t replication_mark = 0;
 
   // One part of the batch is done; the last part tells the sink.
   void finish_one() {

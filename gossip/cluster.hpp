@@ -123,10 +123,12 @@ class Cluster {
   const ClusterConfig& config() const { return cfg_; }
   const ClusterCounters& counters() const { return counters_; }
   const ReplicationCounters& replication() const { return replicator_->counters(); }
-  // Runs `done(ok)` (on the cluster thread) once every change the shards made before this
-  // call is held by its slot's live replicas. Any thread.
-  void after_replicated(std::function<void(bool ok)> done) {
-    replicator_->after_replicated(std::move(done));
+  // A mark taken before the shards make changes; after_replicated runs `done(ok)` (on the
+  // cluster thread) once every change made since is held by its slot's live replicas
+  // (Replicator::after_replicated). Any thread.
+  uint64_t replication_mark() const { return replicator_->mark(); }
+  void after_replicated(uint64_t mark, std::function<void(bool ok)> done) {
+    replicator_->after_replicated(mark, std::move(done));
   }
   // A peer call from any thread; `cb` runs on the cluster thread.
   void call(const std::string& peer_addr, uint32_t kind, std::string body,

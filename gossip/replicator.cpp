@@ -3,6 +3,7 @@
 
 #include <spdlog/spdlog.h>
 
+#include <algorithm>
 #include <set>
 
 #include "state.pb.h"
@@ -57,11 +58,14 @@ void Replicator::arm() {
   });
 }
 
-void Replicator::after_replicated(std::function<void(bool)> done) {
-  asio::post(io_, [this, done = std::move(done)]() mutable {
+void Replicator::after_replicated(uint64_t mark, std::function<void(bool)> done) {
+  asio::post(io_, [this, mark, done = std::move(done)]() mutable {
     counters_.sync_waits.fetch_add(1, std::memory_order_relaxed);
-    if (dests_.empty()) return done(true);  // nobody to copy to (one node, or R = 1)
-    next_waiters_.push_back(std::move(done));
+    if (dests_.empty()) {  // nobody to copy to now (one node, or R = 1): rounds since count
+      waiting_.push_back({mark, rounds_started_.load(std::memory_order_relaxed), std::move(done)});
+      return answer_waiters();
+    }
+    next_waiters_.push_back({mark, 0, std::move(done)});
     round();  // now, not at the next tick: this reply is waiting
   });
 }
@@ -75,15 +79,20 @@ void Replicator::round() {
   }
   collecting_ = true;
   again_ = false;
-  auto waiters = std::make_shared<Waiters>(std::move(next_waiters_));
+  const uint64_t seq = rounds_started_.fetch_add(1, std::memory_order_acq_rel) + 1;
+  rounds_[seq] = {false, true};
+  for (Waiter& w : next_waiters_) {
+    w.until = seq;
+    waiting_.push_back(std::move(w));
+  }
   next_waiters_.clear();
   auto job = std::make_shared<CollectJob>();
   job->parts = std::move(parts_);
   const int64_t started = now_us();
-  job->done = [this, waiters, started](CollectJob& j) {
-    asio::post(io_, [this, parts = std::move(j.parts), waiters, started]() mutable {
+  job->done = [this, seq, started](CollectJob& j) {
+    asio::post(io_, [this, parts = std::move(j.parts), seq, started]() mutable {
       collecting_ = false;
-      ship(parts, waiters, started);
+      ship(parts, seq, started);
       for (auto& p : parts) p.clear();
       parts_ = std::move(parts);
       if (!stopped_ && (again_ || !next_waiters_.empty())) round();
@@ -92,8 +101,40 @@ void Replicator::round() {
   pool_.collect(job);
 }
 
-void Replicator::ship(std::vector<ShardChanges>& parts, std::shared_ptr<Waiters> waiters,
-                      int64_t started_us) {
+void Replicator::round_over(uint64_t seq, bool ok) {
+  auto it = rounds_.find(seq);
+  if (it != rounds_.end()) it->second = {true, ok};
+  answer_waiters();
+}
+
+void Replicator::answer_waiters() {
+  constexpr size_t kRoundsKept = 4096;  // (at Δ = 5 ms, 20 s: far past any sync timeout)
+  for (auto w = waiting_.begin(); w != waiting_.end();) {
+    bool over = true, ok = true;
+    // From the round that was the latest at the mark (it may have been collecting then).
+    for (uint64_t r = std::max<uint64_t>(w->since, 1); r <= w->until && over; ++r) {
+      auto it = rounds_.find(r);
+      if (it == rounds_.end()) {
+        ok = false;  // forgotten: it may have failed
+        continue;
+      }
+      over = it->second.first;
+      ok = ok && it->second.second;
+    }
+    if (!over) {
+      ++w;
+      continue;
+    }
+    auto done = std::move(w->done);
+    w = waiting_.erase(w);
+    if (!ok) counters_.sync_failures.fetch_add(1, std::memory_order_relaxed);
+    done(ok);
+  }
+  while (rounds_.size() > kRoundsKept && rounds_.begin()->second.first)
+    rounds_.erase(rounds_.begin());
+}
+
+void Replicator::ship(std::vector<ShardChanges>& parts, uint64_t seq, int64_t started_us) {
   bool overflow = false;
   for (const auto& p : parts) overflow = overflow || !p.complete;
   if (overflow) {
@@ -135,10 +176,7 @@ void Replicator::ship(std::vector<ShardChanges>& parts, std::shared_ptr<Waiters>
     auto it = dests_.find(table_.members()[r]);
     if (it != dests_.end()) it->second.synced.reset();
   }
-  if (out.empty()) {
-    for (auto& w : *waiters) w(true);
-    return;
-  }
+  if (out.empty()) return round_over(seq, true);
   struct Round {
     size_t pending = 0;
     bool ok = true;
@@ -155,16 +193,14 @@ void Replicator::ship(std::vector<ShardChanges>& parts, std::shared_ptr<Waiters>
     counters_.updates_sent.fetch_add(1, std::memory_order_relaxed);
     counters_.keys_sent.fetch_add(o.entries.size() + o.records, std::memory_order_relaxed);
     send_(id, msg.SerializeAsString(), std::chrono::milliseconds(cfg_.timeout_ms),
-          [this, r, id, waiters, started_us](PeerStatus st, std::string) {
+          [this, r, id, seq, started_us](PeerStatus st, std::string) {
             if (st != PeerStatus::kOk) {
               r->ok = false;
               lost(id);
             }
             if (--r->pending > 0) return;
             counters_.last_round_us.store(now_us() - started_us, std::memory_order_relaxed);
-            if (!r->ok)
-              counters_.sync_failures.fetch_add(waiters->size(), std::memory_order_relaxed);
-            for (auto& w : *waiters) w(r->ok);
+            round_over(seq, r->ok);
           });
   }
 }
@@ -291,9 +327,12 @@ void Replicator::on_update(std::string body, PeerServer::Respond respond) {
   for (const auto& e : keep) copies_.set(key_slot(e.key));
   auto job = std::make_shared<ReplicaJob>();
   job->clear = clear;
-  job->done = [this, complete, respond = std::move(respond)](ReplicaJob&) mutable {
-    asio::post(io_, [this, complete, respond = std::move(respond)] {
+  // What was fenced off is not held here: the sender must not count it as replicated (a
+  // reply waiting for it is not acknowledged; the sender learns the new table soon).
+  job->done = [this, complete, fenced, respond = std::move(respond)](ReplicaJob&) mutable {
+    asio::post(io_, [this, complete, fenced, respond = std::move(respond)] {
       complete_ |= complete & copies_;
+      if (fenced) return respond(PeerStatus::kError, {}, "not the owner in this node's table");
       respond(PeerStatus::kOk, {}, {});
     });
   };

@@ -5,8 +5,10 @@
 // last round, and each change goes to the live replicas of its slot in one update per
 // replica; the peer link keeps updates in order. A replica that is new for some slots, or
 // missed an update, first gets a full copy of them (which drops its older copy), then the
-// stream continues. `after_replicated` lets a reply wait until every change made before
-// the call has been acknowledged by the replicas (synchronous replication).
+// stream continues. `after_replicated` lets a reply wait until every change made since a
+// mark has been acknowledged by the replicas (synchronous replication): every round that
+// collected changes since the mark, not only the next one — a change made just before a
+// round is collected by that round, and whether it arrived is that round's answer.
 //
 // Replica side: changes are applied only for slots whose owner in this node's table is
 // the sender (a fenced ex-owner cannot overwrite), never to slots this node serves. Slots
@@ -71,10 +73,15 @@ class Replicator {
   void on_table(const SlotTable& before, const SlotTable& after);
   // This node's state was declared stale: forget every copy and every replica's progress.
   void fence();
-  // Runs `done(ok)` on the cluster thread once every change made before this call is
-  // held by the live replicas of its slot (ok false: a replica did not acknowledge in
-  // time). Callable from any thread.
-  void after_replicated(std::function<void(bool ok)> done);
+  // Take a mark before making changes that must be replicated before they are answered;
+  // then after_replicated(mark, done) runs `done(ok)` on the cluster thread once every
+  // round that may have collected changes since the mark (from the one collecting at the
+  // mark to one more, collecting after this call) is over:
+  // ok when each was acknowledged by the live replicas of its slots, false when one was
+  // not (a replica did not take it in time, or a round so old it is forgotten). Both
+  // callable from any thread.
+  uint64_t mark() const { return rounds_started_.load(std::memory_order_acquire); }
+  void after_replicated(uint64_t mark, std::function<void(bool ok)> done);
   // A ReplicaUpdate from an owner.
   void on_update(std::string body, PeerServer::Respond respond);
 
@@ -83,7 +90,12 @@ class Replicator {
   const ReplicationCounters& counters() const { return counters_; }
 
  private:
-  using Waiters = std::vector<std::function<void(bool)>>;
+  struct Waiter {
+    uint64_t since = 0;  // the mark: rounds from this one on count (it may have been collecting)
+    uint64_t until = 0;  // ... up to this one
+    std::function<void(bool)> done;
+  };
+  using Waiters = std::vector<Waiter>;
   struct Dest {
     SlotBits replicated;  // slots owned here that this member keeps a copy of
     SlotBits synced;      // ... of which it holds a whole copy plus every update since
@@ -92,7 +104,9 @@ class Replicator {
   };
   void arm();
   void round();
-  void ship(std::vector<ShardChanges>& parts, std::shared_ptr<Waiters> waiters, int64_t started_us);
+  void ship(std::vector<ShardChanges>& parts, uint64_t seq, int64_t started_us);
+  void round_over(uint64_t seq, bool ok);
+  void answer_waiters();
   void copy_whole(const std::string& id, SlotBits slots);
   void lost(const std::string& id);
   bool accepts(const std::string& from, uint64_t epoch, uint32_t slot) const;
@@ -105,7 +119,7 @@ class Replicator {
   const SlotBits& held_;
   Send send_;
   Live live_;
-  asio::steady_timer timer_;
+  SteadyTimer timer_;
   SlotTable table_;
   int self_index_ = -1;
   std::map<std::string, Dest> dests_;
@@ -113,7 +127,11 @@ class Replicator {
   SlotBits copies_;    // replica side: slots whose copy may be held here
   bool collecting_ = false;
   bool again_ = false;
-  Waiters next_waiters_;             // wait for the next round that collects changes
+  Waiters next_waiters_;  // wait for the next round that collects changes
+  Waiters waiting_;       // their rounds are collected: wait for them to end
+  std::atomic<uint64_t> rounds_started_{0};
+  // Recent rounds (seq -> over, acknowledged); older ones count as not acknowledged.
+  std::map<uint64_t, std::pair<bool, bool>> rounds_;
   std::vector<ShardChanges> parts_;  // the shards' changes: buffers kept between rounds
   ReplicationCounters counters_;
   bool stopped_ = false;

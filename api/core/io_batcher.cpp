@@ -114,6 +114,7 @@ void IoBatcher::flush(bool own_handler) {
   const int calls = static_cast<int>(fl.forwards.size());
   // Flushed by its own handler (not from inside a waiter's join), a flight whose shards
   // all ran in place is complete when submit returns: its waiters hear it here and now.
+  if (svc_.cluster) fl.batch->replication_mark = replication_mark(*svc_.cluster);
   if (own_handler) submitting_here = f.get();
   svc_.shards->submit(fl.batch, calls);
   submitting_here = nullptr;

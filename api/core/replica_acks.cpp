@@ -34,8 +34,10 @@ bool needs_replica_ack(const Batch& b) {
   return false;
 }
 
+uint64_t replication_mark(const Cluster& cluster) { return cluster.replication_mark(); }
+
 void await_replicas(Cluster& cluster, const BatchPtr& b, std::function<void()> then) {
-  cluster.after_replicated([b, then = std::move(then)](bool ok) {
+  cluster.after_replicated(b->replication_mark, [b, then = std::move(then)](bool ok) {
     if (!ok) {
       for (ShardOp& op : b->ops)
         if (wants_ack(op)) op.status = OpStatus::kNotReplicated;

@@ -12,6 +12,8 @@ class Cluster;
 // policy with `replication: sync`, and every lease granted or released (a failover must
 // never grant a permit twice).
 bool needs_replica_ack(const Batch& b);
+// Taken before `b` runs (Batch::replication_mark): what await_replicas waits from.
+uint64_t replication_mark(const Cluster& cluster);
 // Runs `then` (on the cluster thread) once the replicas hold the changes of `b`; ops whose
 // change they did not acknowledge in time get status kNotReplicated.
 void await_replicas(Cluster& cluster, const BatchPtr& b, std::function<void()> then);

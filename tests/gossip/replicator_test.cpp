@@ -197,15 +197,44 @@ TEST_F(ReplicationTest, CopiesPendingSaysWhenEveryReplicaCouldTakeOver) {
 }
 
 TEST_F(ReplicationTest, SyncLosesNothingAcknowledged) {
+  const uint64_t mark = a->rep.mark();
   const int64_t admitted = admit(30);
   bool acked = false, ok = false;
-  a->rep.after_replicated([&](bool r) {
+  a->rep.after_replicated(mark, [&](bool r) {
     acked = true;
     ok = r;
   });
   pump_until([&] { return acked; });
   EXPECT_TRUE(ok);
   EXPECT_EQ(fail_over_and_count(), admitted);  // right after the acknowledgement
+}
+
+// A change the periodic round carried, and lost on the way, before the reply waiting for
+// it asked: the reply must not be told its change is held (the round it then starts has
+// nothing left to carry).
+TEST_F(ReplicationTest, SyncAnswersForTheRoundThatCarriedTheChange) {
+  const uint64_t mark = a->rep.mark();
+  b->cut = true;
+  admit(1);
+  pump_ms(20);  // rounds of Δ carry it, and fail
+  b->cut = false;
+  bool acked = false, ok = true;
+  a->rep.after_replicated(mark, [&](bool r) {
+    acked = true;
+    ok = r;
+  });
+  pump_until([&] { return acked; });
+  EXPECT_FALSE(ok);
+  // Rounds since a fresh mark that all arrived: acknowledged.
+  const uint64_t later = a->rep.mark();
+  admit(1);
+  acked = false;
+  a->rep.after_replicated(later, [&](bool r) {
+    acked = true;
+    ok = r;
+  });
+  pump_until([&] { return acked; });
+  EXPECT_TRUE(ok);
 }
 
 TEST_F(ReplicationTest, LeasesSurviveAndExpireWhenNobodyRenewsThem) {
@@ -220,7 +249,7 @@ TEST_F(ReplicationTest, LeasesSurviveAndExpireWhenNobodyRenewsThem) {
     EXPECT_TRUE(a->run({op})[0].acquire.granted);
   }
   bool acked = false;
-  a->rep.after_replicated([&](bool) { acked = true; });
+  a->rep.after_replicated(a->rep.mark(), [&](bool) { acked = true; });
   pump_until([&] { return acked; });
   fail_over_and_count();
   ShardOp count;
@@ -240,8 +269,17 @@ TEST_F(ReplicationTest, AStaleOwnerCannotOverwriteTheNewOnesState) {
   b->own(a_slots);
   b->rep.on_table(table, without_a);
   a->dead = false;  // a comes back, still believing it owns its slots
-  admit(5);
   const uint64_t fenced = b->rep.counters().fenced_updates.load();
+  const uint64_t mark = a->rep.mark();
+  admit(5);
+  // A reply waiting for these is not told they are replicated: b did not keep them.
+  bool acked = false, ok = true;
+  a->rep.after_replicated(mark, [&](bool r) {
+    acked = true;
+    ok = r;
+  });
+  pump_until([&] { return acked; });
+  EXPECT_FALSE(ok);
   pump_ms(30);
   EXPECT_GT(b->rep.counters().fenced_updates.load(), fenced);
   a->dead = true;
