@@ -19,6 +19,7 @@ struct Member {
   int64_t changed_ns = 0;          // when `state` last changed, by the local clock
   std::string accuser;             // on the wire: who raised this suspicion
   std::set<std::string> accusers;  // locally: everyone known to suspect this incarnation
+  int64_t acked_ns = 0;            // locally: when one of our probes of it was last answered
 
   bool live() const { return state == MemberState::kAlive || state == MemberState::kSuspect; }
 };

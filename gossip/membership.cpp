@@ -191,6 +191,18 @@ void Membership::apply(const Member& u, int64_t now) {
   const bool newer = u.incarnation > m.incarnation ||
                      (u.incarnation == m.incarnation && rank(u.state) > rank(m.state));
   if (!newer) return;
+  if (u.state == MemberState::kDead && m.live() && u.incarnation == m.incarnation &&
+      m.acked_ns > 0 && now - m.acked_ns < cfg_.suspicion_min_ns) {
+    // Another node buried a member that answered us a moment ago (it was cut off from it,
+    // a stale rumour from across a healed partition): suspect it ourselves instead, so it
+    // can refute before it is dead here too.
+    if (m.state != MemberState::kSuspect) {
+      suspect(m, u.incarnation, u.accuser, now);
+    } else if (!u.accuser.empty()) {
+      m.accusers.insert(u.accuser);
+    }
+    return;
+  }
   m.addr = u.addr;
   m.resp_addr = u.resp_addr;
   m.native_port = u.native_port;
@@ -249,7 +261,11 @@ void Membership::receive(const std::string& from_addr, std::string_view bytes, i
       if (env.target() == self_.id) send(wire::Envelope::ACK, reply_to, env.seq(), "", "", false);
       break;
     case wire::Envelope::ACK: {
-      if (probe_ && probe_->seq == env.seq()) probe_->acked = true;
+      if (probe_ && probe_->seq == env.seq()) {
+        probe_->acked = true;
+        auto t = members_.find(probe_->target);
+        if (t != members_.end()) t->second.acked_ns = now;
+      }
       auto r = relays_.find(env.seq());
       if (r != relays_.end()) {
         send(wire::Envelope::ACK, r->second.origin_addr, r->second.origin_seq, "", "", false);
