@@ -1,0 +1,637 @@
+#include "scenario.hpp"
+
+#include <spdlog/spdlog.h>
+
+#include <algorithm>
+#include <cinttypes>
+#include <cstdio>
+#include <memory>
+#include <sstream>
+
+#include "history.hpp"
+#include "request_job.hpp"
+#include "world.hpp"
+
+namespace fg::sim {
+
+namespace {
+
+constexpr int64_t kMs = 1'000'000;
+constexpr int64_t kS = 1'000'000'000;
+// The load and the bounds, as chaos/ has them (chaos/README.md, "The load").
+constexpr int64_t kLimit = 40;  // the hot key: sliding log, 40 per 1 s, fail_closed
+constexpr int64_t kWindowNs = kS;
+constexpr int64_t kLeaseLimit = 4;  // concurrency 4, TTL 2 s, held 20-120 ms
+constexpr int64_t kLeaseTtlNs = 2 * kS;
+constexpr int64_t kLagNs = 5 * kMs;     // Δ, the node default
+constexpr int64_t kSlackNs = 50 * kMs;  // clients' view of "when" is their request's span
+constexpr int64_t kClientTimeoutNs = 3 * kS;
+constexpr int64_t kSettleNs = 3 * kS;  // after a fault has healed and the cluster formed
+constexpr int64_t kDetectBoundNs = 3 * kS;
+constexpr int64_t kConvergeBoundNs = 30 * kS;
+constexpr int64_t kFormTimeoutNs = 60 * kS;
+
+const char* const kFaultNames[] = {"kill", "pause", "partition", "minority", "oneway",
+                                   "loss", "delay", "clock",     "join",     "leave"};
+
+const char* name_of(Fault f) { return kFaultNames[static_cast<int>(f)]; }
+
+int64_t uniform(std::mt19937_64& rng, int64_t lo, int64_t hi) {
+  return lo + static_cast<int64_t>(rng() % static_cast<uint64_t>(hi - lo + 1));
+}
+
+struct Client {
+  char kind = 't';
+  int node = 0;
+  int64_t period_ns = 50 * kMs;
+  std::string key;
+  std::string holder;
+  LimitSpec spec;
+  uint64_t lease = 0;  // leases: the one held (0: none)
+};
+
+struct Span {
+  int64_t start = 0, end = 0;  // end: healed, or the fault's last effect
+  int64_t converged = -1;      // the cluster formed again (ns), -1: not yet
+  bool owner_lost = false;     // the hot key's owner crashed or stopped (kill, pause)
+  // A partition that leaves the owner apart from its replica (split, one-way): both sides
+  // may count the same key until the owner sees it has lost the quorum, and the merge at
+  // the heal keeps the larger count. The loss is a figure, as in chaos/, not a bound.
+  bool split_copies = false;
+  // The owner cut off from a majority (partition, one-way): from the first other node
+  // declaring it dead, it must give no definite answer of its own until the heal.
+  int isolated = -1;
+  int64_t first_dead = -1;
+  std::string label;
+};
+
+class Run {
+ public:
+  Run(uint64_t seed, const Options& opt) : seed_(seed), opt_(opt), world_(seed, opt.nodes) {
+    world_.set_verbose(opt.verbose);
+  }
+  ~Run() { stopped_ = true; }
+  Verdict go();
+
+ private:
+  void setup_clients();
+  void issue(int c);
+  void next(int c, int64_t after_ns) {
+    if (!stopped_) world_.at(world_.now() + after_ns, [this, c] { issue(c); });
+  }
+  void done(int c, size_t op, const Outcome& o);
+  void inject(Fault f, int64_t dur_ns);
+  void cut_between(const std::vector<int>& a, const std::vector<int>& b, bool both_ways);
+  void heal(size_t span);
+  void watch_detection(int victim, int64_t since);
+  void watch_convergence(size_t span);
+  void watch_first_dead(size_t span);
+  // Under packet loss alone nobody is declared dead (DESIGN.md: no false "dead").
+  void watch_no_false_dead(int64_t until);
+  bool read_counter(const Client& c, int64_t& count, int64_t& start, int64_t& end);
+  void check(bool ok, const std::string& what);
+  std::vector<int> up_nodes() const;
+
+  uint64_t seed_;
+  Options opt_;
+  History hist_;
+  std::vector<Client> clients_;
+  std::vector<Span> spans_;
+  std::vector<std::string> failures_;
+  std::ostringstream figures_;
+  int64_t detect_worst_ = -1;
+  bool stopped_ = false;
+  std::string hot_ = "{sim}:log";
+  World world_;  // last: destroyed first, while what its callbacks touch still exists
+};
+
+void Run::check(bool ok, const std::string& what) {
+  if (!ok) failures_.push_back(what);
+}
+
+std::vector<int> Run::up_nodes() const {
+  std::vector<int> out;
+  for (size_t i = 0; i < const_cast<World&>(world_).size(); ++i)
+    if (const_cast<World&>(world_).node(i).up()) out.push_back(static_cast<int>(i));
+  return out;
+}
+
+void Run::setup_clients() {
+  const int n = opt_.nodes;
+  auto add = [&](char kind, int node, int64_t period, std::string key, LimitSpec spec) {
+    Client c;
+    c.kind = kind;
+    c.node = node % n;
+    c.period_ns = period;
+    c.key = std::move(key);
+    c.spec = spec;
+    c.holder = "holder-" + std::to_string(clients_.size());
+    clients_.push_back(std::move(c));
+  };
+  LimitSpec log = LimitSpec::window(Kind::kSlidingLog, kLimit, kWindowNs);
+  log.on_unavailable = FailMode::kClosed;
+  LimitSpec ctr = LimitSpec::window(Kind::kFixedWindow, kMaxCount, kMaxPeriodNs);
+  LimitSpec ctrs = ctr;
+  ctrs.sync = true;
+  LimitSpec lease = LimitSpec::concurrency(kLeaseLimit, kLeaseTtlNs);
+  lease.on_unavailable = FailMode::kClosed;
+  for (int i = 0; i < 4 * n; ++i) add('t', i, 50 * kMs, hot_, log);  // 20/s each
+  for (int i = 0; i < 4; ++i) add('c', i, 25 * kMs, "{sim}:ctr", ctr);
+  for (int i = 0; i < 4; ++i) add('s', i, 25 * kMs, "{sim}:ctrs", ctrs);
+  for (int i = 0; i < 8; ++i) add('a', i, 50 * kMs, "{sim}:lease", lease);
+}
+
+void Run::issue(int c) {
+  if (stopped_) return;
+  Client& cl = clients_[c];
+  SimNode& sn = world_.node(cl.node);
+  const int64_t t0 = world_.now();
+  const bool release = cl.kind == 'a' && cl.lease != 0;
+  const char kind = release ? 'r' : cl.kind;
+  const size_t op = hist_.open(kind, c, cl.node, t0);
+  if (!sn.up()) {  // connection refused: it did not happen
+    hist_.close(op, t0, Res::kFail);
+    if (release) cl.lease = 0;
+    next(c, cl.period_ns);
+    return;
+  }
+  Request r;
+  r.key = cl.key;
+  r.spec = cl.spec;
+  if (cl.kind == 'a') {
+    r.verb = release ? Verb::kRelease : Verb::kAcquire;
+    r.holder = cl.holder;
+    r.lease = cl.lease;
+  } else {
+    r.verb = Verb::kTake;
+  }
+  Services& svc = sn.node->services();
+  RequestJob::start(svc, svc.lane(), {r}, Door{}, nullptr,
+                    [this, c, op](std::vector<Outcome>& out) { done(c, op, out[0]); });
+  world_.at(t0 + kClientTimeoutNs, [this, c, op] {
+    if (!hist_.close(op, world_.now(), Res::kInfo)) return;
+    if (hist_.ops()[op].kind == 'r') clients_[c].lease = 0;
+    next(c, 0);
+  });
+}
+
+void Run::done(int c, size_t op, const Outcome& o) {
+  Client& cl = clients_[c];
+  const Op& rec = hist_.ops()[op];
+  if (rec.done) return;  // the client gave up on it
+  Res res = Res::kInfo;
+  bool fail_mode = false;
+  int64_t value = 0;
+  if (o.ok()) {
+    fail_mode = o.unavailable != FailMode::kError;
+    if (rec.kind == 'a') {
+      res = o.acquire.granted ? Res::kOk : Res::kDeny;
+      value = static_cast<int64_t>(o.acquire.lease_id);
+    } else if (rec.kind == 'r') {
+      res = Res::kOk;
+    } else {
+      res = o.allowed() ? Res::kOk : Res::kDeny;
+    }
+    if (o.unavailable == FailMode::kClosed) res = Res::kDeny;
+  }
+  hist_.close(op, world_.now(), res, fail_mode, value);
+  if (rec.kind == 'a') {
+    if (res == Res::kOk) {
+      cl.lease = static_cast<uint64_t>(value);
+      next(c, uniform(world_.rng(), 20, 120) * kMs);  // hold it, then release
+      return;
+    }
+  } else if (rec.kind == 'r') {
+    cl.lease = 0;
+  }
+  next(c, cl.period_ns);
+}
+
+void Run::cut_between(const std::vector<int>& a, const std::vector<int>& b, bool both_ways) {
+  for (int x : a) {
+    for (int y : b) {
+      const std::string ax = world_.node(x).bus_addr(), ay = world_.node(y).bus_addr();
+      world_.peers().cut(ay, ax);
+      world_.datagrams().cut(ay, ax);
+      if (both_ways) {
+        world_.peers().cut(ax, ay);
+        world_.datagrams().cut(ax, ay);
+      }
+    }
+  }
+}
+
+void Run::watch_detection(int victim, int64_t since) {
+  const std::string id = world_.node(victim).id;
+  world_.at(world_.now() + 10 * kMs, [this, victim, since, id] {
+    if (world_.node(victim).up() && !world_.node(victim).paused) return;  // back before seen
+    bool all = true;
+    for (int i : up_nodes()) {
+      if (i == victim || world_.node(i).paused) continue;
+      const auto rt = world_.node(i).node->services().routing->get();
+      bool dead = true;
+      for (const auto& rn : rt->nodes)
+        if (rn.id == id) dead = rn.state == MemberState::kDead || rn.state == MemberState::kLeft;
+      all = all && dead;
+    }
+    if (all) {
+      const int64_t took = world_.now() - since;
+      detect_worst_ = std::max(detect_worst_, took);
+      check(took <= kDetectBoundNs, "crashed " + id + " marked dead by all in " +
+                                        std::to_string(took / kMs) + " ms (bound 3000)");
+      return;
+    }
+    if (world_.now() - since > 2 * kDetectBoundNs) {
+      check(false, "crashed " + id + " not marked dead by all in 6 s");
+      return;
+    }
+    watch_detection(victim, since);
+  });
+}
+
+void Run::watch_first_dead(size_t span) {
+  world_.at(world_.now() + 10 * kMs, [this, span] {
+    Span& s = spans_[span];
+    if (s.first_dead >= 0 || world_.now() >= s.end) return;
+    const std::string id = world_.node(s.isolated).id;
+    for (int i : up_nodes()) {
+      if (i == s.isolated) continue;
+      const auto rt = world_.node(i).node->services().routing->get();
+      for (const auto& rn : rt->nodes) {
+        if (rn.id == id && rn.state == MemberState::kDead) s.first_dead = world_.now();
+      }
+    }
+    if (s.first_dead < 0) watch_first_dead(span);
+  });
+}
+
+void Run::watch_convergence(size_t span) {
+  world_.at(world_.now() + 50 * kMs, [this, span] {
+    if (world_.formed()) {
+      spans_[span].converged = world_.now();
+      return;
+    }
+    if (world_.now() - spans_[span].end > kConvergeBoundNs) return;  // judged at the end
+    watch_convergence(span);
+  });
+}
+
+void Run::watch_no_false_dead(int64_t until) {
+  world_.at(world_.now() + 100 * kMs, [this, until] {
+    for (int i : up_nodes()) {
+      const auto rt = world_.node(i).node->services().routing->get();
+      for (const auto& rn : rt->nodes) {
+        if (rn.state == MemberState::kDead && world_.node(world_.index_of(rn.id)).up()) {
+          check(false, world_.node(i).id + " declared " + rn.id + " dead under loss alone");
+          return;
+        }
+      }
+    }
+    if (world_.now() < until) watch_no_false_dead(until);
+  });
+}
+
+void Run::heal(size_t span) {
+  world_.peers().heal();
+  world_.datagrams().heal();
+  world_.datagrams().set_weather(0, std::chrono::nanoseconds(0));
+  world_.peers().set_delay(std::chrono::nanoseconds(0));
+  spans_[span].end = world_.now();
+  hist_.note("heal " + spans_[span].label);
+  if (opt_.verbose) spdlog::warn("SIM healed {}", spans_[span].label);
+  watch_convergence(span);
+}
+
+void Run::inject(Fault f, int64_t dur_ns) {
+  const size_t span = spans_.size();
+  spans_.emplace_back();
+  Span& s = spans_.back();
+  s.start = world_.now();
+  s.end = s.start + dur_ns;
+  s.label = name_of(f);
+  int owner = world_.owner_of(hot_);
+  std::vector<int> up = up_nodes();
+  if (owner < 0) owner = up.front();
+  std::vector<int> others;
+  for (int i : up)
+    if (i != owner) others.push_back(i);
+  std::shuffle(others.begin(), others.end(), world_.rng());
+  auto later = [&](std::function<void()> f2) {
+    world_.at(world_.now() + dur_ns, [this, span, f2] {
+      f2();
+      heal(span);
+    });
+  };
+  switch (f) {
+    case Fault::kKill:
+      s.owner_lost = true;
+      s.label += " " + world_.node(owner).id;
+      world_.crash(owner);
+      watch_detection(owner, world_.now());
+      later([this, owner] { world_.start(owner); });
+      break;
+    case Fault::kPause:
+      s.owner_lost = true;
+      s.label += " " + world_.node(owner).id;
+      world_.node(owner).paused = true;
+      later([this, owner] { world_.node(owner).paused = false; });
+      break;
+    case Fault::kPartition:
+    case Fault::kMinority: {
+      std::vector<int> a = {owner};
+      if (f == Fault::kMinority && !others.empty()) {
+        // The owner and its replica (the next member in id order; R = 2): one side holds
+        // every copy of the hot key's slot.
+        std::vector<int> ids = up;
+        std::sort(ids.begin(), ids.end());
+        const int replica =
+            ids[(std::find(ids.begin(), ids.end(), owner) - ids.begin() + 1) % ids.size()];
+        others.erase(std::find(others.begin(), others.end(), replica));
+        others.insert(others.begin(), replica);
+      }
+      const size_t k = f == Fault::kMinority ? 1 : up.size() / 2 > 0 ? up.size() / 2 - 1 : 0;
+      for (size_t i = 0; i < k && i < others.size(); ++i) a.push_back(others[i]);
+      std::vector<int> b(others.begin() + static_cast<long>(std::min(k, others.size())),
+                         others.end());
+      s.split_copies = f == Fault::kPartition;
+      for (int x : a) s.label += (x == a.front() ? " " : ",") + world_.node(x).id;
+      s.label += " |";
+      for (int x : b) s.label += " " + world_.node(x).id;
+      cut_between(a, b, true);
+      if (2 * a.size() < up.size()) {
+        s.isolated = owner;
+        watch_first_dead(span);
+      }
+      later([] {});
+      break;
+    }
+    case Fault::kOneWay:
+      s.split_copies = true;
+      s.label += ": " + world_.node(owner).id + " hears nobody";
+      cut_between({owner}, others, false);
+      s.isolated = owner;
+      watch_first_dead(span);
+      later([] {});
+      break;
+    case Fault::kLoss:
+      world_.datagrams().set_weather(0.1, std::chrono::nanoseconds(0), world_.rng()());
+      watch_no_false_dead(world_.now() + dur_ns);
+      later([] {});
+      break;
+    case Fault::kDelay:
+      world_.datagrams().set_weather(0, std::chrono::milliseconds(30), world_.rng()());
+      world_.peers().set_delay(std::chrono::milliseconds(30), world_.rng()());
+      later([] {});
+      break;
+    case Fault::kClock: {
+      const int victim = up[world_.rng()() % up.size()];
+      const int64_t step = uniform(world_.rng(), 5, 60) * kS * (world_.rng()() % 2 ? 1 : -1);
+      world_.node(victim).clock->step(step);
+      s.label += " " + world_.node(victim).id + " " + std::to_string(step / kS) + "s";
+      s.end = world_.now();
+      heal(span);
+      break;
+    }
+    case Fault::kJoin: {
+      const int n = world_.add_node();
+      world_.start(n);
+      s.label += " " + world_.node(n).id;
+      s.end = world_.now();
+      heal(span);
+      break;
+    }
+    case Fault::kLeave: {
+      // A graceful leave; the node comes back (under its id) when the fault ends, so the
+      // cluster stays within the stated 3-5 nodes for what follows.
+      if (up.size() <= 2) {
+        s.label += ": too few nodes, none";
+        s.end = world_.now();
+        heal(span);
+        break;
+      }
+      const int victim = up[world_.rng()() % up.size()];
+      s.label += " " + world_.node(victim).id;
+      world_.node(victim).node->begin_leave();
+      const int64_t give_up = world_.now() + 3 * kS;
+      auto poll = std::make_shared<std::function<void()>>();
+      *poll = [this, victim, give_up, poll] {
+        SimNode& v = world_.node(victim);
+        if (v.up() && !v.node->left() && world_.now() < give_up) {
+          world_.at(world_.now() + 10 * kMs, *poll);
+          return;
+        }
+        world_.crash(victim);  // (its slots are handed over: nothing is left to save)
+        *poll = nullptr;
+      };
+      world_.at(world_.now() + 10 * kMs, *poll);
+      later([this, victim] { world_.start(victim); });
+      break;
+    }
+  }
+  hist_.note("fault " + s.label);
+  if (opt_.verbose) spdlog::warn("SIM fault {}", s.label);
+}
+
+bool Run::read_counter(const Client& c, int64_t& count, int64_t& start, int64_t& end) {
+  for (int i : up_nodes()) {
+    Request r;
+    r.verb = Verb::kPeek;
+    r.key = c.key;
+    r.spec = c.spec;
+    r.spec.sync = false;
+    bool got = false;
+    Outcome out;
+    start = world_.now();
+    Services& svc = world_.node(i).node->services();
+    RequestJob::start(svc, svc.lane(), {r}, Door{}, nullptr, [&](std::vector<Outcome>& o) {
+      got = true;
+      out = o[0];
+    });
+    for (int k = 0; k < 300 && !got; ++k) world_.run_until(world_.now() + 10 * kMs);
+    end = world_.now();
+    if (got && out.ok() && out.unavailable == FailMode::kError) {
+      count = out.decision.limit - out.decision.remaining;
+      return true;
+    }
+  }
+  return false;
+}
+
+Verdict Run::go() {
+  Verdict v;
+  std::vector<int> all;
+  for (int i = 0; i < opt_.nodes; ++i) {
+    world_.start(i);
+    all.push_back(i);
+  }
+  int64_t t = 0;
+  while (!world_.formed() && t < kFormTimeoutNs) world_.run_until(t += 50 * kMs);
+  if (!world_.formed()) {
+    v.passed = false;
+    v.line = "seed " + std::to_string(seed_) + " FAIL: the cluster did not form in 60 s";
+    v.simulated_ns = world_.now();
+    return v;
+  }
+  const int64_t load_start = world_.now();
+  setup_clients();
+  for (size_t c = 0; c < clients_.size(); ++c) {
+    world_.at(load_start + uniform(world_.rng(), 0, clients_[c].period_ns),
+              [this, c] { issue(static_cast<int>(c)); });
+  }
+  // Faults, one after another: each after a quiet stretch, healed, the cluster formed again.
+  const int64_t load_end = load_start + opt_.seconds * kS;
+  int64_t cursor = load_start + uniform(world_.rng(), 1, 3) * kS;
+  const int n_faults = opt_.faults.empty() ? 0 : 1 + static_cast<int>(world_.rng()() % 2);
+  for (int i = 0; i < n_faults && cursor < load_end - 5 * kS; ++i) {
+    const Fault f = opt_.faults[world_.rng()() % opt_.faults.size()];
+    const int64_t dur = uniform(world_.rng(), 4000, 7000) * kMs;
+    world_.run_until(cursor);
+    inject(f, dur);
+    world_.run_until(world_.now() + dur);
+    const size_t span = spans_.size() - 1;
+    for (int64_t w = 0; w < kConvergeBoundNs + kS && spans_[span].converged < 0; w += 100 * kMs)
+      world_.run_until(world_.now() + 100 * kMs);
+    cursor = world_.now() + kSettleNs;
+  }
+  world_.run_until(std::max(load_end, cursor));
+  // The end: the counters read with the load still running, then the load stops.
+  int64_t ctr[2] = {-1, -1}, rs[2] = {0, 0}, re[2] = {0, 0};
+  for (int k = 0; k < 2; ++k) {
+    const Client& c = *std::find_if(clients_.begin(), clients_.end(),
+                                    [k](const Client& x) { return x.kind == (k ? 's' : 'c'); });
+    if (!read_counter(c, ctr[k], rs[k], re[k])) ctr[k] = -1;
+  }
+  stopped_ = true;
+  world_.run_until(world_.now() + kClientTimeoutNs + kS);
+  const int64_t end = world_.now();
+  hist_.close_all(end);
+
+  // The checks.
+  const auto& ops = hist_.ops();
+  std::vector<std::pair<int64_t, int64_t>> healthy;
+  int64_t from = load_start;
+  for (const Span& s : spans_) {
+    if (s.start > from) healthy.push_back({from, s.start});
+    const int64_t back = s.converged >= 0 ? s.converged : end;
+    from = std::max(from, back + kSettleNs);
+    check(s.converged >= 0 && s.converged - s.end <= kConvergeBoundNs,
+          "converged within 30 s after " + s.label);
+  }
+  if (end > from) healthy.push_back({from, end});
+  int64_t over_healthy = 0;
+  for (const auto& [a, b] : healthy)
+    over_healthy = std::max(over_healthy, over_admission(ops, 't', kLimit, kWindowNs, a, b));
+  check(over_healthy == 0, "over-admission while healthy: " + std::to_string(over_healthy));
+  const int64_t over_all = over_admission(ops, 't', kLimit, kWindowNs, load_start, end);
+  int64_t lost_bound = 0, ctr_bound = 0;
+  bool split = false;
+  for (const Span& s : spans_) {
+    split = split || s.split_copies;
+    const int64_t p = possible_admissions(ops, 't', s.start - kLagNs - kSlackNs, s.start);
+    if (s.owner_lost) lost_bound += p;
+    ctr_bound += possible_admissions(ops, 'c', s.start - kLagNs - kSlackNs, s.start);
+  }
+  bool owner_lost = false;
+  for (const Span& s : spans_) owner_lost = owner_lost || s.owner_lost;
+  if (owner_lost) {
+    check(over_all <= lost_bound, "over-admission across a lost owner " + std::to_string(over_all) +
+                                      " > " + std::to_string(lost_bound) +
+                                      " (admissions in the last Δ)");
+  }
+  int64_t loss[2] = {0, 0};
+  for (int k = 0; k < 2; ++k) {
+    const char kind = k ? 's' : 'c';
+    if (ctr[k] < 0) {
+      check(false, std::string(k ? "sync" : "async") + " counter unreadable at the end");
+      continue;
+    }
+    const auto [lower, upper] = counter_bounds(ops, kind, rs[k], re[k]);
+    loss[k] = std::max<int64_t>(0, lower - ctr[k]);
+    check(ctr[k] <= upper, std::string(k ? "sync" : "async") + " counter " +
+                               std::to_string(ctr[k]) + " above what was asked, " +
+                               std::to_string(upper));
+    const int64_t bound = k ? 0 : ctr_bound;
+    check(loss[k] <= bound || (k == 0 && split), std::string(k ? "sync" : "async") +
+                                                     " counter lost " + std::to_string(loss[k]) +
+                                                     " > " + std::to_string(bound));
+  }
+  for (const Span& s : spans_) {
+    if (s.isolated < 0 || s.first_dead < 0) continue;
+    int64_t served = 0;
+    for (const Op& o : ops) {
+      served += o.node == s.isolated && o.start >= s.first_dead && o.end <= s.end &&
+                (o.res == Res::kOk || o.res == Res::kDeny) && !o.fail_mode;
+    }
+    check(served == 0, "the cut-off owner " + world_.node(s.isolated).id + " answered " +
+                           std::to_string(served) + " requests after it was declared dead");
+  }
+  const int64_t leases = lease_overlap(ops, healthy, end);
+  check(leases <= kLeaseLimit, "leases live at once while healthy: " + std::to_string(leases));
+  // Every node serves at the end.
+  check(world_.formed(), "the cluster formed at the end");
+
+  int64_t admitted = 0;
+  for (const Op& o : ops) admitted += o.kind == 't' && o.res == Res::kOk;
+  char digest[17];
+  std::snprintf(digest, sizeof digest, "%016" PRIx64, hist_.digest());
+  std::ostringstream line;
+  line << "seed " << seed_ << (failures_.empty() ? " ok" : " FAIL") << "  nodes " << opt_.nodes
+       << "  faults [";
+  for (size_t i = 0; i < spans_.size(); ++i) {
+    line << (i ? "; " : "") << spans_[i].label << " @" << (spans_[i].start - load_start) / kMs
+         << "ms+" << (spans_[i].end - spans_[i].start) / kMs << "ms";
+  }
+  line << "]  ops " << ops.size() << "  admitted " << admitted << "  over " << over_healthy << "/"
+       << over_all << "  ctr_loss " << loss[0] << "/"
+       << (split ? std::string("-") : std::to_string(ctr_bound)) << "  sync_loss " << loss[1]
+       << "  leases " << leases << "/" << kLeaseLimit;
+  if (detect_worst_ >= 0) line << "  detect " << detect_worst_ / kMs << "ms";
+  line << "  digest " << digest;
+  for (const auto& f : failures_) line << "\n  failed: " << f;
+  v.passed = failures_.empty();
+  v.line = line.str();
+  v.digest = hist_.digest();
+  v.simulated_ns = world_.now();
+  return v;
+}
+
+}  // namespace
+
+Options::Options() {
+  for (int i = 0; i <= static_cast<int>(Fault::kLeave); ++i)
+    faults.push_back(static_cast<Fault>(i));
+}
+
+std::string fault_names() {
+  std::string s;
+  for (const char* n : kFaultNames) s += (s.empty() ? "" : ",") + std::string(n);
+  return s;
+}
+
+bool parse_faults(const std::string& list, std::vector<Fault>& out, std::string& why) {
+  out.clear();
+  if (list == "none") return true;
+  std::stringstream in(list);
+  std::string name;
+  while (std::getline(in, name, ',')) {
+    const auto* at = std::find_if(std::begin(kFaultNames), std::end(kFaultNames),
+                                  [&](const char* n) { return name == n; });
+    if (at == std::end(kFaultNames)) {
+      why = "unknown fault '" + name + "' (known: " + fault_names() + ", or none)";
+      return false;
+    }
+    out.push_back(static_cast<Fault>(at - std::begin(kFaultNames)));
+  }
+  if (out.empty()) {
+    why = "--faults is empty (say none for none)";
+    return false;
+  }
+  return true;
+}
+
+Verdict run_seed(uint64_t seed, const Options& opt) {
+  Run run(seed, opt);
+  return run.go();
+}
+
+}  // namespace fg::sim

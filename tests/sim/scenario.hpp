@@ -1,0 +1,42 @@
+// One seed's run: a cluster formed, client load through every node, faults drawn from the
+// seed, the bounds checked, one verdict line.
+#pragma once
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace fg::sim {
+
+enum class Fault {
+  kKill,
+  kPause,
+  kPartition,
+  kMinority,
+  kOneWay,
+  kLoss,
+  kDelay,
+  kClock,
+  kJoin,
+  kLeave
+};
+
+struct Options {
+  int nodes = 3;
+  int seconds = 20;           // of load (virtual), faults included
+  std::vector<Fault> faults;  // drawn from; empty: none
+  bool verbose = false;       // the nodes' log, each line with its node and virtual time
+  Options();                  // every fault kind
+};
+
+struct Verdict {
+  bool passed = true;
+  std::string line;  // seed, figures, what failed
+  uint64_t digest = 0;
+  int64_t simulated_ns = 0;
+};
+
+Verdict run_seed(uint64_t seed, const Options& opt);
+std::string fault_names();
+bool parse_faults(const std::string& list, std::vector<Fault>& out, std::string& why);
+
+}  // namespace fg::sim

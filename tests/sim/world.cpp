@@ -1,0 +1,228 @@
+#include "world.hpp"
+
+#include <spdlog/spdlog.h>
+
+#include "config.hpp"
+#include "key_slot.hpp"
+#include "timer.hpp"
+
+namespace fg::sim {
+
+namespace {
+// The simulated wall clock starts here (2023-11-14): any fixed instant would do.
+constexpr int64_t kEpochNs = 1'700'000'000'000'000'000;
+// Virtual time for timers starts past zero, so no deadline is ever before it.
+constexpr int64_t kTimerStartNs = 1'000'000'000;
+constexpr size_t kMaxSettleRounds = 1'000'000;
+
+uint64_t mix(uint64_t x) {  // splitmix64: derived seeds that share no bits by accident
+  x += 0x9e3779b97f4a7c15ULL;
+  x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ULL;
+  x = (x ^ (x >> 27)) * 0x94d049bb133111ebULL;
+  return x ^ (x >> 31);
+}
+}  // namespace
+
+int64_t SimClock::now_ns() const {
+  const int64_t v = virtual_time::now_ns();
+  if (offset_ != target_ && v - aimed_at_ >= kSlewEveryNs) {
+    offset_ = slew_offset(offset_, target_, v - aimed_at_, kMaxSlewPpm);
+    aimed_at_ = v;
+  } else if (offset_ == target_) {
+    aimed_at_ = v;
+  }
+  return epoch_ + v + offset_;
+}
+
+void SimClock::restart() {
+  offset_ = target_;
+  aimed_at_ = virtual_time::now_ns();
+}
+
+World::World(uint64_t seed, int nodes) : seed_(seed), rng_(mix(seed)), start_ns_(kTimerStartNs) {
+  virtual_time::enable(start_ns_);
+  cfg_.set("scheduler.policy", caf::atom("testing"));
+  cfg_.set("logger.verbosity", caf::atom("quiet"));
+  cfg_.set("logger.console", caf::atom("none"));
+  system_ = std::make_unique<caf::actor_system>(cfg_);
+  sched_ = &dynamic_cast<caf::scheduler::test_coordinator&>(system_->scheduler());
+  sched_->clock().current_time = caf::actor_clock::time_point(std::chrono::nanoseconds(start_ns_));
+  for (int i = 0; i < nodes; ++i) add_node();
+}
+
+World::~World() {
+  for (auto& n : nodes_) {
+    if (n->node) n->node->halt();
+  }
+  settle();
+  for (auto& n : nodes_) n->node.reset();
+  sched_->run();
+  system_.reset();
+}
+
+int64_t World::now() const { return virtual_time::now_ns() - start_ns_; }
+
+int World::add_node() {
+  auto n = std::make_unique<SimNode>();
+  n->index = static_cast<int>(nodes_.size());
+  n->id = "n" + std::to_string(n->index);
+  n->port = 7000 + n->index;
+  n->bus = 17000 + n->index;
+  n->clock = std::make_unique<SimClock>(kEpochNs);
+  nodes_.push_back(std::move(n));
+  return static_cast<int>(nodes_.size()) - 1;
+}
+
+NodeConfig World::config_for(const SimNode& n) const {
+  NodeConfig c;
+  c.bind = "127.0.0.1";
+  c.port = n.port;
+  c.native_port = 0;
+  c.admin_port = 0;
+  c.cluster_enabled = true;
+  c.node_id = n.id;
+  c.cluster_port = n.bus;
+  // Seeds: the first nodes (a node joining later, or back, finds the cluster through them).
+  for (size_t i = 0; i < nodes_.size() && c.seeds.size() < 2; ++i) {
+    if (nodes_[i].get() != &n) c.seeds.push_back(nodes_[i]->bus_addr());
+  }
+  c.io_threads = 1;
+  c.shard_threads = 1;
+  c.shards = 2;
+  resolve_defaults(c);
+  return c;
+}
+
+void World::start(size_t i) {
+  SimNode& n = *nodes_[i];
+  if (n.node) return;
+  n.clock->restart();
+  n.paused = false;
+  NodeRun run;
+  run.polled = true;
+  run.seed = mix(seed_ ^ mix(i * 1000 + n.starts + 1));
+  ++n.starts;
+  n.node = std::make_unique<Node>(config_for(n), *system_, *n.clock,
+                                  NodeNets{&peers_.node(n.bus_addr()), &datagrams_}, run);
+  std::string why;
+  if (n.node->start(why) != 0) {
+    throw std::runtime_error("node " + n.id + " did not start: " + why);
+  }
+}
+
+void World::crash(size_t i) {
+  SimNode& n = *nodes_[i];
+  if (!n.node) return;
+  n.node->halt();
+  sched_->run();  // its actors end before the node they call back into is gone
+  n.node.reset();
+  n.paused = false;
+}
+
+void World::leave(size_t i, int64_t max_ns) {
+  SimNode& n = *nodes_[i];
+  if (!n.node) return;
+  n.node->begin_leave();
+  const int64_t until = now() + max_ns;
+  while (now() < until) {
+    run_until(std::min(until, now() + 10'000'000));
+    if (n.node->left()) break;
+  }
+  n.node->stop();
+  sched_->run();
+  n.node.reset();
+}
+
+void World::at(int64_t t, std::function<void()> f) {
+  events_.push(Event{t, event_seq_++, std::move(f)});
+}
+
+size_t World::settle() {
+  size_t total = 0;
+  for (size_t round = 0; round < kMaxSettleRounds; ++round) {
+    size_t n = virtual_time::fire_due();
+    for (auto& sn : nodes_) {
+      if (!sn->node || sn->paused) continue;
+      if (verbose_) {
+        spdlog::set_pattern("%l " + std::to_string(now() / 1'000'000) + "ms " + sn->id + ": %v");
+      }
+      n += sn->node->poll();
+    }
+    n += sched_->run();
+    if (n == 0) break;
+    total += n;
+  }
+  return total;
+}
+
+void World::advance_to(int64_t t_virtual) {
+  if (t_virtual <= virtual_time::now_ns()) return;
+  virtual_time::set_ns(t_virtual);
+  auto& clock = sched_->clock();
+  const auto target = caf::actor_clock::time_point(std::chrono::nanoseconds(t_virtual));
+  if (target > clock.current_time) clock.advance_time(target - clock.current_time);
+}
+
+void World::run_until(int64_t t) {
+  const int64_t end = start_ns_ + t;
+  for (;;) {
+    settle();
+    int64_t next = end;
+    int64_t d;
+    if (virtual_time::next_deadline(d)) next = std::min(next, d);
+    const auto& caf_schedule = sched_->clock().schedule();
+    if (!caf_schedule.empty()) {
+      next = std::min<int64_t>(next, caf_schedule.begin()->first.time_since_epoch().count());
+    }
+    if (!events_.empty()) next = std::min(next, start_ns_ + events_.top().t);
+    next = std::max(next, virtual_time::now_ns());
+    advance_to(next);
+    bool ran = false;
+    while (!events_.empty() && start_ns_ + events_.top().t <= virtual_time::now_ns()) {
+      Event e = events_.top();
+      events_.pop();
+      e.f();
+      ran = true;
+    }
+    if (!ran && virtual_time::now_ns() >= end) {
+      settle();
+      return;
+    }
+  }
+}
+
+int World::index_of(const std::string& id) const {
+  for (const auto& n : nodes_)
+    if (n->id == id) return n->index;
+  return -1;
+}
+
+int World::owner_of(const std::string& key) const {
+  const uint32_t slot = key_slot(key);
+  for (const auto& n : nodes_) {
+    if (!n->node || n->paused) continue;
+    const auto rt = n->node->services().routing->get();
+    if (rt->epoch == 0 || rt->owner[slot] == kNoOwner) continue;
+    return index_of(rt->nodes[rt->owner[slot]].id);
+  }
+  return -1;
+}
+
+bool World::formed() const {
+  uint64_t epoch = 0;
+  size_t up = 0;
+  for (const auto& n : nodes_) up += n->node && !n->paused;
+  for (const auto& n : nodes_) {
+    if (!n->node || n->paused) continue;
+    const auto rt = n->node->services().routing->get();
+    if (rt->epoch == 0 || !rt->quorum || rt->awaiting.any() || rt->lost.any()) return false;
+    if (epoch != 0 && rt->epoch != epoch) return false;
+    epoch = rt->epoch;
+    size_t in_table = 0;
+    for (const auto& rn : rt->nodes) in_table += rn.in_table;
+    if (in_table != up) return false;
+  }
+  return epoch != 0;
+}
+
+}  // namespace fg::sim
