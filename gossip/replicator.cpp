@@ -47,13 +47,17 @@ void Replicator::arm() {
     uint64_t pending = 0;
     for (auto& [id, d] : dests_) {
       const SlotBits missing = d.replicated & held_ & ~d.synced;
+      if (missing.none()) continue;
       pending += missing.count();
       if (now < d.retry_at_ms || !live_(id)) continue;
       const SlotBits need = missing & ~d.copying;
       if (need.any()) copy_whole(id, need);
     }
     counters_.copies_pending.store(pending, std::memory_order_relaxed);
-    counters_.whole_copies_held.store(complete_.count(), std::memory_order_relaxed);
+    if (complete_changed_) {  // (a count of 16384 bits: only when they changed)
+      counters_.whole_copies_held.store(complete_.count(), std::memory_order_relaxed);
+      complete_changed_ = false;
+    }
     arm();
   });
 }
@@ -283,8 +287,10 @@ void Replicator::on_update(std::string body, PeerServer::Respond respond) {
   const std::string& from = m.from();
   const uint64_t epoch = m.epoch();
   bool fenced = false;
-  for (uint32_t s = 0; s < kSlotCount; ++s) {
-    if ((clear.test(s) || complete.test(s)) && !accepts(from, epoch, s)) {
+  const SlotBits whole = clear | complete;  // (most updates carry neither: no slot to visit)
+  for (uint32_t s = whole.any() ? whole._Find_first() : kSlotCount; s < kSlotCount;
+       s = whole._Find_next(s)) {
+    if (!accepts(from, epoch, s)) {
       clear.reset(s);
       complete.reset(s);
       fenced = true;
@@ -332,6 +338,7 @@ void Replicator::on_update(std::string body, PeerServer::Respond respond) {
   job->done = [this, complete, fenced, respond = std::move(respond)](ReplicaJob&) mutable {
     asio::post(io_, [this, complete, fenced, respond = std::move(respond)] {
       complete_ |= complete & copies_;
+      complete_changed_ = true;
       if (fenced) return respond(PeerStatus::kError, {}, "not the owner in this node's table");
       respond(PeerStatus::kOk, {}, {});
     });
@@ -370,6 +377,7 @@ void Replicator::on_table(const SlotTable& before, const SlotTable& after) {
     if (!same_owner) complete_.reset(s);
   }
   complete_ &= keep;
+  complete_changed_ = true;
   SlotBits drop = copies_ & ~keep & ~held_;
   if (self_index_ >= 0) {
     for (uint32_t s = 0; s < kSlotCount; ++s)
@@ -386,6 +394,7 @@ void Replicator::on_table(const SlotTable& before, const SlotTable& after) {
 void Replicator::fence() {
   dests_.clear();
   complete_.reset();
+  complete_changed_ = true;
   copies_.reset();
 }
 

@@ -135,6 +135,7 @@ class Replicator {
   std::vector<ShardChanges> parts_;  // the shards' changes: buffers kept between rounds
   ReplicationCounters counters_;
   bool stopped_ = false;
+  bool complete_changed_ = false;  // since whole_copies_held was counted
 };
 
 }  // namespace fg
