@@ -127,6 +127,17 @@ class ReplicationTest : public ::testing::Test {
     ASSERT_TRUE(done());
   }
   void pump_ms(int ms) { io.run_for(std::chrono::milliseconds(ms)); }
+  // a's after_replicated(mark), pumped until it answers: whether its replicas hold it all.
+  bool replicated_since(uint64_t mark) {
+    bool acked = false, ok = false;
+    a->rep.after_replicated(mark, [&](bool r) {
+      acked = true;
+      ok = r;
+    });
+    for (int i = 0; i < 5000 && !acked; ++i) io.run_for(std::chrono::milliseconds(1));
+    EXPECT_TRUE(acked);
+    return ok;
+  }
   int64_t admit(int n) {
     int64_t allowed = 0;
     for (int i = 0; i < n; ++i) {
@@ -199,13 +210,7 @@ TEST_F(ReplicationTest, CopiesPendingSaysWhenEveryReplicaCouldTakeOver) {
 TEST_F(ReplicationTest, SyncLosesNothingAcknowledged) {
   const uint64_t mark = a->rep.mark();
   const int64_t admitted = admit(30);
-  bool acked = false, ok = false;
-  a->rep.after_replicated(mark, [&](bool r) {
-    acked = true;
-    ok = r;
-  });
-  pump_until([&] { return acked; });
-  EXPECT_TRUE(ok);
+  EXPECT_TRUE(replicated_since(mark));
   EXPECT_EQ(fail_over_and_count(), admitted);  // right after the acknowledgement
 }
 
@@ -218,23 +223,11 @@ TEST_F(ReplicationTest, SyncAnswersForTheRoundThatCarriedTheChange) {
   admit(1);
   pump_ms(20);  // rounds of Δ carry it, and fail
   b->cut = false;
-  bool acked = false, ok = true;
-  a->rep.after_replicated(mark, [&](bool r) {
-    acked = true;
-    ok = r;
-  });
-  pump_until([&] { return acked; });
-  EXPECT_FALSE(ok);
+  EXPECT_FALSE(replicated_since(mark));
   // Rounds since a fresh mark that all arrived: acknowledged.
   const uint64_t later = a->rep.mark();
   admit(1);
-  acked = false;
-  a->rep.after_replicated(later, [&](bool r) {
-    acked = true;
-    ok = r;
-  });
-  pump_until([&] { return acked; });
-  EXPECT_TRUE(ok);
+  EXPECT_TRUE(replicated_since(later));
 }
 
 TEST_F(ReplicationTest, LeasesSurviveAndExpireWhenNobodyRenewsThem) {
@@ -248,9 +241,7 @@ TEST_F(ReplicationTest, LeasesSurviveAndExpireWhenNobodyRenewsThem) {
     op.holder = "app-1";
     EXPECT_TRUE(a->run({op})[0].acquire.granted);
   }
-  bool acked = false;
-  a->rep.after_replicated(a->rep.mark(), [&](bool) { acked = true; });
-  pump_until([&] { return acked; });
+  replicated_since(a->rep.mark());
   fail_over_and_count();
   ShardOp count;
   count.code = OpCode::kCount;
@@ -273,13 +264,7 @@ TEST_F(ReplicationTest, AStaleOwnerCannotOverwriteTheNewOnesState) {
   const uint64_t mark = a->rep.mark();
   admit(5);
   // A reply waiting for these is not told they are replicated: b did not keep them.
-  bool acked = false, ok = true;
-  a->rep.after_replicated(mark, [&](bool r) {
-    acked = true;
-    ok = r;
-  });
-  pump_until([&] { return acked; });
-  EXPECT_FALSE(ok);
+  EXPECT_FALSE(replicated_since(mark));
   pump_ms(30);
   EXPECT_GT(b->rep.counters().fenced_updates.load(), fenced);
   a->dead = true;
