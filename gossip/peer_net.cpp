@@ -182,7 +182,9 @@ int64_t MemoryPeerHub::arrival_ns(const std::string& from, const std::string& to
   if (max_delay_ns_ <= 0) return 0;
   const int64_t now = TimerClock::now().time_since_epoch().count();
   int64_t& free_at = link_free_at_ns_[{from, to}];
-  free_at = std::max(free_at, now + static_cast<int64_t>(delays_() % uint64_t(max_delay_ns_ + 1)));
+  // (strictly after the link's previous call: timers due at one instant fire in no set order)
+  free_at =
+      std::max(free_at + 1, now + static_cast<int64_t>(delays_() % uint64_t(max_delay_ns_ + 1)));
   return free_at;
 }
 

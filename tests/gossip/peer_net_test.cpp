@@ -1,9 +1,12 @@
-// MemoryPeerHub: peer requests between nodes of one process, with cuts on purpose.
+// MemoryPeerHub and MemoryDatagramHub: peer requests and gossip datagrams between nodes of
+// one process, with cuts, loss and delay on purpose.
 #include "peer_net.hpp"
 
 #include <gtest/gtest.h>
 
 #include <optional>
+
+#include "datagram_net.hpp"
 
 namespace fg {
 namespace {
@@ -26,6 +29,7 @@ class MemoryPeerHubTest : public ::testing::Test {
     listener = hub.node("b:1").listen(
         io_b, "b", 1, [this](uint32_t kind, std::string body, PeerRespond respond) {
           ++served;
+          bodies.push_back(body);
           if (kind == 9) return held.push_back(std::move(respond));  // answered later, or never
           respond(PeerStatus::kOk, "echo " + body, {});
         });
@@ -47,6 +51,7 @@ class MemoryPeerHubTest : public ::testing::Test {
   std::unique_ptr<PeerListener> listener;
   std::shared_ptr<PeerLink> link;
   int served = 0;
+  std::vector<std::string> bodies;  // as served
   std::vector<PeerRespond> held;
 };
 
@@ -103,6 +108,55 @@ TEST_F(MemoryPeerHubTest, AnAddressIsListenedAtOnceAndFreedWithItsListener) {
                std::system_error);
   listener.reset();
   EXPECT_NO_THROW(hub.node("b:1").listen(io_b, "b", 1, [](uint32_t, std::string, PeerRespond) {}));
+}
+
+TEST_F(MemoryPeerHubTest, DelayedCallsArriveLaterInTheOrderTheyWereMade) {
+  hub.set_delay(std::chrono::milliseconds(30), 7);
+  std::vector<Outcome> out(6);
+  for (size_t i = 0; i < out.size(); ++i)
+    link->call(1, std::to_string(i), std::chrono::milliseconds(1000), into(out[i]));
+  io_a.poll();
+  io_b.poll();
+  EXPECT_EQ(served, 0);  // (on their way)
+  run_until(out.back());
+  ASSERT_EQ(bodies.size(), out.size());
+  for (size_t i = 0; i < out.size(); ++i) {
+    EXPECT_EQ(bodies[i], std::to_string(i));  // one link keeps its order, as TCP does
+    EXPECT_EQ(out[i].status, PeerStatus::kOk);
+  }
+  hub.set_delay(std::chrono::nanoseconds(0));
+  Outcome now;
+  link->call(1, "now", std::chrono::milliseconds(1000), into(now));
+  io_a.poll();
+  io_b.poll();
+  EXPECT_EQ(bodies.back(), "now");  // no delay: delivered on the listener's next turn
+}
+
+TEST(MemoryDatagramHubTest, LossDropsAndDelayHoldsDatagrams) {
+  MemoryDatagramHub hub;
+  asio::io_context io;
+  auto guard = asio::make_work_guard(io);
+  std::vector<std::string> got;
+  auto a = hub.open(io, "a", 1, nullptr, [](const std::string&, std::string_view) {});
+  auto b = hub.open(io, "b", 1, nullptr, [&got](const std::string&, std::string_view bytes) {
+    got.emplace_back(bytes);
+  });
+  hub.set_weather(1.0, std::chrono::nanoseconds(0), 3);  // everything lost
+  for (int i = 0; i < 20; ++i) a->send("b:1", "lost");
+  io.run_for(std::chrono::milliseconds(20));
+  EXPECT_TRUE(got.empty());
+  hub.set_weather(0, std::chrono::milliseconds(20), 3);  // all arrive, late
+  for (int i = 0; i < 20; ++i) a->send("b:1", std::to_string(i));
+  io.poll();
+  EXPECT_LT(got.size(), 20u);
+  for (int i = 0; i < 200 && got.size() < 20; ++i) io.run_for(std::chrono::milliseconds(1));
+  EXPECT_EQ(got.size(), 20u);
+  hub.set_weather(0.5, std::chrono::nanoseconds(0), 3);  // about half
+  got.clear();
+  for (int i = 0; i < 200; ++i) a->send("b:1", "x");
+  io.run_for(std::chrono::milliseconds(20));
+  EXPECT_GT(got.size(), 50u);
+  EXPECT_LT(got.size(), 150u);
 }
 
 }  // namespace
