@@ -191,7 +191,7 @@ int Node::start(std::string& why) {
   limits.query_deadline_ms = cfg_.query_deadline_ms;
   limits.output_timeout_ms = cfg_.output_timeout_ms;
   limits.timeout_s = cfg_.timeout_s;
-  server_ = std::make_unique<Server>(svc_, limits, cfg_.io_threads);
+  server_ = std::make_unique<Server>(svc_, limits, cfg_.io_threads, run_.polled);
   // TLS: the contexts every TLS door and peer link takes (node/README.md, "TLS").
   const bool tls_used = cfg_.tls_port > 0 || cfg_.tls_native || cfg_.tls_cluster;
   if (tls_used || cfg_.tls.configured()) {
@@ -208,13 +208,13 @@ int Node::start(std::string& why) {
   // Plain RESP, unless `port: 0` with a TLS port (TLS only, as redis-server).
   const bool plain = !(cfg_.port == 0 && cfg_.tls_port > 0);
   try {
-    if (plain && !run_.polled) server_->listen(cfg_.bind, cfg_.port);
+    if (plain) server_->listen(cfg_.bind, cfg_.port);
   } catch (const std::exception& e) {
     return fail(
         why, 1,
         "cannot listen on " + cfg_.bind + " port " + std::to_string(cfg_.port) + ": " + e.what());
   }
-  if (cfg_.tls_port > 0 && !run_.polled) {
+  if (cfg_.tls_port > 0) {
     try {
       server_->listen_tls(cfg_.bind, cfg_.tls_port);
     } catch (const std::exception& e) {
@@ -225,16 +225,14 @@ int Node::start(std::string& why) {
   }
   // The port the other defaults count from, and the one clients are sent to: the TLS port
   // when there is no plain one, or when the cluster speaks TLS.
-  // (polled: the port is a name, nothing listens)
-  const int client_port = run_.polled ? cfg_.port
-                          : !plain || (cfg_.tls_cluster && server_->tls_port() > 0)
+  const int client_port = !plain || (cfg_.tls_cluster && server_->tls_port() > 0)
                               ? server_->tls_port()
                               : server_->port();
-  const int base_port = run_.polled ? cfg_.port : plain ? server_->port() : server_->tls_port();
-  svc_.settings.port = run_.polled ? cfg_.port : server_->port();
+  const int base_port = plain ? server_->port() : server_->tls_port();
+  svc_.settings.port = server_->port();
   svc_.settings.tls_port = server_->tls_port();
   svc_.lanes = server_->lanes();
-  if (cfg_.native_port != 0 && !run_.polled) {
+  if (cfg_.native_port != 0) {
     // Default: RESP port + 1000 (with --port 0, a free port as well).
     const int want = cfg_.native_port > 0      ? cfg_.native_port
                      : cfg_.port == 0 && plain ? 0
@@ -346,7 +344,7 @@ int Node::start(std::string& why) {
     spdlog::info("SHUTDOWN{} received, shutting down", save ? "" : " NOSAVE");
     request_stop(save);
   };
-  if (!run_.polled) server_->run();
+  server_->run();
   started_ = true;
   spdlog::info(
       "floodgate {} ready: RESP on {} port {}, TLS port {}, native port {}{}, admin port {} ({} "

@@ -7,8 +7,8 @@
 
 namespace fg {
 
-Server::Server(Services& svc, ConnectionLimits limits, int io_threads)
-    : svc_(svc), limits_(limits) {
+Server::Server(Services& svc, ConnectionLimits limits, int io_threads, bool polled)
+    : svc_(svc), limits_(limits), polled_(polled) {
   for (int i = 0; i < io_threads; ++i) {
     contexts_.push_back(std::make_unique<asio::io_context>(1));
     guards_.push_back(asio::make_work_guard(*contexts_.back()));
@@ -33,6 +33,7 @@ void Server::listen_native(const std::string& bind, int port, bool tls) {
 
 int Server::bind_all(const std::string& bind, int port, bool native, bool tls) {
   if (tls && !(tls_ && tls_->active())) throw std::runtime_error("TLS is not configured");
+  if (polled_) return port;  // (a name in the in-memory networks: nothing listens)
   const size_t before = acceptors_.size();
   std::istringstream in(bind);
   std::string addr;
@@ -84,6 +85,7 @@ std::vector<Lane> Server::lanes() const {
 }
 
 void Server::run() {
+  if (polled_) return;  // (its owner polls the loops)
   for (auto& ctx : contexts_) {
     threads_.emplace_back([c = ctx.get()] { c->run(); });
   }

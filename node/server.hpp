@@ -14,7 +14,9 @@ namespace fg {
 
 class Server {
  public:
-  Server(Services& svc, ConnectionLimits limits, int io_threads);
+  // `polled`: the simulator's node (node.hpp, NodeRun): the listen calls bind nothing and
+  // take their ports as names, and the owner polls the loops instead of run().
+  Server(Services& svc, ConnectionLimits limits, int io_threads, bool polled = false);
   ~Server();
 
   // Binds every address in `bind` (space-separated, as redis.conf) on `port`.
@@ -54,6 +56,7 @@ class Server {
   int port_ = 0;
   int tls_port_ = 0;
   int native_port_ = 0;
+  bool polled_ = false;
 };
 
 }  // namespace fg
