@@ -228,11 +228,8 @@ void Run::watch_detection(int victim, int64_t since) {
     bool all = true;
     for (int i : up_nodes()) {
       if (i == victim || world_.node(i).paused) continue;
-      const auto rt = world_.node(i).node->services().routing->get();
-      bool dead = true;
-      for (const auto& rn : rt->nodes)
-        if (rn.id == id) dead = rn.state == MemberState::kDead || rn.state == MemberState::kLeft;
-      all = all && dead;
+      const auto st = world_.state_seen(i, id);
+      all = all && (!st || *st == MemberState::kDead || *st == MemberState::kLeft);
     }
     if (all) {
       const int64_t took = world_.now() - since;
@@ -256,10 +253,7 @@ void Run::watch_first_dead(size_t span) {
     const std::string id = world_.node(s.isolated).id;
     for (int i : up_nodes()) {
       if (i == s.isolated) continue;
-      const auto rt = world_.node(i).node->services().routing->get();
-      for (const auto& rn : rt->nodes) {
-        if (rn.id == id && rn.state == MemberState::kDead) s.first_dead = world_.now();
-      }
+      if (world_.state_seen(i, id) == MemberState::kDead) s.first_dead = world_.now();
     }
     if (s.first_dead < 0) watch_first_dead(span);
   });
@@ -279,10 +273,10 @@ void Run::watch_convergence(size_t span) {
 void Run::watch_no_false_dead(int64_t until) {
   world_.at(world_.now() + 100 * kMs, [this, until] {
     for (int i : up_nodes()) {
-      const auto rt = world_.node(i).node->services().routing->get();
-      for (const auto& rn : rt->nodes) {
-        if (rn.state == MemberState::kDead && world_.node(world_.index_of(rn.id)).up()) {
-          check(false, world_.node(i).id + " declared " + rn.id + " dead under loss alone");
+      for (int j : up_nodes()) {
+        if (i != j && world_.state_seen(i, world_.node(j).id) == MemberState::kDead) {
+          check(false,
+                world_.node(i).id + " declared " + world_.node(j).id + " dead under loss alone");
           return;
         }
       }

@@ -119,20 +119,6 @@ void World::crash(size_t i) {
   n.paused = false;
 }
 
-void World::leave(size_t i, int64_t max_ns) {
-  SimNode& n = *nodes_[i];
-  if (!n.node) return;
-  n.node->begin_leave();
-  const int64_t until = now() + max_ns;
-  while (now() < until) {
-    run_until(std::min(until, now() + 10'000'000));
-    if (n.node->left()) break;
-  }
-  n.node->stop();
-  sched_->run();
-  n.node.reset();
-}
-
 void World::at(int64_t t, std::function<void()> f) {
   events_.push(Event{t, event_seq_++, std::move(f)});
 }
@@ -195,6 +181,13 @@ int World::index_of(const std::string& id) const {
   for (const auto& n : nodes_)
     if (n->id == id) return n->index;
   return -1;
+}
+
+std::optional<MemberState> World::state_seen(size_t by, const std::string& id) const {
+  const auto rt = nodes_[by]->node->services().routing->get();
+  for (const auto& rn : rt->nodes)
+    if (rn.id == id) return rn.state;
+  return std::nullopt;
 }
 
 int World::owner_of(const std::string& key) const {

@@ -8,6 +8,7 @@
 #include <functional>
 #include <map>
 #include <memory>
+#include <optional>
 #include <queue>
 #include <random>
 #include <string>
@@ -62,8 +63,6 @@ class World {
   int add_node();  // one more (not started)
   void start(size_t i);
   void crash(size_t i);  // kill -9
-  // A graceful leave: hands its slots over (at most `max_ns` of virtual time), then stops.
-  void leave(size_t i, int64_t max_ns);
   MemoryPeerHub& peers() { return peers_; }
   MemoryDatagramHub& datagrams() { return datagrams_; }
 
@@ -82,6 +81,8 @@ class World {
   // nothing awaited.
   bool formed() const;
   int index_of(const std::string& id) const;
+  // How node `by` (up) sees member `id` in its routing snapshot; none if it does not list it.
+  std::optional<MemberState> state_seen(size_t by, const std::string& id) const;
 
  private:
   struct Event {
