@@ -21,6 +21,7 @@ TableAgreement::TableAgreement(Membership& m, int64_t settle_ns) : m_(m), settle
 void TableAgreement::adopt(SlotTable t) {
   SlotTable before = std::move(table_);
   table_ = std::move(t);
+  table_balanced_ = table_.balanced();  // (once per table, not per tick: it reads every slot)
   adopted_ns_ = now_ns_;
   m_.set_advert(table_.epoch(), table_.planner());
   if (on_change_) on_change_(before, table_);
@@ -144,7 +145,7 @@ void TableAgreement::tick(int64_t now) {
   const int64_t settle = only_departures ? settle_ns_ / 5 : settle_ns_;
   if (live.front() != m_.self().id || now - live_since_ns_ < settle) return;
   if (table_.members() == live && table_.epoch() > 0 &&
-      (table_.balanced() || now - adopted_ns_ < settle_ns_ / 5)) {
+      (table_balanced_ || now - adopted_ns_ < settle_ns_ / 5)) {
     return;  // (an unbalanced failover table is evened out shortly after)
   }
   if (want_epoch_ > 0) return;  // first learn the newest table, then plan from it

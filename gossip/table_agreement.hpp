@@ -41,6 +41,7 @@ class TableAgreement {
   Membership& m_;
   int64_t settle_ns_;
   SlotTable table_;
+  bool table_balanced_ = true;  // table_.balanced()
   std::vector<std::string> last_live_;
   int64_t live_since_ns_ = 0;
   // The best table seen advertised and not yet fetched, and when we last asked for it.
