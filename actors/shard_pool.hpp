@@ -67,6 +67,7 @@ class ShardPool {
   int64_t expired() const;
   const ShardPoolConfig& config() const { return cfg_; }
   ShardCell& cell(size_t shard) { return *cells_[shard]; }  // (tests hold a gate with it)
+  const shard_actor& actor(size_t shard) const { return shards_[shard]; }  // (the simulator)
   const Clock* clock() const { return clock_; }
 
  private:

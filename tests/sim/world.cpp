@@ -134,11 +134,29 @@ size_t World::settle() {
       }
       n += sn->node->poll();
     }
-    n += sched_->run();
+    n += run_actors();
     if (n == 0) break;
     total += n;
   }
   return total;
+}
+
+// A paused node's shard actors stop with it (SIGSTOP stops every thread): their mailboxes
+// wait, and what is in them runs when the node wakes, on the clock of then.
+size_t World::run_actors() {
+  std::vector<const caf::resumable*> stopped;
+  for (const auto& n : nodes_) {
+    if (!n->node || !n->paused) continue;
+    const ShardPool& pool = *n->node->services().shards;
+    for (size_t i = 0; i < pool.size(); ++i) {
+      stopped.push_back(dynamic_cast<const caf::resumable*>(
+          caf::actor_cast<caf::abstract_actor*>(pool.actor(i))));
+    }
+  }
+  if (stopped.empty()) return sched_->run();
+  return sched_->run_jobs_filtered([&](const caf::resumable* job) {
+    return std::find(stopped.begin(), stopped.end(), job) == stopped.end();
+  });
 }
 
 void World::advance_to(int64_t t_virtual) {

@@ -92,6 +92,7 @@ class World {
     bool operator>(const Event& o) const { return t != o.t ? t > o.t : seq > o.seq; }
   };
   void advance_to(int64_t t);
+  size_t run_actors();  // every actor job that can run now (not a paused node's)
   NodeConfig config_for(const SimNode& n) const;
 
   uint64_t seed_;
