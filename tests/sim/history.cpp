@@ -72,6 +72,46 @@ int64_t over_admission(const std::vector<Op>& ops, char kind, int64_t limit, int
   return worst;
 }
 
+int64_t bucket_over_admission(const std::vector<Op>& ops, char kind, int64_t burst,
+                              double rate_per_s, int64_t from, int64_t to, int64_t horizon_ns) {
+  std::vector<std::pair<int64_t, int64_t>> adm;
+  for (const Op& o : ops) {
+    if (o.kind == kind && o.res == Res::kOk && !o.fail_mode && o.start >= from && o.end <= to)
+      adm.push_back({o.start, o.end});
+  }
+  std::sort(adm.begin(), adm.end());
+  const double rate_per_ns = rate_per_s * (1 + kClockRateTolerance) / 1e9;
+  int64_t worst = 0;
+  std::vector<int64_t> ends;
+  for (size_t i = 0; i < adm.size(); ++i) {
+    const int64_t t1 = adm[i].first;
+    ends.clear();
+    for (size_t k = i; k < adm.size() && adm[k].first < t1 + horizon_ns; ++k)
+      ends.push_back(adm[k].second);
+    std::sort(ends.begin(), ends.end());
+    for (size_t n = 1; n <= ends.size(); ++n) {
+      const auto allowed =
+          burst + static_cast<int64_t>(rate_per_ns * static_cast<double>(ends[n - 1] - t1));
+      worst = std::max(worst, static_cast<int64_t>(n) - allowed);
+    }
+  }
+  return worst;
+}
+
+int64_t aligned_over_admission(const std::vector<Op>& ops, char kind, int64_t limit,
+                               int64_t window_ns, int64_t from, int64_t to) {
+  std::map<int64_t, int64_t> in_window;
+  for (const Op& o : ops) {
+    if (o.kind != kind || o.res != Res::kOk || o.fail_mode || o.start < from || o.end > to)
+      continue;
+    const int64_t w = o.start / window_ns;
+    in_window[w] += o.end / window_ns == w;
+  }
+  int64_t worst = 0;
+  for (const auto& [w, n] : in_window) worst = std::max(worst, n - limit);
+  return worst;
+}
+
 int64_t possible_admissions(const std::vector<Op>& ops, char kind, int64_t from, int64_t to) {
   int64_t n = 0;
   for (const Op& o : ops) n += o.kind == kind && maybe_counted(o) && o.start <= to && o.end >= from;
@@ -89,22 +129,30 @@ std::pair<int64_t, int64_t> counter_bounds(const std::vector<Op>& ops, char kind
   return {lower, upper};
 }
 
-int64_t lease_overlap(const std::vector<Op>& ops,
-                      const std::vector<std::pair<int64_t, int64_t>>& spans, int64_t run_end) {
+int64_t lease_overlap(const std::vector<Op>& ops, char acquire, char release,
+                      const std::vector<std::pair<int64_t, int64_t>>& spans, int64_t run_end,
+                      int64_t ttl_ns) {
   // Each client holds at most one lease: its acquire, then the release that follows.
   std::map<int, std::vector<const Op*>> by_client;
   for (const Op& o : ops)
-    if (o.kind == 'a' || o.kind == 'r') by_client[o.client].push_back(&o);
+    if (o.kind == acquire || o.kind == release) by_client[o.client].push_back(&o);
   std::vector<std::pair<int64_t, int>> marks;
   for (auto& [c, seq] : by_client) {
-    std::sort(seq.begin(), seq.end(), [](const Op* a, const Op* b) { return a->start < b->start; });
+    // (Stable: a close recorded as of its acquire's start still follows the acquire.)
+    std::stable_sort(seq.begin(), seq.end(),
+                     [](const Op* a, const Op* b) { return a->start < b->start; });
     for (size_t i = 0; i < seq.size(); ++i) {
       const Op& o = *seq[i];
-      if (o.kind != 'a' || o.res != Res::kOk || o.fail_mode) continue;
+      if (o.kind != acquire || o.res != Res::kOk || o.fail_mode) continue;
       int64_t end = run_end;
+      if (ttl_ns > 0) {
+        const auto ttl =
+            static_cast<int64_t>(static_cast<double>(ttl_ns) * (1 - kClockRateTolerance));
+        end = std::min(end, o.start + ttl);
+      }
       for (size_t k = i + 1; k < seq.size(); ++k) {
-        if (seq[k]->kind == 'r') {
-          end = seq[k]->start;
+        if (seq[k]->kind == release) {
+          end = std::min(end, seq[k]->start);
           break;
         }
       }

@@ -13,13 +13,18 @@ namespace fg::sim {
 enum class Res : uint8_t { kOk, kDeny, kFail, kInfo };  // kFail: did not happen
 
 struct Op {
-  char kind = 't';  // t: the hot sliding log, c / s: async / sync counter, a / r: lease
+  // The load's kinds (scenario.cpp, setup_clients): t the hot sliding log; c / s async /
+  // sync counter; a / r a holder's lease, its release; b token bucket; g GCRA; w sliding
+  // window; v / k / x a reservation, its commit, its cancel; d INCR (EXPIRE on the first);
+  // m MULTI INCR EXPIRE EXEC, sync; o / p a lease without a holder, its release; u / q a
+  // BOUND lease, its connection's close.
+  char kind = 't';
   int client = 0;
   int node = 0;
   int64_t start = 0, end = 0;  // virtual ns
   Res res = Res::kInfo;
   bool fail_mode = false;  // answered by the policy's fail mode (a forward timed out, ...)
-  int64_t value = 0;       // a lease's id; a counter read's count
+  int64_t value = 0;       // a lease's id; INCR's reply; a commit's or cancel's 1 or 0
   bool done = false;
 };
 
@@ -45,14 +50,28 @@ bool maybe_counted(const Op& o);
 // minus `limit` (0 when the limit held).
 int64_t over_admission(const std::vector<Op>& ops, char kind, int64_t limit, int64_t window_ns,
                        int64_t from, int64_t to);
+// Token bucket (and GCRA): most definite admissions of `kind` in any interval of length tau
+// beyond burst + rate * tau, over intervals up to `horizon_ns` inside [from, to].
+int64_t bucket_over_admission(const std::vector<Op>& ops, char kind, int64_t burst,
+                              double rate_per_s, int64_t from, int64_t to,
+                              int64_t horizon_ns = 10'000'000'000);
+// Most definite admissions of `kind` inside one window [k * window_ns, (k + 1) * window_ns)
+// of the nodes' clock (the world's time while no clock was stepped) inside [from, to],
+// minus `limit`: a sliding window counter never counts more than its limit in its current
+// window.
+int64_t aligned_over_admission(const std::vector<Op>& ops, char kind, int64_t limit,
+                               int64_t window_ns, int64_t from, int64_t to);
 // Ops of `kind` that may have been counted and whose interval meets [from, to].
 int64_t possible_admissions(const std::vector<Op>& ops, char kind, int64_t from, int64_t to);
 // What a counter read over [read_start, read_end] must lie between.
 std::pair<int64_t, int64_t> counter_bounds(const std::vector<Op>& ops, char kind,
                                            int64_t read_start, int64_t read_end);
-// Most leases definitely held at once at an instant inside one of `spans`: a granted lease
-// is live from the end of its acquire to the start of its release (or the end of the run).
-int64_t lease_overlap(const std::vector<Op>& ops,
-                      const std::vector<std::pair<int64_t, int64_t>>& spans, int64_t run_end);
+// Most leases of one key definitely held at once at an instant inside one of `spans`: a
+// lease granted by an `acquire` op is live from its end to the start of the client's next
+// `release` op (or the end of the run), and, when `ttl_ns` > 0 (nobody renews it), no
+// longer than its TTL from the acquire's start.
+int64_t lease_overlap(const std::vector<Op>& ops, char acquire, char release,
+                      const std::vector<std::pair<int64_t, int64_t>>& spans, int64_t run_end,
+                      int64_t ttl_ns = 0);
 
 }  // namespace fg::sim

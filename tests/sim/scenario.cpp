@@ -5,10 +5,14 @@
 #include <algorithm>
 #include <cinttypes>
 #include <cstdio>
+#include <functional>
+#include <map>
 #include <memory>
 #include <sstream>
+#include <tuple>
 
 #include "history.hpp"
+#include "lease_upkeep.hpp"
 #include "request_job.hpp"
 #include "world.hpp"
 
@@ -23,7 +27,12 @@ constexpr int64_t kLimit = 40;  // the hot key: sliding log, 40 per 1 s, fail_cl
 constexpr int64_t kWindowNs = kS;
 constexpr int64_t kLeaseLimit = 4;  // concurrency 4, TTL 2 s, held 20-120 ms
 constexpr int64_t kLeaseTtlNs = 2 * kS;
-constexpr int64_t kLagNs = 5 * kMs;     // Δ, the node default
+// The full load's other limiters (Load::kFull), all on the hot key's slot.
+constexpr int64_t kBucketCap = 10, kBucketRate = 20;  // token_bucket: 10, 20 per 1 s
+constexpr int64_t kGcraBurst = 4, kGcraRate = 10;     // gcra 4 10 1000 (CL.THROTTLE): 5, 10/s
+constexpr int64_t kWindowLimit = 30;                  // sliding_window: 30 per 1 s
+constexpr int64_t kReserveTtlMs = 5000;               // a reservation not committed is given back
+constexpr int64_t kLagNs = 5 * kMs;                   // Δ, the node default
 constexpr int64_t kSlackNs = 50 * kMs;  // clients' view of "when" is their request's span
 constexpr int64_t kClientTimeoutNs = 3 * kS;
 constexpr int64_t kSettleNs = 3 * kS;  // after a fault has healed and the cluster formed
@@ -41,13 +50,20 @@ int64_t uniform(std::mt19937_64& rng, int64_t lo, int64_t hi) {
 }
 
 struct Client {
-  char kind = 't';
+  char kind = 't';  // what it sends (history.hpp, Op::kind)
   int node = 0;
   int64_t period_ns = 50 * kMs;
   std::string key;
   std::string holder;
   LimitSpec spec;
-  uint64_t lease = 0;  // leases: the one held (0: none)
+  uint64_t lease = 0;   // leases: the one held (0: none)
+  uint64_t ticket = 0;  // reservations: the one pending (0: none)
+  uint64_t conn = 0;    // BOUND leases: the open connection (Door::client_id), 0: none
+  int conn_starts = 0;  // ... the node's start count when it opened
+  int64_t acquire_start = 0;
+  bool expire_next = false;        // INCR made the key: EXPIRE it next
+  std::vector<std::string> words;  // data: incr key, expire key seconds
+  std::vector<std::string_view> incr, expire;
 };
 
 struct Span {
@@ -79,7 +95,8 @@ class Run {
   void next(int c, int64_t after_ns) {
     if (!stopped_) world_.at(world_.now() + after_ns, [this, c] { issue(c); });
   }
-  void done(int c, size_t op, const Outcome& o);
+  void done(int c, size_t op, const std::vector<Outcome>& out);
+  void close_connection(int c);
   void inject(Fault f, int64_t dur_ns);
   void cut_between(const std::vector<int>& a, const std::vector<int>& b, bool both_ways);
   void heal(size_t span);
@@ -89,6 +106,14 @@ class Run {
   // Under packet loss alone nobody is declared dead (DESIGN.md: no false "dead").
   void watch_no_false_dead(int64_t until);
   bool read_counter(const Client& c, int64_t& count, int64_t& start, int64_t& end);
+  const Client& first_of(char kind) const {
+    return *std::find_if(clients_.begin(), clients_.end(),
+                         [kind](const Client& x) { return x.kind == kind; });
+  }
+  bool has(char kind) const {
+    return std::any_of(clients_.begin(), clients_.end(),
+                       [kind](const Client& x) { return x.kind == kind; });
+  }
   void check(bool ok, const std::string& what);
   std::vector<int> up_nodes() const;
 
@@ -100,6 +125,7 @@ class Run {
   std::vector<std::string> failures_;
   std::ostringstream figures_;
   int64_t detect_worst_ = -1;
+  uint64_t next_conn_ = 1;
   bool stopped_ = false;
   std::string hot_ = "{sim}:log";
   World world_;  // last: destroyed first, while what its callbacks touch still exists
@@ -135,75 +161,232 @@ void Run::setup_clients() {
   ctrs.sync = true;
   LimitSpec lease = LimitSpec::concurrency(kLeaseLimit, kLeaseTtlNs);
   lease.on_unavailable = FailMode::kClosed;
-  for (int i = 0; i < 4 * n; ++i) add('t', i, 50 * kMs, hot_, log);  // 20/s each
-  for (int i = 0; i < 4; ++i) add('c', i, 25 * kMs, "{sim}:ctr", ctr);
-  for (int i = 0; i < 4; ++i) add('s', i, 25 * kMs, "{sim}:ctrs", ctrs);
+  // The full load sends fewer of these, for room for the rest at the same speed.
+  const int k = opt_.load == Load::kBasic ? 2 : 1;
+  for (int i = 0; i < 2 * k * n; ++i) add('t', i, 50 * kMs, hot_, log);  // 20/s each
+  for (int i = 0; i < 2 * k; ++i) add('c', i, 25 * kMs, "{sim}:ctr", ctr);
+  for (int i = 0; i < 2 * k; ++i) add('s', i, 25 * kMs, "{sim}:ctrs", ctrs);
   for (int i = 0; i < 8; ++i) add('a', i, 50 * kMs, "{sim}:lease", lease);
+  if (opt_.load == Load::kBasic) return;
+  LimitSpec bucket = LimitSpec::token_bucket(kBucketCap, kBucketRate, kS);
+  bucket.on_unavailable = FailMode::kClosed;
+  LimitSpec gcra = LimitSpec::gcra(kGcraBurst, kGcraRate, kS);
+  gcra.on_unavailable = FailMode::kClosed;
+  LimitSpec window = LimitSpec::window(Kind::kSlidingWindow, kWindowLimit, kWindowNs);
+  window.on_unavailable = FailMode::kClosed;
+  // Each at 20/s (leases: between holds), on keys of the hot key's slot, through every node;
+  // twice what the limit lets through, and more lease clients than permits.
+  for (int i = 0; i < 2; ++i) add('b', i, 50 * kMs, "{sim}:bucket", bucket);
+  for (int i = 0; i < 2; ++i) add('g', i, 50 * kMs, "{sim}:gcra", gcra);
+  for (int i = 0; i < 2; ++i) add('w', i, 50 * kMs, "{sim}:window", window);
+  for (int i = 0; i < 2; ++i) add('v', i, 50 * kMs, "{sim}:resv", ctr);
+  for (int i = 0; i < 2; ++i) add('d', i, 50 * kMs, "{sim}:incr", LimitSpec{});
+  for (int i = 0; i < 2; ++i) add('m', i, 50 * kMs, "{sim}:txn", LimitSpec{});
+  for (int i = 0; i < 6; ++i) add('o', i, 50 * kMs, "{sim}:lease2", lease);
+  for (int i = 0; i < 6; ++i) add('u', i, 50 * kMs, "{sim}:lease3", lease);
+  for (Client& c : clients_) {  // (views into the clients' own words, now they stay put)
+    if (c.kind != 'd' && c.kind != 'm') continue;
+    c.words = {"incr", c.key, "expire", c.key, "3600"};
+    c.incr = {c.words[0], c.words[1]};
+    c.expire = {c.words[2], c.words[3], c.words[4]};
+  }
 }
 
 void Run::issue(int c) {
   if (stopped_) return;
   Client& cl = clients_[c];
+  if (cl.kind == 'u' && cl.conn != 0) return close_connection(c);
   SimNode& sn = world_.node(cl.node);
   const int64_t t0 = world_.now();
-  const bool release = cl.kind == 'a' && cl.lease != 0;
-  const char kind = release ? 'r' : cl.kind;
+  std::vector<Request> reqs(1);
+  Request& r = reqs[0];
+  r.key = cl.key;
+  r.spec = cl.spec;
+  Door door;
+  char kind = cl.kind;
+  switch (cl.kind) {
+    case 'a':
+    case 'o':
+      if (cl.lease != 0) {
+        kind = cl.kind == 'a' ? 'r' : 'p';
+        r.verb = Verb::kRelease;
+        r.lease = cl.lease;
+      } else {
+        r.verb = Verb::kAcquire;
+        if (cl.kind == 'a') r.holder = cl.holder;
+      }
+      break;
+    case 'u':  // a connection opens and takes a lease BOUND to it
+      r.verb = Verb::kAcquire;
+      r.bound = true;
+      cl.conn = next_conn_++;
+      cl.conn_starts = sn.starts;
+      cl.acquire_start = t0;
+      door.client_id = cl.conn;
+      break;
+    case 'v':
+      if (cl.ticket != 0) {
+        kind = world_.rng()() % 4 != 0 ? 'k' : 'x';  // mostly kept, sometimes given back
+        r.verb = kind == 'k' ? Verb::kCommit : Verb::kCancel;
+        r.lease = cl.ticket;
+      } else {
+        r.verb = Verb::kReserve;
+        r.ttl_ms = kReserveTtlMs;
+      }
+      break;
+    case 'd':    // INCR, and EXPIRE once INCR has made the key
+    case 'm': {  // MULTI INCR EXPIRE EXEC, replication: sync
+      r.verb = Verb::kData;
+      r.data = DataCmd::kIncr;
+      r.args = &cl.incr;
+      r.key = cl.incr[1];
+      r.spec.sync = cl.kind == 'm';
+      if (cl.kind == 'd' && cl.expire_next) {
+        kind = 'e';
+        r.data = DataCmd::kExpire;
+        r.args = &cl.expire;
+      }
+      if (cl.kind == 'm') {
+        r.txn = 1;
+        Request e = r;
+        e.data = DataCmd::kExpire;
+        e.args = &cl.expire;
+        reqs.push_back(e);
+      }
+      break;
+    }
+    default:
+      r.verb = Verb::kTake;
+  }
   const size_t op = hist_.open(kind, c, cl.node, t0);
   if (!sn.up()) {  // connection refused: it did not happen
     hist_.close(op, t0, Res::kFail);
-    if (release) cl.lease = 0;
+    if (kind == 'r' || kind == 'p') cl.lease = 0;
+    if (kind == 'k' || kind == 'x') cl.ticket = 0;
+    if (kind == 'e') cl.expire_next = false;
+    cl.conn = 0;
     next(c, cl.period_ns);
     return;
   }
-  Request r;
-  r.key = cl.key;
-  r.spec = cl.spec;
-  if (cl.kind == 'a') {
-    r.verb = release ? Verb::kRelease : Verb::kAcquire;
-    r.holder = cl.holder;
-    r.lease = cl.lease;
-  } else {
-    r.verb = Verb::kTake;
-  }
   Services& svc = sn.node->services();
-  RequestJob::start(svc, svc.lane(), {r}, Door{}, nullptr,
-                    [this, c, op](std::vector<Outcome>& out) { done(c, op, out[0]); });
+  RequestJob::start(svc, svc.lane(), std::move(reqs), door, nullptr,
+                    [this, c, op](std::vector<Outcome>& out) { done(c, op, out); });
   world_.at(t0 + kClientTimeoutNs, [this, c, op] {
     if (!hist_.close(op, world_.now(), Res::kInfo)) return;
-    if (hist_.ops()[op].kind == 'r') clients_[c].lease = 0;
-    next(c, 0);
+    Client& cl = clients_[c];
+    const char k = hist_.ops()[op].kind;
+    if (k == 'r' || k == 'p') cl.lease = 0;
+    if (k == 'k' || k == 'x') cl.ticket = 0;
+    if (k == 'e') cl.expire_next = false;
+    next(c, 0);  // ('u': the connection closes next)
   });
 }
 
-void Run::done(int c, size_t op, const Outcome& o) {
+void Run::done(int c, size_t op, const std::vector<Outcome>& out) {
   Client& cl = clients_[c];
   const Op& rec = hist_.ops()[op];
   if (rec.done) return;  // the client gave up on it
+  const Outcome& o = out[0];
   Res res = Res::kInfo;
   bool fail_mode = false;
   int64_t value = 0;
   if (o.ok()) {
     fail_mode = o.unavailable != FailMode::kError;
-    if (rec.kind == 'a') {
-      res = o.acquire.granted ? Res::kOk : Res::kDeny;
-      value = static_cast<int64_t>(o.acquire.lease_id);
-    } else if (rec.kind == 'r') {
-      res = Res::kOk;
-    } else {
-      res = o.allowed() ? Res::kOk : Res::kDeny;
+    switch (rec.kind) {
+      case 'a':
+      case 'o':
+      case 'u':
+        res = o.acquire.granted ? Res::kOk : Res::kDeny;
+        value = static_cast<int64_t>(o.acquire.lease_id);
+        break;
+      case 'r':
+      case 'p':
+      case 'k':
+      case 'x':
+        res = Res::kOk;
+        value = o.value;
+        break;
+      case 'd':
+      case 'e':
+      case 'm':
+        // A transaction's replies are its commands' (INCR's first); an error reply did not
+        // happen as asked: the op stays unknown, and the run fails (this load has none).
+        if (o.reply && !o.reply->is_error() && !o.reply->empty()) {
+          res = Res::kOk;
+          value = o.reply->items[0].n;
+        } else {
+          check(false, std::string("an error reply to ") + rec.kind + ": " +
+                           (o.reply && !o.reply->empty() ? o.reply->items[0].s : "none"));
+        }
+        break;
+      default:
+        res = o.allowed() ? Res::kOk : Res::kDeny;
+        value = static_cast<int64_t>(o.ticket);
     }
     if (o.unavailable == FailMode::kClosed) res = Res::kDeny;
   }
   hist_.close(op, world_.now(), res, fail_mode, value);
-  if (rec.kind == 'a') {
-    if (res == Res::kOk) {
-      cl.lease = static_cast<uint64_t>(value);
-      next(c, uniform(world_.rng(), 20, 120) * kMs);  // hold it, then release
+  auto hold = [this] { return uniform(world_.rng(), 20, 120) * kMs; };
+  switch (rec.kind) {
+    case 'a':
+    case 'o':
+      if (res == Res::kOk) {
+        cl.lease = static_cast<uint64_t>(value);
+        // A holder's lease is released; one without a holder, half the time, is left to
+        // expire (its client gone).
+        if (rec.kind == 'o' && world_.rng()() % 2 == 0) cl.lease = 0;
+        next(c, hold());  // hold it, then release
+        return;
+      }
+      break;
+    case 'u':  // held while the connection is open (renewed by its node), then closed
+      next(c, res == Res::kOk ? uniform(world_.rng(), 100, 1500) * kMs : 0);
       return;
-    }
-  } else if (rec.kind == 'r') {
-    cl.lease = 0;
+    case 'r':
+    case 'p':
+      cl.lease = 0;
+      break;
+    case 'v':
+      if (res == Res::kOk && value != 0) {
+        cl.ticket = static_cast<uint64_t>(value);
+        next(c, hold());  // commit or cancel it then
+        return;
+      }
+      break;
+    case 'k':
+    case 'x':
+      cl.ticket = 0;
+      break;
+    case 'd':
+      if (res == Res::kOk && value == 1) {
+        cl.expire_next = true;
+        next(c, 0);
+        return;
+      }
+      break;
+    case 'e':
+      cl.expire_next = false;
+      break;
   }
+  next(c, cl.period_ns);
+}
+
+void Run::close_connection(int c) {
+  Client& cl = clients_[c];
+  SimNode& sn = world_.node(cl.node);
+  const int64_t now = world_.now();
+  // Definitely held until the close, or until a fault since it was taken.
+  int64_t held_to = now;
+  for (const Span& s : spans_) {
+    const int64_t settled = s.converged >= 0 ? s.converged + kSettleNs : INT64_MAX;
+    if (s.start <= now && settled >= cl.acquire_start)
+      held_to = std::min(held_to, std::max(s.start, cl.acquire_start));
+  }
+  // (A close is always recorded: it is when the client stopped counting on the lease.)
+  const size_t op = hist_.open('q', c, cl.node, held_to);
+  if (sn.up() && sn.starts == cl.conn_starts) release_bound_leases(sn.node->services(), cl.conn);
+  hist_.close(op, now, Res::kOk);
+  cl.conn = 0;
   next(c, cl.period_ns);
 }
 
@@ -427,26 +610,48 @@ void Run::inject(Fault f, int64_t dur_ns) {
 }
 
 bool Run::read_counter(const Client& c, int64_t& count, int64_t& start, int64_t& end) {
-  for (int i : up_nodes()) {
-    Request r;
-    r.verb = Verb::kPeek;
-    r.key = c.key;
-    r.spec = c.spec;
-    r.spec.sync = false;
+  const bool data = c.kind == 'd' || c.kind == 'm';
+  // (A read the client stops waiting for may still finish: what it writes into outlives it.)
+  struct Read {
+    std::vector<std::string_view> get;
     bool got = false;
     Outcome out;
+    DataReply reply;
+  };
+  for (int i : up_nodes()) {
+    auto rd = std::make_shared<Read>();
+    rd->get = {"get", c.key};
+    Request r;
+    r.key = c.key;
+    if (data) {
+      r.verb = Verb::kData;
+      r.data = DataCmd::kGet;
+      r.args = &rd->get;
+    } else {
+      r.verb = Verb::kPeek;
+      r.spec = c.spec;
+      r.spec.sync = false;
+    }
     start = world_.now();
     Services& svc = world_.node(i).node->services();
-    RequestJob::start(svc, svc.lane(), {r}, Door{}, nullptr, [&](std::vector<Outcome>& o) {
-      got = true;
-      out = o[0];
+    RequestJob::start(svc, svc.lane(), {r}, Door{}, rd, [rd](std::vector<Outcome>& o) {
+      rd->got = true;
+      rd->out = o[0];
+      if (o[0].reply) rd->reply = *o[0].reply;
+      rd->out.reply = nullptr;
     });
-    for (int k = 0; k < 300 && !got; ++k) world_.run_until(world_.now() + 10 * kMs);
+    for (int k = 0; k < 300 && !rd->got; ++k) world_.run_until(world_.now() + 10 * kMs);
     end = world_.now();
-    if (got && out.ok() && out.unavailable == FailMode::kError) {
+    const Outcome& out = rd->out;
+    if (!rd->got || !out.ok() || out.unavailable != FailMode::kError) continue;
+    if (!data) {
       count = out.decision.limit - out.decision.remaining;
       return true;
     }
+    const DataReply& reply = rd->reply;
+    if (reply.empty() || reply.is_error()) continue;
+    count = reply.items[0].type == ReplyItem::Type::kNull ? 0 : std::stoll(reply.items[0].s);
+    return true;
   }
   return false;
 }
@@ -489,11 +694,20 @@ Verdict Run::go() {
   }
   world_.run_until(std::max(load_end, cursor));
   // The end: the counters read with the load still running, then the load stops.
-  int64_t ctr[2] = {-1, -1}, rs[2] = {0, 0}, re[2] = {0, 0};
-  for (int k = 0; k < 2; ++k) {
-    const Client& c = *std::find_if(clients_.begin(), clients_.end(),
-                                    [k](const Client& x) { return x.kind == (k ? 's' : 'c'); });
-    if (!read_counter(c, ctr[k], rs[k], re[k])) ctr[k] = -1;
+  struct Counter {
+    char kind;
+    bool sync;  // acknowledged means replicated: nothing may be lost
+    int64_t count = -1, read_start = 0, read_end = 0;
+    int64_t loss = 0, bound = 0;
+  };
+  std::vector<Counter> counters = {{'c', false}, {'s', true}};
+  if (opt_.load == Load::kFull) {
+    counters.push_back({'v', false});
+    counters.push_back({'d', false});
+    counters.push_back({'m', true});
+  }
+  for (Counter& k : counters) {
+    if (!read_counter(first_of(k.kind), k.count, k.read_start, k.read_end)) k.count = -1;
   }
   stopped_ = true;
   world_.run_until(world_.now() + kClientTimeoutNs + kS);
@@ -504,64 +718,163 @@ Verdict Run::go() {
   const auto& ops = hist_.ops();
   std::vector<std::pair<int64_t, int64_t>> healthy;
   int64_t from = load_start;
+  int64_t clock_stepped = end;  // from when the nodes' clocks may be off the world's
   for (const Span& s : spans_) {
     if (s.start > from) healthy.push_back({from, s.start});
     const int64_t back = s.converged >= 0 ? s.converged : end;
     from = std::max(from, back + kSettleNs);
     check(s.converged >= 0 && s.converged - s.end <= kConvergeBoundNs,
           "converged within 30 s after " + s.label);
+    if (s.label.rfind("clock", 0) == 0) clock_stepped = std::min(clock_stepped, s.start);
   }
   if (end > from) healthy.push_back({from, end});
-  int64_t over_healthy = 0;
-  for (const auto& [a, b] : healthy)
-    over_healthy = std::max(over_healthy, over_admission(ops, 't', kLimit, kWindowNs, a, b));
-  check(over_healthy == 0, "over-admission while healthy: " + std::to_string(over_healthy));
-  const int64_t over_all = over_admission(ops, 't', kLimit, kWindowNs, load_start, end);
-  int64_t ctr_bound = 0;
-  bool split = false;
-  for (const Span& s : spans_) {
-    split = split || s.split_copies;
-    ctr_bound += possible_admissions(ops, 'c', s.start - kLagNs - kSlackNs, s.start);
-    if (!s.owner_lost) continue;
-    // Across a lost owner (kill, pause): from a window before it to the settled cluster
-    // after it, at most what it possibly admitted in the last Δ. (Over-admission in a
-    // partition is a figure, as in chaos/: the cut-off owner serves until it sees it has
-    // lost the quorum, and the other side cannot have what it admitted meanwhile.)
-    const int64_t bound = possible_admissions(ops, 't', s.start - kLagNs - kSlackNs, s.start);
-    const int64_t back = (s.converged >= 0 ? s.converged : end) + kSettleNs;
-    const int64_t over = over_admission(ops, 't', kLimit, kWindowNs, s.start - kWindowNs, back);
-    check(over <= bound, "over-admission across " + s.label + ": " + std::to_string(over) + " > " +
-                             std::to_string(bound) + " (admissions in the last Δ)");
+
+  // Over-admission, per limiter kind: none while healthy; across a lost owner (kill,
+  // pause), from a window before it to the settled cluster after it, at most what it
+  // possibly admitted in the last Δ. (Over-admission in a partition is a figure, as in
+  // chaos/: the cut-off owner serves until it sees it has lost the quorum, and the other
+  // side cannot have what it admitted meanwhile.)
+  struct Limiter {
+    char kind;
+    const char* name;
+    std::function<int64_t(int64_t, int64_t)> over;  // most over the bound inside [from, to]
+    int64_t healthy = 0, all = 0;
+  };
+  std::vector<Limiter> limiters;
+  limiters.push_back({'t', "sliding log", [&](int64_t a, int64_t b) {
+                        return over_admission(ops, 't', kLimit, kWindowNs, a, b);
+                      }});
+  if (opt_.load == Load::kFull) {
+    limiters.push_back({'b', "token bucket", [&](int64_t a, int64_t b) {
+                          return bucket_over_admission(ops, 'b', kBucketCap, kBucketRate, a, b);
+                        }});
+    limiters.push_back({'g', "gcra", [&](int64_t a, int64_t b) {
+                          return bucket_over_admission(ops, 'g', kGcraBurst + 1, kGcraRate, a, b);
+                        }});
+    // A sliding window counter never counts more than its limit in the current window of
+    // its node's clock: the world's, until a clock is stepped; then only the weaker rule
+    // holds (the previous window weighs at most the limit: 2 limits in any window).
+    limiters.push_back({'w', "sliding window", [&](int64_t a, int64_t b) {
+                          int64_t over = 0;
+                          if (a < clock_stepped) {
+                            over = aligned_over_admission(ops, 'w', kWindowLimit, kWindowNs, a,
+                                                          std::min(b, clock_stepped));
+                          }
+                          if (b > clock_stepped) {
+                            over =
+                                std::max(over, over_admission(ops, 'w', 2 * kWindowLimit, kWindowNs,
+                                                              std::max(a, clock_stepped), b));
+                          }
+                          return over;
+                        }});
   }
-  int64_t loss[2] = {0, 0};
-  for (int k = 0; k < 2; ++k) {
-    const char kind = k ? 's' : 'c';
-    if (ctr[k] < 0) {
-      check(false, std::string(k ? "sync" : "async") + " counter unreadable at the end");
+  for (Limiter& l : limiters) {
+    for (const auto& [a, b] : healthy) l.healthy = std::max(l.healthy, l.over(a, b));
+    check(l.healthy == 0,
+          std::string(l.name) + " over-admission while healthy: " + std::to_string(l.healthy));
+    l.all = l.over(load_start, end);
+    for (const Span& s : spans_) {
+      if (!s.owner_lost) continue;
+      const int64_t bound = possible_admissions(ops, l.kind, s.start - kLagNs - kSlackNs, s.start);
+      const int64_t back = (s.converged >= 0 ? s.converged : end) + kSettleNs;
+      const int64_t over = l.over(s.start - kWindowNs, back);
+      check(over <= bound, std::string(l.name) + " over-admission across " + s.label + ": " +
+                               std::to_string(over) + " > " + std::to_string(bound) +
+                               " (admissions in the last Δ)");
+    }
+  }
+
+  // Counters: nothing counted that nobody asked for; an async one loses at most what was
+  // possibly counted in the last Δ before each fault (a figure when a partition split the
+  // copies: both sides counted, the merge keeps the larger), a sync one nothing.
+  bool split = false;
+  for (const Span& s : spans_) split = split || s.split_copies;
+  for (Counter& k : counters) {
+    const std::string name = std::string(1, k.kind) + (k.sync ? " (sync)" : " (async)");
+    if (k.count < 0) {
+      check(false, "counter " + name + " unreadable at the end");
       continue;
     }
-    const auto [lower, upper] = counter_bounds(ops, kind, rs[k], re[k]);
-    loss[k] = std::max<int64_t>(0, lower - ctr[k]);
-    check(ctr[k] <= upper, std::string(k ? "sync" : "async") + " counter " +
-                               std::to_string(ctr[k]) + " above what was asked, " +
-                               std::to_string(upper));
-    const int64_t bound = k ? 0 : ctr_bound;
-    check(loss[k] <= bound || (k == 0 && split), std::string(k ? "sync" : "async") +
-                                                     " counter lost " + std::to_string(loss[k]) +
-                                                     " > " + std::to_string(bound));
+    int64_t lower = 0, upper = 0;
+    if (k.kind == 'v') {
+      // Reservations: kept once committed; given back when cancelled (or expired).
+      for (const Op& o : ops) {
+        const bool yes = o.res == Res::kOk && !o.fail_mode && o.value == 1;
+        lower += o.kind == 'k' && yes && o.end < k.read_start;
+        upper += o.kind == 'v' && maybe_counted(o) && o.start < k.read_end;
+        upper -= o.kind == 'x' && yes && o.end < k.read_start;
+      }
+    } else {
+      std::tie(lower, upper) = counter_bounds(ops, k.kind, k.read_start, k.read_end);
+    }
+    for (const Span& s : spans_) {
+      const int64_t t0 = s.start - kLagNs - kSlackNs;
+      k.bound += possible_admissions(ops, k.kind, t0, s.start);
+      if (k.kind == 'v') k.bound += possible_admissions(ops, 'k', t0, s.start);
+    }
+    if (k.sync) k.bound = 0;
+    k.loss = std::max<int64_t>(0, lower - k.count);
+    check(k.count <= upper, "counter " + name + " " + std::to_string(k.count) +
+                                " above what was asked, " + std::to_string(upper));
+    check(k.loss <= k.bound || (!k.sync && split),
+          "counter " + name + " lost " + std::to_string(k.loss) + " > " + std::to_string(k.bound));
   }
+  // INCR answers each caller its own count: no two definite answers alike while healthy
+  // (a sync key's: ever).
+  for (char kind : {'d', 'm'}) {
+    if (!has(kind)) continue;
+    std::vector<std::pair<int64_t, int64_t>> where = healthy;
+    if (kind == 'm') where = {{load_start, end}};
+    int64_t twice = 0, first = 0;
+    for (const auto& [a, b] : where) {
+      std::map<int64_t, int> seen;
+      for (const Op& o : ops) {
+        if (o.kind == kind && o.res == Res::kOk && o.start >= a && o.end <= b &&
+            ++seen[o.value] == 2 && twice++ == 0) {
+          first = o.value;
+        }
+      }
+    }
+    check(twice == 0, std::string("INCR (") + kind + ") gave " + std::to_string(twice) +
+                          " answers given before, the first " + std::to_string(first));
+  }
+
   for (const Span& s : spans_) {
     if (s.isolated < 0 || s.first_dead < 0) continue;
-    int64_t served = 0;
+    std::map<char, int64_t> served;  // by kind ('q', a connection closing, is no answer)
     for (const Op& o : ops) {
-      served += o.node == s.isolated && o.start >= s.first_dead && o.end <= s.end &&
-                (o.res == Res::kOk || o.res == Res::kDeny) && !o.fail_mode;
+      served[o.kind] += o.kind != 'q' && o.node == s.isolated && o.start >= s.first_dead &&
+                        o.end <= s.end && (o.res == Res::kOk || o.res == Res::kDeny) &&
+                        !o.fail_mode;
     }
-    check(served == 0, "the cut-off owner " + world_.node(s.isolated).id + " answered " +
-                           std::to_string(served) + " requests after it was declared dead");
+    std::string kinds;
+    int64_t total = 0;
+    for (const auto& [k, n] : served) {
+      if (n > 0)
+        kinds += (kinds.empty() ? " (" : ", ") + std::string(1, k) + ": " + std::to_string(n);
+      total += n;
+    }
+    check(total == 0, "the cut-off owner " + world_.node(s.isolated).id + " answered " +
+                          std::to_string(total) + " requests after it was declared dead" +
+                          (kinds.empty() ? "" : kinds + ")"));
   }
-  const int64_t leases = lease_overlap(ops, healthy, end);
-  check(leases <= kLeaseLimit, "leases live at once while healthy: " + std::to_string(leases));
+  // Leases: a holder's and a holder-less one expire within their TTL unless released; a
+  // BOUND one lives while its connection is open (its node renews it).
+  struct Leases {
+    char acquire, release;
+    int64_t ttl_ns;
+    int64_t most = 0;
+  };
+  std::vector<Leases> leases = {{'a', 'r', kLeaseTtlNs}};
+  if (opt_.load == Load::kFull) {
+    leases.push_back({'o', 'p', kLeaseTtlNs});
+    leases.push_back({'u', 'q', 0});
+  }
+  for (Leases& l : leases) {
+    l.most = lease_overlap(ops, l.acquire, l.release, healthy, end, l.ttl_ns);
+    check(l.most <= kLeaseLimit, std::string("leases (") + l.acquire +
+                                     ") live at once while healthy: " + std::to_string(l.most));
+  }
   // Every node serves at the end.
   check(world_.formed(), "the cluster formed at the end");
 
@@ -576,10 +889,15 @@ Verdict Run::go() {
     line << (i ? "; " : "") << spans_[i].label << " @" << (spans_[i].start - load_start) / kMs
          << "ms+" << (spans_[i].end - spans_[i].start) / kMs << "ms";
   }
-  line << "]  ops " << ops.size() << "  admitted " << admitted << "  over " << over_healthy << "/"
-       << over_all << "  ctr_loss " << loss[0] << "/"
-       << (split ? std::string("-") : std::to_string(ctr_bound)) << "  sync_loss " << loss[1]
-       << "  leases " << leases << "/" << kLeaseLimit;
+  line << "]  ops " << ops.size() << "  admitted " << admitted << "  over";
+  for (const Limiter& l : limiters) line << " " << l.kind << ":" << l.healthy << "/" << l.all;
+  line << "  lost";
+  for (const Counter& k : counters) {
+    line << " " << k.kind << ":" << k.loss << "/"
+         << (split && !k.sync ? std::string("-") : std::to_string(k.bound));
+  }
+  line << "  leases";
+  for (const Leases& l : leases) line << " " << l.acquire << ":" << l.most << "/" << kLeaseLimit;
   if (detect_worst_ >= 0) line << "  detect " << detect_worst_ / kMs << "ms";
   line << "  digest " << digest;
   for (const auto& f : failures_) line << "\n  failed: " << f;

@@ -20,8 +20,15 @@ enum class Fault {
   kLeave
 };
 
+// The client load: kBasic is the first one (the hot sliding log, two counters, a holder's
+// leases), kept so seeds found on it replay exactly; kFull adds every other limiter kind,
+// reservations, data commands (INCR and EXPIRE, MULTI/EXEC) and leases without holders and
+// BOUND to a connection.
+enum class Load { kBasic, kFull };
+
 struct Options {
   int nodes = 3;
+  Load load = Load::kFull;
   int seconds = 20;           // of load (virtual), faults included
   std::vector<Fault> faults;  // drawn from; empty: none
   bool verbose = false;       // the nodes' log, each line with its node and virtual time

@@ -19,9 +19,13 @@ namespace {
 void usage(FILE* to) {
   std::fprintf(
       to,
-      "usage: floodgate-sim --seed S [--nodes N] [--seconds T] [--faults LIST] [--verbose]\n"
-      "       floodgate-sim --seeds A..B [--nodes N] [--seconds T] [--faults LIST]\n"
-      "faults: %s (default: all; 'none' for none)\n",
+      "usage: floodgate-sim --seed S [--nodes N] [--seconds T] [--faults LIST] [--load L]\n"
+      "                     [--verbose]\n"
+      "       floodgate-sim --seeds A..B [--nodes N] [--seconds T] [--faults LIST] [--load L]\n"
+      "faults: %s (default: all; 'none' for none)\n"
+      "load: full (default: every limiter kind, reservations, data commands, leases with a\n"
+      "      holder, without one and BOUND) or basic (the sliding log, two counters, a\n"
+      "      holder's leases: the load seeds found before 'full' replay on)\n",
       fg::sim::fault_names().c_str());
 }
 
@@ -67,6 +71,8 @@ int main(int argc, char** argv) {
         std::fprintf(stderr, "floodgate-sim: %s\n", why.c_str());
         return 2;
       }
+    } else if (a == "--load" && value(v) && (v == "full" || v == "basic")) {
+      opt.load = v == "full" ? fg::sim::Load::kFull : fg::sim::Load::kBasic;
     } else if (a == "--verbose") {
       verbose = opt.verbose = true;
     } else {
