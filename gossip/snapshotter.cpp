@@ -85,6 +85,7 @@ bool Snapshotter::save(std::function<void(bool ok, const std::string& why)> done
   auto job = std::make_shared<CopyJob>();
   job->now_ns = clock_.now_ns();
   job->done = [this, started_ms, done = std::move(done)](CopyJob& j) mutable {
+    if (cfg_.write_inline) return write(std::move(j.per_shard), started_ms, std::move(done));
     // (on a shard thread: the encoding and the disk are the writer's)
     std::lock_guard<std::mutex> lock(mu_);
     writer_ = std::thread(
@@ -99,7 +100,7 @@ bool Snapshotter::save(std::function<void(bool ok, const std::string& why)> done
 void Snapshotter::write(std::vector<std::vector<EntrySnapshot>> per_shard, int64_t started_ms,
                         std::function<void(bool, const std::string&)> done) {
   // Encoding a few hundred MB takes a core for a while: the I/O and shard threads come first.
-  ::setpriority(PRIO_PROCESS, static_cast<id_t>(::syscall(SYS_gettid)), 10);
+  if (!cfg_.write_inline) ::setpriority(PRIO_PROCESS, static_cast<id_t>(::syscall(SYS_gettid)), 10);
   SnapshotData d;
   d.node_id = cfg_.node_id;
   d.cluster = cfg_.cluster;

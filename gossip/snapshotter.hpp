@@ -24,6 +24,9 @@ struct SnapshotterConfig {
   std::string node_id;  // written into the file ("standalone" out of cluster mode)
   bool cluster = false;
   std::function<uint64_t()> epoch;  // the slot table's epoch now (null: 0)
+  // Encode and write on the thread that finished the copy, not a thread of its own (a
+  // polled node, which starts no threads: node/README.md, The simulator).
+  bool write_inline = false;
 };
 
 struct SnapshotStatus {

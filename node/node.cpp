@@ -150,6 +150,7 @@ int Node::start(std::string& why) {
     sc.path = (std::filesystem::path(cfg_.dir) / cfg_.dbfilename).string();
     sc.node_id = cfg_.cluster_enabled ? cfg_.node_id : "standalone";
     sc.cluster = cfg_.cluster_enabled;
+    sc.write_inline = run_.polled;
     snapshots_ = std::make_unique<Snapshotter>(sc, *pool_, book_, clock_);
     std::string e;
     if (!snapshots_->lock(e)) return fail(why, 2, e);
