@@ -40,8 +40,8 @@ constexpr int64_t kDetectBoundNs = 3 * kS;
 constexpr int64_t kConvergeBoundNs = 30 * kS;
 constexpr int64_t kFormTimeoutNs = 60 * kS;
 
-const char* const kFaultNames[] = {"kill", "pause", "partition", "minority", "oneway",
-                                   "loss", "delay", "clock",     "join",     "leave"};
+const char* const kFaultNames[] = {"kill",  "pause", "partition", "minority", "oneway", "loss",
+                                   "delay", "clock", "join",      "leave",    "restart"};
 
 const char* name_of(Fault f) { return kFaultNames[static_cast<int>(f)]; }
 
@@ -83,7 +83,8 @@ struct Span {
 
 class Run {
  public:
-  Run(uint64_t seed, const Options& opt) : seed_(seed), opt_(opt), world_(seed, opt.nodes) {
+  Run(uint64_t seed, const Options& opt)
+      : seed_(seed), opt_(opt), world_(seed, opt.nodes, opt.load == Load::kFull) {
     world_.set_verbose(opt.verbose);
   }
   ~Run() { stopped_ = true; }
@@ -500,10 +501,12 @@ void Run::inject(Fault f, int64_t dur_ns) {
     });
   };
   switch (f) {
-    case Fault::kKill:
+    case Fault::kKill:     // its machine lost: it comes back with nothing on disk
+    case Fault::kRestart:  // the process killed: it comes back with what it last saved
       s.owner_lost = true;
       s.label += " " + world_.node(owner).id;
       world_.crash(owner);
+      if (f == Fault::kKill) world_.wipe_disk(owner);
       watch_detection(owner, world_.now());
       later([this, owner] { world_.start(owner); });
       break;
@@ -911,7 +914,7 @@ Verdict Run::go() {
 }  // namespace
 
 Options::Options() {
-  for (int i = 0; i <= static_cast<int>(Fault::kLeave); ++i)
+  for (int i = 0; i <= static_cast<int>(Fault::kRestart); ++i)
     faults.push_back(static_cast<Fault>(i));
 }
 

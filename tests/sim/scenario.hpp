@@ -17,7 +17,8 @@ enum class Fault {
   kDelay,
   kClock,
   kJoin,
-  kLeave
+  kLeave,
+  kRestart
 };
 
 // The client load: kBasic is the first one (the hot sliding log, two counters, a holder's

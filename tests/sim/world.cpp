@@ -1,6 +1,9 @@
 #include "world.hpp"
 
 #include <spdlog/spdlog.h>
+#include <unistd.h>
+
+#include <filesystem>
 
 #include "config.hpp"
 #include "key_slot.hpp"
@@ -39,7 +42,17 @@ void SimClock::restart() {
   aimed_at_ = virtual_time::now_ns();
 }
 
-World::World(uint64_t seed, int nodes) : seed_(seed), rng_(mix(seed)), start_ns_(kTimerStartNs) {
+World::World(uint64_t seed, int nodes, bool disk)
+    : seed_(seed), rng_(mix(seed)), start_ns_(kTimerStartNs) {
+  if (disk) {
+    std::error_code ec;
+    const std::filesystem::path base = std::filesystem::is_directory("/dev/shm", ec)
+                                           ? std::filesystem::path("/dev/shm")
+                                           : std::filesystem::temp_directory_path();
+    disk_ = (base / ("floodgate-sim." + std::to_string(::getpid()) + "." + std::to_string(seed)))
+                .string();
+    std::filesystem::remove_all(disk_, ec);
+  }
   virtual_time::enable(start_ns_);
   cfg_.set("scheduler.policy", caf::atom("testing"));
   cfg_.set("logger.verbosity", caf::atom("quiet"));
@@ -58,6 +71,16 @@ World::~World() {
   for (auto& n : nodes_) n->node.reset();
   sched_->run();
   system_.reset();
+  if (!disk_.empty()) {
+    std::error_code ec;
+    std::filesystem::remove_all(disk_, ec);
+  }
+}
+
+void World::wipe_disk(size_t i) {
+  if (disk_.empty()) return;
+  std::error_code ec;
+  std::filesystem::remove_all(std::filesystem::path(disk_) / nodes_[i]->id, ec);
 }
 
 int64_t World::now() const { return virtual_time::now_ns() - start_ns_; }
@@ -89,6 +112,10 @@ NodeConfig World::config_for(const SimNode& n) const {
   c.io_threads = 1;
   c.shard_threads = 1;
   c.shards = 2;
+  if (!disk_.empty()) {
+    c.dir = (std::filesystem::path(disk_) / n.id).string();
+    c.save_interval_ms = 1000;
+  }
   resolve_defaults(c);
   return c;
 }

@@ -51,7 +51,9 @@ struct SimNode {
 
 class World {
  public:
-  World(uint64_t seed, int nodes);
+  // `disk`: each node saves its state every second to a directory of its own (in /dev/shm
+  // where there is one), read back when it starts again; removed with the world.
+  World(uint64_t seed, int nodes, bool disk = false);
   ~World();
   World(const World&) = delete;
   World& operator=(const World&) = delete;
@@ -62,7 +64,8 @@ class World {
   SimNode& node(size_t i) { return *nodes_[i]; }
   int add_node();  // one more (not started)
   void start(size_t i);
-  void crash(size_t i);  // kill -9
+  void crash(size_t i);      // kill -9
+  void wipe_disk(size_t i);  // its saved state gone (a machine replaced)
   MemoryPeerHub& peers() { return peers_; }
   MemoryDatagramHub& datagrams() { return datagrams_; }
 
@@ -96,6 +99,7 @@ class World {
   NodeConfig config_for(const SimNode& n) const;
 
   uint64_t seed_;
+  std::string disk_;  // the nodes' directories are under it; empty: no disk
   std::mt19937_64 rng_;
   int64_t start_ns_;
   caf::actor_system_config cfg_;
