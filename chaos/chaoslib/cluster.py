@@ -72,6 +72,7 @@ class Node:
         return "%s:%d" % (self.announce, self.bus_port)
 
     def start(self, seeds, cluster=True):
+        self.reaped()  # (its last life, if it ended by itself)
         args = [self.binary, "--config", self.config, "--bind", self.host, "--port", str(self.port),
                 "--native-port", str(self.native_port), "--admin-port", str(self.admin_port),
                 "--log-level", "info"]
@@ -101,6 +102,18 @@ class Node:
         if self.running():
             self.proc.send_signal(signal.SIGKILL)
             self.proc.wait()
+        self.reaped()
+
+    def reaped(self):
+        """libfaketime keeps a shared-memory file and a semaphore per process, removed only when
+        the process exits normally; a killed node's are removed here, or a later process given
+        the same pid would fail to start ("shm_open failed: File exists")."""
+        if self.clock_file and self.proc is not None and self.proc.poll() is not None:
+            for name in ("faketime_shm_%d" % self.proc.pid, "sem.faketime_sem_%d" % self.proc.pid):
+                try:
+                    os.unlink(os.path.join("/dev/shm", name))
+                except OSError:
+                    pass
 
     def pause(self):
         if self.running():
@@ -120,6 +133,7 @@ class Node:
         self.proc.send_signal(signal.SIGTERM)
         try:
             self.proc.wait(timeout=timeout_s)
+            self.reaped()
             return True
         except subprocess.TimeoutExpired:
             self.kill9()
@@ -203,6 +217,7 @@ class Cluster:
             if n.proc is not None:
                 try:
                     n.proc.wait(timeout=10)
+                    n.reaped()
                 except subprocess.TimeoutExpired:
                     pass
 
