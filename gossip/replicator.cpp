@@ -42,18 +42,25 @@ void Replicator::arm() {
   timer_.async_wait([this](asio::error_code ec) {
     if (ec || stopped_) return;
     round();
-    // Replicas that lack a whole copy of some slots get one.
-    const int64_t now = now_ms();
-    uint64_t pending = 0;
-    for (auto& [id, d] : dests_) {
-      const SlotBits missing = d.replicated & held_ & ~d.synced;
-      if (missing.none()) continue;
-      pending += missing.count();
-      if (now < d.retry_at_ms || !live_(id)) continue;
-      const SlotBits need = missing & ~d.copying;
-      if (need.any()) copy_whole(id, need);
+    // Replicas that lack a whole copy of some slots get one. When none lacked one last
+    // time, none does until a copy is lost or the slots move: only then look again (a look
+    // reads every slot's bits for each replica).
+    if (whole_dirty_ || copies_missing_ > 0 || held_ != held_seen_) {
+      whole_dirty_ = false;
+      held_seen_ = held_;
+      const int64_t now = now_ms();
+      uint64_t pending = 0;
+      for (auto& [id, d] : dests_) {
+        const SlotBits missing = d.replicated & held_ & ~d.synced;
+        if (missing.none()) continue;
+        pending += missing.count();
+        if (now < d.retry_at_ms || !live_(id)) continue;
+        const SlotBits need = missing & ~d.copying;
+        if (need.any()) copy_whole(id, need);
+      }
+      copies_missing_ = pending;
+      counters_.copies_pending.store(pending, std::memory_order_relaxed);
     }
-    counters_.copies_pending.store(pending, std::memory_order_relaxed);
     if (complete_changed_) {  // (a count of 16384 bits: only when they changed)
       counters_.whole_copies_held.store(complete_.count(), std::memory_order_relaxed);
       complete_changed_ = false;
@@ -144,6 +151,7 @@ void Replicator::ship(std::vector<ShardChanges>& parts, uint64_t seq, int64_t st
   if (overflow) {
     spdlog::warn("more keys changed than the replication stream tracks; re-copying replicas");
     for (auto& [id, d] : dests_) d.synced.reset();
+    whole_dirty_ = true;
   }
   struct Out {
     std::vector<EntrySnapshot> entries;
@@ -179,6 +187,7 @@ void Replicator::ship(std::vector<ShardChanges>& parts, uint64_t seq, int64_t st
   for (uint16_t r : missed) {
     auto it = dests_.find(table_.members()[r]);
     if (it != dests_.end()) it->second.synced.reset();
+    whole_dirty_ = true;
   }
   if (out.empty()) return round_over(seq, true);
   struct Round {
@@ -216,6 +225,7 @@ void Replicator::lost(const std::string& id) {
   if (it == dests_.end()) return;
   it->second.synced.reset();
   it->second.retry_at_ms = now_ms() + kCopyRetryMs;
+  whole_dirty_ = true;
 }
 
 void Replicator::copy_whole(const std::string& id, SlotBits slots) {
@@ -351,6 +361,7 @@ void Replicator::on_table(const SlotTable& before, const SlotTable& after) {
   self_index_ = after.index_of(cfg_.self);
   // Owner side: who keeps a copy of which of our slots now.
   for (auto& [id, d] : dests_) d.replicated.reset();
+  whole_dirty_ = true;
   if (self_index_ >= 0) {
     for (uint32_t s = 0; s < kSlotCount; ++s) {
       if (after.owner(s) != self_index_) continue;

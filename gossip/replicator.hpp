@@ -117,6 +117,10 @@ class Replicator {
   ShardPool& pool_;
   asio::io_context& io_;
   const SlotBits& held_;
+  // Whether a replica may lack a whole copy it lacked not at the last look (arm()).
+  bool whole_dirty_ = true;
+  SlotBits held_seen_;           // held_ at the last look
+  uint64_t copies_missing_ = 0;  // slot copies found lacking then
   Send send_;
   Live live_;
   SteadyTimer timer_;
