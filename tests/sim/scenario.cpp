@@ -162,9 +162,11 @@ void Run::setup_clients() {
   ctrs.sync = true;
   LimitSpec lease = LimitSpec::concurrency(kLeaseLimit, kLeaseTtlNs);
   lease.on_unavailable = FailMode::kClosed;
-  // The full load sends fewer of these, for room for the rest at the same speed.
+  // The full load sends fewer of these, for room for the rest at the same speed, and the
+  // same load whatever the cluster's size (the clients spread over the nodes).
   const int k = opt_.load == Load::kBasic ? 2 : 1;
-  for (int i = 0; i < 2 * k * n; ++i) add('t', i, 50 * kMs, hot_, log);  // 20/s each
+  const int hot = opt_.load == Load::kBasic ? 4 * n : 6;
+  for (int i = 0; i < hot; ++i) add('t', i, 50 * kMs, hot_, log);  // 20/s each
   for (int i = 0; i < 2 * k; ++i) add('c', i, 25 * kMs, "{sim}:ctr", ctr);
   for (int i = 0; i < 2 * k; ++i) add('s', i, 25 * kMs, "{sim}:ctrs", ctrs);
   for (int i = 0; i < 8; ++i) add('a', i, 50 * kMs, "{sim}:lease", lease);

@@ -114,7 +114,7 @@ NodeConfig World::config_for(const SimNode& n) const {
   c.shards = 2;
   if (!disk_.empty()) {
     c.dir = (std::filesystem::path(disk_) / n.id).string();
-    c.save_interval_ms = 1000;
+    c.save_interval_ms = 3000;
   }
   resolve_defaults(c);
   return c;

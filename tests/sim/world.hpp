@@ -51,7 +51,7 @@ struct SimNode {
 
 class World {
  public:
-  // `disk`: each node saves its state every second to a directory of its own (in /dev/shm
+  // `disk`: each node saves its state every 3 s to a directory of its own (in /dev/shm
   // where there is one), read back when it starts again; removed with the world.
   World(uint64_t seed, int nodes, bool disk = false);
   ~World();
