@@ -45,7 +45,8 @@ void Replicator::arm() {
     // Replicas that lack a whole copy of some slots get one. When none lacked one last
     // time, none does until a copy is lost or the slots move: only then look again (a look
     // reads every slot's bits for each replica).
-    if (whole_dirty_ || copies_missing_ > 0 || held_ != held_seen_) {
+    if (whole_dirty_ || counters_.copies_pending.load(std::memory_order_relaxed) > 0 ||
+        held_ != held_seen_) {
       whole_dirty_ = false;
       held_seen_ = held_;
       const int64_t now = now_ms();
@@ -58,7 +59,6 @@ void Replicator::arm() {
         const SlotBits need = missing & ~d.copying;
         if (need.any()) copy_whole(id, need);
       }
-      copies_missing_ = pending;
       counters_.copies_pending.store(pending, std::memory_order_relaxed);
     }
     if (complete_changed_) {  // (a count of 16384 bits: only when they changed)

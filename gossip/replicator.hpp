@@ -119,8 +119,7 @@ class Replicator {
   const SlotBits& held_;
   // Whether a replica may lack a whole copy it lacked not at the last look (arm()).
   bool whole_dirty_ = true;
-  SlotBits held_seen_;           // held_ at the last look
-  uint64_t copies_missing_ = 0;  // slot copies found lacking then
+  SlotBits held_seen_;  // held_ at the last look (what it found lacking: copies_pending)
   Send send_;
   Live live_;
   SteadyTimer timer_;
