@@ -51,17 +51,25 @@ void History::fold(const void* p, size_t n) {
   }
 }
 
-bool maybe_counted(const Op& o) { return o.res == Res::kOk || o.res == Res::kInfo || o.fail_mode; }
-
-int64_t over_admission(const std::vector<Op>& ops, char kind, int64_t limit, int64_t window_ns,
-                       int64_t from, int64_t to) {
-  const auto w = static_cast<int64_t>(static_cast<double>(window_ns) * (1 - kClockRateTolerance));
+// Definite admissions of `kind` inside [from, to], as (start, end), in order of start.
+static std::vector<std::pair<int64_t, int64_t>> definite_admissions(const std::vector<Op>& ops,
+                                                                    char kind, int64_t from,
+                                                                    int64_t to) {
   std::vector<std::pair<int64_t, int64_t>> adm;
   for (const Op& o : ops) {
     if (o.kind == kind && o.res == Res::kOk && !o.fail_mode && o.start >= from && o.end <= to)
       adm.push_back({o.start, o.end});
   }
   std::sort(adm.begin(), adm.end());
+  return adm;
+}
+
+bool maybe_counted(const Op& o) { return o.res == Res::kOk || o.res == Res::kInfo || o.fail_mode; }
+
+int64_t over_admission(const std::vector<Op>& ops, char kind, int64_t limit, int64_t window_ns,
+                       int64_t from, int64_t to) {
+  const auto w = static_cast<int64_t>(static_cast<double>(window_ns) * (1 - kClockRateTolerance));
+  const auto adm = definite_admissions(ops, kind, from, to);
   int64_t worst = 0;
   for (size_t i = 0; i < adm.size(); ++i) {
     const int64_t t = adm[i].first;
@@ -74,12 +82,7 @@ int64_t over_admission(const std::vector<Op>& ops, char kind, int64_t limit, int
 
 int64_t bucket_over_admission(const std::vector<Op>& ops, char kind, int64_t burst,
                               double rate_per_s, int64_t from, int64_t to, int64_t horizon_ns) {
-  std::vector<std::pair<int64_t, int64_t>> adm;
-  for (const Op& o : ops) {
-    if (o.kind == kind && o.res == Res::kOk && !o.fail_mode && o.start >= from && o.end <= to)
-      adm.push_back({o.start, o.end});
-  }
-  std::sort(adm.begin(), adm.end());
+  const auto adm = definite_admissions(ops, kind, from, to);
   const double rate_per_ns = rate_per_s * (1 + kClockRateTolerance) / 1e9;
   int64_t worst = 0;
   std::vector<int64_t> ends;
@@ -101,11 +104,9 @@ int64_t bucket_over_admission(const std::vector<Op>& ops, char kind, int64_t bur
 int64_t aligned_over_admission(const std::vector<Op>& ops, char kind, int64_t limit,
                                int64_t window_ns, int64_t from, int64_t to) {
   std::map<int64_t, int64_t> in_window;
-  for (const Op& o : ops) {
-    if (o.kind != kind || o.res != Res::kOk || o.fail_mode || o.start < from || o.end > to)
-      continue;
-    const int64_t w = o.start / window_ns;
-    in_window[w] += o.end / window_ns == w;
+  for (const auto& [start, end] : definite_admissions(ops, kind, from, to)) {
+    const int64_t w = start / window_ns;
+    in_window[w] += end / window_ns == w;
   }
   int64_t worst = 0;
   for (const auto& [w, n] : in_window) worst = std::max(worst, n - limit);
