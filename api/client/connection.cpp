@@ -113,6 +113,7 @@ void Connection::flush() {
     h.set_password(opt.password);
     h.set_user(opt.user);
     h.set_watch_topology(true);
+    h.set_allowed_omits_retry(true);  // (read back as -1 below)
     w.hello(h.SerializeAsString());
     hello_sent_ = true;
   }
@@ -200,6 +201,9 @@ bool Connection::parse() {
     for (size_t i = 0; i < f.calls.size(); ++i) {
       if (i + kAhead < f.calls.size()) f.calls[i + kAhead]->prefetch();
       if (i < frame_.results.size() && fg::wire::decode_result(frame_.results[i], result_)) {
+        // Asked for in the hello: an allowed result leaves out its retry_after_ms of -1. (An
+        // older node writes it; an allowed result never carries another value.)
+        if (result_.allowed && result_.retry_after_ms == 0) result_.retry_after_ms = -1;
         impl_.on_result(std::move(f.calls[i]), result_);
       } else {
         impl_.finish(f.calls[i], Status::kError, "the node's answer had fewer results", nullptr);

@@ -261,6 +261,7 @@ void NativeSession::serve(Frame& f, Flight& flight) {
       }
       if (!h.client_name().empty()) svc_.clients->set_lib(*client_, true, h.client_name());
       watch_topology_ = h.watch_topology();
+      omit_retry_ = h.allowed_omits_retry();
       if (watch_topology_ && routing_) pushed_epoch_ = routing_->epoch;
     }
   }
@@ -438,6 +439,8 @@ void NativeSession::finish(Frame& f, Flight* flight) {
     }
     if (flight && f.pending[i].waits()) core_.finish(f.pending[i], *flight, d, f.outcomes[i]);
     fill_result(f.outcomes[i], static_cast<Verb>(f.verb[i]), res);
+    if (omit_retry_ && res.allowed && res.retry_after_ms == -1)
+      res.retry_after_ms = 0;  // (left out)
     w.add(res);
   }
   w.finish();

@@ -77,6 +77,7 @@ class NativeSession {
     LimitSpec spec;
   } last_limit_;
   bool watch_topology_ = false;
+  bool omit_retry_ = false;  // Hello.allowed_omits_retry: allowed results leave out the -1
   // Whether the connection's user may not run `req` (ACL); if so, `res` says why.
   bool refused_by_acl(const wire::RequestView& req, Frame& f, wire::ResultView& res);
   AclSession acl_;

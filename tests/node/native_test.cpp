@@ -365,6 +365,56 @@ TEST(Native, TheHellosNameFollowsRedisRulesForClientNames) {
   EXPECT_TRUE(named.take("k", Limit::token_bucket(3, 1, 1000)).ok());
 }
 
+// An allowed result's retry_after_ms is always -1. A client that says so in its hello
+// (allowed_omits_retry) gets it left out, eleven bytes of each answer; any other client
+// (an older library, a hand-written one) still gets it written. A denial's is written to
+// both. floodgate::Client asks, and reads it back as -1 (Native.EveryRequestKind).
+TEST(Native, AllowedResultsLeaveOutTheirRetryOnlyForClientsThatAskForIt) {
+  NativeNode n;
+  namespace pb = floodgate::native;
+  // One frame: a hello (asking or not), a TAKE allowed, a TAKE denied (one a minute).
+  auto exchange = [&](bool ask, const std::string& key) {
+    pb::ClientFrame f;
+    f.set_version(1);
+    f.mutable_hello()->set_allowed_omits_retry(ask);
+    for (int i = 0; i < 2; ++i) {
+      pb::Request* r = f.add_requests();
+      r->set_op(pb::TAKE);
+      r->set_key(key);
+      r->mutable_limit()->set_kind(pb::GCRA);
+      r->mutable_limit()->set_b(1);  // (a = max_burst 0: one request a minute)
+      r->mutable_limit()->set_period_ms(60000);
+    }
+    const std::string body = f.SerializeAsString();
+    std::string frame(4, '\0');
+    frame[2] = static_cast<char>(body.size() >> 8);
+    frame[3] = static_cast<char>(body.size() & 0xff);
+    Client raw(n.native_port);
+    EXPECT_TRUE(raw.send(frame + body));
+    const std::string len = raw.recv_n(4);
+    EXPECT_EQ(len.size(), 4u);
+    const size_t size =
+        static_cast<unsigned char>(len[2]) << 8 | static_cast<unsigned char>(len[3]);
+    pb::ServerFrame answer;
+    EXPECT_TRUE(answer.ParseFromString(raw.recv_n(size)));
+    return answer;
+  };
+  const pb::ServerFrame old_style = exchange(false, "omit:a");
+  ASSERT_EQ(old_style.results_size(), 2);
+  EXPECT_TRUE(old_style.results(0).allowed());
+  EXPECT_EQ(old_style.results(0).retry_after_ms(), -1);
+  EXPECT_FALSE(old_style.results(1).allowed());
+  EXPECT_GT(old_style.results(1).retry_after_ms(), 0);
+
+  const pb::ServerFrame asked = exchange(true, "omit:b");
+  ASSERT_EQ(asked.results_size(), 2);
+  EXPECT_TRUE(asked.results(0).allowed());
+  EXPECT_EQ(asked.results(0).retry_after_ms(), 0);  // left out
+  EXPECT_LT(asked.results(0).ByteSizeLong() + 10, old_style.results(0).ByteSizeLong());
+  EXPECT_FALSE(asked.results(1).allowed());
+  EXPECT_GT(asked.results(1).retry_after_ms(), 0);
+}
+
 TEST(Native, AHalfSentFrameIsDroppedAtTheQueryDeadline) {
   const int np = free_port();
   NodeProcess node({"--native-port", std::to_string(np), "--query-deadline-ms", "1000"});
