@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "floodgate/client.hpp"
+#include "length_prefix.hpp"
 #include "native.pb.h"
 #include "node_process.hpp"
 
@@ -385,18 +386,16 @@ TEST(Native, AllowedResultsLeaveOutTheirRetryOnlyForClientsThatAskForIt) {
       r->mutable_limit()->set_b(1);  // (a = max_burst 0: one request a minute)
       r->mutable_limit()->set_period_ms(60000);
     }
-    const std::string body = f.SerializeAsString();
-    std::string frame(4, '\0');
-    frame[2] = static_cast<char>(body.size() >> 8);
-    frame[3] = static_cast<char>(body.size() & 0xff);
+    std::string frame;
+    const size_t at = open_frame(frame);
+    frame += f.SerializeAsString();
+    close_frame(frame, at);
     Client raw(n.native_port);
-    EXPECT_TRUE(raw.send(frame + body));
+    EXPECT_TRUE(raw.send(frame));
     const std::string len = raw.recv_n(4);
-    EXPECT_EQ(len.size(), 4u);
-    const size_t size =
-        static_cast<unsigned char>(len[2]) << 8 | static_cast<unsigned char>(len[3]);
     pb::ServerFrame answer;
-    EXPECT_TRUE(answer.ParseFromString(raw.recv_n(size)));
+    EXPECT_EQ(len.size(), 4u);
+    if (len.size() == 4) EXPECT_TRUE(answer.ParseFromString(raw.recv_n(read_length(len.data()))));
     return answer;
   };
   const pb::ServerFrame old_style = exchange(false, "omit:a");
