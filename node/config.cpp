@@ -252,6 +252,8 @@ void load_config_file(const std::string& path, NodeConfig& cfg) {
       cfg.shards = static_cast<size_t>(as_int(v, key, 1, 64));
     else if (key == "io-threads")
       cfg.io_threads = static_cast<int>(as_int(v, key, 1, 256));
+    else if (key == "io-idle-poll-us")
+      cfg.io_idle_poll_us = static_cast<int>(as_int(v, key, 0, 1000));
     else if (key == "shard-threads")
       cfg.shard_threads = static_cast<int>(as_int(v, key, 1, 256));
     else if (key == "max-keys")

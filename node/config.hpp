@@ -29,6 +29,7 @@ struct NodeConfig {
   size_t shards = 0;                    // 0: one per shard thread
   int io_threads = 0;                   // 0: half the cores, at least 1
   int shard_threads = 0;                // 0: half the cores, at least 1
+  int io_idle_poll_us = 0;  // an I/O thread out of work polls this long before it sleeps
   size_t max_keys = 10'000'000;
   int64_t script_time_limit_ms = 5;       // a Lua script running longer is aborted and undone
   size_t script_memory_limit = 64 << 20;  // each Lua state's heap (one per shard)

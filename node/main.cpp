@@ -141,6 +141,11 @@ int main(int argc, char** argv) {
   app.add_option("--shards", cfg.shards, "Shard actors (default: one per shard thread, at most 64)")
       ->check(CLI::Range(0, 64));
   app.add_option("--io-threads", cfg.io_threads, "Network threads (default: half the cores)");
+  app.add_option("--io-idle-poll-us", cfg.io_idle_poll_us,
+                 "Microseconds an I/O thread out of work keeps polling before it sleeps "
+                 "(0: sleeps at once; CPU for latency, node/README.md)")
+      ->check(CLI::Range(0, 1000))
+      ->capture_default_str();
   app.add_option("--shard-threads", cfg.shard_threads,
                  "Threads running shard actors (default: half the cores)");
   app.add_option("--max-keys", cfg.max_keys, "Most limiter keys the node holds")

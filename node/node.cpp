@@ -114,6 +114,7 @@ int Node::start(std::string& why) {
   svc_.settings.start_ms = clock_.now_ns() / 1'000'000;
   svc_.settings.io_threads = cfg_.io_threads;
   svc_.settings.shard_threads = cfg_.shard_threads;
+  svc_.settings.io_idle_poll_us = cfg_.io_idle_poll_us;
 
   ShardPoolConfig pool_cfg;
   pool_cfg.shards = cfg_.shards;
@@ -193,6 +194,7 @@ int Node::start(std::string& why) {
   limits.output_timeout_ms = cfg_.output_timeout_ms;
   limits.timeout_s = cfg_.timeout_s;
   server_ = std::make_unique<Server>(svc_, limits, cfg_.io_threads, run_.polled);
+  server_->set_idle_poll(std::chrono::microseconds(cfg_.io_idle_poll_us));
   // TLS: the contexts every TLS door and peer link takes (node/README.md, "TLS").
   const bool tls_used = cfg_.tls_port > 0 || cfg_.tls_native || cfg_.tls_cluster;
   if (tls_used || cfg_.tls.configured()) {

@@ -87,7 +87,7 @@ std::vector<Lane> Server::lanes() const {
 void Server::run() {
   if (polled_) return;  // (its owner polls the loops)
   for (auto& ctx : contexts_) {
-    threads_.emplace_back([c = ctx.get()] { c->run(); });
+    threads_.emplace_back([c = ctx.get(), this] { run_io_loop(*c, idle_poll_, svc_.counters); });
   }
 }
 
@@ -95,6 +95,24 @@ size_t Server::poll() {
   size_t n = 0;
   for (auto& ctx : contexts_) n += ctx->poll();
   return n;
+}
+
+void run_io_loop(asio::io_context& ctx, std::chrono::nanoseconds idle_poll,
+                 NodeCounters& counters) {
+  if (idle_poll.count() <= 0) {
+    ctx.run();
+    return;
+  }
+  using Clock = std::chrono::steady_clock;
+  while (!ctx.stopped()) {
+    if (ctx.poll() > 0) continue;  // (each poll: one epoll_wait that does not block)
+    const Clock::time_point until = Clock::now() + idle_poll;
+    bool found = false;
+    while (!found && !ctx.stopped() && Clock::now() < until) found = ctx.poll() > 0;
+    (found ? counters.idle_poll_hits : counters.idle_poll_misses)
+        .fetch_add(1, std::memory_order_relaxed);
+    if (!found) ctx.run_one();  // sleeps until there is something to run
+  }
 }
 
 void Server::stop() {

@@ -2,6 +2,7 @@
 // over them round-robin, each connection served by one thread only (no strands needed).
 #pragma once
 #include <asio.hpp>
+#include <chrono>
 #include <memory>
 #include <string>
 #include <thread>
@@ -31,6 +32,9 @@ class Server {
   int port() const { return port_; }
   int tls_port() const { return tls_port_; }
   int native_port() const { return native_port_; }
+  // io-idle-poll-us: how long an I/O thread out of work keeps polling before it sleeps
+  // (run_io_loop). Before run().
+  void set_idle_poll(std::chrono::microseconds d) { idle_poll_ = d; }
   void run();  // starts the I/O threads; returns at once
   // Instead of run(), for an owner that drives the I/O loops itself (the simulator): runs
   // what is ready on each loop, without waiting; how many handlers ran.
@@ -57,6 +61,14 @@ class Server {
   int tls_port_ = 0;
   int native_port_ = 0;
   bool polled_ = false;
+  std::chrono::microseconds idle_poll_{0};
 };
+
+// An I/O thread's loop until `ctx` stops. With `idle_poll` zero it is ctx.run(): out of
+// work, the thread sleeps in epoll_wait and the next packet's sender pays to wake it. With
+// `idle_poll` above zero, a thread out of work keeps polling its sockets and timers that
+// long before it sleeps: CPU spent so that a request arriving within it finds the thread
+// awake (node/README.md, Threads and cores). Counts each idle poll in `counters`.
+void run_io_loop(asio::io_context& ctx, std::chrono::nanoseconds idle_poll, NodeCounters& counters);
 
 }  // namespace fg

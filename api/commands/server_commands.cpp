@@ -68,6 +68,7 @@ std::vector<Section> info_sections(CommandContext& s) {
   kv(sv, "uptime_in_days", n(up_s / 86400));
   kv(sv, "io_threads", n(st.io_threads));
   kv(sv, "shard_threads", n(st.shard_threads));
+  kv(sv, "io_idle_poll_us", n(st.io_idle_poll_us));
   kv(sv, "config_file", st.config_file);
   out.emplace_back("server", std::move(sv));
   std::string cl;
@@ -124,6 +125,8 @@ std::vector<Section> info_sections(CommandContext& s) {
   kv(stats, "protocol_errors", n(static_cast<int64_t>(v.counters.protocol_errors.load())));
   kv(stats, "clients_dropped_slow_reader", n(static_cast<int64_t>(v.counters.dropped_slow.load())));
   kv(stats, "clients_dropped_timeout", n(static_cast<int64_t>(v.counters.dropped_timeout.load())));
+  kv(stats, "io_idle_poll_hits", n(static_cast<int64_t>(v.counters.idle_poll_hits.load())));
+  kv(stats, "io_idle_poll_misses", n(static_cast<int64_t>(v.counters.idle_poll_misses.load())));
   if (v.scripts) {
     const ScriptCounters& sc = v.scripts->counters();
     kv(stats, "script_runs", n(static_cast<int64_t>(sc.runs.load())));
@@ -331,6 +334,7 @@ void cmd_config(CommandContext& s, Args& a) {
       {"max-keys", std::to_string(s.svc().shards->config().max_keys)},
       {"shards", std::to_string(s.svc().shards->size())},
       {"data-replication", st.data_sync ? "sync" : "async"},
+      {"io-idle-poll-us", std::to_string(st.io_idle_poll_us)},
   };
   std::vector<const std::pair<const char*, std::string>*> hits;
   for (const auto& p : params) {

@@ -48,6 +48,7 @@ struct NodeSettings {
   int64_t start_ms = 0;
   int io_threads = 1;
   int shard_threads = 1;
+  int io_idle_poll_us = 0;  // io-idle-poll-us (node/README.md, Threads and cores)
   // Cluster mode (routing != null): how a RESP client reaches a key another node owns.
   // kAuto: -MOVED once the client has asked for the topology (CLUSTER SLOTS or SHARDS),
   // else forwarded; kAlways: always -MOVED; kNever: always forwarded.
@@ -67,6 +68,9 @@ struct NodeCounters {
   std::atomic<uint64_t> dropped_slow{0};     // clients dropped for not reading replies
   std::atomic<uint64_t> dropped_timeout{0};  // idle or half-sent command timeouts
   std::atomic<uint64_t> forwarded{0};        // requests sent to their slot's owner
+  // io-idle-poll-us: idle polls that found work, and those that ended in a sleep.
+  std::atomic<uint64_t> idle_poll_hits{0};
+  std::atomic<uint64_t> idle_poll_misses{0};
   std::atomic<uint64_t> forward_failures{0};
   std::atomic<uint64_t> moved{0};               // -MOVED redirections answered
   std::atomic<uint64_t> forwards_served{0};     // requests run for other nodes

@@ -59,6 +59,8 @@ TEST(Config, TheShippedExampleLoads) {
 TEST(Config, ErrorsNameKeyAndLine) {
   EXPECT_EQ(load_error("port: 70000\n"), "port (line 1): must be between 0 and 65535");
   EXPECT_EQ(load_error("prot: 1\n"), "prot (line 1): unknown setting");
+  EXPECT_EQ(load_error("io-idle-poll-us: 5000\n"),
+            "io-idle-poll-us (line 1): must be between 0 and 1000");
   EXPECT_EQ(load_error("policies:\n  free:\n    kind: leaky\n"),
             "policies.free.kind (line 3): must be token_bucket, gcra, fixed_window, "
             "sliding_log, sliding_window or concurrency");

@@ -56,6 +56,29 @@ TEST(Process, ConfigGetReportsPersistenceAndClusterMode) {
   EXPECT_EQ(cli(member.port(), "CONFIG GET cluster-enabled"), "cluster-enabled\nyes\n");
 }
 
+// io-idle-poll-us reaches the I/O thread: CONFIG GET and INFO report it, and under a load
+// whose next request comes within the poll, the thread finds it awake (INFO's hits).
+TEST(Process, IoIdlePollIsReportedAndWorks) {
+  auto stat = [](int port, const std::string& key) {
+    const std::string info = cli(port, "INFO");
+    const auto at = info.find(key + ":");
+    return at == std::string::npos ? -1L : std::stol(info.substr(at + key.size() + 1));
+  };
+  NodeProcess plain;
+  EXPECT_EQ(cli(plain.port(), "CONFIG GET io-idle-poll-us"), "io-idle-poll-us\n0\n");
+  run("redis-benchmark -p " + std::to_string(plain.port()) + " -c 1 -n 2000 -q -t ping");
+  EXPECT_EQ(stat(plain.port(), "io_idle_poll_hits"), 0);
+  EXPECT_EQ(stat(plain.port(), "io_idle_poll_misses"), 0);
+  NodeProcess polling({"--io-idle-poll-us", "1000"});
+  EXPECT_EQ(cli(polling.port(), "CONFIG GET io-idle-poll-us"), "io-idle-poll-us\n1000\n");
+  EXPECT_EQ(stat(polling.port(), "io_idle_poll_us"), 1000);
+  // One client, one request at a time: each next request follows its reply within
+  // microseconds, inside the 1 ms poll far more often than not.
+  run("redis-benchmark -p " + std::to_string(polling.port()) + " -c 1 -n 2000 -q -t ping");
+  EXPECT_GT(stat(polling.port(), "io_idle_poll_hits"), 1000);
+  EXPECT_GE(stat(polling.port(), "io_idle_poll_misses"), 0);
+}
+
 TEST(Process, RedisCliInteractiveSession) {
   NodeProcess node;
   // redis-cli reads commands from a pipe exactly as typed at its prompt.
