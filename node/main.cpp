@@ -143,7 +143,7 @@ int main(int argc, char** argv) {
   app.add_option("--io-threads", cfg.io_threads, "Network threads (default: half the cores)");
   app.add_option("--io-idle-poll-us", cfg.io_idle_poll_us,
                  "Microseconds an I/O thread out of work keeps polling before it sleeps "
-                 "(0: sleeps at once; CPU for latency, node/README.md)")
+                 "(0: sleeps at once; trades CPU for wake-ups, node/README.md)")
       ->check(CLI::Range(0, 1000))
       ->capture_default_str();
   app.add_option("--shard-threads", cfg.shard_threads,
