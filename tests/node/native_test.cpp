@@ -395,7 +395,9 @@ TEST(Native, AllowedResultsLeaveOutTheirRetryOnlyForClientsThatAskForIt) {
     const std::string len = raw.recv_n(4);
     pb::ServerFrame answer;
     EXPECT_EQ(len.size(), 4u);
-    if (len.size() == 4) EXPECT_TRUE(answer.ParseFromString(raw.recv_n(read_length(len.data()))));
+    if (len.size() == 4) {
+      EXPECT_TRUE(answer.ParseFromString(raw.recv_n(read_length(len.data()))));
+    }
     return answer;
   };
   const pb::ServerFrame old_style = exchange(false, "omit:a");

@@ -22,12 +22,6 @@ caf::actor_system_config& actor_config() {
   return c;
 }
 
-std::string info_field(const std::string& info, const std::string& key) {
-  const auto at = info.find(key + ":");
-  if (at == std::string::npos) return "";
-  return info.substr(at + key.size() + 1, info.find("\r\n", at) - at - key.size() - 1);
-}
-
 NodeConfig cluster_member(const std::string& id, int bus, int seed_bus, const std::string& secret) {
   NodeConfig c;
   c.bind = "127.0.0.1";

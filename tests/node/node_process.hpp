@@ -308,6 +308,15 @@ class NodeProcess {
   pid_t pid_ = -1;
 };
 
+// One `key:value` field of an INFO reply ("" if it is not there).
+inline std::string info_field(const std::string& info, const std::string& key) {
+  const auto at = info.find(key + ":");
+  if (at == std::string::npos) return "";
+  const auto end = info.find_first_of("\r\n", at);
+  return info.substr(at + key.size() + 1,
+                     end == std::string::npos ? end : end - at - key.size() - 1);
+}
+
 // Runs a shell command, returns its stdout.
 inline std::string run(const std::string& cmd) {
   std::string out;

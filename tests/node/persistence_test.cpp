@@ -22,10 +22,7 @@ std::string info_field(Client& c, const std::string& key) {
     if (one.empty()) return "";
     head += one;
   }
-  const std::string body = c.recv_n(std::stoul(head.substr(1)) + 2);
-  const auto at = body.find(key + ":");
-  if (at == std::string::npos) return "";
-  return body.substr(at + key.size() + 1, body.find("\r\n", at) - at - key.size() - 1);
+  return fg::testing::info_field(c.recv_n(std::stoul(head.substr(1)) + 2), key);
 }
 
 struct Dir {

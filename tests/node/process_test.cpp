@@ -59,10 +59,9 @@ TEST(Process, ConfigGetReportsPersistenceAndClusterMode) {
 // io-idle-poll-us reaches the I/O thread: CONFIG GET and INFO report it, and under a load
 // whose next request comes within the poll, the thread finds it awake (INFO's hits).
 TEST(Process, IoIdlePollIsReportedAndWorks) {
-  auto stat = [](int port, const std::string& key) {
-    const std::string info = cli(port, "INFO");
-    const auto at = info.find(key + ":");
-    return at == std::string::npos ? -1L : std::stol(info.substr(at + key.size() + 1));
+  auto stat = [](int port, const std::string& key) {  // (-1: not reported)
+    const std::string v = info_field(cli(port, "INFO"), key);
+    return v.empty() ? -1L : std::stol(v);
   };
   NodeProcess plain;
   EXPECT_EQ(cli(plain.port(), "CONFIG GET io-idle-poll-us"), "io-idle-poll-us\n0\n");
