@@ -29,6 +29,7 @@ int luaopen_bit(lua_State* L);
 #include "key_slot.hpp"
 #include "key_table.hpp"
 #include "lua_libs.hpp"
+#include "sandbox.hpp"
 #include "shard.hpp"
 #include "words.hpp"
 
@@ -176,6 +177,7 @@ struct ScriptEngine::State {
   uint64_t catalog_version = 0;
   uint32_t runs = 0;
   uint64_t random = kRandomStart;  // math.random's generator (48 bits, as redis-server's)
+  SandboxMarks marks;              // what the current run changed that outlives it
   Run run;                         // the current run's scratch, reused
   static constexpr uint64_t kRandomStart = 0x1234ABCD330E;
   ~State() {
@@ -917,111 +919,6 @@ int redis_acl_check_cmd(lua_State* L) {
   return 1;
 }
 
-// Globals are read-only, and reading one that does not exist is an error (Redis's texts).
-int global_read(lua_State* L) {
-  return luaL_error(L, "Script attempted to access nonexistent global variable '%s'",
-                    lua_tostring(L, 2));
-}
-int global_write(lua_State* L) { return luaL_error(L, "Attempt to modify a readonly table"); }
-
-// The tables a script may read and not change (the globals, the libraries, the strings'
-// metatable) are kept in the registry's "fg_locked" table: rawset and setmetatable refuse
-// them. A library is a read-only view of itself (read_only_view): there the entry is the
-// library, which next, pairs and rawget read instead of the empty view.
-bool locked(lua_State* L, int idx) {
-  lua_getfield(L, LUA_REGISTRYINDEX, "fg_locked");
-  lua_pushvalue(L, idx);
-  lua_rawget(L, -2);
-  const bool yes = lua_toboolean(L, -1) != 0;
-  lua_pop(L, 2);
-  return yes;
-}
-
-// Locks the table at `idx`; `seen` (an index, or 0) is what reading it sees.
-void lock(lua_State* L, int idx, int seen = 0) {
-  idx = idx < 0 ? lua_gettop(L) + idx + 1 : idx;
-  seen = seen < 0 ? lua_gettop(L) + seen + 1 : seen;
-  lua_getfield(L, LUA_REGISTRYINDEX, "fg_locked");
-  lua_pushvalue(L, idx);
-  if (seen) {
-    lua_pushvalue(L, seen);
-  } else {
-    lua_pushboolean(L, 1);
-  }
-  lua_rawset(L, -3);
-  lua_pop(L, 1);
-}
-
-// next and rawget as Lua's (an upvalue), on the library when given its view.
-int see_through(lua_State* L) {
-  if (lua_type(L, 1) == LUA_TTABLE) {
-    lua_getfield(L, LUA_REGISTRYINDEX, "fg_locked");
-    lua_pushvalue(L, 1);
-    lua_rawget(L, -2);
-    if (lua_istable(L, -1)) {
-      lua_replace(L, 1);
-      lua_pop(L, 1);
-    } else {
-      lua_pop(L, 2);
-    }
-  }
-  lua_pushvalue(L, lua_upvalueindex(1));
-  lua_insert(L, 1);
-  lua_call(L, lua_gettop(L) - 1, LUA_MULTRET);
-  return lua_gettop(L);
-}
-
-// pairs: Lua's own next (upvalue 1) for a table, the one above (upvalue 2) for a view.
-int see_through_pairs(lua_State* L) {
-  luaL_checktype(L, 1, LUA_TTABLE);
-  lua_pushvalue(L, lua_upvalueindex(locked(L, 1) ? 2 : 1));
-  lua_pushvalue(L, 1);
-  lua_pushnil(L);
-  return 3;
-}
-
-// rawset and setmetatable as Lua's (its own, an upvalue), except on a locked table.
-int guarded(lua_State* L) {
-  if (lua_type(L, 1) == LUA_TTABLE && locked(L, 1)) {
-    lua_pushstring(L, "Attempt to modify a readonly table");  // (no position: Redis gives none)
-    return lua_error(L);
-  }
-  lua_pushvalue(L, lua_upvalueindex(1));
-  lua_insert(L, 1);
-  lua_call(L, lua_gettop(L) - 1, LUA_MULTRET);
-  return lua_gettop(L);
-}
-
-void wrap_global(lua_State* L, const char* name, lua_CFunction f) {
-  lua_getglobal(L, name);
-  lua_pushcclosure(L, f, 1);
-  lua_setglobal(L, name);
-}
-
-// A metatable that refuses writes (Attempt to modify a readonly table), keeps itself from
-// being changed or read, and sends reads to the value on top of the stack (a table to read
-// through to, or a function), which it replaces.
-void push_locking_metatable(lua_State* L) {
-  lua_createtable(L, 0, 3);
-  lua_insert(L, -2);
-  lua_setfield(L, -2, "__index");
-  lua_pushcfunction(L, global_write);
-  lua_setfield(L, -2, "__newindex");
-  lua_pushboolean(L, 0);
-  lua_setfield(L, -2, "__metatable");
-}
-
-// A read-only view of the table at the top of the stack, which it replaces: an empty table
-// that reads through to it and refuses writes (Lua 5.1 has no read-only tables of its own).
-void read_only_view(lua_State* L) {
-  lua_newtable(L);  // (table, view)
-  lua_pushvalue(L, -2);
-  push_locking_metatable(L);
-  lua_setmetatable(L, -2);
-  lock(L, -1, -2);
-  lua_replace(L, -2);
-}
-
 // The pcall message handler: where the error happened, as Redis reports it.
 int error_handler(lua_State* L) {
   lua_Debug ar;
@@ -1107,12 +1004,6 @@ std::unique_ptr<ScriptEngine::State> new_state(size_t cap) {
   set_fn(L, "random", math_random);
   set_fn(L, "randomseed", math_randomseed);
   lua_pop(L, 1);
-  // The sandbox: nothing that reads files, loads code from strings (or bytecode) or prints.
-  for (const char* name : {"dofile", "loadfile", "loadstring", "load", "print", "require", "module",
-                           "package", "os", "io", "debug"}) {
-    lua_pushnil(L);
-    lua_setglobal(L, name);
-  }
   lua_newtable(L);
   set_fn(L, "call", redis_call);
   set_fn(L, "pcall", redis_pcall);
@@ -1141,40 +1032,7 @@ std::unique_ptr<ScriptEngine::State> new_state(size_t cap) {
   lua_setglobal(L, "redis");
   lua_pushcfunction(L, error_handler);
   lua_setfield(L, LUA_REGISTRYINDEX, "fg_error_handler");
-  // Lock the libraries, the strings' metatable and the globals (KEYS and ARGV are set from
-  // C, with lua_rawset).
-  lua_newtable(L);
-  lua_setfield(L, LUA_REGISTRYINDEX, "fg_locked");
-  wrap_global(L, "rawset", guarded);
-  wrap_global(L, "setmetatable", guarded);
-  wrap_global(L, "rawget", see_through);
-  lua_getglobal(L, "next");
-  lua_pushvalue(L, -1);
-  lua_pushcclosure(L, see_through, 1);
-  lua_pushvalue(L, -1);
-  lua_setglobal(L, "next");
-  lua_pushcclosure(L, see_through_pairs, 2);
-  lua_setglobal(L, "pairs");
-  for (const char* name :
-       {"string", "math", "table", "coroutine", "cjson", "bit", "struct", "cmsgpack", "redis"}) {
-    lua_getglobal(L, name);
-    read_only_view(L);
-    lua_setglobal(L, name);
-  }
-  lua_pushstring(L, "");
-  lua_getmetatable(L, -1);  // (its __index is the string library: now the view of it)
-  lua_getglobal(L, "string");
-  lua_setfield(L, -2, "__index");
-  lua_pushvalue(L, -1);
-  read_only_view(L);  // what getmetatable("") answers
-  lua_setfield(L, -2, "__metatable");
-  lua_pop(L, 2);
-  lua_pushvalue(L, LUA_GLOBALSINDEX);
-  lock(L, -1);
-  lua_pushcfunction(L, global_read);
-  push_locking_metatable(L);
-  lua_setmetatable(L, -2);
-  lua_pop(L, 1);
+  seal_sandbox(L, &st->marks);
   return st;
 }
 
@@ -1243,7 +1101,7 @@ Result<std::string> ScriptEngine::load(std::string_view body) {
     if (!loader_) loader_ = new_state(limits_.memory_bytes);
     if (!loader_) return Error{"ERR could not start a Lua state"};
     lua_State* L = loader_->L;
-    if (luaL_loadbuffer(L, body.data(), body.size(), "@user_script")) {
+    if (load_sealed(L, body.data(), body.size(), "@user_script")) {
       std::string e = std::string("ERR Error compiling script (new function): ") +
                       (lua_isstring(L, -1) ? lua_tostring(L, -1) : "?");
       lua_pop(L, 1);
@@ -1317,7 +1175,7 @@ void ScriptEngine::run(ShardOp& op, const Step& step, int64_t now_ns) {
     lua_pop(L, 1);
     const std::string_view body = by_sha ? std::string_view(*known) : a[1];
     st.out_of_memory = false;
-    if (luaL_loadbuffer(L, body.data(), body.size(), "@user_script")) {
+    if (load_sealed(L, body.data(), body.size(), "@user_script")) {
       const std::string e = std::string("ERR Error compiling script (new function): ") +
                             (lua_isstring(L, -1) ? lua_tostring(L, -1) : "?");
       lua_pop(L, 2);
@@ -1385,6 +1243,7 @@ void ScriptEngine::run(ShardOp& op, const Step& step, int64_t now_ns) {
     if (out.is_error()) counters_.errors.fetch_add(1, std::memory_order_relaxed);
   }
   lua_settop(L, 0);
+  reset_after_run(L, st.marks);
   if (++st.runs % 50 == 0) lua_gc(L, LUA_GCSTEP, 50);
   if (st.out_of_memory) {  // a state that hit its cap starts afresh
     lua_gc(L, LUA_GCCOLLECT, 0);
