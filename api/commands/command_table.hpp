@@ -18,6 +18,7 @@ enum CommandFlag : uint32_t {
   kKeyed = 4,    // first argument is a key (cluster routing, COMMAND info)
   kWrite = 8,
   kFast = 16,
+  kScript = 32,  // runs a Lua script: how many go in one batch follows what they cost
 };
 
 using Handler = void (*)(CommandContext&, std::vector<std::string_view>&);

@@ -83,7 +83,15 @@ void IoBatcher::join(std::shared_ptr<BatchWaiter> w) {
 
 void IoBatcher::settle() {
   ++turns_;  // waiters completed here that join again leave in this loop too
+  // A connection whose batches keep running in place would keep this loop to itself (a
+  // pipeline of slow scripts, each its own batch): past a slice, the rest waits for the
+  // other ready sockets.
+  const int64_t until_ns = svc_.clock->now_ns() + kSettleSliceNs;
   while (filling_ && !filling_->waiters.empty()) {
+    if (svc_.clock->now_ns() > until_ns) {
+      post_flush();
+      break;
+    }
     if (!filling_->flight.forwards.empty()) {
       // A flight with requests for peers waits for the other sockets made ready by the same
       // poll: their requests for the same owners then share one peer request each, instead

@@ -9,6 +9,7 @@
 #include "gcra.hpp"
 #include "key_slot.hpp"
 #include "request_metrics.hpp"
+#include "script_engine.hpp"
 
 namespace fg {
 
@@ -188,6 +189,7 @@ ProcessResult RespSession::process(const char* data, size_t len, Flight& flight)
     door_.routing = routing_.get();
   }
   arrived_ns_ = steady_ns();
+  scripts_ = 0;
   executing_.clear();  // (the last flight, which ran them, is back)
   watching_.clear();
   watch_words_.clear();
@@ -226,6 +228,7 @@ ProcessResult RespSession::process(const char* data, size_t len, Flight& flight)
     const CommandSpec* spec = last_spec_;
     cur_cmd_ = spec ? command_id(spec) : kUnknownCommandId;
     if (spec && (spec->flags & kBarrier) && pending_ > 0) break;  // after the work ahead of it
+    if (spec && (spec->flags & kScript) && !in_multi_ && scripts_ >= script_allowance_) break;
     if (watch_pending_ && spec) {  // (they need the tokens WATCH is fetching)
       const std::string_view n = spec->name;
       if (n == "exec" || n == "discard" || n == "unwatch") break;
@@ -237,6 +240,7 @@ ProcessResult RespSession::process(const char* data, size_t len, Flight& flight)
     }
     r.consumed += pr.consumed;
     ++taken;
+    if (spec && (spec->flags & kScript) && !in_multi_) ++scripts_;
     const size_t start = local_.size();
     requested_ = false;
     if (in_multi_ && queue(spec)) {
@@ -458,7 +462,17 @@ void RespSession::exec() {
 void RespSession::complete(Flight& flight) {
   RespWriter w(out_, proto_);
   Door& d = door_;
-  d.latency_us = (steady_ns() - arrived_ns_) / 1000;
+  const int64_t took_ns = steady_ns() - arrived_ns_;
+  d.latency_us = took_ns / 1000;
+  if (scripts_ > 0 && svc_.scripts) {
+    // (what the batch took is an upper bound on what its scripts took: the allowance errs
+    // on the side of fewer)
+    const int64_t budget_ns = svc_.scripts->limits().budget_ms * 1'000'000;
+    const int64_t each_ns = std::max<int64_t>(took_ns / static_cast<int64_t>(scripts_), 1000);
+    script_allowance_ = static_cast<size_t>(
+        std::clamp<int64_t>(budget_ns / each_ns, 1,
+                            static_cast<int64_t>(svc_.settings.max_batch_commands)));
+  }
   RequestMetrics& metrics = *svc_.metrics;
   uint32_t drop = 0;          // replies of an aborted transaction still to pass over
   bool failed_check = false;  // a check of the next EXEC failed

@@ -99,6 +99,11 @@ class RespSession final : public CommandContext {
   std::string last_name_;  // the last command looked up, as sent, and its table entry
   const CommandSpec* last_spec_ = nullptr;
   int64_t arrived_ns_ = 0;  // when this read's commands were parsed (steady clock)
+  // Scripts: how many one batch may carry, so that a batch's scripts take about one script
+  // budget (a pipeline of slow scripts cannot hold a shard for seconds), learnt from what
+  // this connection's last batch of scripts took; and how many this batch carries.
+  size_t script_allowance_ = 1;
+  size_t scripts_ = 0;
   std::string out_;
   // MULTI: the queued commands' words (copied: the read buffer they came in goes), and
   // whether one was refused while queueing (EXEC then answers EXECABORT).
