@@ -10,13 +10,16 @@
 
 namespace fg {
 
-// Who runs a script: asked before each command the script calls (redis.call runs with the
-// caller's rights, as in Redis). Null when nothing is checked.
+// Whose rights an op runs with: asked before each command a script calls (redis.call runs
+// with the caller's rights, as in Redis), and for each lease a holder-wide renewal or
+// release would touch. Null when nothing is checked.
 class ScriptCaller {
  public:
   virtual ~ScriptCaller() = default;
   // Null when `words` may run; otherwise the error the call raises.
   virtual const char* refuse(const std::vector<std::string_view>& words) const = 0;
+  // Whether the caller may change `key` (FG.HEARTBEAT and FG.RELEASEALL skip the rest).
+  virtual bool may_write(std::string_view key) const = 0;
 };
 
 class ScriptHost {

@@ -65,8 +65,9 @@ struct ShardOp {
   // A transaction's ops share one flag: a watched key's check (kWatchCheck) that finds the
   // key changed sets it, and the transaction's ops after it are not run.
   uint8_t* abort = nullptr;
-  // kData, scripts: whose rights the script's calls run with (null: unchecked). Kept alive
-  // by the sender until the op is answered.
+  // kData, scripts: whose rights the script's calls run with; heartbeat and release of a
+  // holder: whose keys' leases it may touch (null: unchecked). Kept alive by the sender
+  // until the op is answered.
   const ScriptCaller* caller = nullptr;
 
   OpStatus status = OpStatus::kOk;

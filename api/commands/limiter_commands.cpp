@@ -147,11 +147,19 @@ void cmd_fg_count(CommandContext& s, Args& a) {
   s.request(r, ReplyStyle::kInteger);
 }
 
+// A holder's leases are renewed or released only where its user may change the key: one
+// tenant cannot release another's permits by naming its holder.
+static const AclUser* holder_user(CommandContext& s) {
+  const AclUser* u = s.acl().user();
+  return u && !u->unrestricted() ? u : nullptr;
+}
+
 // Cluster-wide: the core sends it to every member and adds up their counts.
 void cmd_fg_heartbeat(CommandContext& s, Args& a) {
   Request r;
   r.verb = Verb::kHeartbeat;
   r.holder = a[1];
+  r.user = holder_user(s);
   if (!parse_ms(s, a[2], r.ttl_ms)) return;
   s.request(r, ReplyStyle::kInteger);
 }
@@ -160,6 +168,7 @@ void cmd_fg_releaseall(CommandContext& s, Args& a) {
   Request r;
   r.verb = Verb::kReleaseAll;
   r.holder = a[1];
+  r.user = holder_user(s);
   s.request(r, ReplyStyle::kInteger);
 }
 

@@ -133,6 +133,7 @@ class AclUser : public ScriptCaller {
 
   // ScriptCaller: what redis.call may run (a refusal goes to the book's ACL LOG).
   const char* refuse(const std::vector<std::string_view>& words) const override;
+  bool may_write(std::string_view key) const override { return key_allowed(key, false, true); }
   void set_book(const AclBook* book) { book_ = book; }
 
  private:

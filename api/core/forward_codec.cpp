@@ -27,8 +27,8 @@ void encode_forwarded(const Request& r, std::string_view holder, forward::Forwar
     out.set_data(static_cast<uint32_t>(r.data));
     out.set_resp3(r.resp3);
     for (std::string_view w : *r.args) out.add_args(w.data(), w.size());
-    if (r.user) out.set_user(r.user->name());
   }
+  if (r.user) out.set_user(r.user->name());
 }
 
 Result<Request> decode_forwarded(const forward::ForwardedRequest& in,

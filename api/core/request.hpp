@@ -58,7 +58,8 @@ struct Request {
   const std::vector<std::string_view>* args = nullptr;  // data: its words, name first; the
                                                         // core copies the list, not the bytes
   uint32_t txn = 0;  // data: the transaction it belongs to (Flight::open_txn), 0 none
-  // data, scripts: the ACL user whose rights its calls run with; null when unrestricted.
+  // data, scripts: the ACL user whose rights its calls run with; heartbeat and release of a
+  // holder: the user whose keys' leases they may touch. Null when unrestricted.
   // Kept alive by the door until the outcome is back.
   const AclUser* user = nullptr;
 };

@@ -270,6 +270,7 @@ Pending RequestCore::submit(const Request& r, const Door& d, Flight& f, Outcome&
   op.ttl_ns = r.verb == Verb::kAcquire ? r.spec.c : r.ttl_ms * kNsPerMs;
   op.lease_id = r.lease;
   op.holder = holder;
+  op.caller = r.user;  // (a holder's leases: only those on keys its user may change)
   op.abort = r.txn ? &f.aborts[r.txn - 1] : nullptr;
   p.at = Pending::At::kShard;
   p.index = static_cast<uint32_t>(f.batch->ops.size() - 1);

@@ -340,6 +340,9 @@ void NativeSession::request(const wire::RequestView& req, Frame& f, size_t index
   r.lease = req.lease;
   r.holder = req.holder;
   r.bound = req.bound;
+  if ((verb == Verb::kHeartbeat || verb == Verb::kReleaseAll) && !acl_.user()->unrestricted()) {
+    r.user = acl_.user();  // (only the leases on keys this user may change)
+  }
   r.here_only = !req.cluster_wide;  // older clients send it to every node themselves
   if (rate_verb(verb) || verb == Verb::kAcquire) {
     // The limit: inline, or what the policies say for this key (override, named, pattern).
