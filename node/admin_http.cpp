@@ -1,8 +1,11 @@
-// Admin HTTP routes: health, readiness, cluster JSON, status JSON and the status page.
+// Admin HTTP: the routes (health, readiness, metrics, cluster JSON, status JSON, the page)
+// and the small HTTP/1.1 server that carries them, one request per connection.
 #include "admin_http.hpp"
 
-#include <httplib.h>
 #include <spdlog/spdlog.h>
+
+#include <algorithm>
+#include <cctype>
 
 #include "bus_key.hpp"
 #include "cluster.hpp"
@@ -30,8 +33,9 @@ std::string json_str(std::string_view s) {
 }
 }  // namespace
 
-AdminHttp::AdminHttp(Services& svc, Cluster* cluster, AdminCounters& counters)
-    : svc_(svc), cluster_(cluster), counters_(counters) {}
+AdminHttp::AdminHttp(Services& svc, Cluster* cluster, AdminCounters& counters,
+                     AdminLimits limits)
+    : svc_(svc), cluster_(cluster), counters_(counters), limits_(limits) {}
 
 std::optional<std::string> read_admin_token(const std::string& path, std::string& why) {
   const auto lines = read_secret_lines(path, "admin token", why);
@@ -48,7 +52,12 @@ void AdminHttp::set_token(std::string token) {
   token_ = std::move(token);
 }
 
-bool AdminHttp::allowed(const std::string& auth) const {
+bool AdminHttp::has_token() const {
+  std::lock_guard<std::mutex> lock(token_mu_);
+  return !token_.empty();
+}
+
+bool AdminHttp::allowed(std::string_view auth) const {
   std::string token;
   {
     std::lock_guard<std::mutex> lock(token_mu_);
@@ -138,7 +147,7 @@ std::string AdminHttp::cluster_json() const {
   return j + "]}";
 }
 
-std::string AdminHttp::status_json() const {
+std::string AdminHttp::status_json(bool with_keys) const {
   const auto counts = svc_.metrics->counts();
   uint64_t requests = 0, allowed = 0, denied = 0, errors = 0;
   for (const auto& r : counts.requests) {
@@ -158,6 +167,7 @@ std::string AdminHttp::status_json() const {
   j += ",\"leases\":" + std::to_string(svc_.shards->leases());
   j += ",\"clients\":" + std::to_string(svc_.clients->count());
   j += ",\"policy_digest\":\"" + std::to_string(svc_.policies->snapshot()->digest) + "\"";
+  if (!with_keys) return j + ",\"keys_hidden\":true,\"top_denied\":[]}";
   j += ",\"top_denied\":[";
   bool first = true;
   for (const auto& d : svc_.metrics->top_denied(10, now_ns / 1'000'000'000)) {
@@ -168,53 +178,250 @@ std::string AdminHttp::status_json() const {
   return j + "]}";
 }
 
-void AdminHttp::start(const std::string& host, int port) {
-  http_ = std::make_unique<httplib::Server>();
-  auto& h = *http_;
-  h.new_task_queue = [] { return new httplib::ThreadPool(2); };
-  h.Get("/healthz", [](const httplib::Request&, httplib::Response& res) {
-    res.set_content("ok\n", "text/plain");
-  });
-  h.Get("/readyz", [this](const httplib::Request&, httplib::Response& res) {
-    const std::string why = not_ready();
-    res.status = why.empty() ? 200 : 503;
-    res.set_content(why.empty() ? "ready\n" : "not ready: " + why + "\n", "text/plain");
-  });
-  h.Get("/metrics", [this](const httplib::Request&, httplib::Response& res) {
-    res.set_content(metrics(), "text/plain; version=0.0.4; charset=utf-8");
-  });
+AdminHttp::Reply AdminHttp::answer(std::string_view method, std::string_view target,
+                                   std::string_view auth, bool loopback) const {
+  Reply r;
+  if (method != "GET" && method != "HEAD") {
+    r.status = 405;
+    r.extra_headers = "Allow: GET, HEAD\r\n";
+    r.body = "method not allowed\n";
+    return r;
+  }
+  const std::string_view path = target.substr(0, target.find('?'));
   // What shows keys and the cluster's layout may want a token; probes and scrapes never do.
-  auto refuse = [](httplib::Response& res) {
-    res.status = 401;
-    res.set_header("WWW-Authenticate", "Bearer realm=\"floodgate admin\"");
-    res.set_content("unauthorized: send Authorization: Bearer <admin token>\n", "text/plain");
+  auto refuse = [&r] {
+    r.status = 401;
+    r.extra_headers = "WWW-Authenticate: Bearer realm=\"floodgate admin\"\r\n";
+    r.body = "unauthorized: send Authorization: Bearer <admin token>\n";
   };
-  h.Get("/cluster", [this, refuse](const httplib::Request& req, httplib::Response& res) {
-    if (!allowed(req.get_header_value("Authorization"))) return refuse(res);
-    res.set_header("Access-Control-Allow-Origin", "*");
-    res.set_content(cluster_json(), "application/json");
-  });
-  h.Get("/status", [this, refuse](const httplib::Request& req, httplib::Response& res) {
-    if (!allowed(req.get_header_value("Authorization"))) return refuse(res);
-    res.set_header("Access-Control-Allow-Origin", "*");
-    res.set_content(status_json(), "application/json");
-  });
-  h.Get("/", [](const httplib::Request&, httplib::Response& res) {
+  if (path == "/healthz") {
+    const std::string why = health_ ? health_() : std::string();
+    r.status = why.empty() ? 200 : 503;
+    r.body = why.empty() ? "ok\n" : "unhealthy: " + why + "\n";
+  } else if (path == "/readyz") {
+    const std::string why = not_ready();
+    r.status = why.empty() ? 200 : 503;
+    r.body = why.empty() ? "ready\n" : "not ready: " + why + "\n";
+  } else if (path == "/metrics") {
+    r.type = "text/plain; version=0.0.4; charset=utf-8";
+    r.body = metrics();
+  } else if (path == "/cluster") {
+    if (!allowed(auth)) return refuse(), r;
+    r.type = "application/json";
+    r.body = cluster_json();
+  } else if (path == "/status") {
+    if (!allowed(auth)) return refuse(), r;
+    r.type = "application/json";
+    // Key names go to whoever holds the token, or, with none set, to this machine only.
+    r.body = status_json(has_token() || loopback);
+  } else if (path == "/") {
     // (the page holds no data: it asks /cluster and /status, with the token given after
     // '#' in its address, which browsers never send to the server)
-    res.set_content(kStatusPage, "text/html; charset=utf-8");
-  });
-  port_ = port == 0 ? h.bind_to_any_port(host.c_str())
-                    : (h.bind_to_port(host.c_str(), port) ? port : -1);
-  if (port_ <= 0) {
-    throw std::runtime_error("cannot bind admin port " + std::to_string(port) + " on " + host);
+    r.type = "text/html; charset=utf-8";
+    r.body = kStatusPage;
+  } else {
+    r.status = 404;
+    r.body = "not found\n";
   }
-  thread_ = std::thread([this] { http_->listen_after_bind(); });
+  return r;
+}
+
+namespace {
+const char* reason(int status) {
+  switch (status) {
+    case 200:
+      return "OK";
+    case 400:
+      return "Bad Request";
+    case 401:
+      return "Unauthorized";
+    case 404:
+      return "Not Found";
+    case 405:
+      return "Method Not Allowed";
+    case 431:
+      return "Request Header Fields Too Large";
+    case 503:
+      return "Service Unavailable";
+    default:
+      return "Error";
+  }
+}
+
+bool is_loopback(const asio::ip::address& a) {
+  if (a.is_v6() && a.to_v6().is_v4_mapped()) {
+    return asio::ip::make_address_v4(asio::ip::v4_mapped, a.to_v6()).is_loopback();
+  }
+  return a.is_loopback();
+}
+
+// The value of header `name` (lower case) in `head`, or empty.
+std::string_view header(std::string_view head, std::string_view name) {
+  size_t at = head.find("\r\n");
+  while (at != std::string_view::npos && at + 2 < head.size()) {
+    const size_t start = at + 2;
+    const size_t end = head.find("\r\n", start);
+    const std::string_view line = head.substr(start, end - start);
+    const size_t colon = line.find(':');
+    if (colon == name.size() &&
+        std::equal(name.begin(), name.end(), line.begin(), [](char a, char b) {
+          return a == std::tolower(static_cast<unsigned char>(b));
+        })) {
+      std::string_view v = line.substr(colon + 1);
+      while (!v.empty() && (v.front() == ' ' || v.front() == '\t')) v.remove_prefix(1);
+      while (!v.empty() && (v.back() == ' ' || v.back() == '\t')) v.remove_suffix(1);
+      return v;
+    }
+    at = end;
+  }
+  return {};
+}
+}  // namespace
+
+// One request, one reply, then the connection closes. A deadline covers the request from
+// accept to its last header byte, another the reply; whichever passes closes the socket.
+class AdminHttp::Conn : public std::enable_shared_from_this<Conn> {
+ public:
+  Conn(AdminHttp& http, asio::ip::tcp::socket sock)
+      : http_(http), sock_(std::move(sock)), timer_(http.io_) {}
+
+  void start() {
+    asio::error_code ec;
+    const auto peer = sock_.remote_endpoint(ec);
+    loopback_ = !ec && is_loopback(peer.address());
+    arm(http_.limits_.request_deadline_ms);
+    auto self = shared_from_this();
+    asio::async_read_until(sock_, asio::dynamic_buffer(in_, http_.limits_.max_request_bytes),
+                           "\r\n\r\n", [self](asio::error_code ec, size_t n) {
+                             if (self->closed_) return;
+                             if (ec == asio::error::not_found) return self->reply_error(431);
+                             if (ec) return self->close();
+                             self->handle(n);
+                           });
+  }
+  // Still sending its request: what the cap closes first.
+  bool sending() const { return !closed_ && !replying_; }
+  void close() {
+    if (closed_) return;
+    closed_ = true;
+    asio::error_code ec;
+    timer_.cancel();
+    sock_.shutdown(asio::ip::tcp::socket::shutdown_both, ec);
+    sock_.close(ec);
+  }
+
+ private:
+  void arm(int64_t ms) {
+    timer_.expires_after(std::chrono::milliseconds(ms));
+    auto self = shared_from_this();
+    timer_.async_wait([self](asio::error_code ec) {
+      if (ec || self->closed_) return;
+      self->http_.counters_.dropped.fetch_add(1, std::memory_order_relaxed);
+      self->close();
+    });
+  }
+
+  void handle(size_t n) {
+    const std::string_view head(in_.data(), n);
+    const std::string_view line = head.substr(0, head.find("\r\n"));
+    const size_t sp1 = line.find(' ');
+    const size_t sp2 = sp1 == std::string_view::npos ? sp1 : line.find(' ', sp1 + 1);
+    if (sp2 == std::string_view::npos) return reply_error(400);
+    const std::string_view method = line.substr(0, sp1);
+    const std::string_view target = line.substr(sp1 + 1, sp2 - sp1 - 1);
+    send(http_.answer(method, target, header(head, "authorization"), loopback_), method == "HEAD");
+  }
+
+  void reply_error(int status) {
+    Reply r;
+    r.status = status;
+    r.body = std::string(reason(status)) + "\n";
+    send(r, false);
+  }
+
+  void send(const Reply& r, bool head_only) {
+    replying_ = true;
+    out_ = "HTTP/1.1 " + std::to_string(r.status) + " " + reason(r.status) +
+           "\r\nContent-Type: " + r.type + "\r\nContent-Length: " + std::to_string(r.body.size()) +
+           "\r\nConnection: close\r\nCache-Control: no-store\r\n" + r.extra_headers + "\r\n";
+    if (!head_only) out_ += r.body;
+    arm(http_.limits_.reply_deadline_ms);
+    auto self = shared_from_this();
+    asio::async_write(sock_, asio::buffer(out_),
+                      [self](asio::error_code, size_t) { self->close(); });
+  }
+
+  AdminHttp& http_;
+  asio::ip::tcp::socket sock_;
+  asio::steady_timer timer_;
+  std::string in_;
+  std::string out_;
+  bool loopback_ = false;
+  bool replying_ = false;
+  bool closed_ = false;
+};
+
+void AdminHttp::start(const std::string& host, int port) {
+  try {
+    asio::ip::tcp::resolver resolver(io_);
+    const asio::ip::tcp::endpoint at = 
+        resolver.resolve(host, std::to_string(port)).begin()->endpoint();
+    acceptor_ = std::make_unique<asio::ip::tcp::acceptor>(io_);
+    acceptor_->open(at.protocol());
+    acceptor_->set_option(asio::ip::tcp::acceptor::reuse_address(true));
+    acceptor_->bind(at);
+    acceptor_->listen();
+    port_ = acceptor_->local_endpoint().port();
+  } catch (const std::exception& e) {
+    throw std::runtime_error("cannot bind admin port " + std::to_string(port) + " on " + host +
+                             ": " + e.what());
+  }
+  accept();
+  thread_ = std::thread([this] { io_.run(); });
+}
+
+void AdminHttp::accept() {
+  acceptor_->async_accept([this](asio::error_code ec, asio::ip::tcp::socket sock) {
+    if (ec == asio::error::operation_aborted || !acceptor_->is_open()) return;
+    if (!ec) admit(std::make_shared<Conn>(*this, std::move(sock)));
+    accept();
+  });
+}
+
+// Over the cap, the oldest connection still sending its request goes: a crowd of slow
+// clients cannot keep a probe out.
+void AdminHttp::admit(std::shared_ptr<Conn> c) {
+  c->start();
+  open_.push_back(c);
+  size_t live = 0;
+  open_.erase(std::remove_if(open_.begin(), open_.end(),
+                             [&live](const std::weak_ptr<Conn>& w) {
+                               auto p = w.lock();
+                               if (!p || !p->sending()) return true;
+                               ++live;
+                               return false;
+                             }),
+              open_.end());
+  for (auto it = open_.begin(); live > limits_.max_connections && it != open_.end(); ++it) {
+    if (auto p = it->lock(); p && p.get() != c.get() && p->sending()) {
+      counters_.dropped.fetch_add(1, std::memory_order_relaxed);
+      p->close();
+      --live;
+    }
+  }
 }
 
 void AdminHttp::stop() {
-  if (http_) http_->stop();
-  if (thread_.joinable()) thread_.join();
+  if (!thread_.joinable()) return;
+  asio::post(io_, [this] {  // (on the admin thread, which owns the connections)
+    asio::error_code ec;
+    acceptor_->close(ec);
+    for (auto& w : open_)
+      if (auto p = w.lock()) p->close();
+    open_.clear();
+    io_.stop();
+  });
+  thread_.join();
 }
 
 }  // namespace fg

@@ -1,8 +1,13 @@
 // The admin HTTP port: Prometheus /metrics, /healthz, /readyz, /cluster (JSON), /status
-// (JSON for the page) and the live status page at /. Runs on threads of its own (cpp-httplib);
-// reads only snapshots and counters, never touches a shard.
+// (JSON for the page) and the live status page at /. One thread of its own running an Asio
+// loop: a slow or idle client holds a socket, never a worker, so probes are answered while
+// any number of them dawdle; each connection has a deadline for its request and for its
+// reply, and their number is capped. Reads only snapshots and counters, never a shard.
 #pragma once
+#include <asio.hpp>
 #include <atomic>
+#include <deque>
+#include <functional>
 #include <memory>
 #include <mutex>
 #include <optional>
@@ -10,10 +15,6 @@
 #include <thread>
 
 #include "services.hpp"
-
-namespace httplib {
-class Server;
-}
 
 namespace fg {
 
@@ -23,15 +24,24 @@ struct AdminCounters {
   std::atomic<uint64_t> reloads_ok{0};
   std::atomic<uint64_t> reloads_failed{0};
   std::atomic<uint64_t> refused{0};  // admin requests without the right bearer token
+  std::atomic<uint64_t> dropped{0};  // connections closed past a deadline or over the cap
 };
 
 // The bearer token in `path` (its first non-blank line, surrounding white space dropped);
 // std::nullopt, with `why`, when the file cannot be read or holds no token.
 std::optional<std::string> read_admin_token(const std::string& path, std::string& why);
 
+// The port's limits: what one request may take, and how many may be open at once.
+struct AdminLimits {
+  int64_t request_deadline_ms = 3000;  // from accept to the request's last header byte
+  int64_t reply_deadline_ms = 10000;   // to write the reply
+  size_t max_request_bytes = 16 * 1024;
+  size_t max_connections = 128;  // past it, the oldest connection still sending is closed
+};
+
 class AdminHttp {
  public:
-  AdminHttp(Services& svc, Cluster* cluster, AdminCounters& counters);
+  AdminHttp(Services& svc, Cluster* cluster, AdminCounters& counters, AdminLimits limits = {});
   ~AdminHttp();
   // Binds `host:port` (0: a free port) and serves; throws std::runtime_error if it cannot.
   void start(const std::string& host, int port);
@@ -39,23 +49,45 @@ class AdminHttp {
   int port() const { return port_; }
   // From now on /cluster, /status and / want `Authorization: Bearer <token>` (empty: open).
   void set_token(std::string token);
+  // /healthz answers 503 with this text while it says something (e.g. a stuck script).
+  void set_health_check(std::function<std::string()> check) { health_ = std::move(check); }
 
-  // The bodies, separately callable (tests).
+  // The bodies, separately callable (tests). `with_keys`: /status names the most-denied
+  // keys (with a token, or to a loopback client when no token is set).
   std::string metrics() const;
   std::string cluster_json() const;
-  std::string status_json() const;
+  std::string status_json(bool with_keys = true) const;
   // Empty when ready; else why not.
   std::string not_ready() const;
 
+  struct Reply {
+    int status = 200;
+    std::string type = "text/plain";
+    std::string body;
+    std::string extra_headers;  // whole lines, each ending in \r\n
+  };
+  // The answer to one request: its method, its target, its Authorization header, whether
+  // the client is on loopback.
+  Reply answer(std::string_view method, std::string_view target, std::string_view auth,
+               bool loopback) const;
+
  private:
+  class Conn;
   Services& svc_;
   Cluster* cluster_;
   AdminCounters& counters_;
+  AdminLimits limits_;
+  std::function<std::string()> health_;
   // Whether the request carries the token (or none is set); counts and logs refusals.
-  bool allowed(const std::string& auth) const;
+  bool allowed(std::string_view auth) const;
+  bool has_token() const;
+  void accept();
+  void admit(std::shared_ptr<Conn> c);
   mutable std::mutex token_mu_;
   std::string token_;
-  std::unique_ptr<httplib::Server> http_;
+  asio::io_context io_;
+  std::unique_ptr<asio::ip::tcp::acceptor> acceptor_;
+  std::deque<std::weak_ptr<Conn>> open_;  // in accept order (the admin thread's alone)
   std::thread thread_;
   int port_ = 0;
 };
