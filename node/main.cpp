@@ -8,12 +8,15 @@
 #include <caf/all.hpp>
 #include <csignal>
 #include <iostream>
+#include <thread>
 
 #include "command_table.hpp"
 #include "config.hpp"
 #include "node.hpp"
 
 namespace {
+
+constexpr int kStopDeadlineS = 60;  // a stop that takes longer ends the process anyway
 // The value after `flag` ("--config FILE" or "--config=FILE"), read before the flags are
 // parsed: the file gives the base the flags then override.
 std::string pre_scan(int argc, char** argv, const std::string& flag) {
@@ -299,6 +302,21 @@ int main(int argc, char** argv) {
     node.request_stop();
   });
   while (!node.stop_requested()) signal_io.run_for(std::chrono::milliseconds(50));
+  // A node whose shard is stuck (a C call no budget can stop) could never finish stopping:
+  // past the deadline, or at a second signal, the process ends at once.
+  std::thread([] {
+    std::this_thread::sleep_for(std::chrono::seconds(kStopDeadlineS));
+    spdlog::error("still stopping after {} s: exiting now", kStopDeadlineS);
+    std::_Exit(1);
+  }).detach();
+  signals.async_wait([](const asio::error_code& ec, int sig) {
+    if (ec) return;
+    spdlog::error("signal {} received while stopping: exiting now", sig);
+    std::_Exit(1);
+  });
+  std::thread second([&signal_io] { signal_io.run(); });
   node.stop();
+  signal_io.stop();
+  second.join();
   return 0;
 }

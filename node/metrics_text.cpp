@@ -153,6 +153,9 @@ std::string AdminHttp::metrics() const {
         load(n.protocol_errors));
   t.one("floodgate_admin_refused_total", "counter",
         "Admin HTTP requests refused without the bearer token", load(counters_.refused));
+  t.one("floodgate_admin_dropped_total", "counter",
+        "Admin HTTP connections closed past their request or reply deadline, or over the cap",
+        load(counters_.dropped));
   t.one("floodgate_client_memory_bytes", "gauge",
         "Bytes all client connections' buffers hold (maxmemory-clients caps it)",
         static_cast<double>(svc_.clients->memory()));

@@ -14,6 +14,9 @@
 namespace fg {
 namespace {
 
+// How long past its budget a running script makes /healthz fail.
+constexpr int64_t kStuckScriptGraceMs = 2000;
+
 // A certificate that expires within two weeks is said at start and at each reload (and
 // /metrics has the date for alerts: floodgate_tls_certificate_expiry_timestamp_seconds).
 void warn_if_expiring(const TlsContexts& tls) {
@@ -306,6 +309,15 @@ int Node::start(std::string& why) {
                      : cfg_.port == 0 && plain ? 0
                                                : base_port + 2000;
     admin_ = std::make_unique<AdminHttp>(svc_, cluster_.get(), admin_counters_);
+    admin_->set_health_check([engine = scripts_.get()]() -> std::string {
+      // A script is stopped by its budget at the next instruction; one still running long
+      // after it is stuck inside a single C call, and so is its shard.
+      const int64_t ms = engine ? engine->longest_run_ns() / 1'000'000 : 0;
+      const int64_t budget_ms = engine ? engine->limits().budget_ms : 0;
+      if (ms <= budget_ms + kStuckScriptGraceMs) return "";
+      return "a script has run for " + std::to_string(ms) + " ms (script-time-limit " +
+             std::to_string(budget_ms) + " ms)";
+    });
     if (!cfg_.admin_token_file.empty()) {
       std::string e;
       const auto token = read_admin_token(cfg_.admin_token_file, e);

@@ -1077,8 +1077,24 @@ void error_reply(lua_State* L, const std::string& sha, DataReply& out) {
 
 ScriptEngine::ScriptEngine(size_t shards, bool cluster, ScriptLimits limits, Arity arity,
                            ScriptCache& cache)
-    : shards_(shards), cluster_(cluster), limits_(limits), arity_(arity), cache_(cache) {
+    : shards_(shards),
+      cluster_(cluster),
+      limits_(limits),
+      arity_(arity),
+      cache_(cache),
+      started_ns_(new std::atomic<int64_t>[shards]) {
   states_.resize(shards);
+  for (size_t i = 0; i < shards; ++i) started_ns_[i].store(0, std::memory_order_relaxed);
+}
+
+int64_t ScriptEngine::longest_run_ns() const {
+  const int64_t now = mono_ns();
+  int64_t longest = 0;
+  for (size_t i = 0; i < shards_; ++i) {
+    const int64_t t = started_ns_[i].load(std::memory_order_relaxed);
+    if (t != 0) longest = std::max(longest, now - t);
+  }
+  return longest;
 }
 
 ScriptEngine::~ScriptEngine() = default;
@@ -1211,12 +1227,15 @@ void ScriptEngine::run(ShardOp& op, const Step& step, int64_t now_ns) {
   r.arity = arity_;
   r.caller = op.caller;
   if (cluster_ && numkeys > 0) r.slot = static_cast<int>(key_slot(a[3]));
-  r.deadline_ns = mono_ns() + limits_.budget_ms * 1'000'000;
+  const int64_t started_ns = mono_ns();
+  r.deadline_ns = started_ns + limits_.budget_ms * 1'000'000;
   st.out_of_memory = false;
   t_run = &r;
+  started_ns_[home].store(started_ns, std::memory_order_relaxed);
   lua_sethook(L, hook, LUA_MASKCOUNT, kHookEvery);
   const int rc = lua_pcall(L, 0, 1, -2);
   lua_sethook(L, nullptr, 0, 0);
+  started_ns_[home].store(0, std::memory_order_relaxed);
   t_run = nullptr;
 
   if (rc != 0 && (r.over_budget || st.out_of_memory)) {

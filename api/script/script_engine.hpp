@@ -5,6 +5,7 @@
 // running thread for the whole run (ShardHost), and its commands run on them directly.
 // What replicas get is what the commands changed, never the script.
 #pragma once
+#include <atomic>
 #include <cstdint>
 #include <memory>
 #include <mutex>
@@ -51,6 +52,9 @@ class ScriptEngine : public ScriptHost {
   size_t scripts() const;
   size_t cache_bytes() const;
   const ScriptCounters& counters() const { return counters_; }
+  // How long the longest script running now has run (0: none runs), read from any thread:
+  // a run far past its budget means the node is stuck (the admin port's /healthz says so).
+  int64_t longest_run_ns() const;
   const ScriptLimits& limits() const { return limits_; }
 
   struct State;  // one Lua state per shard (used only by whoever holds that shard)
@@ -63,6 +67,7 @@ class ScriptEngine : public ScriptHost {
   ScriptCache& cache_;
   mutable std::mutex mu_;                       // guards loader_
   std::vector<std::unique_ptr<State>> states_;  // by shard
+  std::unique_ptr<std::atomic<int64_t>[]> started_ns_;  // by shard: its run's start, 0 none
   std::unique_ptr<State> loader_;               // SCRIPT LOAD's compile check (under mu_)
   ScriptCounters counters_;
 };

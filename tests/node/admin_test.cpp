@@ -3,7 +3,10 @@
 // reloads and --check-config. Every wait is bounded.
 #include <gtest/gtest.h>
 
+#include <chrono>
 #include <fstream>
+#include <memory>
+#include <thread>
 
 #include "node_process.hpp"
 
@@ -213,6 +216,53 @@ TEST(Admin, CheckConfigValidatesWithoutStarting) {
                               FLOODGATE_SOURCE_DIR + "/deploy/" + f + " 2>&1; echo rc=$?");
     EXPECT_NE(r.find("rc=0"), std::string::npos) << f << ": " << r;
   }
+}
+
+// A crowd of clients dripping their request one byte at a time (and more of them than the
+// connection cap) cannot starve the probes: /healthz answers at once while they are open,
+// each of them is closed at the request deadline, and no reply carries a wildcard CORS
+// header.
+TEST(Admin, SlowClientsCannotStarveTheProbes) {
+  NodeProcess node;
+  ASSERT_TRUE(node.alive());
+  const int a = node.admin_port();
+  std::vector<std::unique_ptr<Client>> slow;
+  for (int i = 0; i < 150; ++i) {
+    slow.push_back(std::make_unique<Client>(a, 6000));
+    ASSERT_TRUE(slow.back()->connected());
+    ASSERT_TRUE(slow.back()->send("G"));
+  }
+  for (int round = 0; round < 5; ++round) {
+    for (auto& c : slow) c->send("E");  // (those the cap closed may refuse: no matter)
+    const auto t0 = std::chrono::steady_clock::now();
+    const HttpReply r = http_get(a, "/healthz");
+    const auto ms = std::chrono::duration_cast<std::chrono::milliseconds>(
+                        std::chrono::steady_clock::now() - t0)
+                        .count();
+    EXPECT_EQ(r.status, 200);
+    EXPECT_LT(ms, 100) << "a probe waited behind slow clients";
+    std::this_thread::sleep_for(std::chrono::milliseconds(300));
+  }
+  // The request deadline (3 s from accept) has closed every one of them by now or soon.
+  for (auto& c : slow) EXPECT_TRUE(c->closed_by_peer());
+  const std::string m = http_get(a, "/metrics").body;
+  EXPECT_GE(sample(m, "floodgate_admin_dropped_total"), 150) << m;
+  Client raw(a);
+  ASSERT_TRUE(raw.send("GET /status HTTP/1.1\r\nHost: x\r\nOrigin: http://evil.example\r\n\r\n"));
+  const std::string reply = raw.recv_all();
+  EXPECT_EQ(reply.compare(0, 15, "HTTP/1.1 200 OK"), 0) << reply;
+  EXPECT_EQ(reply.find("Access-Control-Allow-Origin"), std::string::npos) << reply;
+  Client head(a);
+  ASSERT_TRUE(head.send("HEAD /healthz HTTP/1.1\r\n\r\n"));
+  const std::string h = head.recv_all();
+  EXPECT_EQ(h.find("ok"), std::string::npos) << h;  // (headers only)
+  EXPECT_NE(h.find("Content-Length: 3"), std::string::npos) << h;
+  Client post(a);
+  ASSERT_TRUE(post.send("POST /healthz HTTP/1.1\r\nContent-Length: 0\r\n\r\n"));
+  EXPECT_EQ(post.recv_all().compare(0, 12, "HTTP/1.1 405"), 0);
+  Client huge(a);
+  ASSERT_TRUE(huge.send("GET /" + std::string(16384 - 5, 'a')));  // (all of it read: no reset)
+  EXPECT_EQ(huge.recv_all().compare(0, 12, "HTTP/1.1 431"), 0);
 }
 
 }  // namespace

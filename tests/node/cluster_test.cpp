@@ -652,6 +652,45 @@ TEST(Cluster, AHeartbeatRenewsAHoldersLeasesOnEveryNode) {
   }
 }
 
+// A holder's leases are renewed and released only where the asking user may change the
+// key, on every node the request fans out to: one tenant naming another's holder touches
+// none of its permits, over RESP and the native protocol.
+TEST(Cluster, AHoldersLeasesAreTouchedOnlyOnKeysItsUserMayChange) {
+  TestCluster cl(3, {"--user", "a on >apw ~a:* +@all", "--user", "b on >bpw ~b:* +@all"});
+  ASSERT_TRUE(cl.formed(3));
+  Client a(cl.node(0).port()), b(cl.node(1).port());
+  ASSERT_EQ(a.request({"AUTH", "a", "apw"}), "+OK");
+  ASSERT_EQ(b.request({"AUTH", "b", "bpw"}), "+OK");
+  std::set<int> owners;
+  for (int i = 0; i < 9; ++i) {  // the same holder name, on keys spread over the nodes
+    for (Client* c : {&a, &b}) {
+      const std::string key = std::string(c == &a ? "a:" : "b:") + std::to_string(i);
+      owners.insert(cl.owner_port(key));
+      c->send(resp({"FG.ACQUIRE", key, "5", "60000", "HOLDER", "shared"}));
+      ASSERT_EQ(read_replies(*c, 1).substr(0, 8), "*5\r\n:1\r\n") << key;
+    }
+  }
+  EXPECT_EQ(owners.size(), 3u);
+  EXPECT_EQ(b.request({"FG.HEARTBEAT", "shared", "60000"}), ":9");  // b's own, not a's
+  EXPECT_EQ(b.request({"FG.RELEASEALL", "shared"}), ":9");
+  EXPECT_EQ(b.request({"FG.RELEASEALL", "shared"}), ":0");
+  EXPECT_EQ(a.request({"FG.HEARTBEAT", "shared", "60000"}), ":9");  // a's all still there
+  {
+    floodgate::Client::Options o;
+    o.seeds = {"127.0.0.1:" + std::to_string(cl.node(2).native_port())};
+    o.deadline = std::chrono::milliseconds(3000);
+    o.user = "b";
+    o.password = "bpw";
+    floodgate::Client nb(o);
+    auto n = nb.release_all("shared");
+    ASSERT_TRUE(n.ok()) << n.error();
+    EXPECT_EQ(*n, 0);
+  }
+  EXPECT_EQ(a.request({"FG.RELEASEALL", "shared"}), ":9");
+  Client ops(cl.node(2).port());  // (the default user: every key)
+  EXPECT_EQ(ops.request({"FG.HEARTBEAT", "shared", "60000"}), ":0");
+}
+
 TEST(Cluster, AKilledNodesSlotsAreServedAgainWithinSeconds) {
   TestCluster cl(3);
   ASSERT_TRUE(cl.formed(3));

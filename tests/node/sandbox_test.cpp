@@ -1,0 +1,233 @@
+// The script sandbox as an attacker tries it: the globals a script sees (the same as
+// redis-server's, with the same refusals), nothing one run or one user leaves behind for the
+// next, string matches that would stall a node refused, a pipeline of slow scripts that
+// leaves every other client served, and seeded generated escape attempts. Real processes.
+#include <gtest/gtest.h>
+
+#include <chrono>
+#include <random>
+#include <thread>
+
+#include "node_process.hpp"
+#include "redis_server.hpp"
+
+namespace fg::testing {
+namespace {
+
+std::string ask(Client& c, const std::vector<std::string>& words) {
+  if (!c.send(encode(words))) return "(send failed)";
+  return read_value(c);
+}
+
+// What a script sees of its world: every global's name and type, every library's fields,
+// the strings' metatable. The same on both servers, and the same before and after anything.
+const char kWorld[] =
+    "local out = {} "
+    "local names = {} for k in pairs(_G) do names[#names + 1] = k end table.sort(names) "
+    "for _, k in ipairs(names) do out[#out + 1] = k .. ':' .. type(_G[k]) end "
+    "for _, lib in ipairs({'string', 'math', 'table', 'coroutine', 'cjson', 'bit', 'struct', "
+    "'cmsgpack', 'redis'}) do "
+    "  local f = {} for k, v in pairs(_G[lib]) do f[#f + 1] = k .. ':' .. type(v) end "
+    "  table.sort(f) out[#out + 1] = lib .. '=' .. table.concat(f, ',') end "
+    "out[#out + 1] = 'strmeta=' .. type(getmetatable('').__index) "
+    "out[#out + 1] = 'fmt=' .. string.format('%d', 7) .. tostring(tonumber('8')) "
+    "return out";
+
+// Every way in that redis-server 7.0 refuses, refused here with the same reply; what it
+// allows (reading, loadstring of text) allowed the same.
+TEST(SandboxDiff, GlobalsAndRefusalsAnswerAsRedisServerDoes) {
+  RedisServer redis;
+  NodeProcess node({"--shards", "2"});
+  ASSERT_TRUE(node.alive());
+  Client fg(node.port()), rc(redis.port());
+  ASSERT_TRUE(rc.connected()) << "redis-server did not start";
+  const std::vector<std::string> scripts = {
+      "local t = {} for k in pairs(_G) do t[#t + 1] = k end table.sort(t) return t",
+      kWorld,
+      "tonumber = function() return 0 end return 'ok'",
+      "redis = {call = function() return 'mine' end} return 'ok'",
+      "_G.redis = {} return 'ok'",
+      "_G['newglobal'] = 1 return 'ok'",
+      "rawset(_G, 'tonumber', print) return 'ok'",
+      "setmetatable(_G, {}) return 'ok'",
+      "string.rep = nil return 'ok'",
+      "rawset(string, 'x', 1) return 'ok'",
+      "getmetatable('').__index = {} return 'ok'",
+      "local c = coroutine.create(function() tostring = 1 end) return {coroutine.resume(c)}",
+      "local f = loadstring('tonumber = nil') f() return 'ok'",
+      "return loadstring('return 1 + 1')()",
+      "local f, e = loadstring(string.dump(function() return 1 end)) return {tostring(f), e}",
+      "local i = 0 return load(function() i = i + 1 if i == 1 then return 'return 5' end end)()",
+      "return type(setfenv)",
+      "return type(getfenv)",
+      "return type(newproxy)",
+      "return type(print)",
+      "return type(dofile)",
+      "return type(loadfile)",
+      "return type(os)",
+      "return type(io)",
+      "return type(debug)",
+      "return type(require)",
+      "return rawget(_G, 'redis') ~= nil",
+      "return rawequal(_G, _G)",
+      "return {pcall(rawset, redis, 'call', 1)}",
+      "return {pcall(setmetatable, cjson, nil)}",
+      "return #KEYS + #ARGV",
+  };
+  for (const auto& s : scripts) {
+    const std::vector<std::string> w = {"EVAL", s, "0"};
+    EXPECT_EQ(ask(fg, w), ask(rc, w)) << s;
+  }
+  // And the world after all of that is the world before it.
+  EXPECT_EQ(ask(fg, {"EVAL", kWorld, "0"}), ask(rc, {"EVAL", kWorld, "0"}));
+}
+
+// One user's script cannot change what another user's script runs: the attack that read a
+// key outside the attacker's pattern through the operator's next script is refused, and
+// settings a script may change (cjson's) are back to their defaults for the next run.
+TEST(Sandbox, NothingOneRunLeavesIsSeenByTheNextWhoeverRunsIt) {
+  NodeProcess node({"--user", "app on >apppw ~app:* +@all -@dangerous", "--user",
+                    "ops on >opspw ~* &* +@all", "--requirepass", "defpw", "--shards", "1",
+                    "--script-time-limit-ms", "500"});
+  ASSERT_TRUE(node.alive());
+  Client app(node.port()), ops(node.port());
+  ASSERT_EQ(ask(app, {"AUTH", "app", "apppw"}), "+OK\r\n");
+  ASSERT_EQ(ask(ops, {"AUTH", "ops", "opspw"}), "+OK\r\n");
+  ASSERT_EQ(ask(ops, {"SET", "secret:k", "s3cret"}), "+OK\r\n");
+  // The proxy that would run app's code inside ops's next script, with ops's rights.
+  const std::string trap =
+      "local real = redis "
+      "redis = setmetatable({}, {__index = function(_, k) if k == 'call' then return "
+      "function(...) real.call('SET', 'app:stolen', real.call('GET', 'secret:k')) "
+      "return real.call(...) end end return real[k] end}) return 'armed'";
+  const std::string refused = ask(app, {"EVAL", trap, "0"});
+  EXPECT_NE(refused.find("Attempt to modify a readonly table"), std::string::npos) << refused;
+  EXPECT_EQ(ask(ops, {"EVAL", "return redis.call('GET', KEYS[1])", "1", "secret:k"}),
+            "$6\r\ns3cret\r\n");
+  EXPECT_EQ(ask(app, {"GET", "app:stolen"}), "$-1\r\n");
+  // cjson's settings: changed by one run, the default again in the next.
+  EXPECT_EQ(ask(app, {"EVAL", "cjson.encode_number_precision(3) return cjson.encode(1.23456)",
+                      "0"}),
+            "$4\r\n1.23\r\n");
+  EXPECT_EQ(ask(ops, {"EVAL", "return cjson.encode(1.23456)", "0"}), "$7\r\n1.23456\r\n");
+  // The collector stopped by one run runs again in the next: garbage made there is freed.
+  EXPECT_EQ(ask(app, {"EVAL", "collectgarbage('stop') return 1", "0"}), ":1\r\n");
+  const std::string churn =
+      "local before = collectgarbage('count') "
+      "for i = 1, 200000 do local t = {i, tostring(i)} end "
+      "return collectgarbage('count') - before < 8000 and 1 or 0";  // (~20 MB uncollected)
+  EXPECT_EQ(ask(ops, {"EVAL", churn, "0"}), ":1\r\n");
+  EXPECT_EQ(ask(ops, {"PING"}), "+PONG\r\n");
+}
+
+// Patterns whose backtracking would run for seconds inside one C call are refused at once;
+// the patterns limiter scripts use still match.
+TEST(Sandbox, StallingPatternMatchesAreRefusedAndEverydayOnesRun) {
+  NodeProcess node;
+  ASSERT_TRUE(node.alive());
+  Client c(node.port(), 3000);  // (the reply must come long before a stalled match would end)
+  const auto t0 = std::chrono::steady_clock::now();
+  for (const char* fn : {"find", "match", "gmatch", "gsub"}) {
+    std::string call = std::string("string.") + fn + "(string.rep('a', 200), '.-.-.-.-b'" +
+                       (std::string(fn) == "gsub" ? ", 'x')" : ")");
+    if (std::string(fn) == "gmatch") call += "()";
+    const std::string r = ask(c, {"EVAL", "return " + call, "0"});
+    EXPECT_NE(r.find("pattern too complex for a subject of 200 bytes"), std::string::npos)
+        << fn << ": " << r;
+  }
+  EXPECT_LT(std::chrono::steady_clock::now() - t0, std::chrono::seconds(2));
+  EXPECT_EQ(ask(c, {"EVAL", "return {string.match(ARGV[1], '^(%d+):(%d+)$')}", "0",
+                    "1700000000:42"}),
+            "*2\r\n$10\r\n1700000000\r\n$2\r\n42\r\n");
+  EXPECT_EQ(ask(c, {"EVAL", "local n = 0 for w in string.gmatch(ARGV[1], '[^,]+') do n = n + 1 "
+                            "end return n",
+                    "0", "a,b,c,d"}),
+            ":4\r\n");
+  EXPECT_EQ(ask(c, {"EVAL", "return string.find(ARGV[1], 'needle', 1, true)", "0",
+                    std::string(100000, 'h') + "needle"}),
+            ":100001\r\n");
+  EXPECT_EQ(ask(c, {"PING"}), "+PONG\r\n");
+}
+
+// One connection pipelines hundreds of scripts that each run to their budget: another
+// client's PING is still answered within a few budgets, not after all of them.
+TEST(Sandbox, APipelineOfOverBudgetScriptsLeavesOtherClientsServed) {
+  NodeProcess node({"--script-time-limit-ms", "5"});
+  ASSERT_TRUE(node.alive());
+  Client hog(node.port()), other(node.port());
+  std::string pipeline;
+  for (int i = 0; i < 300; ++i) pipeline += encode({"EVAL", "while true do end", "0"});
+  ASSERT_TRUE(hog.send(pipeline));
+  std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  int64_t worst_ms = 0;
+  for (int i = 0; i < 10; ++i) {
+    const auto t0 = std::chrono::steady_clock::now();
+    ASSERT_EQ(ask(other, {"PING"}), "+PONG\r\n");
+    const auto ms = std::chrono::duration_cast<std::chrono::milliseconds>(
+                        std::chrono::steady_clock::now() - t0)
+                        .count();
+    worst_ms = std::max<int64_t>(worst_ms, ms);
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  }
+  // (all 300 back to back take 1.5 s; one budget is 5 ms: the bound leaves room for a
+  // loaded machine and still catches a turn that runs the whole pipeline)
+  EXPECT_LT(worst_ms, 250) << "a PING waited behind the pipeline";
+  for (int i = 0; i < 300; ++i) {
+    const std::string r = read_value(hog);
+    ASSERT_NE(r.find("ran past its budget"), std::string::npos) << i << ": " << r;
+  }
+}
+
+// Seeded generated escape attempts: assignments, rawset and setmetatable on every table a
+// script can reach, loadstring'd code doing the same, coroutines, pcall'd or not. Whatever
+// each answers, the world a later script sees is unchanged, and the node still serves.
+TEST(Sandbox, GeneratedEscapeAttemptsLeaveTheWorldAsItWas) {
+  NodeProcess node({"--shards", "1"});
+  ASSERT_TRUE(node.alive());
+  Client c(node.port());
+  const std::string world = ask(c, {"EVAL", kWorld, "0"});
+  ASSERT_EQ(world.substr(0, 1), "*") << world;
+  const std::vector<std::string> targets = {
+      "_G",     "string", "math",      "table", "coroutine", "cjson",
+      "bit",    "struct", "cmsgpack",  "redis", "getmetatable('')",
+      "getmetatable('').__index"};
+  const std::vector<std::string> names = {"tonumber", "call", "rep", "find", "encode", "x",
+                                          "__index", "__newindex", "pcall", "_G"};
+  const std::vector<std::string> values = {"1", "nil", "{}", "function() return 0 end", "print",
+                                           "_G", "string"};
+  std::mt19937_64 rng(20261125);
+  auto pick = [&rng](const std::vector<std::string>& v) { return v[rng() % v.size()]; };
+  for (int i = 0; i < 300; ++i) {
+    const std::string t = pick(targets), k = pick(names), v = pick(values);
+    std::string attempt;
+    switch (rng() % 6) {
+      case 0:
+        attempt = t + "['" + k + "'] = " + v;
+        break;
+      case 1:
+        attempt = "rawset(" + t + ", '" + k + "', " + v + ")";
+        break;
+      case 2:
+        attempt = "setmetatable(" + t + ", {__index = function() return 0 end})";
+        break;
+      case 3:
+        attempt = "loadstring(\"" + k + " = 1\")()";
+        break;
+      case 4:
+        attempt = "coroutine.wrap(function() " + t + "['" + k + "'] = " + v + " end)()";
+        break;
+      default:
+        attempt = k + " = " + v;
+        break;
+    }
+    const std::string script = rng() % 2 ? "pcall(function() " + attempt + " end) return 1"
+                                         : attempt + " return 1";
+    const std::string r = ask(c, {"EVAL", script, "0"});
+    ASSERT_FALSE(r.empty()) << "the node closed the connection after: " << script;
+    ASSERT_EQ(ask(c, {"EVAL", kWorld, "0"}), world) << "changed by: " << script;
+  }
+  EXPECT_EQ(ask(c, {"PING"}), "+PONG\r\n");
+}
+
+}  // namespace
+}  // namespace fg::testing
