@@ -62,6 +62,12 @@ struct DataReply {
     items.push_back({ReplyItem::Type::kDouble, 0, std::string(buf, static_cast<size_t>(n))});
   }
   bool empty() const { return items.empty(); }
+  // About what it holds, in bytes (what a client's replies are counted at).
+  int64_t bytes() const {
+    int64_t n = 0;
+    for (const ReplyItem& i : items) n += static_cast<int64_t>(sizeof(ReplyItem) + i.s.capacity());
+    return n;
+  }
   void clear() { items.clear(); }
   bool is_error() const { return !items.empty() && items[0].type == ReplyItem::Type::kError; }
 };

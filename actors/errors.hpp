@@ -21,6 +21,9 @@ inline std::string_view reason(std::string_view text) {
 inline constexpr char kNotInteger[] = "ERR value is not an integer or out of range";
 inline constexpr char kNotPositive[] = "ERR value is out of range, must be positive";
 inline constexpr char kSyntax[] = "ERR syntax error";
+// (never read: a client whose replies outgrow their room is closed)
+inline constexpr char kReplyRoom[] =
+    "ERR client evicted: its replies outgrew its share of maxmemory-clients";
 inline constexpr char kKeyTooLong[] = "ERR key is too long (at most 4096 bytes)";
 inline constexpr char kBadLease[] = "ERR invalid lease id";
 inline constexpr char kHolderRequired[] = "ERR a holder is required";

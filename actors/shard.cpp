@@ -261,7 +261,12 @@ void Shard::execute(ShardOp& op, int64_t now_ns) {
       reserve(op, now_ns);
       break;
     case OpCode::kData:
+      if (op.reply_room && !op.abort && op.reply_room->load(std::memory_order_relaxed) < 0) {
+        op.reply->error(err::kReplyRoom);
+        break;
+      }
       data(op, now_ns);
+      if (op.reply_room) op.reply_room->fetch_sub(op.reply->bytes(), std::memory_order_relaxed);
       break;
   }
 }

@@ -69,6 +69,10 @@ struct ShardOp {
   // holder: whose keys' leases it may touch (null: unchecked). Kept alive by the sender
   // until the op is answered.
   const ScriptCaller* caller = nullptr;
+  // kData: the bytes its connection's replies may still take in this batch (null: no cap).
+  // Each reply is taken off it; once it is below zero, the connection's later ops are not
+  // run (it is closed when the batch is back), except a transaction's, which stay whole.
+  std::atomic<int64_t>* reply_room = nullptr;
 
   OpStatus status = OpStatus::kOk;
   Decision decision;

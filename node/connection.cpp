@@ -45,6 +45,12 @@ void Connection::serve() {
     return;
   }
   session_ = std::make_unique<RespSession>(svc_, client_);
+  svc_.clients->set_wake(*client_, [weak = std::weak_ptr<Connection>(shared_from_this()),
+                                     ex = stream_.socket().get_executor()] {
+    asio::post(ex, [weak] {
+      if (auto self = weak.lock(); self && self->state_ != State::kClosed) self->account();
+    });
+  });
   clock_.last_read_ms = now_ms();
   arm_watchdog();
   read();
@@ -110,6 +116,13 @@ void Connection::pump() {
 
 void Connection::batch_complete(Flight& flight) {
   session_->complete(flight);
+  if (session_->evicted()) {
+    svc_.clients->count_eviction();
+    spdlog::info(
+        "client {} evicted: its replies outgrew what maxmemory-clients ({} bytes) left them",
+        client_->addr, svc_.clients->max_memory());
+    return close();
+  }
   after_batch(pending_consumed_, pending_close_);
 }
 
@@ -143,7 +156,8 @@ bool Connection::write() {
 
 bool Connection::account() {
   const auto bytes =
-      static_cast<int64_t>(in_.capacity() + session_->output().capacity() + wbuf_.capacity());
+      static_cast<int64_t>(in_.capacity() + session_->output().capacity() + wbuf_.capacity()) +
+      session_->held_bytes();
   if (account_memory(svc_, *client_, bytes, reported_bytes_, now_ms())) return true;
   close();
   return false;

@@ -60,6 +60,7 @@ void ClientRegistry::evict_biggest() {
     if (over <= 0) break;
     c->evict.store(true, std::memory_order_relaxed);
     evicted_.fetch_add(1, std::memory_order_relaxed);
+    if (c->wake) c->wake();
     over -= bytes;
   }
 }

@@ -5,6 +5,7 @@
 #include <atomic>
 #include <cstdint>
 #include <map>
+#include <functional>
 #include <memory>
 #include <mutex>
 #include <string>
@@ -27,6 +28,10 @@ struct ClientInfo {
   std::atomic<int64_t> mem_bytes{0};
   std::atomic<bool> evict{false};
   std::atomic<bool> no_evict{false};  // CLIENT NO-EVICT ON: never chosen
+  // Set by its connection (ClientRegistry::set_wake, under the registry's mutex): asks it,
+  // on its own thread, to look at `evict` now (a client that stopped sending would
+  // otherwise hold its buffers until its watchdog's next second).
+  std::function<void()> wake;
   // Guarded by the registry's mutex.
   std::string name;
   std::string lib_name;
@@ -69,6 +74,12 @@ class ClientRegistry {
   int64_t memory() const { return memory_.load(std::memory_order_relaxed); }
   int64_t max_memory() const { return max_memory_; }
   uint64_t evicted() const { return evicted_.load(std::memory_order_relaxed); }
+  // A connection closed for what it made the node hold, outside track()'s choice.
+  void count_eviction() { evicted_.fetch_add(1, std::memory_order_relaxed); }
+  void set_wake(ClientInfo& c, std::function<void()> wake) {
+    std::lock_guard<std::mutex> g(mu_);
+    c.wake = std::move(wake);
+  }
 
  private:
   std::string describe_locked(const ClientInfo& c, int64_t now_ms) const;

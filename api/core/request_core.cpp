@@ -256,7 +256,7 @@ Pending RequestCore::submit(const Request& r, const Door& d, Flight& f, Outcome&
         return p;
     }
   }
-  if (r.verb == Verb::kData) return serve_data(r, f, slot, d.routing != nullptr, p);
+  if (r.verb == Verb::kData) return serve_data(r, d, f, slot, p);
   ShardOp& op = f.batch->ops.emplace_back();
   op.code = opcode(r.verb);
   // (A routed key's slot is known: its shard follows without a second CRC.)
@@ -297,9 +297,10 @@ bool RequestCore::one_slot(const Request& r, uint32_t slot) {
 // A data command served here: one shard op, or one per key for the commands with several
 // (each key goes to its own shard; in a cluster they share a slot, hence a shard, and run
 // back to back in one turn of it, so the command stays atomic there).
-Pending RequestCore::serve_data(const Request& r, Flight& f, uint32_t slot, bool cluster,
+Pending RequestCore::serve_data(const Request& r, const Door& d, Flight& f, uint32_t slot,
                                 Pending p) {
   const auto& a = *r.args;
+  const bool cluster = d.routing != nullptr;
   const DataCmdInfo& info = data_cmd_info(r.data);
   p.at = Pending::At::kData;
   p.index = static_cast<uint32_t>(f.batch->ops.size());
@@ -319,6 +320,7 @@ Pending RequestCore::serve_data(const Request& r, Flight& f, uint32_t slot, bool
     op.reply = &f.replies.next();
     op.abort = r.txn ? &f.aborts[r.txn - 1] : nullptr;
     op.spec.sync = r.spec.sync;
+    op.reply_room = d.reply_room;
     ++p.parts;
   };
   if (r.data == DataCmd::kEval) {

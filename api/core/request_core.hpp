@@ -5,6 +5,7 @@
 // and, once the flight is back, into one Outcome — counting metrics as it goes. The door
 // encodes the Outcome. Routing, fail modes, status mapping and metrics exist only here.
 #pragma once
+#include <atomic>
 #include <cstdint>
 #include <deque>
 #include <string>
@@ -28,6 +29,7 @@ struct Door {
                                              // door's outcomes; the door clears it once they
                                              // are encoded
   int64_t latency_us = 0;                    // arrival to completion (the door sets it)
+  std::atomic<int64_t>* reply_room = nullptr;  // data replies' room (ShardOp::reply_room)
 };
 
 // A submitted request: answered at once (kNow), or where its outcome will be in the flight.
@@ -63,7 +65,7 @@ class RequestCore {
                   const RouteNode& to, Pending p);
   void fan_out(const Request& r, const Door& d, Flight& f, Pending& p);
   static bool one_slot(const Request& r, uint32_t slot);
-  Pending serve_data(const Request& r, Flight& f, uint32_t slot, bool cluster, Pending p);
+  Pending serve_data(const Request& r, const Door& d, Flight& f, uint32_t slot, Pending p);
   static void merge_data(const Pending& p, Flight& f, Outcome& out);
   // The owner's answer to one forwarded request; false if there is none.
   bool from_forward(Flight& f, uint32_t call, uint32_t item, Outcome& out);

@@ -190,6 +190,14 @@ ProcessResult RespSession::process(const char* data, size_t len, Flight& flight)
   }
   arrived_ns_ = steady_ns();
   scripts_ = 0;
+  // With maxmemory-clients, a batch's data replies may take what the cap leaves (at least
+  // kMinReplyRoom, so a lone big reply still goes out); past it the connection is evicted.
+  door_.reply_room = nullptr;
+  if (const int64_t cap = svc_.clients->max_memory(); cap > 0 && !client_->no_evict) {
+    reply_room_.store(std::max(kMinReplyRoom, cap - svc_.clients->memory()),
+                      std::memory_order_relaxed);
+    door_.reply_room = &reply_room_;
+  }
   executing_.clear();  // (the last flight, which ran them, is back)
   watching_.clear();
   watch_words_.clear();
@@ -289,6 +297,9 @@ bool RespSession::queue(const CommandSpec* spec) {
   }
   if (!refused(spec)) {
     queued_.emplace_back(args_.begin(), args_.end());
+    queued_bytes_ += static_cast<int64_t>(sizeof(std::vector<std::string>));
+    for (const std::string& w : queued_.back())
+      queued_bytes_ += static_cast<int64_t>(sizeof(std::string) + w.capacity());
     local().simple("QUEUED");
     return true;
   }
@@ -306,6 +317,7 @@ void RespSession::discard() {
   if (!in_multi_) return local().error(err::kDiscardWithoutMulti);
   in_multi_ = multi_dirty_ = false;
   queued_.clear();
+  queued_bytes_ = 0;
   release_watches();
   local().ok();
 }
@@ -417,16 +429,19 @@ void RespSession::exec() {
   in_multi_ = multi_dirty_ = false;
   if (dirty) {
     queued_.clear();
+    queued_bytes_ = 0;
     release_watches();
     return local().error(err::kExecAbort);
   }
   if (routing_ && queued_cross_slot()) {
     queued_.clear();
+    queued_bytes_ = 0;
     release_watches();
     return local().error(err::kCrossSlot);
   }
   executing_ = std::move(queued_);
   queued_.clear();
+  queued_bytes_ = 0;
   const uint16_t exec_cmd = cur_cmd_;
   const size_t first_op = flight_->batch->ops.size();
   // Watched keys first: each one's check runs before the queued commands, in the same
@@ -460,6 +475,11 @@ void RespSession::exec() {
 }
 
 void RespSession::complete(Flight& flight) {
+  if (door_.reply_room && reply_room_.load(std::memory_order_relaxed) < 0) {
+    evicted_ = true;  // (its replies are not written: the connection closes)
+    slots_.clear();
+    return;
+  }
   RespWriter w(out_, proto_);
   Door& d = door_;
   const int64_t took_ns = steady_ns() - arrived_ns_;

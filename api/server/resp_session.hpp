@@ -39,6 +39,12 @@ class RespSession final : public CommandContext {
   void complete(Flight& flight);
 
   std::string& output() { return out_; }
+  // What the session holds besides its output: the commands queued in a MULTI (counted
+  // against maxmemory-clients with the connection's buffers).
+  int64_t held_bytes() const { return queued_bytes_; }
+  // The last batch's replies outgrew the room maxmemory-clients left them: the connection
+  // must close (nothing of the batch was written).
+  bool evicted() const { return evicted_; }
 
   void request(Request& r, ReplyStyle style) override;
   void multi() override;
@@ -103,6 +109,7 @@ class RespSession final : public CommandContext {
   // budget (a pipeline of slow scripts cannot hold a shard for seconds), learnt from what
   // this connection's last batch of scripts took; and how many this batch carries.
   size_t script_allowance_ = 1;
+  static constexpr int64_t kMinReplyRoom = 1 << 20;
   size_t scripts_ = 0;
   std::string out_;
   // MULTI: the queued commands' words (copied: the read buffer they came in goes), and
@@ -110,6 +117,10 @@ class RespSession final : public CommandContext {
   bool in_multi_ = false;
   bool multi_dirty_ = false;
   std::vector<std::vector<std::string>> queued_;
+  int64_t queued_bytes_ = 0;
+  // Data replies' room in this batch (Door::reply_room), and whether it ran out.
+  std::atomic<int64_t> reply_room_{0};
+  bool evicted_ = false;
   // EXEC's commands, kept until the flight that runs them is back.
   std::vector<std::vector<std::string>> executing_;
   std::vector<std::string_view> exec_args_;

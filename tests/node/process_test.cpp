@@ -6,6 +6,7 @@
 #include <fstream>
 
 #include "node_process.hpp"
+#include "redis_server.hpp"
 
 namespace fg::testing {
 namespace {
@@ -247,6 +248,59 @@ TEST(Process, ClientMemoryOverMaxmemoryClientsEvictsTheBiggest) {
       EXPECT_GE(field(info, "mem_clients_normal"), 3'000'000) << info;
     }
   }
+}
+
+// What a client makes the node hold counts against maxmemory-clients too: a transaction
+// queueing ever more commands, and a pipeline of GETs of a big value whose replies nobody
+// reads. Each is evicted near the cap (not at 20x it), the node's memory stays near it,
+// and everyone else is served.
+TEST(Process, QueuedCommandsAndUnreadRepliesCountAgainstMaxmemoryClients) {
+  NodeProcess node({"--maxmemory-clients", "16000000"});
+  ASSERT_TRUE(node.alive());
+  auto rss_mb = [&node] {
+    std::ifstream in("/proc/" + std::to_string(node.pid()) + "/status");
+    std::string line;
+    while (std::getline(in, line))
+      if (line.rfind("VmRSS:", 0) == 0) return std::stol(line.substr(6)) / 1024;
+    return -1L;
+  };
+  long peak = 0;
+  {
+    Client multi(node.port(), 3000);
+    ASSERT_EQ(multi.cmd({"MULTI"}, 5), "+OK\r\n");
+    std::string queued;
+    for (int i = 0; i < 1000; ++i) queued += encode({"SET", "q", std::string(1000, 'v')});
+    bool closed = false;
+    for (int i = 0; i < 300 && !closed; ++i) {  // (300 MB queued if nothing stopped it)
+      closed = !multi.send(queued);
+      if (i % 10 == 0) peak = std::max(peak, rss_mb());
+    }
+    EXPECT_TRUE(closed || multi.closed_by_peer());
+  }
+  {
+    Client setter(node.port());
+    ASSERT_EQ(setter.request({"SET", "big", std::string(1 << 20, 'x')}), "+OK");
+    Client reader(node.port(), 3000);
+    const int small = 4096;
+    setsockopt(reader.fd(), SOL_SOCKET, SO_RCVBUF, &small, sizeof small);
+    std::string gets;
+    for (int i = 0; i < 1000; ++i) gets += encode({"GET", "big"});
+    bool closed = false;
+    for (int i = 0; i < 4 && !closed; ++i) {  // (4 GB of replies if nothing stopped it)
+      closed = !reader.send(gets);
+      peak = std::max(peak, rss_mb());
+      std::this_thread::sleep_for(std::chrono::milliseconds(100));
+    }
+    peak = std::max(peak, rss_mb());
+    EXPECT_TRUE(closed || reader.closed_by_peer());
+  }
+  EXPECT_LT(peak, 150) << "the node's memory went far past maxmemory-clients";
+  Client other(node.port());
+  EXPECT_EQ(other.cmd({"PING"}, 7), "+PONG\r\n");
+  const std::string info = other.request({"INFO"});
+  const size_t at = info.find("evicted_clients:");
+  ASSERT_NE(at, std::string::npos);
+  EXPECT_GE(std::stoi(info.substr(at + 16)), 2) << info;
 }
 
 // CLIENT NO-EVICT ON keeps a client from being chosen: the other big one goes instead.
