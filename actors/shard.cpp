@@ -207,7 +207,7 @@ void Shard::leases(ShardOp& op, int64_t now_ns) {
 void Shard::heartbeat(ShardOp& op, int64_t now_ns) {
   int64_t done = 0;
   for (const auto& key : holders_.keys_of(op.holder)) {
-    if (owned_ && !owned_->test(key_slot(key))) continue;  // a replica's copy: its owner acts
+    if (owned_ && !owned_->test(key_slot(key))) continue;   // a replica's copy: its owner acts
     if (op.caller && !op.caller->may_write(key)) continue;  // another tenant's key
     const uint64_t h = KeyTable::hash(key);
     Entry* e = table_.find(key, h);

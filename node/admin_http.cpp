@@ -33,8 +33,7 @@ std::string json_str(std::string_view s) {
 }
 }  // namespace
 
-AdminHttp::AdminHttp(Services& svc, Cluster* cluster, AdminCounters& counters,
-                     AdminLimits limits)
+AdminHttp::AdminHttp(Services& svc, Cluster* cluster, AdminCounters& counters, AdminLimits limits)
     : svc_(svc), cluster_(cluster), counters_(counters), limits_(limits) {}
 
 std::optional<std::string> read_admin_token(const std::string& path, std::string& why) {
@@ -364,7 +363,7 @@ class AdminHttp::Conn : public std::enable_shared_from_this<Conn> {
 void AdminHttp::start(const std::string& host, int port) {
   try {
     asio::ip::tcp::resolver resolver(io_);
-    const asio::ip::tcp::endpoint at = 
+    const asio::ip::tcp::endpoint at =
         resolver.resolve(host, std::to_string(port)).begin()->endpoint();
     acceptor_ = std::make_unique<asio::ip::tcp::acceptor>(io_);
     acceptor_->open(at.protocol());

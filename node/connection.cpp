@@ -46,7 +46,7 @@ void Connection::serve() {
   }
   session_ = std::make_unique<RespSession>(svc_, client_);
   svc_.clients->set_wake(*client_, [weak = std::weak_ptr<Connection>(shared_from_this()),
-                                     ex = stream_.socket().get_executor()] {
+                                    ex = stream_.socket().get_executor()] {
     asio::post(ex, [weak] {
       if (auto self = weak.lock(); self && self->state_ != State::kClosed) self->account();
     });

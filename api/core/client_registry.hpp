@@ -4,8 +4,8 @@
 #pragma once
 #include <atomic>
 #include <cstdint>
-#include <map>
 #include <functional>
+#include <map>
 #include <memory>
 #include <mutex>
 #include <string>

@@ -67,7 +67,7 @@ class IoBatcher {
   std::shared_ptr<InFlight> filling_;
   std::vector<std::shared_ptr<InFlight>> spare_;  // finished flights, reused
   bool flush_posted_ = false;
-  int turns_ = 0;  // open Turns
+  int turns_ = 0;                                       // open Turns
   static constexpr int64_t kSettleSliceNs = 1'000'000;  // settle()'s in-place work per turn
 };
 

@@ -29,7 +29,8 @@ struct Door {
                                              // door's outcomes; the door clears it once they
                                              // are encoded
   int64_t latency_us = 0;                    // arrival to completion (the door sets it)
-  std::atomic<int64_t>* reply_room = nullptr;  // data replies' room (ShardOp::reply_room)
+  // Data replies' room in this batch (ShardOp::reply_room); null: no cap.
+  std::atomic<int64_t>* reply_room = nullptr;
 };
 
 // A submitted request: answered at once (kNow), or where its outcome will be in the flight.

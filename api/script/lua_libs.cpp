@@ -679,10 +679,11 @@ int open_cmsgpack_lib(lua_State* L) {
   set_fns(L, kFns);
   // The fields scripts find in redis-server's cmsgpack (the version names the interface
   // this one follows; the code is our own).
-  const char* kInfo[][2] = {{"_NAME", "cmsgpack"},
-                            {"_VERSION", "lua-cmsgpack 0.4.0"},
-                            {"_COPYRIGHT", "Floodgate's implementation of lua-cmsgpack's interface"},
-                            {"_DESCRIPTION", "MessagePack C implementation for Lua"}};
+  const char* kInfo[][2] = {
+      {"_NAME", "cmsgpack"},
+      {"_VERSION", "lua-cmsgpack 0.4.0"},
+      {"_COPYRIGHT", "Floodgate's implementation of lua-cmsgpack's interface"},
+      {"_DESCRIPTION", "MessagePack C implementation for Lua"}};
   for (const auto& f : kInfo) {
     lua_pushstring(L, f[1]);
     lua_setfield(L, -2, f[0]);

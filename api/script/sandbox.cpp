@@ -36,24 +36,20 @@ constexpr const char* kCjsonDefaults = "fg_cjson_defaults";
 constexpr const char* kCjsonSetters = "fg_cjson_setters";
 
 // Redis 7.0's globals, as `for k in pairs(_G)` lists them there (KEYS and ARGV are set per run).
+// clang-format off
 constexpr const char* kGlobals[] = {
-    "_G",           "_VERSION",  "__redis__err__handler",
-    "assert",       "bit",       "cjson",
-    "cmsgpack",     "collectgarbage", "coroutine",
-    "error",        "gcinfo",    "getmetatable",
-    "ipairs",       "load",      "loadstring",
-    "math",         "next",      "pairs",
-    "pcall",        "rawequal",  "rawget",
-    "rawset",       "redis",     "select",
-    "setmetatable", "string",    "struct",
-    "table",        "tonumber",  "tostring",
-    "type",         "unpack",    "xpcall"};
+    "_G", "_VERSION", "__redis__err__handler", "assert", "bit", "cjson", "cmsgpack",
+    "collectgarbage", "coroutine", "error", "gcinfo", "getmetatable", "ipairs", "load",
+    "loadstring", "math", "next", "pairs", "pcall", "rawequal", "rawget", "rawset", "redis",
+    "select", "setmetatable", "string", "struct", "table", "tonumber", "tostring", "type",
+    "unpack", "xpcall"};
+// clang-format on
 
 // cjson's settings, each a function that answers the setting when called bare.
-constexpr const char* kCjsonSettings[] = {
-    "encode_sparse_array", "encode_max_depth",       "decode_max_depth",
-    "encode_number_precision", "encode_keep_buffer", "encode_invalid_numbers",
-    "decode_invalid_numbers"};
+constexpr const char* kCjsonSettings[] = {"encode_sparse_array",   "encode_max_depth",
+                                          "decode_max_depth",      "encode_number_precision",
+                                          "encode_keep_buffer",    "encode_invalid_numbers",
+                                          "decode_invalid_numbers"};
 
 // Globals are read-only, and reading one that does not exist is an error (Redis's texts).
 int global_read(lua_State* L) {
@@ -186,19 +182,25 @@ void enclose(lua_State* L) {  // the function on top gets the sealed globals
   lua_setfenv(L, -2);
 }
 
-// loadstring(s [, chunkname]), as Lua's but text only and sealed.
-int sealed_loadstring(lua_State* L) {
-  size_t len;
-  const char* s = luaL_checklstring(L, 1, &len);
-  const char* name = luaL_optstring(L, 2, s);
-  TextReader r{s, len};
-  if (lua_load(L, read_text, &r, name) != 0) {
+// What loadstring and load answer for lua_load's `rc`: the sealed function, or nil and
+// Lua's message.
+int loaded(lua_State* L, int rc) {
+  if (rc != 0) {
     lua_pushnil(L);
     lua_insert(L, -2);
     return 2;
   }
   enclose(L);
   return 1;
+}
+
+// loadstring(s [, chunkname]), as Lua's but text only and sealed.
+int sealed_loadstring(lua_State* L) {
+  size_t len;
+  const char* s = luaL_checklstring(L, 1, &len);
+  const char* name = luaL_optstring(L, 2, s);
+  TextReader r{s, len};
+  return loaded(L, lua_load(L, read_text, &r, name));
 }
 
 // load(f [, chunkname]): the pieces f returns, as Lua's load reads them, text only, sealed.
@@ -230,13 +232,7 @@ int sealed_load(lua_State* L) {
   const char* name = luaL_optstring(L, 2, "=(load)");
   lua_settop(L, 3);
   PieceReader r;
-  if (lua_load(L, read_pieces, &r, name) != 0) {
-    lua_pushnil(L);
-    lua_insert(L, -2);
-    return 2;
-  }
-  enclose(L);
-  return 1;
+  return loaded(L, lua_load(L, read_pieces, &r, name));
 }
 
 // --- bounded string matching --------------------------------------------------------------
@@ -266,9 +262,9 @@ int bounded_match(lua_State* L) {
         if (init > 1) from = static_cast<size_t>(init - 1);
       }
       const size_t subject = from < n ? n - from : 0;
-      const double steps = pattern_steps(std::string_view(p, pn), subject,
-                                         fn == kGmatch ? PatternUse::kGmatch
-                                                       : PatternUse::kAnchorable);
+      const double steps =
+          pattern_steps(std::string_view(p, pn), subject,
+                        fn == kGmatch ? PatternUse::kGmatch : PatternUse::kAnchorable);
       if (steps > kMaxPatternSteps) {
         return luaL_error(L, "pattern too complex for a subject of %d bytes", static_cast<int>(n));
       }

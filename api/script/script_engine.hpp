@@ -65,10 +65,10 @@ class ScriptEngine : public ScriptHost {
   ScriptLimits limits_;
   Arity arity_;
   ScriptCache& cache_;
-  mutable std::mutex mu_;                       // guards loader_
-  std::vector<std::unique_ptr<State>> states_;  // by shard
+  mutable std::mutex mu_;                               // guards loader_
+  std::vector<std::unique_ptr<State>> states_;          // by shard
   std::unique_ptr<std::atomic<int64_t>[]> started_ns_;  // by shard: its run's start, 0 none
-  std::unique_ptr<State> loader_;               // SCRIPT LOAD's compile check (under mu_)
+  std::unique_ptr<State> loader_;                       // SCRIPT LOAD's compile check (under mu_)
   ScriptCounters counters_;
 };
 

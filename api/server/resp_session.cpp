@@ -489,9 +489,8 @@ void RespSession::complete(Flight& flight) {
     // on the side of fewer)
     const int64_t budget_ns = svc_.scripts->limits().budget_ms * 1'000'000;
     const int64_t each_ns = std::max<int64_t>(took_ns / static_cast<int64_t>(scripts_), 1000);
-    script_allowance_ = static_cast<size_t>(
-        std::clamp<int64_t>(budget_ns / each_ns, 1,
-                            static_cast<int64_t>(svc_.settings.max_batch_commands)));
+    script_allowance_ = static_cast<size_t>(std::clamp<int64_t>(
+        budget_ns / each_ns, 1, static_cast<int64_t>(svc_.settings.max_batch_commands)));
   }
   RequestMetrics& metrics = *svc_.metrics;
   uint32_t drop = 0;          // replies of an aborted transaction still to pass over

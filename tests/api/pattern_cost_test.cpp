@@ -13,10 +13,10 @@ double steps(std::string_view p, size_t n, PatternUse use = PatternUse::kAnchora
 
 TEST(PatternCost, FixedItemsCostOnePassPerStart) {
   EXPECT_EQ(steps("abc", 99), 100.0 * 3);
-  EXPECT_EQ(steps("^abc", 99), 3.0);                     // anchored: one start
+  EXPECT_EQ(steps("^abc", 99), 3.0);                         // anchored: one start
   EXPECT_EQ(steps("^abc", 99, PatternUse::kGmatch), 400.0);  // gmatch reads '^' as a character
-  EXPECT_EQ(steps("[%]x]y", 9), 10.0 * 2);                // a set with an escaped ']' is one item
-  EXPECT_EQ(steps("[]]", 9), 10.0);                       // ']' first in a set is a member
+  EXPECT_EQ(steps("[%]x]y", 9), 10.0 * 2);  // a set with an escaped ']' is one item
+  EXPECT_EQ(steps("[]]", 9), 10.0);         // ']' first in a set is a member
 }
 
 TEST(PatternCost, AQuantifierBacktracksOnlyWhenSomethingFollowsIt) {
@@ -33,13 +33,13 @@ TEST(PatternCost, StallingPatternsArePastTheBoundAndEverydayOnesAreNot) {
   EXPECT_GT(steps(".-.-.-.-b", 200), kMaxPatternSteps);  // ran 9 s in a node before
   EXPECT_GT(steps("a*b", 3000), kMaxPatternSteps);
   EXPECT_LT(steps("a*b", 500), kMaxPatternSteps);
-  EXPECT_LT(steps("^(%d+):(%d+)$", 40), kMaxPatternSteps);     // "1700000000:42"
+  EXPECT_LT(steps("^(%d+):(%d+)$", 40), kMaxPatternSteps);                     // "1700000000:42"
   EXPECT_LT(steps("([^,]+)", 100000, PatternUse::kGmatch), kMaxPatternSteps);  // split a list
   EXPECT_LT(steps("%s+", 100000), kMaxPatternSteps);
 }
 
 TEST(PatternCost, MalformedPatternsAreCostedAsFarAsTheyRead) {
-  EXPECT_EQ(steps("a%", 9), 10.0);   // (the matcher raises "malformed pattern")
+  EXPECT_EQ(steps("a%", 9), 10.0);  // (the matcher raises "malformed pattern")
   EXPECT_EQ(steps("[abc", 9), 10.0);
   EXPECT_EQ(steps("", 9), 10.0);
   EXPECT_LE(steps(std::string(200, '*').insert(0, "a") + "b", 1 << 20), 1e300);

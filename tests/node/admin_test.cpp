@@ -236,9 +236,9 @@ TEST(Admin, SlowClientsCannotStarveTheProbes) {
     for (auto& c : slow) c->send("E");  // (those the cap closed may refuse: no matter)
     const auto t0 = std::chrono::steady_clock::now();
     const HttpReply r = http_get(a, "/healthz");
-    const auto ms = std::chrono::duration_cast<std::chrono::milliseconds>(
-                        std::chrono::steady_clock::now() - t0)
-                        .count();
+    const auto ms =
+        std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::steady_clock::now() - t0)
+            .count();
     EXPECT_EQ(r.status, 200);
     EXPECT_LT(ms, 100) << "a probe waited behind slow clients";
     std::this_thread::sleep_for(std::chrono::milliseconds(300));

@@ -106,9 +106,9 @@ TEST(Sandbox, NothingOneRunLeavesIsSeenByTheNextWhoeverRunsIt) {
             "$6\r\ns3cret\r\n");
   EXPECT_EQ(ask(app, {"GET", "app:stolen"}), "$-1\r\n");
   // cjson's settings: changed by one run, the default again in the next.
-  EXPECT_EQ(ask(app, {"EVAL", "cjson.encode_number_precision(3) return cjson.encode(1.23456)",
-                      "0"}),
-            "$4\r\n1.23\r\n");
+  EXPECT_EQ(
+      ask(app, {"EVAL", "cjson.encode_number_precision(3) return cjson.encode(1.23456)", "0"}),
+      "$4\r\n1.23\r\n");
   EXPECT_EQ(ask(ops, {"EVAL", "return cjson.encode(1.23456)", "0"}), "$7\r\n1.23456\r\n");
   // The collector stopped by one run runs again in the next: garbage made there is freed.
   EXPECT_EQ(ask(app, {"EVAL", "collectgarbage('stop') return 1", "0"}), ":1\r\n");
@@ -136,11 +136,12 @@ TEST(Sandbox, StallingPatternMatchesAreRefusedAndEverydayOnesRun) {
         << fn << ": " << r;
   }
   EXPECT_LT(std::chrono::steady_clock::now() - t0, std::chrono::seconds(2));
-  EXPECT_EQ(ask(c, {"EVAL", "return {string.match(ARGV[1], '^(%d+):(%d+)$')}", "0",
-                    "1700000000:42"}),
-            "*2\r\n$10\r\n1700000000\r\n$2\r\n42\r\n");
-  EXPECT_EQ(ask(c, {"EVAL", "local n = 0 for w in string.gmatch(ARGV[1], '[^,]+') do n = n + 1 "
-                            "end return n",
+  EXPECT_EQ(
+      ask(c, {"EVAL", "return {string.match(ARGV[1], '^(%d+):(%d+)$')}", "0", "1700000000:42"}),
+      "*2\r\n$10\r\n1700000000\r\n$2\r\n42\r\n");
+  EXPECT_EQ(ask(c, {"EVAL",
+                    "local n = 0 for w in string.gmatch(ARGV[1], '[^,]+') do n = n + 1 "
+                    "end return n",
                     "0", "a,b,c,d"}),
             ":4\r\n");
   EXPECT_EQ(ask(c, {"EVAL", "return string.find(ARGV[1], 'needle', 1, true)", "0",
@@ -163,9 +164,9 @@ TEST(Sandbox, APipelineOfOverBudgetScriptsLeavesOtherClientsServed) {
   for (int i = 0; i < 10; ++i) {
     const auto t0 = std::chrono::steady_clock::now();
     ASSERT_EQ(ask(other, {"PING"}), "+PONG\r\n");
-    const auto ms = std::chrono::duration_cast<std::chrono::milliseconds>(
-                        std::chrono::steady_clock::now() - t0)
-                        .count();
+    const auto ms =
+        std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::steady_clock::now() - t0)
+            .count();
     worst_ms = std::max<int64_t>(worst_ms, ms);
     std::this_thread::sleep_for(std::chrono::milliseconds(20));
   }
@@ -188,13 +189,12 @@ TEST(Sandbox, GeneratedEscapeAttemptsLeaveTheWorldAsItWas) {
   const std::string world = ask(c, {"EVAL", kWorld, "0"});
   ASSERT_EQ(world.substr(0, 1), "*") << world;
   const std::vector<std::string> targets = {
-      "_G",     "string", "math",      "table", "coroutine", "cjson",
-      "bit",    "struct", "cmsgpack",  "redis", "getmetatable('')",
-      "getmetatable('').__index"};
-  const std::vector<std::string> names = {"tonumber", "call", "rep", "find", "encode", "x",
-                                          "__index", "__newindex", "pcall", "_G"};
-  const std::vector<std::string> values = {"1", "nil", "{}", "function() return 0 end", "print",
-                                           "_G", "string"};
+      "_G",  "string", "math",     "table", "coroutine",        "cjson",
+      "bit", "struct", "cmsgpack", "redis", "getmetatable('')", "getmetatable('').__index"};
+  const std::vector<std::string> names = {"tonumber", "call",    "rep",        "find",  "encode",
+                                          "x",        "__index", "__newindex", "pcall", "_G"};
+  const std::vector<std::string> values = {"1",     "nil", "{}",    "function() return 0 end",
+                                           "print", "_G",  "string"};
   std::mt19937_64 rng(20261125);
   auto pick = [&rng](const std::vector<std::string>& v) { return v[rng() % v.size()]; };
   for (int i = 0; i < 300; ++i) {
@@ -220,8 +220,8 @@ TEST(Sandbox, GeneratedEscapeAttemptsLeaveTheWorldAsItWas) {
         attempt = k + " = " + v;
         break;
     }
-    const std::string script = rng() % 2 ? "pcall(function() " + attempt + " end) return 1"
-                                         : attempt + " return 1";
+    const std::string script =
+        rng() % 2 ? "pcall(function() " + attempt + " end) return 1" : attempt + " return 1";
     const std::string r = ask(c, {"EVAL", script, "0"});
     ASSERT_FALSE(r.empty()) << "the node closed the connection after: " << script;
     ASSERT_EQ(ask(c, {"EVAL", kWorld, "0"}), world) << "changed by: " << script;
