@@ -230,6 +230,11 @@ void load_config_file(const std::string& path, NodeConfig& cfg) {
       cfg.maxclients = static_cast<size_t>(as_int(v, key, 1, 1'000'000));
     else if (key == "maxmemory-clients")
       cfg.maxmemory_clients = as_int(v, key, 0, int64_t{1} << 50);
+    else if (key == "client-output-buffer-limit") {
+      if (!v.IsScalar()) fail(v, key, "must be a string such as \"normal 0 0 0\"");
+      if (const std::string why = apply_output_limits(v.Scalar(), cfg.output_limits); !why.empty())
+        fail(v, key, why);
+    }
     else if (key == "timeout")
       cfg.timeout_s = as_int(v, key, 0, 1'000'000'000);
     else if (key == "query-deadline")

@@ -21,6 +21,7 @@ struct NodeConfig {
   std::string aclfile;             // or: a file of "user name rules..." lines (ACL LOAD)
   size_t maxclients = 10000;
   int64_t maxmemory_clients = 0;        // bytes all clients' buffers may hold together (0: no cap)
+  OutputLimits output_limits;           // client-output-buffer-limit
   int64_t timeout_s = 0;                // close idle clients after this; 0 = never
   int64_t query_deadline_ms = 30000;    // a half-received command must complete by then
   int64_t output_timeout_ms = 30000;    // a client not reading its replies is dropped then

@@ -119,8 +119,10 @@ void Connection::batch_complete(Flight& flight) {
   if (session_->evicted()) {
     svc_.clients->count_eviction();
     spdlog::info(
-        "client {} evicted: its replies outgrew what maxmemory-clients ({} bytes) left them",
-        client_->addr, svc_.clients->max_memory());
+        "client {} evicted: its replies outgrew what maxmemory-clients ({} bytes) and "
+        "client-output-buffer-limit ({} bytes) left them",
+        client_->addr, svc_.clients->max_memory(),
+        svc_.settings.output_limits.normal.hard_bytes);
     return close();
   }
   after_batch(pending_consumed_, pending_close_);
@@ -189,9 +191,30 @@ void Connection::check_deadlines() {
   st.waiting_for_input = state_ == State::kReading;
   st.input_empty = in_.empty();
   const char* why = deadline_breach(limits_, clock_, st, now_ms(), svc_.counters);
+  if (!why) why = output_breach();
   if (!why) return;
   if (*why) spdlog::info("client {} dropped: {}", client_->addr, why);
   close();
+}
+
+// client-output-buffer-limit's soft limit (and its hard one, for output that piled up
+// while the client did not read): why the client goes, or null.
+const char* Connection::output_breach() {
+  const OutputLimit& l = svc_.settings.output_limits.normal;
+  const auto pending = static_cast<int64_t>(session_->output().size() + wbuf_.size());
+  const int64_t now = now_ms();
+  if (l.hard_bytes > 0 && pending > l.hard_bytes) {
+    svc_.counters.dropped_slow.fetch_add(1, std::memory_order_relaxed);
+    return "its replies passed client-output-buffer-limit's hard limit";
+  }
+  if (l.soft_bytes == 0 || pending <= l.soft_bytes) {
+    over_soft_since_ms_ = 0;
+    return nullptr;
+  }
+  if (over_soft_since_ms_ == 0) over_soft_since_ms_ = now;
+  if (now - over_soft_since_ms_ < l.soft_s * 1000) return nullptr;
+  svc_.counters.dropped_slow.fetch_add(1, std::memory_order_relaxed);
+  return "its replies stayed past client-output-buffer-limit's soft limit";
 }
 
 }  // namespace fg

@@ -36,6 +36,7 @@ class Connection : public BatchWaiter, public std::enable_shared_from_this<Conne
   void close();
   void arm_watchdog();
   void check_deadlines();
+  const char* output_breach();
   // Reports the buffers' size (maxmemory-clients); false, and closed, if evicted.
   bool account();
   int64_t now_ms() const;
@@ -55,6 +56,7 @@ class Connection : public BatchWaiter, public std::enable_shared_from_this<Conne
   std::string wbuf_;
   State state_ = State::kReading;
   int64_t reported_bytes_ = 0;
+  int64_t over_soft_since_ms_ = 0;  // since when its unsent replies are past the soft limit
   ConnectionClock clock_;
 };
 

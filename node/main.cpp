@@ -110,6 +110,20 @@ int main(int argc, char** argv) {
                  "biggest clients are disconnected (0 = no cap)")
       ->capture_default_str()
       ->check(CLI::Range(int64_t{0}, int64_t{1} << 50));
+  app.add_option_function<std::vector<std::string>>(
+         "--client-output-buffer-limit",
+         [&cfg](const std::vector<std::string>& v) {
+           for (const std::string& s : v) {
+             if (const std::string why = fg::apply_output_limits(s, cfg.output_limits);
+                 !why.empty()) {
+               throw CLI::ValidationError("--client-output-buffer-limit", why);
+             }
+           }
+         },
+         "\"class hard soft seconds\" as Redis's (class normal or pubsub; sizes such as 64mb): "
+         "a client whose replies pass hard, or stay past soft that long, is closed "
+         "(repeatable; default \"normal 0 0 0\": none)")
+      ->type_name("TEXT");
   app.add_option("--timeout", cfg.timeout_s, "Close clients idle this many seconds (0 = never)")
       ->capture_default_str();
   app.add_option("--query-deadline-ms", cfg.query_deadline_ms,

@@ -111,6 +111,7 @@ int Node::start(std::string& why) {
     };
   }
   svc_.settings.timeout_s = cfg_.timeout_s;
+  svc_.settings.output_limits = cfg_.output_limits;
   svc_.settings.data_sync = cfg_.data_replication == "sync";  // (standalone: nothing to wait for)
   svc_.settings.parser.max_bulk_len = cfg_.proto_max_bulk_len;
   svc_.settings.config_file = cfg_.config_file;

@@ -319,6 +319,7 @@ void cmd_config(CommandContext& s, Args& a) {
       {"port", std::to_string(st.port)},
       {"maxclients", std::to_string(s.svc().clients->max_clients())},
       {"maxmemory-clients", std::to_string(s.svc().clients->max_memory())},
+      {"client-output-buffer-limit", describe_output_limits(st.output_limits)},
       {"timeout", std::to_string(st.timeout_s)},
       {"databases", "1"},
       // (Redis's "seconds changes" pairs: a save every interval whatever changed)

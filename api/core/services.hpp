@@ -11,6 +11,7 @@
 #include "acl.hpp"
 #include "bound_leases.hpp"
 #include "client_registry.hpp"
+#include "output_limits.hpp"
 #include "clock.hpp"
 #include "policy_registry.hpp"
 #include "request_metrics.hpp"
@@ -42,6 +43,7 @@ struct NodeSettings {
   int native_port = 0;               // 0: no native listener
   int admin_port = 0;                // 0: no admin HTTP
   int64_t timeout_s = 0;             // idle client timeout, 0 = never
+  OutputLimits output_limits;        // client-output-buffer-limit
   size_t max_batch_commands = 1024;  // commands taken from one read into one batch
   ParserLimits parser;
   std::string config_file;

@@ -191,11 +191,18 @@ ProcessResult RespSession::process(const char* data, size_t len, Flight& flight)
   arrived_ns_ = steady_ns();
   scripts_ = 0;
   // With maxmemory-clients, a batch's data replies may take what the cap leaves (at least
-  // kMinReplyRoom, so a lone big reply still goes out); past it the connection is evicted.
+  // kMinReplyRoom, so a lone big reply still goes out), and with client-output-buffer-limit
+  // no more than its hard limit; past that the connection is closed.
   door_.reply_room = nullptr;
+  int64_t room = INT64_MAX;
   if (const int64_t cap = svc_.clients->max_memory(); cap > 0 && !client_->no_evict) {
-    reply_room_.store(std::max(kMinReplyRoom, cap - svc_.clients->memory()),
-                      std::memory_order_relaxed);
+    room = std::max(kMinReplyRoom, cap - svc_.clients->memory());
+  }
+  if (const int64_t hard = svc_.settings.output_limits.normal.hard_bytes; hard > 0) {
+    room = std::min(room, hard - static_cast<int64_t>(out_.size()));
+  }
+  if (room != INT64_MAX) {
+    reply_room_.store(room, std::memory_order_relaxed);
     door_.reply_room = &reply_room_;
   }
   executing_.clear();  // (the last flight, which ran them, is back)

@@ -303,6 +303,48 @@ TEST(Process, QueuedCommandsAndUnreadRepliesCountAgainstMaxmemoryClients) {
   EXPECT_GE(std::stoi(info.substr(at + 16)), 2) << info;
 }
 
+// client-output-buffer-limit as redis-server's: CONFIG GET answers the same by default; a
+// client whose replies pass the normal class's hard limit is closed at once, one whose
+// unread replies stay past the soft limit for its seconds is closed then; others stay.
+TEST(Process, ClientOutputBufferLimitClosesClientsPastItAsRedisServerDoes) {
+  {
+    RedisServer redis;
+    NodeProcess node;
+    ASSERT_TRUE(node.alive());
+    Client fg(node.port()), rc(redis.port());
+    const std::string ask = encode({"CONFIG", "GET", "client-output-buffer-limit"});
+    ASSERT_TRUE(fg.send(ask) && rc.send(ask));
+    EXPECT_EQ(read_value(fg), read_value(rc));
+  }
+  NodeProcess node({"--client-output-buffer-limit", "normal 16mb 256kb 1"});
+  ASSERT_TRUE(node.alive());
+  Client setter(node.port());
+  ASSERT_EQ(setter.request({"SET", "big", std::string(1 << 20, 'x')}), "+OK");
+  {
+    Client hard(node.port(), 3000);
+    std::string gets;
+    for (int i = 0; i < 24; ++i) gets += encode({"GET", "big"});  // (24 MB of replies at once)
+    ASSERT_TRUE(hard.send(gets));
+    EXPECT_TRUE(hard.closed_by_peer());
+  }
+  {
+    // 10 MB unread: under hard, and past soft once the kernel's buffers (a few MB, which
+    // redis-server does not count either) are full.
+    Client soft(node.port(), 4000);
+    const int small = 4096;
+    setsockopt(soft.fd(), SOL_SOCKET, SO_RCVBUF, &small, sizeof small);
+    std::string gets;
+    for (int i = 0; i < 10; ++i) gets += encode({"GET", "big"});
+    ASSERT_TRUE(soft.send(gets));
+    std::this_thread::sleep_for(std::chrono::milliseconds(3500));
+  }
+  Client fine(node.port());
+  EXPECT_EQ(fine.request({"GET", "big"}).size(), size_t{1} << 20);  // (read as it comes)
+  EXPECT_EQ(fine.request({"PING"}), "+PONG");
+  const std::string info = fine.request({"INFO", "stats"});
+  EXPECT_NE(info.find("clients_dropped_slow_reader:1\r\n"), std::string::npos) << info;
+}
+
 // CLIENT NO-EVICT ON keeps a client from being chosen: the other big one goes instead.
 TEST(Process, ClientNoEvictIsPassedBy) {
   NodeProcess node({"--maxmemory-clients", "3000000"});

@@ -1,0 +1,31 @@
+// client-output-buffer-limit, in Redis's words: per class of client (normal, replica,
+// pubsub) a hard limit (past it the client is closed at once), a soft limit and the seconds
+// a client may stay past it. 0 means none.
+#pragma once
+#include <cstdint>
+#include <string>
+#include <string_view>
+
+namespace fg {
+
+struct OutputLimit {
+  int64_t hard_bytes = 0;
+  int64_t soft_bytes = 0;
+  int64_t soft_s = 0;
+};
+
+struct OutputLimits {
+  OutputLimit normal;                                // what clients get (RESP)
+  OutputLimit replica{256 << 20, 64 << 20, 60};      // (kept for CONFIG GET: no replicas here)
+  OutputLimit pubsub{32 << 20, 8 << 20, 60};         // subscribers, once there are any
+};
+
+// Applies "class hard soft seconds [class hard soft seconds ...]" (sizes as Redis takes
+// them: 1mb, 64k, 2gb, plain bytes; class normal, replica or slave, pubsub) to `limits`;
+// "" or why not (nothing changes then), in Redis's words.
+std::string apply_output_limits(std::string_view text, OutputLimits& limits);
+
+// CONFIG GET's value: "normal 0 0 0 slave 268435456 67108864 60 pubsub 33554432 8388608 60".
+std::string describe_output_limits(const OutputLimits& limits);
+
+}  // namespace fg
