@@ -234,8 +234,7 @@ void load_config_file(const std::string& path, NodeConfig& cfg) {
       if (!v.IsScalar()) fail(v, key, "must be a string such as \"normal 0 0 0\"");
       if (const std::string why = apply_output_limits(v.Scalar(), cfg.output_limits); !why.empty())
         fail(v, key, why);
-    }
-    else if (key == "timeout")
+    } else if (key == "timeout")
       cfg.timeout_s = as_int(v, key, 0, 1'000'000'000);
     else if (key == "query-deadline")
       cfg.query_deadline_ms = as_duration_ms(v, key);

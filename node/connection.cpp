@@ -121,8 +121,7 @@ void Connection::batch_complete(Flight& flight) {
     spdlog::info(
         "client {} evicted: its replies outgrew what maxmemory-clients ({} bytes) and "
         "client-output-buffer-limit ({} bytes) left them",
-        client_->addr, svc_.clients->max_memory(),
-        svc_.settings.output_limits.normal.hard_bytes);
+        client_->addr, svc_.clients->max_memory(), svc_.settings.output_limits.normal.hard_bytes);
     return close();
   }
   after_batch(pending_consumed_, pending_close_);

@@ -28,13 +28,13 @@ int64_t size_of(std::string_view w) {
   int64_t n = 0;
   if (digits == 0 || std::from_chars(w.data(), w.data() + digits, n).ec != std::errc()) return -1;
   std::string unit;
-  for (char c : w.substr(digits)) unit += static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  for (char c : w.substr(digits))
+    unit += static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
   const struct {
     const char* name;
     int64_t times;
-  } units[] = {{"", 1},          {"b", 1},          {"k", 1000},
-               {"kb", 1024},     {"m", 1000000},    {"mb", 1 << 20},
-               {"g", 1000000000}, {"gb", int64_t{1} << 30}};
+  } units[] = {{"", 1},        {"b", 1},        {"k", 1000},       {"kb", 1024},
+               {"m", 1000000}, {"mb", 1 << 20}, {"g", 1000000000}, {"gb", int64_t{1} << 30}};
   for (const auto& u : units) {
     if (unit == u.name) return n > (int64_t{1} << 50) / u.times ? -1 : n * u.times;
   }
@@ -45,10 +45,11 @@ int64_t size_of(std::string_view w) {
 
 std::string apply_output_limits(std::string_view text, OutputLimits& limits) {
   const auto w = words(text);
-  if (w.empty() || w.size() % 4 != 0) return "Wrong number of arguments in buffer limit configuration.";
+  if (w.empty() || w.size() % 4 != 0)
+    return "Wrong number of arguments in buffer limit configuration.";
   OutputLimits next = limits;
   for (size_t i = 0; i < w.size(); i += 4) {
-    OutputLimit* l = w[i] == "normal"                        ? &next.normal
+    OutputLimit* l = w[i] == "normal"                       ? &next.normal
                      : w[i] == "replica" || w[i] == "slave" ? &next.replica
                      : w[i] == "pubsub"                     ? &next.pubsub
                                                             : nullptr;

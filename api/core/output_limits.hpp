@@ -15,9 +15,9 @@ struct OutputLimit {
 };
 
 struct OutputLimits {
-  OutputLimit normal;                                // what clients get (RESP)
-  OutputLimit replica{256 << 20, 64 << 20, 60};      // (kept for CONFIG GET: no replicas here)
-  OutputLimit pubsub{32 << 20, 8 << 20, 60};         // subscribers, once there are any
+  OutputLimit normal;                            // what clients get (RESP)
+  OutputLimit replica{256 << 20, 64 << 20, 60};  // (kept for CONFIG GET: no replicas here)
+  OutputLimit pubsub{32 << 20, 8 << 20, 60};     // subscribers, once there are any
 };
 
 // Applies "class hard soft seconds [class hard soft seconds ...]" (sizes as Redis takes
