@@ -228,9 +228,10 @@ void load_config_file(const std::string& path, NodeConfig& cfg) {
       }
     } else if (key == "maxclients")
       cfg.maxclients = static_cast<size_t>(as_int(v, key, 1, 1'000'000));
-    else if (key == "maxmemory-clients")
-      cfg.maxmemory_clients = as_int(v, key, 0, int64_t{1} << 50);
-    else if (key == "client-output-buffer-limit") {
+    else if (key == "maxmemory-clients") {
+      cfg.maxmemory_clients = v.IsScalar() ? parse_size(v.Scalar()) : -1;
+      if (cfg.maxmemory_clients < 0) fail(v, key, "must be a size such as 64mb, or bytes");
+    } else if (key == "client-output-buffer-limit") {
       if (!v.IsScalar()) fail(v, key, "must be a string such as \"normal 0 0 0\"");
       if (const std::string why = apply_output_limits(v.Scalar(), cfg.output_limits); !why.empty())
         fail(v, key, why);

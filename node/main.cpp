@@ -105,11 +105,19 @@ int main(int argc, char** argv) {
                  "SIGHUP and on ACL LOAD");
   app.add_option("--maxclients", cfg.maxclients, "Most simultaneous client connections")
       ->capture_default_str();
-  app.add_option("--maxmemory-clients", cfg.maxmemory_clients,
-                 "Most bytes all client connections' buffers may hold together; past it the "
-                 "biggest clients are disconnected (0 = no cap)")
-      ->capture_default_str()
-      ->check(CLI::Range(int64_t{0}, int64_t{1} << 50));
+  app.add_option_function<std::string>(
+         "--maxmemory-clients",
+         [&cfg](const std::string& v) {
+           cfg.maxmemory_clients = fg::parse_size(v);
+           if (cfg.maxmemory_clients < 0) {
+             throw CLI::ValidationError("--maxmemory-clients",
+                                        "'" + v + "' is not a size such as 64mb, or bytes");
+           }
+         },
+         "Most bytes all client connections' buffers may hold together, as bytes or a size "
+         "such as 64mb; past it the biggest clients are disconnected (0 = no cap)")
+      ->type_name("SIZE")
+      ->default_str("0");
   app.add_option_function<std::vector<std::string>>(
          "--client-output-buffer-limit",
          [&cfg](const std::vector<std::string>& v) {

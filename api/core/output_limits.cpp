@@ -21,8 +21,10 @@ std::vector<std::string_view> words(std::string_view s) {
   return out;
 }
 
+}  // namespace
+
 // A size as Redis reads one: digits, then b, k, kb, m, mb, g or gb (any case); -1 if not.
-int64_t size_of(std::string_view w) {
+int64_t parse_size(std::string_view w) {
   size_t digits = 0;
   while (digits < w.size() && std::isdigit(static_cast<unsigned char>(w[digits]))) ++digits;
   int64_t n = 0;
@@ -41,8 +43,6 @@ int64_t size_of(std::string_view w) {
   return -1;
 }
 
-}  // namespace
-
 std::string apply_output_limits(std::string_view text, OutputLimits& limits) {
   const auto w = words(text);
   if (w.empty() || w.size() % 4 != 0)
@@ -54,7 +54,7 @@ std::string apply_output_limits(std::string_view text, OutputLimits& limits) {
                      : w[i] == "pubsub"                     ? &next.pubsub
                                                             : nullptr;
     if (!l) return "Invalid client class specified in buffer limit configuration.";
-    const int64_t hard = size_of(w[i + 1]), soft = size_of(w[i + 2]);
+    const int64_t hard = parse_size(w[i + 1]), soft = parse_size(w[i + 2]);
     int64_t secs = -1;
     if (std::from_chars(w[i + 3].data(), w[i + 3].data() + w[i + 3].size(), secs).ec !=
             std::errc() ||

@@ -25,6 +25,10 @@ struct OutputLimits {
 // "" or why not (nothing changes then), in Redis's words.
 std::string apply_output_limits(std::string_view text, OutputLimits& limits);
 
+// A size as Redis reads one: digits, then b, k (1000), kb (1024), m, mb, g or gb, in any
+// case; -1 if it is not one (or past 2^50).
+int64_t parse_size(std::string_view text);
+
 // CONFIG GET's value: "normal 0 0 0 slave 268435456 67108864 60 pubsub 33554432 8388608 60".
 std::string describe_output_limits(const OutputLimits& limits);
 

@@ -40,5 +40,20 @@ TEST(OutputLimits, BadValuesAreRefusedWholeWithRedisServersWords) {
   EXPECT_EQ(describe_output_limits(l), before);  // (nothing of a refused value applied)
 }
 
+TEST(OutputLimits, SizesAreReadAsRedisServerReadsThem) {
+  EXPECT_EQ(parse_size("0"), 0);
+  EXPECT_EQ(parse_size("3000000"), 3000000);
+  EXPECT_EQ(parse_size("64mb"), 64 << 20);
+  EXPECT_EQ(parse_size("64MB"), 64 << 20);
+  EXPECT_EQ(parse_size("64m"), 64000000);
+  EXPECT_EQ(parse_size("2k"), 2000);
+  EXPECT_EQ(parse_size("2kb"), 2048);
+  EXPECT_EQ(parse_size("1gb"), int64_t{1} << 30);
+  EXPECT_EQ(parse_size("5b"), 5);
+  for (const char* bad : {"", "mb", "64x", "-1", "1.5mb", "64 mb", "99999999999gb"}) {
+    EXPECT_EQ(parse_size(bad), -1) << bad;
+  }
+}
+
 }  // namespace
 }  // namespace fg
