@@ -232,6 +232,11 @@ inline std::string owner_silent(std::string_view node, std::string_view why) {
 }
 // A forward's answer that no peer frame could carry (it reaches the client after "error: ").
 inline constexpr char kPeerFrameTooLarge[] = "response too large for a peer frame";
+// A forward that names no user and is not its sender's own upkeep: from a node of the
+// previous version, believed only with cluster-bus-legacy.
+inline constexpr char kForwardWithoutUser[] =
+    "NOPERM a forwarded request must name its user (a node of the previous version? see "
+    "cluster-bus-legacy)";
 inline std::string member_silent(std::string_view node, std::string_view why) {
   return "TRYAGAIN " + std::string(node) + " did not answer (" + std::string(why) +
          "): its leases of this holder were not reached";

@@ -10,7 +10,9 @@
 #include <openssl/hmac.h>
 #include <openssl/sha.h>
 
+#include <algorithm>
 #include <cstring>
+#include <initializer_list>
 #include <fstream>
 #include <random>
 
@@ -149,46 +151,142 @@ bool BusKey::fresh(uint64_t epoch, uint64_t counter, int64_t now) {
 }
 
 namespace {
-constexpr char kPeerMagic[4] = {'F', 'G', 'P', '1'};
-// A peer-link MAC: over a role word and the hello's first 32 bytes.
-void peer_mac(const std::string& key, std::string_view role, std::string_view hello32,
-              unsigned char* out) {
+constexpr char kPeerMagic[4] = {'F', 'G', 'P', '2'};
+constexpr char kLegacyMagic[4] = {'F', 'G', 'P', '1'};
+constexpr size_t kNonce = 16;
+// The current hello: magic (4), secret id (4), nonce (16), clock (8), receiver (16), tag (16).
+constexpr size_t kHelloReceiverAt = 32;
+constexpr size_t kHelloTagAt = 48;
+// The answer: magic (4), nonce (16), tag (16).
+
+// A legacy MAC: over a role word and the hello's first 32 bytes.
+void legacy_mac(const std::string& key, std::string_view role, std::string_view hello32,
+                unsigned char* out) {
   std::string in(role);
   in.append(hello32.substr(0, 32));
   mac(key, in.data(), in.size(), out);
 }
-}  // namespace
 
-std::string BusKey::peer_hello() {
-  std::lock_guard<std::mutex> lock(mu_);
-  if (secrets_.empty()) return {};
-  std::string out(kPeerMagic, 4);
-  put_be(out, secrets_.front().id, 4);
+// A MAC over a role word and some parts, the full 32 bytes of HMAC-SHA256.
+std::string mac_of(std::string_view key, std::initializer_list<std::string_view> parts) {
+  std::string in;
+  for (std::string_view p : parts) in.append(p);
+  unsigned char md[EVP_MAX_MD_SIZE];
+  unsigned int len = 0;
+  HMAC(EVP_sha256(), key.data(), static_cast<int>(key.size()),
+       reinterpret_cast<const unsigned char*>(in.data()), in.size(), md, &len);
+  return std::string(reinterpret_cast<const char*>(md), len);
+}
+
+std::string name_hash(std::string_view name) {
+  unsigned char md[SHA256_DIGEST_LENGTH];
+  SHA256(reinterpret_cast<const unsigned char*>(name.data()), name.size(), md);
+  return std::string(reinterpret_cast<const char*>(md), 16);
+}
+
+std::string random_bytes(size_t n) {
   std::random_device rd;
-  for (int i = 0; i < 4; ++i) put_be(out, rd(), 4);  // the nonce
-  put_be(out, static_cast<uint64_t>(now_ms_()), 8);
-  unsigned char tag[kTag];
-  peer_mac(secrets_.front().key, "hello", out, tag);
-  out.append(reinterpret_cast<const char*>(tag), kTag);
+  std::string out;
+  while (out.size() < n) put_be(out, rd(), 4);
+  out.resize(n);
   return out;
 }
 
-std::optional<std::string> BusKey::peer_answer(std::string_view hello) {
+// Both sides' frame keys, from the secret, the hello and the answer's nonce; the
+// connecting side sends with the first.
+std::pair<std::string, std::string> frame_keys(const std::string& secret, std::string_view hello,
+                                               std::string_view nonce) {
+  const std::string session = mac_of(secret, {"session", hello, nonce});
+  return {mac_of(session, {"from the connecting side"}),
+          mac_of(session, {"from the accepting side"})};
+}
+}  // namespace
+
+void PeerFrameKeys::set(std::string send_key, std::string receive_key) {
+  send_key_ = std::move(send_key);
+  receive_key_ = std::move(receive_key);
+  sent_ = received_ = 0;
+}
+
+void PeerFrameKeys::tag(std::string_view payload, std::string& out) {
+  std::string n;
+  put_be(n, sent_++, 8);
+  const std::string t = mac_of(send_key_, {n, payload});
+  out.append(t.data(), kTagBytes);
+}
+
+bool PeerFrameKeys::check(std::string_view payload, std::string_view tag) {
+  if (tag.size() != kTagBytes) return false;
+  std::string n;
+  put_be(n, received_, 8);
+  const std::string t = mac_of(receive_key_, {n, payload});
+  if (CRYPTO_memcmp(t.data(), tag.data(), kTagBytes) != 0) return false;
+  ++received_;
+  return true;
+}
+
+void BusKey::set_names(std::vector<std::string> names) {
+  std::vector<std::string> hashes;
+  for (const std::string& n : names) hashes.push_back(name_hash(n));
   std::lock_guard<std::mutex> lock(mu_);
+  names_ = std::move(hashes);
+}
+
+std::string BusKey::peer_hello(std::string_view receiver, bool legacy) {
+  std::lock_guard<std::mutex> lock(mu_);
+  if (secrets_.empty()) return {};
+  std::string out(legacy ? kLegacyMagic : kPeerMagic, 4);
+  put_be(out, secrets_.front().id, 4);
+  out += random_bytes(kNonce);
+  put_be(out, static_cast<uint64_t>(now_ms_()), 8);
+  if (legacy) {
+    unsigned char tag[kTag];
+    legacy_mac(secrets_.front().key, "hello", out, tag);
+    out.append(reinterpret_cast<const char*>(tag), kTag);
+    return out;
+  }
+  out += name_hash(receiver);
+  out.append(mac_of(secrets_.front().key, {"hello", out}), 0, kTag);
+  return out;
+}
+
+size_t BusKey::hello_bytes(std::string_view magic) const {
+  if (magic.size() != kMagicBytes) return 0;
+  if (std::memcmp(magic.data(), kPeerMagic, 4) == 0) return kHelloBytes;
+  if (legacy() && std::memcmp(magic.data(), kLegacyMagic, 4) == 0) return kLegacyHelloBytes;
+  return 0;
+}
+
+std::optional<std::string> BusKey::peer_answer(std::string_view hello, PeerFrameKeys* keys) {
+  std::lock_guard<std::mutex> lock(mu_);
+  const bool current = hello.size() == kHelloBytes && std::memcmp(hello.data(), kPeerMagic, 4) == 0;
+  const bool old = !current && legacy() && hello.size() == kLegacyHelloBytes &&
+                   std::memcmp(hello.data(), kLegacyMagic, 4) == 0;
   const Secret* used = nullptr;
-  if (hello.size() == kHelloBytes && std::memcmp(hello.data(), kPeerMagic, 4) == 0) {
+  if (current || old) {
     const auto id = static_cast<uint32_t>(get_be(hello.data() + 4, 4));
     for (const Secret& s : secrets_) {
       if (s.id != id) continue;
-      unsigned char tag[kTag];
-      peer_mac(s.key, "hello", hello, tag);
-      if (CRYPTO_memcmp(tag, hello.data() + 32, kTag) == 0) used = &s;
+      if (current) {
+        const std::string t = mac_of(s.key, {"hello", hello.substr(0, kHelloTagAt)});
+        if (CRYPTO_memcmp(t.data(), hello.data() + kHelloTagAt, kTag) == 0) used = &s;
+      } else {
+        unsigned char tag[kTag];
+        legacy_mac(s.key, "hello", hello, tag);
+        if (CRYPTO_memcmp(tag, hello.data() + 32, kTag) == 0) used = &s;
+      }
       break;
     }
   }
   const int64_t now = now_ms_();
   const auto sent = used ? static_cast<int64_t>(get_be(hello.data() + 24, 8)) : 0;
-  if (!used || sent < now - kWindowMs || sent > now + kWindowMs) {
+  bool named = true;  // (the node it dialled is this one)
+  if (used && current && !names_.empty()) {
+    const std::string_view receiver = hello.substr(kHelloReceiverAt, 16);
+    named = std::any_of(names_.begin(), names_.end(),
+                        [&](const std::string& n) { return CRYPTO_memcmp(n.data(), receiver.data(), 16) == 0; });
+  }
+  if (!used || !named || sent < now - kWindowMs || sent > now + kWindowMs) {
     counters_.refused_peer.fetch_add(1, std::memory_order_relaxed);
     return std::nullopt;
   }
@@ -197,27 +295,61 @@ std::optional<std::string> BusKey::peer_answer(std::string_view hello) {
       it = it->second < now - 2 * kWindowMs ? hellos_.erase(it) : std::next(it);
     }
   }
-  if (!hellos_.emplace(std::string(hello.substr(8, 16)), now).second) {  // a recorded hello
+  if (!hellos_.emplace(std::string(hello.substr(8, kNonce)), now).second) {  // a recorded hello
     counters_.refused_peer.fetch_add(1, std::memory_order_relaxed);
     return std::nullopt;
   }
-  std::string proof(kPeerMagic, 4);
-  unsigned char tag[kTag];
-  peer_mac(used->key, "proof", hello, tag);
-  proof.append(reinterpret_cast<const char*>(tag), kTag);
-  return proof;
+  if (old) {
+    std::string proof(kLegacyMagic, 4);
+    unsigned char tag[kTag];
+    legacy_mac(used->key, "proof", hello, tag);
+    proof.append(reinterpret_cast<const char*>(tag), kTag);
+    if (keys) keys->set({}, {});
+    return proof;
+  }
+  const std::string nonce = random_bytes(kNonce);
+  std::string answer(kPeerMagic, 4);
+  answer += nonce;
+  answer.append(mac_of(used->key, {"answer", hello, nonce}), 0, kTag);
+  if (keys) {
+    auto [to_server, to_client] = frame_keys(used->key, hello, nonce);
+    keys->set(std::move(to_client), std::move(to_server));
+  }
+  return answer;
 }
 
-bool BusKey::peer_proven(std::string_view hello, std::string_view proof) const {
-  if (hello.size() != kHelloBytes || proof.size() != kProofBytes ||
-      std::memcmp(proof.data(), kPeerMagic, 4) != 0) {
+bool BusKey::peer_proven(std::string_view hello, std::string_view answer,
+                         PeerFrameKeys* keys) const {
+  std::lock_guard<std::mutex> lock(mu_);
+  if (hello.size() == kLegacyHelloBytes && std::memcmp(hello.data(), kLegacyMagic, 4) == 0) {
+    if (answer.size() != kLegacyProofBytes || std::memcmp(answer.data(), kLegacyMagic, 4) != 0) {
+      return false;
+    }
+    for (const Secret& s : secrets_) {
+      unsigned char tag[kTag];
+      legacy_mac(s.key, "proof", hello, tag);
+      if (CRYPTO_memcmp(tag, answer.data() + 4, kTag) == 0) {
+        if (keys) keys->set({}, {});
+        return true;
+      }
+    }
     return false;
   }
-  std::lock_guard<std::mutex> lock(mu_);
-  for (const Secret& s : secrets_) {
-    unsigned char tag[kTag];
-    peer_mac(s.key, "proof", hello, tag);
-    if (CRYPTO_memcmp(tag, proof.data() + 4, kTag) == 0) return true;
+  if (hello.size() != kHelloBytes || answer.size() != kAnswerBytes ||
+      std::memcmp(answer.data(), kPeerMagic, 4) != 0) {
+    return false;
+  }
+  const std::string_view nonce = answer.substr(4, kNonce);
+  const auto id = static_cast<uint32_t>(get_be(hello.data() + 4, 4));
+  for (const Secret& s : secrets_) {  // (the one the hello was made with; rotation may have
+    if (s.id != id) continue;         // moved it to second place since)
+    const std::string t = mac_of(s.key, {"answer", hello, nonce});
+    if (CRYPTO_memcmp(t.data(), answer.data() + 4 + kNonce, kTag) != 0) return false;
+    if (keys) {
+      auto [to_server, to_client] = frame_keys(s.key, hello, nonce);
+      keys->set(std::move(to_server), std::move(to_client));
+    }
+    return true;
   }
   return false;
 }

@@ -26,6 +26,7 @@ struct BusCounters {
   std::atomic<uint64_t> refused_stale{0};     // sent too long ago (or its clock is far off)
   std::atomic<uint64_t> refused_replay{0};    // seen already
   std::atomic<uint64_t> refused_peer{0};      // peer-link connections without the secret
+  std::atomic<uint64_t> refused_receiver{0};  // gossip addressed to another node
 };
 
 // The non-blank lines of a file holding secrets (the cluster secret, the admin token),
@@ -33,6 +34,26 @@ struct BusCounters {
 std::optional<std::vector<std::string>> read_secret_lines(const std::string& path,
                                                           const std::string& what,
                                                           std::string& why);
+
+// One peer link's frame keys, a key per direction: every frame sent carries the first 16
+// bytes of HMAC-SHA256(send key, its number on the link (8 bytes) || its payload), and
+// every frame received must carry the like under the receive key with the next number. So
+// a frame cannot be altered, dropped, replayed, reordered or moved to another link without
+// the receiver hanging up. Inactive (no keys: no secret, TLS, or a legacy link): no tags.
+class PeerFrameKeys {
+ public:
+  static constexpr size_t kTagBytes = 16;
+  void set(std::string send_key, std::string receive_key);
+  bool active() const { return !send_key_.empty(); }
+  // Appends the tag of the next frame sent, whose payload is `payload`.
+  void tag(std::string_view payload, std::string& out);
+  // Whether `tag` is the next received frame's for `payload`.
+  bool check(std::string_view payload, std::string_view tag);
+
+ private:
+  std::string send_key_, receive_key_;
+  uint64_t sent_ = 0, received_ = 0;
+};
 
 class BusKey {
  public:
@@ -53,18 +74,45 @@ class BusKey {
   // to be believed.
   std::optional<std::string_view> open(std::string_view datagram);
 
-  // The peer-link handshake, before any frame: the connecting side sends kHelloBytes
-  // (a fresh nonce and its clock, MAC'd with the first secret); the accepting side answers
-  // kProofBytes (a MAC of that hello under the same secret), or hangs up. Each side thereby
-  // shows the other it holds a secret both accept; a hello is believed once.
-  static constexpr size_t kHelloBytes = 48;
-  static constexpr size_t kProofBytes = 20;
-  std::string peer_hello();
-  // The accepting side: the proof to send back, or nullopt (counted) to hang up.
-  std::optional<std::string> peer_answer(std::string_view hello);
-  // The connecting side: whether `proof` answers `hello`.
-  bool peer_proven(std::string_view hello, std::string_view proof) const;
+  // The peer-link handshake, before any frame (gossip/README.md, "The cluster secret"). The
+  // connecting side sends a hello: a fresh nonce, its clock and the name of the node it
+  // dialled, MAC'd with the first secret. The accepting side checks it (a secret it holds,
+  // a fresh clock, a nonce not believed before, its own name) and answers with a nonce of
+  // its own and a MAC over both; the connecting side checks that answer. Both then derive a
+  // key per direction from the secret, the hello and the answer's nonce, and every frame on
+  // the link carries a tag under its direction's key (PeerFrameKeys). A hello recorded on
+  // its way to one node is refused by another, and one sent again to the same node is
+  // refused there; were it believed, its sender's keys would still be out of reach.
+  static constexpr size_t kHelloBytes = 64;
+  static constexpr size_t kAnswerBytes = 36;
+  // The previous handshake (FGP1: a hello without the receiver's name or frame keys, the
+  // proof a MAC of it), spoken and accepted only with set_legacy(true), for a rolling
+  // upgrade from nodes that know nothing else.
+  static constexpr size_t kLegacyHelloBytes = 48;
+  static constexpr size_t kLegacyProofBytes = 20;
+  static constexpr size_t kMagicBytes = 4;
+
+  // The names other nodes dial this node by ("host:port", its announced bus address); a
+  // hello naming another is refused. Empty (the default): any name is accepted.
+  void set_names(std::vector<std::string> names);
+  // Whether previous-version nodes are spoken to and believed (cluster-bus-legacy).
+  void set_legacy(bool on) { legacy_.store(on, std::memory_order_relaxed); }
+  bool legacy() const { return legacy_.load(std::memory_order_relaxed); }
+
+  // The connecting side's hello to the node dialled as `receiver` (legacy: the old hello).
+  std::string peer_hello(std::string_view receiver, bool legacy = false);
+  // How many bytes a hello starting with `magic` (its first kMagicBytes) has in all; 0 when
+  // it is not one this node accepts.
+  size_t hello_bytes(std::string_view magic) const;
+  // The accepting side: the answer to send back and, for a current hello, this side's frame
+  // keys (`keys`); nullopt (counted) to hang up.
+  std::optional<std::string> peer_answer(std::string_view hello, PeerFrameKeys* keys);
+  // The connecting side: whether `answer` answers `hello`; its frame keys (current hello).
+  bool peer_proven(std::string_view hello, std::string_view answer, PeerFrameKeys* keys) const;
   void count_refused_peer() { counters_.refused_peer.fetch_add(1, std::memory_order_relaxed); }
+  void count_misaddressed() {
+    counters_.refused_receiver.fetch_add(1, std::memory_order_relaxed);
+  }
 
   const BusCounters& counters() const { return counters_; }
 
@@ -90,6 +138,8 @@ class BusKey {
   std::vector<Secret> secrets_;
   std::unordered_map<uint64_t, Seen> seen_;
   std::unordered_map<std::string, int64_t> hellos_;  // nonces believed, until they go stale
+  std::vector<std::string> names_;                   // SHA-256 of each name, 16 bytes
+  std::atomic<bool> legacy_{false};
   uint64_t epoch_;
   uint64_t next_ = 1;
   BusCounters counters_;

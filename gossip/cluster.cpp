@@ -65,6 +65,11 @@ void Cluster::start() {
   membership_ = std::make_unique<Membership>(cfg_.membership, cfg_.node_id, addr, resp_addr,
                                              *transport_, random_());
   membership_->set_native_port(cfg_.native_port);
+  if (cfg_.bus_key) {
+    // Peer links and gossip name their receiver: this node is the one its bus address names.
+    cfg_.bus_key->set_names({addr});
+    membership_->on_misaddressed([key = cfg_.bus_key] { key->count_misaddressed(); });
+  }
   agreement_ = std::make_unique<TableAgreement>(*membership_, cfg_.settle_ms * 1'000'000);
   agreement_->set_replicas(cfg_.replicas);
   agreement_->on_change(

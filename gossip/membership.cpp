@@ -75,6 +75,13 @@ void Membership::send(int kind, const std::string& to_addr, uint64_t seq, const 
   env.set_table_epoch(advert_epoch_);
   env.set_table_planner(advert_planner_);
   env.set_book_digest(book_digest_);
+  // Named receiver: a datagram recorded on its way to one node is not believed by another.
+  // A join's SYNC_REQ to a seed goes unnamed: the seed may be a name (DNS) its node does not
+  // know itself by.
+  if (kind != wire::Envelope::SYNC_REQ ||
+      std::find(seeds_.begin(), seeds_.end(), to_addr) == seeds_.end()) {
+    env.set_to_addr(to_addr);
+  }
   auto add = [&](const Member& m) {
     auto* u = env.add_updates();
     u->set_id(m.id);
@@ -234,10 +241,19 @@ int64_t Membership::suspicion_timeout(const Member& m) const {
   return std::max(cfg_.suspicion_min_ns, static_cast<int64_t>(t));
 }
 
+bool Membership::addressed_here(const wire::Envelope& env) const {
+  if (!env.to_addr().empty()) return env.to_addr() == self_.addr;
+  return env.kind() == wire::Envelope::SYNC_REQ || cfg_.accept_unaddressed;
+}
+
 void Membership::receive(const std::string& from_addr, std::string_view bytes, int64_t now) {
   wire::Envelope env;
   if (!env.ParseFromArray(bytes.data(), static_cast<int>(bytes.size()))) return;
   if (env.version() / 1000 > kWireVersion / 1000) return;  // a future major version
+  if (!addressed_here(env)) {
+    if (on_misaddressed_) on_misaddressed_();
+    return;
+  }
   for (const auto& w : env.updates()) {
     Member u;
     u.id = w.id();

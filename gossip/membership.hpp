@@ -17,6 +17,10 @@
 
 namespace fg {
 
+namespace wire {
+class Envelope;
+}
+
 struct MembershipConfig {
   int64_t probe_interval_ns = 200'000'000;  // one member probed per interval
   int64_t probe_timeout_ns = 80'000'000;    // direct ack deadline, then ask others
@@ -34,6 +38,9 @@ struct MembershipConfig {
   int64_t sync_interval_ns = 5'000'000'000;  // push-pull with one random member
   int64_t reap_after_ns = 60'000'000'000;    // forget dead/left members after this
   int64_t seed_retry_ns = 500'000'000;       // a node that knows no live member asks the seeds
+  // Believe messages that do not name their receiver, as the previous version sends them
+  // (cluster-bus-legacy, for a rolling upgrade); otherwise only a join's SYNC_REQ may not.
+  bool accept_unaddressed = false;
 };
 
 class Membership {
@@ -79,6 +86,9 @@ class Membership {
   using BookAdvertFn = std::function<void(const std::string& from_addr, uint64_t digest)>;
   void on_book_advert(BookAdvertFn fn) { on_book_advert_ = std::move(fn); }
   void on_other(OtherFn fn) { on_other_ = std::move(fn); }
+  // A message addressed to another node (recorded on its way there and sent here) was
+  // dropped.
+  void on_misaddressed(std::function<void()> fn) { on_misaddressed_ = std::move(fn); }
   Transport& transport() { return transport_; }
 
   const Member& self() const { return self_; }
@@ -88,6 +98,7 @@ class Membership {
   const MembershipConfig& config() const { return cfg_; }
 
  private:
+  bool addressed_here(const wire::Envelope& env) const;
   struct Probe {
     std::string target;
     uint64_t seq = 0;
@@ -138,6 +149,7 @@ class Membership {
   uint64_t book_digest_ = 0;
   BookAdvertFn on_book_advert_;
   OtherFn on_other_;
+  std::function<void()> on_misaddressed_;
 };
 
 }  // namespace fg

@@ -12,6 +12,15 @@ namespace fg {
 namespace {
 constexpr uint32_t kPeerWireVersion = 1;
 
+// A received frame's payload: all of it, or with frame keys what precedes a tag that checks.
+bool open_peer_frame(PeerFrameKeys& keys, const std::string& frame, std::string_view& payload) {
+  payload = frame;
+  if (!keys.active()) return true;
+  if (frame.size() < PeerFrameKeys::kTagBytes) return false;
+  payload = payload.substr(0, frame.size() - PeerFrameKeys::kTagBytes);
+  return keys.check(payload, std::string_view(frame).substr(payload.size()));
+}
+
 bool split_addr(const std::string& addr, std::string& host, std::string& port) {
   const auto c = addr.rfind(':');
   if (c == std::string::npos) return false;
@@ -113,6 +122,7 @@ void PeerClient::connect() {
   asio::ip::tcp::endpoint ep(ip, static_cast<uint16_t>(std::atoi(port.c_str())));
   stream_.socket() = asio::ip::tcp::socket(io_);
   stream_.reset(tls_ && tls_->active() ? tls_->client() : nullptr);
+  frames_.set({}, {});  // (until this connection's handshake gives it keys)
   bind_local(ep);
   connect_timer_.expires_after(kConnectTimeout);
   connect_timer_.async_wait([self = shared_from_this()](asio::error_code e) {
@@ -172,23 +182,38 @@ void PeerClient::connected() {
   flush();
 }
 
-// Our hello, then the peer's proof, within the connect timeout; a peer without the secret
-// (or with another) is unreachable as far as calls go.
+// Our hello, then the peer's answer, within the connect timeout; a peer without the secret
+// (or with another) is unreachable as far as calls go. With cluster-bus-legacy, a peer that
+// hangs up on our hello may be a node of the previous version: the next attempt speaks its
+// handshake.
 void PeerClient::handshake() {
-  hello_ = key_->peer_hello();
-  proof_.assign(BusKey::kProofBytes, '\0');
+  const bool legacy = legacy_ && key_->legacy();
+  hello_ = key_->peer_hello(addr_, legacy);
+  proof_.assign(legacy ? BusKey::kLegacyProofBytes : BusKey::kAnswerBytes, '\0');
   stream_.async_write_all(asio::buffer(hello_),
                           [self = shared_from_this()](asio::error_code, size_t) {});
   stream_.async_read_all(asio::buffer(proof_),
                          [self = shared_from_this()](asio::error_code ec, size_t) {
                            if (self->closed_) return;
                            self->connect_timer_.cancel();
-                           if (ec || !self->key_->peer_proven(self->hello_, self->proof_)) {
+                           if (ec && self->key_->legacy()) {
+                             // (Alternates while the peer is down; stays with what worked.)
+                             self->legacy_ = !self->legacy_;
+                             if (self->legacy_) {
+                               spdlog::debug("peer link to {}: hung up on the handshake; trying "
+                                             "the previous version's (cluster-bus-legacy)",
+                                             self->addr_);
+                             }
+                           }
+                           if (ec || !self->key_->peer_proven(self->hello_, self->proof_,
+                                                              &self->frames_)) {
                              if (!ec) self->key_->count_refused_peer();
                              asio::error_code ignored;
                              self->stream_.socket().close(ignored);
                              return self->backoff();
                            }
+                           // (Over TLS the channel authenticates every byte already.)
+                           if (self->stream_.tls()) self->frames_.set({}, {});
                            self->connected();
                          });
 }
@@ -225,6 +250,7 @@ void PeerClient::flush() {
   wbuf_.clear();
   const size_t at = open_frame(wbuf_);
   wbuf_ += payload;
+  if (frames_.active()) frames_.tag(payload, wbuf_);
   close_frame(wbuf_, at);
   writing_ = true;
   ++frames_sent_;
@@ -249,13 +275,17 @@ void PeerClient::read_header() {
     }
     self->rbuf_.resize(n);
     self->stream_.async_read_all(asio::buffer(self->rbuf_), [self](asio::error_code ec2, size_t) {
-      if (ec2) {
+      std::string_view payload;
+      if (ec2 || !open_peer_frame(self->frames_, self->rbuf_, payload)) {
+        if (!ec2 && self->key_) self->key_->count_refused_peer();  // (altered, replayed...)
+        asio::error_code ignored;
+        self->stream_.socket().close(ignored);
         self->state_ = State::kIdle;
         self->fail_all(PeerStatus::kUnavailable);
         return;
       }
       wire::PeerFrame frame;
-      if (frame.ParseFromString(self->rbuf_)) {
+      if (frame.ParseFromArray(payload.data(), static_cast<int>(payload.size()))) {
         for (auto& r : *frame.mutable_responses()) {
           PeerStatus st = r.status() == wire::PeerResponse::OK      ? PeerStatus::kOk
                           : r.status() == wire::PeerResponse::ERROR ? PeerStatus::kError
@@ -327,8 +357,8 @@ class PeerServer::Conn : public std::enable_shared_from_this<Conn> {
  private:
   void secured() {
     if (!key_ || !key_->active()) return read_header();
-    // The caller's hello first (within a second), then our proof, then frames.
-    hello_.assign(BusKey::kHelloBytes, '\0');
+    // The caller's hello first (within a second), then our answer, then frames.
+    hello_.assign(BusKey::kMagicBytes, '\0');
     auto self = shared_from_this();
     timer_ = std::make_unique<SteadyTimer>(stream_.socket().get_executor(), kConnectTimeout);
     timer_->async_wait([self](asio::error_code ec) {
@@ -338,19 +368,34 @@ class PeerServer::Conn : public std::enable_shared_from_this<Conn> {
       self->stream_.socket().close(ignored);
     });
     stream_.async_read_all(asio::buffer(hello_), [self](asio::error_code ec, size_t) {
-      self->timer_->cancel();
-      if (ec) return;
-      auto proof = self->key_->peer_answer(self->hello_);
-      if (!proof) return;  // dropping the last reference closes it
-      self->proof_ = std::move(*proof);
-      self->writing_ = true;
-      self->stream_.async_write_all(asio::buffer(self->proof_),
-                                    [self](asio::error_code ec2, size_t) {
-                                      self->writing_ = false;
-                                      if (!ec2) self->flush();
-                                    });
-      self->read_header();
+      const size_t n = ec ? 0 : self->key_->hello_bytes(self->hello_);
+      if (ec || n == 0) {
+        self->timer_->cancel();
+        if (!ec) self->key_->count_refused_peer();  // (not a hello this node accepts)
+        return;
+      }
+      self->hello_.resize(n);
+      self->stream_.async_read_all(
+          asio::buffer(self->hello_.data() + BusKey::kMagicBytes, n - BusKey::kMagicBytes),
+          [self](asio::error_code ec2, size_t) {
+            self->timer_->cancel();
+            if (!ec2) self->answer();
+          });
     });
+  }
+
+  void answer() {
+    auto proof = key_->peer_answer(hello_, &frames_);
+    if (!proof) return;  // dropping the last reference closes it
+    if (stream_.tls()) frames_.set({}, {});  // (TLS authenticates every byte already)
+    proof_ = std::move(*proof);
+    writing_ = true;
+    stream_.async_write_all(asio::buffer(proof_),
+                            [self = shared_from_this()](asio::error_code ec, size_t) {
+                              self->writing_ = false;
+                              if (!ec) self->flush();
+                            });
+    read_header();
   }
 
   void read_header() {
@@ -362,8 +407,13 @@ class PeerServer::Conn : public std::enable_shared_from_this<Conn> {
       self->rbuf_.resize(n);
       self->stream_.async_read_all(asio::buffer(self->rbuf_), [self](asio::error_code ec2, size_t) {
         if (ec2) return;
+        std::string_view payload;
+        if (!open_peer_frame(self->frames_, self->rbuf_, payload)) {
+          if (self->key_) self->key_->count_refused_peer();  // (altered, replayed, reordered)
+          return;
+        }
         wire::PeerFrame frame;
-        if (!frame.ParseFromString(self->rbuf_) ||
+        if (!frame.ParseFromArray(payload.data(), static_cast<int>(payload.size())) ||
             frame.version() / 1000 > kPeerWireVersion / 1000) {
           return;  // not a peer speaking our protocol: hang up
         }
@@ -413,6 +463,7 @@ class PeerServer::Conn : public std::enable_shared_from_this<Conn> {
     wbuf_.clear();
     const size_t at = open_frame(wbuf_);
     wbuf_ += payload;
+    if (frames_.active()) frames_.tag(payload, wbuf_);
     close_frame(wbuf_, at);
     writing_ = true;
     stream_.async_write_all(asio::buffer(wbuf_),
@@ -428,6 +479,7 @@ class PeerServer::Conn : public std::enable_shared_from_this<Conn> {
   TlsContexts* tls_;
   std::unique_ptr<SteadyTimer> timer_;
   std::string hello_, proof_;
+  PeerFrameKeys frames_;
   char header_[4];
   std::string rbuf_;
   std::string wbuf_;

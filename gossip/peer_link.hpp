@@ -67,6 +67,8 @@ class PeerClient final : public PeerLink, public std::enable_shared_from_this<Pe
   BusKey* key_;
   TlsContexts* tls_;
   std::string hello_, proof_;
+  PeerFrameKeys frames_;  // this connection's, from its handshake
+  bool legacy_ = false;   // speak the previous version's handshake (see handshake())
   ByteStream stream_;
   SteadyTimer backoff_timer_;
   SteadyTimer connect_timer_;  // a SYN nobody answers fails after kConnectTimeout

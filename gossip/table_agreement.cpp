@@ -57,6 +57,7 @@ void TableAgreement::send_table(const std::string& to) {
   env.set_from_addr(m_.self().addr);
   env.set_table_epoch(table_.epoch());
   env.set_table_planner(table_.planner());
+  env.set_to_addr(to);
   auto* t = env.mutable_table();
   t->set_epoch(table_.epoch());
   t->set_planner(table_.planner());
@@ -124,6 +125,7 @@ void TableAgreement::tick(int64_t now) {
     env.set_kind(wire::Envelope::TABLE_REQ);
     env.set_from(m_.self().id);
     env.set_from_addr(m_.self().addr);
+    env.set_to_addr(want_from_);
     std::string bytes;
     env.SerializeToString(&bytes);
     m_.transport().send(want_from_, bytes);

@@ -276,6 +276,8 @@ void load_config_file(const std::string& path, NodeConfig& cfg) {
       cfg.cluster_announce_host = as_string(v, key);
     else if (key == "cluster-secret-file")
       cfg.cluster_secret_file = as_string(v, key);
+    else if (key == "cluster-bus-legacy")
+      cfg.cluster_bus_legacy = as_yes_no(v, key);
     else if (key == "node-id") {
       cfg.node_id = as_string(v, key);
       const std::string why = check_node_id(cfg.node_id);

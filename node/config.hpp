@@ -61,6 +61,7 @@ struct NodeConfig {
   int cluster_port = 0;               // 0: RESP port + 10000
   std::string cluster_announce_host;  // empty: the first --bind address
   std::string cluster_secret_file;    // set: gossip is sealed with its secret (gossip/README.md)
+  bool cluster_bus_legacy = false;    // speak to and believe the previous bus version (upgrades)
   std::vector<std::string> seeds;     // cluster bus addresses host:port
   std::string node_id;                // empty: random 40 hex digits
   std::string cluster_redirect = "auto";   // auto | moved | forward

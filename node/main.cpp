@@ -200,6 +200,9 @@ int main(int argc, char** argv) {
                  "File with the cluster secret (one line; a second while rotating): gossip is "
                  "sealed with it, peer links prove it, nodes believe no others; re-read on "
                  "SIGHUP");
+  app.add_flag("--cluster-bus-legacy", cfg.cluster_bus_legacy,
+               "During a rolling upgrade from a version whose peer links do not name their "
+               "receiver nor tag their frames: speak to and believe such nodes too");
   app.add_option("--node-id", cfg.node_id, "This node's id (default: 40 random hex digits)");
   app.add_option("--cluster-redirect", cfg.cluster_redirect,
                  "Keys owned elsewhere: auto (-MOVED for clients that asked for the "

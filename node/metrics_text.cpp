@@ -272,6 +272,7 @@ std::string AdminHttp::metrics() const {
     t.sample("floodgate_bus_refused_total", label("reason", "stale"), load(b.refused_stale));
     t.sample("floodgate_bus_refused_total", label("reason", "replay"), load(b.refused_replay));
     t.sample("floodgate_bus_refused_total", label("reason", "peer_link"), load(b.refused_peer));
+    t.sample("floodgate_bus_refused_total", label("reason", "receiver"), load(b.refused_receiver));
   }
   return t.str();
 }

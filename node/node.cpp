@@ -275,6 +275,8 @@ int Node::start(std::string& why) {
     cc.datagrams = nets_.datagrams;
     cc.seed = run_.seed ? run_.seed + 3 : 0;
     cc.polled = run_.polled;
+    cc.membership.accept_unaddressed = cfg_.cluster_bus_legacy;
+    bus_key_.set_legacy(cfg_.cluster_bus_legacy);
     if (!cfg_.cluster_secret_file.empty()) {
       std::string e;
       const auto secrets = BusKey::read_file(cfg_.cluster_secret_file, e);

@@ -358,13 +358,6 @@ const AclCatalog& acl_catalog() {
   return catalog;
 }
 
-std::string acl_denied_error(const AclCatalog& catalog, AclDenied d, int entry) {
-  if (d == AclDenied::kKey) {
-    return "NOPERM this user has no permissions to access one of the keys used as arguments";
-  }
-  return "NOPERM this user has no permissions to run the '" + catalog.at(entry).name + "' command";
-}
-
 bool CommandContext::acl_refuses(const CommandSpec& spec, const std::vector<std::string_view>& a,
                                  const char* context) {
   const AclUser* u = acl_.user();

@@ -44,8 +44,6 @@ const std::vector<CommandSpec>& all_commands();
 // Every command and subcommand with its ACL categories and keys; a command's entry is its
 // command_id (acl_commands.cpp).
 const AclCatalog& acl_catalog();
-// The -NOPERM error for a refused command (entry) or key.
-std::string acl_denied_error(const AclCatalog& catalog, AclDenied d, int entry);
 
 // Ids for metrics: a RESP command's place in the table; native ops from kNativeCommandBase;
 // kUnknownCommandId for unknown commands and protocol errors.

@@ -339,6 +339,13 @@ AclDenied AclUser::check(int entry, const std::vector<std::string_view>& words, 
   return AclDenied::kNone;
 }
 
+std::string acl_denied_error(const AclCatalog& catalog, AclDenied d, int entry) {
+  if (d == AclDenied::kKey) {
+    return "NOPERM this user has no permissions to access one of the keys used as arguments";
+  }
+  return "NOPERM this user has no permissions to run the '" + catalog.at(entry).name + "' command";
+}
+
 const char* AclUser::refuse(const std::vector<std::string_view>& words) const {
   const int entry = catalog_->lookup(words);
   size_t pos = 0;

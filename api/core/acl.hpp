@@ -103,6 +103,9 @@ struct AclLogEntry {
 
 class AclBook;
 
+// The -NOPERM error for a refused command (entry) or key, in Redis's words.
+std::string acl_denied_error(const AclCatalog& catalog, AclDenied d, int entry);
+
 class AclUser : public ScriptCaller {
  public:
   // A new user as ACL SETUSER creates one: off, no password, no commands, no keys.

@@ -28,7 +28,12 @@ void encode_forwarded(const Request& r, std::string_view holder, forward::Forwar
     out.set_resp3(r.resp3);
     for (std::string_view w : *r.args) out.add_args(w.data(), w.size());
   }
-  if (r.user) out.set_user(r.user->name());
+  if (const AclUser* who = r.asker ? r.asker : r.user) {
+    out.set_user(who->name());
+    if (r.verb != Verb::kData) out.set_command(r.command.data(), r.command.size());
+  } else {
+    out.set_by_node(true);
+  }
 }
 
 Result<Request> decode_forwarded(const forward::ForwardedRequest& in,

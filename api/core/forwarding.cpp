@@ -4,6 +4,7 @@
 #include <google/protobuf/arena.h>
 
 #include "acl.hpp"
+#include "errors.hpp"
 #include "cluster.hpp"
 #include "forward.pb.h"
 #include "forward_codec.hpp"
@@ -44,8 +45,63 @@ void ClusterForwarder::send(const std::string& peer_addr, std::string batch, int
                 });
 }
 
+namespace {
+// The ACL command a limiter verb comes as when the sender did not say (its default door).
+const char* verb_command(Verb v) {
+  switch (v) {
+    case Verb::kPeek:
+      return "fg.peek";
+    case Verb::kReset:
+      return "fg.reset";
+    case Verb::kAcquire:
+      return "fg.acquire";
+    case Verb::kRenew:
+      return "fg.renew";
+    case Verb::kRelease:
+      return "fg.release";
+    case Verb::kCount:
+      return "fg.count";
+    case Verb::kHeartbeat:
+      return "fg.heartbeat";
+    case Verb::kReleaseAll:
+      return "fg.releaseall";
+    default:
+      return "fg.take";  // (take, and reserve, commit, cancel: a take in two steps)
+  }
+}
+
+// Why `u` may not run forwarded request `r` here (Redis's -NOPERM text), or empty. The
+// sending node checked the same before it forwarded; the owner checks again, as it knows
+// the user, so a forward is never worth more rights than its user has.
+std::string refused_here(Services& svc, const AclUser& u, const Request& r,
+                         const forward::ForwardedRequest& in) {
+  if (u.unrestricted()) return {};
+  const AclCatalog& catalog = svc.acl->catalog();
+  std::vector<std::string_view> words;
+  int entry;
+  if (r.verb == Verb::kData) {
+    words = *r.args;
+    entry = catalog.lookup(words);
+  } else {
+    const std::string_view name = in.command().empty() ? verb_command(r.verb) : in.command();
+    entry = catalog.find(name);
+    if (entry >= 0) {
+      words.push_back(catalog.at(entry).name);
+      if (catalog.at(entry).first_key > 0) words.push_back(r.key);
+    }
+  }
+  if (entry < 0) return "NOPERM this user has no permissions to run the forwarded command";
+  size_t pos = 0;
+  const AclDenied d = u.check(entry, words, &pos);
+  if (d == AclDenied::kNone) return {};
+  svc.acl->refused(d, "toplevel", d == AclDenied::kKey ? words[pos] : catalog.at(entry).name,
+                   u.name(), "");
+  return acl_denied_error(catalog, d, entry);
+}
+}  // namespace
+
 void serve_forwarded(Services& svc, std::string body,
-                     std::function<void(bool ok, std::string body)> respond) {
+                     std::function<void(bool ok, std::string body)> respond, bool legacy) {
   // The batch, and the lists of words of its data commands, live as long as the job. The
   // batch's requests and their strings sit in an arena: a handful of block allocations per
   // batch instead of several per request, all given back at once.
@@ -54,7 +110,7 @@ void serve_forwarded(Services& svc, std::string body,
     forward::ForwardBatch* batch =
         google::protobuf::Arena::CreateMessage<forward::ForwardBatch>(&arena);
     std::deque<std::vector<std::string_view>> argvs;
-    std::vector<std::shared_ptr<const AclUser>> users;  // scripts' users, while they run
+    std::vector<std::shared_ptr<const AclUser>> users;  // the askers, while their requests run
   };
   auto kept = std::make_shared<Kept>();
   if (!kept->batch->ParseFromString(body) || kept->batch->hops() == 0) {
@@ -73,16 +129,27 @@ void serve_forwarded(Services& svc, std::string body,
       refused->emplace_back(i, r.error());
       continue;
     }
-    if (const std::string& name = batch->requests(i).user(); !name.empty()) {
-      // A script's calls run with its user's rights as this node knows them (every node
-      // reads the same users file); a user this node does not have runs nothing.
+    const forward::ForwardedRequest& in = batch->requests(i);
+    if (const std::string& name = in.user(); !name.empty()) {
+      // It runs with its user's rights as this node knows them (every node reads the same
+      // users file): checked again here, and a script's calls likewise; a user this node
+      // does not have runs nothing.
       auto u = svc.acl->find(name);
       if (!u || !u->enabled()) {
         refused->emplace_back(i, "NOPERM the user '" + name + "' is unknown to the key's owner");
         continue;
       }
+      if (std::string why = refused_here(svc, *u, r.value(), in); !why.empty()) {
+        refused->emplace_back(i, std::move(why));
+        continue;
+      }
+      r.value().asker = u.get();
+      r.value().command = in.command();
       if (!u->unrestricted()) r.value().user = u.get();
       kept->users.push_back(std::move(u));
+    } else if (!in.by_node() && !legacy) {
+      refused->emplace_back(i, err::kForwardWithoutUser);
+      continue;
     }
     requests.push_back(r.value());
     index.push_back(i);
@@ -121,7 +188,8 @@ void serve_forwards(Cluster& cluster, Services& svc) {
                             if (ok) return respond(PeerStatus::kOk, std::move(out), {});
                             respond(PeerStatus::kError, {}, std::move(out));
                           });
-                        });
+                        },
+                        cluster.config().membership.accept_unaddressed);
       });
 }
 

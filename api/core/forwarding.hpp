@@ -23,9 +23,13 @@ class ClusterForwarder : public Forwarder {
 };
 
 // Runs a ForwardBatch another node sent on one of this node's lanes; `respond` gets the
-// ForwardOutcomes (ok), or why the batch could not be read, on that lane's thread.
+// ForwardOutcomes (ok), or why the batch could not be read, on that lane's thread. Each
+// request runs only if the user it names may run it here (as this node knows the user);
+// one naming none runs only when it is the sending node's own upkeep, or — with `legacy`
+// (cluster-bus-legacy) — when it comes from a node of the previous version, which named
+// only restricted users.
 void serve_forwarded(Services& svc, std::string batch,
-                     std::function<void(bool ok, std::string body)> respond);
+                     std::function<void(bool ok, std::string body)> respond, bool legacy = false);
 
 // Answers peer FORWARD requests on this cluster node.
 void serve_forwards(Cluster& cluster, Services& svc);

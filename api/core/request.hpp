@@ -62,6 +62,13 @@ struct Request {
   // holder: the user whose keys' leases they may touch. Null when unrestricted.
   // Kept alive by the door until the outcome is back.
   const AclUser* user = nullptr;
+  // Who asks: the client's ACL user, named in a forward so the key's owner checks its
+  // rights again (forwarding.cpp). Null only for the node's own upkeep (lease renewals for
+  // its connections, give-backs). Needed until submit() returns.
+  const AclUser* asker = nullptr;
+  // The command it came as, as ACL rules name it ("cl.throttle"), for that check; static
+  // text. (A data command's words name it.)
+  std::string_view command;
 };
 
 // What happened to a request. The doors encode it; none decides anything from it.

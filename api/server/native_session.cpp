@@ -296,15 +296,19 @@ void NativeSession::serve(Frame& f, Flight& flight) {
 // The RESP command each op answers to in ACL rules (TOPOLOGY and PING are every
 // authenticated user's: a client cannot route without the topology): a user's rights on FG.TAKE are
 // its rights on the native TAKE (and on RESERVE, COMMIT and CANCEL, which take in two steps).
-bool NativeSession::refused_by_acl(const wire::RequestView& req, Frame& f, wire::ResultView& res) {
+// Null: none.
+static const char* acl_name_of(int op) {
   static const char* const names[] = {nullptr,        "fg.take",       "fg.peek",    "fg.reset",
                                       "fg.acquire",   "fg.renew",      "fg.release", "fg.count",
                                       "fg.heartbeat", "fg.releaseall", "fg.take",    "fg.take",
                                       "fg.take"};  // (TOPOLOGY, PING: anyone signed in)
+  return op > 0 && op < static_cast<int>(std::size(names)) ? names[op] : nullptr;
+}
+
+bool NativeSession::refused_by_acl(const wire::RequestView& req, Frame& f, wire::ResultView& res) {
   const AclCatalog& catalog = svc_.acl->catalog();
-  const int op = req.op;
-  const int entry =
-      op > 0 && op < static_cast<int>(std::size(names)) ? catalog.find(names[op]) : -1;
+  const char* name = acl_name_of(req.op);
+  const int entry = name ? catalog.find(name) : -1;
   if (entry < 0) return false;  // (an op the node does not know is answered as such)
   std::vector<std::string_view>& words = acl_words_;  // (reused: no allocation per request)
   words.assign(1, catalog.at(entry).name);
@@ -340,6 +344,8 @@ void NativeSession::request(const wire::RequestView& req, Frame& f, size_t index
   r.lease = req.lease;
   r.holder = req.holder;
   r.bound = req.bound;
+  r.asker = acl_.user();
+  if (const char* name = acl_name_of(req.op)) r.command = name;
   if ((verb == Verb::kHeartbeat || verb == Verb::kReleaseAll) && !acl_.user()->unrestricted()) {
     r.user = acl_.user();  // (only the leases on keys this user may change)
   }

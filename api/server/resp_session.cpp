@@ -148,6 +148,8 @@ const Door& RespSession::door() {
 void RespSession::request(Request& r, ReplyStyle style) {
   requested_ = true;
   r.metric = cur_cmd_;
+  r.asker = acl().user();
+  if (cur_cmd_ < all_commands().size()) r.command = all_commands()[cur_cmd_].name;
   r.txn = txn_;
   const Pending p = core_.submit(r, door(), *flight_, now_);
   if (!p.waits()) {  // (rare: a refusal, a redirect or a fail mode, answered at once)

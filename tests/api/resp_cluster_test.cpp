@@ -267,6 +267,67 @@ TEST_F(ClusterSessionTest, AForwardedRequestWhoseSlotMovedOnTakesOneMoreHopAtMos
   EXPECT_EQ(net_.sent().size(), 1u);  // not sent on
 }
 
+// A forward names the user who asked, and the key's owner checks that user's rights again
+// (as it knows the user): a forward is never worth more rights than its user has. One that
+// names no user runs only as its sender's own upkeep.
+TEST_F(ClusterSessionTest, TheOwnerChecksAForwardedRequestsUserAgain) {
+  ASSERT_EQ(n1_.acl.set_user("app", {"on", "nopass", "~app:*", "+@limiter", "+@read",
+                                     "+@write", "-@dangerous"}),
+            "");
+  ASSERT_EQ(n1_.acl.set_user("ops", {"on", "nopass", "~*", "+@all"}), "");
+  const std::string theirs = "ops:{" + key_in(0, 5460) + "}", mine = "app:{" + key_in(0, 5460) + "}";
+  auto ask_n1 = [&](Request r, const std::string& user, const char* command, bool by_node) {
+    forward::ForwardBatch b;
+    b.set_hops(1);
+    forward::ForwardedRequest& in = *b.add_requests();
+    encode_forwarded(r, {}, in);
+    in.set_user(user);
+    in.set_command(command);
+    in.set_by_node(by_node);
+    std::promise<std::string> p;
+    serve_forwarded(n1_.svc, b.SerializeAsString(),
+                    [&p](bool ok, std::string body) { p.set_value(ok ? body : "!" + body); });
+    forward::ForwardOutcomes outs;
+    EXPECT_TRUE(outs.ParseFromString(p.get_future().get()));
+    return outs.outcomes(0).code() == static_cast<uint32_t>(Code::kOk)
+               ? std::string("ok")
+               : outs.outcomes(0).error();
+  };
+  Request count;
+  count.verb = Verb::kCount;
+  count.key = theirs;
+  const std::string no_key =
+      "NOPERM this user has no permissions to access one of the keys used as arguments";
+  EXPECT_EQ(ask_n1(count, "app", "fg.count", false), no_key);
+  EXPECT_EQ(ask_n1(count, "app", "", false), no_key);  // (a verb's own command when unsaid)
+  EXPECT_EQ(ask_n1(count, "ops", "fg.count", false), "ok");
+  EXPECT_EQ(ask_n1(count, "nobody", "fg.count", false),
+            "NOPERM the user 'nobody' is unknown to the key's owner");
+  EXPECT_EQ(ask_n1(count, "", "", false), err::kForwardWithoutUser);  // "empty = all" no more
+  EXPECT_EQ(ask_n1(count, "", "", true), "ok");  // (the sending node's own upkeep)
+  count.key = mine;
+  EXPECT_EQ(ask_n1(count, "app", "fg.count", false), "ok");
+  // The command, too: app may count leases and take permits, not reset a key (@dangerous).
+  Request reset;
+  reset.verb = Verb::kReset;
+  reset.key = mine;
+  EXPECT_EQ(ask_n1(reset, "app", "fg.reset", false),
+            "NOPERM this user has no permissions to run the 'fg.reset' command");
+  EXPECT_EQ(ask_n1(reset, "ops", "fg.reset", false), "ok");
+  const std::vector<std::string_view> set_theirs = {"set", theirs, "1"};
+  Request data;
+  data.verb = Verb::kData;
+  data.data = DataCmd::kSet;
+  data.args = &set_theirs;
+  data.key = theirs;
+  EXPECT_EQ(ask_n1(data, "app", "", false), no_key);
+  EXPECT_EQ(ask_n1(data, "ops", "", false), "ok");
+  const std::vector<std::string_view> set_mine = {"set", mine, "1"};
+  data.args = &set_mine;
+  data.key = mine;
+  EXPECT_EQ(ask_n1(data, "app", "", false), "ok");
+}
+
 TEST_F(ClusterSessionTest, ClusterCommandsDescribeTheRouting) {
   EXPECT_EQ(run(resp({"CLUSTER", "KEYSLOT", "{user}:1"})), ":5474\r\n");
   EXPECT_EQ(run(resp({"CLUSTER", "MYID"})), "$2\r\nn1\r\n");

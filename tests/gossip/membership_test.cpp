@@ -8,6 +8,7 @@
 #include <map>
 #include <memory>
 
+#include "gossip.pb.h"
 #include "sim_cluster.hpp"
 
 namespace fg {
@@ -166,6 +167,52 @@ TEST(Membership, GarbageDatagramsAreIgnored) {
   }
   c.run_ms(1000);
   EXPECT_TRUE(c.converged());
+}
+
+// Gossip names its receiver: a datagram recorded on its way to one node and sent to another
+// is dropped there (counted), whatever it says; only a join's SYNC_REQ to a seed goes
+// unnamed, and with cluster-bus-legacy whatever the previous version sends.
+TEST(Membership, GossipAddressedToAnotherNodeIsNotBelieved) {
+  struct Sent final : Transport {
+    std::vector<std::pair<std::string, std::string>> out;
+    void send(const std::string& to, std::string_view bytes) override {
+      out.emplace_back(to, std::string(bytes));
+    }
+  };
+  auto gossip = [](wire::Envelope::Kind kind, const std::string& to) {
+    wire::Envelope env;
+    env.set_version(1);
+    env.set_kind(kind);
+    env.set_from("x");
+    env.set_from_addr("10.0.0.9:16380");
+    env.set_to_addr(to);
+    auto* u = env.add_updates();
+    u->set_id("x");
+    u->set_addr("10.0.0.9:16380");
+    return env.SerializeAsString();
+  };
+  for (const bool legacy : {false, true}) {
+    Sent net;
+    MembershipConfig cfg;
+    cfg.accept_unaddressed = legacy;
+    Membership b(cfg, "b", "10.0.0.2:16380", "10.0.0.2:6380", net, 1);
+    int dropped = 0;
+    b.on_misaddressed([&dropped] { ++dropped; });
+    b.receive("10.0.0.9:16380", gossip(wire::Envelope::GOSSIP, "10.0.0.1:16380"), 1);
+    EXPECT_TRUE(b.others().empty());
+    EXPECT_EQ(dropped, 1);
+    b.receive("10.0.0.9:16380", gossip(wire::Envelope::GOSSIP, ""), 1);
+    EXPECT_EQ(b.others().size(), legacy ? 1u : 0u);
+    EXPECT_EQ(dropped, legacy ? 1 : 2);
+    b.receive("10.0.0.9:16380", gossip(wire::Envelope::SYNC_REQ, ""), 1);  // (a join)
+    EXPECT_EQ(b.others().size(), 1u);
+    ASSERT_FALSE(net.out.empty());  // its answer names the joiner
+    wire::Envelope answer;
+    ASSERT_TRUE(answer.ParseFromString(net.out.back().second));
+    EXPECT_EQ(answer.to_addr(), "10.0.0.9:16380");
+    b.receive("10.0.0.9:16380", gossip(wire::Envelope::GOSSIP, "10.0.0.2:16380"), 2);
+    EXPECT_EQ(dropped, legacy ? 1 : 2);
+  }
 }
 
 }  // namespace
