@@ -75,8 +75,9 @@ bool merge_leases(EntrySnapshot& into, const EntrySnapshot& from) {
 bool merge_hash(EntrySnapshot& into, const EntrySnapshot& from) {
   bool changed = false;
   for (const auto& [f, v] : from.hash) {
+    const auto& field = f;  // (clang 14 cannot capture a structured binding)
     auto it = std::find_if(into.hash.begin(), into.hash.end(),
-                           [&](const auto& kv) { return kv.first == f; });
+                           [&field](const auto& kv) { return kv.first == field; });
     if (it == into.hash.end()) {
       into.hash.emplace_back(f, v);
       changed = true;

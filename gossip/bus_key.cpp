@@ -70,7 +70,14 @@ bool BusKey::set(const std::vector<std::string>& secrets, std::string& why) {
   }
   std::lock_guard<std::mutex> lock(mu_);
   secrets_ = std::move(next);
+  generation_.fetch_add(1, std::memory_order_release);
   return true;
+}
+
+bool BusKey::holds(uint32_t secret_id) const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return std::any_of(secrets_.begin(), secrets_.end(),
+                     [secret_id](const Secret& s) { return s.id == secret_id; });
 }
 
 bool BusKey::active() const {
@@ -202,9 +209,11 @@ std::pair<std::string, std::string> frame_keys(const std::string& secret, std::s
 }
 }  // namespace
 
-void PeerFrameKeys::set(std::string send_key, std::string receive_key) {
+void PeerFrameKeys::set(std::string send_key, std::string receive_key, uint32_t secret) {
   send_key_ = std::move(send_key);
   receive_key_ = std::move(receive_key);
+  secret_ = secret;
+  checked_at = 0;
   sent_ = received_ = 0;
 }
 
@@ -313,7 +322,7 @@ std::optional<std::string> BusKey::peer_answer(std::string_view hello, PeerFrame
   answer.append(mac_of(used->key, {"answer", hello, nonce}), 0, kTag);
   if (keys) {
     auto [to_server, to_client] = frame_keys(used->key, hello, nonce);
-    keys->set(std::move(to_client), std::move(to_server));
+    keys->set(std::move(to_client), std::move(to_server), used->id);
   }
   return answer;
 }
@@ -347,7 +356,7 @@ bool BusKey::peer_proven(std::string_view hello, std::string_view answer,
     if (CRYPTO_memcmp(t.data(), answer.data() + 4 + kNonce, kTag) != 0) return false;
     if (keys) {
       auto [to_server, to_client] = frame_keys(s.key, hello, nonce);
-      keys->set(std::move(to_server), std::move(to_client));
+      keys->set(std::move(to_server), std::move(to_client), s.id);
     }
     return true;
   }

@@ -43,8 +43,12 @@ std::optional<std::vector<std::string>> read_secret_lines(const std::string& pat
 class PeerFrameKeys {
  public:
   static constexpr size_t kTagBytes = 16;
-  void set(std::string send_key, std::string receive_key);
+  // `secret`: the id of the secret they come from (see BusKey::holds).
+  void set(std::string send_key, std::string receive_key, uint32_t secret = 0);
   bool active() const { return !send_key_.empty(); }
+  uint32_t secret() const { return secret_; }
+  // The BusKey generation these keys were last found current at (BusKey::generation).
+  uint64_t checked_at = 0;
   // Appends the tag of the next frame sent, whose payload is `payload`.
   void tag(std::string_view payload, std::string& out);
   // Whether `tag` is the next received frame's for `payload`.
@@ -53,6 +57,7 @@ class PeerFrameKeys {
  private:
   std::string send_key_, receive_key_;
   uint64_t sent_ = 0, received_ = 0;
+  uint32_t secret_ = 0;
 };
 
 class BusKey {
@@ -67,6 +72,10 @@ class BusKey {
   // first is missing or one is shorter than kMinSecret.
   bool set(const std::vector<std::string>& secrets, std::string& why);
   bool active() const;
+  // Counts the calls to set() that changed the secrets: a link keyed before a change asks
+  // holds() whether its secret is still one of them.
+  uint64_t generation() const { return generation_.load(std::memory_order_acquire); }
+  bool holds(uint32_t secret_id) const;
 
   // `payload` sealed with the first secret.
   std::string seal(std::string_view payload);
@@ -140,6 +149,7 @@ class BusKey {
   std::unordered_map<std::string, int64_t> hellos_;  // nonces believed, until they go stale
   std::vector<std::string> names_;                   // SHA-256 of each name, 16 bytes
   std::atomic<bool> legacy_{false};
+  std::atomic<uint64_t> generation_{1};
   uint64_t epoch_;
   uint64_t next_ = 1;
   BusCounters counters_;

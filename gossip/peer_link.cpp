@@ -13,10 +13,17 @@ namespace {
 constexpr uint32_t kPeerWireVersion = 1;
 
 // A received frame's payload: all of it, or with frame keys what precedes a tag that checks.
-bool open_peer_frame(PeerFrameKeys& keys, const std::string& frame, std::string_view& payload) {
+// A link keyed with a secret `key` no longer holds (rotated out) takes no more frames: its
+// next connection proves a secret held now.
+bool open_peer_frame(const BusKey* key, PeerFrameKeys& keys, const std::string& frame,
+                     std::string_view& payload) {
   payload = frame;
   if (!keys.active()) return true;
   if (frame.size() < PeerFrameKeys::kTagBytes) return false;
+  if (key && keys.checked_at != key->generation()) {
+    keys.checked_at = key->generation();
+    if (!key->holds(keys.secret())) return false;
+  }
   payload = payload.substr(0, frame.size() - PeerFrameKeys::kTagBytes);
   return keys.check(payload, std::string_view(frame).substr(payload.size()));
 }
@@ -276,7 +283,7 @@ void PeerClient::read_header() {
     self->rbuf_.resize(n);
     self->stream_.async_read_all(asio::buffer(self->rbuf_), [self](asio::error_code ec2, size_t) {
       std::string_view payload;
-      if (ec2 || !open_peer_frame(self->frames_, self->rbuf_, payload)) {
+      if (ec2 || !open_peer_frame(self->key_, self->frames_, self->rbuf_, payload)) {
         if (!ec2 && self->key_) self->key_->count_refused_peer();  // (altered, replayed...)
         asio::error_code ignored;
         self->stream_.socket().close(ignored);
@@ -408,7 +415,7 @@ class PeerServer::Conn : public std::enable_shared_from_this<Conn> {
       self->stream_.async_read_all(asio::buffer(self->rbuf_), [self](asio::error_code ec2, size_t) {
         if (ec2) return;
         std::string_view payload;
-        if (!open_peer_frame(self->frames_, self->rbuf_, payload)) {
+        if (!open_peer_frame(self->key_, self->frames_, self->rbuf_, payload)) {
           if (self->key_) self->key_->count_refused_peer();  // (altered, replayed, reordered)
           return;
         }

@@ -129,6 +129,9 @@ int Node::start(std::string& why) {
   ScriptLimits script_limits;
   script_limits.budget_ms = cfg_.script_time_limit_ms;
   script_limits.memory_bytes = cfg_.script_memory_limit;
+  if (cfg_.maxmemory_clients > 0) {  // (scripts' heaps stay within the clients' cap too)
+    script_limits.memory_room = [this] { return clients_.max_memory() - clients_.memory(); };
+  }
   script_cache_ = std::make_unique<ScriptCache>(book_, clock_, cfg_.script_cache_max_scripts,
                                                 cfg_.script_cache_max_bytes);
   scripts_ = std::make_unique<ScriptEngine>(

@@ -88,6 +88,7 @@ std::vector<Section> info_sections(CommandContext& s) {
   if (v.scripts) {
     kv(mem, "number_of_cached_scripts", n(static_cast<int64_t>(v.scripts->scripts())));
     kv(mem, "used_memory_scripts_eval", n(static_cast<int64_t>(v.scripts->cache_bytes())));
+    kv(mem, "used_memory_vm_eval", n(v.scripts->heap_bytes()));
   }
   out.emplace_back("memory", std::move(mem));
   std::string pers;

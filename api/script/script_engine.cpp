@@ -171,6 +171,7 @@ struct ScriptEngine::State {
   lua_State* L = nullptr;
   size_t used = 0;
   size_t cap = 0;
+  size_t limit = 0;  // what an allocation may reach: cap, or less while clients' room is short
   bool out_of_memory = false;  // an allocation was refused during the current run
   uint64_t generation = 0;     // the cache's, when this state was made
   std::shared_ptr<const ScriptCache::Catalog> catalog;  // held: refreshed per run
@@ -207,7 +208,7 @@ void* lua_alloc(void* ud, void* ptr, size_t osize, size_t nsize) {
     }
     return nullptr;
   }
-  if (nsize > osize && st->used + (nsize - osize) > st->cap) {
+  if (nsize > osize && st->used + (nsize - osize) > st->limit) {
     st->out_of_memory = true;
     return nullptr;
   }
@@ -984,7 +985,7 @@ void set_num(lua_State* L, const char* name, double v) {
 
 std::unique_ptr<ScriptEngine::State> new_state(size_t cap) {
   auto st = std::make_unique<ScriptEngine::State>();
-  st->cap = cap;
+  st->cap = st->limit = cap;
   lua_State* L = lua_newstate(lua_alloc, st.get());
   if (!L) return nullptr;
   st->L = L;
@@ -1082,9 +1083,11 @@ ScriptEngine::ScriptEngine(size_t shards, bool cluster, ScriptLimits limits, Ari
       limits_(limits),
       arity_(arity),
       cache_(cache),
-      started_ns_(new std::atomic<int64_t>[shards]) {
+      started_ns_(new std::atomic<int64_t>[shards]),
+      heap_bytes_(new std::atomic<int64_t>[shards]) {
   states_.resize(shards);
   for (size_t i = 0; i < shards; ++i) started_ns_[i].store(0, std::memory_order_relaxed);
+  for (size_t i = 0; i < shards; ++i) heap_bytes_[i].store(0, std::memory_order_relaxed);
 }
 
 int64_t ScriptEngine::longest_run_ns() const {
@@ -1095,6 +1098,12 @@ int64_t ScriptEngine::longest_run_ns() const {
     if (t != 0) longest = std::max(longest, now - t);
   }
   return longest;
+}
+
+int64_t ScriptEngine::heap_bytes() const {
+  int64_t sum = 0;
+  for (size_t i = 0; i < shards_; ++i) sum += heap_bytes_[i].load(std::memory_order_relaxed);
+  return sum;
 }
 
 ScriptEngine::~ScriptEngine() = default;
@@ -1227,6 +1236,20 @@ void ScriptEngine::run(ShardOp& op, const Step& step, int64_t now_ns) {
   r.arity = arity_;
   r.caller = op.caller;
   if (cluster_ && numkeys > 0) r.slot = static_cast<int>(key_slot(a[3]));
+  // The heap a run may grow: its cap, or only what clients may still make the node hold
+  // (collected first, so garbage of earlier runs does not count against it).
+  bool short_room = false;
+  if (limits_.memory_room) {
+    int64_t room = limits_.memory_room();
+    if (room < static_cast<int64_t>(st.cap - st.used)) {
+      lua_gc(L, LUA_GCCOLLECT, 0);
+      room = std::max(room, ScriptLimits::kMinRunRoom);
+      if (st.used + static_cast<size_t>(room) < st.cap) {
+        st.limit = st.used + static_cast<size_t>(room);
+        short_room = true;
+      }
+    }
+  }
   const int64_t started_ns = mono_ns();
   r.deadline_ns = started_ns + limits_.budget_ms * 1'000'000;
   st.out_of_memory = false;
@@ -1237,6 +1260,7 @@ void ScriptEngine::run(ShardOp& op, const Step& step, int64_t now_ns) {
   lua_sethook(L, nullptr, 0, 0);
   started_ns_[home].store(0, std::memory_order_relaxed);
   t_run = nullptr;
+  st.limit = st.cap;
 
   if (rc != 0 && (r.over_budget || st.out_of_memory)) {
     // Aborted: none of its writes stay (a limiter must not keep half a decision).
@@ -1249,9 +1273,10 @@ void ScriptEngine::run(ShardOp& op, const Step& step, int64_t now_ns) {
                 std::to_string(limits_.budget_ms) +
                 " ms (script-time-limit) and was aborted; its writes were undone");
     } else {
-      out.error("ERR script " + std::string(sha) +
-                " ran out of memory (script-memory-limit) and was aborted; " +
-                "its writes were undone");
+      out.error("ERR script " + std::string(sha) + " ran out of memory (" +
+                (short_room ? "maxmemory-clients: the node's clients hold nearly all they may"
+                            : "script-memory-limit") +
+                ") and was aborted; its writes were undone");
     }
     counters_.errors.fetch_add(1, std::memory_order_relaxed);
   } else if (rc != 0) {
@@ -1267,6 +1292,7 @@ void ScriptEngine::run(ShardOp& op, const Step& step, int64_t now_ns) {
   if (st.out_of_memory) {  // a state that hit its cap starts afresh
     lua_gc(L, LUA_GCCOLLECT, 0);
   }
+  heap_bytes_[home].store(static_cast<int64_t>(st.used), std::memory_order_relaxed);
 }
 
 }  // namespace fg

@@ -7,6 +7,7 @@
 #pragma once
 #include <atomic>
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <mutex>
 #include <string>
@@ -23,6 +24,12 @@ namespace fg {
 struct ScriptLimits {
   int64_t budget_ms = 5;            // a run longer than this is aborted and undone
   size_t memory_bytes = 64u << 20;  // each Lua state's heap
+  // What clients may still make the node hold (maxmemory-clients less what they hold; read
+  // from shard threads). A run grows its state's heap by at most that, or kMinRunRoom, so
+  // scripts cannot take the node past the cap by more than kMinRunRoom per shard. Null: no
+  // cap.
+  std::function<int64_t()> memory_room;
+  static constexpr int64_t kMinRunRoom = 1 << 20;
 };
 
 struct ScriptCounters {
@@ -55,6 +62,8 @@ class ScriptEngine : public ScriptHost {
   // How long the longest script running now has run (0: none runs), read from any thread:
   // a run far past its budget means the node is stuck (the admin port's /healthz says so).
   int64_t longest_run_ns() const;
+  // Bytes the shards' Lua heaps hold, as of each one's last run (INFO used_memory_vm_eval).
+  int64_t heap_bytes() const;
   const ScriptLimits& limits() const { return limits_; }
 
   struct State;  // one Lua state per shard (used only by whoever holds that shard)
@@ -68,6 +77,7 @@ class ScriptEngine : public ScriptHost {
   mutable std::mutex mu_;                               // guards loader_
   std::vector<std::unique_ptr<State>> states_;          // by shard
   std::unique_ptr<std::atomic<int64_t>[]> started_ns_;  // by shard: its run's start, 0 none
+  std::unique_ptr<std::atomic<int64_t>[]> heap_bytes_;  // by shard: its heap after its last run
   std::unique_ptr<State> loader_;                       // SCRIPT LOAD's compile check (under mu_)
   ScriptCounters counters_;
 };

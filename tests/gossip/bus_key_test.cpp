@@ -82,6 +82,54 @@ TEST(BusKey, TwoSecretsRotateWithoutALoss) {
   EXPECT_TRUE(step2.key.open(new_only.key.seal("x")).has_value());
   EXPECT_TRUE(new_only.key.open(step2.key.seal("x")).has_value());
   EXPECT_FALSE(new_only.key.open(old_only.key.seal("x")).has_value());
+  // Peer links likewise, each round's nodes with the last round's and the next's: the hello
+  // names the secret it was made with, the answer and the frame keys use that one.
+  auto link = [](Keyed& from, Keyed& to) {
+    PeerFrameKeys client, server;
+    const std::string hello = from.key.peer_hello("b:16380");
+    const auto answer = to.key.peer_answer(hello, &server);
+    if (!answer || !from.key.peer_proven(hello, *answer, &client)) return false;
+    std::string tag;
+    client.tag("frame", tag);
+    return server.check("frame", tag);
+  };
+  Keyed* rounds[] = {&old_only, &step1, &step2, &new_only};
+  for (int i = 0; i < 3; ++i) {
+    EXPECT_TRUE(link(*rounds[i], *rounds[i + 1])) << i;
+    EXPECT_TRUE(link(*rounds[i + 1], *rounds[i])) << i;
+  }
+  EXPECT_FALSE(link(old_only, new_only));
+}
+
+// A peer link's frames: each direction has its own key and numbers its frames, so a frame
+// replayed, reordered, sent back the other way or moved to another link does not check.
+TEST(BusKey, FrameTagsHoldToTheirLinkDirectionAndOrder) {
+  Keyed a({kA}), b({kA});
+  b.key.set_names({"b:16380"});
+  auto handshake = [&](PeerFrameKeys& client, PeerFrameKeys& server) {
+    const std::string hello = a.key.peer_hello("b:16380");
+    const auto answer = b.key.peer_answer(hello, &server);
+    ASSERT_TRUE(answer.has_value());
+    ASSERT_TRUE(a.key.peer_proven(hello, *answer, &client));
+  };
+  PeerFrameKeys client, server, client2, server2;
+  handshake(client, server);
+  handshake(client2, server2);
+  std::string t1, t2;
+  client.tag("first", t1);
+  client.tag("second", t2);
+  EXPECT_FALSE(server.check("second", t2));  // (out of order)
+  EXPECT_FALSE(server2.check("first", t1));  // (another link)
+  EXPECT_FALSE(client.check("first", t1));   // (sent back the other way)
+  EXPECT_FALSE(server.check("first!", t1));  // (altered)
+  EXPECT_TRUE(server.check("first", t1));
+  EXPECT_FALSE(server.check("first", t1));  // (replayed)
+  EXPECT_TRUE(server.check("second", t2));
+  // And a hello names its receiver: another node refuses it.
+  Keyed c({kA});
+  c.key.set_names({"c:16380"});
+  EXPECT_FALSE(c.key.peer_answer(a.key.peer_hello("b:16380"), nullptr).has_value());
+  EXPECT_TRUE(c.key.peer_answer(a.key.peer_hello("c:16380"), nullptr).has_value());
 }
 
 TEST(BusKey, SecretsAreCheckedAndReadFromAFile) {

@@ -379,6 +379,48 @@ TEST(PeerLink, AFrameAlteredOnTheWayIsNotRun) {
   EXPECT_EQ(ran, std::vector<std::string>{"take 1 of app:x"});
 }
 
+// Rotation: once a node drops the secret a link was keyed with, that link takes no more
+// frames from it; the next connection proves a secret both hold now.
+TEST(PeerLink, ALinkKeyedWithASecretRotatedOutTakesNoMoreFrames) {
+  Fixture f;
+  auto server_key = secret_key("the-first-secret-of-many"), client_key = secret_key("the-first-secret-of-many");
+  int ran = 0;
+  f.server = std::make_unique<PeerServer>(
+      f.io, "127.0.0.1", 0,
+      [&ran](uint32_t, std::string body, PeerServer::Respond respond) {
+        ++ran;
+        respond(PeerStatus::kOk, body, "");
+      },
+      server_key.get());
+  auto client = std::make_shared<PeerClient>(f.io, f.addr(), "", client_key.get());
+  auto call = [&] {
+    PeerStatus got = PeerStatus::kTimeout;
+    bool done = false;
+    client->call(1, "hi", 1000ms, [&](PeerStatus st, std::string) {
+      got = st;
+      done = true;
+    });
+    f.run_until([&] { return done; });
+    return got;
+  };
+  ASSERT_EQ(call(), PeerStatus::kOk);
+  std::string why;
+  ASSERT_TRUE(server_key->set({"the-next-secret-of-many", "the-first-secret-of-many"}, why));
+  EXPECT_EQ(call(), PeerStatus::kOk);  // (still held: the link goes on)
+  ASSERT_TRUE(server_key->set({"the-next-secret-of-many"}, why));
+  EXPECT_NE(call(), PeerStatus::kOk);
+  EXPECT_EQ(ran, 2);
+  ASSERT_TRUE(client_key->set({"the-next-secret-of-many"}, why));
+  PeerStatus st = PeerStatus::kTimeout;
+  for (int i = 0; i < 40 && st != PeerStatus::kOk; ++i) {  // (past the client's backoff)
+    st = call();
+    if (st != PeerStatus::kOk) f.io.run_for(50ms);
+  }
+  EXPECT_EQ(st, PeerStatus::kOk);
+  EXPECT_EQ(ran, 3);
+  client->close();
+}
+
 // During a rolling upgrade (cluster-bus-legacy) a node speaks the previous handshake to a
 // peer that hangs up on the current one, and believes a previous-version hello; without the
 // setting it does neither.

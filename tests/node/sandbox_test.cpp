@@ -8,6 +8,7 @@
 #include <random>
 #include <thread>
 
+#include "../fuzz/script_world.hpp"
 #include "node_process.hpp"
 #include "redis_server.hpp"
 
@@ -19,19 +20,7 @@ std::string ask(Client& c, const std::vector<std::string>& words) {
   return read_value(c);
 }
 
-// What a script sees of its world: every global's name and type, every library's fields,
-// the strings' metatable. The same on both servers, and the same before and after anything.
-const char kWorld[] =
-    "local out = {} "
-    "local names = {} for k in pairs(_G) do names[#names + 1] = k end table.sort(names) "
-    "for _, k in ipairs(names) do out[#out + 1] = k .. ':' .. type(_G[k]) end "
-    "for _, lib in ipairs({'string', 'math', 'table', 'coroutine', 'cjson', 'bit', 'struct', "
-    "'cmsgpack', 'redis'}) do "
-    "  local f = {} for k, v in pairs(_G[lib]) do f[#f + 1] = k .. ':' .. type(v) end "
-    "  table.sort(f) out[#out + 1] = lib .. '=' .. table.concat(f, ',') end "
-    "out[#out + 1] = 'strmeta=' .. type(getmetatable('').__index) "
-    "out[#out + 1] = 'fmt=' .. string.format('%d', 7) .. tostring(tonumber('8')) "
-    "return out";
+using script_world::kWorld;
 
 // Every way in that redis-server 7.0 refuses, refused here with the same reply; what it
 // allows (reading, loadstring of text) allowed the same.
@@ -179,6 +168,28 @@ TEST(Sandbox, APipelineOfOverBudgetScriptsLeavesOtherClientsServed) {
   }
 }
 
+// A running script's heap counts against maxmemory-clients: a run grows its shard's heap
+// only into what clients may still make the node hold (1 MB at least), so a script cannot
+// take the node past the cap by more than that; without the cap it has its own 64 MB.
+TEST(Sandbox, AScriptsHeapStaysWithinTheClientsMemoryCap) {
+  const std::string hog =
+      "local t = {} for i = 1, 200000 do t[i] = string.rep('x', 100) .. i end return #t";
+  NodeProcess capped(
+      {"--shards", "1", "--maxmemory-clients", "4mb", "--script-time-limit-ms", "10000"});
+  NodeProcess free({"--shards", "1", "--script-time-limit-ms", "10000"});
+  ASSERT_TRUE(capped.alive() && free.alive());
+  Client c(capped.port()), f(free.port());
+  const std::string r = ask(c, {"EVAL", hog, "0"});
+  EXPECT_NE(r.find("ran out of memory (maxmemory-clients"), std::string::npos) << r;
+  EXPECT_EQ(ask(c, {"EVAL", "local t = {} for i = 1, 1000 do t[i] = i end return #t", "0"}),
+            ":1000\r\n");  // (small ones still run)
+  EXPECT_EQ(ask(f, {"EVAL", hog, "0"}), ":200000\r\n");
+  const std::string info = ask(f, {"INFO", "memory"});
+  const auto at = info.find("used_memory_vm_eval:");
+  ASSERT_NE(at, std::string::npos) << info;
+  EXPECT_GT(std::stoll(info.substr(at + 20)), 0);
+}
+
 // Seeded generated escape attempts: assignments, rawset and setmetatable on every table a
 // script can reach, loadstring'd code doing the same, coroutines, pcall'd or not. Whatever
 // each answers, the world a later script sees is unchanged, and the node still serves.
@@ -188,38 +199,9 @@ TEST(Sandbox, GeneratedEscapeAttemptsLeaveTheWorldAsItWas) {
   Client c(node.port());
   const std::string world = ask(c, {"EVAL", kWorld, "0"});
   ASSERT_EQ(world.substr(0, 1), "*") << world;
-  const std::vector<std::string> targets = {
-      "_G",  "string", "math",     "table", "coroutine",        "cjson",
-      "bit", "struct", "cmsgpack", "redis", "getmetatable('')", "getmetatable('').__index"};
-  const std::vector<std::string> names = {"tonumber", "call",    "rep",        "find",  "encode",
-                                          "x",        "__index", "__newindex", "pcall", "_G"};
-  const std::vector<std::string> values = {"1",     "nil", "{}",    "function() return 0 end",
-                                           "print", "_G",  "string"};
   std::mt19937_64 rng(20261125);
-  auto pick = [&rng](const std::vector<std::string>& v) { return v[rng() % v.size()]; };
   for (int i = 0; i < 300; ++i) {
-    const std::string t = pick(targets), k = pick(names), v = pick(values);
-    std::string attempt;
-    switch (rng() % 6) {
-      case 0:
-        attempt = t + "['" + k + "'] = " + v;
-        break;
-      case 1:
-        attempt = "rawset(" + t + ", '" + k + "', " + v + ")";
-        break;
-      case 2:
-        attempt = "setmetatable(" + t + ", {__index = function() return 0 end})";
-        break;
-      case 3:
-        attempt = "loadstring(\"" + k + " = 1\")()";
-        break;
-      case 4:
-        attempt = "coroutine.wrap(function() " + t + "['" + k + "'] = " + v + " end)()";
-        break;
-      default:
-        attempt = k + " = " + v;
-        break;
-    }
+    const std::string attempt = script_world::attempt(rng(), rng(), rng(), rng());
     const std::string script =
         rng() % 2 ? "pcall(function() " + attempt + " end) return 1" : attempt + " return 1";
     const std::string r = ask(c, {"EVAL", script, "0"});
