@@ -12,8 +12,8 @@
 
 #include <algorithm>
 #include <cstring>
-#include <initializer_list>
 #include <fstream>
+#include <initializer_list>
 #include <random>
 
 namespace fg {
@@ -292,8 +292,9 @@ std::optional<std::string> BusKey::peer_answer(std::string_view hello, PeerFrame
   bool named = true;  // (the node it dialled is this one)
   if (used && current && !names_.empty()) {
     const std::string_view receiver = hello.substr(kHelloReceiverAt, 16);
-    named = std::any_of(names_.begin(), names_.end(),
-                        [&](const std::string& n) { return CRYPTO_memcmp(n.data(), receiver.data(), 16) == 0; });
+    named = std::any_of(names_.begin(), names_.end(), [&](const std::string& n) {
+      return CRYPTO_memcmp(n.data(), receiver.data(), 16) == 0;
+    });
   }
   if (!used || !named || sent < now - kWindowMs || sent > now + kWindowMs) {
     counters_.refused_peer.fetch_add(1, std::memory_order_relaxed);

@@ -119,9 +119,7 @@ class BusKey {
   // The connecting side: whether `answer` answers `hello`; its frame keys (current hello).
   bool peer_proven(std::string_view hello, std::string_view answer, PeerFrameKeys* keys) const;
   void count_refused_peer() { counters_.refused_peer.fetch_add(1, std::memory_order_relaxed); }
-  void count_misaddressed() {
-    counters_.refused_receiver.fetch_add(1, std::memory_order_relaxed);
-  }
+  void count_misaddressed() { counters_.refused_receiver.fetch_add(1, std::memory_order_relaxed); }
 
   const BusCounters& counters() const { return counters_; }
 

@@ -199,30 +199,30 @@ void PeerClient::handshake() {
   proof_.assign(legacy ? BusKey::kLegacyProofBytes : BusKey::kAnswerBytes, '\0');
   stream_.async_write_all(asio::buffer(hello_),
                           [self = shared_from_this()](asio::error_code, size_t) {});
-  stream_.async_read_all(asio::buffer(proof_),
-                         [self = shared_from_this()](asio::error_code ec, size_t) {
-                           if (self->closed_) return;
-                           self->connect_timer_.cancel();
-                           if (ec && self->key_->legacy()) {
-                             // (Alternates while the peer is down; stays with what worked.)
-                             self->legacy_ = !self->legacy_;
-                             if (self->legacy_) {
-                               spdlog::debug("peer link to {}: hung up on the handshake; trying "
-                                             "the previous version's (cluster-bus-legacy)",
-                                             self->addr_);
-                             }
-                           }
-                           if (ec || !self->key_->peer_proven(self->hello_, self->proof_,
-                                                              &self->frames_)) {
-                             if (!ec) self->key_->count_refused_peer();
-                             asio::error_code ignored;
-                             self->stream_.socket().close(ignored);
-                             return self->backoff();
-                           }
-                           // (Over TLS the channel authenticates every byte already.)
-                           if (self->stream_.tls()) self->frames_.set({}, {});
-                           self->connected();
-                         });
+  stream_.async_read_all(
+      asio::buffer(proof_), [self = shared_from_this()](asio::error_code ec, size_t) {
+        if (self->closed_) return;
+        self->connect_timer_.cancel();
+        if (ec && self->key_->legacy()) {
+          // (Alternates while the peer is down; stays with what worked.)
+          self->legacy_ = !self->legacy_;
+          if (self->legacy_) {
+            spdlog::debug(
+                "peer link to {}: hung up on the handshake; trying "
+                "the previous version's (cluster-bus-legacy)",
+                self->addr_);
+          }
+        }
+        if (ec || !self->key_->peer_proven(self->hello_, self->proof_, &self->frames_)) {
+          if (!ec) self->key_->count_refused_peer();
+          asio::error_code ignored;
+          self->stream_.socket().close(ignored);
+          return self->backoff();
+        }
+        // (Over TLS the channel authenticates every byte already.)
+        if (self->stream_.tls()) self->frames_.set({}, {});
+        self->connected();
+      });
 }
 
 void PeerClient::flush() {
@@ -393,7 +393,7 @@ class PeerServer::Conn : public std::enable_shared_from_this<Conn> {
 
   void answer() {
     auto proof = key_->peer_answer(hello_, &frames_);
-    if (!proof) return;  // dropping the last reference closes it
+    if (!proof) return;                      // dropping the last reference closes it
     if (stream_.tls()) frames_.set({}, {});  // (TLS authenticates every byte already)
     proof_ = std::move(*proof);
     writing_ = true;

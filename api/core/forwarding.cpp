@@ -4,8 +4,8 @@
 #include <google/protobuf/arena.h>
 
 #include "acl.hpp"
-#include "errors.hpp"
 #include "cluster.hpp"
+#include "errors.hpp"
 #include "forward.pb.h"
 #include "forward_codec.hpp"
 #include "request_job.hpp"
@@ -181,15 +181,16 @@ void serve_forwards(Cluster& cluster, Services& svc) {
   cluster.on_request(
       kPeerForward, [&cluster, &svc](uint32_t, std::string body, PeerServer::Respond respond) {
         // Answered from a lane's thread; the peer link's side of it lives on the cluster thread.
-        serve_forwarded(svc, std::move(body),
-                        [&cluster, respond = std::move(respond)](bool ok, std::string out) mutable {
-                          asio::post(cluster.io(), [respond = std::move(respond), ok,
-                                                    out = std::move(out)]() mutable {
-                            if (ok) return respond(PeerStatus::kOk, std::move(out), {});
-                            respond(PeerStatus::kError, {}, std::move(out));
-                          });
-                        },
-                        cluster.config().membership.accept_unaddressed);
+        serve_forwarded(
+            svc, std::move(body),
+            [&cluster, respond = std::move(respond)](bool ok, std::string out) mutable {
+              asio::post(cluster.io(),
+                         [respond = std::move(respond), ok, out = std::move(out)]() mutable {
+                           if (ok) return respond(PeerStatus::kOk, std::move(out), {});
+                           respond(PeerStatus::kError, {}, std::move(out));
+                         });
+            },
+            cluster.config().membership.accept_unaddressed);
       });
 }
 

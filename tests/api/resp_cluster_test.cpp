@@ -271,11 +271,12 @@ TEST_F(ClusterSessionTest, AForwardedRequestWhoseSlotMovedOnTakesOneMoreHopAtMos
 // (as it knows the user): a forward is never worth more rights than its user has. One that
 // names no user runs only as its sender's own upkeep.
 TEST_F(ClusterSessionTest, TheOwnerChecksAForwardedRequestsUserAgain) {
-  ASSERT_EQ(n1_.acl.set_user("app", {"on", "nopass", "~app:*", "+@limiter", "+@read",
-                                     "+@write", "-@dangerous"}),
+  ASSERT_EQ(n1_.acl.set_user(
+                "app", {"on", "nopass", "~app:*", "+@limiter", "+@read", "+@write", "-@dangerous"}),
             "");
   ASSERT_EQ(n1_.acl.set_user("ops", {"on", "nopass", "~*", "+@all"}), "");
-  const std::string theirs = "ops:{" + key_in(0, 5460) + "}", mine = "app:{" + key_in(0, 5460) + "}";
+  const std::string theirs = "ops:{" + key_in(0, 5460) + "}",
+                    mine = "app:{" + key_in(0, 5460) + "}";
   auto ask_n1 = [&](Request r, const std::string& user, const char* command, bool by_node) {
     forward::ForwardBatch b;
     b.set_hops(1);
@@ -289,9 +290,8 @@ TEST_F(ClusterSessionTest, TheOwnerChecksAForwardedRequestsUserAgain) {
                     [&p](bool ok, std::string body) { p.set_value(ok ? body : "!" + body); });
     forward::ForwardOutcomes outs;
     EXPECT_TRUE(outs.ParseFromString(p.get_future().get()));
-    return outs.outcomes(0).code() == static_cast<uint32_t>(Code::kOk)
-               ? std::string("ok")
-               : outs.outcomes(0).error();
+    return outs.outcomes(0).code() == static_cast<uint32_t>(Code::kOk) ? std::string("ok")
+                                                                       : outs.outcomes(0).error();
   };
   Request count;
   count.verb = Verb::kCount;

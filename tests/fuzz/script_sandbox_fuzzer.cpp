@@ -60,7 +60,8 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     script.assign(reinterpret_cast<const char*>(data) + 1, size - 1);
   } else {
     for (size_t i = 1; i + 4 <= size && i < 1 + 4 * 8; i += 4) {
-      const std::string a = fg::script_world::attempt(data[i], data[i + 1], data[i + 2], data[i + 3]);
+      const std::string a =
+          fg::script_world::attempt(data[i], data[i + 1], data[i + 2], data[i + 3]);
       script += data[i] & 0x80 ? "pcall(function() " + a + " end) " : a + " ";
     }
     script += "return 1";

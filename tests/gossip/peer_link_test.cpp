@@ -214,9 +214,9 @@ TEST(PeerLink, OnlyHoldersOfTheClusterSecretTalk) {
 struct Tap {
   asio::ip::tcp::acceptor acceptor;
   asio::ip::tcp::endpoint upstream;
-  std::string sent;       // by the connecting side, as it left it
-  int64_t flip_at = -1;   // that byte of the connecting side's stream, altered in passing
-  std::string only_magic; // hang up on a connecting side whose first bytes differ (an old node)
+  std::string sent;        // by the connecting side, as it left it
+  int64_t flip_at = -1;    // that byte of the connecting side's stream, altered in passing
+  std::string only_magic;  // hang up on a connecting side whose first bytes differ (an old node)
   Tap(asio::io_context& io, uint16_t upstream_port)
       : acceptor(io, {asio::ip::make_address("127.0.0.1"), 0}),
         upstream(asio::ip::make_address("127.0.0.1"), upstream_port) {
@@ -383,7 +383,8 @@ TEST(PeerLink, AFrameAlteredOnTheWayIsNotRun) {
 // frames from it; the next connection proves a secret both hold now.
 TEST(PeerLink, ALinkKeyedWithASecretRotatedOutTakesNoMoreFrames) {
   Fixture f;
-  auto server_key = secret_key("the-first-secret-of-many"), client_key = secret_key("the-first-secret-of-many");
+  auto server_key = secret_key("the-first-secret-of-many"),
+       client_key = secret_key("the-first-secret-of-many");
   int ran = 0;
   f.server = std::make_unique<PeerServer>(
       f.io, "127.0.0.1", 0,
