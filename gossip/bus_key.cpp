@@ -5,9 +5,11 @@
 // HMAC-SHA256(secret, everything before the tag). Integers are big-endian.
 #include "bus_key.hpp"
 
+#include <openssl/core_names.h>
 #include <openssl/crypto.h>
 #include <openssl/evp.h>
 #include <openssl/hmac.h>
+#include <openssl/params.h>
 #include <openssl/sha.h>
 
 #include <algorithm>
@@ -209,27 +211,56 @@ std::pair<std::string, std::string> frame_keys(const std::string& secret, std::s
 }
 }  // namespace
 
+// A frame's tag costs one HMAC over its number and payload with a context keyed at the
+// handshake: a one-shot HMAC per frame (fetching the digest, hashing the key) cost a
+// forwarded request at -P 1 about a fifth of its throughput.
+struct PeerFrameKeys::Mac {
+  EVP_MAC_CTX* ctx = nullptr;
+  explicit Mac(const std::string& key) {
+    static EVP_MAC* const hmac = EVP_MAC_fetch(nullptr, "HMAC", nullptr);
+    char digest[] = "SHA256";
+    const OSSL_PARAM params[] = {
+        OSSL_PARAM_construct_utf8_string(OSSL_MAC_PARAM_DIGEST, digest, 0), OSSL_PARAM_construct_end()};
+    ctx = EVP_MAC_CTX_new(hmac);
+    EVP_MAC_init(ctx, reinterpret_cast<const unsigned char*>(key.data()), key.size(), params);
+  }
+  ~Mac() { EVP_MAC_CTX_free(ctx); }
+  // The tag of frame `n` with `payload` (the context keeps its key across frames).
+  void tag(uint64_t n, std::string_view payload, unsigned char* out) const {
+    unsigned char be[8];
+    for (int i = 0; i < 8; ++i) be[i] = static_cast<unsigned char>(n >> (56 - 8 * i));
+    unsigned char md[EVP_MAX_MD_SIZE];
+    size_t len = 0;
+    EVP_MAC_init(ctx, nullptr, 0, nullptr);
+    EVP_MAC_update(ctx, be, sizeof be);
+    EVP_MAC_update(ctx, reinterpret_cast<const unsigned char*>(payload.data()), payload.size());
+    EVP_MAC_final(ctx, md, &len, sizeof md);
+    std::memcpy(out, md, kTagBytes);
+  }
+};
+
+PeerFrameKeys::PeerFrameKeys() = default;
+PeerFrameKeys::~PeerFrameKeys() = default;
+
 void PeerFrameKeys::set(std::string send_key, std::string receive_key, uint32_t secret) {
-  send_key_ = std::move(send_key);
-  receive_key_ = std::move(receive_key);
+  send_ = send_key.empty() ? nullptr : std::make_unique<Mac>(send_key);
+  receive_ = receive_key.empty() ? nullptr : std::make_unique<Mac>(receive_key);
   secret_ = secret;
   checked_at = 0;
   sent_ = received_ = 0;
 }
 
 void PeerFrameKeys::tag(std::string_view payload, std::string& out) {
-  std::string n;
-  put_be(n, sent_++, 8);
-  const std::string t = mac_of(send_key_, {n, payload});
-  out.append(t.data(), kTagBytes);
+  unsigned char t[kTagBytes];
+  send_->tag(sent_++, payload, t);
+  out.append(reinterpret_cast<const char*>(t), kTagBytes);
 }
 
 bool PeerFrameKeys::check(std::string_view payload, std::string_view tag) {
-  if (tag.size() != kTagBytes) return false;
-  std::string n;
-  put_be(n, received_, 8);
-  const std::string t = mac_of(receive_key_, {n, payload});
-  if (CRYPTO_memcmp(t.data(), tag.data(), kTagBytes) != 0) return false;
+  if (!receive_ || tag.size() != kTagBytes) return false;
+  unsigned char t[kTagBytes];
+  receive_->tag(received_, payload, t);
+  if (CRYPTO_memcmp(t, tag.data(), kTagBytes) != 0) return false;
   ++received_;
   return true;
 }

@@ -43,9 +43,13 @@ std::optional<std::vector<std::string>> read_secret_lines(const std::string& pat
 class PeerFrameKeys {
  public:
   static constexpr size_t kTagBytes = 16;
-  // `secret`: the id of the secret they come from (see BusKey::holds).
+  PeerFrameKeys();
+  ~PeerFrameKeys();
+  PeerFrameKeys(const PeerFrameKeys&) = delete;
+  PeerFrameKeys& operator=(const PeerFrameKeys&) = delete;
+  // `secret`: the id of the secret they come from (see BusKey::holds). Empty keys: none.
   void set(std::string send_key, std::string receive_key, uint32_t secret = 0);
-  bool active() const { return !send_key_.empty(); }
+  bool active() const { return send_ != nullptr; }
   uint32_t secret() const { return secret_; }
   // The BusKey generation these keys were last found current at (BusKey::generation).
   uint64_t checked_at = 0;
@@ -55,7 +59,8 @@ class PeerFrameKeys {
   bool check(std::string_view payload, std::string_view tag);
 
  private:
-  std::string send_key_, receive_key_;
+  struct Mac;  // an HMAC-SHA256 context keyed once (a frame's tag re-keys nothing)
+  std::unique_ptr<Mac> send_, receive_;
   uint64_t sent_ = 0, received_ = 0;
   uint32_t secret_ = 0;
 };

@@ -137,6 +137,9 @@ std::string AdminHttp::metrics() const {
           static_cast<double>(svc_.scripts->scripts()));
     t.one("floodgate_script_cache_bytes", "gauge", "Bytes of script bodies in the cache",
           static_cast<double>(svc_.scripts->cache_bytes()));
+    t.one("floodgate_script_heap_bytes", "gauge",
+          "Bytes the shards' Lua heaps hold, as of each one's last run",
+          static_cast<double>(svc_.scripts->heap_bytes()));
     t.one("floodgate_script_runs_total", "counter", "Lua scripts run (EVAL, EVALSHA)",
           load(sc.runs));
     t.one("floodgate_script_errors_total", "counter", "Script runs answered with an error",

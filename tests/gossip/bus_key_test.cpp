@@ -4,6 +4,8 @@
 #include "bus_key.hpp"
 
 #include <gtest/gtest.h>
+#include <openssl/evp.h>
+#include <openssl/hmac.h>
 
 #include <fstream>
 
@@ -130,6 +132,33 @@ TEST(BusKey, FrameTagsHoldToTheirLinkDirectionAndOrder) {
   c.key.set_names({"c:16380"});
   EXPECT_FALSE(c.key.peer_answer(a.key.peer_hello("b:16380"), nullptr).has_value());
   EXPECT_TRUE(c.key.peer_answer(a.key.peer_hello("c:16380"), nullptr).has_value());
+}
+
+// A frame's tag is the first 16 bytes of HMAC-SHA256(its direction's key, its number on
+// the link as 8 big-endian bytes || its payload), frame after frame (the context that
+// makes it is keyed once: it must not lose the key between frames).
+TEST(BusKey, AFrameTagIsTheHmacOfItsNumberAndPayload) {
+  const std::string key = "a key for one direction of one link";
+  auto expected = [&key](uint64_t n, const std::string& payload) {
+    std::string in(8, '\0');
+    for (int i = 0; i < 8; ++i) in[i] = static_cast<char>(n >> (56 - 8 * i));
+    in += payload;
+    unsigned char md[EVP_MAX_MD_SIZE];
+    unsigned int len = 0;
+    HMAC(EVP_sha256(), key.data(), static_cast<int>(key.size()),
+         reinterpret_cast<const unsigned char*>(in.data()), in.size(), md, &len);
+    return std::string(reinterpret_cast<const char*>(md), 16);
+  };
+  PeerFrameKeys sender, receiver;
+  sender.set(key, "the other direction's key");
+  receiver.set("the other direction's key", key);
+  for (uint64_t n = 0; n < 3; ++n) {
+    const std::string payload = "frame " + std::to_string(n);
+    std::string tag;
+    sender.tag(payload, tag);
+    EXPECT_EQ(tag, expected(n, payload)) << n;
+    EXPECT_TRUE(receiver.check(payload, tag)) << n;
+  }
 }
 
 TEST(BusKey, SecretsAreCheckedAndReadFromAFile) {
