@@ -128,6 +128,7 @@ inline constexpr char kMultiNested[] = "ERR MULTI calls can not be nested";
 inline constexpr char kExecWithoutMulti[] = "ERR EXEC without MULTI";
 inline constexpr char kDiscardWithoutMulti[] = "ERR DISCARD without MULTI";
 inline constexpr char kWatchInMulti[] = "ERR WATCH inside MULTI is not allowed";
+inline constexpr char kNotInMulti[] = "ERR Command not allowed inside a transaction";
 inline constexpr size_t kMaxWatchedKeys = 10000;  // per connection
 inline std::string too_many_watched() {
   return "ERR too many watched keys (at most " + std::to_string(kMaxWatchedKeys) +

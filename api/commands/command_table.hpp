@@ -18,7 +18,8 @@ enum CommandFlag : uint32_t {
   kKeyed = 4,    // first argument is a key (cluster routing, COMMAND info)
   kWrite = 8,
   kFast = 16,
-  kScript = 32,  // runs a Lua script: how many go in one batch follows what they cost
+  kScript = 32,   // runs a Lua script: how many go in one batch follows what they cost
+  kNoMulti = 64,  // refused inside MULTI (Redis's no_multi: SAVE, SHUTDOWN)
 };
 
 using Handler = void (*)(CommandContext&, std::vector<std::string_view>&);

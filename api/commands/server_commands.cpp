@@ -219,12 +219,14 @@ void write_command_info(RespWriter& w, const CommandSpec& c) {
   w.bulk(c.name);
   w.integer(c.arity);
   int nflags = ((c.flags & kWrite) ? 1 : 0) + ((c.flags & kFast) ? 1 : 0) +
-               ((c.flags & kNoAuth) ? 1 : 0) + ((c.flags & kWrite) ? 0 : 1);
+               ((c.flags & kNoAuth) ? 1 : 0) + ((c.flags & kWrite) ? 0 : 1) +
+               ((c.flags & kNoMulti) ? 1 : 0);
   w.set(static_cast<size_t>(nflags));
   if (c.flags & kWrite) w.simple("write");
   if (!(c.flags & kWrite)) w.simple("readonly");
   if (c.flags & kFast) w.simple("fast");
   if (c.flags & kNoAuth) w.simple("no_auth");
+  if (c.flags & kNoMulti) w.simple("no_multi");
   const bool keyed = (c.flags & kKeyed) != 0;
   w.integer(keyed ? 1 : 0);
   w.integer(keyed ? c.last_key : 0);

@@ -305,6 +305,11 @@ bool RespSession::queue(const CommandSpec* spec) {
     }
   }
   if (!refused(spec)) {
+    if (spec->flags & kNoMulti) {  // (checked after its arity and rights, as Redis does)
+      local().error(err::kNotInMulti);
+      multi_dirty_ = true;
+      return true;
+    }
     queued_.emplace_back(args_.begin(), args_.end());
     queued_bytes_ += static_cast<int64_t>(sizeof(std::vector<std::string>));
     for (const std::string& w : queued_.back())

@@ -636,6 +636,12 @@ TEST(DataDiff, WatchAgainstAnotherConnectionAnswersAsRedisServerDoes) {
       {1, {"MULTI"}},
       {1, {"INCR", "w:a"}},
       {1, {"EXEC"}},  // (DISCARD let go of the watch: runs)
+      {1, {"MULTI"}},
+      {1, {"SHUTDOWN"}},  // (no_multi: refused while queueing, and the transaction goes)
+      {1, {"SAVE"}},
+      {1, {"INCR", "w:a"}},
+      {1, {"EXEC"}},
+      {1, {"GET", "w:a"}},
   };
   std::deque<std::string> recent;
   for (size_t i = 0; i < script.size(); ++i) {
