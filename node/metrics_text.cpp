@@ -269,7 +269,8 @@ std::string AdminHttp::metrics() const {
   if (const BusKey* key = cluster_->config().bus_key) {
     const BusCounters& b = key->counters();
     t.family("floodgate_bus_refused_total", "counter",
-             "Gossip datagrams refused: not sealed with the cluster secret, stale, or replayed");
+             "Bus traffic refused: gossip not sealed with the cluster secret, stale, replayed or "
+             "addressed to another node; peer links without a good handshake or frame tag");
     t.sample("floodgate_bus_refused_total", label("reason", "unsealed"), load(b.refused_unsealed));
     t.sample("floodgate_bus_refused_total", label("reason", "bad_mac"), load(b.refused_bad_mac));
     t.sample("floodgate_bus_refused_total", label("reason", "stale"), load(b.refused_stale));
