@@ -136,6 +136,40 @@ inline std::string too_many_watched() {
 }
 inline constexpr char kExecAbort[] = "EXECABORT Transaction discarded because of previous errors.";
 
+// --- scripts (Redis's script_lua.c, eval.c and script.c wordings) -----------------------
+inline constexpr char kNumkeysTooMany[] = "ERR Number of keys can't be greater than number of args";
+inline constexpr char kNumkeysNegative[] = "ERR Number of keys can't be negative";
+inline constexpr char kNoScript[] = "NOSCRIPT No matching script. Please use EVAL.";
+inline constexpr char kLuaStackLimit[] = "ERR reached lua stack limit";
+inline constexpr char kScriptArity[] = "ERR Wrong number of args calling Redis command from script";
+inline constexpr char kScriptUnknownCommand[] = "ERR Unknown Redis command called from script";
+inline constexpr char kScriptNotAllowed[] = "ERR This Redis command is not allowed from script";
+inline constexpr char kScriptReadOnly[] =
+    "ERR Write commands are not allowed from read-only scripts.";
+inline constexpr char kScriptNonLocalKey[] =
+    "ERR Script attempted to access a non local key in a cluster node";
+inline constexpr char kScriptCrossSlot[] =
+    "ERR Script attempted to access keys that do not hash to the same slot";
+inline constexpr char kScriptNoState[] = "ERR could not start a Lua state";
+inline constexpr char kScriptFailure[] = "ERR execution failure";
+inline std::string script_compile_error(std::string_view why) {
+  return "ERR Error compiling script (new function): " + std::string(why);
+}
+inline std::string script_run_error(std::string_view sha, std::string_view why) {
+  return "ERR Error running script " + std::string(sha) + ", " + std::string(why);
+}
+// Floodgate's own: a script stops at its budget, with its writes undone.
+inline std::string script_over_budget(std::string_view sha, int64_t budget_ms) {
+  return "ERR script " + std::string(sha) + " ran past its budget of " + std::to_string(budget_ms) +
+         " ms (script-time-limit) and was aborted; its writes were undone";
+}
+inline std::string script_out_of_memory(std::string_view sha, bool clients_cap) {
+  return "ERR script " + std::string(sha) + " ran out of memory (" +
+         (clients_cap ? "maxmemory-clients: the node's clients hold nearly all they may"
+                      : "script-memory-limit") +
+         ") and was aborted; its writes were undone";
+}
+
 // --- policies --------------------------------------------------------------------------
 inline constexpr char kNoPolicyApplies[] =
     "ERR no policy applies to this key: name one, or map a key pattern to one with FG.POLICY "

@@ -12,9 +12,9 @@ void cmd_eval(CommandContext& s, Args& a) {
   int64_t numkeys = 0;
   if (!parse_int(a[2], numkeys)) return s.local().error(err::kNotInteger);
   if (numkeys > static_cast<int64_t>(a.size()) - 3) {
-    return s.local().error("ERR Number of keys can't be greater than number of args");
+    return s.local().error(err::kNumkeysTooMany);
   }
-  if (numkeys < 0) return s.local().error("ERR Number of keys can't be negative");
+  if (numkeys < 0) return s.local().error(err::kNumkeysNegative);
   if (iequals(a[0], "evalsha") || iequals(a[0], "evalsha_ro")) {
     if (a[1].size() != 40) return s.local().error("NOSCRIPT No matching script. Please use EVAL.");
   }

@@ -364,7 +364,7 @@ const char* string_field(lua_State* L, const char* name, size_t* len, int idx = 
 // first nil. (A RESP2 client gets RESP3 types as their RESP2 equivalents.)
 void to_reply(lua_State* L, DataReply& out, int depth, bool resp3) {
   if (depth > kMaxReplyDepth || !lua_checkstack(L, 6)) {
-    out.error("ERR reached lua stack limit");
+    out.error(err::kLuaStackLimit);
     return;
   }
   auto no_newlines = [](const char* p, size_t n) {
@@ -556,7 +556,7 @@ void call_command(Run& r) {
   if (name == "time" || name == "ping") {  // what limiter scripts ask of the server
     const int ar = name == "time" ? 1 : -1;
     if ((ar > 0 && argc != ar) || argc > 2) {
-      return out.error("ERR Wrong number of args calling Redis command from script");
+      return out.error(err::kScriptArity);
     }
     if (name == "ping") return argc == 2 ? out.bulk(r.words[1]) : out.status("PONG");
     out.array(2);
@@ -567,18 +567,18 @@ void call_command(Run& r) {
   const auto& cmds = script_commands(r.arity);
   const auto it = cmds.find(name);
   const int ar = it != cmds.end() ? it->second.arity : r.arity ? r.arity(name) : 0;
-  if (ar == 0) return out.error("ERR Unknown Redis command called from script");
+  if (ar == 0) return out.error(err::kScriptUnknownCommand);
   if ((ar > 0 && argc != ar) || argc < -ar) {
-    return out.error("ERR Wrong number of args calling Redis command from script");
+    return out.error(err::kScriptArity);
   }
   if (r.caller) {
     if (const char* why = r.caller->refuse(r.words)) return out.error(std::string("ERR ") + why);
   }
-  if (it == cmds.end()) return out.error("ERR This Redis command is not allowed from script");
+  if (it == cmds.end()) return out.error(err::kScriptNotAllowed);
   const DataCmd c = it->second.cmd;
   const DataCmdInfo& info = data_cmd_info(c);
   if (r.read_only && info.writes) {
-    return out.error("ERR Write commands are not allowed from read-only scripts.");
+    return out.error(err::kScriptReadOnly);
   }
   const Step& step = *r.step;
   if (info.every_shard) {  // KEYS: every shard the script holds
@@ -613,13 +613,13 @@ void call_command(Run& r) {
     r.slots[j] = slot;
     const size_t shard = r.shards == 1 ? 0 : slot % r.shards;
     if (!(step.mask >> shard & 1) || !step.shards[shard]->owns(slot)) {
-      return out.error("ERR Script attempted to access a non local key in a cluster node");
+      return out.error(err::kScriptNonLocalKey);
     }
     if (r.cluster) {
       if (r.slot < 0) {
         r.slot = static_cast<int>(slot);
       } else if (static_cast<uint32_t>(r.slot) != slot) {
-        return out.error("ERR Script attempted to access keys that do not hash to the same slot");
+        return out.error(err::kScriptCrossSlot);
       }
     }
   }
@@ -1054,7 +1054,7 @@ void set_array(lua_State* L, const char* name, const std::vector<std::string_vie
 // The error a failed run answers, from the handler's table (Redis's format: the message,
 // then which script and where).
 void error_reply(lua_State* L, const std::string& sha, DataReply& out) {
-  std::string msg = "ERR execution failure";
+  std::string msg = err::kScriptFailure;
   if (lua_istable(L, -1)) {
     lua_getfield(L, -1, "err");
     if (lua_isstring(L, -1)) msg = lua_tostring(L, -1);
@@ -1068,7 +1068,7 @@ void error_reply(lua_State* L, const std::string& sha, DataReply& out) {
     }
     lua_pop(L, 2);
   } else if (lua_isstring(L, -1)) {
-    msg = std::string("ERR Error running script ") + sha + ", " + lua_tostring(L, -1);
+    msg = err::script_run_error(sha, lua_tostring(L, -1));
   }
   out.clear();
   out.error(msg);
@@ -1124,11 +1124,10 @@ Result<std::string> ScriptEngine::load(std::string_view body) {
   {
     std::lock_guard<std::mutex> lock(mu_);
     if (!loader_) loader_ = new_state(limits_.memory_bytes);
-    if (!loader_) return Error{"ERR could not start a Lua state"};
+    if (!loader_) return Error{err::kScriptNoState};
     lua_State* L = loader_->L;
     if (load_sealed(L, body.data(), body.size(), "@user_script")) {
-      std::string e = std::string("ERR Error compiling script (new function): ") +
-                      (lua_isstring(L, -1) ? lua_tostring(L, -1) : "?");
+      std::string e = err::script_compile_error(lua_isstring(L, -1) ? lua_tostring(L, -1) : "?");
       lua_pop(L, 1);
       return Error{std::move(e)};
     }
@@ -1150,9 +1149,9 @@ void ScriptEngine::run(ShardOp& op, const Step& step, int64_t now_ns) {
   int64_t numkeys = 0;
   if (a.size() < 3 || !parse_int(a[2], numkeys)) return out.error(err::kNotInteger);
   if (numkeys > static_cast<int64_t>(a.size()) - 3) {
-    return out.error("ERR Number of keys can't be greater than number of args");
+    return out.error(err::kNumkeysTooMany);
   }
-  if (numkeys < 0) return out.error("ERR Number of keys can't be negative");
+  if (numkeys < 0) return out.error(err::kNumkeysNegative);
 
   const size_t home = static_cast<size_t>(__builtin_ctzll(step.mask));
   std::unique_ptr<State>& slot = states_[home];
@@ -1166,7 +1165,7 @@ void ScriptEngine::run(ShardOp& op, const Step& step, int64_t now_ns) {
     }
     cache_.refresh(held, held_version);
     slot = new_state(limits_.memory_bytes);
-    if (!slot) return out.error("ERR could not start a Lua state");
+    if (!slot) return out.error(err::kScriptNoState);
     slot->catalog = std::move(held);
     slot->catalog_version = held_version;
     slot->generation = slot->catalog->generation;
@@ -1192,7 +1191,7 @@ void ScriptEngine::run(ShardOp& op, const Step& step, int64_t now_ns) {
   const std::string* known = catalog.find(sha);
   if (by_sha && !known) {
     counters_.errors.fetch_add(1, std::memory_order_relaxed);
-    return out.error("NOSCRIPT No matching script. Please use EVAL.");
+    return out.error(err::kNoScript);
   }
   lua_getfield(L, LUA_REGISTRYINDEX, "fg_error_handler");
   lua_getfield(L, LUA_REGISTRYINDEX, fname);
@@ -1201,8 +1200,8 @@ void ScriptEngine::run(ShardOp& op, const Step& step, int64_t now_ns) {
     const std::string_view body = by_sha ? std::string_view(*known) : a[1];
     st.out_of_memory = false;
     if (load_sealed(L, body.data(), body.size(), "@user_script")) {
-      const std::string e = std::string("ERR Error compiling script (new function): ") +
-                            (lua_isstring(L, -1) ? lua_tostring(L, -1) : "?");
+      const std::string e =
+          err::script_compile_error(lua_isstring(L, -1) ? lua_tostring(L, -1) : "?");
       lua_pop(L, 2);
       counters_.errors.fetch_add(1, std::memory_order_relaxed);
       return out.error(e);
@@ -1269,14 +1268,9 @@ void ScriptEngine::run(ShardOp& op, const Step& step, int64_t now_ns) {
     out.clear();
     if (r.over_budget) {
       counters_.over_budget.fetch_add(1, std::memory_order_relaxed);
-      out.error("ERR script " + std::string(sha) + " ran past its budget of " +
-                std::to_string(limits_.budget_ms) +
-                " ms (script-time-limit) and was aborted; its writes were undone");
+      out.error(err::script_over_budget(sha, limits_.budget_ms));
     } else {
-      out.error("ERR script " + std::string(sha) + " ran out of memory (" +
-                (short_room ? "maxmemory-clients: the node's clients hold nearly all they may"
-                            : "script-memory-limit") +
-                ") and was aborted; its writes were undone");
+      out.error(err::script_out_of_memory(sha, short_room));
     }
     counters_.errors.fetch_add(1, std::memory_order_relaxed);
   } else if (rc != 0) {
