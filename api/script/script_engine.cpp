@@ -189,6 +189,7 @@ struct ScriptEngine::State {
 namespace {
 
 constexpr int kHookEvery = 1000;  // instructions between budget checks
+constexpr size_t kAfterRunSlack = 1 << 20;  // heap past the cap for a run's aftermath
 constexpr int kMaxReplyDepth = 200;
 
 int64_t mono_ns() {
@@ -1051,6 +1052,52 @@ void set_array(lua_State* L, const char* name, const std::vector<std::string_vie
   lua_pop(L, 1);
 }
 
+// What a run does in the Lua heap before its call, in protected calls (lua_cpcall): memory
+// running out there is an error the client is answered, not a Lua panic, which would end
+// the process. (Every step outside lua_pcall that may allocate belongs here.)
+struct Setup {
+  const char* fname = nullptr;  // the script's function in the registry ("f_<sha>")
+  std::string_view body;        // its source, compiled when this state has no function yet
+  bool compiled = false;        // compiled now (not found in the registry)
+  const char* compile_error = nullptr;  // why it did not compile (a string in the Lua stack)
+  bool keep = false;  // keep the function in the registry (the cache keeps the script)
+  const std::vector<std::string_view>* words = nullptr;
+  size_t keys_end = 0;
+};
+
+// Finds or compiles the function; leaves it in the registry as "fg_run" (or, when the body
+// does not compile, the reason on the stack and in compile_error).
+int setup_function(lua_State* L) {
+  auto* s = static_cast<Setup*>(lua_touserdata(L, 1));
+  lua_getfield(L, LUA_REGISTRYINDEX, s->fname);
+  if (lua_isnil(L, -1)) {
+    lua_pop(L, 1);
+    if (load_sealed(L, s->body.data(), s->body.size(), "@user_script")) {
+      lua_pushvalue(L, -1);
+      lua_setfield(L, LUA_REGISTRYINDEX, "fg_compile_error");  // (outlives this call)
+      s->compile_error = lua_isstring(L, -1) ? lua_tostring(L, -1) : "?";
+      return 0;
+    }
+    s->compiled = true;
+  }
+  lua_setfield(L, LUA_REGISTRYINDEX, "fg_run");
+  return 0;
+}
+
+// Keeps the function under its name when the cache keeps the script (a state holds the
+// functions of cached scripts only, so its registry stays as bounded as the cache), and
+// sets KEYS and ARGV.
+int setup_call(lua_State* L) {
+  auto* s = static_cast<Setup*>(lua_touserdata(L, 1));
+  if (s->keep) {
+    lua_getfield(L, LUA_REGISTRYINDEX, "fg_run");
+    lua_setfield(L, LUA_REGISTRYINDEX, s->fname);
+  }
+  set_array(L, "KEYS", *s->words, 3, s->keys_end);
+  set_array(L, "ARGV", *s->words, s->keys_end, s->words->size());
+  return 0;
+}
+
 // The error a failed run answers, from the handler's table (Redis's format: the message,
 // then which script and where).
 void error_reply(lua_State* L, const std::string& sha, DataReply& out) {
@@ -1193,48 +1240,6 @@ void ScriptEngine::run(ShardOp& op, const Step& step, int64_t now_ns) {
     counters_.errors.fetch_add(1, std::memory_order_relaxed);
     return out.error(err::kNoScript);
   }
-  lua_getfield(L, LUA_REGISTRYINDEX, "fg_error_handler");
-  lua_getfield(L, LUA_REGISTRYINDEX, fname);
-  if (lua_isnil(L, -1)) {
-    lua_pop(L, 1);
-    const std::string_view body = by_sha ? std::string_view(*known) : a[1];
-    st.out_of_memory = false;
-    if (load_sealed(L, body.data(), body.size(), "@user_script")) {
-      const std::string e =
-          err::script_compile_error(lua_isstring(L, -1) ? lua_tostring(L, -1) : "?");
-      lua_pop(L, 2);
-      counters_.errors.fetch_add(1, std::memory_order_relaxed);
-      return out.error(e);
-    }
-    lua_pushvalue(L, -1);
-    lua_setfield(L, LUA_REGISTRYINDEX, fname);
-  }
-  if (!by_sha && !known) {
-    if (Status kept = cache_.add(std::string(sha), a[1]); !kept.ok()) {
-      counters_.not_kept.fetch_add(1, std::memory_order_relaxed);
-      static std::atomic<int64_t> warned_ns{0};
-      const int64_t t = mono_ns();
-      int64_t last = warned_ns.load(std::memory_order_relaxed);
-      if (t - last > 10'000'000'000 && warned_ns.compare_exchange_strong(last, t)) {
-        spdlog::warn("script {} runs but is not kept: {}", sha, kept.error());
-      }
-    }
-  }
-  const size_t keys_end = 3 + static_cast<size_t>(numkeys);
-  set_array(L, "KEYS", a, 3, keys_end);
-  set_array(L, "ARGV", a, keys_end, a.size());
-
-  Run& r = st.run;
-  r.reset();
-  r.state = &st;
-  r.step = &step;
-  r.now_ns = now_ns;
-  r.shards = shards_;
-  r.cluster = cluster_;
-  r.read_only = read_only;
-  r.arity = arity_;
-  r.caller = op.caller;
-  if (cluster_ && numkeys > 0) r.slot = static_cast<int>(key_slot(a[3]));
   // The heap a run may grow: its cap, or only what clients may still make the node hold
   // (collected first, so garbage of earlier runs does not count against it).
   bool short_room = false;
@@ -1249,17 +1254,76 @@ void ScriptEngine::run(ShardOp& op, const Step& step, int64_t now_ns) {
       }
     }
   }
+  // Its function and arguments, in protected calls.
+  Setup setup;
+  setup.fname = fname;
+  setup.body = by_sha ? std::string_view(*known) : a[1];
+  setup.words = &a;
+  setup.keys_end = 3 + static_cast<size_t>(numkeys);
+  st.out_of_memory = false;
+  int rc = lua_cpcall(L, setup_function, &setup);
+  if (rc == 0 && setup.compile_error) {
+    const std::string e = err::script_compile_error(setup.compile_error);
+    lua_pushnil(L);
+    lua_setfield(L, LUA_REGISTRYINDEX, "fg_compile_error");
+    lua_settop(L, 0);
+    st.limit = st.cap;
+    counters_.errors.fetch_add(1, std::memory_order_relaxed);
+    return out.error(e);
+  }
+  if (rc == 0) {
+    setup.keep = known != nullptr && setup.compiled;
+    if (!by_sha && !known) {
+      if (Status kept = cache_.add(std::string(sha), a[1]); !kept.ok()) {
+        counters_.not_kept.fetch_add(1, std::memory_order_relaxed);
+        static std::atomic<int64_t> warned_ns{0};
+        const int64_t t = mono_ns();
+        int64_t last = warned_ns.load(std::memory_order_relaxed);
+        if (t - last > 10'000'000'000 && warned_ns.compare_exchange_strong(last, t)) {
+          spdlog::warn("script {} runs but is not kept: {}", sha, kept.error());
+        }
+      } else {
+        setup.keep = setup.compiled;
+      }
+    }
+    rc = lua_cpcall(L, setup_call, &setup);
+  }
+  if (rc != 0) {  // out of memory before the script ran: nothing of it happened
+    lua_settop(L, 0);
+    st.limit = st.cap;
+    counters_.errors.fetch_add(1, std::memory_order_relaxed);
+    out.error(err::script_out_of_memory(sha, short_room));
+    lua_gc(L, LUA_GCCOLLECT, 0);
+    if (st.used + ScriptLimits::kMinRunRoom > st.cap) slot.reset();  // (full of live data)
+    return;
+  }
+  lua_getfield(L, LUA_REGISTRYINDEX, "fg_error_handler");  // (names the registry holds:
+  lua_getfield(L, LUA_REGISTRYINDEX, "fg_run");            // no allocation)
+
+  Run& r = st.run;
+  r.reset();
+  r.state = &st;
+  r.step = &step;
+  r.now_ns = now_ns;
+  r.shards = shards_;
+  r.cluster = cluster_;
+  r.read_only = read_only;
+  r.arity = arity_;
+  r.caller = op.caller;
+  if (cluster_ && numkeys > 0) r.slot = static_cast<int>(key_slot(a[3]));
   const int64_t started_ns = mono_ns();
   r.deadline_ns = started_ns + limits_.budget_ms * 1'000'000;
   st.out_of_memory = false;
   t_run = &r;
   started_ns_[home].store(started_ns, std::memory_order_relaxed);
   lua_sethook(L, hook, LUA_MASKCOUNT, kHookEvery);
-  const int rc = lua_pcall(L, 0, 1, -2);
+  rc = lua_pcall(L, 0, 1, -2);
   lua_sethook(L, nullptr, 0, 0);
   started_ns_[home].store(0, std::memory_order_relaxed);
   t_run = nullptr;
-  st.limit = st.cap;
+  // What follows (the reply, putting back what the run changed) still touches the heap, out
+  // of any protected call: it gets a little room past the cap, so it cannot fail there.
+  st.limit = st.cap + kAfterRunSlack;
 
   if (rc != 0 && (r.over_budget || st.out_of_memory)) {
     // Aborted: none of its writes stay (a limiter must not keep half a decision).
@@ -1286,6 +1350,7 @@ void ScriptEngine::run(ShardOp& op, const Step& step, int64_t now_ns) {
   if (st.out_of_memory) {  // a state that hit its cap starts afresh
     lua_gc(L, LUA_GCCOLLECT, 0);
   }
+  st.limit = st.cap;
   heap_bytes_[home].store(static_cast<int64_t>(st.used), std::memory_order_relaxed);
 }
 

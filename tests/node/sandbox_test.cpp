@@ -190,6 +190,32 @@ TEST(Sandbox, AScriptsHeapStaysWithinTheClientsMemoryCap) {
   EXPECT_GT(std::stoll(info.substr(at + 20)), 0);
 }
 
+// Nothing a client sends can make the Lua heap run out where Lua cannot recover (out of
+// memory outside a protected call ends the process): 20,000 distinct scripts (a state
+// keeps only the functions of scripts the cache keeps), and arguments bigger than the whole
+// heap, against a 1 MB script-memory-limit. Each is answered; the node lives on.
+TEST(Sandbox, NoScriptOrArgumentsCanExhaustTheHeapOutsideARun) {
+  NodeProcess node({"--shards", "1", "--script-memory-limit", "1048576"});
+  ASSERT_TRUE(node.alive());
+  Client c(node.port());
+  std::string pipeline;
+  constexpr int kScripts = 20000;
+  for (int i = 0; i < kScripts; ++i) {
+    pipeline += encode({"EVAL", "local t = {} return " + std::to_string(i), "0"});
+  }
+  ASSERT_TRUE(c.send(pipeline));
+  for (int i = 0; i < kScripts; ++i) {
+    const std::string r = read_value(c);
+    ASSERT_EQ(r, ":" + std::to_string(i) + "\r\n") << "script " << i;
+  }
+  std::vector<std::string> words = {"EVAL", "return #ARGV", "0"};
+  for (int i = 0; i < 3000; ++i) words.push_back(std::string(1000, 'a') + std::to_string(i));
+  const std::string r = ask(c, words);
+  EXPECT_NE(r.find("ran out of memory"), std::string::npos) << r;
+  EXPECT_EQ(ask(c, {"EVAL", "return #ARGV", "0", "x", "y"}), ":2\r\n");
+  EXPECT_TRUE(node.alive());
+}
+
 // Seeded generated escape attempts: assignments, rawset and setmetatable on every table a
 // script can reach, loadstring'd code doing the same, coroutines, pcall'd or not. Whatever
 // each answers, the world a later script sees is unchanged, and the node still serves.
