@@ -188,7 +188,7 @@ struct ScriptEngine::State {
 
 namespace {
 
-constexpr int kHookEvery = 1000;  // instructions between budget checks
+constexpr int kHookEvery = 1000;            // instructions between budget checks
 constexpr size_t kAfterRunSlack = 1 << 20;  // heap past the cap for a run's aftermath
 constexpr int kMaxReplyDepth = 200;
 
@@ -1056,30 +1056,41 @@ void set_array(lua_State* L, const char* name, const std::vector<std::string_vie
 // running out there is an error the client is answered, not a Lua panic, which would end
 // the process. (Every step outside lua_pcall that may allocate belongs here.)
 struct Setup {
-  const char* fname = nullptr;  // the script's function in the registry ("f_<sha>")
-  std::string_view body;        // its source, compiled when this state has no function yet
-  bool compiled = false;        // compiled now (not found in the registry)
+  const char* fname = nullptr;          // the script's function in the registry ("f_<sha>")
+  std::string_view body;                // its source, compiled when this state has no function yet
+  bool compiled = false;                // compiled now (not found in the registry)
   const char* compile_error = nullptr;  // why it did not compile (a string in the Lua stack)
   bool keep = false;  // keep the function in the registry (the cache keeps the script)
   const std::vector<std::string_view>* words = nullptr;
   size_t keys_end = 0;
+  bool ready = false;  // KEYS and ARGV are set: nothing is left for setup_call
 };
 
+void set_arguments(lua_State* L, Setup& s) {
+  set_array(L, "KEYS", *s.words, 3, s.keys_end);
+  set_array(L, "ARGV", *s.words, s.keys_end, s.words->size());
+  s.ready = true;
+}
+
 // Finds or compiles the function; leaves it in the registry as "fg_run" (or, when the body
-// does not compile, the reason on the stack and in compile_error).
+// does not compile, the reason on the stack and in compile_error). A function found (the
+// usual EVALSHA) gets its KEYS and ARGV here too: one protected call per run.
 int setup_function(lua_State* L) {
   auto* s = static_cast<Setup*>(lua_touserdata(L, 1));
   lua_getfield(L, LUA_REGISTRYINDEX, s->fname);
-  if (lua_isnil(L, -1)) {
-    lua_pop(L, 1);
-    if (load_sealed(L, s->body.data(), s->body.size(), "@user_script")) {
-      lua_pushvalue(L, -1);
-      lua_setfield(L, LUA_REGISTRYINDEX, "fg_compile_error");  // (outlives this call)
-      s->compile_error = lua_isstring(L, -1) ? lua_tostring(L, -1) : "?";
-      return 0;
-    }
-    s->compiled = true;
+  if (!lua_isnil(L, -1)) {
+    lua_setfield(L, LUA_REGISTRYINDEX, "fg_run");
+    set_arguments(L, *s);
+    return 0;
   }
+  lua_pop(L, 1);
+  if (load_sealed(L, s->body.data(), s->body.size(), "@user_script")) {
+    lua_pushvalue(L, -1);
+    lua_setfield(L, LUA_REGISTRYINDEX, "fg_compile_error");  // (outlives this call)
+    s->compile_error = lua_isstring(L, -1) ? lua_tostring(L, -1) : "?";
+    return 0;
+  }
+  s->compiled = true;
   lua_setfield(L, LUA_REGISTRYINDEX, "fg_run");
   return 0;
 }
@@ -1093,8 +1104,7 @@ int setup_call(lua_State* L) {
     lua_getfield(L, LUA_REGISTRYINDEX, "fg_run");
     lua_setfield(L, LUA_REGISTRYINDEX, s->fname);
   }
-  set_array(L, "KEYS", *s->words, 3, s->keys_end);
-  set_array(L, "ARGV", *s->words, s->keys_end, s->words->size());
+  set_arguments(L, *s);
   return 0;
 }
 
@@ -1286,7 +1296,7 @@ void ScriptEngine::run(ShardOp& op, const Step& step, int64_t now_ns) {
         setup.keep = setup.compiled;
       }
     }
-    rc = lua_cpcall(L, setup_call, &setup);
+    if (!setup.ready) rc = lua_cpcall(L, setup_call, &setup);
   }
   if (rc != 0) {  // out of memory before the script ran: nothing of it happened
     lua_settop(L, 0);
