@@ -23,7 +23,7 @@ namespace fg {
 namespace {
 
 constexpr size_t kInputs = 4096;  // a power of two
-int g_wrong = 0;                   // cases whose first answer was not the expected one
+int g_wrong = 0;                  // cases whose first answer was not the expected one
 constexpr uint64_t kKeys = 100000;
 
 // One node (standalone, or a one-node cluster owning every slot, which adds the routing
