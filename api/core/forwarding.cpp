@@ -46,30 +46,6 @@ void ClusterForwarder::send(const std::string& peer_addr, std::string batch, int
 }
 
 namespace {
-// The ACL command a limiter verb comes as when the sender did not say (its default door).
-const char* verb_command(Verb v) {
-  switch (v) {
-    case Verb::kPeek:
-      return "fg.peek";
-    case Verb::kReset:
-      return "fg.reset";
-    case Verb::kAcquire:
-      return "fg.acquire";
-    case Verb::kRenew:
-      return "fg.renew";
-    case Verb::kRelease:
-      return "fg.release";
-    case Verb::kCount:
-      return "fg.count";
-    case Verb::kHeartbeat:
-      return "fg.heartbeat";
-    case Verb::kReleaseAll:
-      return "fg.releaseall";
-    default:
-      return "fg.take";  // (take, and reserve, commit, cancel: a take in two steps)
-  }
-}
-
 // Why `u` may not run forwarded request `r` here (Redis's -NOPERM text), or empty. The
 // sending node checked the same before it forwarded; the owner checks again, as it knows
 // the user, so a forward is never worth more rights than its user has.
@@ -83,7 +59,7 @@ std::string refused_here(Services& svc, const AclUser& u, const Request& r,
     words = *r.args;
     entry = catalog.lookup(words);
   } else {
-    const std::string_view name = in.command().empty() ? verb_command(r.verb) : in.command();
+    const std::string_view name = in.command().empty() ? acl_command_of(r.verb) : in.command();
     entry = catalog.find(name);
     if (entry >= 0) {
       words.push_back(catalog.at(entry).name);

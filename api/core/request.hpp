@@ -32,6 +32,31 @@ enum class Verb : uint8_t {
 };
 
 inline bool keyed(Verb v) { return v != Verb::kHeartbeat && v != Verb::kReleaseAll; }
+// The command a limiter verb answers to in ACL rules: a user's rights on FG.TAKE are its
+// rights on every take (and on reserve, commit and cancel, which take in two steps), from
+// either door; a forward that does not say which command it came as is checked as this.
+inline const char* acl_command_of(Verb v) {
+  switch (v) {
+    case Verb::kPeek:
+      return "fg.peek";
+    case Verb::kReset:
+      return "fg.reset";
+    case Verb::kAcquire:
+      return "fg.acquire";
+    case Verb::kRenew:
+      return "fg.renew";
+    case Verb::kRelease:
+      return "fg.release";
+    case Verb::kCount:
+      return "fg.count";
+    case Verb::kHeartbeat:
+      return "fg.heartbeat";
+    case Verb::kReleaseAll:
+      return "fg.releaseall";
+    default:
+      return "fg.take";  // (take, reserve, commit, cancel)
+  }
+}
 inline bool rate_verb(Verb v) {
   return v == Verb::kTake || v == Verb::kPeek || v == Verb::kReserve;
 }

@@ -293,16 +293,11 @@ void NativeSession::serve(Frame& f, Flight& flight) {
   }
 }
 
-// The RESP command each op answers to in ACL rules (TOPOLOGY and PING are every
-// authenticated user's: a client cannot route without the topology): a user's rights on FG.TAKE are
-// its rights on the native TAKE (and on RESERVE, COMMIT and CANCEL, which take in two steps).
-// Null: none.
+// The RESP command each op answers to in ACL rules, its verb's (acl_command_of); null for
+// TOPOLOGY and PING, every authenticated user's: a client cannot route without the topology.
 static const char* acl_name_of(int op) {
-  static const char* const names[] = {nullptr,        "fg.take",       "fg.peek",    "fg.reset",
-                                      "fg.acquire",   "fg.renew",      "fg.release", "fg.count",
-                                      "fg.heartbeat", "fg.releaseall", "fg.take",    "fg.take",
-                                      "fg.take"};  // (TOPOLOGY, PING: anyone signed in)
-  return op > 0 && op < static_cast<int>(std::size(names)) ? names[op] : nullptr;
+  Verb v;
+  return verb_of(op, v) ? acl_command_of(v) : nullptr;
 }
 
 bool NativeSession::refused_by_acl(const wire::RequestView& req, Frame& f, wire::ResultView& res) {
