@@ -100,11 +100,12 @@ constexpr uint8_t kLastDataCmd = static_cast<uint8_t>(DataCmd::kEval);
 enum class Merge : uint8_t { kNone, kSum, kConcat, kOk, kScan };
 
 struct DataCmdInfo {
-  const char* name;          // lower case, as errors quote it
+  const char* name;          // lower case, as errors quote it (its registry row's name)
   uint8_t step;              // words per key from the key on: 1, or 2 for MSET's key-value pairs
   Merge merge;               // kNone: one key
   bool every_shard = false;  // reads every key a shard serves (KEYS, SCAN), no key argument
-  bool writes = false;       // may change its key (with replication: sync, waits for a replica)
+  bool writes = false;       // may change its key (with replication: sync, waits for a replica);
+                             // its registry row says kWrite (checked when the table is made)
 
   // Whether `words` (the command's name included) leave a key without its value (an odd
   // MSET): Redis's arity error, checked before anything splits the keys apart.

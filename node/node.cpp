@@ -134,13 +134,8 @@ int Node::start(std::string& why) {
   }
   script_cache_ = std::make_unique<ScriptCache>(book_, clock_, cfg_.script_cache_max_scripts,
                                                 cfg_.script_cache_max_bytes);
-  scripts_ = std::make_unique<ScriptEngine>(
-      pool_cfg.shards, cfg_.cluster_enabled, script_limits,
-      [](std::string_view name) {
-        const CommandSpec* c = find_command(name);
-        return c ? c->arity : 0;
-      },
-      *script_cache_);
+  scripts_ = std::make_unique<ScriptEngine>(pool_cfg.shards, cfg_.cluster_enabled, script_limits,
+                                            &script_callable, *script_cache_);
   pool_ = std::make_unique<ShardPool>(system_, pool_cfg, &clock_);
   svc_.shards = pool_.get();
   pool_->attach_scripts(scripts_.get());

@@ -17,326 +17,35 @@ namespace fg {
 
 namespace {
 
-// Each command's categories: Redis 7.0's for the commands it shares (ACL CAT, compared
-// with redis-server in tests), plus @admin on flushes and SCRIPT FLUSH; Floodgate's own
-// commands take @limiter (an application's), or @admin and @dangerous (an operator's).
-// Subcommands of containers are listed as Redis lists them, those Floodgate does not
-// implement included, so an ACL file written for Redis loads.
-const std::vector<std::pair<const char*, const char*>>& category_table() {
-  static const std::vector<std::pair<const char*, const char*>> t = {
-      {"cl.throttle", "write fast limiter"},
-      {"fg.take", "write fast limiter"},
-      {"fg.peek", "read fast limiter"},
-      {"fg.reset", "keyspace write fast admin dangerous"},
-      {"fg.acquire", "write fast limiter"},
-      {"fg.renew", "write fast limiter"},
-      {"fg.release", "write fast limiter"},
-      {"fg.count", "read fast limiter"},
-      {"fg.heartbeat", "write fast limiter"},
-      {"fg.releaseall", "write fast limiter"},
-      {"fg.policy", "slow"},
-      {"fg.policy|set", "admin slow dangerous"},
-      {"fg.policy|del", "admin slow dangerous"},
-      {"fg.policy|map", "admin slow dangerous"},
-      {"fg.policy|unmap", "admin slow dangerous"},
-      {"fg.policy|override", "admin slow dangerous"},
-      {"fg.policy|unoverride", "admin slow dangerous"},
-      {"fg.policy|get", "read slow"},
-      {"fg.policy|list", "read slow"},
-      {"fg.policy|patterns", "read slow"},
-      {"fg.policy|overrides", "read slow"},
-      {"fg.policy|which", "read slow"},
-      {"get", "read string fast"},
-      {"set", "write string slow"},
-      {"setnx", "write string fast"},
-      {"setex", "write string slow"},
-      {"psetex", "write string slow"},
-      {"getdel", "write string fast"},
-      {"getex", "write string fast"},
-      {"incr", "write string fast"},
-      {"incrby", "write string fast"},
-      {"incrbyfloat", "write string fast"},
-      {"decr", "write string fast"},
-      {"decrby", "write string fast"},
-      {"mget", "read string fast"},
-      {"mset", "write string slow"},
-      {"del", "keyspace write slow"},
-      {"unlink", "keyspace write fast"},
-      {"exists", "keyspace read fast"},
-      {"type", "keyspace read fast"},
-      {"expire", "keyspace write fast"},
-      {"pexpire", "keyspace write fast"},
-      {"expireat", "keyspace write fast"},
-      {"pexpireat", "keyspace write fast"},
-      {"ttl", "keyspace read fast"},
-      {"pttl", "keyspace read fast"},
-      {"expiretime", "keyspace read fast"},
-      {"pexpiretime", "keyspace read fast"},
-      {"persist", "keyspace write fast"},
-      {"keys", "keyspace read slow dangerous"},
-      {"scan", "keyspace read slow"},
-      {"hget", "read hash fast"},
-      {"hset", "write hash fast"},
-      {"hsetnx", "write hash fast"},
-      {"hmset", "write hash fast"},
-      {"hmget", "read hash fast"},
-      {"hincrby", "write hash fast"},
-      {"hincrbyfloat", "write hash fast"},
-      {"hdel", "write hash fast"},
-      {"hgetall", "read hash slow"},
-      {"hlen", "read hash fast"},
-      {"hexists", "read hash fast"},
-      {"zadd", "write sortedset fast"},
-      {"zrem", "write sortedset fast"},
-      {"zcard", "read sortedset fast"},
-      {"zcount", "read sortedset fast"},
-      {"zscore", "read sortedset fast"},
-      {"zrange", "read sortedset slow"},
-      {"zrangebyscore", "read sortedset slow"},
-      {"zremrangebyscore", "write sortedset slow"},
-      {"zremrangebyrank", "write sortedset slow"},
-      {"zpopmin", "write sortedset fast"},
-      {"lpush", "write list fast"},
-      {"rpush", "write list fast"},
-      {"lpop", "write list fast"},
-      {"rpop", "write list fast"},
-      {"llen", "read list fast"},
-      {"lrange", "read list slow"},
-      {"ltrim", "write list slow"},
-      {"lindex", "read list slow"},
-      {"multi", "fast transaction"},
-      {"exec", "slow transaction"},
-      {"discard", "fast transaction"},
-      {"watch", "fast transaction"},
-      {"unwatch", "fast transaction"},
-      {"flushall", "keyspace write slow dangerous admin"},
-      {"save", "admin slow dangerous"},
-      {"bgsave", "admin slow dangerous"},
-      {"lastsave", "admin fast dangerous"},
-      {"shutdown", "admin slow dangerous"},
-      {"flushdb", "keyspace write slow dangerous admin"},
-      {"eval", "slow scripting"},
-      {"evalsha", "slow scripting"},
-      {"eval_ro", "slow scripting"},
-      {"evalsha_ro", "slow scripting"},
-      {"script", "slow"},
-      {"script|debug", "slow scripting"},
-      {"script|exists", "slow scripting"},
-      {"script|flush", "slow scripting admin dangerous"},
-      {"script|help", "slow scripting"},
-      {"script|kill", "slow scripting"},
-      {"script|load", "slow scripting"},
-      {"ping", "fast connection"},
-      {"echo", "fast connection"},
-      {"hello", "fast connection"},
-      {"auth", "fast connection"},
-      {"quit", "fast connection"},
-      {"select", "fast connection"},
-      {"client", "slow"},
-      {"client|caching", "slow connection"},
-      {"client|getname", "slow connection"},
-      {"client|getredir", "slow connection"},
-      {"client|help", "slow connection"},
-      {"client|id", "slow connection"},
-      {"client|info", "slow connection"},
-      {"client|kill", "admin slow dangerous connection"},
-      {"client|list", "admin slow dangerous connection"},
-      {"client|no-evict", "admin slow dangerous connection"},
-      {"client|no-touch", "slow connection"},
-      {"client|pause", "admin slow dangerous connection"},
-      {"client|reply", "slow connection"},
-      {"client|setinfo", "slow connection"},
-      {"client|setname", "slow connection"},
-      {"client|tracking", "slow connection"},
-      {"client|trackinginfo", "slow connection"},
-      {"client|unblock", "admin slow dangerous connection"},
-      {"client|unpause", "admin slow dangerous connection"},
-      {"info", "slow dangerous"},
-      {"command", "slow connection"},
-      {"command|count", "slow connection"},
-      {"command|docs", "slow connection"},
-      {"command|getkeys", "slow connection"},
-      {"command|getkeysandflags", "slow connection"},
-      {"command|help", "slow connection"},
-      {"command|info", "slow connection"},
-      {"command|list", "slow connection"},
-      {"config", "slow"},
-      {"config|get", "admin slow dangerous"},
-      {"config|help", "slow"},
-      {"config|resetstat", "admin slow dangerous"},
-      {"config|rewrite", "admin slow dangerous"},
-      {"config|set", "admin slow dangerous"},
-      {"dbsize", "keyspace read fast"},
-      {"time", "fast"},
-      {"cluster", "slow"},
-      {"cluster|addslots", "admin slow dangerous"},
-      {"cluster|addslotsrange", "admin slow dangerous"},
-      {"cluster|bumpepoch", "admin slow dangerous"},
-      {"cluster|count-failure-reports", "admin slow dangerous"},
-      {"cluster|countkeysinslot", "slow"},
-      {"cluster|delslots", "admin slow dangerous"},
-      {"cluster|delslotsrange", "admin slow dangerous"},
-      {"cluster|failover", "admin slow dangerous"},
-      {"cluster|flushslots", "admin slow dangerous"},
-      {"cluster|forget", "admin slow dangerous"},
-      {"cluster|getkeysinslot", "slow"},
-      {"cluster|help", "slow"},
-      {"cluster|info", "slow"},
-      {"cluster|keyslot", "slow"},
-      {"cluster|links", "slow"},
-      {"cluster|meet", "admin slow dangerous"},
-      {"cluster|myid", "slow"},
-      {"cluster|myshardid", "slow"},
-      {"cluster|nodes", "slow"},
-      {"cluster|replicas", "admin slow dangerous"},
-      {"cluster|replicate", "admin slow dangerous"},
-      {"cluster|reset", "admin slow dangerous"},
-      {"cluster|saveconfig", "admin slow dangerous"},
-      {"cluster|set-config-epoch", "admin slow dangerous"},
-      {"cluster|setslot", "admin slow dangerous"},
-      {"cluster|shards", "slow"},
-      {"cluster|slaves", "admin slow dangerous"},
-      {"cluster|slots", "slow"},
-      {"asking", "fast connection"},
-      {"readonly", "fast connection"},
-      {"readwrite", "fast connection"},
-      {"acl", "slow"},
-      {"acl|cat", "slow"},
-      {"acl|deluser", "admin slow dangerous"},
-      {"acl|dryrun", "admin slow dangerous"},
-      {"acl|genpass", "slow"},
-      {"acl|getuser", "admin slow dangerous"},
-      {"acl|help", "slow"},
-      {"acl|list", "admin slow dangerous"},
-      {"acl|load", "admin slow dangerous"},
-      {"acl|log", "admin slow dangerous"},
-      {"acl|save", "admin slow dangerous"},
-      {"acl|setuser", "admin slow dangerous"},
-      {"acl|users", "admin slow dangerous"},
-      {"acl|whoami", "slow"},
-  };
-  return t;
-}
-
-// What each keyed command does with its keys, as Redis 7.0's key specs say (R: reads,
-// W: writes, "": neither — EXISTS, TYPE, the lengths, WATCH).
-const std::map<std::string, std::string, std::less<>>& key_access_table() {
-  static const std::map<std::string, std::string, std::less<>> t = {
-      {"cl.throttle", "RW"},
-      {"fg.take", "RW"},
-      {"fg.peek", "R"},
-      {"fg.reset", "W"},
-      {"fg.acquire", "RW"},
-      {"fg.renew", "RW"},
-      {"fg.release", "RW"},
-      {"fg.count", "R"},
-      {"get", "R"},
-      {"set", "W"},  // (and R with GET)
-      {"setnx", "W"},
-      {"setex", "W"},
-      {"psetex", "W"},
-      {"getdel", "RW"},
-      {"getex", "RW"},
-      {"incr", "RW"},
-      {"incrby", "RW"},
-      {"incrbyfloat", "RW"},
-      {"decr", "RW"},
-      {"decrby", "RW"},
-      {"mget", "R"},
-      {"mset", "W"},
-      {"del", "W"},
-      {"unlink", "W"},
-      {"exists", ""},
-      {"type", ""},
-      {"expire", "W"},
-      {"pexpire", "W"},
-      {"expireat", "W"},
-      {"pexpireat", "W"},
-      {"ttl", "R"},
-      {"pttl", "R"},
-      {"expiretime", "R"},
-      {"pexpiretime", "R"},
-      {"persist", "W"},
-      {"hget", "R"},
-      {"hset", "W"},
-      {"hsetnx", "W"},
-      {"hmset", "W"},
-      {"hmget", "R"},
-      {"hincrby", "RW"},
-      {"hincrbyfloat", "RW"},
-      {"hdel", "W"},
-      {"hgetall", "R"},
-      {"hlen", ""},
-      {"hexists", ""},
-      {"zadd", "W"},
-      {"zrem", "W"},
-      {"zcard", ""},
-      {"zcount", "R"},
-      {"zscore", "R"},
-      {"zrange", "R"},
-      {"zrangebyscore", "R"},
-      {"zremrangebyscore", "W"},
-      {"zremrangebyrank", "W"},
-      {"zpopmin", "RW"},
-      {"lpush", "W"},
-      {"rpush", "W"},
-      {"lpop", "RW"},
-      {"rpop", "RW"},
-      {"llen", ""},
-      {"lrange", "R"},
-      {"ltrim", "W"},
-      {"lindex", "R"},
-      {"watch", ""},
-      {"eval", "RW"},
-      {"evalsha", "RW"},
-      {"eval_ro", "R"},
-      {"evalsha_ro", "R"},
-  };
-  return t;
-}
-
+// The registry's rows, in its order (an entry's index is its command_id), then their
+// subcommands. A row's categories are those its flags imply (Redis's rule) and its own.
 AclCatalog build_catalog() {
-  std::map<std::string, uint32_t, std::less<>> cats;
-  for (const auto& [name, c] : category_table()) cats.emplace(name, acl_category_bits(c));
   std::vector<AclCommand> out;
-  // The table's commands first, in its order: an entry's index is its command_id.
   for (const CommandSpec& spec : all_commands()) {
-    const auto it = cats.find(spec.name);
-    if (it == cats.end()) throw std::logic_error(std::string("no ACL categories for ") + spec.name);
     AclCommand c;
     c.name = spec.name;
-    c.categories = it->second;
-    if (spec.flags & kKeyed) {
-      c.first_key = 1;
-      c.last_key = spec.last_key;
-      c.key_step = spec.key_step;
-    }
-    const std::string_view n = spec.name;
-    if (n == "eval" || n == "evalsha" || n == "eval_ro" || n == "evalsha_ro") c.numkeys_at = 2;
-    if (c.first_key > 0 || c.numkeys_at > 0) {
-      const auto access = key_access_table().find(n);
-      if (access == key_access_table().end())
-        throw std::logic_error(std::string("no ACL key access for ") + spec.name);
-      c.reads = access->second.find('R') != std::string::npos;
-      c.writes = access->second.find('W') != std::string::npos;
-      c.reads_with_get = n == "set";
-    }
+    c.categories = acl_category_bits(spec.acl);
+    const bool scripting = (c.categories & acl_category_bits("scripting")) != 0;
+    if ((spec.flags & kWrite) && !scripting) c.categories |= acl_category_bits("write");
+    c.categories |= acl_category_bits((spec.flags & kFast) ? "fast" : "slow");
+    c.first_key = spec.keys.first;
+    c.last_key = spec.keys.last;
+    c.key_step = spec.keys.step;
+    c.numkeys_at = spec.keys.numkeys_at;
+    c.reads = (spec.keys.access & kReads) != 0;
+    c.writes = (spec.keys.access & kWrites) != 0;
+    c.reads_with_get = spec.keys.reads_with_get;
     out.push_back(std::move(c));
   }
-  const size_t commands = out.size();
-  for (const auto& [name, bits] : cats) {
-    const std::string_view full = name;
-    const size_t bar = full.find('|');
-    if (bar == std::string_view::npos) continue;
-    int parent = -1;
-    for (size_t i = 0; i < commands; ++i)
-      if (out[i].name == full.substr(0, bar)) parent = static_cast<int>(i);
-    if (parent < 0) throw std::logic_error("ACL subcommand of an unknown command: " + name);
-    AclCommand c;
-    c.name = name;
-    c.parent = parent;
-    c.categories = bits;
-    out.push_back(std::move(c));
+  const int commands = static_cast<int>(out.size());
+  for (int i = 0; i < commands; ++i) {
+    for (const SubcommandSpec& sub : all_commands()[static_cast<size_t>(i)].subcommands) {
+      AclCommand c;
+      c.name = out[static_cast<size_t>(i)].name + "|" + sub.name;
+      c.parent = i;
+      c.categories = acl_category_bits(sub.acl);
+      out.push_back(std::move(c));
+    }
   }
   return AclCatalog(std::move(out));
 }

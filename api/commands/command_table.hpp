@@ -1,5 +1,9 @@
-// The command table: name, arity, flags, and the handler that either answers at once or
-// hands one op to the owning shard. Every command the node knows is listed here.
+// The command registry: one row per command, holding every fact about it that more than one
+// place needs — name, arity, flags, where its keys are and what it does with them, its ACL
+// categories and subcommands, what runs it (a handler, or a data op for the owning shard),
+// and its one-line doc. The dispatch table, COMMAND (COUNT, LIST, INFO, DOCS), the ACL
+// catalog, the script allow-list, the MULTI rules and cluster routing are all read from it.
+// Adding a command is one row here, its handler or shard op, and its tests.
 #pragma once
 #include <cstdint>
 #include <string>
@@ -7,44 +11,110 @@
 #include <vector>
 
 #include "acl.hpp"
+#include "data_cmd.hpp"
 
 namespace fg {
 
 class CommandContext;
 
 enum CommandFlag : uint32_t {
-  kNoAuth = 1,   // allowed before AUTH
-  kBarrier = 2,  // changes session state: runs only after earlier keyed work completes
-  kKeyed = 4,    // first argument is a key (cluster routing, COMMAND info)
-  kWrite = 8,
-  kFast = 16,
-  kScript = 32,   // runs a Lua script: how many go in one batch follows what they cost
-  kNoMulti = 64,  // refused inside MULTI (Redis's no_multi: SAVE, SHUTDOWN)
+  kNoAuth = 1,      // allowed before AUTH
+  kBarrier = 2,     // changes session state: runs only after earlier keyed work completes
+  kWrite = 4,       // may change data (COMMAND's "write", else "readonly"; ACL @write)
+  kFast = 8,        // constant time (COMMAND's "fast"; ACL @fast, else @slow)
+  kScript = 16,     // runs a Lua script: how many go in one batch follows what they cost
+  kNoMulti = 32,    // refused inside MULTI (Redis's no_multi: SAVE, SHUTDOWN)
+  kNotQueued = 64,  // inside MULTI, runs at once instead of being queued (MULTI, EXEC, ...)
+  kNoScript = 128,  // a data op a script may not call (redis.call): every shard, transactions
 };
 
+// What a command does with its keys (Redis's key-spec flags): reads them (ACL %R~), writes
+// them (%W~); neither: the key only has to match one of the user's patterns.
+enum KeyAccess : uint8_t { kNoAccess = 0, kReads = 1, kWrites = 2, kReadsWrites = 3 };
+
+// Where a command's keys are, as COMMAND reports them: first (0: none), last (-1: the last
+// argument), step; numkeys_at > 0: a count at that position with the keys right after it
+// (EVAL's way, not reported as key positions).
+struct KeySpec {
+  int8_t first = 0;
+  int8_t last = 0;
+  int8_t step = 1;
+  int8_t numkeys_at = 0;
+  uint8_t access = kNoAccess;
+  bool reads_with_get = false;  // SET: reads its key too when given GET
+};
+constexpr KeySpec kNoKeys{};
+// One key, the first argument.
+constexpr KeySpec key1(uint8_t access) { return {1, 1, 1, 0, access, false}; }
+// Every argument from the first on, `step` apart (MSET's key-value pairs: 2).
+constexpr KeySpec all_keys(uint8_t access, int8_t step = 1) {
+  return {1, -1, step, 0, access, false};
+}
+// A count at argument 2, then that many keys (EVAL).
+constexpr KeySpec counted_keys(uint8_t access) { return {0, 0, 1, 2, access, false}; }
+
 using Handler = void (*)(CommandContext&, std::vector<std::string_view>&);
+
+// What runs a command: a handler, or a data op the owning shard runs (actors/data_ops.cpp)
+// through the request core.
+struct CommandRun {
+  CommandRun(Handler h) : handler(h) {}  // NOLINT: rows name either one bare
+  CommandRun(DataCmd op) : data(op) {}   // NOLINT
+  Handler handler = nullptr;
+  DataCmd data = DataCmd::kNone;
+};
+
+// A container's subcommand as ACL rules name it ("config|get"), with its categories
+// (written out in full: subcommands have no flags here).
+struct SubcommandSpec {
+  const char* name;
+  const char* acl;
+};
 
 struct CommandSpec {
   const char* name;  // lower case, as COMMAND reports it
   int arity;         // Redis convention: N = exactly N words, -N = at least N
   uint32_t flags;
+  // ACL categories besides those the flags imply (Redis's rule: @write from kWrite unless
+  // @scripting, @fast from kFast, else @slow): the data type, @read, @admin, @dangerous...
+  const char* acl;
+  KeySpec keys;
+  CommandRun run;
   const char* group;
   const char* since;
   const char* summary;
   const char* syntax;  // arguments after the name, for COMMAND DOCS and HELP texts
-  Handler handler;
-  // Keyed commands: where the keys are, as COMMAND reports them (first key 1, last key, step
-  // between keys); -1: the last argument.
-  int8_t last_key = 1;
-  int8_t key_step = 1;
+  std::vector<SubcommandSpec> subcommands = {};
+
+  bool keyed() const { return keys.first > 0; }
+  // The positions of its keys in `words` (name first) when it has fixed ones: calls f(i)
+  // for each. (Counted keys, EVAL's, are not walked here.)
+  template <class Words, class F>
+  void for_each_key(const Words& words, F&& f) const {
+    if (!keyed() || words.size() <= static_cast<size_t>(keys.first)) return;
+    const size_t last = keys.last < 0 ? words.size() - 1 : static_cast<size_t>(keys.last);
+    for (size_t j = static_cast<size_t>(keys.first); j <= last && j < words.size();
+         j += static_cast<size_t>(keys.step))
+      f(j);
+  }
 };
 
 const CommandSpec* find_command(std::string_view name);  // case-insensitive
 const std::vector<CommandSpec>& all_commands();
 
+// Runs `spec` for `a`: its handler, or its data op through the request core.
+void run_command(const CommandSpec& spec, CommandContext& s, std::vector<std::string_view>& a);
+
 // Every command and subcommand with its ACL categories and keys; a command's entry is its
 // command_id (acl_commands.cpp).
 const AclCatalog& acl_catalog();
+
+// What a script's redis.call may run of `name` (case-insensitive): its arity (0: no such
+// command), and its data op (kNone: not allowed from a script). TIME and PING, which the
+// engine answers itself, report their arity and no op.
+// (The engine's type: script_engine.hpp.)
+struct ScriptCallable;
+ScriptCallable script_callable(std::string_view name);
 
 // Ids for metrics: a RESP command's place in the table; native ops from kNativeCommandBase;
 // kUnknownCommandId for unknown commands and protocol errors.

@@ -42,12 +42,9 @@ void cmd_lastsave(CommandContext& s, Args& a);
 void cmd_shutdown(CommandContext& s, Args& a);
 void cmd_time(CommandContext& s, Args& a);
 
-// data_commands.cpp: the Redis data commands, each a DataCmd for the request core.
+// data_commands.cpp: a Redis data command, a DataCmd for the request core (rows that name a
+// data op run through it: run_command).
 void data_request(CommandContext& s, Args& a, DataCmd c);
-template <DataCmd C>
-void cmd_data(CommandContext& s, Args& a) {
-  data_request(s, a, C);
-}
 
 // transactions (the session queues and runs them)
 void cmd_multi(CommandContext& s, Args& a);

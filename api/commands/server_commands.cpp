@@ -227,10 +227,9 @@ void write_command_info(RespWriter& w, const CommandSpec& c) {
   if (c.flags & kFast) w.simple("fast");
   if (c.flags & kNoAuth) w.simple("no_auth");
   if (c.flags & kNoMulti) w.simple("no_multi");
-  const bool keyed = (c.flags & kKeyed) != 0;
-  w.integer(keyed ? 1 : 0);
-  w.integer(keyed ? c.last_key : 0);
-  w.integer(keyed ? c.key_step : 0);
+  w.integer(c.keys.first);
+  w.integer(c.keys.last);
+  w.integer(c.keyed() ? c.keys.step : 0);
   w.set(0);
   w.set(0);
   w.array(0);

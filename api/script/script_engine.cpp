@@ -66,7 +66,7 @@ struct Run {
   int64_t deadline_ns = 0;
   bool over_budget = false;
   int resp = 2;  // the replies redis.call gives the script (redis.setresp)
-  ScriptEngine::Arity arity = nullptr;
+  ScriptEngine::Callable callable = nullptr;
   const ScriptCaller* caller = nullptr;  // whose rights redis.call runs with (null: anyone's)
   // The command redis.call is running: its words, and its reply.
   std::vector<std::string> strs;
@@ -496,37 +496,6 @@ void to_reply(lua_State* L, DataReply& out, int depth, bool resp3) {
 
 // --- the commands a script runs -------------------------------------------------------
 
-// What a script may call: each data command with its arity, looked up once per call.
-struct ScriptCommand {
-  DataCmd cmd;
-  int arity;
-};
-
-const std::unordered_map<std::string, ScriptCommand>& script_commands(ScriptEngine::Arity arity) {
-  static const auto* m = [arity] {
-    auto* out = new std::unordered_map<std::string, ScriptCommand>();
-    for (uint8_t c = 1; c <= kLastDataCmd; ++c) {
-      const auto cmd = static_cast<DataCmd>(c);
-      switch (cmd) {  // not from a script: transactions, scripts, the whole keyspace
-        case DataCmd::kWatch:
-        case DataCmd::kUnwatch:
-        case DataCmd::kWatchCheck:
-        case DataCmd::kEval:
-        case DataCmd::kScan:
-        case DataCmd::kFlushAll:
-        case DataCmd::kFlushDb:
-          continue;
-        default: {
-          const std::string name = data_cmd_info(cmd).name;
-          out->emplace(name, ScriptCommand{cmd, arity ? arity(name) : 0});
-        }
-      }
-    }
-    return out;
-  }();
-  return *m;
-}
-
 void status_error(OpStatus st, DataReply& out) {
   out.clear();
   out.error(st == OpStatus::kWrongType ? err::kWrongType : err::kKeyLimit);
@@ -565,9 +534,8 @@ void call_command(Run& r) {
     out.bulk(std::to_string(r.now_ns % 1'000'000'000 / 1000));
     return;
   }
-  const auto& cmds = script_commands(r.arity);
-  const auto it = cmds.find(name);
-  const int ar = it != cmds.end() ? it->second.arity : r.arity ? r.arity(name) : 0;
+  const ScriptCallable callable = r.callable ? r.callable(name) : ScriptCallable{};
+  const int ar = callable.arity;
   if (ar == 0) return out.error(err::kScriptUnknownCommand);
   if ((ar > 0 && argc != ar) || argc < -ar) {
     return out.error(err::kScriptArity);
@@ -575,8 +543,8 @@ void call_command(Run& r) {
   if (r.caller) {
     if (const char* why = r.caller->refuse(r.words)) return out.error(std::string("ERR ") + why);
   }
-  if (it == cmds.end()) return out.error(err::kScriptNotAllowed);
-  const DataCmd c = it->second.cmd;
+  if (callable.data == DataCmd::kNone) return out.error(err::kScriptNotAllowed);
+  const DataCmd c = callable.data;
   const DataCmdInfo& info = data_cmd_info(c);
   if (r.read_only && info.writes) {
     return out.error(err::kScriptReadOnly);
@@ -909,8 +877,7 @@ int redis_acl_check_cmd(lua_State* L) {
     push_error_table(L, "Lua redis lib command arguments must be strings or integers");
     return lua_error(L);
   }
-  const std::string name = to_lower(r->words[0]);
-  if (!r->arity || r->arity(name) == 0) {
+  if (!r->callable || r->callable(r->words[0]).arity == 0) {
     lua_pop(L, argc);
     push_error_table(L, "Invalid command passed to redis.acl_check_cmd()");
     return lua_error(L);
@@ -1133,12 +1100,12 @@ void error_reply(lua_State* L, const std::string& sha, DataReply& out) {
 
 }  // namespace
 
-ScriptEngine::ScriptEngine(size_t shards, bool cluster, ScriptLimits limits, Arity arity,
+ScriptEngine::ScriptEngine(size_t shards, bool cluster, ScriptLimits limits, Callable callable,
                            ScriptCache& cache)
     : shards_(shards),
       cluster_(cluster),
       limits_(limits),
-      arity_(arity),
+      callable_(callable),
       cache_(cache),
       started_ns_(new std::atomic<int64_t>[shards]),
       heap_bytes_(new std::atomic<int64_t>[shards]) {
@@ -1318,7 +1285,7 @@ void ScriptEngine::run(ShardOp& op, const Step& step, int64_t now_ns) {
   r.shards = shards_;
   r.cluster = cluster_;
   r.read_only = read_only;
-  r.arity = arity_;
+  r.callable = callable_;
   r.caller = op.caller;
   if (cluster_ && numkeys > 0) r.slot = static_cast<int>(key_slot(a[3]));
   const int64_t started_ns = mono_ns();

@@ -15,6 +15,7 @@
 #include <unordered_map>
 #include <vector>
 
+#include "data_cmd.hpp"
 #include "result.hpp"
 #include "script_cache.hpp"
 #include "script_host.hpp"
@@ -39,14 +40,22 @@ struct ScriptCounters {
   std::atomic<uint64_t> not_kept{0};     // EVALs run but not cached: the cache was full
 };
 
+// What redis.call may run of a command, as the command registry says (script_callable):
+// its arity in Redis's convention (0: the node does not know it), and the data op it runs
+// (kNone: not allowed from a script; TIME and PING the engine answers itself).
+struct ScriptCallable {
+  int arity = 0;
+  DataCmd data = DataCmd::kNone;
+};
+
 class ScriptEngine : public ScriptHost {
  public:
-  // `arity`: a command's arity as the command table has it (Redis's convention), 0 for a
-  // command the node does not know. `shards`: the pool's shard count. `cluster`: keys
-  // outside the script's slot are refused as Redis Cluster refuses them. `cache`: where
-  // scripts are kept (cluster-wide).
-  using Arity = int (*)(std::string_view name);
-  ScriptEngine(size_t shards, bool cluster, ScriptLimits limits, Arity arity, ScriptCache& cache);
+  // `callable`: what a script may call, by name (case-insensitive). `shards`: the pool's
+  // shard count. `cluster`: keys outside the script's slot are refused as Redis Cluster
+  // refuses them. `cache`: where scripts are kept (cluster-wide).
+  using Callable = ScriptCallable (*)(std::string_view name);
+  ScriptEngine(size_t shards, bool cluster, ScriptLimits limits, Callable callable,
+               ScriptCache& cache);
   ~ScriptEngine() override;
 
   void run(ShardOp& op, const Step& step, int64_t now_ns) override;
@@ -72,7 +81,7 @@ class ScriptEngine : public ScriptHost {
   size_t shards_;
   bool cluster_;
   ScriptLimits limits_;
-  Arity arity_;
+  Callable callable_;
   ScriptCache& cache_;
   mutable std::mutex mu_;                               // guards loader_
   std::vector<std::unique_ptr<State>> states_;          // by shard

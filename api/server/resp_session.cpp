@@ -250,7 +250,7 @@ ProcessResult RespSession::process(const char* data, size_t len, Flight& flight)
       const std::string_view n = spec->name;
       if (n == "exec" || n == "discard" || n == "unwatch") break;
     }
-    if (routing_ && spec && (spec->flags & kKeyed) && args_.size() >= 2 &&
+    if (routing_ && spec && spec->keyed() && args_.size() >= 2 &&
         core_.must_wait(args_[1], routing_.get())) {
       r.stalled = true;  // its state is on its way here: take it up again shortly
       break;
@@ -266,7 +266,7 @@ ProcessResult RespSession::process(const char* data, size_t len, Flight& flight)
     }
     if (!refused(spec)) {
       client_->last_cmd.store(spec->name, std::memory_order_relaxed);
-      spec->handler(*this, args_);
+      run_command(*spec, *this, args_);
     }
     if (!requested_) end_local_slot(start);
   }
@@ -298,12 +298,7 @@ bool RespSession::refused(const CommandSpec* spec) {
 }
 
 bool RespSession::queue(const CommandSpec* spec) {
-  if (spec) {
-    const std::string_view n = spec->name;
-    if (n == "exec" || n == "discard" || n == "multi" || n == "watch" || n == "quit") {
-      return false;
-    }
-  }
+  if (spec && (spec->flags & kNotQueued)) return false;
   if (!refused(spec)) {
     if (spec->flags & kNoMulti) {  // (checked after its arity and rights, as Redis does)
       local().error(err::kNotInMulti);
@@ -426,10 +421,10 @@ bool RespSession::queued_cross_slot() const {
     if (!same(w.key)) return true;
   for (const auto& words : queued_) {
     const CommandSpec* spec = find_command(words[0]);
-    if (!spec || !(spec->flags & kKeyed) || words.size() < 2) continue;
-    const size_t last = spec->last_key < 0 ? words.size() - 1 : 1;
-    for (size_t j = 1; j <= last; j += static_cast<size_t>(spec->key_step))
-      if (!same(words[j])) return true;
+    if (!spec) continue;
+    bool crosses = false;
+    spec->for_each_key(words, [&](size_t j) { crosses = crosses || !same(words[j]); });
+    if (crosses) return true;
   }
   return false;
 }
@@ -479,7 +474,7 @@ void RespSession::exec() {
     requested_ = false;
     client_->last_cmd.store(spec->name, std::memory_order_relaxed);
     // (rights are checked again: the user's may have changed since it was queued)
-    if (!acl_refuses(*spec, exec_args_, "multi")) spec->handler(*this, exec_args_);
+    if (!acl_refuses(*spec, exec_args_, "multi")) run_command(*spec, *this, exec_args_);
     if (!requested_) end_local_slot(start);
   }
   flight_->atomic_from(first_op);  // (keys on several shards, standalone: one step)

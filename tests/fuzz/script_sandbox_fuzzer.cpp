@@ -62,13 +62,7 @@ fg::Shard& scripted_shard(fuzz::World& w) {
   static fg::ScriptCache cache(book, w.clock, 1000, 1 << 20);
   fg::ScriptLimits limits;
   limits.budget_ms = 50;  // (the sanitizers slow every run down; an endless loop still ends)
-  static fg::ScriptEngine engine(
-      1, false, limits,
-      [](std::string_view name) {
-        const fg::CommandSpec* c = fg::find_command(name);
-        return c ? c->arity : 0;
-      },
-      cache);
+  static fg::ScriptEngine engine(1, false, limits, &fg::script_callable, cache);
   static fg::Shard* shard = [&w] {
     auto* s = new fg::Shard(1000, 7);
     s->attach_scripts(&engine, 0);

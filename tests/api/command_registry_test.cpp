@@ -1,0 +1,90 @@
+// The command registry: its rows are whole and agree with the shard's data ops (the table
+// checks that when it is made: here it is made), and what is derived from it — ACL
+// categories, the script allow-list, key positions — says what the rows say.
+#include <gtest/gtest.h>
+
+#include <set>
+#include <string>
+
+#include "command_table.hpp"
+#include "script_engine.hpp"
+
+namespace fg {
+namespace {
+
+uint32_t cats(const char* name) {
+  const int i = acl_catalog().find(name);
+  EXPECT_GE(i, 0) << name;
+  return i < 0 ? 0 : acl_catalog().at(i).categories;
+}
+
+TEST(CommandRegistry, EveryRowIsWholeAndNamedOnce) {
+  std::set<std::string> names;
+  for (const CommandSpec& c : all_commands()) {
+    EXPECT_TRUE(names.insert(c.name).second) << c.name;
+    EXPECT_NE(c.arity, 0) << c.name;
+    EXPECT_TRUE(c.summary && *c.summary) << c.name;
+    EXPECT_EQ(find_command(std::string(c.name)), &c);
+    std::set<std::string> subs;
+    for (const SubcommandSpec& s : c.subcommands)
+      EXPECT_TRUE(subs.insert(s.name).second) << c.name << "|" << s.name;
+  }
+  EXPECT_EQ(find_command("GeT"), find_command("get"));
+  EXPECT_EQ(find_command("nosuch"), nullptr);
+  EXPECT_EQ(find_command(std::string(40, 'g')), nullptr);
+}
+
+// @write from the write flag (not for scripts), @fast from the fast flag, else @slow.
+TEST(CommandRegistry, FlagsImplyTheirAclCategories) {
+  const uint32_t write = acl_category_bits("write"), fast = acl_category_bits("fast"),
+                 slow = acl_category_bits("slow"), read = acl_category_bits("read");
+  EXPECT_EQ(cats("get"), acl_category_bits("read string fast"));
+  EXPECT_EQ(cats("set"), acl_category_bits("write string slow"));
+  EXPECT_EQ(cats("eval") & write, 0u);
+  EXPECT_EQ(cats("fg.take"), acl_category_bits("write fast limiter"));
+  EXPECT_EQ(cats("fg.policy|set"), acl_category_bits("admin slow dangerous"));
+  for (const CommandSpec& c : all_commands()) {
+    const uint32_t got = cats(c.name);
+    EXPECT_EQ((got & fast) != 0, (c.flags & kFast) != 0) << c.name;
+    EXPECT_EQ((got & slow) != 0, (c.flags & kFast) == 0) << c.name;
+    if (!(got & acl_category_bits("scripting")))
+      EXPECT_EQ((got & write) != 0, (c.flags & kWrite) != 0) << c.name;
+    if (got & read) EXPECT_FALSE(c.flags & kWrite) << c.name << " reads and writes";
+  }
+}
+
+TEST(CommandRegistry, ScriptsCallTheDataOpsAScriptMayRun) {
+  EXPECT_EQ(script_callable("GET").arity, 2);
+  EXPECT_EQ(script_callable("GET").data, DataCmd::kGet);
+  EXPECT_EQ(script_callable("mset").data, DataCmd::kMSet);
+  EXPECT_EQ(script_callable("keys").data, DataCmd::kKeys);
+  for (const char* refused : {"scan", "flushall", "eval", "evalsha_ro", "watch", "exec", "fg.take",
+                              "cl.throttle", "shutdown", "acl"}) {
+    EXPECT_NE(script_callable(refused).arity, 0) << refused;  // known: "not allowed"
+    EXPECT_EQ(script_callable(refused).data, DataCmd::kNone) << refused;
+  }
+  EXPECT_EQ(script_callable("nosuch").arity, 0);  // unknown
+}
+
+TEST(CommandRegistry, KeysAreWhereTheRowSays) {
+  auto keys_of = [](std::vector<std::string_view> words) {
+    std::vector<std::string_view> out;
+    find_command(words[0])->for_each_key(words, [&](size_t j) { out.push_back(words[j]); });
+    return out;
+  };
+  using V = std::vector<std::string_view>;
+  EXPECT_EQ(keys_of({"get", "a"}), V({"a"}));
+  EXPECT_EQ(keys_of({"set", "a", "1", "EX", "5"}), V({"a"}));
+  EXPECT_EQ(keys_of({"mset", "a", "1", "b", "2"}), V({"a", "b"}));
+  EXPECT_EQ(keys_of({"del", "a", "b", "c"}), V({"a", "b", "c"}));
+  EXPECT_EQ(keys_of({"eval", "return 1", "1", "a"}), V());  // (counted keys: its own walk)
+  EXPECT_EQ(keys_of({"ping"}), V());
+  const AclCommand& set = acl_catalog().at(acl_catalog().find("set"));
+  EXPECT_TRUE(set.writes && !set.reads && set.reads_with_get);
+  const AclCommand& eval = acl_catalog().at(acl_catalog().find("eval_ro"));
+  EXPECT_EQ(eval.numkeys_at, 2);
+  EXPECT_TRUE(eval.reads && !eval.writes);
+}
+
+}  // namespace
+}  // namespace fg
