@@ -3,7 +3,12 @@
 // categories, the script allow-list, key positions — says what the rows say.
 #include <gtest/gtest.h>
 
+#include <algorithm>
+#include <cctype>
+#include <cstdlib>
+#include <fstream>
 #include <set>
+#include <sstream>
 #include <string>
 
 #include "command_table.hpp"
@@ -84,6 +89,94 @@ TEST(CommandRegistry, KeysAreWhereTheRowSays) {
   const AclCommand& eval = acl_catalog().at(acl_catalog().find("eval_ro"));
   EXPECT_EQ(eval.numkeys_at, 2);
   EXPECT_TRUE(eval.reads && !eval.writes);
+}
+
+}  // namespace
+}  // namespace fg
+
+// --- the generated lists in api/COMMANDS.md and api/README.md ------------------------
+
+namespace fg {
+namespace {
+
+std::string upper(std::string s) {
+  for (char& c : s) c = static_cast<char>(std::toupper(static_cast<unsigned char>(c)));
+  return s;
+}
+
+std::string cell(std::string_view s) {
+  std::string out;
+  for (char c : s) out += c == '|' ? std::string("\\|") : std::string(1, c);
+  return out;
+}
+
+// One line per command: what COMMAND and ACL CAT say of it, and its doc line.
+std::string command_table() {
+  std::string out =
+      "| command | arity | flags | ACL categories | what it does |\n|---|---|---|---|---|\n";
+  for (const CommandSpec& c : all_commands()) {
+    std::string flags;
+    auto flag = [&](uint32_t f, const char* name) {
+      if (c.flags & f) flags += std::string(flags.empty() ? "" : " ") + name;
+    };
+    flag(kWrite, "write");
+    flag(kFast, "fast");
+    flag(kNoAuth, "no_auth");
+    flag(kNoMulti, "no_multi");
+    flag(kScript, "script");
+    std::string cats;
+    const uint32_t bits = acl_catalog().at(command_id(&c)).categories;
+    for (const auto& [name, bit] : acl_categories())
+      if (bits & bit) cats += std::string(cats.empty() ? "@" : " @") + name;
+    out += "| `" + upper(c.name) + "` | " + std::to_string(c.arity) + " | " + flags + " | " + cats +
+           " | " + cell(c.summary) + " |\n";
+  }
+  return out;
+}
+
+// The commands by COMMAND DOCS group, in the registry's order.
+std::string command_groups() {
+  std::vector<std::pair<std::string, std::string>> groups;
+  for (const CommandSpec& c : all_commands()) {
+    auto it = std::find_if(groups.begin(), groups.end(),
+                           [&](const auto& g) { return g.first == c.group; });
+    if (it == groups.end()) it = groups.insert(groups.end(), {c.group, ""});
+    it->second += " `" + upper(c.name) + "`";
+  }
+  std::string out;
+  for (const auto& [group, names] : groups) out += "- **" + group + "**:" + names + "\n";
+  return out;
+}
+
+// Checks (or, with FG_UPDATE_DOCS set, rewrites) the block of `file` between the marker
+// lines "<!-- `marker`: generated ... -->" and "<!-- `marker`: end -->".
+void check_block(const std::string& file, const std::string& marker, const std::string& want) {
+  const std::string path = std::string(FLOODGATE_SOURCE_DIR) + "/" + file;
+  std::ifstream in(path);
+  ASSERT_TRUE(in) << path;
+  std::stringstream ss;
+  ss << in.rdbuf();
+  std::string text = ss.str();
+  const std::string open = "<!-- " + marker + ": generated";
+  const std::string close = "<!-- " + marker + ": end -->";
+  const size_t a = text.find(open);
+  ASSERT_NE(a, std::string::npos) << file << " has no " << open;
+  const size_t body = text.find('\n', a) + 1;
+  const size_t b = text.find(close, body);
+  ASSERT_NE(b, std::string::npos) << file << " has no " << close;
+  if (std::getenv("FG_UPDATE_DOCS")) {
+    text.replace(body, b - body, want);
+    std::ofstream(path) << text;
+    return;
+  }
+  EXPECT_EQ(text.substr(body, b - body), want)
+      << file << " lists the commands otherwise than the registry: rewrite it with "
+      << "FG_UPDATE_DOCS=1 build/tests/api_test --gtest_filter='CommandRegistry.*'";
+}
+
+TEST(CommandRegistry, TheDocsListEveryCommandAsTheRowsSay) {
+  check_block("api/COMMANDS.md", "registry", command_table());
+  check_block("api/README.md", "registry-groups", command_groups());
 }
 
 }  // namespace

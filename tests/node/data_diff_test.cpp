@@ -971,7 +971,7 @@ std::string generated_script(Generator& gen, std::mt19937_64& rng) {
     std::vector<std::string> w = gen.next();
     std::string name = w[0];
     for (char& c : name) c = static_cast<char>(std::toupper(static_cast<unsigned char>(c)));
-    // (refused from scripts where Redis allows them: api/README.md, Scripts, differences)
+    // (refused from scripts where Redis allows them: api/COMMANDS.md, Scripts, differences)
     if (name == "FLUSHALL" || name == "FLUSHDB" || name == "SCAN") {
       --j;
       continue;

@@ -197,7 +197,7 @@ class Client {
   void heartbeat(std::string_view holder, int64_t ttl_ms, Callback<int64_t> cb);
   void release_all(std::string_view holder, Callback<int64_t> cb);
   // All or nothing: admits only if every check allows, and then counts every one; when
-  // any denies (or fails), nothing stays consumed. See api/README.md for the guarantee.
+  // any denies (or fails), nothing stays consumed. See api/NATIVE.md for the guarantee.
   void check_all(std::vector<Check> checks, Callback<MultiDecision> cb);
   void topology(Callback<Topology> cb);
 
