@@ -12,6 +12,7 @@
 #include "errors.hpp"
 #include "limit_spec.hpp"
 #include "policy_store.hpp"
+#include "settings.hpp"
 
 namespace fg {
 
@@ -121,13 +122,20 @@ LimitSpec load_policy(const std::string& at, const YAML::Node& p) {
 }  // namespace
 
 namespace {
-bool as_yes_no(const YAML::Node& v, const std::string& key) {
-  try {
-    return v.as<bool>();
-  } catch (const YAML::Exception&) {
-    fail(v, key, "must be yes or no");
+// One setting of the file, read by its row of the settings table: a scalar's text, or a
+// list's items (a list setting also takes one scalar).
+void load_setting(const Setting& s, const YAML::Node& v, NodeConfig& cfg) {
+  std::vector<YAML::Node> items;
+  if (s.list && v.IsSequence()) {
+    for (const auto& e : v) items.push_back(e);
+  } else {
+    items.push_back(v);
   }
-  return false;
+  if (s.list && s.clear) s.clear(cfg);
+  for (const YAML::Node& e : items) {
+    if (!e.IsScalar()) fail(e, s.key, s.list ? "must be a list of values" : "must be one value");
+    if (const std::string why = s.set(cfg, e.Scalar()); !why.empty()) fail(e, s.key, why);
+  }
 }
 }  // namespace
 
@@ -171,158 +179,11 @@ void load_config_file(const std::string& path, NodeConfig& cfg) {
   for (const auto& kv : root) {
     const std::string key = kv.first.Scalar();
     const YAML::Node& v = kv.second;
-    if (key == "bind")
-      cfg.bind = as_string(v, key);
-    else if (key == "port")
-      cfg.port = static_cast<int>(as_int(v, key, 0, 65535));
-    else if (key == "native-port")
-      cfg.native_port = static_cast<int>(as_int(v, key, 0, 65535));
-    else if (key == "admin-port")
-      cfg.admin_port = static_cast<int>(as_int(v, key, 0, 65535));
-    else if (key == "admin-bind")
-      cfg.admin_bind = as_string(v, key);
-    else if (key == "admin-token-file")
-      cfg.admin_token_file = as_string(v, key);
-    else if (key == "requirepass")
-      cfg.requirepass = as_string(v, key);
-    else if (key == "tls-port")
-      cfg.tls_port = static_cast<int>(as_int(v, key, 0, 65535));
-    else if (key == "tls-native")
-      cfg.tls_native = as_yes_no(v, key);
-    else if (key == "tls-cluster")
-      cfg.tls_cluster = as_yes_no(v, key);
-    else if (key == "tls-cert-file")
-      cfg.tls.cert_file = as_string(v, key);
-    else if (key == "tls-key-file")
-      cfg.tls.key_file = as_string(v, key);
-    else if (key == "tls-key-file-pass")
-      cfg.tls.key_file_pass = as_string(v, key);
-    else if (key == "tls-client-cert-file")
-      cfg.tls.client_cert_file = as_string(v, key);
-    else if (key == "tls-client-key-file")
-      cfg.tls.client_key_file = as_string(v, key);
-    else if (key == "tls-ca-cert-file")
-      cfg.tls.ca_cert_file = as_string(v, key);
-    else if (key == "tls-ca-cert-dir")
-      cfg.tls.ca_cert_dir = as_string(v, key);
-    else if (key == "tls-auth-clients") {
-      // (YAML reads a bare yes/no as a boolean: take the scalar's text)
-      if (!v.IsScalar() || !parse_tls_auth_clients(v.Scalar(), cfg.tls.auth_clients))
-        fail(v, key, "must be yes, no or optional");
-    } else if (key == "tls-protocols")
-      cfg.tls.protocols = as_string(v, key);
-    else if (key == "tls-ciphers")
-      cfg.tls.ciphers = as_string(v, key);
-    else if (key == "tls-ciphersuites")
-      cfg.tls.ciphersuites = as_string(v, key);
-    else if (key == "tls-prefer-server-ciphers")
-      cfg.tls.prefer_server_ciphers = as_yes_no(v, key);
-    else if (key == "aclfile")
-      cfg.aclfile = as_string(v, key);
-    else if (key == "users") {
-      if (!v.IsSequence()) fail(v, key, "must be a list of \"name rules...\" lines");
-      cfg.users.clear();
-      for (const auto& e : v) {
-        if (!e.IsScalar()) fail(e, key, "must be a list of \"name rules...\" lines");
-        cfg.users.push_back(e.Scalar());
-      }
-    } else if (key == "maxclients")
-      cfg.maxclients = static_cast<size_t>(as_int(v, key, 1, 1'000'000));
-    else if (key == "maxmemory-clients") {
-      cfg.maxmemory_clients = v.IsScalar() ? parse_size(v.Scalar()) : -1;
-      if (cfg.maxmemory_clients < 0) fail(v, key, "must be a size such as 64mb, or bytes");
-    } else if (key == "client-output-buffer-limit") {
-      if (!v.IsScalar()) fail(v, key, "must be a string such as \"normal 0 0 0\"");
-      if (const std::string why = apply_output_limits(v.Scalar(), cfg.output_limits); !why.empty())
-        fail(v, key, why);
-    } else if (key == "timeout")
-      cfg.timeout_s = as_int(v, key, 0, 1'000'000'000);
-    else if (key == "query-deadline")
-      cfg.query_deadline_ms = as_duration_ms(v, key);
-    else if (key == "output-timeout")
-      cfg.output_timeout_ms = as_duration_ms(v, key);
-    else if (key == "script-time-limit")
-      cfg.script_time_limit_ms = as_duration_ms(v, key);
-    else if (key == "script-memory-limit")
-      cfg.script_memory_limit = static_cast<size_t>(as_int(v, key, 1 << 20, int64_t{1} << 34));
-    else if (key == "script-cache-max-scripts")
-      cfg.script_cache_max_scripts = static_cast<size_t>(as_int(v, key, 1, 50'000));
-    else if (key == "script-cache-max-bytes")
-      cfg.script_cache_max_bytes = static_cast<size_t>(as_int(v, key, 1024, int64_t{16} << 20));
-    else if (key == "max-query-bytes")
-      cfg.max_query_bytes = static_cast<size_t>(as_int(v, key, 1024, int64_t{1} << 32));
-    else if (key == "proto-max-bulk-len")
-      cfg.proto_max_bulk_len = static_cast<size_t>(as_int(v, key, 1, int64_t{1} << 32));
-    else if (key == "shards")
-      cfg.shards = static_cast<size_t>(as_int(v, key, 1, 64));
-    else if (key == "io-threads")
-      cfg.io_threads = static_cast<int>(as_int(v, key, 1, 256));
-    else if (key == "io-idle-poll-us")
-      cfg.io_idle_poll_us = static_cast<int>(as_int(v, key, 0, 1000));
-    else if (key == "shard-threads")
-      cfg.shard_threads = static_cast<int>(as_int(v, key, 1, 256));
-    else if (key == "max-keys")
-      cfg.max_keys = static_cast<size_t>(as_int(v, key, 1, int64_t{1} << 40));
-    else if (key == "log-level") {
-      cfg.log_level = as_string(v, key);
-      const std::string& l = cfg.log_level;
-      if (l != "trace" && l != "debug" && l != "info" && l != "warn" && l != "error" && l != "off")
-        fail(v, key, "must be trace, debug, info, warn, error or off");
-    } else if (key == "cluster-enabled") {
-      cfg.cluster_enabled = as_yes_no(v, key);
-    } else if (key == "cluster-port")
-      cfg.cluster_port = static_cast<int>(as_int(v, key, 1, 65535));
-    else if (key == "cluster-announce-host")
-      cfg.cluster_announce_host = as_string(v, key);
-    else if (key == "cluster-secret-file")
-      cfg.cluster_secret_file = as_string(v, key);
-    else if (key == "cluster-bus-legacy")
-      cfg.cluster_bus_legacy = as_yes_no(v, key);
-    else if (key == "node-id") {
-      cfg.node_id = as_string(v, key);
-      const std::string why = check_node_id(cfg.node_id);
-      if (!why.empty()) fail(v, key, why);
-    } else if (key == "seeds") {
-      std::vector<std::string> seeds;
-      bool ok = true;
-      if (v.IsSequence()) {
-        for (const auto& e : v) ok = ok && e.IsScalar() && parse_seeds(e.Scalar(), seeds);
-      } else {
-        ok = v.IsScalar() && parse_seeds(v.Scalar(), seeds);
-      }
-      if (!ok) fail(v, key, "must be a list of host:port cluster addresses");
-      cfg.seeds = seeds;
-    } else if (key == "cluster-redirect") {
-      cfg.cluster_redirect = as_string(v, key);
-      if (cfg.cluster_redirect != "auto" && cfg.cluster_redirect != "moved" &&
-          cfg.cluster_redirect != "forward") {
-        fail(v, key, "must be auto, moved or forward");
-      }
-    } else if (key == "cluster-empty-grace") {
-      cfg.cluster_empty_grace_ms = v.IsScalar() && v.Scalar() == "0" ? 0 : as_duration_ms(v, key);
-    } else if (key == "cluster-forward-timeout")
-      cfg.cluster_forward_timeout_ms = as_duration_ms(v, key);
-    else if (key == "dir")
-      cfg.dir = as_string(v, key);
-    else if (key == "dbfilename") {
-      cfg.dbfilename = as_string(v, key);
-      if (const std::string why = check_dbfilename(cfg.dbfilename); !why.empty()) fail(v, key, why);
-    } else if (key == "save-interval") {
-      cfg.save_interval_ms =
-          v.IsScalar() && (v.Scalar() == "0" || v.Scalar() == "off") ? 0 : as_duration_ms(v, key);
-    } else if (key == "cluster-replicas")
-      cfg.cluster_replicas = static_cast<int>(as_int(v, key, 1, 5));
-    else if (key == "replication-lag") {
-      cfg.replication_lag_ms = as_duration_ms(v, key);
-      if (cfg.replication_lag_ms > 1000) fail(v, key, "must be at most 1s");
-    } else if (key == "data-replication") {
-      cfg.data_replication = as_string(v, key);
-      if (cfg.data_replication != "async" && cfg.data_replication != "sync") {
-        fail(v, key, "must be async or sync");
-      }
-    } else if (key == "replication-sync-timeout")
-      cfg.replication_sync_timeout_ms = as_duration_ms(v, key);
-    else if (key == "policies") {
+    if (const Setting* setting = find_setting(key)) {
+      load_setting(*setting, v, cfg);
+      continue;
+    }
+    if (key == "policies") {
       if (!v.IsMap()) fail(v, key, "must be a map of policy name to settings");
       for (const auto& p : v) {
         const std::string name = p.first.Scalar();

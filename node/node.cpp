@@ -10,6 +10,7 @@
 
 #include "command_table.hpp"
 #include "lease_upkeep.hpp"
+#include "settings.hpp"
 
 namespace fg {
 namespace {
@@ -356,6 +357,21 @@ int Node::start(std::string& why) {
                  cfg_.seeds.empty() ? std::string("none") : seeds_text(cfg_.seeds));
   }
 
+  // CONFIG GET answers the settings in force: the ports bound, the dir as a full path.
+  {
+    std::lock_guard<std::mutex> lock(shown_mu_);
+    shown_ = cfg_;
+    shown_.port = svc_.settings.port;
+    shown_.tls_port = svc_.settings.tls_port;
+    shown_.native_port = svc_.settings.native_port;
+    shown_.admin_port = svc_.settings.admin_port;
+    if (cluster_) shown_.cluster_port = cluster_port_;
+    if (!cfg_.dir.empty()) shown_.dir = svc_.settings.dir;
+  }
+  svc_.config_values = [this] {
+    std::lock_guard<std::mutex> lock(shown_mu_);
+    return config_values(shown_);
+  };
   svc_.shutdown = [this](bool save) {
     spdlog::info("SHUTDOWN{} received, shutting down", save ? "" : " NOSAVE");
     request_stop(save);
@@ -467,6 +483,8 @@ void Node::reload() {
     if (fresh.log_level != cfg_.log_level) {
       cfg_.log_level = fresh.log_level;
       spdlog::set_level(spdlog::level::from_str(cfg_.log_level));
+      std::lock_guard<std::mutex> lock(shown_mu_);
+      shown_.log_level = cfg_.log_level;
     }
     admin_counters_.reloads_ok.fetch_add(1);
     spdlog::info("config reloaded from {}: {} policy entries changed cluster-wide",

@@ -8,6 +8,7 @@
 #include <atomic>
 #include <caf/all.hpp>
 #include <memory>
+#include <mutex>
 #include <string>
 #include <vector>
 
@@ -99,6 +100,8 @@ class Node {
   int fail(std::string& why, int code, std::string text);
 
   NodeConfig cfg_;
+  NodeConfig shown_;  // the settings in force, as CONFIG GET answers them (ports bound, ...)
+  std::mutex shown_mu_;
   caf::actor_system& system_;
   const Clock& clock_;
   NodeNets nets_;

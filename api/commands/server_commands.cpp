@@ -316,30 +316,19 @@ void cmd_config(CommandContext& s, Args& a) {
   }
   if (a.size() < 3) return w.error(err::wrong_arity("config|get"));
   const NodeSettings& st = s.svc().settings;
-  const std::pair<const char*, std::string> params[] = {
-      {"bind", st.bind},
-      {"port", std::to_string(st.port)},
-      {"maxclients", std::to_string(s.svc().clients->max_clients())},
-      {"maxmemory-clients", std::to_string(s.svc().clients->max_memory())},
-      {"client-output-buffer-limit", describe_output_limits(st.output_limits)},
-      {"timeout", std::to_string(st.timeout_s)},
-      {"databases", "1"},
-      // (Redis's "seconds changes" pairs: a save every interval whatever changed)
-      {"save", st.dir.empty() || st.save_interval_s == 0
-                   ? std::string()
-                   : std::to_string(st.save_interval_s) + " 0"},
-      {"dir", st.dir},
-      {"dbfilename", st.dbfilename},
-      {"appendonly", "no"},
-      {"maxmemory", "0"},
-      {"cluster-enabled", s.svc().routing ? "yes" : "no"},
-      {"proto-max-bulk-len", std::to_string(st.parser.max_bulk_len)},
-      {"max-keys", std::to_string(s.svc().shards->config().max_keys)},
-      {"shards", std::to_string(s.svc().shards->size())},
-      {"data-replication", st.data_sync ? "sync" : "async"},
-      {"io-idle-poll-us", std::to_string(st.io_idle_poll_us)},
-  };
-  std::vector<const std::pair<const char*, std::string>*> hits;
+  // The node's settings as the settings table has them (node/settings.hpp), and what
+  // clients and tools ask of redis-server that has one answer here.
+  std::vector<std::pair<std::string, std::string>> params =
+      s.svc().config_values ? s.svc().config_values()
+                            : std::vector<std::pair<std::string, std::string>>{};
+  params.emplace_back("databases", "1");
+  // (Redis's "seconds changes" pairs: a save every interval whatever changed)
+  params.emplace_back("save", st.dir.empty() || st.save_interval_s == 0
+                                  ? std::string()
+                                  : std::to_string(st.save_interval_s) + " 0");
+  params.emplace_back("appendonly", "no");
+  params.emplace_back("maxmemory", "0");
+  std::vector<const std::pair<std::string, std::string>*> hits;
   for (const auto& p : params) {
     for (size_t i = 2; i < a.size(); ++i) {
       if (glob_match(a[i], p.first, true)) {

@@ -123,6 +123,9 @@ struct Services {
   std::vector<Lane> lanes;  // at least one when anything runs off a client's thread
   std::atomic<size_t> next_lane{0};
   NodeSettings settings;
+  // CONFIG GET's answers: each setting the node's settings table shows, with its value in
+  // force (set by the node; null: none).
+  std::function<std::vector<std::pair<std::string, std::string>>()> config_values;
   NodeCounters counters;
 
   // The lane for the next piece of background work (round robin).

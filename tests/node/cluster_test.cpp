@@ -259,7 +259,7 @@ TEST(Cluster, BadClusterSettingsAreRefusedWithAReason) {
                args + " 2>&1; echo rc=$?");
   };
   EXPECT_EQ(start("--seeds nonsense"),
-            "floodgate: --seeds: expected host:port[,host:port...], got 'nonsense'\nrc=2\n");
+            "floodgate: --seeds: must be a list of host:port cluster addresses\nrc=2\n");
   EXPECT_EQ(start("--node-id 'a b'"),
             "floodgate: --node-id: may hold only letters, digits, '-', '_' and '.'\nrc=2\n");
   EXPECT_EQ(start("--bind 0.0.0.0"),

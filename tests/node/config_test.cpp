@@ -5,6 +5,10 @@
 #include <unistd.h>
 
 #include <fstream>
+#include <map>
+#include <set>
+
+#include "settings.hpp"
 
 namespace fg {
 namespace {
@@ -114,6 +118,84 @@ TEST(Config, SeedLists) {
     std::vector<std::string> v;
     EXPECT_FALSE(parse_seeds(bad, v)) << bad;
   }
+}
+
+}  // namespace
+}  // namespace fg
+
+// --- the settings table --------------------------------------------------------------
+
+namespace fg {
+namespace {
+
+// Every setting reads back what it was given, and refuses what is out of its range, in the
+// same words from the file and from a flag (both call the same row).
+TEST(Settings, EachRowReadsWhatItShowsAndRefusesOutOfRange) {
+  std::set<std::string> keys, flags;
+  for (const Setting& s : settings()) {
+    EXPECT_TRUE(keys.insert(s.key).second) << s.key;
+    EXPECT_TRUE(flags.insert(s.flag).second) << s.flag;
+    EXPECT_EQ(std::string(s.flag).rfind("--", 0), 0u) << s.flag;
+    EXPECT_TRUE(s.help && *s.help) << s.key;
+    if (!s.get || s.list) continue;
+    // The default, shown and read back, is the default again.
+    NodeConfig c;
+    const std::string shown = s.get(c);
+    if (shown.empty() || shown[0] == '-') continue;  // (none; -1: counted from the port)
+    NodeConfig d;
+    EXPECT_EQ(s.set(d, shown), "") << s.key << " = " << shown;
+    EXPECT_EQ(s.get(d), shown) << s.key;
+  }
+  NodeConfig c;
+  EXPECT_EQ(find_setting("port")->set(c, "70000"), "must be between 0 and 65535");
+  EXPECT_EQ(find_setting("port")->set(c, "x"), "must be an integer");
+  EXPECT_EQ(find_setting("query-deadline")->set(c, "2m"), "");
+  EXPECT_EQ(c.query_deadline_ms, 120'000);
+  EXPECT_EQ(find_setting("save-interval")->set(c, "off"), "");
+  EXPECT_EQ(c.save_interval_ms, 0);
+  EXPECT_NE(find_setting("query-deadline")->set(c, "off"), "");  // (not one that may be 0)
+  EXPECT_EQ(find_setting("replication-lag")->set(c, "2s"), "must be between 1ms and 1000ms");
+  EXPECT_EQ(find_setting("cluster-redirect")->set(c, "never"), "must be auto, moved or forward");
+  EXPECT_EQ(find_setting("tls-native")->set(c, "perhaps"), "must be yes or no");
+  EXPECT_EQ(load_error("replication-lag: 2s\n"),
+            "replication-lag (line 1): must be between 1ms and 1000ms");
+  // Secrets are not shown.
+  for (const auto& [key, value] : config_values(c)) {
+    EXPECT_NE(key, "requirepass");
+    EXPECT_NE(key, "tls-key-file-pass");
+  }
+}
+
+// node/README.md's table of settings names every setting of the table with its flag, and
+// nothing else (besides the file's policies, patterns and overrides).
+TEST(Settings, TheReadmeListsEverySettingWithItsFlag) {
+  std::ifstream in(std::string(FLOODGATE_SOURCE_DIR) + "/node/README.md");
+  ASSERT_TRUE(in);
+  std::map<std::string, std::string> readme;  // key -> flag cell
+  bool in_section = false;
+  for (std::string line; std::getline(in, line);) {
+    if (line.rfind("## ", 0) == 0) in_section = line == "## Settings";
+    if (in_section && !readme.empty() && line.rfind("|", 0) != 0) break;  // (its first table)
+    if (!in_section || line.rfind("| `", 0) != 0) continue;
+    const size_t a = line.find('|', 1), b = line.find('|', a + 1);
+    const std::string key_cell = line.substr(1, a - 1), flag_cell = line.substr(a + 1, b - a - 1);
+    for (size_t p = key_cell.find('`'); p != std::string::npos;) {
+      const size_t q = key_cell.find('`', p + 1);
+      readme[key_cell.substr(p + 1, q - p - 1)] = flag_cell;
+      p = key_cell.find('`', q + 1);
+    }
+  }
+  for (const Setting& s : settings()) {
+    const auto it = readme.find(s.key);
+    ASSERT_NE(it, readme.end()) << "node/README.md does not list " << s.key;
+    const bool same =
+        it->second.find("same") != std::string::npos && std::string("--") + s.key == s.flag;
+    EXPECT_TRUE(same || it->second.find(std::string("`") + s.flag + "`") != std::string::npos)
+        << s.key << ": the README's flag is" << it->second << ", the table's " << s.flag;
+    readme.erase(it);
+  }
+  for (const char* file_only : {"policies", "patterns", "overrides"}) readme.erase(file_only);
+  for (const auto& [key, flag] : readme) ADD_FAILURE() << "node/README.md lists " << key;
 }
 
 }  // namespace

@@ -1,0 +1,327 @@
+// The rows of the settings table, and the readers each kind of value shares.
+#include "settings.hpp"
+
+#include <sstream>
+
+#include "output_limits.hpp"
+#include "words.hpp"
+
+namespace fg {
+
+namespace {
+
+// A setting's place in the config: a field of it, or of its TLS files.
+template <class T>
+struct Field {
+  Field(T NodeConfig::*f) : node(f) {}  // NOLINT: rows name either bare
+  Field(T TlsFiles::*f) : tls(f) {}     // NOLINT
+  T& operator()(NodeConfig& c) const { return node ? c.*node : c.tls.*tls; }
+  const T& operator()(const NodeConfig& c) const { return node ? c.*node : c.tls.*tls; }
+  T NodeConfig::*node = nullptr;
+  T TlsFiles::*tls = nullptr;
+};
+
+std::string between(int64_t lo, int64_t hi) {
+  return "must be between " + std::to_string(lo) + " and " + std::to_string(hi);
+}
+
+template <class T>
+Setting integer(const char* key, const char* flag, T NodeConfig::*m, int64_t lo, int64_t hi,
+                const char* help) {
+  const Field<T> f(m);
+  Setting s{key, flag, help, "INT"};
+  s.set = [f, lo, hi](NodeConfig& c, const std::string& v) -> std::string {
+    int64_t n;
+    if (!parse_int(v, n)) return "must be an integer";
+    if (n < lo || n > hi) return between(lo, hi);
+    f(c) = static_cast<T>(n);
+    return "";
+  };
+  s.get = [f](const NodeConfig& c) { return std::to_string(f(c)); };
+  return s;
+}
+
+// Milliseconds, written "250ms", "30s", "1m", "2h", "1d" or as a bare number of ms; a
+// setting whose range starts at 0 also takes "off" for 0.
+Setting duration(const char* key, const char* flag, Field<int64_t> f, int64_t lo_ms, int64_t hi_ms,
+                 const char* help) {
+  Setting s{key, flag, help, "DURATION"};
+  s.set = [f, lo_ms, hi_ms](NodeConfig& c, const std::string& v) -> std::string {
+    int64_t ms = 0;
+    if (!(lo_ms == 0 && v == "off") && !parse_duration_ms(v, ms))
+      return "must be a duration such as 500ms, 30s, 1m or 2h";
+    if (ms < lo_ms || ms > hi_ms)
+      return "must be between " + std::to_string(lo_ms) + "ms and " + std::to_string(hi_ms) + "ms";
+    f(c) = ms;
+    return "";
+  };
+  s.get = [f](const NodeConfig& c) { return std::to_string(f(c)) + "ms"; };
+  return s;
+}
+
+Setting text(const char* key, const char* flag, Field<std::string> f, const char* help,
+             std::string (*check)(const std::string&) = nullptr) {
+  Setting s{key, flag, help, "TEXT"};
+  s.set = [f, check](NodeConfig& c, const std::string& v) -> std::string {
+    if (check) {
+      if (std::string why = check(v); !why.empty()) return why;
+    }
+    f(c) = v;
+    return "";
+  };
+  s.get = [f](const NodeConfig& c) { return f(c); };
+  return s;
+}
+
+Setting yes_no(const char* key, const char* flag, Field<bool> f, const char* help) {
+  Setting s{key, flag, help, "yes|no"};
+  s.presence = true;
+  s.set = [f](NodeConfig& c, const std::string& v) -> std::string {
+    // (YAML's words for a boolean)
+    const std::string w = to_lower(v);
+    if (w == "yes" || w == "true" || w == "on" || w == "y") {
+      f(c) = true;
+    } else if (w == "no" || w == "false" || w == "off" || w == "n") {
+      f(c) = false;
+    } else {
+      return "must be yes or no";
+    }
+    return "";
+  };
+  s.get = [f](const NodeConfig& c) { return std::string(f(c) ? "yes" : "no"); };
+  return s;
+}
+
+Setting choice(const char* key, const char* flag, Field<std::string> f,
+               std::vector<std::string> words, const char* type, const char* help) {
+  Setting s{key, flag, help, type};
+  s.set = [f, words](NodeConfig& c, const std::string& v) -> std::string {
+    for (const std::string& w : words) {
+      if (v == w) {
+        f(c) = v;
+        return "";
+      }
+    }
+    std::string why = "must be ";
+    for (size_t i = 0; i < words.size(); ++i)
+      why += (i == 0 ? "" : i + 1 == words.size() ? " or " : ", ") + words[i];
+    return why;
+  };
+  s.get = [f](const NodeConfig& c) { return f(c); };
+  return s;
+}
+
+std::string join(const std::vector<std::string>& v, const char* sep) {
+  std::string out;
+  for (const std::string& s : v) out += (out.empty() ? "" : sep) + s;
+  return out;
+}
+
+std::vector<Setting> make_settings() {
+  std::vector<Setting> t = {
+      text("bind", "--bind", &NodeConfig::bind, "Addresses to listen on, space-separated"),
+      integer("port", "--port", &NodeConfig::port, 0, 65535,
+              "RESP port (0 picks a free one; with --tls-port, turns plain RESP off)"),
+      integer("native-port", "--native-port", &NodeConfig::native_port, 0, 65535,
+              "Native-protocol port (default: RESP port + 1000; 0 turns it off)"),
+      integer("admin-port", "--admin-port", &NodeConfig::admin_port, 0, 65535,
+              "Admin HTTP port: /metrics, /healthz, /readyz, /cluster, status page "
+              "(default: RESP port + 2000; 0 turns it off)"),
+      text("admin-bind", "--admin-bind", &NodeConfig::admin_bind,
+           "Address of the admin HTTP port (default: the first --bind address)"),
+      text("admin-token-file", "--admin-token-file", &NodeConfig::admin_token_file,
+           "File holding a bearer token that /cluster, /status and the status page require "
+           "(/metrics, /healthz and /readyz stay open); re-read on SIGHUP"),
+      integer("tls-port", "--tls-port", &NodeConfig::tls_port, 0, 65535,
+              "RESP over TLS on this port (0: none); with it, --port 0 turns plain RESP off"),
+      yes_no("tls-native", "--tls-native", &NodeConfig::tls_native,
+             "The native port speaks TLS only"),
+      yes_no("tls-cluster", "--tls-cluster", &NodeConfig::tls_cluster,
+             "Peer links between nodes over mutual TLS (every node needs it)"),
+      text("tls-cert-file", "--tls-cert-file", &TlsFiles::cert_file,
+           "This node's certificate (PEM; a chain may follow); re-read on SIGHUP"),
+      text("tls-key-file", "--tls-key-file", &TlsFiles::key_file,
+           "Its private key (PEM); re-read on SIGHUP"),
+      text("tls-key-file-pass", "--tls-key-file-pass", &TlsFiles::key_file_pass,
+           "The key file's passphrase"),
+      text("tls-client-cert-file", "--tls-client-cert-file", &TlsFiles::client_cert_file,
+           "The certificate shown when connecting to peers (default: --tls-cert-file)"),
+      text("tls-client-key-file", "--tls-client-key-file", &TlsFiles::client_key_file,
+           "Its private key (default: --tls-key-file)"),
+      text("tls-ca-cert-file", "--tls-ca-cert-file", &TlsFiles::ca_cert_file,
+           "CA certificates (PEM) that sign clients' and peers' certificates"),
+      text("tls-ca-cert-dir", "--tls-ca-cert-dir", &TlsFiles::ca_cert_dir,
+           "A directory of CA certificates (OpenSSL's hashed names)"),
+      {"tls-auth-clients", "--tls-auth-clients",
+       "Clients must show a certificate: yes (default), no, or optional", "yes|no|optional",
+       [](NodeConfig& c, const std::string& v) -> std::string {
+         return parse_tls_auth_clients(v, c.tls.auth_clients) ? "" : "must be yes, no or optional";
+       },
+       [](const NodeConfig& c) -> std::string {
+         switch (c.tls.auth_clients) {
+           case TlsAuthClients::kNo:
+             return "no";
+           case TlsAuthClients::kOptional:
+             return "optional";
+           default:
+             return "yes";
+         }
+       }},
+      text("tls-protocols", "--tls-protocols", &TlsFiles::protocols,
+           "TLS versions accepted, e.g. \"TLSv1.2 TLSv1.3\" (the default)"),
+      text("tls-ciphers", "--tls-ciphers", &TlsFiles::ciphers,
+           "TLS 1.2 ciphers (OpenSSL's list syntax)"),
+      text("tls-ciphersuites", "--tls-ciphersuites", &TlsFiles::ciphersuites,
+           "TLS 1.3 cipher suites"),
+      yes_no("tls-prefer-server-ciphers", "--tls-prefer-server-ciphers",
+             &TlsFiles::prefer_server_ciphers,
+             "Choose the cipher by this node's preference, not the client's"),
+      text("requirepass", "--requirepass", &NodeConfig::requirepass,
+           "The default user's password (clients AUTH with it)"),
+      {"users", "--user",
+       "An ACL user, as \"name rules...\" in Redis's words (repeatable; node/README.md, Users)",
+       "TEXT",
+       [](NodeConfig& c, const std::string& v) -> std::string {
+         c.users.push_back(v);
+         return "";
+       },
+       nullptr, true, [](NodeConfig& c) { c.users.clear(); }},
+      text("aclfile", "--aclfile", &NodeConfig::aclfile,
+           "A file of ACL users (\"user name rules...\" lines), read at start, on SIGHUP and "
+           "on ACL LOAD"),
+      integer("maxclients", "--maxclients", &NodeConfig::maxclients, 1, 1'000'000,
+              "Most simultaneous client connections"),
+      {"maxmemory-clients", "--maxmemory-clients",
+       "Most bytes all client connections' buffers may hold together, as bytes or a size such "
+       "as 64mb; past it the biggest clients are disconnected (0 = no cap)",
+       "SIZE",
+       [](NodeConfig& c, const std::string& v) -> std::string {
+         const int64_t n = parse_size(v);
+         if (n < 0) return "must be a size such as 64mb, or bytes";
+         c.maxmemory_clients = n;
+         return "";
+       },
+       [](const NodeConfig& c) { return std::to_string(c.maxmemory_clients); }},
+      {"client-output-buffer-limit", "--client-output-buffer-limit",
+       "\"class hard soft seconds\" as Redis's (class normal or pubsub; sizes such as 64mb): a "
+       "client whose replies pass hard, or stay past soft that long, is closed (repeatable; "
+       "default \"normal 0 0 0\": none)",
+       "TEXT",
+       [](NodeConfig& c, const std::string& v) { return apply_output_limits(v, c.output_limits); },
+       [](const NodeConfig& c) { return describe_output_limits(c.output_limits); }, true},
+      integer("timeout", "--timeout", &NodeConfig::timeout_s, 0, 1'000'000'000,
+              "Close clients idle this many seconds (0 = never)"),
+      duration("query-deadline", "--query-deadline-ms", &NodeConfig::query_deadline_ms, 1,
+               86'400'000, "Drop a client whose half-sent command is not complete after this"),
+      duration("output-timeout", "--output-timeout-ms", &NodeConfig::output_timeout_ms, 1,
+               86'400'000, "Drop a client that has not read its replies after this"),
+      duration("script-time-limit", "--script-time-limit-ms", &NodeConfig::script_time_limit_ms, 1,
+               60'000, "A Lua script running longer is aborted and its writes undone"),
+      integer("script-memory-limit", "--script-memory-limit", &NodeConfig::script_memory_limit,
+              int64_t{1} << 20, int64_t{1} << 34, "Bytes each Lua state (one per shard) may hold"),
+      integer("script-cache-max-scripts", "--script-cache-max-scripts",
+              &NodeConfig::script_cache_max_scripts, 1, 50'000,
+              "How many scripts the cluster-wide script cache keeps"),
+      integer("script-cache-max-bytes", "--script-cache-max-bytes",
+              &NodeConfig::script_cache_max_bytes, 1024, int64_t{16} << 20,
+              "How many bytes of script bodies the cluster-wide script cache keeps"),
+      integer("max-query-bytes", "--max-query-bytes", &NodeConfig::max_query_bytes, 1024,
+              int64_t{1} << 32, "Largest single command, in bytes"),
+      integer("proto-max-bulk-len", "--proto-max-bulk-len", &NodeConfig::proto_max_bulk_len, 1,
+              int64_t{1} << 32, "Largest single argument, in bytes"),
+      integer("shards", "--shards", &NodeConfig::shards, 0, 64,
+              "Shard actors (default, 0: one per shard thread, at most 64)"),
+      integer("io-threads", "--io-threads", &NodeConfig::io_threads, 0, 256,
+              "Network threads (default, 0: half the cores)"),
+      integer("io-idle-poll-us", "--io-idle-poll-us", &NodeConfig::io_idle_poll_us, 0, 1000,
+              "Microseconds an I/O thread out of work keeps polling before it sleeps (0: "
+              "sleeps at once; trades CPU for wake-ups, node/README.md)"),
+      integer("shard-threads", "--shard-threads", &NodeConfig::shard_threads, 0, 256,
+              "Threads running shard actors (default, 0: half the cores)"),
+      integer("max-keys", "--max-keys", &NodeConfig::max_keys, 1, int64_t{1} << 40,
+              "Most limiter keys the node holds"),
+      text("dir", "--dir", &NodeConfig::dir,
+           "Directory of the state snapshot: saved every save-interval, on SAVE/BGSAVE and at "
+           "shutdown, loaded at start (none: state lives in memory only)"),
+      text("dbfilename", "--dbfilename", &NodeConfig::dbfilename,
+           "The snapshot's file name in --dir", check_dbfilename),
+      duration("save-interval", "--save-interval-ms", &NodeConfig::save_interval_ms, 0,
+               int64_t{7} * 86'400'000,
+               "With --dir, save the state this often (0 or off: only at shutdown and on "
+               "SAVE/BGSAVE)"),
+      choice("log-level", "--log-level", &NodeConfig::log_level,
+             {"trace", "debug", "info", "warn", "error", "off"}, "trace|debug|info|warn|error|off",
+             "How much the node logs; re-read on SIGHUP"),
+      yes_no("cluster-enabled", "--cluster-enabled", &NodeConfig::cluster_enabled,
+             "Run as a cluster member (gossip, slot table, routing)"),
+      integer("cluster-port", "--cluster-port", &NodeConfig::cluster_port, 0, 65535,
+              "Cluster bus port, UDP gossip and TCP peer links (default: RESP port + 10000)"),
+      text("cluster-announce-host", "--cluster-announce-host", &NodeConfig::cluster_announce_host,
+           "Address peers and clients use to reach this node (default: first --bind)"),
+      {"seeds", "--seeds", "Cluster bus addresses to join through: host:port,...", "ADDRS",
+       [](NodeConfig& c, const std::string& v) -> std::string {
+         return parse_seeds(v, c.seeds) ? "" : "must be a list of host:port cluster addresses";
+       },
+       [](const NodeConfig& c) { return join(c.seeds, ","); }, true,
+       [](NodeConfig& c) { c.seeds.clear(); }},
+      text("cluster-secret-file", "--cluster-secret-file", &NodeConfig::cluster_secret_file,
+           "File with the cluster secret (one line; a second while rotating): gossip is sealed "
+           "with it, peer links prove it, nodes believe no others; re-read on SIGHUP"),
+      yes_no("cluster-bus-legacy", "--cluster-bus-legacy", &NodeConfig::cluster_bus_legacy,
+             "During a rolling upgrade from a version whose peer links do not name their "
+             "receiver nor tag their frames: speak to and believe such nodes too"),
+      text("node-id", "--node-id", &NodeConfig::node_id,
+           "This node's id (default: 40 random hex digits)", check_node_id),
+      choice("cluster-redirect", "--cluster-redirect", &NodeConfig::cluster_redirect,
+             {"auto", "moved", "forward"}, "auto|moved|forward",
+             "Keys owned elsewhere: auto (-MOVED for clients that asked for the topology, else "
+             "forwarded), moved, or forward"),
+      duration("cluster-empty-grace", "--cluster-empty-grace-ms",
+               &NodeConfig::cluster_empty_grace_ms, 0, 3'600'000,
+               "A slot this node gains with no reachable copy of its state answers its "
+               "policies' fail mode this long before it is served from empty (0: at once)"),
+      duration("cluster-forward-timeout", "--cluster-forward-timeout-ms",
+               &NodeConfig::cluster_forward_timeout_ms, 1, 600'000,
+               "A forwarded command's deadline; past it the client gets -TRYAGAIN"),
+      integer("cluster-replicas", "--cluster-replicas", &NodeConfig::cluster_replicas, 1, 5,
+              "Copies of each slot's state in the cluster, the owner's included"),
+      duration("replication-lag", "--replication-lag-ms", &NodeConfig::replication_lag_ms, 1, 1000,
+               "Changes reach the replicas within this (at most 1s)"),
+      duration("replication-sync-timeout", "--replication-sync-timeout-ms",
+               &NodeConfig::replication_sync_timeout_ms, 1, 600'000,
+               "How long a synchronous reply waits for a replica"),
+      choice("data-replication", "--data-replication", &NodeConfig::data_replication,
+             {"async", "sync"}, "async|sync",
+             "The data commands' writes (INCR, SET, ...): async, or sync (answered once a "
+             "replica holds them); a key pattern whose policy says sync makes its keys sync"),
+  };
+  for (Setting& s : t) {
+    const std::string k = s.key;
+    // (secrets are not shown; the users are ACL LIST's)
+    if (k == "requirepass" || k == "tls-key-file-pass" || k == "users") s.shown = false;
+    if (k == "log-level" || k == "users") s.reload = true;
+  }
+  return t;
+}
+
+}  // namespace
+
+const std::vector<Setting>& settings() {
+  static const std::vector<Setting> t = make_settings();
+  return t;
+}
+
+const Setting* find_setting(const std::string& key) {
+  for (const Setting& s : settings())
+    if (key == s.key) return &s;
+  return nullptr;
+}
+
+std::vector<std::pair<std::string, std::string>> config_values(const NodeConfig& cfg) {
+  std::vector<std::pair<std::string, std::string>> out;
+  for (const Setting& s : settings())
+    if (s.shown && s.get) out.emplace_back(s.key, s.get(cfg));
+  return out;
+}
+
+}  // namespace fg
