@@ -91,8 +91,20 @@ int Node::fail(std::string& why, int code, std::string text) {
 }
 
 int Node::start(std::string& why) {
+  StartState st;
+  st.bind_host = first_bind_address(cfg_.bind);
+  // Each step: 0, or the exit code with `why`.
+  for (auto step :
+       {&Node::start_services, &Node::start_shards, &Node::start_storage, &Node::start_doors,
+        &Node::start_cluster, &Node::start_admin, &Node::join_cluster, &Node::start_serving}) {
+    if (const int code = (this->*step)(st, why); code != 0) return code;
+  }
+  return 0;
+}
+
+// The users, the policies, and what every door and command reaches through Services.
+int Node::start_services(StartState& st, std::string& why) {
   if (const std::string e = load_users(cfg_, acl_); !e.empty()) return fail(why, 2, e);
-  const std::string bind_host = first_bind_address(cfg_.bind);
   if (!cfg_.config_file.empty()) {
     policy_store_.load_file(policy_file(cfg_), file_mtime_ms(cfg_.config_file));
   }
@@ -120,7 +132,11 @@ int Node::start(std::string& why) {
   svc_.settings.io_threads = cfg_.io_threads;
   svc_.settings.shard_threads = cfg_.shard_threads;
   svc_.settings.io_idle_poll_us = cfg_.io_idle_poll_us;
+  return 0;
+}
 
+// The script engine and the shards that run every keyed request.
+int Node::start_shards(StartState& st, std::string& why) {
   ShardPoolConfig pool_cfg;
   pool_cfg.shards = cfg_.shards;
   pool_cfg.max_keys = cfg_.max_keys;
@@ -141,11 +157,12 @@ int Node::start(std::string& why) {
   svc_.shards = pool_.get();
   pool_->attach_scripts(scripts_.get());
   svc_.scripts = scripts_.get();
+  return 0;
+}
 
+int Node::start_storage(StartState& st, std::string& why) {
   // Persistence: the snapshot is read before any port opens, so nothing is answered from
   // state the node is about to replace (node/README.md, Persistence).
-  std::vector<EntrySnapshot> restored;  // cluster mode: merged at their owners later
-  uint64_t restored_epoch = 0;          // (the table epoch they were saved under)
   if (!cfg_.dir.empty()) {
     std::error_code ec;
     std::filesystem::create_directories(cfg_.dir, ec);
@@ -172,8 +189,8 @@ int Node::start(std::string& why) {
                      d.entries.size(), sc.path,
                      (clock_.now_ns() / 1'000'000 - d.saved_at_ms) / 1000, settings);
         if (cfg_.cluster_enabled) {
-          restored = std::move(d.entries);  // (their owners are known once a table is)
-          restored_epoch = d.epoch;
+          st.restored = std::move(d.entries);  // (their owners are known once a table is)
+          st.restored_epoch = d.epoch;
         } else {
           auto job = std::make_shared<MergeJob>();
           job->fresh.set();  // (a node starting: every slot starts from nothing)
@@ -190,7 +207,11 @@ int Node::start(std::string& why) {
     svc_.settings.dbfilename = cfg_.dbfilename;
     svc_.settings.save_interval_s = cfg_.save_interval_ms / 1000;
   }
+  return 0;
+}
 
+// The client ports: RESP, RESP over TLS, native.
+int Node::start_doors(StartState& st, std::string& why) {
   ConnectionLimits limits;
   limits.max_query_bytes = cfg_.max_query_bytes;
   limits.query_deadline_ms = cfg_.query_deadline_ms;
@@ -212,9 +233,9 @@ int Node::start(std::string& why) {
     warn_if_expiring(tls_);
   }
   // Plain RESP, unless `port: 0` with a TLS port (TLS only, as redis-server).
-  const bool plain = !(cfg_.port == 0 && cfg_.tls_port > 0);
+  st.plain = !(cfg_.port == 0 && cfg_.tls_port > 0);
   try {
-    if (plain) server_->listen(cfg_.bind, cfg_.port);
+    if (st.plain) server_->listen(cfg_.bind, cfg_.port);
   } catch (const std::exception& e) {
     return fail(
         why, 1,
@@ -231,18 +252,17 @@ int Node::start(std::string& why) {
   }
   // The port the other defaults count from, and the one clients are sent to: the TLS port
   // when there is no plain one, or when the cluster speaks TLS.
-  const int client_port = !plain || (cfg_.tls_cluster && server_->tls_port() > 0)
-                              ? server_->tls_port()
-                              : server_->port();
-  const int base_port = plain ? server_->port() : server_->tls_port();
+  st.client_port = !st.plain || (cfg_.tls_cluster && server_->tls_port() > 0) ? server_->tls_port()
+                                                                              : server_->port();
+  st.base_port = st.plain ? server_->port() : server_->tls_port();
   svc_.settings.port = server_->port();
   svc_.settings.tls_port = server_->tls_port();
   svc_.lanes = server_->lanes();
   if (cfg_.native_port != 0) {
     // Default: RESP port + 1000 (with --port 0, a free port as well).
-    const int want = cfg_.native_port > 0      ? cfg_.native_port
-                     : cfg_.port == 0 && plain ? 0
-                                               : base_port + 1000;
+    const int want = cfg_.native_port > 0         ? cfg_.native_port
+                     : cfg_.port == 0 && st.plain ? 0
+                                                  : st.base_port + 1000;
     try {
       server_->listen_native(cfg_.bind, want, cfg_.tls_native);
     } catch (const std::exception& e) {
@@ -252,17 +272,21 @@ int Node::start(std::string& why) {
     }
     svc_.settings.native_port = server_->native_port();
   }
+  return 0;
+}
 
+// Cluster mode: the member, its forwarder (joined later, by join_cluster).
+int Node::start_cluster(StartState& st, std::string& why) {
   if (cfg_.cluster_enabled) {
     ClusterConfig cc;
     cc.node_id = cfg_.node_id;
-    cc.bind_host = bind_host;
+    cc.bind_host = st.bind_host;
     cc.announce_host =
         cfg_.cluster_announce_host.empty() ? cc.bind_host : cfg_.cluster_announce_host;
-    cc.resp_port = client_port;
+    cc.resp_port = st.client_port;
     if (cfg_.tls_cluster) cc.tls = &tls_;
     cc.native_port = server_->native_port();
-    cc.port = cfg_.cluster_port ? cfg_.cluster_port : base_port + 10000;
+    cc.port = cfg_.cluster_port ? cfg_.cluster_port : st.base_port + 10000;
     cluster_port_ = cc.port;
     cc.seeds = cfg_.seeds;
     cc.replicas = static_cast<size_t>(cfg_.cluster_replicas);
@@ -284,7 +308,7 @@ int Node::start(std::string& why) {
     }
     cluster_ = std::make_unique<Cluster>(cc, *pool_);
     cluster_->share_book(&book_);
-    if (!restored.empty()) cluster_->restore(std::move(restored), restored_epoch);
+    if (!st.restored.empty()) cluster_->restore(std::move(st.restored), st.restored_epoch);
     if (snapshots_) {
       snapshots_->set_epoch_source([c = cluster_.get()] { return c->routing().get()->epoch; });
     }
@@ -298,7 +322,11 @@ int Node::start(std::string& why) {
     svc_.forwarder = forwarder_.get();
     serve_forwards(*cluster_, svc_);
   }
+  return 0;
+}
 
+// The node's timers, and the admin HTTP port.
+int Node::start_admin(StartState& st, std::string& why) {
   trim_timer_ = std::make_unique<SteadyTimer>(server_->main_context());
   save_timer_ = std::make_unique<SteadyTimer>(server_->main_context());
   renew_timer_ = std::make_unique<SteadyTimer>(server_->main_context());
@@ -307,9 +335,9 @@ int Node::start(std::string& why) {
   schedule_renew();
 
   if (cfg_.admin_port != 0 && !run_.polled) {
-    const int want = cfg_.admin_port > 0       ? cfg_.admin_port
-                     : cfg_.port == 0 && plain ? 0
-                                               : base_port + 2000;
+    const int want = cfg_.admin_port > 0          ? cfg_.admin_port
+                     : cfg_.port == 0 && st.plain ? 0
+                                                  : st.base_port + 2000;
     admin_ = std::make_unique<AdminHttp>(svc_, cluster_.get(), admin_counters_);
     admin_->set_health_check([engine = scripts_.get()]() -> std::string {
       // A script is stopped by its budget at the next instruction; one still running long
@@ -327,13 +355,16 @@ int Node::start(std::string& why) {
       admin_->set_token(*token);
     }
     try {
-      admin_->start(cfg_.admin_bind.empty() ? bind_host : cfg_.admin_bind, want);
+      admin_->start(cfg_.admin_bind.empty() ? st.bind_host : cfg_.admin_bind, want);
     } catch (const std::exception& e) {
       return fail(why, 1, e.what());
     }
     svc_.settings.admin_port = admin_->port();
   }
+  return 0;
+}
 
+int Node::join_cluster(StartState& st, std::string& why) {
   // The cluster is joined last: a node that cannot open one of its ports never shows up
   // in the others' membership (and a node started again under the same id after such a
   // failure is not taken for one that came and went).
@@ -342,8 +373,8 @@ int Node::start(std::string& why) {
       cluster_->start();
     } catch (const std::exception& e) {
       return fail(why, 1,
-                  "cannot use cluster port " + std::to_string(cluster_port_) + " on " + bind_host +
-                      ": " + e.what());
+                  "cannot use cluster port " + std::to_string(cluster_port_) + " on " +
+                      st.bind_host + ": " + e.what());
     }
 
     if (cfg_.cluster_secret_file.empty()) {
@@ -356,7 +387,10 @@ int Node::start(std::string& why) {
     spdlog::info("cluster node {} on bus port {}, seeds: {}", cfg_.node_id, cluster_port_,
                  cfg_.seeds.empty() ? std::string("none") : seeds_text(cfg_.seeds));
   }
+  return 0;
+}
 
+int Node::start_serving(StartState& st, std::string& why) {
   // CONFIG GET answers the settings in force: the ports bound, the dir as a full path.
   {
     std::lock_guard<std::mutex> lock(shown_mu_);

@@ -98,6 +98,23 @@ class Node {
   void schedule_renew();
   void reload_users(const std::vector<std::string>* from_file);
   int fail(std::string& why, int code, std::string text);
+  // start()'s steps, in order, and what they hand each other.
+  struct StartState {
+    std::string bind_host;                // the first bind address
+    std::vector<EntrySnapshot> restored;  // cluster mode: merged at their owners later
+    uint64_t restored_epoch = 0;          // (the table epoch they were saved under)
+    bool plain = true;                    // plain RESP is served (not TLS only)
+    int client_port = 0;                  // the port clients are sent to
+    int base_port = 0;                    // the port the other defaults count from
+  };
+  int start_services(StartState& st, std::string& why);
+  int start_shards(StartState& st, std::string& why);
+  int start_storage(StartState& st, std::string& why);
+  int start_doors(StartState& st, std::string& why);
+  int start_cluster(StartState& st, std::string& why);
+  int start_admin(StartState& st, std::string& why);
+  int join_cluster(StartState& st, std::string& why);
+  int start_serving(StartState& st, std::string& why);
 
   NodeConfig cfg_;
   NodeConfig shown_;  // the settings in force, as CONFIG GET answers them (ports bound, ...)
