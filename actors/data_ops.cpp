@@ -156,7 +156,7 @@ int64_t Shard::expires_ms(const Entry& e) {
 
 Entry* Shard::lookup(std::string_view key, uint64_t h, int64_t now_ns) {
   Entry* e = table_.find(key, h);
-  if (e && idle(e, now_ns)) {
+  if (e && expire(e, now_ns)) {
     forget(key, h);
     mark_gone(key);
     return nullptr;

@@ -35,6 +35,10 @@ struct Entry {
   T& state() {
     return *reinterpret_cast<T*>(state_bytes());
   }
+  template <class T>
+  const T& state() const {
+    return *reinterpret_cast<const T*>(state_bytes());
+  }
   size_t key_offset() const {
     return state_size(kind) + ((flags & kEntryDeadline) ? sizeof(int64_t) : 0);
   }

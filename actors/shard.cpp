@@ -65,7 +65,7 @@ Entry* Shard::get_or_create(ShardOp& op, Kind kind, int64_t now_ns) {
   if (e) {
     if (e->kind != kind) {
       // Idle state of another kind is as good as absent: replace it.
-      if (!idle(e, now_ns)) {
+      if (!expire(e, now_ns)) {
         op.status = OpStatus::kWrongType;
         return nullptr;
       }
@@ -80,19 +80,16 @@ Entry* Shard::get_or_create(ShardOp& op, Kind kind, int64_t now_ns) {
 
 bool Shard::room_for_key(ShardOp& op, int64_t now_ns) {
   if (table_.size() < max_keys_) return true;
-  table_.sweep(table_.capacity(), [&](Entry* x) { return idle(x, now_ns); });
+  table_.sweep(table_.capacity(), [&](Entry* x) { return expire(x, now_ns); });
   if (table_.size() < max_keys_) return true;
   op.status = OpStatus::kKeyLimit;
   return false;
 }
 
-bool Shard::idle(Entry* e, int64_t now) {
+bool Shard::idle(const Entry* e, int64_t now) const {
   if (e->flags & kEntryDeadline) {
     const int64_t d = e->deadline_ms();
-    if (d != 0 && now / 1'000'000 > d) {  // (Redis: expired once the clock is past it)
-      drop_leases(e);
-      return true;
-    }
+    if (d != 0 && now / 1'000'000 > d) return true;  // (Redis: expired once the clock is past it)
   }
   switch (e->kind) {
     case Kind::kTokenBucket:
@@ -105,13 +102,8 @@ bool Shard::idle(Entry* e, int64_t now) {
       return sliding_window_idle(e->state<SlidingWindowState>(), now);
     case Kind::kSlidingLog:
       return sliding_log_idle(*e->state<SlidingLogState*>(), now);
-    case Kind::kConcurrency: {
-      std::vector<std::string> gone;
-      e->state<LeaseSet*>()->expire(now, &gone);
-      holders_.remove_key(e->key(), gone);
-      leases_ -= static_cast<int64_t>(gone.size());
-      return e->state<LeaseSet*>()->empty();
-    }
+    case Kind::kConcurrency:
+      return e->state<LeaseSet*>()->idle(now);
     case Kind::kString:
       return false;
     case Kind::kHash:
@@ -124,6 +116,20 @@ bool Shard::idle(Entry* e, int64_t now) {
       break;
   }
   return true;
+}
+
+bool Shard::expire(Entry* e, int64_t now) {
+  if (idle(e, now)) {
+    drop_leases(e);
+    return true;
+  }
+  if (e->kind == Kind::kConcurrency) {
+    std::vector<std::string> gone;
+    e->state<LeaseSet*>()->expire(now, &gone);
+    holders_.remove_key(e->key(), gone);
+    leases_ -= static_cast<int64_t>(gone.size());
+  }
+  return false;
 }
 
 void Shard::drop_leases(Entry* e) {
@@ -231,7 +237,7 @@ void Shard::heartbeat(ShardOp& op, int64_t now_ns) {
       mark(e, key);
     }
   }
-  __atomic_fetch_add(&op.value, done, __ATOMIC_RELAXED);
+  op.value.add(done);  // (every shard adds its part, each from its own thread)
 }
 
 void Shard::execute(ShardOp& op, int64_t now_ns) {
@@ -424,7 +430,7 @@ std::vector<EntrySnapshot> Shard::extract(const std::function<bool(uint32_t)>& w
   std::vector<EntrySnapshot> out;
   std::vector<std::string> gone;
   for (Entry* e : hits) {
-    if (!idle(e, now_ns)) out.push_back(snapshot_of(*e));
+    if (!expire(e, now_ns)) out.push_back(snapshot_of(*e));
     if (remove) gone.emplace_back(e->key());
   }
   for (const auto& k : gone) forget(k, KeyTable::hash(k));
@@ -438,7 +444,7 @@ void Shard::copy_part(uint32_t part, uint32_t parts, int64_t now_ns,
   std::vector<Entry*> hits;
   table_.for_each_in_part(part, parts, [&](Entry* e) { hits.push_back(e); });
   for (Entry* e : hits)
-    if (!idle(e, now_ns)) out.push_back(snapshot_of(*e));  // (idle: left for the sweep)
+    if (!expire(e, now_ns)) out.push_back(snapshot_of(*e));  // (idle: left for the sweep)
 }
 
 void Shard::install_one(const EntrySnapshot& s) {
@@ -537,7 +543,7 @@ void Shard::collect_dirty(ShardChanges& out, int64_t now_ns) {
       const std::string_view k = keys[i];
       Entry* e = table_.find(k, hashes[i]);
       const size_t at = out.packed.size();
-      if (!e || idle(e, now_ns)) {
+      if (!e || expire(e, now_ns)) {
         pack_gone(k, out.packed);  // (a replica sweeps idle state by itself; this is cheap)
       } else if (!(e->flags & kEntryDirty)) {
         continue;  // listed twice, already taken
@@ -613,7 +619,7 @@ size_t Shard::sweep(int64_t now_ns, size_t budget) {
   expire_tickets(now_ns);
   if (!watch_.empty()) prune_watches(now_ns);
   const size_t n = table_.sweep(budget, [&](Entry* e) {
-    if (!idle(e, now_ns)) return false;
+    if (!expire(e, now_ns)) return false;
     if (!watch_.empty()) touch(e->key());  // (a watched key that expires has changed)
     return true;
   });

@@ -118,7 +118,13 @@ class Shard {
   // The key's live entry of a data `kind`: null if absent (created empty when `create`),
   // or -WRONGTYPE / the key cap in op.status.
   Entry* typed(ShardOp& op, Kind kind, bool create, int64_t now_ns);
-  bool idle(Entry* e, int64_t now_ns);
+  // Whether the key's state is as good as absent: its deadline passed, a limiter back at
+  // rest, every lease expired, a container emptied. A query: it changes nothing.
+  bool idle(const Entry* e, int64_t now_ns) const;
+  // The expire step: a concurrency key's expired leases leave it (and the holder index);
+  // an entry past its deadline gives all of them up. True when the entry is idle after
+  // it, for the caller to erase.
+  bool expire(Entry* e, int64_t now_ns);
   void take(ShardOp& op, int64_t now_ns);
   void leases(ShardOp& op, int64_t now_ns);
   void heartbeat(ShardOp& op, int64_t now_ns);  // and kReleaseHolder

@@ -17,6 +17,26 @@
 
 namespace fg {
 
+// An op's integer result. An op sent to every shard (a holder's heartbeat or release) has
+// each shard add its count to it from its own thread, so it is atomic (relaxed: the
+// batch's completion orders what the caller reads), and copyable like the rest of the op.
+class OpValue {
+ public:
+  OpValue(int64_t v = 0) : v_(v) {}  // NOLINT: read and written as the integer it is
+  OpValue(const OpValue& o) : v_(o.get()) {}
+  OpValue& operator=(const OpValue& o) { return *this = o.get(); }
+  OpValue& operator=(int64_t v) {
+    v_.store(v, std::memory_order_relaxed);
+    return *this;
+  }
+  operator int64_t() const { return get(); }  // NOLINT
+  int64_t get() const { return v_.load(std::memory_order_relaxed); }
+  void add(int64_t n) { v_.fetch_add(n, std::memory_order_relaxed); }
+
+ private:
+  std::atomic<int64_t> v_;
+};
+
 enum class OpCode : uint8_t {
   kTake,           // consume from the key's limiter
   kPeek,           // evaluate without consuming
@@ -77,7 +97,7 @@ struct ShardOp {
   OpStatus status = OpStatus::kOk;
   Decision decision;
   AcquireResult acquire;
-  int64_t value = 0;  // renew/release/reset: 0 or 1; count; heartbeat: summed over shards
+  OpValue value;  // renew/release/reset: 0 or 1; count; heartbeat: summed over shards
 };
 
 // Told when every shard has answered its part of a batch.
