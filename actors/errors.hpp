@@ -140,6 +140,7 @@ inline constexpr char kExecAbort[] = "EXECABORT Transaction discarded because of
 inline constexpr char kNumkeysTooMany[] = "ERR Number of keys can't be greater than number of args";
 inline constexpr char kNumkeysNegative[] = "ERR Number of keys can't be negative";
 inline constexpr char kNoScript[] = "NOSCRIPT No matching script. Please use EVAL.";
+inline constexpr char kNotBusy[] = "NOTBUSY No scripts in execution right now.";
 inline constexpr char kLuaStackLimit[] = "ERR reached lua stack limit";
 inline constexpr char kScriptArity[] = "ERR Wrong number of args calling Redis command from script";
 inline constexpr char kScriptUnknownCommand[] = "ERR Unknown Redis command called from script";
@@ -169,6 +170,77 @@ inline std::string script_out_of_memory(std::string_view sha, bool clients_cap) 
                       : "script-memory-limit") +
          ") and was aborted; its writes were undone";
 }
+
+// The redis.* API's own errors, raised in the script as Redis raises them (script_lua.c).
+inline constexpr char kLuaCallOutsideScript[] =
+    "redis.call/pcall can only be called inside a script invocation";
+inline constexpr char kLuaNoArguments[] =
+    "Please specify at least one argument for this redis lib call";
+inline constexpr char kLuaArgumentTypes[] =
+    "Lua redis lib command arguments must be strings or integers";
+inline constexpr char kLuaArity[] = "wrong number of arguments";
+inline constexpr char kLuaArityOrType[] = "wrong number or type of arguments";
+inline constexpr char kLuaLogArity[] = "redis.log() requires two arguments or more.";
+inline constexpr char kLuaLogLevelType[] = "First argument must be a number (log level).";
+inline constexpr char kLuaLogLevel[] = "Invalid debug level.";
+inline constexpr char kLuaSetrespOutsideScript[] =
+    "redis.setresp can only be called inside a script invocation";
+inline constexpr char kLuaSetrespArity[] = "redis.setresp() requires one argument.";
+inline constexpr char kLuaRespVersion[] = "RESP version must be 2 or 3.";
+inline constexpr char kLuaSetReplArity[] = "redis.set_repl() requires two arguments.";
+inline constexpr char kLuaAclCheckOutsideScript[] =
+    "redis.acl_check_cmd can only be called inside a script invocation";
+inline constexpr char kLuaAclCheckUnknown[] = "Invalid command passed to redis.acl_check_cmd()";
+
+// --- users (Redis's acl.c wordings) ----------------------------------------------------
+
+inline constexpr char kNoPermKey[] =
+    "NOPERM this user has no permissions to access one of the keys used as arguments";
+inline std::string no_perm_command(std::string_view command) {  // "fg.policy|set"
+  return "NOPERM this user has no permissions to run the '" + std::string(command) + "' command";
+}
+// Floodgate's own: a forward the key's owner cannot check.
+inline constexpr char kNoPermForwarded[] =
+    "NOPERM this user has no permissions to run the forwarded command";
+inline std::string unknown_user_at_owner(std::string_view user) {
+  return "NOPERM the user '" + std::string(user) + "' is unknown to the key's owner";
+}
+inline constexpr char kUsernameChars[] = "ERR Usernames can't contain spaces or null characters";
+inline std::string acl_modifier(std::string_view rule, std::string_view why) {
+  return "ERR Error in ACL SETUSER modifier '" + std::string(rule) + "': " + std::string(why);
+}
+inline constexpr char kDefaultUserStays[] = "ERR The 'default' user cannot be removed";
+inline std::string unknown_category(std::string_view name) {
+  return "ERR Unknown category '" + std::string(name.substr(0, 128)) + "'";
+}
+inline std::string unknown_user(std::string_view name) {
+  return "ERR User '" + std::string(name) + "' not found";
+}
+inline std::string command_not_found(std::string_view name) {
+  return "ERR Command '" + std::string(name) + "' not found";
+}
+inline constexpr char kNoAclFile[] =
+    "ERR This Redis instance is not configured to use an ACL file. You may want to specify "
+    "users via the ACL SETUSER command and then issue a CONFIG REWRITE (assuming you have a "
+    "Redis configuration file set) in order to store users in the Redis configuration.";
+inline constexpr char kGenpassBits[] =
+    "ERR ACL GENPASS argument must be the number of bits for the output password, a positive "
+    "number up to 4096";
+inline constexpr char kNoRandomBytes[] = "ERR no random bytes available";
+
+// --- the server (Redis's server.c and rdb.c wordings) ---------------------------------
+
+inline constexpr char kNoDir[] =
+    "ERR this node has no dir: its state is not saved to disk (node/README.md, Persistence)";
+inline constexpr char kSaveInProgress[] = "ERR Background save already in progress";
+inline constexpr char kNoShutdownInProgress[] = "ERR No shutdown in progress.";
+inline constexpr char kShutdownFailed[] = "ERR Errors trying to SHUTDOWN. Check logs.";
+inline constexpr char kScriptFlushOption[] = "ERR SCRIPT FLUSH only support SYNC|ASYNC option";
+inline std::string script_cache_full(size_t scripts, size_t bytes) {
+  return "ERR the script cache is full (" + std::to_string(scripts) + " scripts, " +
+         std::to_string(bytes) + " bytes; see script-cache-max-scripts and script-cache-max-bytes)";
+}
+inline constexpr char kBookFullForScript[] = "ERR the settings book is full";
 
 // --- policies --------------------------------------------------------------------------
 inline constexpr char kNoPolicyApplies[] =

@@ -10,6 +10,7 @@
 #include <sstream>
 #include <stdexcept>
 
+#include "errors.hpp"
 #include "words.hpp"
 
 namespace fg {
@@ -341,9 +342,9 @@ AclDenied AclUser::check(int entry, const std::vector<std::string_view>& words, 
 
 std::string acl_denied_error(const AclCatalog& catalog, AclDenied d, int entry) {
   if (d == AclDenied::kKey) {
-    return "NOPERM this user has no permissions to access one of the keys used as arguments";
+    return err::kNoPermKey;
   }
-  return "NOPERM this user has no permissions to run the '" + catalog.at(entry).name + "' command";
+  return err::no_perm_command(catalog.at(entry).name);
 }
 
 const char* AclUser::refuse(const std::vector<std::string_view>& words) const {
@@ -464,7 +465,7 @@ std::string AclBook::load(const std::vector<std::string>& lines, const std::stri
 }
 
 std::string AclBook::set_user(std::string_view name, const std::vector<std::string_view>& rules) {
-  if (has_space(name)) return "ERR Usernames can't contain spaces or null characters";
+  if (has_space(name)) return err::kUsernameChars;
   std::lock_guard<std::mutex> lock(mu_);
   const auto it = users_.find(name);
   // Every rule is tried on a copy; the user changes only when all of them apply.
@@ -473,7 +474,7 @@ std::string AclBook::set_user(std::string_view name, const std::vector<std::stri
   u->set_book(this);
   for (std::string_view r : rules) {
     const std::string why = u->apply(r);
-    if (!why.empty()) return "ERR Error in ACL SETUSER modifier '" + std::string(r) + "': " + why;
+    if (!why.empty()) return err::acl_modifier(r, why);
   }
   users_[std::string(name)] = std::move(u);
   version_.fetch_add(1, std::memory_order_acq_rel);
@@ -483,7 +484,7 @@ std::string AclBook::set_user(std::string_view name, const std::vector<std::stri
 std::string AclBook::del_users(const std::vector<std::string_view>& names, int64_t& deleted) {
   deleted = 0;
   for (std::string_view n : names)
-    if (n == "default") return "ERR The 'default' user cannot be removed";
+    if (n == "default") return err::kDefaultUserStays;
   std::lock_guard<std::mutex> lock(mu_);
   for (std::string_view n : names) {
     const auto it = users_.find(n);

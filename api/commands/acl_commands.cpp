@@ -138,7 +138,7 @@ void cmd_acl(CommandContext& s, Args& a) {
     uint32_t bit = 0;
     for (const auto& [name, b] : acl_categories())
       if (iequals(a[2], name)) bit = b;
-    if (!bit) return w.error("ERR Unknown category '" + std::string(a[2].substr(0, 128)) + "'");
+    if (!bit) return w.error(err::unknown_category(a[2]));
     const AclCatalog& cat = book.catalog();
     std::vector<const std::string*> names;
     for (size_t i = 0; i < cat.size(); ++i) {
@@ -149,10 +149,10 @@ void cmd_acl(CommandContext& s, Args& a) {
     for (const std::string* nm : names) w.bulk(*nm);
   } else if (iequals(sub, "dryrun") && n >= 4) {
     const auto u = book.find(a[2]);
-    if (!u) return w.error("ERR User '" + std::string(a[2]) + "' not found");
+    if (!u) return w.error(err::unknown_user(a[2]));
     const std::vector<std::string_view> words(a.begin() + 3, a.end());
     const CommandSpec* spec = find_command(words[0]);
-    if (!spec) return w.error("ERR Command '" + std::string(words[0]) + "' not found");
+    if (!spec) return w.error(err::command_not_found(words[0]));
     const auto argc = static_cast<int>(words.size());
     if ((spec->arity > 0 && spec->arity != argc) || argc < -spec->arity) {
       const int entry = book.catalog().entry_for(command_id(spec), words);
@@ -165,11 +165,7 @@ void cmd_acl(CommandContext& s, Args& a) {
     reply_denied(w, book, d, entry, words, pos);
   } else if (iequals(sub, "load") && n == 2) {
     if (!s.svc().acl_load) {
-      return w.error(
-          "ERR This Redis instance is not configured to use an ACL file. You may want to "
-          "specify users via the ACL SETUSER command and then issue a CONFIG REWRITE "
-          "(assuming you have a Redis configuration file set) in order to store users in the "
-          "Redis configuration.");
+      return w.error(err::kNoAclFile);
     }
     const std::string why = s.svc().acl_load();
     if (!why.empty()) return w.error("ERR " + why);
@@ -210,15 +206,13 @@ void cmd_acl(CommandContext& s, Args& a) {
     int64_t bits = 256;
     if (n == 3 && !parse_int(a[2], bits)) return w.error(err::kNotInteger);
     if (bits <= 0 || bits > 4096) {
-      return w.error(
-          "ERR ACL GENPASS argument must be the number of bits for the output password, a "
-          "positive number up to 4096");
+      return w.error(err::kGenpassBits);
     }
     const auto chars = static_cast<size_t>((bits + 3) / 4);
     std::string raw((chars + 1) / 2, '\0');
     if (RAND_bytes(reinterpret_cast<unsigned char*>(raw.data()), static_cast<int>(raw.size())) !=
         1) {
-      return w.error("ERR no random bytes available");
+      return w.error(err::kNoRandomBytes);
     }
     w.bulk(to_hex(raw).substr(0, chars));
   } else if (iequals(sub, "help") && n == 2) {

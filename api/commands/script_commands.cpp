@@ -16,7 +16,7 @@ void cmd_eval(CommandContext& s, Args& a) {
   }
   if (numkeys < 0) return s.local().error(err::kNumkeysNegative);
   if (iequals(a[0], "evalsha") || iequals(a[0], "evalsha_ro")) {
-    if (a[1].size() != 40) return s.local().error("NOSCRIPT No matching script. Please use EVAL.");
+    if (a[1].size() != 40) return s.local().error(err::kNoScript);
   }
   data_request(s, a, DataCmd::kEval);
 }
@@ -37,14 +37,14 @@ void cmd_script(CommandContext& s, Args& a) {
   }
   if (iequals(a[1], "flush") && a.size() <= 3) {
     if (a.size() == 3 && !iequals(a[2], "sync") && !iequals(a[2], "async")) {
-      return w.error("ERR SCRIPT FLUSH only support SYNC|ASYNC option");
+      return w.error(err::kScriptFlushOption);
     }
     eng->flush();
     return w.ok();
   }
   if (iequals(a[1], "kill") && a.size() == 2) {
     // (a script never outlives its budget: there is never one to kill)
-    return w.error("NOTBUSY No scripts in execution right now.");
+    return w.error(err::kNotBusy);
   }
   if (iequals(a[1], "help") && a.size() == 2) {
     static constexpr const char* kHelp[] = {

@@ -346,19 +346,13 @@ void cmd_config(CommandContext& s, Args& a) {
 
 void cmd_dbsize(CommandContext& s, Args& a) { s.local().integer(s.svc().shards->keys()); }
 
-namespace {
-constexpr char kNoDir[] =
-    "ERR this node has no dir: its state is not saved to disk (node/README.md, Persistence)";
-constexpr char kSaveInProgress[] = "ERR Background save already in progress";
-}  // namespace
-
 // SAVE: answers once the file is on disk. The shards keep serving meanwhile; this
 // connection's I/O thread waits for the disk (BGSAVE does not).
 void cmd_save(CommandContext& s, Args& a) {
   RespWriter w = s.local();
   Snapshotter* snap = s.svc().snapshots;
-  if (!snap) return w.error(kNoDir);
-  if (snap->status().in_progress) return w.error(kSaveInProgress);
+  if (!snap) return w.error(err::kNoDir);
+  if (snap->status().in_progress) return w.error(err::kSaveInProgress);
   std::string why;
   if (snap->save_and_wait(why)) return w.ok();
   w.error("ERR " + why);
@@ -369,9 +363,9 @@ void cmd_bgsave(CommandContext& s, Args& a) {
   const bool schedule = a.size() == 2 && iequals(a[1], "schedule");
   if (a.size() > 2 || (a.size() == 2 && !schedule)) return w.error(err::kSyntax);
   Snapshotter* snap = s.svc().snapshots;
-  if (!snap) return w.error(kNoDir);
+  if (!snap) return w.error(err::kNoDir);
   if (snap->save()) return w.simple("Background saving started");
-  w.error(kSaveInProgress);
+  w.error(err::kSaveInProgress);
 }
 
 void cmd_lastsave(CommandContext& s, Args& a) {
@@ -402,9 +396,9 @@ void cmd_shutdown(CommandContext& s, Args& a) {
     }
   }
   if ((abort && (nosave || save || other)) || (nosave && save)) return w.error(err::kSyntax);
-  if (abort) return w.error("ERR No shutdown in progress.");
-  if (save && !s.svc().snapshots) return w.error(kNoDir);
-  if (!s.svc().shutdown) return w.error("ERR Errors trying to SHUTDOWN. Check logs.");
+  if (abort) return w.error(err::kNoShutdownInProgress);
+  if (save && !s.svc().snapshots) return w.error(err::kNoDir);
+  if (!s.svc().shutdown) return w.error(err::kShutdownFailed);
   s.svc().shutdown(!nosave);
   s.request_close();
 }

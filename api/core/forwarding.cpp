@@ -66,7 +66,7 @@ std::string refused_here(Services& svc, const AclUser& u, const Request& r,
       if (catalog.at(entry).first_key > 0) words.push_back(r.key);
     }
   }
-  if (entry < 0) return "NOPERM this user has no permissions to run the forwarded command";
+  if (entry < 0) return err::kNoPermForwarded;
   size_t pos = 0;
   const AclDenied d = u.check(entry, words, &pos);
   if (d == AclDenied::kNone) return {};
@@ -112,7 +112,7 @@ void serve_forwarded(Services& svc, std::string body,
       // does not have runs nothing.
       auto u = svc.acl->find(name);
       if (!u || !u->enabled()) {
-        refused->emplace_back(i, "NOPERM the user '" + name + "' is unknown to the key's owner");
+        refused->emplace_back(i, err::unknown_user_at_owner(name));
         continue;
       }
       if (std::string why = refused_here(svc, *u, r.value(), in); !why.empty()) {

@@ -95,18 +95,18 @@ bool gather_args(lua_State* L, Run& r, int argc) {
 int generic_call(lua_State* L, bool raise) {
   Run* r = t_run;
   if (!r) {
-    push_error_table(L, "redis.call/pcall can only be called inside a script invocation");
+    push_error_table(L, err::kLuaCallOutsideScript);
     return lua_error(L);
   }
   if (r->over_budget) return luaL_error(L, "script ran past its budget");
   const int argc = lua_gettop(L);
   if (argc == 0) {
-    push_error_table(L, "Please specify at least one argument for this redis lib call");
+    push_error_table(L, err::kLuaNoArguments);
     return raise ? lua_error(L) : 1;
   }
   if (!gather_args(L, *r, argc)) {
     lua_pop(L, argc);
-    push_error_table(L, "Lua redis lib command arguments must be strings or integers");
+    push_error_table(L, err::kLuaArgumentTypes);
     return raise ? lua_error(L) : 1;
   }
   call_command(*r);
@@ -121,7 +121,7 @@ int redis_pcall(lua_State* L) { return generic_call(L, false); }
 
 int redis_sha1hex(lua_State* L) {
   if (lua_gettop(L) != 1) {
-    push_error_table(L, "wrong number of arguments");
+    push_error_table(L, err::kLuaArity);
     return lua_error(L);
   }
   size_t n = 0;
@@ -137,7 +137,7 @@ int redis_sha1hex(lua_State* L) {
 
 int redis_error_reply(lua_State* L) {
   if (lua_gettop(L) != 1 || lua_type(L, -1) != LUA_TSTRING) {
-    push_error_table(L, "wrong number or type of arguments");
+    push_error_table(L, err::kLuaArityOrType);
     return 1;
   }
   const char* e = lua_tostring(L, -1);
@@ -154,7 +154,7 @@ int redis_error_reply(lua_State* L) {
 
 int redis_status_reply(lua_State* L) {
   if (lua_gettop(L) != 1 || lua_type(L, -1) != LUA_TSTRING) {
-    push_error_table(L, "wrong number or type of arguments");
+    push_error_table(L, err::kLuaArityOrType);
     return 1;
   }
   lua_newtable(L);
@@ -167,16 +167,16 @@ int redis_status_reply(lua_State* L) {
 int redis_log(lua_State* L) {
   const int argc = lua_gettop(L);
   if (argc < 2) {
-    push_error_table(L, "redis.log() requires two arguments or more.");
+    push_error_table(L, err::kLuaLogArity);
     return lua_error(L);
   }
   if (!lua_isnumber(L, 1)) {
-    push_error_table(L, "First argument must be a number (log level).");
+    push_error_table(L, err::kLuaLogLevelType);
     return lua_error(L);
   }
   const int level = static_cast<int>(lua_tonumber(L, 1));
   if (level < 0 || level > 3) {
-    push_error_table(L, "Invalid debug level.");
+    push_error_table(L, err::kLuaLogLevel);
     return lua_error(L);
   }
   lua_pushstring(L, "");
@@ -195,16 +195,16 @@ int redis_log(lua_State* L) {
 
 int redis_setresp(lua_State* L) {
   if (!t_run) {
-    push_error_table(L, "redis.setresp can only be called inside a script invocation");
+    push_error_table(L, err::kLuaSetrespOutsideScript);
     return lua_error(L);
   }
   if (lua_gettop(L) != 1) {
-    push_error_table(L, "redis.setresp() requires one argument.");
+    push_error_table(L, err::kLuaSetrespArity);
     return lua_error(L);
   }
   const int resp = static_cast<int>(lua_tonumber(L, 1));
   if (resp != 2 && resp != 3) {
-    push_error_table(L, "RESP version must be 2 or 3.");
+    push_error_table(L, err::kLuaRespVersion);
     return lua_error(L);
   }
   t_run->resp = resp;
@@ -256,7 +256,7 @@ int math_randomseed(lua_State* L) {
 
 int redis_set_repl(lua_State* L) {  // effects are what replicates, always: nothing to choose
   if (lua_gettop(L) != 1) {
-    push_error_table(L, "redis.set_repl() requires two arguments.");
+    push_error_table(L, err::kLuaSetReplArity);
     return lua_error(L);
   }
   const int flags = static_cast<int>(lua_tonumber(L, 1));
@@ -284,21 +284,21 @@ int redis_debug(lua_State*) { return 0; }
 int redis_acl_check_cmd(lua_State* L) {
   Run* r = t_run;
   if (!r) {
-    push_error_table(L, "redis.acl_check_cmd can only be called inside a script invocation");
+    push_error_table(L, err::kLuaAclCheckOutsideScript);
     return lua_error(L);
   }
   const int argc = lua_gettop(L);
   if (argc == 0) {
-    push_error_table(L, "Please specify at least one argument for this redis lib call");
+    push_error_table(L, err::kLuaNoArguments);
     return lua_error(L);
   }
   if (!gather_args(L, *r, argc)) {
-    push_error_table(L, "Lua redis lib command arguments must be strings or integers");
+    push_error_table(L, err::kLuaArgumentTypes);
     return lua_error(L);
   }
   if (!r->callable || r->callable(r->words[0]).arity == 0) {
     lua_pop(L, argc);
-    push_error_table(L, "Invalid command passed to redis.acl_check_cmd()");
+    push_error_table(L, err::kLuaAclCheckUnknown);
     return lua_error(L);
   }
   const bool allowed = !r->caller || !r->caller->refuse(r->words);

@@ -3,6 +3,8 @@
 
 #include <algorithm>
 
+#include "errors.hpp"
+
 namespace fg {
 
 namespace {
@@ -30,14 +32,12 @@ Status ScriptCache::add(const std::string& sha, std::string_view body) {
     const std::shared_ptr<const Catalog> c = snapshot();
     if (c->has(sha)) return {};
     if (c->size() >= max_scripts_ || c->bytes + body.size() > max_bytes_) {
-      return Error{"ERR the script cache is full (" + std::to_string(c->size()) + " scripts, " +
-                   std::to_string(c->bytes) +
-                   " bytes; see script-cache-max-scripts and script-cache-max-bytes)"};
+      return Error{err::script_cache_full(c->size(), c->bytes)};
     }
   }
   if (!book_.put(std::string(kPrefix) + sha, std::string(body), false,
                  static_cast<uint64_t>(clock_.now_ns() / 1'000'000))) {
-    return Error{"ERR the settings book is full"};
+    return Error{err::kBookFullForScript};
   }
   return {};
 }
