@@ -231,7 +231,7 @@ inline constexpr char kNoRandomBytes[] = "ERR no random bytes available";
 // --- the server (Redis's server.c and rdb.c wordings) ---------------------------------
 
 inline constexpr char kNoDir[] =
-    "ERR this node has no dir: its state is not saved to disk (node/README.md, Persistence)";
+    "ERR this node has no dir: its state is not saved to disk (node/OPERATIONS.md, Persistence)";
 inline constexpr char kSaveInProgress[] = "ERR Background save already in progress";
 inline constexpr char kNoShutdownInProgress[] = "ERR No shutdown in progress.";
 inline constexpr char kShutdownFailed[] = "ERR Errors trying to SHUTDOWN. Check logs.";

@@ -40,7 +40,7 @@ struct NodeConfig {
   size_t script_cache_max_bytes = 4 << 20;
   std::string log_level = "info";
   std::string config_file;
-  // Persistence (node/README.md): with a dir, state is saved to dir/dbfilename and loaded
+  // Persistence (node/OPERATIONS.md): with a dir, state is saved to dir/dbfilename and loaded
   // at start; every save_interval_ms (0: only on shutdown and on demand).
   std::string dir;
   std::string dbfilename = "dump.fgs";
@@ -51,7 +51,7 @@ struct NodeConfig {
   int admin_port = -1;                              // admin HTTP; -1: RESP port + 2000, 0: off
   std::string admin_bind;        // the admin port's address; empty: the first `bind` address
   std::string admin_token_file;  // set: /cluster, /status and / want its bearer token
-  // TLS (node/README.md, "TLS"): the files, and where it is spoken.
+  // TLS (node/OPERATIONS.md, "TLS"): the files, and where it is spoken.
   TlsFiles tls;
   int tls_port = 0;          // RESP over TLS; 0: none (with one, `port: 0` turns plain RESP off)
   bool tls_native = false;   // the native port speaks TLS only

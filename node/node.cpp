@@ -162,7 +162,7 @@ int Node::start_shards(StartState& st, std::string& why) {
 
 int Node::start_storage(StartState& st, std::string& why) {
   // Persistence: the snapshot is read before any port opens, so nothing is answered from
-  // state the node is about to replace (node/README.md, Persistence).
+  // state the node is about to replace (node/OPERATIONS.md, Persistence).
   if (!cfg_.dir.empty()) {
     std::error_code ec;
     std::filesystem::create_directories(cfg_.dir, ec);
@@ -219,7 +219,7 @@ int Node::start_doors(StartState& st, std::string& why) {
   limits.timeout_s = cfg_.timeout_s;
   server_ = std::make_unique<Server>(svc_, limits, cfg_.io_threads, run_.polled);
   server_->set_idle_poll(std::chrono::microseconds(cfg_.io_idle_poll_us));
-  // TLS: the contexts every TLS door and peer link takes (node/README.md, "TLS").
+  // TLS: the contexts every TLS door and peer link takes (node/OPERATIONS.md, "TLS").
   const bool tls_used = cfg_.tls_port > 0 || cfg_.tls_native || cfg_.tls_cluster;
   if (tls_used || cfg_.tls.configured()) {
     std::string e;
@@ -381,7 +381,7 @@ int Node::join_cluster(StartState& st, std::string& why) {
       spdlog::warn(
           "no cluster-secret-file: any process that reaches bus port {} is believed (it can join, "
           "declare nodes dead, take slots), and a stale node of another cluster gossiping to "
-          "this address merges the two (node/README.md, Security)",
+          "this address merges the two (node/OPERATIONS.md, Security)",
           cluster_port_);
     }
     spdlog::info("cluster node {} on bus port {}, seeds: {}", cfg_.node_id, cluster_port_,

@@ -179,7 +179,7 @@ std::vector<Setting> make_settings() {
       text("requirepass", "--requirepass", &NodeConfig::requirepass,
            "The default user's password (clients AUTH with it)"),
       {"users", "--user",
-       "An ACL user, as \"name rules...\" in Redis's words (repeatable; node/README.md, Users)",
+       "An ACL user, as \"name rules...\" in Redis's words (repeatable; node/OPERATIONS.md, Users)",
        "TEXT",
        [](NodeConfig& c, const std::string& v) -> std::string {
          c.users.push_back(v);

@@ -1,7 +1,7 @@
 // The settings table: one row per node setting — its YAML key (also its CONFIG GET name),
 // its flag, how its text is read and checked, its range, whether a SIGHUP re-reads it,
 // whether CONFIG GET shows it, and its help line. The flags (main.cpp), the YAML reader
-// (config.cpp), CONFIG GET and --help are all made from it; node/README.md's list of
+// (config.cpp), CONFIG GET and --help are all made from it; node/SETTINGS.md's list of
 // settings is checked against it by tests/node/config_test.cpp.
 #pragma once
 #include <functional>

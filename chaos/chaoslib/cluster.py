@@ -173,7 +173,7 @@ def secret_file(workdir):
 
 def tls_files(workdir):
     """The run's certificates (deploy/make-certs): every scenario runs with the peer links
-    under mutual TLS (node/README.md, TLS), so failover, partitions and hand-off are
+    under mutual TLS (node/OPERATIONS.md, TLS), so failover, partitions and hand-off are
     checked through it."""
     certs = os.path.join(workdir, "certs")
     if not os.path.exists(os.path.join(certs, "node.key")):

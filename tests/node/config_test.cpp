@@ -166,10 +166,10 @@ TEST(Settings, EachRowReadsWhatItShowsAndRefusesOutOfRange) {
   }
 }
 
-// node/README.md's table of settings names every setting of the table with its flag, and
+// node/SETTINGS.md's table of settings names every setting of the table with its flag, and
 // nothing else (besides the file's policies, patterns and overrides).
 TEST(Settings, TheReadmeListsEverySettingWithItsFlag) {
-  std::ifstream in(std::string(FLOODGATE_SOURCE_DIR) + "/node/README.md");
+  std::ifstream in(std::string(FLOODGATE_SOURCE_DIR) + "/node/SETTINGS.md");
   ASSERT_TRUE(in);
   std::map<std::string, std::string> readme;  // key -> flag cell
   bool in_section = false;
@@ -187,7 +187,7 @@ TEST(Settings, TheReadmeListsEverySettingWithItsFlag) {
   }
   for (const Setting& s : settings()) {
     const auto it = readme.find(s.key);
-    ASSERT_NE(it, readme.end()) << "node/README.md does not list " << s.key;
+    ASSERT_NE(it, readme.end()) << "node/SETTINGS.md does not list " << s.key;
     const bool same =
         it->second.find("same") != std::string::npos && std::string("--") + s.key == s.flag;
     EXPECT_TRUE(same || it->second.find(std::string("`") + s.flag + "`") != std::string::npos)
@@ -195,7 +195,7 @@ TEST(Settings, TheReadmeListsEverySettingWithItsFlag) {
     readme.erase(it);
   }
   for (const char* file_only : {"policies", "patterns", "overrides"}) readme.erase(file_only);
-  for (const auto& [key, flag] : readme) ADD_FAILURE() << "node/README.md lists " << key;
+  for (const auto& [key, flag] : readme) ADD_FAILURE() << "node/SETTINGS.md lists " << key;
 }
 
 }  // namespace
