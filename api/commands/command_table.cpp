@@ -24,7 +24,7 @@ namespace {
 void check_rows(const std::vector<CommandSpec>& rows) {
   std::vector<int> seen(kLastDataCmd + 1, 0);
   for (const CommandSpec& c : rows) {
-    if ((c.run.handler == nullptr) == (c.run.data == DataCmd::kNone))
+    if (c.run.handler == nullptr && c.run.data == DataCmd::kNone)
       throw std::logic_error(std::string("a command needs a handler or a data op: ") + c.name);
     if (c.run.data == DataCmd::kNone) continue;
     const DataCmdInfo& info = data_cmd_info(c.run.data);
@@ -335,17 +335,17 @@ std::vector<CommandSpec> make_rows() {
        "[ASYNC | SYNC]"},
       // scripts (a script's keys are checked when it calls them)
       {"eval", -3, kW | kScript | kNoScript, "scripting", counted_keys(kReadsWrites),
-       DataCmd::kEval, "scripting", "2.6.0", "Runs a Lua script on the node",
+       CommandRun(cmd_eval, DataCmd::kEval), "scripting", "2.6.0", "Runs a Lua script on the node",
        "script numkeys [key [key ...]] [arg [arg ...]]"},
       {"evalsha", -3, kW | kScript | kNoScript, "scripting", counted_keys(kReadsWrites),
-       DataCmd::kEval, "scripting", "2.6.0", "Runs a cached Lua script by its SHA1",
-       "sha1 numkeys [key [key ...]] [arg [arg ...]]"},
-      {"eval_ro", -3, kScript | kNoScript, "scripting", counted_keys(kReads), DataCmd::kEval,
-       "scripting", "7.0.0", "Runs a read-only Lua script",
+       CommandRun(cmd_eval, DataCmd::kEval), "scripting", "2.6.0",
+       "Runs a cached Lua script by its SHA1", "sha1 numkeys [key [key ...]] [arg [arg ...]]"},
+      {"eval_ro", -3, kScript | kNoScript, "scripting", counted_keys(kReads),
+       CommandRun(cmd_eval, DataCmd::kEval), "scripting", "7.0.0", "Runs a read-only Lua script",
        "script numkeys [key [key ...]] [arg [arg ...]]"},
-      {"evalsha_ro", -3, kScript | kNoScript, "scripting", counted_keys(kReads), DataCmd::kEval,
-       "scripting", "7.0.0", "Runs a cached read-only Lua script",
-       "sha1 numkeys [key [key ...]] [arg [arg ...]]"},
+      {"evalsha_ro", -3, kScript | kNoScript, "scripting", counted_keys(kReads),
+       CommandRun(cmd_eval, DataCmd::kEval), "scripting", "7.0.0",
+       "Runs a cached read-only Lua script", "sha1 numkeys [key [key ...]] [arg [arg ...]]"},
       {"script", -2, 0, "", kNoKeys, cmd_script, "scripting", "2.6.0", "The script cache",
        "LOAD script | EXISTS sha1 [sha1 ...] | FLUSH [ASYNC | SYNC] | KILL | HELP", kScriptSubs},
       // the connection

@@ -56,10 +56,12 @@ constexpr KeySpec counted_keys(uint8_t access) { return {0, 0, 1, 2, access, fal
 using Handler = void (*)(CommandContext&, std::vector<std::string_view>&);
 
 // What runs a command: a handler, or a data op the owning shard runs (actors/data_ops.cpp)
-// through the request core.
+// through the request core, or both: a handler that checks what the door can check before
+// it hands its data op to the core (EVAL: numkeys, the SHA's length).
 struct CommandRun {
   CommandRun(Handler h) : handler(h) {}  // NOLINT: rows name either one bare
   CommandRun(DataCmd op) : data(op) {}   // NOLINT
+  CommandRun(Handler h, DataCmd op) : handler(h), data(op) {}
   Handler handler = nullptr;
   DataCmd data = DataCmd::kNone;
 };

@@ -7,6 +7,8 @@
 
 namespace fg {
 
+// What the door can check of EVAL before its op goes to the core (the engine checks again
+// what a forwarded or script-called EVAL brings).
 void cmd_eval(CommandContext& s, Args& a) {
   if (!s.svc().scripts) return s.local().error(err::unknown_command(a));
   int64_t numkeys = 0;

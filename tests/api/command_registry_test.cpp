@@ -181,3 +181,19 @@ TEST(CommandRegistry, TheDocsListEveryCommandAsTheRowsSay) {
 
 }  // namespace
 }  // namespace fg
+
+namespace fg {
+namespace {
+
+// EVAL's rows run its handler (the door's own checks) and name its op (the allow-list).
+TEST(CommandRegistry, EvalHasItsHandlerAndItsOp) {
+  for (const char* name : {"eval", "evalsha", "eval_ro", "evalsha_ro"}) {
+    const CommandSpec* c = find_command(name);
+    ASSERT_NE(c, nullptr);
+    EXPECT_NE(c->run.handler, nullptr) << name;
+    EXPECT_EQ(c->run.data, DataCmd::kEval) << name;
+  }
+}
+
+}  // namespace
+}  // namespace fg
