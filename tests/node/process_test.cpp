@@ -57,6 +57,21 @@ TEST(Process, ConfigGetReportsPersistenceAndClusterMode) {
   EXPECT_EQ(cli(member.port(), "CONFIG GET cluster-enabled"), "cluster-enabled\nyes\n");
 }
 
+// CONFIG GET answers every setting of the settings table with the value in force (the
+// port bound, a flag's duration in ms), and never a secret.
+TEST(Process, ConfigGetAnswersTheSettingsInForceButNoSecret) {
+  NodeProcess node({"--requirepass", "s3cret-pw", "--query-deadline-ms", "2m"});
+  const std::string auth = "-a s3cret-pw --no-auth-warning ";
+  EXPECT_EQ(cli(node.port(), auth + "CONFIG GET port"),
+            "port\n" + std::to_string(node.port()) + "\n");
+  EXPECT_EQ(cli(node.port(), auth + "CONFIG GET query-deadline"), "query-deadline\n120000ms\n");
+  const std::string all = cli(node.port(), auth + "CONFIG GET '*'");
+  EXPECT_EQ(all.find("s3cret-pw"), std::string::npos);
+  EXPECT_EQ(all.find("requirepass"), std::string::npos);
+  EXPECT_NE(all.find("script-time-limit\n5ms\n"), std::string::npos);
+  EXPECT_NE(all.find("databases\n1\n"), std::string::npos);
+}
+
 // io-idle-poll-us reaches the I/O thread: CONFIG GET and INFO report it, and under a load
 // whose next request comes within the poll, the thread finds it awake (INFO's hits).
 TEST(Process, IoIdlePollIsReportedAndWorks) {
