@@ -91,8 +91,22 @@ void Connection::connect() {
       });
 }
 
+// A TLS 1.3 server checks the client's certificate after the client's side of the
+// handshake is done: a node that requires one sends its alert and resets the connection,
+// and the reset may arrive before the alert is read. Said plainly rather than as a reset.
+std::string Connection::lost(const asio::error_code& ec) const {
+  if (stream_.tls() && !answered_ && ec == asio::error::connection_reset &&
+      impl_.options().tls.cert_file.empty()) {
+    return ec.message() +
+           " before the node answered: it may require a client certificate (certificate "
+           "required; Options::tls.cert_file)";
+  }
+  return ec.message();
+}
+
 void Connection::up() {
   state_ = kUp;
+  answered_ = false;
   backoff_ = std::chrono::milliseconds(0);
   hello_sent_ = false;
   read();
@@ -138,7 +152,7 @@ void Connection::flush() {
   stream_.async_write_all(asio::buffer(wbuf_), [self, g](asio::error_code ec, size_t) {
     if (self->gen_ != g) return;
     self->writing_ = false;
-    if (ec) return self->broken(ec.message());
+    if (ec) return self->broken(self->lost(ec));
     self->flush();
   });
 }
@@ -157,7 +171,8 @@ void Connection::read() {
   stream_.async_read_some(asio::buffer(rbuf_.data() + rend_, rbuf_.size() - rend_),
                           [self, g](asio::error_code ec, size_t n) {
                             if (self->gen_ != g) return;
-                            if (ec) return self->broken(ec.message());
+                            if (ec) return self->broken(self->lost(ec));
+                            self->answered_ = true;
                             self->rend_ += n;
                             if (!self->parse()) return;
                             self->read();

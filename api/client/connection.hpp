@@ -25,6 +25,8 @@ class Connection : public std::enable_shared_from_this<Connection> {
   void send(CallPtr c);
   // Gives up on the connection: its calls go back to the client (to retry elsewhere).
   void broken(const std::string& why);
+  // Why a read or write on an open connection failed, with what a user can do about it.
+  std::string lost(const asio::error_code& ec) const;
   // Every call it holds (for answering them when the client closes).
   void collect(std::vector<CallPtr>& out) const;
   // The oldest frame in flight, if any, and when it was sent.
@@ -50,6 +52,7 @@ class Connection : public std::enable_shared_from_this<Connection> {
   Clock::time_point next_connect_{};
   std::chrono::milliseconds backoff_{0};
   bool writing_ = false;
+  bool answered_ = false;  // bytes came back since the connection went up
   bool flush_posted_ = false;
   bool hello_sent_ = false;
   uint64_t gen_ = 0;  // bumped when the socket is replaced: old handlers do nothing

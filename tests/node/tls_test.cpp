@@ -321,6 +321,8 @@ TEST(Tls, TheNativeClientSpeaksTls) {
     EXPECT_EQ(r->remaining, 8);
   }
   {
+    // (OpenSSL's alert, or — when the node's reset overtakes the alert — the client's own
+    // words for a reset before any answer without a certificate: both say it)
     floodgate::Client c(options(true, false, "127.0.0.1"));
     auto r = c.take("native-tls", limit);
     ASSERT_FALSE(r.ok());
