@@ -240,7 +240,7 @@ inline std::string script_cache_full(size_t scripts, size_t bytes) {
   return "ERR the script cache is full (" + std::to_string(scripts) + " scripts, " +
          std::to_string(bytes) + " bytes; see script-cache-max-scripts and script-cache-max-bytes)";
 }
-inline constexpr char kBookFullForScript[] = "ERR the settings book is full";
+inline constexpr char kSettingsBookFull[] = "ERR the settings book is full";
 
 // --- policies --------------------------------------------------------------------------
 inline constexpr char kNoPolicyApplies[] =

@@ -299,7 +299,6 @@ std::vector<Setting> make_settings() {
     const std::string k = s.key;
     // (secrets are not shown; the users are ACL LIST's)
     if (k == "requirepass" || k == "tls-key-file-pass" || k == "users") s.shown = false;
-    if (k == "log-level" || k == "users") s.reload = true;
   }
   return t;
 }

@@ -1,8 +1,9 @@
 // The settings table: one row per node setting — its YAML key (also its CONFIG GET name),
-// its flag, how its text is read and checked, its range, whether a SIGHUP re-reads it,
-// whether CONFIG GET shows it, and its help line. The flags (main.cpp), the YAML reader
-// (config.cpp), CONFIG GET and --help are all made from it; node/SETTINGS.md's list of
-// settings is checked against it by tests/node/config_test.cpp.
+// its flag, how its text is read and checked, its range, whether CONFIG GET shows it, and
+// its help line. The flags (main.cpp), the YAML reader (config.cpp), CONFIG GET and --help
+// are all made from it; node/SETTINGS.md's list of settings is checked against it by
+// tests/node/config_test.cpp. (What a SIGHUP re-reads is Node::reload's; SETTINGS.md
+// says which.)
 #pragma once
 #include <functional>
 #include <string>
@@ -29,7 +30,6 @@ struct Setting {
   std::function<void(NodeConfig&)> clear;
   bool presence = false;  // the flag takes no value: given means yes
   bool shown = true;      // CONFIG GET answers it (not for secrets)
-  bool reload = false;    // a SIGHUP re-reads it from the config file (others: at start)
 };
 
 const std::vector<Setting>& settings();

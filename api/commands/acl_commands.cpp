@@ -2,7 +2,6 @@
 // command table) and the ACL command.
 #include <openssl/rand.h>
 
-#include <map>
 #include <stdexcept>
 #include <string>
 

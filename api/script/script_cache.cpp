@@ -37,7 +37,7 @@ Status ScriptCache::add(const std::string& sha, std::string_view body) {
   }
   if (!book_.put(std::string(kPrefix) + sha, std::string(body), false,
                  static_cast<uint64_t>(clock_.now_ns() / 1'000'000))) {
-    return Error{err::kBookFullForScript};
+    return Error{err::kSettingsBookFull};
   }
   return {};
 }
