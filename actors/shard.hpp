@@ -1,5 +1,8 @@
 // The keys of one shard and what requests do to them: pure logic, driven by a shard actor
-// (or directly by tests) with an explicit `now`.
+// (or directly by tests) with an explicit `now`. One class, its code in a file per idea:
+// dispatch (shard.cpp), expiry (shard_expiry.cpp), leases and reservations
+// (shard_leases.cpp), state moving between nodes (shard_transfer.cpp), data commands
+// (data_*.cpp).
 #pragma once
 #include <atomic>
 #include <cstdint>
@@ -112,12 +115,16 @@ class Shard {
   size_t key_count() const { return table_.size(); }
 
  private:
+  // Dispatch (shard.cpp).
   Entry* get_or_create(ShardOp& op, Kind kind, int64_t now_ns);
   // Whether a new key fits under the cap (sweeping idle ones first); else kKeyLimit.
   bool room_for_key(ShardOp& op, int64_t now_ns);
-  // The key's live entry of a data `kind`: null if absent (created empty when `create`),
-  // or -WRONGTYPE / the key cap in op.status.
-  Entry* typed(ShardOp& op, Kind kind, bool create, int64_t now_ns);
+  void take(ShardOp& op, int64_t now_ns);
+  // EVAL and its kin, through the host: with `step`'s shards, else this one alone.
+  void run_script(ShardOp& op, const Step* step, int64_t now_ns);
+  uint64_t next_lease_id();
+
+  // Expiry (shard_expiry.cpp).
   // Whether the key's state is as good as absent: its deadline passed, a limiter back at
   // rest, every lease expired, a container emptied. A query: it changes nothing.
   bool idle(const Entry* e, int64_t now_ns) const;
@@ -125,14 +132,18 @@ class Shard {
   // an entry past its deadline gives all of them up. True when the entry is idle after
   // it, for the caller to erase.
   bool expire(Entry* e, int64_t now_ns);
-  void take(ShardOp& op, int64_t now_ns);
+  void drop_leases(Entry* e);  // a concurrency key that expires with leases in it
+  void forget(std::string_view key, uint64_t hash);
+
+  // Leases and reservations (shard_leases.cpp).
   void leases(ShardOp& op, int64_t now_ns);
   void heartbeat(ShardOp& op, int64_t now_ns);  // and kReleaseHolder
   void reserve(ShardOp& op, int64_t now_ns);    // kReserve, kCommit, kCancel
   // Gives back what a reservation took, if its key still holds the same kind here.
   void refund(const Ticket& t, int64_t now_ns);
   void expire_tickets(int64_t now_ns);
-  // Data commands (data_ops.cpp).
+
+  // Data commands (data_ops.cpp, unless named).
   void data(ShardOp& op, int64_t now_ns);
   void data_string(ShardOp& op, int64_t now_ns);
   void data_set(ShardOp& op, int64_t now_ns);
@@ -146,8 +157,9 @@ class Shard {
   void data_list(ShardOp& op, int64_t now_ns);   // data_list.cpp
   void data_watch(ShardOp& op, int64_t now_ns);  // WATCH, its check and release (data_keyspace.cpp)
   void data_flush(ShardOp& op, int64_t now_ns);  // FLUSHALL, FLUSHDB
-  // EVAL and its kin, through the host: with `step`'s shards, else this one alone.
-  void run_script(ShardOp& op, const Step* step, int64_t now_ns);
+  // The key's live entry of a data `kind`: null if absent (created empty when `create`),
+  // or -WRONGTYPE / the key cap in op.status.
+  Entry* typed(ShardOp& op, Kind kind, bool create, int64_t now_ns);
   // The key's live entry, or null; state gone idle (an expired deadline, a limiter back at
   // rest) is forgotten on the way, as Redis expires keys on access.
   Entry* lookup(std::string_view key, uint64_t h, int64_t now_ns);
@@ -158,12 +170,13 @@ class Shard {
   // When the key goes: its deadline, or for a limiter the moment it is back at rest if that
   // is sooner (Unix ms); -1 for a string without one.
   static int64_t expires_ms(const Entry& e);
-  void drop_leases(Entry* e);  // a concurrency key that expires with leases in it
-  void forget(std::string_view key, uint64_t hash);
+
+  // Moving state (shard_transfer.cpp).
   void install_one(const EntrySnapshot& s);  // erase, keeping the holder index right
   void install_packed(const PackedRecord& r,
                       uint64_t hash);  // in place when the key holds the same kind
-  uint64_t next_lease_id();
+  void note_dirty(std::string_view key);
+
   // A served key changed (or went): for the replication stream, and for WATCH.
   void mark(Entry* e, std::string_view key) {
     if (owned_ && !(e->flags & kEntryDirty)) {
@@ -176,9 +189,9 @@ class Shard {
     if (owned_) note_dirty(key);
     if (!watch_.empty()) touch(key);
   }
-  void note_dirty(std::string_view key);
-  // WATCH: a watched key changed (its version moves on); every watched key did (state
-  // replaced wholesale: a hand-off, a replica's copy); watches older than the horizon go.
+  // WATCH (data_keyspace.cpp): a watched key changed (its version moves on); every watched
+  // key did (state replaced wholesale: a hand-off, a replica's copy); watches older than
+  // the horizon go.
   void touch(std::string_view key);
   void touch_all();
   void prune_watches(int64_t now_ns);

@@ -1,0 +1,92 @@
+// A shard's expiry: whether a key's state is as good as absent (idle, a query), the expire
+// step that lets expired leases go, forgetting a key, and the sweep that erases idle keys
+// a few table slots at a time.
+#include "fixed_window.hpp"
+#include "gcra.hpp"
+#include "hash_value.hpp"
+#include "list_value.hpp"
+#include "shard.hpp"
+#include "sliding_log.hpp"
+#include "sliding_window.hpp"
+#include "token_bucket.hpp"
+#include "zset_value.hpp"
+
+namespace fg {
+
+bool Shard::idle(const Entry* e, int64_t now) const {
+  if (e->flags & kEntryDeadline) {
+    const int64_t d = e->deadline_ms();
+    if (d != 0 && now / 1'000'000 > d) return true;  // (Redis: expired once the clock is past it)
+  }
+  switch (e->kind) {
+    case Kind::kTokenBucket:
+      return token_bucket_idle(e->state<TokenBucketState>(), now);
+    case Kind::kGcra:
+      return gcra_idle(e->state<GcraState>(), now);
+    case Kind::kFixedWindow:
+      return fixed_window_idle(e->state<FixedWindowState>(), now);
+    case Kind::kSlidingWindow:
+      return sliding_window_idle(e->state<SlidingWindowState>(), now);
+    case Kind::kSlidingLog:
+      return sliding_log_idle(*e->state<SlidingLogState*>(), now);
+    case Kind::kConcurrency:
+      return e->state<LeaseSet*>()->idle(now);
+    case Kind::kString:
+      return false;
+    case Kind::kHash:
+      return e->state<HashValue*>()->fields.empty();
+    case Kind::kZSet:
+      return e->state<ZSetValue*>()->size() == 0;
+    case Kind::kList:
+      return e->state<ListValue*>()->items.empty();
+    case Kind::kNone:
+      break;
+  }
+  return true;
+}
+
+bool Shard::expire(Entry* e, int64_t now) {
+  if (idle(e, now)) {
+    drop_leases(e);
+    return true;
+  }
+  if (e->kind == Kind::kConcurrency) {
+    std::vector<std::string> gone;
+    e->state<LeaseSet*>()->expire(now, &gone);
+    holders_.remove_key(e->key(), gone);
+    leases_ -= static_cast<int64_t>(gone.size());
+  }
+  return false;
+}
+
+void Shard::drop_leases(Entry* e) {
+  if (e->kind != Kind::kConcurrency) return;
+  LeaseSet& set = *e->state<LeaseSet*>();
+  std::vector<std::string> holders;
+  for (const auto& l : set.leases()) holders.push_back(l.holder);
+  holders_.remove_key(e->key(), holders);
+  leases_ -= static_cast<int64_t>(holders.size());
+  set = LeaseSet();  // (asked again before it is erased, it has nothing left to drop)
+}
+
+void Shard::forget(std::string_view key, uint64_t hash) {
+  Entry* e = table_.find(key, hash);
+  if (!e) return;
+  drop_leases(e);
+  table_.erase(key, hash);
+}
+
+size_t Shard::sweep(int64_t now_ns, size_t budget) {
+  expire_tickets(now_ns);
+  if (!watch_.empty()) prune_watches(now_ns);
+  const size_t n = table_.sweep(budget, [&](Entry* e) {
+    if (!expire(e, now_ns)) return false;
+    if (!watch_.empty()) touch(e->key());  // (a watched key that expires has changed)
+    return true;
+  });
+  if (stats_ && n) stats_->expired.fetch_add(static_cast<int64_t>(n), std::memory_order_relaxed);
+  publish();
+  return n;
+}
+
+}  // namespace fg
