@@ -586,6 +586,11 @@ bool Node::left() {
   return !cluster_ || stopped_ || cluster_->left(clean);
 }
 
+void Node::adopt_client(
+    const std::function<std::unique_ptr<ClientStream>(asio::any_io_executor)>& make, bool native) {
+  if (server_) server_->adopt(make, native);
+}
+
 int Node::port() const { return server_ ? server_->port() : 0; }
 int Node::tls_port() const { return server_ ? server_->tls_port() : 0; }
 int Node::native_port() const { return server_ ? server_->native_port() : 0; }

@@ -7,6 +7,7 @@
 #include <asio.hpp>
 #include <atomic>
 #include <caf/all.hpp>
+#include <functional>
 #include <memory>
 #include <mutex>
 #include <string>
@@ -82,6 +83,11 @@ class Node {
   size_t poll();
   void begin_leave();
   bool left();
+
+  // Serves a client connection on a stream of the caller's making, as the RESP door (or
+  // the native door) serves one it accepted: the simulator's in-memory clients.
+  void adopt_client(const std::function<std::unique_ptr<ClientStream>(asio::any_io_executor)>& make,
+                    bool native = false);
 
   const NodeConfig& config() const { return cfg_; }
   const std::string& id() const { return cfg_.node_id; }

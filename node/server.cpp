@@ -61,20 +61,34 @@ void Server::accept(asio::ip::tcp::acceptor& acc, bool native, bool tls) {
     if (ec == asio::error::operation_aborted) return;
     // (the context in force now: a reload changes it for later connections only)
     std::shared_ptr<asio::ssl::context> context = tls ? tls_->server() : nullptr;
-    if (!ec && native) {
-      auto conn = std::make_shared<NativeConnection>(std::move(sock), std::move(context), svc_,
-                                                     limits_, batcher);
-      asio::post(ctx, [conn] { conn->start(); });
-    } else if (!ec) {
-      // Start on the connection's own thread: from then on only that thread touches it.
-      auto conn =
-          std::make_shared<Connection>(std::move(sock), std::move(context), svc_, limits_, batcher);
-      asio::post(ctx, [conn] { conn->start(); });
+    if (!ec) {
+      // Started on the connection's own thread: from then on only that thread touches it.
+      start_connection(ctx, batcher, make_socket_stream(std::move(sock), std::move(context)),
+                       native);
     } else {
       spdlog::warn("accept failed: {}", ec.message());
     }
     accept(acc, native, tls);
   });
+}
+
+void Server::start_connection(asio::io_context& ctx, IoBatcher& batcher,
+                              std::unique_ptr<ClientStream> stream, bool native) {
+  if (native) {
+    auto conn = std::make_shared<ClientConnection<NativeSession>>(std::move(stream), svc_, limits_,
+                                                                  batcher);
+    asio::post(ctx, [conn] { conn->start(); });
+  } else {
+    auto conn =
+        std::make_shared<ClientConnection<RespSession>>(std::move(stream), svc_, limits_, batcher);
+    asio::post(ctx, [conn] { conn->start(); });
+  }
+}
+
+void Server::adopt(const std::function<std::unique_ptr<ClientStream>(asio::any_io_executor)>& make,
+                   bool native) {
+  const size_t k = next_++ % contexts_.size();
+  start_connection(*contexts_[k], *batchers_[k], make(contexts_[k]->get_executor()), native);
 }
 
 std::vector<Lane> Server::lanes() const {

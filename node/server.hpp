@@ -3,13 +3,13 @@
 #pragma once
 #include <asio.hpp>
 #include <chrono>
+#include <functional>
 #include <memory>
 #include <string>
 #include <thread>
 #include <vector>
 
-#include "connection.hpp"
-#include "native_connection.hpp"
+#include "client_connection.hpp"
 
 namespace fg {
 
@@ -27,6 +27,10 @@ class Server {
   void listen_tls(const std::string& bind, int port);
   // The same for the native protocol (api/native.proto), over TLS if `tls`.
   void listen_native(const std::string& bind, int port, bool tls = false);
+  // A client connection on a stream of the caller's making (`make` gets the event loop it
+  // will run on): the simulator's in-memory clients (tests/sim/memory_stream.hpp).
+  void adopt(const std::function<std::unique_ptr<ClientStream>(asio::any_io_executor)>& make,
+             bool native = false);
   // Where TLS ports take their contexts from, each connection the one in force when it came.
   void set_tls(TlsContexts* tls) { tls_ = tls; }
   int port() const { return port_; }
@@ -47,6 +51,8 @@ class Server {
  private:
   int bind_all(const std::string& bind, int port, bool native, bool tls);
   void accept(asio::ip::tcp::acceptor& acc, bool native, bool tls);
+  void start_connection(asio::io_context& ctx, IoBatcher& batcher,
+                        std::unique_ptr<ClientStream> stream, bool native);
 
   Services& svc_;
   ConnectionLimits limits_;

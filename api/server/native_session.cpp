@@ -141,6 +141,7 @@ struct NativeSession::Frame {
 
 NativeSession::NativeSession(Services& svc, std::shared_ptr<ClientInfo> client)
     : svc_(svc), client_(std::move(client)), core_(svc) {
+  if (svc.clients) svc.clients->set_lib(*client_, true, "floodgate-native");  // CLIENT LIST
   acl_.start(svc.acl);
   for (Door* d : {&move_door_, &forward_door_}) {
     d->native_ports = true;
@@ -152,6 +153,14 @@ NativeSession::NativeSession(Services& svc, std::shared_ptr<ClientInfo> client)
 
 NativeSession::~NativeSession() = default;
 
+size_t NativeSession::max_input(size_t) { return wire::kMaxFrameBytes + 64 * 1024; }
+
+int64_t NativeSession::held_bytes() const {
+  size_t n = 0;
+  for (size_t i = 0; i < used_frames_; ++i) n += frames_[i]->bytes.capacity();
+  return static_cast<int64_t>(n);
+}
+
 Door& NativeSession::door(bool forward, Frame& f) {
   Door& d = forward ? forward_door_ : move_door_;
   d.routing = routing_.get();
@@ -159,8 +168,8 @@ Door& NativeSession::door(bool forward, Frame& f) {
   return d;
 }
 
-NativeProcessResult NativeSession::process(const char* data, size_t len, Flight& flight) {
-  NativeProcessResult r;
+ProcessResult NativeSession::process(const char* data, size_t len, Flight& flight) {
+  ProcessResult r;
   if (svc_.routing && svc_.routing->version() != routing_version_) {
     routing_version_ = svc_.routing->version();
     routing_ = svc_.routing->get();

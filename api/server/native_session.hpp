@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "client_registry.hpp"
+#include "door_session.hpp"
 #include "request_core.hpp"
 
 namespace floodgate::native {
@@ -23,14 +24,6 @@ struct ResultView;
 
 namespace fg {
 
-struct NativeProcessResult {
-  size_t consumed = 0;     // input bytes taken (the session keeps its own copy of frames)
-  bool submitted = false;  // requests joined the flight: join the batcher, then complete()
-  bool close = false;      // a framing error: write the output, then close
-  bool stalled = false;    // stopped before a frame whose slot's state is still arriving:
-                           // call process() again shortly
-};
-
 class NativeSession {
  public:
   NativeSession(Services& svc, std::shared_ptr<ClientInfo> client);
@@ -38,7 +31,7 @@ class NativeSession {
 
   // Takes whole frames from `data`. When no request joined `flight` the answers are already
   // in output(); else call complete() once the flight is back.
-  NativeProcessResult process(const char* data, size_t len, Flight& flight);
+  ProcessResult process(const char* data, size_t len, Flight& flight);
   void complete(Flight& flight);
 
   // The client asked for topology pushes and the node adopted a new table since the
@@ -47,6 +40,25 @@ class NativeSession {
   bool watches_topology() const { return watch_topology_; }
 
   std::string& output() { return out_; }
+
+  // The connection shell's terms (door_session.hpp): frames are copied as they are taken,
+  // so the shell reads on while a batch is in flight; a frame is at most kMaxFrameBytes;
+  // ten ticks a second carry the topology pushes.
+  static constexpr bool kViewsInput = false;
+  static constexpr size_t kInitialInput = 64 * 1024;
+  static size_t max_input(size_t max_query_bytes);
+  static constexpr char kClientWord[] = "native client";  // in the log: "<word> <addr> dropped"
+  static constexpr int64_t kTickMs = 100;
+  // Over maxclients: nothing is said (the client library reports the refused connection).
+  static void refuse_full(std::string&) {}
+  bool tick() { return push_topology_if_changed(); }
+  // Cannot happen (process() refuses a frame longer than the cap, closing): close.
+  void input_too_large() {}
+  void closing() {}
+  // The frames of the batch in flight, copied from the input.
+  int64_t held_bytes() const;
+  // Native answers are not capped per batch (a frame's answers are bounded by the frame).
+  bool evicted() const { return false; }
 
  private:
   struct Frame;

@@ -8,6 +8,7 @@
 #include "errors.hpp"
 #include "gcra.hpp"
 #include "key_slot.hpp"
+#include "lease_upkeep.hpp"
 #include "request_metrics.hpp"
 #include "script_engine.hpp"
 
@@ -407,6 +408,15 @@ std::vector<std::string> RespSession::take_watched() {
   watched_.clear();
   return keys;
 }
+
+void RespSession::refuse_full(std::string& out) { RespWriter(out, 2).error(err::kMaxClients); }
+
+void RespSession::input_too_large() {
+  RespWriter(out_, proto()).error(err::kQueryBufferLimit);
+  svc_.counters.protocol_errors.fetch_add(1, std::memory_order_relaxed);
+}
+
+void RespSession::closing() { fg::release_watches(svc_, take_watched()); }
 
 bool RespSession::queued_cross_slot() const {
   int slot = -1;

@@ -10,18 +10,11 @@
 
 #include "command_context.hpp"
 #include "command_table.hpp"
+#include "door_session.hpp"
 #include "request_core.hpp"
 #include "resp_parser.hpp"
 
 namespace fg {
-
-struct ProcessResult {
-  size_t consumed = 0;     // input bytes the caller may drop once the flight (if any) is back
-  bool submitted = false;  // requests joined the flight: join the batcher, then complete()
-  bool close = false;      // after writing the output, close the connection
-  bool stalled = false;    // stopped before a command whose slot's state is still arriving:
-                           // call process() again shortly
-};
 
 class RespSession final : public CommandContext {
  public:
@@ -38,6 +31,20 @@ class RespSession final : public CommandContext {
   // After the flight is back: appends every reply of the last process() call, in order.
   void complete(Flight& flight);
 
+  // The connection shell's terms (door_session.hpp): commands are parsed in place (their
+  // words view the input until the flight is back); one command may be as large as
+  // max-query-bytes; nothing is pushed, so the deadlines are checked once a second.
+  static constexpr bool kViewsInput = true;
+  static constexpr size_t kInitialInput = 16 * 1024;
+  static size_t max_input(size_t max_query_bytes) { return max_query_bytes; }
+  static constexpr char kClientWord[] = "client";  // in the log: "<word> <addr> dropped"
+  static constexpr int64_t kTickMs = 1000;
+  // Over maxclients: what the client is told before the connection closes.
+  static void refuse_full(std::string& out);
+  bool tick() { return false; }
+  void input_too_large();  // -ERR Protocol error: too big ..., then close
+  void closing();          // lets go of the watched keys
+
   std::string& output() { return out_; }
   // What the session holds besides its output: the commands queued in a MULTI (counted
   // against maxmemory-clients with the connection's buffers).
@@ -52,9 +59,6 @@ class RespSession final : public CommandContext {
   void discard() override;
   void watch(std::vector<std::string_view>& keys) override;
   void unwatch() override;
-  // The keys this connection still watches, forgotten here (the connection is closing:
-  // the node lets go of them, release_watches).
-  std::vector<std::string> take_watched();
 
  private:
   // One command's place among this read's replies.
@@ -89,6 +93,8 @@ class RespSession final : public CommandContext {
   Request watch_op(DataCmd c, std::vector<std::string> words);
   // Lets go of every watched key (UNWATCH, DISCARD, an EXEC that does not run).
   void release_watches();
+  // The keys this connection still watches, forgotten here (closing()).
+  std::vector<std::string> take_watched();
   const Door& door();  // for this read (the mode follows CLUSTER SLOTS at once)
 
   RequestCore core_;

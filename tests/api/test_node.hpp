@@ -272,7 +272,7 @@ class NativeConn {
     }
     return results;
   }
-  const NativeProcessResult& last() const { return last_; }
+  const ProcessResult& last() const { return last_; }
 
  private:
   struct Pump : BatchWaiter, std::enable_shared_from_this<Pump> {
@@ -280,7 +280,7 @@ class NativeConn {
     IoBatcher* batcher = nullptr;
     std::string in;
     size_t pos = 0;
-    NativeProcessResult last;
+    ProcessResult last;
     std::promise<void> done;
     void step() {
       while (true) {
@@ -300,7 +300,7 @@ class NativeConn {
   };
   TestNode& node_;
   std::shared_ptr<NativeSession> session_;
-  NativeProcessResult last_;
+  ProcessResult last_;
   std::string out_;
 };
 

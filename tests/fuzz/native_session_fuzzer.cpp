@@ -52,8 +52,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     size_t begin = 0;
     for (int rounds = 0; rounds < 10000 && begin < input.size(); ++rounds) {
       flight.clear();
-      fg::NativeProcessResult r =
-          session.process(input.data() + begin, input.size() - begin, flight);
+      fg::ProcessResult r = session.process(input.data() + begin, input.size() - begin, flight);
       if (r.submitted) {
         fuzz::fly(flight, shard, w.clock, input.data(), input.size(), begin);
         session.complete(flight);

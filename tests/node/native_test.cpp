@@ -344,6 +344,14 @@ TEST(Native, TheHellosNameFollowsRedisRulesForClientNames) {
   ASSERT_TRUE(named.take("k", Limit::token_bucket(3, 1, 1000)).ok());
   Client resp(n.node.port());
   EXPECT_NE(resp.request({"CLIENT", "LIST"}).find("lib-name=billing-api"), std::string::npos);
+  {  // a client that gives no name is listed as the native library
+    auto plain = n.options();
+    plain.name.clear();
+    floodgate::Client unnamed(plain);
+    ASSERT_TRUE(unnamed.take("k2", Limit::token_bucket(3, 1, 1000)).ok());
+    EXPECT_NE(resp.request({"CLIENT", "LIST"}).find("lib-name=floodgate-native"),
+              std::string::npos);
+  }
 
   // A hello that is not a Hello (field 2 of the frame holding a bad varint).
   floodgate::native::Request take;

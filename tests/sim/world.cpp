@@ -116,8 +116,14 @@ NodeConfig World::config_for(const SimNode& n) const {
     c.dir = (std::filesystem::path(disk_) / n.id).string();
     c.save_interval_ms = 3000;
   }
+  if (change_config_) change_config_(c);
   resolve_defaults(c);
   return c;
+}
+
+void World::connect(size_t i, MemoryClient& client, bool native) {
+  nodes_[i]->node->adopt_client(
+      [&client](asio::any_io_executor ex) { return client.node_end(std::move(ex)); }, native);
 }
 
 void World::start(size_t i) {

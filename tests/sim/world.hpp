@@ -15,6 +15,7 @@
 #include <vector>
 
 #include "datagram_net.hpp"
+#include "memory_stream.hpp"
 #include "node.hpp"
 #include "peer_net.hpp"
 
@@ -75,6 +76,10 @@ class World {
   void at(int64_t t, std::function<void()> f);
   // Runs everything ready now until nothing is (bounded); how many handlers ran.
   size_t settle();
+  // Changes every node's settings from the simulator's defaults (before the nodes start).
+  void set_config(std::function<void(NodeConfig&)> change) { change_config_ = std::move(change); }
+  // A client connection to node `i` (up), over `client`'s in-memory pipe.
+  void connect(size_t i, MemoryClient& client, bool native = false);
   // Log lines say which node and when (virtual ms): for reading one seed's run.
   void set_verbose(bool v) { verbose_ = v; }
 
@@ -111,6 +116,7 @@ class World {
   std::priority_queue<Event, std::vector<Event>, std::greater<Event>> events_;
   uint64_t event_seq_ = 0;
   bool verbose_ = false;
+  std::function<void(NodeConfig&)> change_config_;
 };
 
 }  // namespace fg::sim

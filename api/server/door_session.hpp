@@ -1,0 +1,30 @@
+// What a byte-stream door's session (RespSession, NativeSession) gives the node's
+// connection shell (node/client_connection.hpp), which moves the bytes:
+//
+//   process(data, len, flight) -> ProcessResult   take whole requests from the input
+//   complete(flight)                              the flight is back: append its replies
+//   output()                                      replies not yet written
+//   held_bytes()                                  what else it holds (maxmemory-clients)
+//   evicted()                                     the last batch outgrew its reply room
+//   tick()                                        the shell's timer: pushes to make, if any
+//   input_too_large()                             one request is larger than the input cap
+//   closing()                                     the connection is going: let go of things
+//
+// and, as static members, how the shell treats its input (kViewsInput, the buffer sizes)
+// and how often it ticks.
+#pragma once
+#include <cstddef>
+
+namespace fg {
+
+struct ProcessResult {
+  // Input bytes taken. A session that views its input (kViewsInput) still reads them until
+  // its flight is back: the caller drops them then. One that copies drops them at once.
+  size_t consumed = 0;
+  bool submitted = false;  // requests joined the flight: join the batcher, then complete()
+  bool close = false;      // after writing the output, close the connection
+  bool stalled = false;    // stopped before a request whose slot's state is still arriving:
+                           // call process() again shortly
+};
+
+}  // namespace fg

@@ -1,0 +1,250 @@
+// The connection shell's loop, for both byte-stream doors.
+#include "client_connection.hpp"
+
+#include <spdlog/spdlog.h>
+
+#include "errors.hpp"
+#include "native_session.hpp"
+#include "resp_session.hpp"
+
+namespace fg {
+
+template <class Session>
+ClientConnection<Session>::ClientConnection(std::unique_ptr<ClientStream> stream, Services& svc,
+                                            ConnectionLimits limits, IoBatcher& batcher)
+    : stream_(std::move(stream)),
+      timer_(stream_->executor()),
+      stall_timer_(stream_->executor()),
+      svc_(svc),
+      limits_(limits),
+      batcher_(batcher),
+      in_(Session::kInitialInput, Session::max_input(limits.max_query_bytes)) {}
+
+template <class Session>
+ClientConnection<Session>::~ClientConnection() {
+  svc_.counters.connections_closed.fetch_add(1, std::memory_order_relaxed);
+  unregister_client(svc_, client_);
+  if (session_) session_->closing();
+}
+
+template <class Session>
+void ClientConnection<Session>::start() {
+  auto me = self();
+  stream_->secure(me, limits_.query_deadline_ms, svc_.tls ? &svc_.tls->counters : nullptr,
+                  [me](bool ok) {
+                    if (ok) me->serve();
+                  });
+}
+
+template <class Session>
+void ClientConnection<Session>::serve() {
+  client_ = register_client(*stream_, svc_);
+  if (!client_) {
+    // Over --maxclients: say so (if the protocol has words for it), then close.
+    std::string out;
+    Session::refuse_full(out);
+    close_after_write_ = true;
+    asio::error_code ec;
+    if (out.empty() || stream_->write(out, ec, self())) close();
+    return;
+  }
+  session_ = std::make_unique<Session>(svc_, client_);
+  // The client registry wakes a connection it has chosen to evict (maxmemory-clients).
+  svc_.clients->set_wake(
+      *client_, [weak = std::weak_ptr<ClientConnection>(self()), ex = stream_->executor()] {
+        asio::post(ex, [weak] {
+          if (auto me = weak.lock(); me && !me->closed_) me->account();
+        });
+      });
+  clock_.last_read_ms = connection_now_ms();
+  arm_timer();
+  read();
+}
+
+template <class Session>
+void ClientConnection<Session>::read() {
+  if (reading_ || closed_ || close_after_write_) return;
+  // A session that views its input: nothing may move it until its flight is back.
+  if (Session::kViewsInput && busy()) return;
+  if (!in_.make_room()) {
+    if (busy()) return;  // full: processing what is in it makes room
+    // One request larger than the input may hold.
+    session_->input_too_large();
+    close_after_write_ = true;
+    write();
+    return;
+  }
+  if (!account()) return;
+  reading_ = true;
+  stream_->read_some(in_.space(), in_.space_size(), self());
+}
+
+template <class Session>
+void ClientConnection<Session>::on_read(asio::error_code ec, size_t n) {
+  reading_ = false;
+  if (ec) return close();
+  if (closed_) return;
+  in_.filled(n);
+  clock_.last_read_ms = connection_now_ms();
+  IoBatcher::Turn turn(batcher_);
+  pump();
+}
+
+template <class Session>
+void ClientConnection<Session>::pump() {
+  while (!closed_ && !busy() && !in_.empty()) {
+    ProcessResult r = session_->process(in_.data(), in_.size(), batcher_.current());
+    if (r.submitted) {
+      // Its requests ride in this turn's batch; the replies come back in batch_complete().
+      in_flight_ = true;
+      if (Session::kViewsInput) {
+        pending_consumed_ = r.consumed;
+      } else {
+        in_.consume(r.consumed);
+      }
+      pending_close_ = r.close;
+      batcher_.join(self());
+      break;
+    }
+    in_.consume(r.consumed);
+    if (r.close) close_after_write_ = true;
+    if (!session_->output().empty() || close_after_write_) {
+      if (!write()) break;
+      continue;
+    }
+    if (r.stalled) {
+      // A slot moving here: its state arrives within milliseconds (or the wait times out).
+      stalled_ = true;
+      stall_timer_.expires_after(std::chrono::milliseconds(2));
+      stall_timer_.async_wait([me = self()](asio::error_code ec) {
+        me->stalled_ = false;
+        if (!ec && !me->closed_) me->pump();
+      });
+      break;
+    }
+    if (r.consumed == 0) break;  // only part of a request is here
+  }
+  if (closed_) return;
+  if (!in_flight_) clock_.input_left(in_.empty(), connection_now_ms());
+  read();
+}
+
+template <class Session>
+void ClientConnection<Session>::batch_complete(Flight& flight) {
+  in_flight_ = false;
+  session_->complete(flight);
+  in_.consume(pending_consumed_);
+  pending_consumed_ = 0;
+  if (session_->evicted()) {
+    svc_.clients->count_eviction();
+    spdlog::info(
+        "client {} evicted: its replies outgrew what maxmemory-clients ({} bytes) and "
+        "client-output-buffer-limit ({} bytes) left them",
+        client_->addr, svc_.clients->max_memory(), svc_.settings.output_limits.normal.hard_bytes);
+    return close();
+  }
+  if (pending_close_) close_after_write_ = true;
+  if (closed_) return;
+  if ((!session_->output().empty() || close_after_write_) && !write()) return;
+  pump();
+}
+
+template <class Session>
+bool ClientConnection<Session>::write() {
+  if (closed_ || writing_) return false;
+  asio::error_code ec;
+  if (!stream_->write(session_->output(), ec, self())) {
+    writing_ = true;  // the stream's buffer is full: the client is slow to read
+    clock_.write_since_ms = connection_now_ms();
+    account();
+    return false;
+  }
+  if (ec || close_after_write_) {
+    close();
+    return false;
+  }
+  return true;
+}
+
+template <class Session>
+void ClientConnection<Session>::on_written(asio::error_code ec) {
+  writing_ = false;
+  if (ec || close_after_write_) return close();
+  if (closed_ || !session_) return;
+  // Pushes made while the rest was being written.
+  if (!session_->output().empty() && !in_flight_ && !write()) return;
+  pump();
+}
+
+template <class Session>
+bool ClientConnection<Session>::account() {
+  const auto bytes =
+      static_cast<int64_t>(in_.capacity() + session_->output().capacity() + stream_->held_bytes()) +
+      session_->held_bytes();
+  if (account_memory(svc_, *client_, bytes, reported_bytes_, connection_now_ms())) return true;
+  close();
+  return false;
+}
+
+template <class Session>
+void ClientConnection<Session>::close() {
+  if (closed_) return;
+  closed_ = true;
+  timer_.cancel();
+  stall_timer_.cancel();
+  stream_->shut();
+}
+
+template <class Session>
+void ClientConnection<Session>::arm_timer() {
+  timer_.expires_after(std::chrono::milliseconds(Session::kTickMs));
+  timer_.async_wait([me = self()](asio::error_code ec) {
+    if (ec || me->closed_) return;
+    me->tick();
+    if (!me->closed_) me->arm_timer();
+  });
+}
+
+// On each tick: the session's pushes, then the defences — slowloris senders, silent
+// idlers, clients that stopped reading.
+template <class Session>
+void ClientConnection<Session>::tick() {
+  if (!account()) return;
+  if (session_->tick() && !busy() && write()) pump();
+  if (closed_) return;
+  ConnectionState st;
+  st.writing = writing_;
+  st.waiting_for_input = !busy();
+  st.input_empty = in_.empty();
+  const char* why = deadline_breach(limits_, clock_, st, connection_now_ms(), svc_.counters);
+  if (!why) why = output_breach();
+  if (!why) return;
+  if (*why) spdlog::info("{} {} dropped: {}", Session::kClientWord, client_->addr, why);
+  close();
+}
+
+// client-output-buffer-limit's soft limit (and its hard one, for output that piled up
+// while the client did not read).
+template <class Session>
+const char* ClientConnection<Session>::output_breach() {
+  const OutputLimit& l = svc_.settings.output_limits.normal;
+  const auto pending = static_cast<int64_t>(session_->output().size() + stream_->unsent_bytes());
+  const int64_t now = connection_now_ms();
+  if (l.hard_bytes > 0 && pending > l.hard_bytes) {
+    svc_.counters.dropped_slow.fetch_add(1, std::memory_order_relaxed);
+    return "its replies passed client-output-buffer-limit's hard limit";
+  }
+  if (l.soft_bytes == 0 || pending <= l.soft_bytes) {
+    over_soft_since_ms_ = 0;
+    return nullptr;
+  }
+  if (over_soft_since_ms_ == 0) over_soft_since_ms_ = now;
+  if (now - over_soft_since_ms_ < l.soft_s * 1000) return nullptr;
+  svc_.counters.dropped_slow.fetch_add(1, std::memory_order_relaxed);
+  return "its replies stayed past client-output-buffer-limit's soft limit";
+}
+
+template class ClientConnection<RespSession>;
+template class ClientConnection<NativeSession>;
+
+}  // namespace fg

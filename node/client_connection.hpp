@@ -1,0 +1,82 @@
+// One client connection of a byte-stream door — RESP (RespSession) or native
+// (NativeSession) — over a ClientStream: one loop (read -> Session::process -> shards ->
+// write -> read), one write path, one memory account (maxmemory-clients), one timer for
+// the deadlines and the session's pushes, one retry for a request whose slot's state is
+// still arriving. The session holds the protocol; its terms are in
+// api/server/door_session.hpp.
+//
+// Only one batch is in flight per connection, and a new batch waits until the last one's
+// replies are written: pipelined replies stay in order, and a client that does not read
+// cannot make the node hold more than one batch of replies and its input cap.
+#pragma once
+#include <memory>
+#include <string>
+
+#include "client_socket.hpp"
+#include "client_stream.hpp"
+#include "input_buffer.hpp"
+#include "io_batcher.hpp"
+#include "timer.hpp"
+
+namespace fg {
+
+template <class Session>
+class ClientConnection final : public BatchWaiter,
+                               public ClientStream::Owner,
+                               public std::enable_shared_from_this<ClientConnection<Session>> {
+ public:
+  ClientConnection(std::unique_ptr<ClientStream> stream, Services& svc, ConnectionLimits limits,
+                   IoBatcher& batcher);
+  ~ClientConnection() override;
+  // Secures the stream (TLS), registers the client, then serves it.
+  void start();
+  // On this connection's thread, once its requests' flight is back.
+  void batch_complete(Flight& flight) override;
+  void on_read(asio::error_code ec, size_t n) override;
+  void on_written(asio::error_code ec) override;
+
+ private:
+  void serve();
+  void pump();
+  void read();
+  // Writes the output: true if it all went at once (carry on), false if the rest is
+  // written in the background (on_written follows) or the connection closed.
+  bool write();
+  void close();
+  void arm_timer();
+  void tick();
+  // Why the client goes (client-output-buffer-limit), or null.
+  const char* output_breach();
+  // Reports the buffers' size (maxmemory-clients); false, and closed, if evicted.
+  bool account();
+  bool busy() const { return in_flight_ || writing_ || stalled_; }
+  std::shared_ptr<ClientConnection> self() { return this->shared_from_this(); }
+
+  std::unique_ptr<ClientStream> stream_;
+  SteadyTimer timer_;
+  SteadyTimer stall_timer_;
+  Services& svc_;
+  ConnectionLimits limits_;
+  IoBatcher& batcher_;
+  std::shared_ptr<ClientInfo> client_;
+  std::unique_ptr<Session> session_;
+  InputBuffer in_;
+  size_t pending_consumed_ = 0;  // kViewsInput: dropped from in_ when the flight is back
+  bool reading_ = false;         // a read is outstanding
+  bool in_flight_ = false;       // a batch is in the shards
+  bool writing_ = false;         // the stream writes in the background: the client is slow
+  bool stalled_ = false;         // waiting for a slot's state to arrive
+  bool closed_ = false;
+  bool pending_close_ = false;      // close once the flight's replies are written
+  bool close_after_write_ = false;  // close once the output is written
+  int64_t reported_bytes_ = 0;
+  int64_t over_soft_since_ms_ = 0;  // since when its unsent replies are past the soft limit
+  ConnectionClock clock_;
+};
+
+class RespSession;
+class NativeSession;
+extern template class ClientConnection<RespSession>;
+extern template class ClientConnection<NativeSession>;
+
+}  // namespace fg
