@@ -1,6 +1,8 @@
-// A value or the reason there is none: what parsing and validation return instead of a
-// bool with a string out-parameter. The reason is the reply text a client gets, in Redis's
-// words where Redis has some (see api/core/errors.hpp). No exceptions cross a thread.
+// A value or the reason there is none: what every fallible function of the node returns
+// (parsing, validation, settings, users, files, TLS contexts, secrets), never a bool with
+// a string out-parameter nor an empty string for "good". The reason is the text a client
+// or an operator reads, in Redis's words where Redis has some (actors/errors.hpp). No
+// exceptions cross a thread.
 #pragma once
 #include <string>
 #include <utility>

@@ -55,16 +55,15 @@ BusKey::BusKey(std::function<int64_t()> now_ms) : now_ms_(std::move(now_ms)) {
   epoch_ = (uint64_t{rd()} << 32) ^ rd();
 }
 
-bool BusKey::set(const std::vector<std::string>& secrets, std::string& why) {
+Status BusKey::set(const std::vector<std::string>& secrets) {
   if (secrets.empty() || secrets.size() > 2) {
-    why = "the cluster secret file must hold one secret, or two while rotating";
-    return false;
+    return Error{"the cluster secret file must hold one secret, or two while rotating"};
   }
   std::vector<Secret> next;
   for (const std::string& s : secrets) {
     if (s.size() < kMinSecret) {
-      why = "a cluster secret must be at least " + std::to_string(kMinSecret) + " characters";
-      return false;
+      return Error{"a cluster secret must be at least " + std::to_string(kMinSecret) +
+                   " characters"};
     }
     unsigned char md[SHA256_DIGEST_LENGTH];
     SHA256(reinterpret_cast<const unsigned char*>(s.data()), s.size(), md);
@@ -73,7 +72,7 @@ bool BusKey::set(const std::vector<std::string>& secrets, std::string& why) {
   std::lock_guard<std::mutex> lock(mu_);
   secrets_ = std::move(next);
   generation_.fetch_add(1, std::memory_order_release);
-  return true;
+  return {};
 }
 
 bool BusKey::holds(uint32_t secret_id) const {
@@ -395,19 +394,14 @@ bool BusKey::peer_proven(std::string_view hello, std::string_view answer,
   return false;
 }
 
-std::optional<std::vector<std::string>> BusKey::read_file(const std::string& path,
-                                                          std::string& why) {
-  return read_secret_lines(path, "cluster secret", why);
+Result<std::vector<std::string>> BusKey::read_file(const std::string& path) {
+  return read_secret_lines(path, "cluster secret");
 }
 
-std::optional<std::vector<std::string>> read_secret_lines(const std::string& path,
-                                                          const std::string& what,
-                                                          std::string& why) {
+Result<std::vector<std::string>> read_secret_lines(const std::string& path,
+                                                   const std::string& what) {
   std::ifstream in(path);
-  if (!in) {
-    why = "cannot read the " + what + " file " + path;
-    return std::nullopt;
-  }
+  if (!in) return Error{"cannot read the " + what + " file " + path};
   std::vector<std::string> out;
   std::string line;
   while (std::getline(in, line)) {

@@ -18,6 +18,8 @@
 #include <unordered_map>
 #include <vector>
 
+#include "result.hpp"
+
 namespace fg {
 
 struct BusCounters {
@@ -30,10 +32,9 @@ struct BusCounters {
 };
 
 // The non-blank lines of a file holding secrets (the cluster secret, the admin token),
-// surrounding white space dropped; nullopt, with `why`, when it cannot be read.
-std::optional<std::vector<std::string>> read_secret_lines(const std::string& path,
-                                                          const std::string& what,
-                                                          std::string& why);
+// surrounding white space dropped; or why it cannot be read.
+Result<std::vector<std::string>> read_secret_lines(const std::string& path,
+                                                   const std::string& what);
 
 // One peer link's frame keys, a key per direction: every frame sent carries the first 16
 // bytes of HMAC-SHA256(send key, its number on the link (8 bytes) || its payload), and
@@ -75,7 +76,7 @@ class BusKey {
 
   // The secrets: the first seals, both are accepted; false (and nothing changes) if the
   // first is missing or one is shorter than kMinSecret.
-  bool set(const std::vector<std::string>& secrets, std::string& why);
+  Status set(const std::vector<std::string>& secrets);
   bool active() const;
   // Counts the calls to set() that changed the secrets: a link keyed before a change asks
   // holds() whether its secret is still one of them.
@@ -129,9 +130,8 @@ class BusKey {
   const BusCounters& counters() const { return counters_; }
 
   // The secrets in `path`: the first line, and a second one if there is (blank lines and
-  // surrounding white space ignored); nullopt with `why` when the file cannot be read.
-  static std::optional<std::vector<std::string>> read_file(const std::string& path,
-                                                           std::string& why);
+  // surrounding white space ignored); or why the file cannot be read.
+  static Result<std::vector<std::string>> read_file(const std::string& path);
 
  private:
   struct Secret {

@@ -26,52 +26,51 @@ Snapshotter::~Snapshotter() {
   if (lock_fd_ >= 0) ::close(lock_fd_);
 }
 
-bool Snapshotter::lock(std::string& why) {
+Status Snapshotter::lock() {
   const std::string path = cfg_.path + ".lock";
   const int fd = ::open(path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0600);
-  if (fd < 0) {
-    why = "cannot create " + path + ": " + std::strerror(errno);
-    return false;
-  }
+  if (fd < 0) return Error{"cannot create " + path + ": " + std::strerror(errno)};
   if (::flock(fd, LOCK_EX | LOCK_NB) != 0) {
     char pid[32] = {};
     const ssize_t n = ::pread(fd, pid, sizeof pid - 1, 0);
-    why = cfg_.path + " is in use by another floodgate process" +
-          (n > 0 ? " (pid " + std::string(pid, static_cast<size_t>(n)) + ")" : std::string()) +
-          ": give each node its own dir or dbfilename";
     ::close(fd);
-    return false;
+    return Error{
+        cfg_.path + " is in use by another floodgate process" +
+        (n > 0 ? " (pid " + std::string(pid, static_cast<size_t>(n)) + ")" : std::string()) +
+        ": give each node its own dir or dbfilename"};
   }
   const std::string me = std::to_string(::getpid());
   if (::ftruncate(fd, 0) == 0 && ::pwrite(fd, me.data(), me.size(), 0) < 0) {
     // (the pid is only for the message above)
   }
   lock_fd_ = fd;
-  return true;
+  return {};
 }
 
-Snapshotter::Loaded Snapshotter::load(SnapshotData& out, std::string& why) {
-  std::string bytes;
+Result<Snapshotter::Loaded> Snapshotter::load(SnapshotData& out) {
   bool missing = false;
-  if (!read_whole_file(cfg_.path, bytes, missing, why)) {
+  std::string why;
+  if (Result<std::string> bytes = read_whole_file(cfg_.path, &missing); !bytes) {
     if (missing) return Loaded::kNone;
-  } else if (decode_snapshot_file(bytes, out, why)) {
-    if (out.cluster != cfg_.cluster) {
-      why = out.cluster ? "written by a cluster node (it holds only that node's share of the "
-                          "keys); this node is standalone"
-                        : "written by a standalone node; this node is a cluster member";
-    } else {
-      std::lock_guard<std::mutex> lock(mu_);
-      status_.last_save_ms = out.saved_at_ms;
-      return Loaded::kLoaded;
-    }
+    why = bytes.error();
+  } else if (Result<SnapshotData> d = decode_snapshot_file(*bytes); !d) {
+    why = d.error();
+  } else if (d->cluster != cfg_.cluster) {
+    why = d->cluster ? "written by a cluster node (it holds only that node's share of the "
+                       "keys); this node is standalone"
+                     : "written by a standalone node; this node is a cluster member";
+  } else {
+    out = std::move(d.value());
+    std::lock_guard<std::mutex> lock(mu_);
+    status_.last_save_ms = out.saved_at_ms;
+    return Loaded::kLoaded;
   }
   const std::string aside = cfg_.path + ".refused-" + std::to_string(clock_.now_ns() / 1'000'000);
   if (!missing && std::rename(cfg_.path.c_str(), aside.c_str()) == 0) {
     why += "; kept as " + aside;
   }
   out = SnapshotData();
-  return Loaded::kRefused;
+  return Error{why};
 }
 
 bool Snapshotter::save(std::function<void(bool ok, const std::string& why)> done) {
@@ -113,8 +112,9 @@ void Snapshotter::write(std::vector<std::vector<EntrySnapshot>> per_shard, int64
   for (auto& part : per_shard)
     for (auto& e : part) d.entries.push_back(std::move(e));
   const std::string bytes = encode_snapshot_file(d);
-  std::string why;
-  const bool ok = write_file_atomically(cfg_.path, bytes, why);
+  const Status written = write_file_atomically(cfg_.path, bytes);
+  const bool ok = written.ok();
+  const std::string why = written.error();
   const int64_t took = clock_.now_ns() / 1'000'000 - started_ms;
   if (ok) {
     spdlog::info("state saved to {}: {} keys, {} bytes, {} ms", cfg_.path, n, bytes.size(), took);
@@ -144,14 +144,14 @@ void Snapshotter::write(std::vector<std::vector<EntrySnapshot>> per_shard, int64
   idle_.notify_all();
 }
 
-bool Snapshotter::save_and_wait(std::string& why) {
+Status Snapshotter::save_and_wait() {
   for (;;) {
     auto result = std::make_shared<std::promise<std::pair<bool, std::string>>>();
     auto fut = result->get_future();
     if (save([result](bool ok, const std::string& w) { result->set_value({ok, w}); })) {
       auto [ok, w] = fut.get();
-      why = w;
-      return ok;
+      if (!ok) return Error{w};
+      return {};
     }
     std::unique_lock<std::mutex> lock(mu_);  // one under way: wait for it, then save anew
     idle_.wait(lock, [&] { return !status_.in_progress; });

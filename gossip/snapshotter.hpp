@@ -14,6 +14,7 @@
 
 #include "book.hpp"
 #include "clock.hpp"
+#include "result.hpp"
 #include "shard_pool.hpp"
 #include "state_file.hpp"
 
@@ -46,23 +47,24 @@ class Snapshotter {
   Snapshotter(SnapshotterConfig cfg, ShardPool& pool, Book& book, const Clock& clock);
   ~Snapshotter();  // waits for a save under way
 
-  // Takes `<file>.lock` for this process's life, so two nodes never write one file; false,
-  // with why, when another process holds it.
-  bool lock(std::string& why);
+  // Takes `<file>.lock` for this process's life, so two nodes never write one file; or why
+  // not (another process holds it).
+  Status lock();
   // Where the file's table epoch comes from (cluster mode; before the first save).
   void set_epoch_source(std::function<uint64_t()> f) { cfg_.epoch = std::move(f); }
   // What loading the file found.
-  enum class Loaded { kNone, kLoaded, kRefused };
-  // Reads and checks the file. kRefused: `why` says why, and the file is renamed aside
-  // (`<file>.refused-<ms>`) so the next save does not overwrite it; nothing of it is used.
-  Loaded load(SnapshotData& out, std::string& why);
+  enum class Loaded { kNone, kLoaded };
+  // Reads and checks the file: none there, loaded into `out`, or refused, saying why; a
+  // refused file is renamed aside (`<file>.refused-<ms>`) so the next save does not
+  // overwrite it, and nothing of it is used.
+  Result<Loaded> load(SnapshotData& out);
 
   // Starts a save; false if one is under way. `done(ok, why)` runs when the file is
   // written (or not), on the saving thread. Any thread.
   bool save(std::function<void(bool ok, const std::string& why)> done = nullptr);
   // Saves and waits for it (after a save already under way, if any). Any thread but a
   // shard's.
-  bool save_and_wait(std::string& why);
+  Status save_and_wait();
   SnapshotStatus status() const;
   const std::string& path() const { return cfg_.path; }
 

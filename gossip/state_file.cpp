@@ -73,35 +73,30 @@ std::string encode_snapshot_file(const SnapshotData& d) {
   return out;
 }
 
-bool decode_snapshot_file(std::string_view bytes, SnapshotData& out, std::string& why) {
+Result<SnapshotData> decode_snapshot_file(std::string_view bytes) {
   if (bytes.size() < kMagic.size() || bytes.substr(0, kMagic.size()) != kMagic) {
-    why = bytes.substr(0, 6) == "FGSNAP" ? "a snapshot of another format version"
-                                         : "not a Floodgate snapshot (bad magic)";
-    return false;
+    return Error{bytes.substr(0, 6) == "FGSNAP" ? "a snapshot of another format version"
+                                                : "not a Floodgate snapshot (bad magic)"};
   }
   if (bytes.size() < kMagic.size() + 8 + kDigest) {
-    why = "truncated snapshot (" + std::to_string(bytes.size()) + " bytes)";
-    return false;
+    return Error{"truncated snapshot (" + std::to_string(bytes.size()) + " bytes)"};
   }
   unsigned char digest[kDigest];
   const std::string_view body = bytes.substr(0, bytes.size() - kDigest);
   SHA256(reinterpret_cast<const unsigned char*>(body.data()), body.size(), digest);
   if (std::memcmp(digest, bytes.data() + body.size(), kDigest) != 0) {
-    why = "checksum mismatch: the file is truncated or corrupt";
-    return false;
+    return Error{"checksum mismatch: the file is truncated or corrupt"};
   }
   std::string_view in = body.substr(kMagic.size());
   uint32_t n = 0;
   wire::SnapshotHead head;
   if (!get_u32(in, n) || n > in.size() || !head.ParseFromArray(in.data(), static_cast<int>(n))) {
-    why = "unreadable snapshot head";
-    return false;
+    return Error{"unreadable snapshot head"};
   }
   in.remove_prefix(n);
   if (head.version() > kFileVersion) {
-    why = "snapshot version " + std::to_string(head.version()) + " is newer than this build's " +
-          std::to_string(kFileVersion);
-    return false;
+    return Error{"snapshot version " + std::to_string(head.version()) +
+                 " is newer than this build's " + std::to_string(kFileVersion)};
   }
   SnapshotData d;
   d.node_id = head.node_id();
@@ -109,19 +104,16 @@ bool decode_snapshot_file(std::string_view bytes, SnapshotData& out, std::string
   d.epoch = head.epoch();
   d.saved_at_ms = head.saved_at_ms();
   if (!Book::decode(head.book(), d.book)) {
-    why = "unreadable settings book";
-    return false;
+    return Error{"unreadable settings book"};
   }
   for (;;) {
     if (!get_u32(in, n)) {
-      why = "snapshot ends without its end mark";
-      return false;
+      return Error{"snapshot ends without its end mark"};
     }
     if (n == kEnd) break;
     std::vector<EntrySnapshot> part;
     if (n > in.size() || !decode_state(in.substr(0, n), part)) {
-      why = "unreadable state chunk after " + std::to_string(d.entries.size()) + " keys";
-      return false;
+      return Error{"unreadable state chunk after " + std::to_string(d.entries.size()) + " keys"};
     }
     in.remove_prefix(n);
     if (d.entries.empty()) {
@@ -132,48 +124,44 @@ bool decode_snapshot_file(std::string_view bytes, SnapshotData& out, std::string
     }
   }
   if (!in.empty()) {
-    why = "bytes after the end mark";
-    return false;
+    return Error{"bytes after the end mark"};
   }
   if (d.entries.size() != head.keys()) {
-    why = "the snapshot says " + std::to_string(head.keys()) + " keys but holds " +
-          std::to_string(d.entries.size());
-    return false;
+    return Error{"the snapshot says " + std::to_string(head.keys()) + " keys but holds " +
+                 std::to_string(d.entries.size())};
   }
-  out = std::move(d);
-  return true;
+  return d;
 }
 
-bool write_file_atomically(const std::string& path, std::string_view bytes, std::string& why) {
+Status write_file_atomically(const std::string& path, std::string_view bytes) {
   const std::string tmp = path + ".tmp-" + std::to_string(::getpid());
   const int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
   if (fd < 0) {
-    why = errno_text("cannot create", tmp);
-    return false;
+    return Error{errno_text("cannot create", tmp)};
   }
   size_t done = 0;
   while (done < bytes.size()) {
     const ssize_t w = ::write(fd, bytes.data() + done, bytes.size() - done);
     if (w < 0 && errno == EINTR) continue;
     if (w <= 0) {
-      why = errno_text("cannot write", tmp);
+      Error failed{errno_text("cannot write", tmp)};
       ::close(fd);
       ::unlink(tmp.c_str());
-      return false;
+      return failed;
     }
     done += static_cast<size_t>(w);
   }
   if (::fsync(fd) != 0) {
-    why = errno_text("cannot fsync", tmp);
+    Error failed{errno_text("cannot fsync", tmp)};
     ::close(fd);
     ::unlink(tmp.c_str());
-    return false;
+    return failed;
   }
   ::close(fd);
   if (::rename(tmp.c_str(), path.c_str()) != 0) {
-    why = errno_text("cannot rename to", path);
+    Error failed{errno_text("cannot rename to", path)};
     ::unlink(tmp.c_str());
-    return false;
+    return failed;
   }
   const size_t slash = path.rfind('/');
   const std::string dir = slash == std::string::npos ? "."
@@ -184,16 +172,15 @@ bool write_file_atomically(const std::string& path, std::string_view bytes, std:
     ::fsync(dfd);
     ::close(dfd);
   }
-  return true;
+  return {};
 }
 
-bool read_whole_file(const std::string& path, std::string& out, bool& missing, std::string& why) {
-  missing = false;
+Result<std::string> read_whole_file(const std::string& path, bool* missing) {
+  if (missing) *missing = false;
   const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
   if (fd < 0) {
-    missing = errno == ENOENT;
-    why = errno_text("cannot open", path);
-    return false;
+    if (missing) *missing = errno == ENOENT;
+    return Error{errno_text("cannot open", path)};
   }
   std::string got;
   char buf[1 << 16];
@@ -201,16 +188,15 @@ bool read_whole_file(const std::string& path, std::string& out, bool& missing, s
     const ssize_t r = ::read(fd, buf, sizeof buf);
     if (r < 0 && errno == EINTR) continue;
     if (r < 0) {
-      why = errno_text("cannot read", path);
+      Error failed{errno_text("cannot read", path)};
       ::close(fd);
-      return false;
+      return failed;
     }
     if (r == 0) break;
     got.append(buf, static_cast<size_t>(r));
   }
   ::close(fd);
-  out = std::move(got);
-  return true;
+  return got;
 }
 
 }  // namespace fg

@@ -17,6 +17,7 @@
 
 #include "book.hpp"
 #include "entry_snapshot.hpp"
+#include "result.hpp"
 
 namespace fg {
 
@@ -30,15 +31,14 @@ struct SnapshotData {
 };
 
 std::string encode_snapshot_file(const SnapshotData& d);
-// False, with the reason in `why` and `out` untouched, unless `bytes` is a whole snapshot
-// this build understands.
-bool decode_snapshot_file(std::string_view bytes, SnapshotData& out, std::string& why);
+// The snapshot `bytes` holds, or why it is not a whole snapshot this build understands.
+Result<SnapshotData> decode_snapshot_file(std::string_view bytes);
 
 // Writes `bytes` to `path` so that a reader sees the old file or the new one, never part:
 // a temporary file beside it, fsync, rename over `path`, fsync of the directory.
-bool write_file_atomically(const std::string& path, std::string_view bytes, std::string& why);
-// The whole file; false with the reason (errno's words) if it cannot be read. `missing` is
-// set when there is no such file.
-bool read_whole_file(const std::string& path, std::string& out, bool& missing, std::string& why);
+Status write_file_atomically(const std::string& path, std::string_view bytes);
+// The whole file, or why it cannot be read (errno's words); `*missing` (if given) says
+// whether there is no such file.
+Result<std::string> read_whole_file(const std::string& path, bool* missing = nullptr);
 
 }  // namespace fg

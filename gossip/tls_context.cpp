@@ -47,7 +47,7 @@ std::string openssl_reason() {
 
 // The versions named in `protocols` ("TLSv1.2 TLSv1.3"), as a min and max; false if a word
 // is not one.
-bool protocol_range(const std::string& protocols, int& lo, int& hi, std::string& why) {
+Status protocol_range(const std::string& protocols, int& lo, int& hi) {
   lo = 0;
   hi = 0;
   std::istringstream in(protocols.empty() ? "TLSv1.2 TLSv1.3" : protocols);
@@ -58,72 +58,66 @@ bool protocol_range(const std::string& protocols, int& lo, int& hi, std::string&
     if (w == "TLSv1.2") v = TLS1_2_VERSION;
     if (w == "TLSv1.3") v = TLS1_3_VERSION;
     if (v == 0) {
-      why = "tls-protocols: unknown protocol '" + w + "' (TLSv1, TLSv1.1, TLSv1.2, TLSv1.3)";
-      return false;
+      return Error{"tls-protocols: unknown protocol '" + w +
+                   "' (TLSv1, TLSv1.1, TLSv1.2, TLSv1.3)"};
     }
     lo = lo == 0 ? v : std::min(lo, v);
     hi = std::max(hi, v);
   }
   if (lo == 0) {
-    why = "tls-protocols: no protocol named";
-    return false;
+    return Error{"tls-protocols: no protocol named"};
   }
-  return true;
+  return {};
 }
 
 // What both contexts share: protocols, ciphers, the CAs, a certificate and its key.
-bool configure(asio::ssl::context& ctx, const TlsFiles& f, const std::string& cert,
-               const std::string& key, std::string& why) {
+Status configure(asio::ssl::context& ctx, const TlsFiles& f, const std::string& cert,
+                 const std::string& key) {
   SSL_CTX* c = ctx.native_handle();
   int lo = 0, hi = 0;
-  if (!protocol_range(f.protocols, lo, hi, why)) return false;
+  if (Status st = protocol_range(f.protocols, lo, hi); !st) return st;
   SSL_CTX_set_min_proto_version(c, lo);
   SSL_CTX_set_max_proto_version(c, hi);
   SSL_CTX_set_options(c, SSL_OP_NO_COMPRESSION | SSL_OP_NO_RENEGOTIATION);
   if (f.prefer_server_ciphers) SSL_CTX_set_options(c, SSL_OP_CIPHER_SERVER_PREFERENCE);
   if (!f.ciphers.empty() && SSL_CTX_set_cipher_list(c, f.ciphers.c_str()) != 1) {
-    why = "tls-ciphers: " + openssl_reason();
-    return false;
+    return Error{"tls-ciphers: " + openssl_reason()};
   }
   if (!f.ciphersuites.empty() && SSL_CTX_set_ciphersuites(c, f.ciphersuites.c_str()) != 1) {
-    why = "tls-ciphersuites: " + openssl_reason();
-    return false;
+    return Error{"tls-ciphersuites: " + openssl_reason()};
   }
   if (!f.key_file_pass.empty()) {
     ctx.set_password_callback(
         [pass = f.key_file_pass](size_t, asio::ssl::context::password_purpose) { return pass; });
   }
   if (SSL_CTX_use_certificate_chain_file(c, cert.c_str()) != 1) {
-    why = "cannot use the certificate in " + cert + ": " + openssl_reason();
-    return false;
+    return Error{"cannot use the certificate in " + cert + ": " + openssl_reason()};
   }
   // (a key that is not the certificate's is refused here: "key values mismatch")
   if (SSL_CTX_use_PrivateKey_file(c, key.c_str(), SSL_FILETYPE_PEM) != 1) {
-    why = "cannot use the private key in " + key + ": " + openssl_reason();
-    return false;
+    return Error{"cannot use the private key in " + key + ": " + openssl_reason()};
   }
   if (!f.ca_cert_file.empty() || !f.ca_cert_dir.empty()) {
     if (SSL_CTX_load_verify_locations(c, f.ca_cert_file.empty() ? nullptr : f.ca_cert_file.c_str(),
                                       f.ca_cert_dir.empty() ? nullptr : f.ca_cert_dir.c_str()) !=
         1) {
-      why = "cannot load the CA certificates in " +
-            (f.ca_cert_file.empty() ? f.ca_cert_dir : f.ca_cert_file) + ": " + openssl_reason();
-      return false;
+      return Error{"cannot load the CA certificates in " +
+                   (f.ca_cert_file.empty() ? f.ca_cert_dir : f.ca_cert_file) + ": " +
+                   openssl_reason()};
     }
   }
-  return true;
+  return {};
 }
 
 }  // namespace
 
-bool TlsContexts::load(const TlsFiles& f, std::string& why) {
+Status TlsContexts::load(const TlsFiles& f) {
   if (f.cert_file.empty() || f.key_file.empty()) {
-    why = "TLS needs both tls-cert-file and tls-key-file";
-    return false;
+    return Error{"TLS needs both tls-cert-file and tls-key-file"};
   }
   if (f.ca_cert_file.empty() && f.ca_cert_dir.empty()) {
-    why = "TLS needs tls-ca-cert-file or tls-ca-cert-dir (the CA that signs clients and peers)";
-    return false;
+    return Error{
+        "TLS needs tls-ca-cert-file or tls-ca-cert-dir (the CA that signs clients and peers)"};
   }
   // A certificate outside its validity would be refused by every client and peer: say so
   // now rather than at each handshake (the usual outage: a certificate that expired).
@@ -131,18 +125,17 @@ bool TlsContexts::load(const TlsFiles& f, std::string& why) {
   const int64_t now = static_cast<int64_t>(std::time(nullptr));
   if (certificate_validity(f.cert_file, not_before, not_after)) {
     if (now >= not_after) {
-      why = "the certificate in " + f.cert_file + " expired on " + utc_date(not_after);
-      return false;
+      return Error{"the certificate in " + f.cert_file + " expired on " + utc_date(not_after)};
     }
     if (now < not_before) {
-      why = "the certificate in " + f.cert_file + " is not valid before " + utc_date(not_before);
-      return false;
+      return Error{"the certificate in " + f.cert_file + " is not valid before " +
+                   utc_date(not_before)};
     }
   }
   ERR_clear_error();
   try {
     auto server = std::make_shared<asio::ssl::context>(asio::ssl::context::tls_server);
-    if (!configure(*server, f, f.cert_file, f.key_file, why)) return false;
+    if (Status st = configure(*server, f, f.cert_file, f.key_file); !st) return st;
     const char sid[] = "floodgate";
     SSL_CTX_set_session_id_context(server->native_handle(),
                                    reinterpret_cast<const unsigned char*>(sid), sizeof sid - 1);
@@ -158,9 +151,11 @@ bool TlsContexts::load(const TlsFiles& f, std::string& why) {
         break;
     }
     auto client = std::make_shared<asio::ssl::context>(asio::ssl::context::tls_client);
-    if (!configure(*client, f, f.client_cert_file.empty() ? f.cert_file : f.client_cert_file,
-                   f.client_key_file.empty() ? f.key_file : f.client_key_file, why)) {
-      return false;
+    if (Status st =
+            configure(*client, f, f.client_cert_file.empty() ? f.cert_file : f.client_cert_file,
+                      f.client_key_file.empty() ? f.key_file : f.client_key_file);
+        !st) {
+      return st;
     }
     client->set_verify_mode(asio::ssl::verify_peer);
     std::lock_guard<std::mutex> lock(mu_);
@@ -168,10 +163,9 @@ bool TlsContexts::load(const TlsFiles& f, std::string& why) {
     client_ = std::move(client);
     files_ = f;
     expires_at_s_.store(not_after, std::memory_order_relaxed);
-    return true;
+    return {};
   } catch (const std::exception& e) {
-    why = std::string("TLS: ") + e.what();
-    return false;
+    return Error{std::string("TLS: ") + e.what()};
   }
 }
 

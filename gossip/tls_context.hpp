@@ -12,6 +12,8 @@
 #include <mutex>
 #include <string>
 
+#include "result.hpp"
+
 namespace fg {
 
 // Whether a client must show a certificate signed by the CA (Redis's tls-auth-clients).
@@ -45,9 +47,9 @@ struct TlsCounters {
 
 class TlsContexts {
  public:
-  // Reads the files into new contexts; false, with `why` naming the file and OpenSSL's
-  // reason, when one is missing or bad (the contexts in force stay).
-  bool load(const TlsFiles& files, std::string& why);
+  // Reads the files into new contexts; or why not, naming the file and OpenSSL's reason,
+  // when one is missing or bad (the contexts in force stay).
+  Status load(const TlsFiles& files);
   bool active() const;
   // The contexts in force (null before the first load). Each new connection takes one.
   std::shared_ptr<asio::ssl::context> server() const;

@@ -36,13 +36,10 @@ std::string json_str(std::string_view s) {
 AdminHttp::AdminHttp(Services& svc, Cluster* cluster, AdminCounters& counters, AdminLimits limits)
     : svc_(svc), cluster_(cluster), counters_(counters), limits_(limits) {}
 
-std::optional<std::string> read_admin_token(const std::string& path, std::string& why) {
-  const auto lines = read_secret_lines(path, "admin token", why);
-  if (!lines) return std::nullopt;
-  if (lines->empty()) {
-    why = "the admin token file " + path + " holds no token";
-    return std::nullopt;
-  }
+Result<std::string> read_admin_token(const std::string& path) {
+  const auto lines = read_secret_lines(path, "admin token");
+  if (!lines) return Error{lines.error()};
+  if (lines->empty()) return Error{"the admin token file " + path + " holds no token"};
   return lines->front();
 }
 

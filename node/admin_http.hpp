@@ -14,6 +14,7 @@
 #include <string>
 #include <thread>
 
+#include "result.hpp"
 #include "services.hpp"
 
 namespace fg {
@@ -28,8 +29,8 @@ struct AdminCounters {
 };
 
 // The bearer token in `path` (its first non-blank line, surrounding white space dropped);
-// std::nullopt, with `why`, when the file cannot be read or holds no token.
-std::optional<std::string> read_admin_token(const std::string& path, std::string& why);
+// or why not, when the file cannot be read or holds no token.
+Result<std::string> read_admin_token(const std::string& path);
 
 // The port's limits: what one request may take, and how many may be open at once.
 struct AdminLimits {

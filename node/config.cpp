@@ -134,7 +134,7 @@ void load_setting(const Setting& s, const YAML::Node& v, NodeConfig& cfg) {
   if (s.list && s.clear) s.clear(cfg);
   for (const YAML::Node& e : items) {
     if (!e.IsScalar()) fail(e, s.key, s.list ? "must be a list of values" : "must be one value");
-    if (const std::string why = s.set(cfg, e.Scalar()); !why.empty()) fail(e, s.key, why);
+    if (const Status st = s.set(cfg, e.Scalar()); !st) fail(e, s.key, st.error());
   }
 }
 }  // namespace
@@ -230,13 +230,14 @@ void load_config_file(const std::string& path, NodeConfig& cfg) {
   }
 }
 
-std::string load_users(const NodeConfig& cfg, AclBook& book) {
+Status load_users(const NodeConfig& cfg, AclBook& book) {
   std::vector<std::string> lines;
   std::string where = "users";
   if (!cfg.aclfile.empty()) {
     std::ifstream in(cfg.aclfile);
     if (!in) {
-      return "Error loading ACLs, opening file '" + cfg.aclfile + "': " + std::strerror(errno);
+      return Error{"Error loading ACLs, opening file '" + cfg.aclfile +
+                   "': " + std::strerror(errno)};
     }
     for (std::string line; std::getline(in, line);) lines.push_back(line);
     where = cfg.aclfile;
@@ -249,14 +250,14 @@ std::string load_users(const NodeConfig& cfg, AclBook& book) {
   return book.load(lines, cfg.requirepass, where);
 }
 
-std::string check_node_id(const std::string& id) {
-  if (id.empty() || id.size() > 64) return "must be 1 to 64 characters";
+Status check_node_id(const std::string& id) {
+  if (id.empty() || id.size() > 64) return Error{"must be 1 to 64 characters"};
   for (char c : id) {
     if (!std::isalnum(static_cast<unsigned char>(c)) && c != '-' && c != '_' && c != '.') {
-      return "may hold only letters, digits, '-', '_' and '.'";
+      return Error{"may hold only letters, digits, '-', '_' and '.'"};
     }
   }
-  return "";
+  return {};
 }
 
 bool parse_seeds(const std::string& s, std::vector<std::string>& out) {
@@ -283,11 +284,11 @@ bool parse_seeds(const std::string& s, std::vector<std::string>& out) {
   return flush();
 }
 
-std::string check_dbfilename(const std::string& name) {
+Status check_dbfilename(const std::string& name) {
   if (name.empty() || name == "." || name == ".." || name.find('/') != std::string::npos) {
-    return "must be a file name, without a directory (the directory is `dir`)";
+    return Error{"must be a file name, without a directory (the directory is `dir`)"};
   }
-  return "";
+  return {};
 }
 
 void resolve_defaults(NodeConfig& cfg) {

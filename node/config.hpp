@@ -74,13 +74,13 @@ struct NodeConfig {
 };
 
 // Replaces `book`'s users with the config's (users, or the aclfile read now; the default
-// user takes requirepass unless defined there). "" or why nothing changed.
-std::string load_users(const NodeConfig& cfg, AclBook& book);
+// user takes requirepass unless defined there); or why nothing changed.
+Status load_users(const NodeConfig& cfg, AclBook& book);
 
-// Empty if `name` can be the snapshot's file name (no directory in it), else why not.
-std::string check_dbfilename(const std::string& name);
-// Empty if `id` can be a node id (letters, digits, '-', '_', '.'; 1..64 chars).
-std::string check_node_id(const std::string& id);
+// Whether `name` can be the snapshot's file name (no directory in it), or why not.
+Status check_dbfilename(const std::string& name);
+// Whether `id` can be a node id (letters, digits, '-', '_', '.'; 1..64 chars), or why not.
+Status check_node_id(const std::string& id);
 // The first of `bind`'s space-separated addresses: the host the cluster bus and the
 // admin port use.
 std::string first_bind_address(const std::string& bind);

@@ -57,9 +57,7 @@ int main(int argc, char** argv) {
   const fg::NodeConfig defaults;
   for (const fg::Setting& st : fg::settings()) {
     auto apply = [&cfg, &st](const std::string& v) {
-      if (const std::string why = st.set(cfg, v); !why.empty()) {
-        throw CLI::ValidationError(st.flag, why);
-      }
+      if (const fg::Status r = st.set(cfg, v); !r) throw CLI::ValidationError(st.flag, r.error());
     };
     if (st.presence) {
       app.add_flag_callback(
@@ -104,15 +102,14 @@ int main(int argc, char** argv) {
   }
   if (!check_file.empty()) {
     fg::AclBook acl(fg::acl_catalog(), fg::SystemClock::process());  // (the node loads its own)
-    if (const std::string why = fg::load_users(cfg, acl); !why.empty()) {
-      std::cerr << "floodgate: " << why << "\n";
+    if (const fg::Status r = fg::load_users(cfg, acl); !r) {
+      std::cerr << "floodgate: " << r.error() << "\n";
       return 2;
     }
     if (cfg.tls.configured() || cfg.tls_port > 0 || cfg.tls_native || cfg.tls_cluster) {
       fg::TlsContexts probe;  // (the certificate files are part of what is checked)
-      std::string why;
-      if (!probe.load(cfg.tls, why)) {
-        std::cerr << "floodgate: " << why << "\n";
+      if (const fg::Status st = probe.load(cfg.tls); !st) {
+        std::cerr << "floodgate: " << st.error() << "\n";
         return 2;
       }
     }

@@ -104,7 +104,7 @@ int Node::start(std::string& why) {
 
 // The users, the policies, and what every door and command reaches through Services.
 int Node::start_services(StartState& st, std::string& why) {
-  if (const std::string e = load_users(cfg_, acl_); !e.empty()) return fail(why, 2, e);
+  if (const Status st = load_users(cfg_, acl_); !st) return fail(why, 2, st.error());
   if (!cfg_.config_file.empty()) {
     policy_store_.load_file(policy_file(cfg_), file_mtime_ms(cfg_.config_file));
   }
@@ -118,9 +118,9 @@ int Node::start_services(StartState& st, std::string& why) {
   svc_.acl = &acl_;
   if (!cfg_.aclfile.empty()) {
     svc_.acl_load = [this] {  // (the path and requirepass never change)
-      const std::string e = load_users(cfg_, acl_);
-      if (e.empty()) spdlog::info("users reloaded from {} (ACL LOAD)", cfg_.aclfile);
-      return e;
+      Status st = load_users(cfg_, acl_);
+      if (st) spdlog::info("users reloaded from {} (ACL LOAD)", cfg_.aclfile);
+      return st;
     };
   }
   svc_.settings.timeout_s = cfg_.timeout_s;
@@ -173,15 +173,16 @@ int Node::start_storage(StartState& st, std::string& why) {
     sc.cluster = cfg_.cluster_enabled;
     sc.write_inline = run_.polled;
     snapshots_ = std::make_unique<Snapshotter>(sc, *pool_, book_, clock_);
-    std::string e;
-    if (!snapshots_->lock(e)) return fail(why, 2, e);
+    if (const Status st = snapshots_->lock(); !st) return fail(why, 2, st.error());
     SnapshotData d;
-    switch (snapshots_->load(d, e)) {
+    const Result<Snapshotter::Loaded> loaded = snapshots_->load(d);
+    switch (loaded ? *loaded : Snapshotter::Loaded::kNone) {
       case Snapshotter::Loaded::kNone:
-        spdlog::info("no snapshot at {}: starting empty", sc.path);
-        break;
-      case Snapshotter::Loaded::kRefused:
-        spdlog::error("snapshot {} refused: {}; starting empty", sc.path, e);
+        if (loaded) {
+          spdlog::info("no snapshot at {}: starting empty", sc.path);
+        } else {
+          spdlog::error("snapshot {} refused: {}; starting empty", sc.path, loaded.error());
+        }
         break;
       case Snapshotter::Loaded::kLoaded: {
         const size_t settings = book_.merge(d.book);
@@ -222,8 +223,7 @@ int Node::start_doors(StartState& st, std::string& why) {
   // TLS: the contexts every TLS door and peer link takes (node/OPERATIONS.md, "TLS").
   const bool tls_used = cfg_.tls_port > 0 || cfg_.tls_native || cfg_.tls_cluster;
   if (tls_used || cfg_.tls.configured()) {
-    std::string e;
-    if (!tls_.load(cfg_.tls, e)) return fail(why, 2, e);
+    if (const Status st = tls_.load(cfg_.tls); !st) return fail(why, 2, st.error());
     if (!tls_used) {
       spdlog::warn("TLS certificates given, but no tls-port, tls-native or tls-cluster uses them");
     }
@@ -301,9 +301,9 @@ int Node::start_cluster(StartState& st, std::string& why) {
     cc.membership.accept_unaddressed = cfg_.cluster_bus_legacy;
     bus_key_.set_legacy(cfg_.cluster_bus_legacy);
     if (!cfg_.cluster_secret_file.empty()) {
-      std::string e;
-      const auto secrets = BusKey::read_file(cfg_.cluster_secret_file, e);
-      if (!secrets || !bus_key_.set(*secrets, e)) return fail(why, 2, e);
+      const auto secrets = BusKey::read_file(cfg_.cluster_secret_file);
+      if (!secrets) return fail(why, 2, secrets.error());
+      if (const Status st = bus_key_.set(*secrets); !st) return fail(why, 2, st.error());
       cc.bus_key = &bus_key_;
     }
     cluster_ = std::make_unique<Cluster>(cc, *pool_);
@@ -349,9 +349,8 @@ int Node::start_admin(StartState& st, std::string& why) {
              std::to_string(budget_ms) + " ms)";
     });
     if (!cfg_.admin_token_file.empty()) {
-      std::string e;
-      const auto token = read_admin_token(cfg_.admin_token_file, e);
-      if (!token) return fail(why, 2, e);
+      const auto token = read_admin_token(cfg_.admin_token_file);
+      if (!token) return fail(why, 2, token.error());
       admin_->set_token(*token);
     }
     try {
@@ -464,8 +463,8 @@ void Node::reload_users(const std::vector<std::string>* from_file) {
   u.requirepass = cfg_.requirepass;
   u.aclfile = cfg_.aclfile;
   u.users = from_file && !from_file->empty() ? *from_file : cfg_.users;
-  if (const std::string why = load_users(u, acl_); !why.empty()) {
-    spdlog::error("SIGHUP: {}; keeping the users in force", why);
+  if (const Status st = load_users(u, acl_); !st) {
+    spdlog::error("SIGHUP: {}; keeping the users in force", st.error());
   } else {
     spdlog::info("users reloaded ({})", cfg_.aclfile.empty() ? "config" : cfg_.aclfile);
   }
@@ -473,32 +472,30 @@ void Node::reload_users(const std::vector<std::string>* from_file) {
 
 void Node::reload() {
   if (cluster_ && !cfg_.cluster_secret_file.empty()) {  // (rotation: gossip/README.md)
-    std::string why;
-    const auto secrets = BusKey::read_file(cfg_.cluster_secret_file, why);
-    if (secrets && bus_key_.set(*secrets, why)) {
+    const auto secrets = BusKey::read_file(cfg_.cluster_secret_file);
+    const Status st = secrets ? bus_key_.set(*secrets) : Status(Error{secrets.error()});
+    if (st) {
       spdlog::info("cluster secret reloaded from {} ({} secret(s))", cfg_.cluster_secret_file,
                    secrets->size());
     } else {
-      spdlog::error("SIGHUP: {}; keeping the cluster secret in force", why);
+      spdlog::error("SIGHUP: {}; keeping the cluster secret in force", st.error());
     }
   }
   if (admin_ && !cfg_.admin_token_file.empty()) {  // (a rotated token, in force at once)
-    std::string why;
-    if (const auto token = read_admin_token(cfg_.admin_token_file, why)) {
+    if (const auto token = read_admin_token(cfg_.admin_token_file)) {
       admin_->set_token(*token);
     } else {
-      spdlog::error("SIGHUP: {}; keeping the admin token in force", why);
+      spdlog::error("SIGHUP: {}; keeping the admin token in force", token.error());
     }
   }
   if (svc_.tls) {  // renewed certificates: new connections take them, open ones keep theirs
-    std::string why;
-    if (tls_.load(cfg_.tls, why)) {
+    if (const Status st = tls_.load(cfg_.tls); st) {
       tls_.counters.reloads.fetch_add(1, std::memory_order_relaxed);
       spdlog::info("TLS certificate reloaded: {}", describe_certificate(cfg_.tls.cert_file));
       warn_if_expiring(tls_);
     } else {
       tls_.counters.reload_failures.fetch_add(1, std::memory_order_relaxed);
-      spdlog::error("SIGHUP: {}; keeping the TLS certificates in force", why);
+      spdlog::error("SIGHUP: {}; keeping the TLS certificates in force", st.error());
     }
   }
   if (!cfg_.aclfile.empty()) reload_users(nullptr);
@@ -543,9 +540,8 @@ void Node::stop() {
   // change anything any more.
   auto final_save = [this] {
     if (!started_ || !snapshots_ || !save_on_exit_) return;
-    std::string why;
-    if (!snapshots_->save_and_wait(why))
-      spdlog::error("the state was not saved at shutdown: {}", why);
+    if (const Status st = snapshots_->save_and_wait(); !st)
+      spdlog::error("the state was not saved at shutdown: {}", st.error());
   };
   if (cluster_ && started_ && !run_.polled && !halted_) {
     final_save();

@@ -30,12 +30,12 @@ Setting integer(const char* key, const char* flag, T NodeConfig::*m, int64_t lo,
                 const char* help) {
   const Field<T> f(m);
   Setting s{key, flag, help, "INT"};
-  s.set = [f, lo, hi](NodeConfig& c, const std::string& v) -> std::string {
+  s.set = [f, lo, hi](NodeConfig& c, const std::string& v) -> Status {
     int64_t n;
-    if (!parse_int(v, n)) return "must be an integer";
-    if (n < lo || n > hi) return between(lo, hi);
+    if (!parse_int(v, n)) return Error{"must be an integer"};
+    if (n < lo || n > hi) return Error{between(lo, hi)};
     f(c) = static_cast<T>(n);
-    return "";
+    return {};
   };
   s.get = [f](const NodeConfig& c) { return std::to_string(f(c)); };
   return s;
@@ -46,28 +46,29 @@ Setting integer(const char* key, const char* flag, T NodeConfig::*m, int64_t lo,
 Setting duration(const char* key, const char* flag, Field<int64_t> f, int64_t lo_ms, int64_t hi_ms,
                  const char* help) {
   Setting s{key, flag, help, "DURATION"};
-  s.set = [f, lo_ms, hi_ms](NodeConfig& c, const std::string& v) -> std::string {
+  s.set = [f, lo_ms, hi_ms](NodeConfig& c, const std::string& v) -> Status {
     int64_t ms = 0;
     if (!(lo_ms == 0 && v == "off") && !parse_duration_ms(v, ms))
-      return "must be a duration such as 500ms, 30s, 1m or 2h";
+      return Error{"must be a duration such as 500ms, 30s, 1m or 2h"};
     if (ms < lo_ms || ms > hi_ms)
-      return "must be between " + std::to_string(lo_ms) + "ms and " + std::to_string(hi_ms) + "ms";
+      return Error{"must be between " + std::to_string(lo_ms) + "ms and " + std::to_string(hi_ms) +
+                   "ms"};
     f(c) = ms;
-    return "";
+    return {};
   };
   s.get = [f](const NodeConfig& c) { return std::to_string(f(c)) + "ms"; };
   return s;
 }
 
 Setting text(const char* key, const char* flag, Field<std::string> f, const char* help,
-             std::string (*check)(const std::string&) = nullptr) {
+             Status (*check)(const std::string&) = nullptr) {
   Setting s{key, flag, help, "TEXT"};
-  s.set = [f, check](NodeConfig& c, const std::string& v) -> std::string {
+  s.set = [f, check](NodeConfig& c, const std::string& v) -> Status {
     if (check) {
-      if (std::string why = check(v); !why.empty()) return why;
+      if (Status st = check(v); !st) return st;
     }
     f(c) = v;
-    return "";
+    return {};
   };
   s.get = [f](const NodeConfig& c) { return f(c); };
   return s;
@@ -76,7 +77,7 @@ Setting text(const char* key, const char* flag, Field<std::string> f, const char
 Setting yes_no(const char* key, const char* flag, Field<bool> f, const char* help) {
   Setting s{key, flag, help, "yes|no"};
   s.presence = true;
-  s.set = [f](NodeConfig& c, const std::string& v) -> std::string {
+  s.set = [f](NodeConfig& c, const std::string& v) -> Status {
     // (YAML's words for a boolean)
     const std::string w = to_lower(v);
     if (w == "yes" || w == "true" || w == "on" || w == "y") {
@@ -84,9 +85,9 @@ Setting yes_no(const char* key, const char* flag, Field<bool> f, const char* hel
     } else if (w == "no" || w == "false" || w == "off" || w == "n") {
       f(c) = false;
     } else {
-      return "must be yes or no";
+      return Error{"must be yes or no"};
     }
-    return "";
+    return {};
   };
   s.get = [f](const NodeConfig& c) { return std::string(f(c) ? "yes" : "no"); };
   return s;
@@ -95,17 +96,17 @@ Setting yes_no(const char* key, const char* flag, Field<bool> f, const char* hel
 Setting choice(const char* key, const char* flag, Field<std::string> f,
                std::vector<std::string> words, const char* type, const char* help) {
   Setting s{key, flag, help, type};
-  s.set = [f, words](NodeConfig& c, const std::string& v) -> std::string {
+  s.set = [f, words](NodeConfig& c, const std::string& v) -> Status {
     for (const std::string& w : words) {
       if (v == w) {
         f(c) = v;
-        return "";
+        return {};
       }
     }
     std::string why = "must be ";
     for (size_t i = 0; i < words.size(); ++i)
       why += (i == 0 ? "" : i + 1 == words.size() ? " or " : ", ") + words[i];
-    return why;
+    return Error{why};
   };
   s.get = [f](const NodeConfig& c) { return f(c); };
   return s;
@@ -154,8 +155,10 @@ std::vector<Setting> make_settings() {
            "A directory of CA certificates (OpenSSL's hashed names)"),
       {"tls-auth-clients", "--tls-auth-clients",
        "Clients must show a certificate: yes (default), no, or optional", "yes|no|optional",
-       [](NodeConfig& c, const std::string& v) -> std::string {
-         return parse_tls_auth_clients(v, c.tls.auth_clients) ? "" : "must be yes, no or optional";
+       [](NodeConfig& c, const std::string& v) -> Status {
+         return parse_tls_auth_clients(v, c.tls.auth_clients)
+                    ? Status()
+                    : Error{"must be yes, no or optional"};
        },
        [](const NodeConfig& c) -> std::string {
          switch (c.tls.auth_clients) {
@@ -181,9 +184,9 @@ std::vector<Setting> make_settings() {
       {"users", "--user",
        "An ACL user, as \"name rules...\" in Redis's words (repeatable; node/OPERATIONS.md, Users)",
        "TEXT",
-       [](NodeConfig& c, const std::string& v) -> std::string {
+       [](NodeConfig& c, const std::string& v) -> Status {
          c.users.push_back(v);
-         return "";
+         return {};
        },
        nullptr, true, [](NodeConfig& c) { c.users.clear(); }},
       text("aclfile", "--aclfile", &NodeConfig::aclfile,
@@ -195,11 +198,11 @@ std::vector<Setting> make_settings() {
        "Most bytes all client connections' buffers may hold together, as bytes or a size such "
        "as 64mb; past it the biggest clients are disconnected (0 = no cap)",
        "SIZE",
-       [](NodeConfig& c, const std::string& v) -> std::string {
+       [](NodeConfig& c, const std::string& v) -> Status {
          const int64_t n = parse_size(v);
-         if (n < 0) return "must be a size such as 64mb, or bytes";
+         if (n < 0) return Error{"must be a size such as 64mb, or bytes"};
          c.maxmemory_clients = n;
-         return "";
+         return {};
        },
        [](const NodeConfig& c) { return std::to_string(c.maxmemory_clients); }},
       {"client-output-buffer-limit", "--client-output-buffer-limit",
@@ -259,8 +262,9 @@ std::vector<Setting> make_settings() {
       text("cluster-announce-host", "--cluster-announce-host", &NodeConfig::cluster_announce_host,
            "Address peers and clients use to reach this node (default: first --bind)"),
       {"seeds", "--seeds", "Cluster bus addresses to join through: host:port,...", "ADDRS",
-       [](NodeConfig& c, const std::string& v) -> std::string {
-         return parse_seeds(v, c.seeds) ? "" : "must be a list of host:port cluster addresses";
+       [](NodeConfig& c, const std::string& v) -> Status {
+         return parse_seeds(v, c.seeds) ? Status()
+                                        : Error{"must be a list of host:port cluster addresses"};
        },
        [](const NodeConfig& c) { return join(c.seeds, ","); }, true,
        [](NodeConfig& c) { c.seeds.clear(); }},

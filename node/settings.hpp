@@ -18,9 +18,9 @@ struct Setting {
   const char* flag;  // command-line flag: "--query-deadline-ms"
   const char* help;  // one line, for --help
   const char* type;  // what --help shows for its value: "INT", "DURATION", "yes|no", ...
-  // Reads one value (a flag's, or a YAML scalar's text) into the config: "" or why not,
-  // in words that follow the key ("must be between 0 and 65535").
-  std::function<std::string(NodeConfig&, const std::string&)> set;
+  // Reads one value (a flag's, or a YAML scalar's text) into the config; or why not, in
+  // words that follow the key ("must be between 0 and 65535").
+  std::function<Status(NodeConfig&, const std::string&)> set;
   // The value in force, as CONFIG GET answers and --help shows the default ("" : none).
   std::function<std::string(const NodeConfig&)> get;
   // A list (a repeatable flag, a YAML sequence): `clear` empties it before a new list is

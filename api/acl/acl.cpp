@@ -152,7 +152,7 @@ void AclUser::set_category(uint32_t cat, bool on) {
     if (catalog_->at(static_cast<int>(i)).categories & cat) set_entry(static_cast<int>(i), on);
 }
 
-std::string AclUser::apply(std::string_view rule) {
+Status AclUser::apply(std::string_view rule) {
   const std::string r = to_lower(rule);
   if (r == "on") {
     enabled_ = true;
@@ -174,11 +174,11 @@ std::string AclUser::apply(std::string_view rule) {
       hash = acl_password_hash(rule.substr(1));
     } else {
       hash = std::string(rule.substr(1));
-      if (!valid_hash(hash)) return kBadHash;
+      if (!valid_hash(hash)) return Error{kBadHash};
     }
     const auto it = std::find(passwords_.begin(), passwords_.end(), hash);
     if (remove) {
-      if (it == passwords_.end()) return kNoSuchPassword;
+      if (it == passwords_.end()) return Error{kNoSuchPassword};
       passwords_.erase(it);
     } else {
       if (it == passwords_.end()) passwords_.push_back(hash);
@@ -202,13 +202,13 @@ std::string AclUser::apply(std::string_view rule) {
         } else if (rule[i] == 'W' || rule[i] == 'w') {
           write = true;
         } else {
-          return kSyntax;
+          return Error{kSyntax};
         }
       }
-      if (i == rule.size() || (!read && !write)) return kSyntax;
+      if (i == rule.size() || (!read && !write)) return Error{kSyntax};
       pat = rule.substr(i + 1);
     }
-    if (all_keys_) return kAfterAllKeys;
+    if (all_keys_) return Error{kAfterAllKeys};
     if (pat == "*" && read && write) {
       all_keys_ = true;
       keys_.clear();
@@ -222,7 +222,7 @@ std::string AclUser::apply(std::string_view rule) {
     all_channels_ = false;
     channels_.clear();
   } else if (!rule.empty() && rule[0] == '&') {
-    if (all_channels_) return kAfterAllChannels;
+    if (all_channels_) return Error{kAfterAllChannels};
     channels_.emplace_back(rule.substr(1));
   } else if (r == "allcommands" || r == "+@all") {
     std::fill(bits_.begin(), bits_.end(), ~uint64_t{0});
@@ -236,7 +236,7 @@ std::string AclUser::apply(std::string_view rule) {
     first_args_.clear();
   } else if (r.size() > 2 && (r[0] == '+' || r[0] == '-') && r[1] == '@') {
     const uint32_t cat = category_bit(std::string_view(r).substr(2));
-    if (!cat) return kUnknownName;
+    if (!cat) return Error{kUnknownName};
     set_category(cat, r[0] == '+');
     if (r[0] == '-') all_commands_ = false;
     command_rules_.push_back(r);
@@ -244,9 +244,9 @@ std::string AclUser::apply(std::string_view rule) {
     const size_t bar = r.rfind('|');
     if (r[0] == '+' && bar != std::string::npos) {
       const int cmd = catalog_->find(std::string_view(r).substr(1, bar - 1));
-      if (cmd < 0) return kUnknownName;
-      if (catalog_->at(cmd).parent >= 0) return kFirstArg;
-      if (bar + 1 == r.size()) return kSyntax;
+      if (cmd < 0) return Error{kUnknownName};
+      if (catalog_->at(cmd).parent >= 0) return Error{kFirstArg};
+      if (bar + 1 == r.size()) return Error{kSyntax};
       if (catalog_->at(cmd).subs.empty()) {
         // "+select|0": this first argument only, of a command not allowed whole (Redis
         // still takes these rules, and warns that they may go).
@@ -257,23 +257,23 @@ std::string AclUser::apply(std::string_view rule) {
           args.push_back(arg);
         command_rules_.push_back(r);
         settle();
-        return "";
+        return {};
       }
     }
     const int entry = catalog_->find(std::string_view(r).substr(1));
-    if (entry < 0) return kUnknownName;
+    if (entry < 0) return Error{kUnknownName};
     set_entry(entry, r[0] == '+');
     if (r[0] == '-') all_commands_ = false;
     command_rules_.push_back(r);
   } else if (r == "reset") {
     for (const char* w : {"resetpass", "resetkeys", "resetchannels", "off", "-@all"}) apply(w);
   } else if (!rule.empty() && rule[0] == '(') {
-    return "Selectors are not supported by this server";
+    return Error{"Selectors are not supported by this server"};
   } else {
-    return kSyntax;
+    return Error{kSyntax};
   }
   settle();
-  return "";
+  return {};
 }
 
 void AclUser::settle() {
@@ -429,8 +429,8 @@ std::shared_ptr<AclUser> default_user(const AclCatalog& catalog, const std::stri
 }
 }  // namespace
 
-std::string AclBook::load(const std::vector<std::string>& lines, const std::string& requirepass,
-                          const std::string& where) {
+Status AclBook::load(const std::vector<std::string>& lines, const std::string& requirepass,
+                     const std::string& where) {
   std::map<std::string, std::shared_ptr<const AclUser>, std::less<>> fresh;
   for (size_t i = 0; i < lines.size(); ++i) {
     std::istringstream in(lines[i]);
@@ -438,16 +438,17 @@ std::string AclBook::load(const std::vector<std::string>& lines, const std::stri
     for (std::string s; in >> s;) w.push_back(s);
     if (w.empty() || w[0][0] == '#') continue;
     const std::string at = where + ":" + std::to_string(i + 1) + ": ";
-    if (w[0] != "user" || w.size() < 2) return at + "line should start with user keyword";
+    if (w[0] != "user" || w.size() < 2) return Error{at + "line should start with user keyword"};
     if (fresh.count(w[1])) {
-      return at + "Duplicate user '" + w[1] +
-             "' found. A user can only be defined once in config files";
+      return Error{at + "Duplicate user '" + w[1] +
+                   "' found. A user can only be defined once in config files"};
     }
     auto u = std::make_shared<AclUser>(catalog_, w[1]);
     u->set_book(this);
     for (size_t j = 2; j < w.size(); ++j) {
-      const std::string why = u->apply(w[j]);
-      if (!why.empty()) return at + "Error in user declaration '" + w[j] + "': " + why;
+      if (const Status st = u->apply(w[j]); !st) {
+        return Error{at + "Error in user declaration '" + w[j] + "': " + st.error()};
+      }
     }
     fresh.emplace(w[1], std::move(u));
   }
@@ -461,11 +462,11 @@ std::string AclBook::load(const std::vector<std::string>& lines, const std::stri
     users_.swap(fresh);
   }
   version_.fetch_add(1, std::memory_order_acq_rel);
-  return "";
+  return {};
 }
 
-std::string AclBook::set_user(std::string_view name, const std::vector<std::string_view>& rules) {
-  if (has_space(name)) return err::kUsernameChars;
+Status AclBook::set_user(std::string_view name, const std::vector<std::string_view>& rules) {
+  if (has_space(name)) return Error{err::kUsernameChars};
   std::lock_guard<std::mutex> lock(mu_);
   const auto it = users_.find(name);
   // Every rule is tried on a copy; the user changes only when all of them apply.
@@ -473,18 +474,17 @@ std::string AclBook::set_user(std::string_view name, const std::vector<std::stri
                               : std::make_shared<AclUser>(catalog_, std::string(name));
   u->set_book(this);
   for (std::string_view r : rules) {
-    const std::string why = u->apply(r);
-    if (!why.empty()) return err::acl_modifier(r, why);
+    if (const Status st = u->apply(r); !st) return Error{err::acl_modifier(r, st.error())};
   }
   users_[std::string(name)] = std::move(u);
   version_.fetch_add(1, std::memory_order_acq_rel);
-  return "";
+  return {};
 }
 
-std::string AclBook::del_users(const std::vector<std::string_view>& names, int64_t& deleted) {
-  deleted = 0;
+Result<int64_t> AclBook::del_users(const std::vector<std::string_view>& names) {
+  int64_t deleted = 0;
   for (std::string_view n : names)
-    if (n == "default") return err::kDefaultUserStays;
+    if (n == "default") return Error{err::kDefaultUserStays};
   std::lock_guard<std::mutex> lock(mu_);
   for (std::string_view n : names) {
     const auto it = users_.find(n);
@@ -493,7 +493,7 @@ std::string AclBook::del_users(const std::vector<std::string_view>& names, int64
     ++deleted;
   }
   if (deleted) version_.fetch_add(1, std::memory_order_acq_rel);
-  return "";
+  return deleted;
 }
 
 std::shared_ptr<const AclUser> AclBook::find(std::string_view name) const {

@@ -16,6 +16,7 @@
 #include <vector>
 
 #include "clock.hpp"
+#include "result.hpp"
 #include "script_host.hpp"
 
 namespace fg {
@@ -111,8 +112,8 @@ class AclUser : public ScriptCaller {
   // A new user as ACL SETUSER creates one: off, no password, no commands, no keys.
   AclUser(const AclCatalog& catalog, std::string name);
 
-  // Applies one rule (Redis's ACL SETUSER words); "" or why not, in Redis's words.
-  std::string apply(std::string_view rule);
+  // Applies one rule (Redis's ACL SETUSER words); why not, in Redis's words.
+  Status apply(std::string_view rule);
 
   const std::string& name() const { return name_; }
   bool enabled() const { return enabled_; }
@@ -183,13 +184,13 @@ class AclBook {
   // Replaces every user with those of `lines`, each "user <name> <rules...>" (an ACL file's
   // line; blank lines and #-comments skipped); the default user, when not among them, is
   // Redis's (every command, every key) with `requirepass` as its password (none: nopass).
-  // Nothing changes on an error: "" or "<where>:<line>: <why>".
-  std::string load(const std::vector<std::string>& lines, const std::string& requirepass,
-                   const std::string& where);
-  // ACL SETUSER: creates or changes one user (node-local); "" or Redis's error text.
-  std::string set_user(std::string_view name, const std::vector<std::string_view>& rules);
-  // ACL DELUSER: how many of `names` existed and are gone; "" or the error.
-  std::string del_users(const std::vector<std::string_view>& names, int64_t& deleted);
+  // Nothing changes on an error: "<where>:<line>: <why>".
+  Status load(const std::vector<std::string>& lines, const std::string& requirepass,
+              const std::string& where);
+  // ACL SETUSER: creates or changes one user (node-local); or Redis's error text.
+  Status set_user(std::string_view name, const std::vector<std::string_view>& rules);
+  // ACL DELUSER: how many of `names` existed and are gone; or the error.
+  Result<int64_t> del_users(const std::vector<std::string_view>& names);
 
   std::shared_ptr<const AclUser> find(std::string_view name) const;
   std::vector<std::shared_ptr<const AclUser>> users() const;  // by name

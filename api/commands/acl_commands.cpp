@@ -120,14 +120,12 @@ void cmd_acl(CommandContext& s, Args& a) {
     w.array(0);
   } else if (iequals(sub, "setuser") && n >= 3) {
     const std::vector<std::string_view> rules(a.begin() + 3, a.end());
-    const std::string why = book.set_user(a[2], rules);
-    if (!why.empty()) return w.error(why);
+    if (const Status st = book.set_user(a[2], rules); !st) return w.error(st.error());
     w.ok();
   } else if (iequals(sub, "deluser") && n >= 3) {
-    int64_t deleted = 0;
-    const std::string why = book.del_users({a.begin() + 2, a.end()}, deleted);
-    if (!why.empty()) return w.error(why);
-    w.integer(deleted);
+    const Result<int64_t> deleted = book.del_users({a.begin() + 2, a.end()});
+    if (!deleted) return w.error(deleted.error());
+    w.integer(*deleted);
   } else if (iequals(sub, "cat") && (n == 2 || n == 3)) {
     if (n == 2) {
       w.array(acl_categories().size());
@@ -166,8 +164,7 @@ void cmd_acl(CommandContext& s, Args& a) {
     if (!s.svc().acl_load) {
       return w.error(err::kNoAclFile);
     }
-    const std::string why = s.svc().acl_load();
-    if (!why.empty()) return w.error("ERR " + why);
+    if (const Status st = s.svc().acl_load(); !st) return w.error("ERR " + st.error());
     w.ok();
   } else if (iequals(sub, "log") && (n == 2 || n == 3)) {
     int64_t count = 10;

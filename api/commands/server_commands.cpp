@@ -353,9 +353,8 @@ void cmd_save(CommandContext& s, Args& a) {
   Snapshotter* snap = s.svc().snapshots;
   if (!snap) return w.error(err::kNoDir);
   if (snap->status().in_progress) return w.error(err::kSaveInProgress);
-  std::string why;
-  if (snap->save_and_wait(why)) return w.ok();
-  w.error("ERR " + why);
+  if (const Status st = snap->save_and_wait(); !st) return w.error("ERR " + st.error());
+  w.ok();
 }
 
 void cmd_bgsave(CommandContext& s, Args& a) {

@@ -43,28 +43,28 @@ int64_t parse_size(std::string_view w) {
   return -1;
 }
 
-std::string apply_output_limits(std::string_view text, OutputLimits& limits) {
+Status apply_output_limits(std::string_view text, OutputLimits& limits) {
   const auto w = words(text);
   if (w.empty() || w.size() % 4 != 0)
-    return "Wrong number of arguments in buffer limit configuration.";
+    return Error{"Wrong number of arguments in buffer limit configuration."};
   OutputLimits next = limits;
   for (size_t i = 0; i < w.size(); i += 4) {
     OutputLimit* l = w[i] == "normal"                       ? &next.normal
                      : w[i] == "replica" || w[i] == "slave" ? &next.replica
                      : w[i] == "pubsub"                     ? &next.pubsub
                                                             : nullptr;
-    if (!l) return "Invalid client class specified in buffer limit configuration.";
+    if (!l) return Error{"Invalid client class specified in buffer limit configuration."};
     const int64_t hard = parse_size(w[i + 1]), soft = parse_size(w[i + 2]);
     int64_t secs = -1;
     if (std::from_chars(w[i + 3].data(), w[i + 3].data() + w[i + 3].size(), secs).ec !=
             std::errc() ||
         hard < 0 || soft < 0 || secs < 0) {
-      return "Error in hard, soft or soft_seconds setting in buffer limit configuration.";
+      return Error{"Error in hard, soft or soft_seconds setting in buffer limit configuration."};
     }
     *l = OutputLimit{hard, soft, secs};
   }
   limits = next;
-  return "";
+  return {};
 }
 
 std::string describe_output_limits(const OutputLimits& limits) {

@@ -6,6 +6,8 @@
 #include <string>
 #include <string_view>
 
+#include "result.hpp"
+
 namespace fg {
 
 struct OutputLimit {
@@ -22,8 +24,8 @@ struct OutputLimits {
 
 // Applies "class hard soft seconds [class hard soft seconds ...]" (sizes as Redis takes
 // them: 1mb, 64k, 2gb, plain bytes; class normal, replica or slave, pubsub) to `limits`;
-// "" or why not (nothing changes then), in Redis's words.
-std::string apply_output_limits(std::string_view text, OutputLimits& limits);
+// or why not (nothing changes then), in Redis's words.
+Status apply_output_limits(std::string_view text, OutputLimits& limits);
 
 // A size as Redis reads one: digits, then b, k (1000), kb (1024), m, mb, g or gb, in any
 // case; -1 if it is not one (or past 2^50).

@@ -16,6 +16,7 @@
 #include "policy_registry.hpp"
 #include "request_metrics.hpp"
 #include "resp_parser.hpp"
+#include "result.hpp"
 #include "routing.hpp"
 #include "shard_pool.hpp"
 
@@ -118,8 +119,8 @@ struct Services {
   Snapshotter* snapshots = nullptr;  // null: no `dir`, state is not saved (SAVE is refused)
   // SHUTDOWN: asks the node to stop as SIGTERM does (saving first when `save`); null: refused.
   std::function<void(bool save)> shutdown;
-  // ACL LOAD: reads the users file again ("" or why not); empty: no ACL file.
-  std::function<std::string()> acl_load;
+  // ACL LOAD: reads the users file again (or why not); empty: no ACL file.
+  std::function<Status()> acl_load;
   std::vector<Lane> lanes;  // at least one when anything runs off a client's thread
   std::atomic<size_t> next_lane{0};
   NodeSettings settings;

@@ -271,10 +271,11 @@ TEST_F(ClusterSessionTest, AForwardedRequestWhoseSlotMovedOnTakesOneMoreHopAtMos
 // (as it knows the user): a forward is never worth more rights than its user has. One that
 // names no user runs only as its sender's own upkeep.
 TEST_F(ClusterSessionTest, TheOwnerChecksAForwardedRequestsUserAgain) {
-  ASSERT_EQ(n1_.acl.set_user(
-                "app", {"on", "nopass", "~app:*", "+@limiter", "+@read", "+@write", "-@dangerous"}),
-            "");
-  ASSERT_EQ(n1_.acl.set_user("ops", {"on", "nopass", "~*", "+@all"}), "");
+  ASSERT_TRUE(n1_.acl
+                  .set_user("app", {"on", "nopass", "~app:*", "+@limiter", "+@read", "+@write",
+                                    "-@dangerous"})
+                  .ok());
+  ASSERT_TRUE(n1_.acl.set_user("ops", {"on", "nopass", "~*", "+@all"}).ok());
   const std::string theirs = "ops:{" + key_in(0, 5460) + "}",
                     mine = "app:{" + key_in(0, 5460) + "}";
   auto ask_n1 = [&](Request r, const std::string& user, const char* command, bool by_node) {

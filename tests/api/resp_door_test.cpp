@@ -17,7 +17,7 @@ class SessionTest : public ::testing::Test {
     conn_.reset();
     node_.reset();
     node_ = std::make_unique<TestNode>(sys_, clock_, false, nullptr, 30);
-    node_->acl.load({}, password, "test");
+    ASSERT_TRUE(node_->acl.load({}, password, "test").ok());
     PolicyMap pm;
     pm["free"] = LimitSpec::window(Kind::kSlidingLog, 3, 60 * kS);
     pm["conns"] = LimitSpec::concurrency(2, 30 * kS);

@@ -47,9 +47,9 @@ TEST(StateFile, WhatIsWrittenComesBackWhole) {
     SCOPED_TRACE(keys);
     const SnapshotData d = sample(keys);
     const std::string bytes = encode_snapshot_file(d);
-    SnapshotData back;
-    std::string why;
-    ASSERT_TRUE(decode_snapshot_file(bytes, back, why)) << why;
+    const Result<SnapshotData> decoded = decode_snapshot_file(bytes);
+    ASSERT_TRUE(decoded.ok()) << decoded.error();
+    SnapshotData back = *decoded;
     EXPECT_EQ(back.node_id, "node-a");
     EXPECT_TRUE(back.cluster);
     EXPECT_EQ(back.epoch, 42u);
@@ -64,47 +64,48 @@ TEST(StateFile, WhatIsWrittenComesBackWhole) {
 
 TEST(StateFile, ABrokenFileIsRefusedWholeWithAReason) {
   const std::string bytes = encode_snapshot_file(sample(1000));
-  SnapshotData out;
-  out.node_id = "untouched";
-  std::string why;
   // Truncated anywhere.
   for (size_t len : {size_t{0}, size_t{5}, size_t{20}, bytes.size() / 2, bytes.size() - 1}) {
-    EXPECT_FALSE(decode_snapshot_file(std::string_view(bytes).substr(0, len), out, why)) << len;
-    EXPECT_FALSE(why.empty());
+    const auto r = decode_snapshot_file(std::string_view(bytes).substr(0, len));
+    EXPECT_FALSE(r.ok()) << len;
+    if (!r.ok()) {
+      EXPECT_FALSE(r.error().empty());
+    }
   }
   // One byte altered anywhere.
   for (size_t at : {size_t{9}, size_t{40}, bytes.size() / 2, bytes.size() - 3}) {
     std::string bad = bytes;
     bad[at] = static_cast<char>(bad[at] ^ 0x10);
-    EXPECT_FALSE(decode_snapshot_file(bad, out, why)) << at;
-    EXPECT_NE(why.find("checksum"), std::string::npos) << why;
+    const auto r = decode_snapshot_file(bad);
+    ASSERT_FALSE(r.ok()) << at;
+    EXPECT_NE(r.error().find("checksum"), std::string::npos) << r.error();
   }
   // Another program's file.
-  EXPECT_FALSE(decode_snapshot_file("REDIS0011" + std::string(100, '\0'), out, why));
-  EXPECT_NE(why.find("not a Floodgate snapshot"), std::string::npos) << why;
-  EXPECT_EQ(out.node_id, "untouched");
+  const auto redis = decode_snapshot_file("REDIS0011" + std::string(100, '\0'));
+  ASSERT_FALSE(redis.ok());
+  EXPECT_NE(redis.error().find("not a Floodgate snapshot"), std::string::npos) << redis.error();
 }
 
 TEST(StateFile, WritesReplaceTheFileAtomically) {
   const std::string dir = ::testing::TempDir() + "fg-state-file-" + std::to_string(::getpid());
   std::filesystem::create_directories(dir);
   const std::string path = dir + "/dump.fgs";
-  std::string why;
-  ASSERT_TRUE(write_file_atomically(path, encode_snapshot_file(sample(10)), why)) << why;
-  ASSERT_TRUE(write_file_atomically(path, encode_snapshot_file(sample(20)), why)) << why;
-  std::string got;
+  ASSERT_TRUE(write_file_atomically(path, encode_snapshot_file(sample(10))).ok());
+  ASSERT_TRUE(write_file_atomically(path, encode_snapshot_file(sample(20))).ok());
   bool missing = true;
-  ASSERT_TRUE(read_whole_file(path, got, missing, why)) << why;
-  SnapshotData back;
-  ASSERT_TRUE(decode_snapshot_file(got, back, why)) << why;
-  EXPECT_EQ(back.entries.size(), 20u);
+  const Result<std::string> got = read_whole_file(path, &missing);
+  ASSERT_TRUE(got.ok()) << got.error();
+  EXPECT_FALSE(missing);
+  const Result<SnapshotData> back = decode_snapshot_file(*got);
+  ASSERT_TRUE(back.ok()) << back.error();
+  EXPECT_EQ(back->entries.size(), 20u);
   size_t files = 0;
   for (const auto& f : std::filesystem::directory_iterator(dir)) files += f.is_regular_file();
   EXPECT_EQ(files, 1u);  // no temporary file left behind
-  EXPECT_FALSE(read_whole_file(dir + "/none.fgs", got, missing, why));
+  EXPECT_FALSE(read_whole_file(dir + "/none.fgs", &missing).ok());
   EXPECT_TRUE(missing);
-  EXPECT_FALSE(write_file_atomically(dir + "/no/such/dir/x.fgs", "x", why));
-  EXPECT_NE(why.find("cannot create"), std::string::npos) << why;
+  const Status refused = write_file_atomically(dir + "/no/such/dir/x.fgs", "x");
+  EXPECT_NE(refused.error().find("cannot create"), std::string::npos) << refused.error();
   std::filesystem::remove_all(dir);
 }
 
