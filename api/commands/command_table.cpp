@@ -439,6 +439,34 @@ ScriptCallable script_callable(std::string_view name) {
   return {c->arity, allowed ? c->run.data : DataCmd::kNone};
 }
 
+const std::vector<NativeOp>& native_ops() {
+  // The native door's ops the request core serves, and the command whose ACL rights each
+  // needs: a user's rights on FG.TAKE are its rights on every take, and on reserve, commit
+  // and cancel, which take in two steps. (PING and TOPOLOGY are the door's own, every
+  // authenticated user's: a client cannot route without the topology.)
+  static const std::vector<NativeOp> ops = {
+      {pb::TAKE, Verb::kTake, "fg.take"},
+      {pb::PEEK, Verb::kPeek, "fg.peek"},
+      {pb::RESET, Verb::kReset, "fg.reset"},
+      {pb::ACQUIRE, Verb::kAcquire, "fg.acquire"},
+      {pb::RENEW, Verb::kRenew, "fg.renew"},
+      {pb::RELEASE, Verb::kRelease, "fg.release"},
+      {pb::COUNT, Verb::kCount, "fg.count"},
+      {pb::HEARTBEAT, Verb::kHeartbeat, "fg.heartbeat"},
+      {pb::RELEASE_ALL, Verb::kReleaseAll, "fg.releaseall"},
+      {pb::RESERVE, Verb::kReserve, "fg.take"},
+      {pb::COMMIT, Verb::kCommit, "fg.take"},
+      {pb::CANCEL, Verb::kCancel, "fg.take"},
+  };
+  return ops;
+}
+
+const NativeOp* find_native_op(int op) {
+  for (const NativeOp& o : native_ops())
+    if (o.op == op) return &o;
+  return nullptr;
+}
+
 std::string command_id_name(uint16_t id) {
   const auto& all = all_commands();
   if (id < all.size()) return all[id].name;

@@ -12,6 +12,7 @@
 
 #include "acl.hpp"
 #include "data_cmd.hpp"
+#include "request.hpp"
 
 namespace fg {
 
@@ -102,6 +103,16 @@ struct CommandSpec {
 };
 
 const CommandSpec* find_command(std::string_view name);  // case-insensitive
+
+// A native op (api/native/native.proto's Op) that the request core serves: its verb, and
+// the command (a row of the registry) whose ACL rights it needs.
+struct NativeOp {
+  int op;
+  Verb verb;
+  const char* command;
+};
+const std::vector<NativeOp>& native_ops();
+const NativeOp* find_native_op(int op);  // null: not one the core serves
 const std::vector<CommandSpec>& all_commands();
 
 // Runs `spec` for `a`: its handler, or its data op through the request core.

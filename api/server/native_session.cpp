@@ -44,50 +44,6 @@ pb::Code code_of(Code c) {
   return pb::ERR;
 }
 
-// The verb of a native op, if it is one the core serves.
-bool verb_of(int op, Verb& v) {
-  switch (op) {
-    case pb::TAKE:
-      v = Verb::kTake;
-      return true;
-    case pb::PEEK:
-      v = Verb::kPeek;
-      return true;
-    case pb::RESERVE:
-      v = Verb::kReserve;
-      return true;
-    case pb::RESET:
-      v = Verb::kReset;
-      return true;
-    case pb::ACQUIRE:
-      v = Verb::kAcquire;
-      return true;
-    case pb::RENEW:
-      v = Verb::kRenew;
-      return true;
-    case pb::RELEASE:
-      v = Verb::kRelease;
-      return true;
-    case pb::COUNT:
-      v = Verb::kCount;
-      return true;
-    case pb::HEARTBEAT:
-      v = Verb::kHeartbeat;
-      return true;
-    case pb::RELEASE_ALL:
-      v = Verb::kReleaseAll;
-      return true;
-    case pb::COMMIT:
-      v = Verb::kCommit;
-      return true;
-    case pb::CANCEL:
-      v = Verb::kCancel;
-      return true;
-    default:
-      return false;
-  }
-}
-
 }  // namespace
 
 void fill_result(const Outcome& o, Verb verb, wire::ResultView& res) {
@@ -236,9 +192,8 @@ ProcessResult NativeSession::process(const char* data, size_t len, Flight& fligh
 bool NativeSession::must_wait(const Frame& f) const {
   if (!routing_) return false;
   for (size_t i = 0; i < f.requests.size(); ++i) {
-    Verb v;
-    if (f.decoded[i] && verb_of(f.requests[i].op, v) && keyed(v) &&
-        core_.must_wait(f.requests[i].key, routing_.get())) {
+    const NativeOp* op = f.decoded[i] ? find_native_op(f.requests[i].op) : nullptr;
+    if (op && keyed(op->verb) && core_.must_wait(f.requests[i].key, routing_.get())) {
       return true;
     }
   }
@@ -302,17 +257,10 @@ void NativeSession::serve(Frame& f, Flight& flight) {
   }
 }
 
-// The RESP command each op answers to in ACL rules, its verb's (acl_command_of); null for
-// TOPOLOGY and PING, every authenticated user's: a client cannot route without the topology.
-static const char* acl_name_of(int op) {
-  Verb v;
-  return verb_of(op, v) ? acl_command_of(v) : nullptr;
-}
-
 bool NativeSession::refused_by_acl(const wire::RequestView& req, Frame& f, wire::ResultView& res) {
   const AclCatalog& catalog = svc_.acl->catalog();
-  const char* name = acl_name_of(req.op);
-  const int entry = name ? catalog.find(name) : -1;
+  const NativeOp* op = find_native_op(req.op);  // (the registry's: native_ops())
+  const int entry = op ? catalog.find(op->command) : -1;
   if (entry < 0) return false;  // (an op the node does not know is answered as such)
   std::vector<std::string_view>& words = acl_words_;  // (reused: no allocation per request)
   words.assign(1, catalog.at(entry).name);
@@ -337,8 +285,9 @@ void NativeSession::request(const wire::RequestView& req, Frame& f, size_t index
     res.topology = f.keep(t.SerializeAsString());
     return;
   }
-  Verb verb;
-  if (!verb_of(req.op, verb)) return fail(res, pb::UNSUPPORTED, f.keep(err::unknown_op(req.op)));
+  const NativeOp* op = find_native_op(req.op);
+  if (!op) return fail(res, pb::UNSUPPORTED, f.keep(err::unknown_op(req.op)));
+  const Verb verb = op->verb;
   Request r;
   r.verb = verb;
   r.metric = static_cast<uint16_t>(kNativeCommandBase + f.op[index]);
@@ -349,7 +298,7 @@ void NativeSession::request(const wire::RequestView& req, Frame& f, size_t index
   r.holder = req.holder;
   r.bound = req.bound;
   r.asker = acl_.user();
-  if (const char* name = acl_name_of(req.op)) r.command = name;
+  r.command = op->command;
   if ((verb == Verb::kHeartbeat || verb == Verb::kReleaseAll) && !acl_.user()->unrestricted()) {
     r.user = acl_.user();  // (only the leases on keys this user may change)
   }

@@ -12,6 +12,7 @@
 #include <string>
 
 #include "command_table.hpp"
+#include "native.pb.h"
 #include "script_engine.hpp"
 
 namespace fg {
@@ -193,6 +194,31 @@ TEST(CommandRegistry, EvalHasItsHandlerAndItsOp) {
     EXPECT_NE(c->run.handler, nullptr) << name;
     EXPECT_EQ(c->run.data, DataCmd::kEval) << name;
   }
+}
+
+// Every op of native.proto is either one the core serves, with a row naming its verb and
+// the registry command whose ACL rights it needs, or the door's own (PING, TOPOLOGY); a
+// forward that does not name its command is checked as the same command.
+TEST(CommandRegistry, EveryNativeOpHasItsVerbAndItsAclCommand) {
+  namespace pb = floodgate::native;
+  std::set<int> seen;
+  for (const NativeOp& o : native_ops()) {
+    SCOPED_TRACE(o.command);
+    EXPECT_TRUE(pb::Op_IsValid(o.op));
+    EXPECT_TRUE(seen.insert(o.op).second) << "op listed twice";
+    const CommandSpec* c = find_command(o.command);
+    ASSERT_NE(c, nullptr) << "no such command in the registry";
+    EXPECT_EQ(c->keyed(), keyed(o.verb));
+    EXPECT_STREQ(acl_command_of(o.verb), o.command);
+    EXPECT_EQ(find_native_op(o.op), &o);
+  }
+  for (int op = pb::Op_MIN; op <= pb::Op_MAX; ++op) {
+    if (!pb::Op_IsValid(op) || op == pb::OP_UNKNOWN || op == pb::PING || op == pb::TOPOLOGY)
+      continue;
+    EXPECT_TRUE(seen.count(op)) << pb::Op_Name(op) << " has no row";
+  }
+  EXPECT_EQ(find_native_op(pb::PING), nullptr);
+  EXPECT_EQ(find_native_op(999), nullptr);
 }
 
 }  // namespace
