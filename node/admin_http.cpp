@@ -10,6 +10,7 @@
 #include "bus_key.hpp"
 #include "cluster.hpp"
 #include "request_metrics.hpp"
+#include "services.hpp"
 #include "status_page.hpp"
 
 namespace fg {

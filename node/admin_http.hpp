@@ -15,9 +15,10 @@
 #include <thread>
 
 #include "result.hpp"
-#include "services.hpp"
 
 namespace fg {
+
+struct Services;
 
 class Cluster;
 

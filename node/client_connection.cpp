@@ -6,6 +6,7 @@
 #include "errors.hpp"
 #include "native_session.hpp"
 #include "resp_session.hpp"
+#include "services.hpp"
 
 namespace fg {
 

@@ -6,6 +6,8 @@
 
 #include <algorithm>
 
+#include "lease_upkeep.hpp"
+#include "services.hpp"
 #include "timer.hpp"
 
 namespace fg {

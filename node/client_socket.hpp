@@ -10,11 +10,13 @@
 #include <memory>
 #include <string>
 
+#include "client_registry.hpp"
 #include "client_stream.hpp"
-#include "lease_upkeep.hpp"
-#include "services.hpp"
 
 namespace fg {
+
+struct Services;
+struct NodeCounters;
 
 struct ConnectionLimits {
   size_t max_query_bytes = 8 << 20;

@@ -4,6 +4,7 @@
 #include "command_table.hpp"
 #include "request_metrics.hpp"
 #include "script_engine.hpp"
+#include "services.hpp"
 #include "snapshotter.hpp"
 #include "tls_context.hpp"
 

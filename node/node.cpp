@@ -123,15 +123,11 @@ int Node::start_services(StartState& st, std::string& why) {
       return st;
     };
   }
-  svc_.settings.timeout_s = cfg_.timeout_s;
   svc_.settings.output_limits = cfg_.output_limits;
   svc_.settings.data_sync = cfg_.data_replication == "sync";  // (standalone: nothing to wait for)
   svc_.settings.parser.max_bulk_len = cfg_.proto_max_bulk_len;
   svc_.settings.config_file = cfg_.config_file;
   svc_.settings.start_ms = clock_.now_ns() / 1'000'000;
-  svc_.settings.io_threads = cfg_.io_threads;
-  svc_.settings.shard_threads = cfg_.shard_threads;
-  svc_.settings.io_idle_poll_us = cfg_.io_idle_poll_us;
   return 0;
 }
 
@@ -204,9 +200,6 @@ int Node::start_storage(StartState& st, std::string& why) {
       }
     }
     svc_.snapshots = snapshots_.get();
-    svc_.settings.dir = std::filesystem::absolute(cfg_.dir).string();
-    svc_.settings.dbfilename = cfg_.dbfilename;
-    svc_.settings.save_interval_s = cfg_.save_interval_ms / 1000;
   }
   return 0;
 }
@@ -256,7 +249,6 @@ int Node::start_doors(StartState& st, std::string& why) {
                                                                               : server_->port();
   st.base_port = st.plain ? server_->port() : server_->tls_port();
   svc_.settings.port = server_->port();
-  svc_.settings.tls_port = server_->tls_port();
   svc_.lanes = server_->lanes();
   if (cfg_.native_port != 0) {
     // Default: RESP port + 1000 (with --port 0, a free port as well).
@@ -358,7 +350,6 @@ int Node::start_admin(StartState& st, std::string& why) {
     } catch (const std::exception& e) {
       return fail(why, 1, e.what());
     }
-    svc_.settings.admin_port = admin_->port();
   }
   return 0;
 }
@@ -395,11 +386,11 @@ int Node::start_serving(StartState& st, std::string& why) {
     std::lock_guard<std::mutex> lock(shown_mu_);
     shown_ = cfg_;
     shown_.port = svc_.settings.port;
-    shown_.tls_port = svc_.settings.tls_port;
+    shown_.tls_port = server_->tls_port();
     shown_.native_port = svc_.settings.native_port;
-    shown_.admin_port = svc_.settings.admin_port;
+    shown_.admin_port = admin_ ? admin_->port() : 0;
     if (cluster_) shown_.cluster_port = cluster_port_;
-    if (!cfg_.dir.empty()) shown_.dir = svc_.settings.dir;
+    if (!cfg_.dir.empty()) shown_.dir = std::filesystem::absolute(cfg_.dir).string();
   }
   svc_.config_values = [this] {
     std::lock_guard<std::mutex> lock(shown_mu_);

@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "client_connection.hpp"
+#include "services.hpp"
 
 namespace fg {
 

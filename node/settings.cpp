@@ -324,6 +324,9 @@ std::vector<std::pair<std::string, std::string>> config_values(const NodeConfig&
   std::vector<std::pair<std::string, std::string>> out;
   for (const Setting& s : settings())
     if (s.shown && s.get) out.emplace_back(s.key, s.get(cfg));
+  // Redis's "save": "seconds changes" pairs; here, a save every interval whatever changed.
+  const bool saves = !cfg.dir.empty() && cfg.save_interval_ms >= 1000;
+  out.emplace_back("save", saves ? std::to_string(cfg.save_interval_ms / 1000) + " 0" : "");
   return out;
 }
 

@@ -35,7 +35,8 @@ struct Setting {
 const std::vector<Setting>& settings();
 const Setting* find_setting(const std::string& key);
 
-// CONFIG GET's answers: every shown setting with its value in `cfg`.
+// CONFIG GET's answers: every shown setting with its value in `cfg`, and Redis's "save"
+// made from dir and save-interval.
 std::vector<std::pair<std::string, std::string>> config_values(const NodeConfig& cfg);
 
 }  // namespace fg

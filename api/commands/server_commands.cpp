@@ -1,6 +1,7 @@
 // Server commands: INFO COMMAND CONFIG DBSIZE TIME.
 #include <unistd.h>
 
+#include <algorithm>
 #include <fstream>
 #include <string>
 #include <utility>
@@ -61,14 +62,22 @@ std::vector<Section> info_sections(CommandContext& s) {
   kv(sv, "arch_bits", "64");
   kv(sv, "process_id", n(getpid()));
   kv(sv, "run_id", st.run_id);
-  kv(sv, "tcp_port",
-     n(st.port ? st.port : st.tls_port));  // (as Redis: the TLS port if no plain one)
+  // The settings in force, as CONFIG GET has them (the settings table's: node/settings.hpp).
+  const auto settings =
+      v.config_values ? v.config_values() : std::vector<std::pair<std::string, std::string>>{};
+  auto setting = [&settings](std::string_view key) {
+    for (const auto& [k, val] : settings)
+      if (k == key) return val;
+    return std::string("0");
+  };
+  kv(sv, "tcp_port",  // (as Redis: the TLS port if there is no plain one)
+     st.port ? n(st.port) : setting("tls-port"));
   kv(sv, "native_port", n(st.native_port));
   kv(sv, "uptime_in_seconds", n(up_s));
   kv(sv, "uptime_in_days", n(up_s / 86400));
-  kv(sv, "io_threads", n(st.io_threads));
-  kv(sv, "shard_threads", n(st.shard_threads));
-  kv(sv, "io_idle_poll_us", n(st.io_idle_poll_us));
+  kv(sv, "io_threads", setting("io-threads"));
+  kv(sv, "shard_threads", setting("shard-threads"));
+  kv(sv, "io_idle_poll_us", setting("io-idle-poll-us"));
   kv(sv, "config_file", st.config_file);
   out.emplace_back("server", std::move(sv));
   std::string cl;
@@ -315,17 +324,15 @@ void cmd_config(CommandContext& s, Args& a) {
     return w.error(err::config_get_only(a[1]));
   }
   if (a.size() < 3) return w.error(err::wrong_arity("config|get"));
-  const NodeSettings& st = s.svc().settings;
-  // The node's settings as the settings table has them (node/settings.hpp), and what
-  // clients and tools ask of redis-server that has one answer here.
+  // The node's settings as the settings table has them (node/settings.hpp, with Redis's
+  // "save" made from dir and save-interval), and what clients and tools ask of
+  // redis-server that has one answer here.
   std::vector<std::pair<std::string, std::string>> params =
       s.svc().config_values ? s.svc().config_values()
                             : std::vector<std::pair<std::string, std::string>>{};
   params.emplace_back("databases", "1");
-  // (Redis's "seconds changes" pairs: a save every interval whatever changed)
-  params.emplace_back("save", st.dir.empty() || st.save_interval_s == 0
-                                  ? std::string()
-                                  : std::to_string(st.save_interval_s) + " 0");
+  if (std::none_of(params.begin(), params.end(), [](const auto& p) { return p.first == "save"; }))
+    params.emplace_back("save", "");  // (no settings table: nothing is saved)
   params.emplace_back("appendonly", "no");
   params.emplace_back("maxmemory", "0");
   std::vector<const std::pair<std::string, std::string>*> hits;

@@ -4,6 +4,7 @@
 
 #include "lease_upkeep.hpp"
 #include "replica_acks.hpp"
+#include "services.hpp"
 
 namespace fg {
 

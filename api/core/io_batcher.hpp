@@ -7,9 +7,10 @@
 #include <vector>
 
 #include "flight.hpp"
-#include "services.hpp"
 
 namespace fg {
+
+struct Services;
 
 // Something whose requests ride in a flight (a connection, a forwarded batch, the node's
 // lease upkeep): told on the flight's I/O thread once the flight is back.

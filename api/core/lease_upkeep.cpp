@@ -4,6 +4,7 @@
 #include <spdlog/spdlog.h>
 
 #include "request_job.hpp"
+#include "services.hpp"
 
 namespace fg {
 

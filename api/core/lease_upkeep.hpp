@@ -7,10 +7,11 @@
 #include <string>
 #include <vector>
 
-#include "services.hpp"
 #include "shard_op.hpp"
 
 namespace fg {
+
+struct Services;
 
 // Renews the BOUND holders due at `now_ms` (a third of their TTL since the last renewal).
 // Call it every 100 ms or so, from any thread.

@@ -35,34 +35,25 @@ class Snapshotter;
 
 constexpr int64_t kDefaultForwardTimeoutMs = 5000;
 
+// What the doors and commands read of the node's settings (CONFIG GET reads the settings
+// table instead: Services::config_values).
 struct NodeSettings {
   std::string version = FLOODGATE_VERSION;
   std::string run_id;
   std::string bind = "127.0.0.1";
   int port = 6380;                   // plain RESP; 0: none (TLS only)
-  int tls_port = 0;                  // RESP over TLS; 0: none
   int native_port = 0;               // 0: no native listener
-  int admin_port = 0;                // 0: no admin HTTP
-  int64_t timeout_s = 0;             // idle client timeout, 0 = never
   OutputLimits output_limits;        // client-output-buffer-limit
   size_t max_batch_commands = 1024;  // commands taken from one read into one batch
   ParserLimits parser;
-  std::string config_file;
+  std::string config_file;  // INFO's config_file ("": none)
   int64_t start_ms = 0;
-  int io_threads = 1;
-  int shard_threads = 1;
-  int io_idle_poll_us = 0;  // io-idle-poll-us (node/README.md, Threads and cores)
   // Cluster mode (routing != null): how a RESP client reaches a key another node owns.
   // kAuto: -MOVED once the client has asked for the topology (CLUSTER SLOTS or SHARDS),
   // else forwarded; kAlways: always -MOVED; kNever: always forwarded.
   enum class Redirect { kAuto, kAlways, kNever } redirect = Redirect::kAuto;
   int64_t forward_timeout_ms = kDefaultForwardTimeoutMs;
   bool data_sync = false;  // data-replication: sync
-  // Persistence (CONFIG GET): the snapshot's directory and file name ("" without a dir),
-  // and the seconds between saves.
-  std::string dir;
-  std::string dbfilename;
-  int64_t save_interval_s = 0;
 };
 
 struct NodeCounters {
