@@ -88,8 +88,37 @@ enum class DataCmd : uint8_t {
   // scripts: EVAL, EVALSHA, EVAL_RO, EVALSHA_RO (words: name, script or SHA, numkeys, keys,
   // args), run by the shard's ScriptHost on the shards its keys may lie on
   kEval,
+  // (added after the first release: a forwarded op carries its number, so new ones go last)
+  // strings
+  kAppend,
+  kStrlen,
+  kGetRange,
+  kSubstr,
+  kSetRange,
+  kGetSet,
+  // hashes
+  kHKeys,
+  kHVals,
+  kHStrlen,
+  // keys
+  kTouch,
+  // lists
+  kLPushX,
+  kRPushX,
+  kLSet,
+  kLInsert,
+  kLRem,
+  kLPos,
+  // sorted sets
+  kZIncrBy,
+  kZRevRange,
+  kZRevRangeByScore,
+  kZRank,
+  kZRevRank,
+  kZPopMax,
+  kZMScore,
 };
-constexpr uint8_t kLastDataCmd = static_cast<uint8_t>(DataCmd::kEval);
+constexpr uint8_t kLastDataCmd = static_cast<uint8_t>(DataCmd::kZMScore);
 
 // How a command with several keys is answered when its keys are split over shards: each
 // part runs the command on one key (with its value, for MSET), and the parts' replies add
@@ -179,6 +208,29 @@ inline const DataCmdInfo& data_cmd_info(DataCmd c) {
       {"flushall", 1, Merge::kOk, true, true},
       {"flushdb", 1, Merge::kOk, true, true},
       {"eval", 1, Merge::kNone, false, true},
+      {"append", 1, Merge::kNone, false, true},
+      {"strlen", 1, Merge::kNone, false, false},
+      {"getrange", 1, Merge::kNone, false, false},
+      {"substr", 1, Merge::kNone, false, false},
+      {"setrange", 1, Merge::kNone, false, true},
+      {"getset", 1, Merge::kNone, false, true},
+      {"hkeys", 1, Merge::kNone, false, false},
+      {"hvals", 1, Merge::kNone, false, false},
+      {"hstrlen", 1, Merge::kNone, false, false},
+      {"touch", 1, Merge::kSum, false, false},
+      {"lpushx", 1, Merge::kNone, false, true},
+      {"rpushx", 1, Merge::kNone, false, true},
+      {"lset", 1, Merge::kNone, false, true},
+      {"linsert", 1, Merge::kNone, false, true},
+      {"lrem", 1, Merge::kNone, false, true},
+      {"lpos", 1, Merge::kNone, false, false},
+      {"zincrby", 1, Merge::kNone, false, true},
+      {"zrevrange", 1, Merge::kNone, false, false},
+      {"zrevrangebyscore", 1, Merge::kNone, false, false},
+      {"zrank", 1, Merge::kNone, false, false},
+      {"zrevrank", 1, Merge::kNone, false, false},
+      {"zpopmax", 1, Merge::kNone, false, true},
+      {"zmscore", 1, Merge::kNone, false, false},
   };
   static_assert(std::size(kInfo) == kLastDataCmd + 1);
   return kInfo[static_cast<uint8_t>(c)];

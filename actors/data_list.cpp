@@ -1,5 +1,9 @@
-// Lists, as Redis's t_list.c: LPUSH RPUSH LPOP RPOP LLEN LRANGE LTRIM LINDEX, each checking
-// its arguments and the key in Redis's order.
+// Lists, as Redis's t_list.c: LPUSH RPUSH LPUSHX RPUSHX LPOP RPOP LLEN LRANGE LTRIM LINDEX
+// LSET LINSERT LREM LPOS, each checking its arguments and the key in Redis's order.
+#include <algorithm>
+#include <cstdint>
+#include <vector>
+
 #include "errors.hpp"
 #include "list_value.hpp"
 #include "shard.hpp"
@@ -27,9 +31,13 @@ void Shard::data_list(ShardOp& op, int64_t now_ns) {
   Entry* e = nullptr;
   switch (c) {
     case DataCmd::kLPush:
-    case DataCmd::kRPush: {
+    case DataCmd::kRPush:
+    case DataCmd::kLPushX:
+    case DataCmd::kRPushX: {
       ListValue* l = existing(e);
       if (op.status != OpStatus::kOk) return;
+      const bool only_existing = c == DataCmd::kLPushX || c == DataCmd::kRPushX;
+      if (!l && only_existing) return r.integer(0);
       if ((l ? l->items.size() : 0) + (a.size() - 2) > kMaxListElements) {
         return r.error(err::collection_full("a list", kMaxListElements, "elements"));
       }
@@ -39,7 +47,7 @@ void Shard::data_list(ShardOp& op, int64_t now_ns) {
         l = e->state<ListValue*>();
       }
       for (size_t j = 2; j < a.size(); ++j) {
-        if (c == DataCmd::kLPush) {
+        if (c == DataCmd::kLPush || c == DataCmd::kLPushX) {
           l->items.emplace_front(a[j]);
         } else {
           l->items.emplace_back(a[j]);
@@ -94,6 +102,68 @@ void Shard::data_list(ShardOp& op, int64_t now_ns) {
       if (index < 0 || index >= len) return r.null();
       return r.bulk(l->items[static_cast<size_t>(index)]);
     }
+    case DataCmd::kLSet: {
+      ListValue* l = existing(e);  // (the key before the index, as Redis)
+      if (op.status != OpStatus::kOk) return;
+      if (!l) return r.error(err::kNoSuchKey);
+      int64_t index;
+      if (!parse_int(a[2], index)) return r.error(err::kNotInteger);
+      const int64_t len = static_cast<int64_t>(l->items.size());
+      if (index < 0) index += len;
+      if (index < 0 || index >= len) return r.error(err::kIndexOutOfRange);
+      l->items[static_cast<size_t>(index)].assign(a[3].data(), a[3].size());
+      mark(e, op.key);
+      return r.ok();
+    }
+    case DataCmd::kLInsert: {
+      const bool after = iequals(a[2], "after");
+      if (!after && !iequals(a[2], "before")) return r.error(err::kSyntax);
+      ListValue* l = existing(e);
+      if (op.status != OpStatus::kOk) return;
+      if (!l) return r.integer(0);
+      auto it = std::find(l->items.begin(), l->items.end(), a[3]);
+      if (it == l->items.end()) return r.integer(-1);
+      if (l->items.size() + 1 > kMaxListElements) {
+        return r.error(err::collection_full("a list", kMaxListElements, "elements"));
+      }
+      l->items.emplace(after ? it + 1 : it, a[4]);
+      mark(e, op.key);
+      return r.integer(static_cast<int64_t>(l->items.size()));
+    }
+    case DataCmd::kLRem: {
+      int64_t count;
+      if (!parse_int(a[2], count)) return r.error(err::kNotInteger);
+      ListValue* l = existing(e);
+      if (op.status != OpStatus::kOk) return;
+      if (!l) return r.integer(0);
+      // How many to remove: count from the head, -count from the tail, 0 every match.
+      const uint64_t most = count == 0  ? UINT64_MAX
+                            : count > 0 ? static_cast<uint64_t>(count)
+                                        : 0 - static_cast<uint64_t>(count);
+      uint64_t removed = 0;
+      auto& items = l->items;
+      if (count >= 0) {
+        for (auto it = items.begin(); it != items.end() && removed < most;) {
+          if (*it == a[3]) {
+            it = items.erase(it);
+            ++removed;
+          } else {
+            ++it;
+          }
+        }
+      } else {
+        for (size_t k = items.size(); k-- > 0 && removed < most;) {
+          if (items[k] == a[3]) {
+            items.erase(items.begin() + static_cast<std::ptrdiff_t>(k));
+            ++removed;
+          }
+        }
+      }
+      if (removed > 0) changed(e, *l);
+      return r.integer(static_cast<int64_t>(removed));
+    }
+    case DataCmd::kLPos:
+      return list_pos(op, now_ns);
     default:  // LRANGE, LTRIM
       break;
   }
@@ -123,6 +193,50 @@ void Shard::data_list(ShardOp& op, int64_t now_ns) {
   }
   changed(e, *l);
   r.ok();
+}
+
+// LPOS key element [RANK rank] [COUNT n] [MAXLEN len]: the options first (Redis's texts for
+// each), then the key; the index of the rank-th match (from the tail for a negative rank),
+// or with COUNT an array of up to n of them (0: all), looking at most MAXLEN elements.
+void Shard::list_pos(ShardOp& op, int64_t now_ns) {
+  const auto& a = *op.args;
+  DataReply& r = *op.reply;
+  int64_t rank = 1, count = -1, maxlen = 0;  // count -1: no COUNT given
+  for (size_t j = 3; j < a.size(); ++j) {
+    const bool more = j + 1 < a.size();
+    if (iequals(a[j], "rank") && more) {
+      if (!parse_int(a[++j], rank)) return r.error(err::kNotInteger);
+      if (rank == 0) return r.error(err::kLposRankZero);
+      // (redis-server 7.0 negates the lowest rank to itself, which then takes the first
+      // match from the tail: as -1)
+      if (rank == INT64_MIN) rank = -1;
+    } else if (iequals(a[j], "count") && more) {
+      if (!parse_int(a[++j], count) || count < 0) return r.error(err::kLposCountNegative);
+    } else if (iequals(a[j], "maxlen") && more) {
+      if (!parse_int(a[++j], maxlen) || maxlen < 0) return r.error(err::kLposMaxlenNegative);
+    } else {
+      return r.error(err::kSyntax);
+    }
+  }
+  const bool from_tail = rank < 0;
+  if (from_tail) rank = -rank;
+  Entry* e = typed(op, Kind::kList, false, now_ns);
+  if (op.status != OpStatus::kOk) return;
+  if (!e) return count != -1 ? r.array(0) : r.null();
+  const auto& items = e->state<ListValue*>()->items;
+  const auto len = static_cast<int64_t>(items.size());
+  std::vector<int64_t> found;
+  int64_t matches = 0;
+  for (int64_t k = 0; k < len && (maxlen == 0 || k < maxlen); ++k) {
+    const int64_t at = from_tail ? len - 1 - k : k;
+    if (items[static_cast<size_t>(at)] != a[2]) continue;
+    if (++matches < rank) continue;
+    found.push_back(at);
+    if (count == -1 || (count != 0 && static_cast<int64_t>(found.size()) >= count)) break;
+  }
+  if (count == -1) return found.empty() ? r.null() : r.integer(found.front());
+  r.array(static_cast<int64_t>(found.size()));
+  for (int64_t at : found) r.integer(at);
 }
 
 }  // namespace fg

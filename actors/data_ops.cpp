@@ -196,6 +196,13 @@ void Shard::data(ShardOp& op, int64_t now_ns) {
       return data_set(op, now_ns);
     case DataCmd::kGetEx:
       return data_getex(op, now_ns);
+    case DataCmd::kAppend:
+    case DataCmd::kStrlen:
+    case DataCmd::kGetRange:
+    case DataCmd::kSubstr:
+    case DataCmd::kSetRange:
+    case DataCmd::kGetSet:
+      return data_string_edit(op, now_ns);
     case DataCmd::kIncr:
     case DataCmd::kIncrBy:
     case DataCmd::kDecr:
@@ -216,6 +223,7 @@ void Shard::data(ShardOp& op, int64_t now_ns) {
     case DataCmd::kExpireTime:
     case DataCmd::kPExpireTime:
     case DataCmd::kPersist:
+    case DataCmd::kTouch:
       return data_keys(op, now_ns);
     case DataCmd::kKeys:
     case DataCmd::kScan:
@@ -231,6 +239,9 @@ void Shard::data(ShardOp& op, int64_t now_ns) {
     case DataCmd::kHGetAll:
     case DataCmd::kHLen:
     case DataCmd::kHExists:
+    case DataCmd::kHKeys:
+    case DataCmd::kHVals:
+    case DataCmd::kHStrlen:
       return data_hash(op, now_ns);
     case DataCmd::kZAdd:
     case DataCmd::kZRem:
@@ -242,6 +253,13 @@ void Shard::data(ShardOp& op, int64_t now_ns) {
     case DataCmd::kZRemRangeByScore:
     case DataCmd::kZRemRangeByRank:
     case DataCmd::kZPopMin:
+    case DataCmd::kZIncrBy:
+    case DataCmd::kZRevRange:
+    case DataCmd::kZRevRangeByScore:
+    case DataCmd::kZRank:
+    case DataCmd::kZRevRank:
+    case DataCmd::kZPopMax:
+    case DataCmd::kZMScore:
       return data_zset(op, now_ns);
     case DataCmd::kLPush:
     case DataCmd::kRPush:
@@ -251,6 +269,12 @@ void Shard::data(ShardOp& op, int64_t now_ns) {
     case DataCmd::kLRange:
     case DataCmd::kLTrim:
     case DataCmd::kLIndex:
+    case DataCmd::kLPushX:
+    case DataCmd::kRPushX:
+    case DataCmd::kLSet:
+    case DataCmd::kLInsert:
+    case DataCmd::kLRem:
+    case DataCmd::kLPos:
       return data_list(op, now_ns);
     case DataCmd::kWatch:
     case DataCmd::kUnwatch:
@@ -553,8 +577,8 @@ void Shard::data_expire(ShardOp& op, int64_t now_ns) {
   r.integer(1);
 }
 
-// DEL, UNLINK, EXISTS (one key each: the core splits them), TYPE, TTL, PTTL, EXPIRETIME,
-// PEXPIRETIME, PERSIST.
+// DEL, UNLINK, EXISTS, TOUCH (one key each: the core splits them), TYPE, TTL, PTTL,
+// EXPIRETIME, PEXPIRETIME, PERSIST.
 void Shard::data_keys(ShardOp& op, int64_t now_ns) {
   DataReply& r = *op.reply;
   const int64_t now_ms = now_ns / kNsPerMsD;
@@ -568,6 +592,7 @@ void Shard::data_keys(ShardOp& op, int64_t now_ns) {
       }
       return r.integer(e ? 1 : 0);
     case DataCmd::kExists:
+    case DataCmd::kTouch:  // (no LRU clock here to touch)
       return r.integer(e ? 1 : 0);
     case DataCmd::kType:
       return r.status(e ? kind_name(e->kind) : "none");
@@ -598,7 +623,8 @@ Entry* Shard::typed(ShardOp& op, Kind kind, bool create, int64_t now_ns) {
   return table_.insert(op.key, op.hash, kind);
 }
 
-// HGET HSET HSETNX HMSET HMGET HINCRBY HINCRBYFLOAT HDEL HGETALL HLEN HEXISTS, as t_hash.c.
+// HGET HSET HSETNX HMSET HMGET HINCRBY HINCRBYFLOAT HDEL HGETALL HKEYS HVALS HLEN HEXISTS
+// HSTRLEN, as t_hash.c.
 void Shard::data_hash(ShardOp& op, int64_t now_ns) {
   const auto& a = *op.args;
   DataReply& r = *op.reply;
@@ -705,6 +731,18 @@ void Shard::data_hash(ShardOp& op, int64_t now_ns) {
         r.bulk(v);
       }
       return;
+    case DataCmd::kHKeys:
+    case DataCmd::kHVals: {
+      if (!h) return r.array(0);
+      r.array(static_cast<int64_t>(h->fields.size()));
+      const bool keys = c == DataCmd::kHKeys;
+      for (const auto& [f, v] : h->fields) r.bulk(keys ? f : v);
+      return;
+    }
+    case DataCmd::kHStrlen: {
+      const std::string* v = h ? h->find(a[2]) : nullptr;
+      return r.integer(v ? static_cast<int64_t>(v->size()) : 0);
+    }
     case DataCmd::kHLen:
       return r.integer(h ? static_cast<int64_t>(h->fields.size()) : 0);
     default:  // HEXISTS

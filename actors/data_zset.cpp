@@ -1,6 +1,7 @@
-// Sorted sets, as Redis's t_zset.c: ZADD ZREM ZCARD ZCOUNT ZSCORE ZRANGE ZRANGEBYSCORE
-// ZREMRANGEBYSCORE ZREMRANGEBYRANK ZPOPMIN — the sliding log that limiter code keeps in a
-// sorted set. Arguments are checked before the key, in Redis's order.
+// Sorted sets, as Redis's t_zset.c: ZADD ZINCRBY ZREM ZCARD ZCOUNT ZSCORE ZMSCORE ZRANK
+// ZREVRANK ZRANGE ZRANGEBYSCORE ZREVRANGE ZREVRANGEBYSCORE ZREMRANGEBYSCORE ZREMRANGEBYRANK
+// ZPOPMIN ZPOPMAX — the sliding log that limiter code keeps in a sorted set, and the queues
+// and counters other libraries keep. Arguments are checked before the key, in Redis's order.
 #include <cerrno>
 #include <climits>
 #include <cmath>
@@ -101,10 +102,12 @@ void Shard::data_zset(ShardOp& op, int64_t now_ns) {
   Entry* e = nullptr;
 
   switch (c) {
-    case DataCmd::kZAdd: {
-      bool nx = false, xx = false, gt = false, lt = false, ch = false, incr = false;
+    case DataCmd::kZAdd:
+    case DataCmd::kZIncrBy: {  // (ZINCRBY key increment member: ZADD key INCR ...)
+      bool nx = false, xx = false, gt = false, lt = false, ch = false;
+      bool incr = c == DataCmd::kZIncrBy;
       size_t i = 2;
-      for (; i < a.size(); ++i) {
+      for (; i < a.size() && c == DataCmd::kZAdd; ++i) {
         if (iequals(a[i], "nx")) {
           nx = true;
         } else if (iequals(a[i], "xx")) {
@@ -202,6 +205,33 @@ void Shard::data_zset(ShardOp& op, int64_t now_ns) {
       return s ? r.dbl(*s) : r.null();
     }
 
+    case DataCmd::kZMScore: {
+      ZSetValue* z = existing(e);
+      if (op.status != OpStatus::kOk) return;
+      r.array(static_cast<int64_t>(a.size() - 2));
+      for (size_t j = 2; j < a.size(); ++j) {
+        const double* s = z ? z->score(a[j]) : nullptr;
+        if (s) {
+          r.dbl(*s);
+        } else {
+          r.null();
+        }
+      }
+      return;
+    }
+
+    case DataCmd::kZRank:
+    case DataCmd::kZRevRank: {
+      ZSetValue* z = existing(e);
+      if (op.status != OpStatus::kOk) return;
+      const double* s = z ? z->score(a[2]) : nullptr;
+      if (!s) return r.null();
+      const auto rank =
+          std::distance(z->by_score.begin(), z->by_score.find({*s, std::string(a[2])}));
+      const int64_t n = static_cast<int64_t>(z->size());
+      return r.integer(c == DataCmd::kZRank ? rank : n - 1 - rank);
+    }
+
     case DataCmd::kZCount:
     case DataCmd::kZRemRangeByScore: {
       ScoreRange range;
@@ -235,7 +265,8 @@ void Shard::data_zset(ShardOp& op, int64_t now_ns) {
       return r.integer(static_cast<int64_t>(gone.size()));
     }
 
-    case DataCmd::kZPopMin: {
+    case DataCmd::kZPopMin:
+    case DataCmd::kZPopMax: {
       if (a.size() > 3) return r.error(err::kSyntax);
       int64_t count = -1;
       if (a.size() == 3) {
@@ -250,7 +281,7 @@ void Shard::data_zset(ShardOp& op, int64_t now_ns) {
       const int64_t n = std::min<int64_t>(count, static_cast<int64_t>(z->size()));
       r.array(nested ? n : 2 * n);
       for (int64_t k = 0; k < n; ++k) {
-        const Member m = *z->by_score.begin();
+        const Member m = c == DataCmd::kZPopMin ? *z->by_score.begin() : *z->by_score.rbegin();
         if (nested) r.array(2);
         r.bulk(m.second);
         r.dbl(m.first);
@@ -259,14 +290,17 @@ void Shard::data_zset(ShardOp& op, int64_t now_ns) {
       return changed(e, *z);
     }
 
-    default:  // ZRANGE, ZRANGEBYSCORE
+    default:  // ZRANGE, ZRANGEBYSCORE, ZREVRANGE, ZREVRANGEBYSCORE
       break;
   }
 
   // ZRANGE key start stop [BYSCORE|BYLEX] [REV] [LIMIT offset count] [WITHSCORES], and
-  // ZRANGEBYSCORE key min max [WITHSCORES] [LIMIT offset count] (t_zset.c's zrangeGeneric).
-  const bool by_score_cmd = c == DataCmd::kZRangeByScore;
-  bool withscores = false, rev = false, by_score = by_score_cmd, by_lex = false;
+  // ZRANGEBYSCORE key min max, ZREVRANGE key start stop, ZREVRANGEBYSCORE key max min, whose
+  // names fix the range's kind and direction (t_zset.c's zrangeGenericCommand).
+  const bool by_score_cmd = c == DataCmd::kZRangeByScore || c == DataCmd::kZRevRangeByScore;
+  const bool fixed = c != DataCmd::kZRange;  // (the name says rank or score, and direction)
+  bool withscores = false, by_score = by_score_cmd, by_lex = false;
+  bool rev = c == DataCmd::kZRevRange || c == DataCmd::kZRevRangeByScore;
   int64_t offset = 0, limit = -1;
   for (size_t j = 4; j < a.size(); ++j) {
     const size_t left = a.size() - j - 1;
@@ -277,11 +311,11 @@ void Shard::data_zset(ShardOp& op, int64_t now_ns) {
         return r.error(err::kNotInteger);
       }
       j += 2;
-    } else if (!by_score_cmd && !rev && iequals(a[j], "rev")) {
+    } else if (!fixed && !rev && iequals(a[j], "rev")) {
       rev = true;
-    } else if (!by_score_cmd && !by_score && !by_lex && iequals(a[j], "bylex")) {
+    } else if (!fixed && !by_score && !by_lex && iequals(a[j], "bylex")) {
       by_lex = true;
-    } else if (!by_score_cmd && !by_score && !by_lex && iequals(a[j], "byscore")) {
+    } else if (!fixed && !by_score && !by_lex && iequals(a[j], "byscore")) {
       by_score = true;
     } else {
       return r.error(err::kSyntax);

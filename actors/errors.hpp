@@ -86,6 +86,18 @@ inline std::string unknown_op(int op) { return "ERR unknown op " + std::to_strin
 // --- data commands (Redis's t_string.c and expire.c wordings) ---------------------------
 inline constexpr char kNotFloat[] = "ERR value is not a valid float";
 inline constexpr char kIncrOverflow[] = "ERR increment or decrement would overflow";
+// APPEND and SETRANGE past the longest string a node keeps (proto-max-bulk-len, as Redis).
+inline constexpr char kStringTooLong[] =
+    "ERR string exceeds maximum allowed size (proto-max-bulk-len)";
+inline constexpr char kOffsetOutOfRange[] = "ERR offset is out of range";
+// Lists (t_list.c).
+inline constexpr char kNoSuchKey[] = "ERR no such key";
+inline constexpr char kIndexOutOfRange[] = "ERR index out of range";
+inline constexpr char kLposRankZero[] =
+    "ERR RANK can't be zero: use 1 to start from the first match, 2 from the second ... or use "
+    "negative to start from the end of the list";
+inline constexpr char kLposCountNegative[] = "ERR COUNT can't be negative";
+inline constexpr char kLposMaxlenNegative[] = "ERR MAXLEN can't be negative";
 inline constexpr char kDecrementOverflow[] = "ERR decrement would overflow";
 inline constexpr char kNanOrInfinity[] = "ERR increment would produce NaN or Infinity";
 inline constexpr char kExpireNxOptions[] =

@@ -83,6 +83,9 @@ class Shard {
   // answered kNotOwner, never run. Out of cluster mode every slot is served. It also
   // remembers which keys requests changed, for the replication stream.
   void enable_ownership() { owned_ = std::make_unique<SlotBits>(); }
+  // The longest string APPEND and SETRANGE may make (proto-max-bulk-len: one argument can
+  // be no longer, so neither can a value grown a piece at a time).
+  void set_max_string(size_t bytes) { max_string_ = bytes; }
   // Appends the keys changed since the last call to `out` (packed records, erased keys as
   // records saying so, snapshots of the kinds not packed), forgetting them. out.complete
   // turns false if more changed than could be tracked: replicas need a full copy.
@@ -146,6 +149,7 @@ class Shard {
   // Data commands (data_ops.cpp, unless named).
   void data(ShardOp& op, int64_t now_ns);
   void data_string(ShardOp& op, int64_t now_ns);
+  void data_string_edit(ShardOp& op, int64_t now_ns);  // data_strings.cpp
   void data_set(ShardOp& op, int64_t now_ns);
   void data_getex(ShardOp& op, int64_t now_ns);
   void data_incr(ShardOp& op, int64_t now_ns);
@@ -155,6 +159,7 @@ class Shard {
   void data_hash(ShardOp& op, int64_t now_ns);
   void data_zset(ShardOp& op, int64_t now_ns);   // data_zset.cpp
   void data_list(ShardOp& op, int64_t now_ns);   // data_list.cpp
+  void list_pos(ShardOp& op, int64_t now_ns);    // LPOS (data_list.cpp)
   void data_watch(ShardOp& op, int64_t now_ns);  // WATCH, its check and release (data_keyspace.cpp)
   void data_flush(ShardOp& op, int64_t now_ns);  // FLUSHALL, FLUSHDB
   // The key's live entry of a data `kind`: null if absent (created empty when `create`),
@@ -206,6 +211,7 @@ class Shard {
   std::unordered_map<uint64_t, Ticket> tickets_;
   std::multimap<int64_t, uint64_t> ticket_expiry_;  // expires_ns -> ticket id
   size_t max_keys_;
+  size_t max_string_ = 512 << 20;
   uint64_t lease_seed_;
   uint64_t lease_counter_ = 0;
   int64_t leases_ = 0;  // live leases held in table_

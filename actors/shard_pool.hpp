@@ -15,8 +15,9 @@ struct ShardPoolConfig {
   size_t max_keys = 10'000'000;  // for the whole node
   int64_t sweep_interval_ms = 100;
   size_t sweep_budget = 4096;
-  bool cluster = false;  // shards start serving no slot; install() hands them slots
-  uint64_t seed = 0;     // of lease ids (0: one from the OS)
+  bool cluster = false;                 // shards start serving no slot; install() hands them slots
+  uint64_t seed = 0;                    // of lease ids (0: one from the OS)
+  size_t max_string_bytes = 512 << 20;  // Shard::set_max_string
 };
 
 class ShardPool {

@@ -136,6 +136,7 @@ int Node::start_shards(StartState& st, std::string& why) {
   ShardPoolConfig pool_cfg;
   pool_cfg.shards = cfg_.shards;
   pool_cfg.max_keys = cfg_.max_keys;
+  pool_cfg.max_string_bytes = cfg_.proto_max_bulk_len;
   pool_cfg.cluster = cfg_.cluster_enabled;
   pool_cfg.seed = run_.seed ? run_.seed + 2 : 0;
   // (the engine outlives the shards that call it)

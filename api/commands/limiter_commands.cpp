@@ -72,14 +72,18 @@ bool parse_ms(CommandContext& s, std::string_view v, int64_t& ms) {
 
 }  // namespace
 
-// CL.THROTTLE key max_burst count period [quantity] — redis-cell's arguments, in seconds.
+// CL.THROTTLE (or RL.THROTTLE) key max_burst count period [quantity] — redis-cell's
+// arguments, in seconds.
 void cmd_cl_throttle(CommandContext& s, Args& a) {
   int64_t burst, count, period, qty = 1;
   if (!parse_int(a[2], burst) || !parse_int(a[3], count) || !parse_int(a[4], period) ||
       (a.size() == 6 && !parse_int(a[5], qty))) {
     return s.local().error(err::kNotInteger);
   }
-  if (a.size() > 6) return s.local().error(err::wrong_arity("cl.throttle"));
+  if (a.size() > 6) {  // (RL.THROTTLE, the same command by another name, says its own)
+    return s.local().error(
+        err::wrong_arity(iequals(a[0], "rl.throttle") ? "rl.throttle" : "cl.throttle"));
+  }
   if (burst < 0 || count <= 0 || period <= 0 || qty < 0) return s.local().error(err::kNotPositive);
   if (period > kMaxPeriodNs / kNsPerSec) return s.local().error(err::kNotInteger);
   // Its own fixed syntax, in seconds: the spec is built here and checked as every limit is.

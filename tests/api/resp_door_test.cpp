@@ -49,6 +49,22 @@ TEST_F(SessionTest, ClThrottleLikeRedisCell) {
   EXPECT_EQ(cmd({"cl.throttle", "u", "0", "1", "10"}), "*5\r\n:0\r\n:1\r\n:0\r\n:-1\r\n:10\r\n");
 }
 
+// RL.THROTTLE is CL.THROTTLE by another name: the same limiter, the same replies and errors
+// (its own name in an arity error).
+TEST_F(SessionTest, RlThrottleIsClThrottle) {
+  EXPECT_EQ(cmd({"RL.THROTTLE", "user123", "15", "30", "60"}),
+            "*5\r\n:0\r\n:16\r\n:15\r\n:-1\r\n:2\r\n");
+  EXPECT_EQ(cmd({"rl.throttle", "u", "0", "1", "10"}), "*5\r\n:0\r\n:1\r\n:0\r\n:-1\r\n:10\r\n");
+  // (one key, whichever name took from it)
+  EXPECT_EQ(cmd({"CL.THROTTLE", "u", "0", "1", "10"}), "*5\r\n:1\r\n:1\r\n:0\r\n:10\r\n:10\r\n");
+  EXPECT_EQ(cmd({"RL.THROTTLE", "k", "1", "1"}),
+            "-ERR wrong number of arguments for 'rl.throttle' command\r\n");
+  EXPECT_EQ(cmd({"RL.THROTTLE", "k", "1", "1", "60", "1", "2"}),
+            "-ERR wrong number of arguments for 'rl.throttle' command\r\n");
+  EXPECT_EQ(cmd({"RL.THROTTLE", "k", "x", "30", "60"}),
+            "-ERR value is not an integer or out of range\r\n");
+}
+
 TEST_F(SessionTest, ClThrottleRejectsBadArguments) {
   EXPECT_EQ(cmd({"CL.THROTTLE", "k", "x", "30", "60"}),
             "-ERR value is not an integer or out of range\r\n");
