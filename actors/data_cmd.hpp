@@ -117,8 +117,10 @@ enum class DataCmd : uint8_t {
   kZRevRank,
   kZPopMax,
   kZMScore,
+  // hashes
+  kHScan,
 };
-constexpr uint8_t kLastDataCmd = static_cast<uint8_t>(DataCmd::kZMScore);
+constexpr uint8_t kLastDataCmd = static_cast<uint8_t>(DataCmd::kHScan);
 
 // How a command with several keys is answered when its keys are split over shards: each
 // part runs the command on one key (with its value, for MSET), and the parts' replies add
@@ -231,6 +233,7 @@ inline const DataCmdInfo& data_cmd_info(DataCmd c) {
       {"zrevrank", 1, Merge::kNone, false, false},
       {"zpopmax", 1, Merge::kNone, false, true},
       {"zmscore", 1, Merge::kNone, false, false},
+      {"hscan", 1, Merge::kNone, false, false},
   };
   static_assert(std::size(kInfo) == kLastDataCmd + 1);
   return kInfo[static_cast<uint8_t>(c)];

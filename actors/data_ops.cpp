@@ -130,8 +130,15 @@ int64_t rest_at_ns(Entry& e) {
 
 bool is_string(const Entry* e) { return e->kind == Kind::kString; }
 
-// SCAN's cursor as Redis reads it (an unsigned 64-bit decimal; we only ever hand out 0).
+// A SCAN cursor as Redis reads it (strtoul, to the end, no leading space, no overflow): an
+// optional sign, decimal digits, or nothing at all (cursor 0). Only whether it is 0 matters
+// here: we only ever hand out 0.
 bool parse_unsigned_cursor(std::string_view s, int64_t& out) {
+  if (s.empty()) {
+    out = 0;
+    return true;
+  }
+  if (s[0] == '-' || s[0] == '+') s.remove_prefix(1);
   if (s.empty() || s.size() > 20) return false;
   uint64_t v = 0;
   for (char c : s) {
@@ -242,6 +249,7 @@ void Shard::data(ShardOp& op, int64_t now_ns) {
     case DataCmd::kHKeys:
     case DataCmd::kHVals:
     case DataCmd::kHStrlen:
+    case DataCmd::kHScan:
       return data_hash(op, now_ns);
     case DataCmd::kZAdd:
     case DataCmd::kZRem:
@@ -623,12 +631,53 @@ Entry* Shard::typed(ShardOp& op, Kind kind, bool create, int64_t now_ns) {
   return table_.insert(op.key, op.hash, kind);
 }
 
+// HSCAN key cursor [MATCH pattern] [COUNT n]: the cursor, then the key, then the options
+// (db.c's hscanCommand and scanGenericCommand). Every field at once, under cursor 0, as
+// Redis answers for a small hash (a big one it pages; the contract allows either).
+void Shard::hash_scan(ShardOp& op, int64_t now_ns) {
+  const auto& a = *op.args;
+  DataReply& r = *op.reply;
+  int64_t cursor;
+  if (!parse_unsigned_cursor(a[2], cursor)) return r.error(err::kInvalidCursor);
+  Entry* e = typed(op, Kind::kHash, false, now_ns);
+  if (op.status != OpStatus::kOk) return;
+  std::string_view pattern = "*";
+  if (e) {
+    for (size_t j = 3; j < a.size(); ++j) {
+      const bool more = j + 1 < a.size();
+      if (iequals(a[j], "count") && more) {
+        int64_t n;
+        if (!parse_int(a[++j], n)) return r.error(err::kNotInteger);
+        if (n < 1) return r.error(err::kSyntax);
+      } else if (iequals(a[j], "match") && more) {
+        pattern = a[++j];
+      } else {
+        return r.error(err::kSyntax);
+      }
+    }
+  }
+  r.array(2);
+  r.bulk("0");
+  if (!e) return r.array(0);
+  const HashValue& h = *e->state<HashValue*>();
+  const bool all = pattern == "*";
+  size_t n = 0;
+  for (const auto& [f, v] : h.fields) n += all || glob_match(pattern, f, false) ? 1 : 0;
+  r.array(static_cast<int64_t>(2 * n));
+  for (const auto& [f, v] : h.fields) {
+    if (!all && !glob_match(pattern, f, false)) continue;
+    r.bulk(f);
+    r.bulk(v);
+  }
+}
+
 // HGET HSET HSETNX HMSET HMGET HINCRBY HINCRBYFLOAT HDEL HGETALL HKEYS HVALS HLEN HEXISTS
 // HSTRLEN, as t_hash.c.
 void Shard::data_hash(ShardOp& op, int64_t now_ns) {
   const auto& a = *op.args;
   DataReply& r = *op.reply;
   const DataCmd c = op.data;
+  if (c == DataCmd::kHScan) return hash_scan(op, now_ns);
   // Writes first: their arguments are checked before the key is looked at.
   if (c == DataCmd::kHSet || c == DataCmd::kHMSet || c == DataCmd::kHSetNx ||
       c == DataCmd::kHIncrBy || c == DataCmd::kHIncrByFloat) {

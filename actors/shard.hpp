@@ -157,6 +157,7 @@ class Shard {
   void data_keys(ShardOp& op, int64_t now_ns);
   void data_scan(ShardOp& op, int64_t now_ns);  // KEYS, SCAN
   void data_hash(ShardOp& op, int64_t now_ns);
+  void hash_scan(ShardOp& op, int64_t now_ns);   // HSCAN (data_ops.cpp)
   void data_zset(ShardOp& op, int64_t now_ns);   // data_zset.cpp
   void data_list(ShardOp& op, int64_t now_ns);   // data_list.cpp
   void list_pos(ShardOp& op, int64_t now_ns);    // LPOS (data_list.cpp)

@@ -296,6 +296,9 @@ std::vector<CommandSpec> make_rows() {
        "Returns all values in a hash", "key"},
       {"hstrlen", 3, kF, "read hash", key1(kNoAccess), DataCmd::kHStrlen, "hash", "3.2.0",
        "Returns the length of the value of a field", "key field"},
+      {"hscan", -3, 0, "read hash", key1(kReads), DataCmd::kHScan, "hash", "2.8.0",
+       "Iterates over fields and values of a hash (every one at once, under cursor 0)",
+       "key cursor [MATCH pattern] [COUNT count]"},
       // sorted sets
       {"zadd", -4, kWF, "sortedset", key1(kWrites), DataCmd::kZAdd, "sorted-set", "1.2.0",
        "Adds one or more members to a sorted set, or updates their scores",
