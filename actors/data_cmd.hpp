@@ -119,8 +119,13 @@ enum class DataCmd : uint8_t {
   kZMScore,
   // hashes
   kHScan,
+  // sorted sets, by member (lexicographic ranges)
+  kZRangeByLex,
+  kZRevRangeByLex,
+  kZLexCount,
+  kZRemRangeByLex,
 };
-constexpr uint8_t kLastDataCmd = static_cast<uint8_t>(DataCmd::kHScan);
+constexpr uint8_t kLastDataCmd = static_cast<uint8_t>(DataCmd::kZRemRangeByLex);
 
 // How a command with several keys is answered when its keys are split over shards: each
 // part runs the command on one key (with its value, for MSET), and the parts' replies add
@@ -234,6 +239,10 @@ inline const DataCmdInfo& data_cmd_info(DataCmd c) {
       {"zpopmax", 1, Merge::kNone, false, true},
       {"zmscore", 1, Merge::kNone, false, false},
       {"hscan", 1, Merge::kNone, false, false},
+      {"zrangebylex", 1, Merge::kNone, false, false},
+      {"zrevrangebylex", 1, Merge::kNone, false, false},
+      {"zlexcount", 1, Merge::kNone, false, false},
+      {"zremrangebylex", 1, Merge::kNone, false, true},
   };
   static_assert(std::size(kInfo) == kLastDataCmd + 1);
   return kInfo[static_cast<uint8_t>(c)];

@@ -268,6 +268,10 @@ void Shard::data(ShardOp& op, int64_t now_ns) {
     case DataCmd::kZRevRank:
     case DataCmd::kZPopMax:
     case DataCmd::kZMScore:
+    case DataCmd::kZRangeByLex:
+    case DataCmd::kZRevRangeByLex:
+    case DataCmd::kZLexCount:
+    case DataCmd::kZRemRangeByLex:
       return data_zset(op, now_ns);
     case DataCmd::kLPush:
     case DataCmd::kRPush:

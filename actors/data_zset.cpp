@@ -2,11 +2,14 @@
 // ZREVRANK ZRANGE ZRANGEBYSCORE ZREVRANGE ZREVRANGEBYSCORE ZREMRANGEBYSCORE ZREMRANGEBYRANK
 // ZPOPMIN ZPOPMAX — the sliding log that limiter code keeps in a sorted set, and the queues
 // and counters other libraries keep. Arguments are checked before the key, in Redis's order.
+#include <algorithm>
 #include <cerrno>
 #include <climits>
 #include <cmath>
 #include <cstdlib>
 #include <iterator>
+#include <set>
+#include <string>
 #include <vector>
 
 #include "errors.hpp"
@@ -71,6 +74,81 @@ bool clamp_ranks(int64_t& start, int64_t& end, int64_t len) {
 }
 
 using Member = std::pair<double, std::string>;
+
+// A lexicographic range (zslParseLexRange): "[" inclusive or "(" exclusive and the bytes
+// after it, or "-" and "+" alone for the lowest and the highest string.
+struct LexRange {
+  std::string min, max;
+  bool minex = false, maxex = false;
+  int min_inf = 0, max_inf = 0;  // -1: "-", +1: "+", 0: a string
+
+  static bool parse_item(std::string_view s, std::string& v, bool& ex, int& inf) {
+    if (s.empty()) return false;
+    switch (s[0]) {
+      case '+':
+      case '-':
+        if (s.size() != 1) return false;
+        ex = true;
+        inf = s[0] == '+' ? 1 : -1;
+        return true;
+      case '(':
+      case '[':
+        ex = s[0] == '(';
+        v.assign(s.data() + 1, s.size() - 1);
+        return true;
+      default:
+        return false;
+    }
+  }
+  bool parse(std::string_view lo, std::string_view hi) {
+    return parse_item(lo, min, minex, min_inf) && parse_item(hi, max, maxex, max_inf);
+  }
+  // sdscmplex: "-" below every string, "+" above, else bytes compared unsigned.
+  static int cmp(int inf_a, const std::string& a, int inf_b, const std::string& b) {
+    if (inf_a != 0 || inf_b != 0) return inf_a == inf_b ? 0 : inf_a < inf_b ? -1 : 1;
+    return a.compare(b) < 0 ? -1 : a.compare(b) > 0 ? 1 : 0;
+  }
+  bool gte_min(const std::string& m) const {
+    const int c = cmp(0, m, min_inf, min);
+    return minex ? c > 0 : c >= 0;
+  }
+  bool lte_max(const std::string& m) const {
+    const int c = cmp(0, m, max_inf, max);
+    return maxex ? c < 0 : c <= 0;
+  }
+  // zslIsInLexRange: whether anything of `z` can be in it (by its first and last member).
+  bool may_hold(const std::set<Member>& z) const {
+    const int c = cmp(min_inf, min, max_inf, max);
+    if (c > 0 || (c == 0 && (minex || maxex))) return false;
+    return !z.empty() && gte_min(z.rbegin()->second) && lte_max(z.begin()->second);
+  }
+};
+
+// The members a lexicographic range takes, in Redis's walk over the set (score order):
+// forward from the first member at or past min (if it is at or below max), `skip` members
+// passed over unchecked, then each while at or below max; backward alike from the last
+// member at or below max. (Members of one score, as lex ranges assume, give exactly the
+// range; mixed scores give what redis-server gives.)
+template <class It, class F>
+void walk_lex_from(It it, It end, bool (LexRange::*first)(const std::string&) const,
+                   bool (LexRange::*keep)(const std::string&) const, const LexRange& range,
+                   int64_t skip, F&& take) {
+  it = std::find_if(it, end, [&](const Member& m) { return (range.*first)(m.second); });
+  if (it == end || !(range.*keep)(it->second)) return;
+  for (; it != end && skip > 0; --skip) ++it;
+  for (; it != end && (range.*keep)(it->second); ++it)
+    if (!take(*it)) return;
+}
+
+template <class F>
+void walk_lex(const std::set<Member>& z, const LexRange& range, bool rev, int64_t skip, F&& take) {
+  if (!range.may_hold(z)) return;
+  if (!rev) {
+    walk_lex_from(z.begin(), z.end(), &LexRange::gte_min, &LexRange::lte_max, range, skip, take);
+  } else {
+    walk_lex_from(z.rbegin(), z.rend(), &LexRange::lte_max, &LexRange::gte_min, range, skip, take);
+  }
+}
 
 }  // namespace
 
@@ -251,6 +329,25 @@ void Shard::data_zset(ShardOp& op, int64_t now_ns) {
       return r.integer(static_cast<int64_t>(hits.size()));
     }
 
+    case DataCmd::kZLexCount:
+    case DataCmd::kZRemRangeByLex: {
+      LexRange range;
+      if (!range.parse(a[2], a[3])) return r.error(err::kLexRange);
+      ZSetValue* z = existing(e);
+      if (op.status != OpStatus::kOk) return;
+      if (!z) return r.integer(0);
+      std::vector<std::string> hits;
+      walk_lex(z->by_score, range, false, 0, [&](const Member& m) {
+        hits.push_back(m.second);
+        return true;
+      });
+      if (c == DataCmd::kZRemRangeByLex) {
+        for (const auto& m : hits) z->erase(m);
+        if (!hits.empty()) changed(e, *z);
+      }
+      return r.integer(static_cast<int64_t>(hits.size()));
+    }
+
     case DataCmd::kZRemRangeByRank: {
       int64_t start, end;
       if (!parse_long(a[2], start) || !parse_long(a[3], end)) return r.error(err::kNotInteger);
@@ -298,9 +395,11 @@ void Shard::data_zset(ShardOp& op, int64_t now_ns) {
   // ZRANGEBYSCORE key min max, ZREVRANGE key start stop, ZREVRANGEBYSCORE key max min, whose
   // names fix the range's kind and direction (t_zset.c's zrangeGenericCommand).
   const bool by_score_cmd = c == DataCmd::kZRangeByScore || c == DataCmd::kZRevRangeByScore;
-  const bool fixed = c != DataCmd::kZRange;  // (the name says rank or score, and direction)
-  bool withscores = false, by_score = by_score_cmd, by_lex = false;
-  bool rev = c == DataCmd::kZRevRange || c == DataCmd::kZRevRangeByScore;
+  const bool fixed = c != DataCmd::kZRange;  // (the name says rank, score or lex, and direction)
+  bool withscores = false, by_score = by_score_cmd;
+  bool by_lex = c == DataCmd::kZRangeByLex || c == DataCmd::kZRevRangeByLex;
+  bool rev =
+      c == DataCmd::kZRevRange || c == DataCmd::kZRevRangeByScore || c == DataCmd::kZRevRangeByLex;
   int64_t offset = 0, limit = -1;
   for (size_t j = 4; j < a.size(); ++j) {
     const size_t left = a.size() - j - 1;
@@ -322,13 +421,16 @@ void Shard::data_zset(ShardOp& op, int64_t now_ns) {
     }
   }
   if (limit != -1 && !by_score && !by_lex) return r.error(err::kZRangeLimit);
-  if (by_lex) return r.error(err::kByLex);
+  if (withscores && by_lex) return r.error(err::kLexWithScores);
   std::string_view lo = a[2], hi = a[3];
-  if (rev && by_score) std::swap(lo, hi);
+  if (rev && (by_score || by_lex)) std::swap(lo, hi);
   int64_t start = 0, end = 0;
   ScoreRange range;
+  LexRange lex;
   if (by_score) {
     if (!parse_range(lo, hi, range)) return r.error(err::kMinMaxNotFloat);
+  } else if (by_lex) {
+    if (!lex.parse(lo, hi)) return r.error(err::kLexRange);
   } else if (!parse_long(lo, start) || !parse_long(hi, end)) {
     return r.error(err::kNotInteger);
   }
@@ -336,7 +438,16 @@ void Shard::data_zset(ShardOp& op, int64_t now_ns) {
   if (op.status != OpStatus::kOk) return;
   if (!z) return r.array(0);
   std::vector<const Member*> out;
-  if (!by_score) {
+  if (by_lex) {
+    // (Redis: past the end, or a negative offset, takes nothing; a negative count, the rest.)
+    if (offset >= 0 && !(offset > 0 && offset >= static_cast<int64_t>(z->size()))) {
+      walk_lex(z->by_score, lex, rev, offset, [&](const Member& m) {
+        if (limit >= 0 && static_cast<int64_t>(out.size()) >= limit) return false;
+        out.push_back(&m);
+        return true;
+      });
+    }
+  } else if (!by_score) {
     const int64_t len = static_cast<int64_t>(z->size());
     if (!clamp_ranks(start, end, len)) return r.array(0);
     if (!rev) {

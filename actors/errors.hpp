@@ -114,7 +114,9 @@ inline constexpr char kZScoreNan[] = "ERR resulting score is not a number (NaN)"
 inline constexpr char kMinMaxNotFloat[] = "ERR min or max is not a float";
 inline constexpr char kZRangeLimit[] =
     "ERR syntax error, LIMIT is only supported in combination with either BYSCORE or BYLEX";
-inline constexpr char kByLex[] = "ERR BYLEX is not supported";
+inline constexpr char kLexRange[] = "ERR min or max not valid string range item";
+inline constexpr char kLexWithScores[] =
+    "ERR syntax error, WITHSCORES not supported in combination with BYLEX";
 inline constexpr char kInvalidCursor[] = "ERR invalid cursor";
 inline constexpr char kMalformedReply[] = "ERR the key's owner sent a malformed reply";
 inline constexpr char kCrossSlot[] = "CROSSSLOT Keys in request don't hash to the same slot";

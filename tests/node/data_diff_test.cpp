@@ -158,7 +158,7 @@ class Generator {
 
   std::vector<std::string> command() {
     std::vector<std::string> w;
-    switch (pick(47)) {
+    switch (pick(48)) {
       case 0:
       case 1:
         return {"GET", key()};
@@ -484,6 +484,31 @@ class Generator {
           }
         }
         return w;
+      }
+      case 47: {
+        auto lex = [&] {
+          return one<std::string>(
+              {"-", "+", "[m1", "(m1", "[m2", "(req:1", "[", "(", "[req:", "m1", "", "+x", "[M"});
+        };
+        switch (pick(4)) {
+          case 0:
+            return {"ZLEXCOUNT", key(), lex(), lex()};
+          case 1:
+            return {"ZREMRANGEBYLEX", key(), lex(), lex()};
+          default: {
+            w = {one<std::string>({"ZRANGEBYLEX", "ZREVRANGEBYLEX", "ZRANGE"}), key(), lex(),
+                 lex()};
+            if (w[0] == "ZRANGE") w.push_back(one<std::string>({"BYLEX", "BYLEX", "REV"}));
+            for (int n = pick(3); n > 0; --n) {
+              if (pick(3) == 0) {
+                w.push_back(one<std::string>({"WITHSCORES", "REV", "BYLEX"}));
+              } else {
+                w.insert(w.end(), {"LIMIT", rank(), rank()});
+              }
+            }
+            return w;
+          }
+        }
       }
       default:
         return {"INCRBY", key(), one<std::string>({"3", "-3", "1000000"})};
