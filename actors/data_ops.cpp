@@ -151,6 +151,34 @@ bool parse_unsigned_cursor(std::string_view s, int64_t& out) {
   return true;
 }
 
+// scanGenericCommand's options from word `from` on: MATCH pattern, COUNT n (at least 1; a
+// hint, as there), and for SCAN only TYPE type. False, with the error replied, on any other.
+bool parse_scan_options(const std::vector<std::string_view>& a, size_t from, bool with_type,
+                        std::string_view& pattern, std::string_view& type, DataReply& r) {
+  for (size_t j = from; j < a.size(); ++j) {
+    const bool more = j + 1 < a.size();
+    if (iequals(a[j], "count") && more) {
+      int64_t n;
+      if (!parse_int(a[++j], n)) {
+        r.error(err::kNotInteger);
+        return false;
+      }
+      if (n < 1) {
+        r.error(err::kSyntax);
+        return false;
+      }
+    } else if (iequals(a[j], "match") && more) {
+      pattern = a[++j];
+    } else if (with_type && iequals(a[j], "type") && more) {
+      type = a[++j];
+    } else {
+      r.error(err::kSyntax);
+      return false;
+    }
+  }
+  return true;
+}
+
 }  // namespace
 
 int64_t Shard::expires_ms(const Entry& e) {
@@ -314,20 +342,7 @@ void Shard::data_scan(ShardOp& op, int64_t now_ns) {
   if (scan) {
     int64_t cursor;
     if (!parse_unsigned_cursor(a[1], cursor)) return r.error(err::kInvalidCursor);
-    for (size_t j = 2; j < a.size(); ++j) {
-      const bool more = j + 1 < a.size();
-      if (iequals(a[j], "count") && more) {
-        int64_t n;
-        if (!parse_int(a[++j], n)) return r.error(err::kNotInteger);
-        if (n < 1) return r.error(err::kSyntax);
-      } else if (iequals(a[j], "match") && more) {
-        pattern = a[++j];
-      } else if (iequals(a[j], "type") && more) {
-        type = a[++j];
-      } else {
-        return r.error(err::kSyntax);
-      }
-    }
+    if (!parse_scan_options(a, 2, true, pattern, type, r)) return;
     if (cursor != 0) {  // (never handed out: a page of nothing, and the end)
       r.array(2);
       r.bulk("0");
@@ -645,21 +660,8 @@ void Shard::hash_scan(ShardOp& op, int64_t now_ns) {
   if (!parse_unsigned_cursor(a[2], cursor)) return r.error(err::kInvalidCursor);
   Entry* e = typed(op, Kind::kHash, false, now_ns);
   if (op.status != OpStatus::kOk) return;
-  std::string_view pattern = "*";
-  if (e) {
-    for (size_t j = 3; j < a.size(); ++j) {
-      const bool more = j + 1 < a.size();
-      if (iequals(a[j], "count") && more) {
-        int64_t n;
-        if (!parse_int(a[++j], n)) return r.error(err::kNotInteger);
-        if (n < 1) return r.error(err::kSyntax);
-      } else if (iequals(a[j], "match") && more) {
-        pattern = a[++j];
-      } else {
-        return r.error(err::kSyntax);
-      }
-    }
-  }
+  std::string_view pattern = "*", no_type;
+  if (e && !parse_scan_options(a, 3, false, pattern, no_type, r)) return;
   r.array(2);
   r.bulk("0");
   if (!e) return r.array(0);
