@@ -3,6 +3,7 @@
 #include <malloc.h>
 #include <spdlog/spdlog.h>
 
+#include <algorithm>
 #include <ctime>
 #include <filesystem>
 #include <future>
@@ -136,7 +137,8 @@ int Node::start_shards(StartState& st, std::string& why) {
   ShardPoolConfig pool_cfg;
   pool_cfg.shards = cfg_.shards;
   pool_cfg.max_keys = cfg_.max_keys;
-  pool_cfg.max_string_bytes = cfg_.proto_max_bulk_len;
+  // (A value built a piece at a time is held to what one SET could send: the smaller one.)
+  pool_cfg.max_string_bytes = std::min(cfg_.proto_max_bulk_len, cfg_.max_query_bytes);
   pool_cfg.cluster = cfg_.cluster_enabled;
   pool_cfg.seed = run_.seed ? run_.seed + 2 : 0;
   // (the engine outlives the shards that call it)

@@ -731,6 +731,21 @@ TEST(DataDiff, GrowingAStringStopsAtProtoMaxBulkLenAsRedisServerDoes) {
   }
 }
 
+// With proto-max-bulk-len raised past max-query-bytes, a value built a piece at a time is
+// still held to what one command could send: one small SETRANGE cannot make a node
+// allocate gigabytes.
+TEST(DataDiff, ABuiltStringStopsAtMaxQueryBytesWhenThatIsSmaller) {
+  NodeProcess node({"--proto-max-bulk-len", "4294967296", "--max-query-bytes", "2000000"});
+  ASSERT_TRUE(node.alive());
+  Client fg(node.port());
+  EXPECT_EQ(ask(fg, {"SETRANGE", "huge", "4000000000", "x"}),
+            "-ERR string exceeds maximum allowed size (proto-max-bulk-len)\r\n");
+  EXPECT_EQ(ask(fg, {"SETRANGE", "huge", "1999999", "x"}), ":2000000\r\n");
+  EXPECT_EQ(ask(fg, {"APPEND", "huge", "y"}),
+            "-ERR string exceeds maximum allowed size (proto-max-bulk-len)\r\n");
+  EXPECT_EQ(ask(fg, {"STRLEN", "huge"}), ":2000000\r\n");
+}
+
 // WATCH against another connection's writes, side by side: two connections to each server
 // run the same script, and every reply must match.
 TEST(DataDiff, WatchAgainstAnotherConnectionAnswersAsRedisServerDoes) {
