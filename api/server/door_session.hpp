@@ -10,8 +10,9 @@
 //   input_too_large()                             one request is larger than the input cap
 //   closing()                                     the connection is going: let go of things
 //
-// and, as static members, how the shell treats its input (kViewsInput, the buffer sizes)
-// and how often it ticks.
+// and, as static members, how the shell treats its input (kViewsInput, the buffer sizes),
+// how often it ticks (kTickMs), what a client over maxclients is told (refuse_full) and
+// how the log names its clients (kClientWord).
 #pragma once
 #include <cstddef>
 
