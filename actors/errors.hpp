@@ -210,6 +210,14 @@ inline constexpr char kLuaAclCheckUnknown[] = "Invalid command passed to redis.a
 
 inline constexpr char kNoPermKey[] =
     "NOPERM this user has no permissions to access one of the keys used as arguments";
+// A RESP2 connection with subscriptions sent another command.
+inline std::string subscribe_context(std::string_view command) {
+  return "ERR Can't execute '" + std::string(command) +
+         "': only (P|S)SUBSCRIBE / (P|S)UNSUBSCRIBE / PING / QUIT / RESET are allowed in this "
+         "context";
+}
+inline constexpr char kNoPermChannel[] =
+    "NOPERM this user has no permissions to access one of the channels used as arguments";
 inline std::string no_perm_command(std::string_view command) {  // "fg.policy|set"
   return "NOPERM this user has no permissions to run the '" + std::string(command) + "' command";
 }

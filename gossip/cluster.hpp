@@ -34,6 +34,9 @@ constexpr uint32_t kPeerMerge = 5;
 // The same, for a snapshot older than the copies the cluster kept: merged only into slots
 // the receiver started from nothing lately, dropped elsewhere.
 constexpr uint32_t kPeerMergeIntoFresh = 6;
+// A message published on the sender (api/core/pubsub.hpp's encoding) for the receiver's
+// subscribers -> empty.
+constexpr uint32_t kPeerPublish = 7;
 
 struct ClusterConfig {
   std::string node_id;

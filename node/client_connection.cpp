@@ -57,9 +57,41 @@ void ClientConnection<Session>::serve() {
           if (auto me = weak.lock(); me && !me->closed_) me->account();
         });
       });
+  session_->set_push_wake(
+      [weak = std::weak_ptr<ClientConnection>(self()), ex = stream_->executor()] {
+        asio::post(ex, [weak] {
+          if (auto me = weak.lock(); me && !me->closed_) me->on_pushes();
+        });
+      });
   clock_.last_read_ms = connection_now_ms();
   arm_timer();
   read();
+}
+
+template <class Session>
+void ClientConnection<Session>::on_pushes() {
+  // (in flight: batch_complete takes them after the batch's replies. While a write is under
+  // way they join the output and on_written sends them; the mailbox counts what waits
+  // there against the hard limit)
+  if (in_flight_) return;
+  if (take_pushes() && !writing_ && write()) pump();
+}
+
+template <class Session>
+bool ClientConnection<Session>::take_pushes() {
+  switch (session_->take_pushes(stream_->unsent_bytes())) {
+    case Pushes::kNone:
+      return false;
+    case Pushes::kSome:
+      return true;
+    case Pushes::kOverflow:
+      break;
+  }
+  svc_.counters.dropped_slow.fetch_add(1, std::memory_order_relaxed);
+  spdlog::info("{} {} dropped: its messages passed client-output-buffer-limit's pubsub hard limit",
+               Session::kClientWord, client_->addr);
+  close();
+  return false;
 }
 
 template <class Session>
@@ -146,6 +178,8 @@ void ClientConnection<Session>::batch_complete(Flight& flight) {
   }
   if (pending_close_) close_after_write_ = true;
   if (closed_) return;
+  take_pushes();
+  if (closed_) return;
   if ((!session_->output().empty() || close_after_write_) && !write()) return;
   pump();
 }
@@ -173,6 +207,8 @@ void ClientConnection<Session>::on_written(asio::error_code ec) {
   if (ec || close_after_write_) return close();
   if (closed_ || !session_) return;
   // Pushes made while the rest was being written.
+  if (!in_flight_) take_pushes();
+  if (closed_) return;
   if (!session_->output().empty() && !in_flight_ && !write()) return;
   pump();
 }
@@ -217,6 +253,7 @@ void ClientConnection<Session>::tick() {
   st.writing = writing_;
   st.waiting_for_input = !busy();
   st.input_empty = in_.empty();
+  st.subscribed = session_->subscribed();
   const char* why = deadline_breach(limits_, clock_, st, connection_now_ms(), svc_.counters);
   if (!why) why = output_breach();
   if (!why) return;
@@ -228,7 +265,7 @@ void ClientConnection<Session>::tick() {
 // while the client did not read).
 template <class Session>
 const char* ClientConnection<Session>::output_breach() {
-  const OutputLimit& l = svc_.settings.output_limits.normal;
+  const OutputLimit& l = session_->output_limit();
   const auto pending = static_cast<int64_t>(session_->output().size() + stream_->unsent_bytes());
   const int64_t now = connection_now_ms();
   if (l.hard_bytes > 0 && pending > l.hard_bytes) {

@@ -47,6 +47,12 @@ class ClientConnection final : public BatchWaiter,
   void tick();
   // Why the client goes (client-output-buffer-limit), or null.
   const char* output_breach();
+  // Messages (pub/sub) arrived: written now, or after the write under way, or after the
+  // batch in flight's replies.
+  void on_pushes();
+  // Moves the messages that arrived into the output; false if none, or if they outgrew the
+  // limit (the connection is closed).
+  bool take_pushes();
   // Reports the buffers' size (maxmemory-clients); false, and closed, if evicted.
   bool account();
   bool busy() const { return in_flight_ || writing_ || stalled_; }

@@ -23,7 +23,8 @@ const char* deadline_breach(const ConnectionLimits& limits, const ConnectionCloc
     counters.dropped_timeout.fetch_add(1, std::memory_order_relaxed);
     return "request not completed within the query deadline";
   }
-  if (limits.timeout_s > 0 && s.input_empty && now - c.last_read_ms > limits.timeout_s * 1000) {
+  if (limits.timeout_s > 0 && s.input_empty && !s.subscribed &&
+      now - c.last_read_ms > limits.timeout_s * 1000) {
     counters.dropped_timeout.fetch_add(1, std::memory_order_relaxed);
     return "";
   }

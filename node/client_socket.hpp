@@ -50,6 +50,7 @@ struct ConnectionState {
   bool writing = false;            // replies are being written
   bool waiting_for_input = false;  // nothing written or in flight: the client's turn
   bool input_empty = true;
+  bool subscribed = false;  // pub/sub: silent by design, so never an idler (Redis's rule)
 };
 
 // Null if the client may stay; otherwise why it is dropped ("" for a plain idle timeout,

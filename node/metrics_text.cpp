@@ -169,6 +169,8 @@ std::string AdminHttp::metrics() const {
   t.sample("floodgate_acl_denied_total", label("reason", "auth"), load(svc_.acl->denied_auth));
   t.sample("floodgate_acl_denied_total", label("reason", "command"), load(svc_.acl->denied_cmd));
   t.sample("floodgate_acl_denied_total", label("reason", "key"), load(svc_.acl->denied_key));
+  t.sample("floodgate_acl_denied_total", label("reason", "channel"),
+           load(svc_.acl->denied_channel));
   if (svc_.tls) {
     const TlsCounters& c = svc_.tls->counters;
     t.family("floodgate_tls_handshakes_total", "counter",

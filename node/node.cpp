@@ -156,6 +156,10 @@ int Node::start_shards(StartState& st, std::string& why) {
   svc_.shards = pool_.get();
   pool_->attach_scripts(scripts_.get());
   svc_.scripts = scripts_.get();
+  scripts_->set_publish([this](bool shard, std::string_view channel, std::string_view message) {
+    return svc_.pubsub.publish_everywhere(shard ? ChannelKind::kShard : ChannelKind::kChannel,
+                                          channel, message);
+  });
   return 0;
 }
 
@@ -316,6 +320,7 @@ int Node::start_cluster(StartState& st, std::string& why) {
     forwarder_ = std::make_unique<ClusterForwarder>(*cluster_);
     svc_.forwarder = forwarder_.get();
     serve_forwards(*cluster_, svc_);
+    carry_publishes(*cluster_, svc_);
   }
   return 0;
 }

@@ -281,7 +281,7 @@ Status AclUser::apply(std::string_view rule) {
 void AclUser::settle() {
   bool all = true;
   for (size_t i = 0; i < catalog_->size() && all; ++i) all = allowed(static_cast<int>(i));
-  unrestricted_ = all && all_keys_;
+  unrestricted_ = all && all_keys_ && all_channels_;
 }
 
 bool AclUser::password_matches(std::string_view pass) const {
@@ -311,10 +311,20 @@ AclDenied AclUser::check(int entry, const std::vector<std::string_view>& words, 
       return AclDenied::kCommand;
     }
   }
-  if (all_keys_) return AclDenied::kNone;
   // A subcommand's keys are its container's.
   const AclCommand* c = &catalog_->at(entry);
   const size_t n = words.size();
+  if (c->channels != AclCommand::Channels::kNone && !all_channels_) {
+    const bool patterns = c->channels == AclCommand::Channels::kPatterns;
+    const size_t last = c->channels == AclCommand::Channels::kPublish ? std::min<size_t>(n, 2) : n;
+    for (size_t j = 1; j < last; ++j) {
+      if (!channel_allowed(words[j], patterns)) {
+        if (pos) *pos = j;
+        return AclDenied::kChannel;
+      }
+    }
+  }
+  if (all_keys_) return AclDenied::kNone;
   size_t first = 0, last = 0, step = 1;
   if (c->numkeys_at > 0) {
     const auto at = static_cast<size_t>(c->numkeys_at);
@@ -342,10 +352,17 @@ AclDenied AclUser::check(int entry, const std::vector<std::string_view>& words, 
   return AclDenied::kNone;
 }
 
-std::string acl_denied_error(const AclCatalog& catalog, AclDenied d, int entry) {
-  if (d == AclDenied::kKey) {
-    return err::kNoPermKey;
+bool AclUser::channel_allowed(std::string_view channel, bool is_pattern) const {
+  if (all_channels_) return true;
+  for (const std::string& p : channels_) {
+    if (is_pattern ? p == channel : glob_match(p, channel, false)) return true;
   }
+  return false;
+}
+
+std::string acl_denied_error(const AclCatalog& catalog, AclDenied d, int entry) {
+  if (d == AclDenied::kKey) return err::kNoPermKey;
+  if (d == AclDenied::kChannel) return err::kNoPermChannel;
   return err::no_perm_command(catalog.at(entry).name);
 }
 
@@ -355,7 +372,7 @@ const char* AclUser::refuse(const std::vector<std::string_view>& words) const {
   const AclDenied d = check(entry, words, &pos);
   if (d == AclDenied::kNone) return nullptr;
   if (book_) {  // (the shard running the script does not know its client)
-    const std::string_view object = d == AclDenied::kKey ? words[pos]
+    const std::string_view object = d == AclDenied::kKey || d == AclDenied::kChannel ? words[pos]
                                     : entry >= 0 ? std::string_view(catalog_->at(entry).name)
                                                  : words[0];
     book_->refused(d, "lua", object, name_, "");
@@ -363,6 +380,9 @@ const char* AclUser::refuse(const std::vector<std::string_view>& words) const {
   if (d == AclDenied::kKey) {
     return "The user executing the script can't access at least one of the keys mentioned in "
            "the command arguments";
+  }
+  if (d == AclDenied::kChannel) {
+    return "The user executing the script can't publish to the channel mentioned in the command";
   }
   return "The user executing the script can't run this command or subcommand";
 }
@@ -514,9 +534,10 @@ std::vector<std::shared_ptr<const AclUser>> AclBook::users() const {
 
 void AclBook::refused(AclDenied reason, std::string_view context, std::string_view object,
                       std::string_view username, std::string client_info) const {
-  (reason == AclDenied::kAuth  ? denied_auth
-   : reason == AclDenied::kKey ? denied_key
-                               : denied_cmd)
+  (reason == AclDenied::kAuth      ? denied_auth
+   : reason == AclDenied::kKey     ? denied_key
+   : reason == AclDenied::kChannel ? denied_channel
+                                   : denied_cmd)
       .fetch_add(1, std::memory_order_relaxed);
   const int64_t now_ms = clock_.now_ns() / 1'000'000;
   std::lock_guard<std::mutex> lock(log_mu_);

@@ -69,6 +69,15 @@ struct AclCommand {
   int last_key = 0;
   int key_step = 1;
   int numkeys_at = 0;
+  // Its channels (Redis's CMD_CHANNEL_* args), checked against the user's & patterns:
+  // PUBLISH's one (first argument), SUBSCRIBE's every argument, or PSUBSCRIBE's patterns
+  // (matched literally against the user's).
+  enum class Channels : uint8_t {
+    kNone,
+    kPublish,
+    kSubscribe,
+    kPatterns
+  } channels = Channels::kNone;
   std::vector<int> subs;  // a container's subcommands
 };
 
@@ -88,7 +97,7 @@ class AclCatalog {
   std::map<std::string, int, std::less<>> by_name_;
 };
 
-enum class AclDenied : uint8_t { kNone, kCommand, kKey, kAuth };
+enum class AclDenied : uint8_t { kNone, kCommand, kKey, kAuth, kChannel };
 
 // One line of ACL LOG: refusals of one kind, of one object, to one user, in one context,
 // grouped while they come less than a minute apart (Redis's rule).
@@ -126,6 +135,9 @@ class AclUser : public ScriptCaller {
   AclDenied check(int entry, const std::vector<std::string_view>& words, size_t* pos) const;
   // Whether one of its patterns gives `key` with the access asked for.
   bool key_allowed(std::string_view key, bool read, bool write) const;
+  // Whether it may use `channel` (a pattern subscription's pattern, when `is_pattern`: the
+  // user needs that very pattern, or &*).
+  bool channel_allowed(std::string_view channel, bool is_pattern) const;
   // ACL LIST's rules for it: flags, password hashes, keys, channels, commands.
   std::string describe() const;
   // ACL GETUSER's parts.
@@ -200,6 +212,7 @@ class AclBook {
   mutable std::atomic<uint64_t> denied_auth{0};
   mutable std::atomic<uint64_t> denied_cmd{0};
   mutable std::atomic<uint64_t> denied_key{0};
+  mutable std::atomic<uint64_t> denied_channel{0};
 
   // Counts a refusal and keeps it for ACL LOG (the newest 128 kinds, as Redis keeps).
   void refused(AclDenied reason, std::string_view context, std::string_view object,

@@ -34,6 +34,7 @@ AclCatalog build_catalog() {
     c.reads = (spec.keys.access & kReads) != 0;
     c.writes = (spec.keys.access & kWrites) != 0;
     c.reads_with_get = spec.keys.reads_with_get;
+    c.channels = spec.channels;
     out.push_back(std::move(c));
   }
   const int commands = static_cast<int>(out.size());
@@ -54,6 +55,8 @@ void reply_denied(RespWriter& w, const AclBook& book, AclDenied d, int entry,
   if (d == AclDenied::kCommand) {
     w.bulk("This user has no permissions to run the '" + book.catalog().at(entry).name +
            "' command");
+  } else if (d == AclDenied::kChannel) {
+    w.bulk("This user has no permissions to access the '" + std::string(a[pos]) + "' channel");
   } else {
     w.bulk("This user has no permissions to access the '" + std::string(a[pos]) + "' key");
   }
@@ -75,7 +78,8 @@ bool CommandContext::acl_refuses(const CommandSpec& spec, const std::vector<std:
   size_t pos = 0;
   const AclDenied d = u->check(entry, a, &pos);
   if (d == AclDenied::kNone) return false;
-  svc_.acl->refused(d, context, d == AclDenied::kKey ? a[pos] : catalog.at(entry).name, u->name(),
+  const bool arg = d == AclDenied::kKey || d == AclDenied::kChannel;
+  svc_.acl->refused(d, context, arg ? a[pos] : catalog.at(entry).name, u->name(),
                     svc_.clients->describe(*client_, svc_.clock->now_ns() / 1'000'000));
   local().error(acl_denied_error(catalog, d, entry));
   return true;
@@ -184,9 +188,10 @@ void cmd_acl(CommandContext& s, Args& a) {
       w.bulk("count");
       w.integer(e.count);
       w.bulk("reason");
-      w.bulk(e.reason == AclDenied::kKey    ? "key"
-             : e.reason == AclDenied::kAuth ? "auth"
-                                            : "command");
+      w.bulk(e.reason == AclDenied::kKey       ? "key"
+             : e.reason == AclDenied::kAuth    ? "auth"
+             : e.reason == AclDenied::kChannel ? "channel"
+                                               : "command");
       w.bulk("context");
       w.bulk(e.context);
       w.bulk("object");

@@ -28,7 +28,7 @@ enum class ReplyStyle : uint8_t {
 class CommandContext {
  public:
   CommandContext(Services& svc, std::shared_ptr<ClientInfo> client)
-      : svc_(svc), client_(std::move(client)) {
+      : svc_(svc), client_(std::move(client)), subs_(svc.pubsub) {
     acl_.start(svc.acl);
   }
   virtual ~CommandContext() = default;
@@ -59,7 +59,15 @@ class CommandContext {
   void set_proto(int p) {
     proto_ = p;
     client_->proto = p;
+    subs_.set_proto(p);
   }
+  // Pub/sub: the channels and patterns this connection hears.
+  Subscriptions& subscriptions() { return subs_; }
+  // A RESP2 connection with subscriptions: only kSubscribeMode commands run (Redis's rule).
+  bool in_subscribe_mode() const { return proto_ == 2 && subs_.active(); }
+  // Whether a key (or shard channel) another node owns is answered -MOVED (a cluster-aware
+  // client, or redirect always) rather than forwarded.
+  bool redirects() const;
   bool authenticated() const { return acl_.authenticated(); }
   // Who this connection is (AUTH, HELLO AUTH) and what it may run.
   AclSession& acl() { return acl_; }
@@ -87,6 +95,7 @@ class CommandContext {
   AclSession acl_;
   bool close_ = false;
   bool cluster_aware_ = false;
+  Subscriptions subs_;
 };
 
 }  // namespace fg

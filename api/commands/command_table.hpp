@@ -27,6 +27,9 @@ enum CommandFlag : uint32_t {
   kNoMulti = 32,    // refused inside MULTI (Redis's no_multi: SAVE, SHUTDOWN)
   kNotQueued = 64,  // inside MULTI, runs at once instead of being queued (MULTI, EXEC, ...)
   kNoScript = 128,  // a data op a script may not call (redis.call): every shard, transactions
+  // Allowed to a RESP2 connection that is subscribed (Redis's list: the (un)subscribes,
+  // PING, QUIT, RESET); every other command is refused there.
+  kSubscribeMode = 256,
 };
 
 // What a command does with its keys (Redis's key-spec flags): reads them (ACL %R~), writes
@@ -88,6 +91,7 @@ struct CommandSpec {
   const char* summary;
   const char* syntax;  // arguments after the name, for COMMAND DOCS and HELP texts
   std::vector<SubcommandSpec> subcommands = {};
+  AclCommand::Channels channels = AclCommand::Channels::kNone;  // pub/sub: its channels
 
   bool keyed() const { return keys.first > 0; }
   // The positions of its keys in `words` (name first) when it has fixed ones: calls f(i)

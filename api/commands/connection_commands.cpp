@@ -29,6 +29,11 @@ bool check_password(CommandContext& s, std::string_view command, std::string_vie
 void cmd_ping(CommandContext& s, Args& a) {
   if (a.size() > 2) {
     s.local().error(err::wrong_arity("ping"));
+  } else if (s.in_subscribe_mode()) {  // (RESP2 subscribed: an array, as a message is)
+    RespWriter w = s.local();
+    w.array(2);
+    w.bulk("pong");
+    w.bulk(a.size() == 2 ? a[1] : std::string_view());
   } else if (a.size() == 2) {
     s.local().bulk(a[1]);
   } else {

@@ -31,6 +31,17 @@ void cmd_quit(CommandContext& s, Args& a);
 void cmd_select(CommandContext& s, Args& a);
 void cmd_client(CommandContext& s, Args& a);
 
+// pubsub_commands.cpp
+void cmd_subscribe(CommandContext& s, Args& a);
+void cmd_unsubscribe(CommandContext& s, Args& a);
+void cmd_psubscribe(CommandContext& s, Args& a);
+void cmd_punsubscribe(CommandContext& s, Args& a);
+void cmd_ssubscribe(CommandContext& s, Args& a);
+void cmd_sunsubscribe(CommandContext& s, Args& a);
+void cmd_publish(CommandContext& s, Args& a);
+void cmd_spublish(CommandContext& s, Args& a);
+void cmd_pubsub(CommandContext& s, Args& a);
+
 // server_commands.cpp
 void cmd_info(CommandContext& s, Args& a);
 void cmd_command(CommandContext& s, Args& a);

@@ -130,7 +130,11 @@ std::vector<Section> info_sections(CommandContext& s) {
     kv(stats, "acl_access_denied_auth", n(static_cast<int64_t>(v.acl->denied_auth.load())));
     kv(stats, "acl_access_denied_cmd", n(static_cast<int64_t>(v.acl->denied_cmd.load())));
     kv(stats, "acl_access_denied_key", n(static_cast<int64_t>(v.acl->denied_key.load())));
+    kv(stats, "acl_access_denied_channel", n(static_cast<int64_t>(v.acl->denied_channel.load())));
   }
+  kv(stats, "pubsub_channels", n(v.pubsub.channel_count(ChannelKind::kChannel)));
+  kv(stats, "pubsub_patterns", n(v.pubsub.numpat()));
+  kv(stats, "pubsubshard_channels", n(v.pubsub.channel_count(ChannelKind::kShard)));
   kv(stats, "expired_keys", n(v.shards->expired()));
   kv(stats, "protocol_errors", n(static_cast<int64_t>(v.counters.protocol_errors.load())));
   kv(stats, "clients_dropped_slow_reader", n(static_cast<int64_t>(v.counters.dropped_slow.load())));

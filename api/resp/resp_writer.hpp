@@ -30,6 +30,8 @@ class RespWriter {
     number(proto_ >= 3 ? '%' : '*', static_cast<int64_t>(proto_ >= 3 ? n : 2 * n));
   }
   void set(size_t n) { number(proto_ >= 3 ? '~' : '*', static_cast<int64_t>(n)); }
+  // Something the server sends of its own accord (pub/sub): RESP3's push, RESP2's array.
+  void push(size_t n) { number(proto_ >= 3 ? '>' : '*', static_cast<int64_t>(n)); }
   void boolean(bool b) {
     if (proto_ >= 3) {
       out_->append(b ? "#t\r\n" : "#f\r\n");

@@ -58,6 +58,9 @@ void call_command(Run& r) {
   if (r.caller) {
     if (const char* why = r.caller->refuse(r.words)) return out.error(std::string("ERR ") + why);
   }
+  if ((name == "publish" || name == "spublish") && r.publish) {  // (a message, not data)
+    return out.integer((*r.publish)(name == "spublish", r.words[1], r.words[2]));
+  }
   if (callable.data == DataCmd::kNone) return out.error(err::kScriptNotAllowed);
   const DataCmd c = callable.data;
   const DataCmdInfo& info = data_cmd_info(c);

@@ -293,6 +293,7 @@ void ScriptEngine::run(ShardOp& op, const Step& step, int64_t now_ns) {
   r.cluster = cluster_;
   r.read_only = read_only;
   r.callable = callable_;
+  r.publish = publish_ ? &publish_ : nullptr;
   r.caller = op.caller;
   if (cluster_ && numkeys > 0) r.slot = static_cast<int>(key_slot(a[3]));
   const int64_t started_ns = mono_ns();

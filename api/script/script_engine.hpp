@@ -54,11 +54,17 @@ class ScriptEngine : public ScriptHost {
   // shard count. `cluster`: keys outside the script's slot are refused as Redis Cluster
   // refuses them. `cache`: where scripts are kept (cluster-wide).
   using Callable = ScriptCallable (*)(std::string_view name);
+  // What PUBLISH (shard false) and SPUBLISH (true) from a script do: deliver, and answer
+  // how many heard it. Called on the shard's thread.
+  using Publish =
+      std::function<int64_t(bool shard, std::string_view channel, std::string_view message)>;
   ScriptEngine(size_t shards, bool cluster, ScriptLimits limits, Callable callable,
                ScriptCache& cache);
   ~ScriptEngine() override;
 
   void run(ShardOp& op, const Step& step, int64_t now_ns) override;
+  // How scripts publish (set before any script runs; unset: PUBLISH is refused).
+  void set_publish(Publish p) { publish_ = std::move(p); }
 
   // SCRIPT LOAD: the script's SHA1, once it compiles and is kept; else Redis's compile
   // error text, or the cache's.
@@ -82,6 +88,7 @@ class ScriptEngine : public ScriptHost {
   bool cluster_;
   ScriptLimits limits_;
   Callable callable_;
+  Publish publish_;
   ScriptCache& cache_;
   mutable std::mutex mu_;                               // guards loader_
   std::vector<std::unique_ptr<State>> states_;          // by shard

@@ -42,6 +42,7 @@ struct Run {
   bool over_budget = false;
   int resp = 2;  // the replies redis.call gives the script (redis.setresp)
   ScriptEngine::Callable callable = nullptr;
+  const ScriptEngine::Publish* publish = nullptr;  // PUBLISH / SPUBLISH (null: refused)
   const ScriptCaller* caller = nullptr;  // whose rights redis.call runs with (null: anyone's)
   // The command redis.call is running: its words, and its reply.
   std::vector<std::string> strs;

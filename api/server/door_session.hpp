@@ -9,6 +9,10 @@
 //   tick()                                        the shell's timer: pushes to make, if any
 //   input_too_large()                             one request is larger than the input cap
 //   closing()                                     the connection is going: let go of things
+//   set_push_wake(wake)                           how messages (pub/sub) wake the shell
+//   take_pushes(unsent)                           messages that arrived: into output()
+//   output_limit()                                client-output-buffer-limit's class in force
+//   subscribed()                                  listens (pub/sub): no idle timeout
 //
 // and, as static members, how the shell treats its input (kViewsInput, the buffer sizes),
 // how often it ticks (kTickMs), what a client over maxclients is told (refuse_full) and
@@ -27,5 +31,9 @@ struct ProcessResult {
   bool stalled = false;    // stopped before a request whose slot's state is still arriving:
                            // call process() again shortly
 };
+
+// What take_pushes() found: nothing, messages (now in output()), or that they outgrew
+// client-output-buffer-limit while the client was not reading (the connection must close).
+enum class Pushes : uint8_t { kNone, kSome, kOverflow };
 
 }  // namespace fg

@@ -5,6 +5,7 @@
 // unless the request asks to be forwarded.
 #pragma once
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <string>
 #include <vector>
@@ -59,6 +60,11 @@ class NativeSession {
   int64_t held_bytes() const;
   // Native answers are not capped per batch (a frame's answers are bounded by the frame).
   bool evicted() const { return false; }
+  // No pub/sub on this door: nothing arrives unasked but the topology (tick()).
+  void set_push_wake(std::function<void()>) {}
+  Pushes take_pushes(size_t) { return Pushes::kNone; }
+  bool subscribed() const { return false; }
+  const OutputLimit& output_limit() const { return svc_.settings.output_limits.normal; }
 
  private:
   struct Frame;

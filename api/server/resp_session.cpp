@@ -138,11 +138,14 @@ RespSession::RespSession(Services& svc, std::shared_ptr<ClientInfo> client)
   door_.texts = &arena_;  // cleared with each read, once its replies are written
 }
 
-const Door& RespSession::door() {
+bool CommandContext::redirects() const {
   using R = NodeSettings::Redirect;
   const R mode = svc_.settings.redirect;
-  door_.mode = mode == R::kAlways || (mode == R::kAuto && cluster_aware_) ? RouteMode::kMove
-                                                                          : RouteMode::kForward;
+  return mode == R::kAlways || (mode == R::kAuto && cluster_aware_);
+}
+
+const Door& RespSession::door() {
+  door_.mode = redirects() ? RouteMode::kMove : RouteMode::kForward;
   return door_;
 }
 
@@ -201,7 +204,7 @@ ProcessResult RespSession::process(const char* data, size_t len, Flight& flight)
   if (const int64_t cap = svc_.clients->max_memory(); cap > 0 && !client_->no_evict) {
     room = std::max(kMinReplyRoom, cap - svc_.clients->memory());
   }
-  if (const int64_t hard = svc_.settings.output_limits.normal.hard_bytes; hard > 0) {
+  if (const int64_t hard = output_limit().hard_bytes; hard > 0) {
     room = std::min(room, hard - static_cast<int64_t>(out_.size()));
   }
   if (room != INT64_MAX) {
@@ -292,6 +295,8 @@ bool RespSession::refused(const CommandSpec* spec) {
   } else if (!acl_.authenticated() && !(spec->flags & kNoAuth)) {
     local().error(err::kNoAuth);
   } else if (acl_refuses(*spec, args_, in_multi_ ? "multi" : "toplevel")) {
+  } else if (in_subscribe_mode() && !(spec->flags & kSubscribeMode)) {
+    local().error(err::subscribe_context(spec->name));
   } else {
     return false;
   }
@@ -416,7 +421,33 @@ void RespSession::input_too_large() {
   svc_.counters.protocol_errors.fetch_add(1, std::memory_order_relaxed);
 }
 
-void RespSession::closing() { fg::release_watches(svc_, take_watched()); }
+void RespSession::closing() {
+  fg::release_watches(svc_, take_watched());
+  subs_.clear();
+}
+
+void RespSession::set_push_wake(std::function<void()> wake) {
+  subs_.set_wake(std::move(wake), svc_.settings.output_limits.pubsub.hard_bytes);
+}
+
+Pushes RespSession::take_pushes(size_t unsent) {
+  Subscriber* sub = subs_.subscriber();
+  if (!sub) return Pushes::kNone;
+  const size_t before = out_.size();
+  if (!sub->take(out_)) return Pushes::kOverflow;
+  sub->set_unsent(static_cast<int64_t>(unsent + out_.size()));
+  return out_.size() > before ? Pushes::kSome : Pushes::kNone;
+}
+
+const OutputLimit& RespSession::output_limit() const {
+  return subs_.active() ? svc_.settings.output_limits.pubsub : svc_.settings.output_limits.normal;
+}
+
+int64_t RespSession::held_bytes() const {
+  const Subscriber* sub = subs_.subscriber();
+  return queued_bytes_ + subs_.held_bytes() +
+         (sub ? static_cast<int64_t>(sub->waiting_bytes()) : 0);
+}
 
 bool RespSession::queued_cross_slot() const {
   int slot = -1;

@@ -43,12 +43,20 @@ class RespSession final : public CommandContext {
   static void refuse_full(std::string& out);
   bool tick() { return false; }
   void input_too_large();  // -ERR Protocol error: too big ..., then close
-  void closing();          // lets go of the watched keys
+  void closing();          // lets go of the watched keys and the subscriptions
+  // Pub/sub: `wake` is called (any thread) when messages arrive; take_pushes() (on the
+  // connection's thread, with what the stream has not sent yet) appends them to output().
+  void set_push_wake(std::function<void()> wake);
+  Pushes take_pushes(size_t unsent);
+  // A subscribed client is held to client-output-buffer-limit's pubsub class (Redis's rule).
+  const OutputLimit& output_limit() const;
+  bool subscribed() const { return subs_.active(); }
 
   std::string& output() { return out_; }
-  // What the session holds besides its output: the commands queued in a MULTI (counted
-  // against maxmemory-clients with the connection's buffers).
-  int64_t held_bytes() const { return queued_bytes_; }
+  // What the session holds besides its output: the commands queued in a MULTI, the
+  // subscriptions and the messages waiting (counted against maxmemory-clients with the
+  // connection's buffers).
+  int64_t held_bytes() const;
   // The last batch's replies outgrew the room maxmemory-clients left them: the connection
   // must close (nothing of the batch was written).
   bool evicted() const { return evicted_; }

@@ -1,0 +1,186 @@
+// Pub/sub against the real thing: the same conversation — subscribers in RESP2 and RESP3,
+// a publisher, a user held to some channels — with redis-server (Debian's) and with a
+// Floodgate node, every reply compared byte for byte. Then what Redis leaves to each
+// server: a subscriber that stops reading, and (cluster_test.cpp) messages across nodes.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <chrono>
+#include <memory>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "node_process.hpp"
+#include "redis_server.hpp"
+
+namespace fg::testing {
+namespace {
+
+struct Step {
+  int who;                         // which connection
+  std::vector<std::string> words;  // sent first (none: only read)
+  int replies;                     // values then read from it
+  bool compare = true;             // false: what differs by design (HELLO's server fields)
+};
+
+// Runs `steps` on `conns` and returns every value read, step by step.
+std::vector<std::string> converse(std::vector<std::unique_ptr<Client>>& conns,
+                                  const std::vector<Step>& steps) {
+  std::vector<std::string> out;
+  for (const Step& s : steps) {
+    Client& c = *conns[static_cast<size_t>(s.who)];
+    if (!s.words.empty()) c.send(encode(s.words));
+    std::string got;
+    for (int i = 0; i < s.replies; ++i) got += read_value(c);
+    out.push_back(s.compare ? got : "");
+  }
+  return out;
+}
+
+std::string printable(const std::vector<std::string>& words) {
+  std::string s;
+  for (const auto& w : words) s += w + " ";
+  return s;
+}
+
+TEST(PubSubDiff, AConversationAnswersAsRedisServerDoes) {
+  RedisServer redis;
+  NodeProcess node({"--shards", "2"});
+  ASSERT_TRUE(node.alive());
+  const std::string lua = "return redis.call('publish', 'news', 'from a script')";
+  const std::vector<Step> steps = {
+      // 0: a RESP2 subscriber, 1: a RESP3 one, 2: a publisher, 3: a user held to news*.
+      {0, {"SUBSCRIBE", "news", "sport"}, 2},
+      {1, {"HELLO", "3"}, 1, false},
+      {1, {"SUBSCRIBE", "news"}, 1},
+      {1, {"PSUBSCRIBE", "n*"}, 1},
+      {1, {"PSUBSCRIBE", "n*"}, 1},  // (again: the count stays)
+      {2, {"PUBLISH", "news", "hi"}, 1},
+      {0, {}, 1},
+      {1, {}, 2},
+      {2, {"PUBLISH", "sport", "goal"}, 1},
+      {0, {}, 1},
+      {2, {"PUBLISH", "nobody", "x"}, 1},
+      {2, {"PUBSUB", "NUMSUB", "news", "sport", "nobody"}, 1},
+      {2, {"PUBSUB", "NUMSUB"}, 1},
+      {2, {"PUBSUB", "NUMPAT"}, 1},
+      {2, {"PUBSUB", "CHANNELS", "n*"}, 1},
+      {2, {"PUBSUB", "CHANNELS", "nothing*"}, 1},
+      {2, {"PUBSUB", "NUMPAT", "extra"}, 1},
+      {2, {"PUBSUB", "NOSUCH"}, 1},
+      {2, {"SUBSCRIBE"}, 1},
+      {2, {"PUBLISH", "news"}, 1},
+      // RESP2 and subscribed: only the (un)subscribes, PING, QUIT and RESET.
+      {0, {"PING"}, 1},
+      {0, {"PING", "hello"}, 1},
+      {0, {"GET", "k"}, 1},
+      {0, {"SET", "k", "v"}, 1},
+      {0, {"SUBSCRIBE", "news"}, 1},
+      // RESP3 subscribed: everything runs.
+      {1, {"GET", "k"}, 1},
+      {1, {"PING"}, 1},
+      // A script publishes.
+      {2, {"EVAL", lua, "0"}, 1},
+      {0, {}, 1},
+      {1, {}, 2},
+      {0, {"UNSUBSCRIBE", "news"}, 1},
+      {0, {"PUNSUBSCRIBE"}, 1},
+      {0, {"UNSUBSCRIBE"}, 1},
+      {0, {"GET", "k"}, 1},
+      {0, {"UNSUBSCRIBE"}, 1},
+      {0, {"UNSUBSCRIBE", "never"}, 1},
+      // Shard channels: a namespace of their own, without patterns.
+      {0, {"SSUBSCRIBE", "s1", "s1"}, 2},
+      {2, {"SPUBLISH", "s1", "m"}, 1},
+      {0, {}, 1},
+      {2, {"PUBLISH", "s1", "m"}, 1},
+      {2, {"PUBSUB", "SHARDCHANNELS"}, 1},
+      {2, {"PUBSUB", "SHARDNUMSUB", "s1", "s2"}, 1},
+      {0, {"SUNSUBSCRIBE"}, 1},
+      {0, {"SUNSUBSCRIBE"}, 1},
+      {1, {"UNSUBSCRIBE"}, 1},
+      {1, {"PUNSUBSCRIBE", "n*", "m*"}, 2},
+      {2, {"PUBLISH", "news", "nobody left"}, 1},
+      // A user held to news*: channels by pattern, pattern subscriptions literally.
+      {2, {"ACL", "SETUSER", "held", "on", "nopass", "~*", "+@all", "resetchannels", "&news*"}, 1},
+      {3, {"AUTH", "held", "x"}, 1},
+      {3, {"SUBSCRIBE", "sport"}, 1},
+      {3, {"SUBSCRIBE", "news1", "sport"}, 1},
+      {3, {"PSUBSCRIBE", "n*"}, 1},
+      {3, {"PSUBSCRIBE", "news*"}, 1},
+      {3, {"PUNSUBSCRIBE"}, 1},
+      {3, {"PUBLISH", "sport", "x"}, 1},
+      {3, {"PUBLISH", "news2", "x"}, 1},
+      {3, {"SPUBLISH", "weather", "x"}, 1},
+      {3, {"UNSUBSCRIBE", "sport"}, 1},
+      {3, {"EVAL", "return redis.pcall('publish', 'sport', 'x')", "0"}, 1},
+      {2, {"ACL", "DRYRUN", "held", "publish", "sport", "x"}, 1},
+      {2, {"ACL", "DRYRUN", "held", "publish", "news", "x"}, 1},
+  };
+  std::vector<std::unique_ptr<Client>> fg, rc;
+  for (int i = 0; i < 4; ++i) {
+    fg.push_back(std::make_unique<Client>(node.port()));
+    rc.push_back(std::make_unique<Client>(redis.port()));
+  }
+  ASSERT_TRUE(rc[0]->connected()) << "redis-server did not start";
+  const auto a = converse(fg, steps);
+  const auto b = converse(rc, steps);
+  for (size_t i = 0; i < steps.size(); ++i) {
+    if (getenv("FG_SHOW"))
+      fprintf(stderr, "%zu %s\n  %s\n  %s\n", i, printable(steps[i].words).c_str(), a[i].c_str(),
+              b[i].c_str());
+    EXPECT_EQ(a[i], b[i]) << "step " << i << ": " << printable(steps[i].words);
+  }
+}
+
+// A subscriber that stops reading is closed at client-output-buffer-limit's pubsub hard
+// limit, as Redis closes it; the publisher and everyone else go on.
+TEST(PubSub, ASubscriberThatStopsReadingIsClosedAtThePubsubHardLimit) {
+  NodeProcess node({"--client-output-buffer-limit", "pubsub 256kb 0 0"});
+  ASSERT_TRUE(node.alive());
+  Client stuck(node.port());
+  stuck.send(encode({"SUBSCRIBE", "feed"}));
+  ASSERT_EQ(read_value(stuck), "*3\r\n$9\r\nsubscribe\r\n$4\r\nfeed\r\n:1\r\n");
+  Client pub(node.port());
+  const std::string payload(8192, 'x');
+  // (the kernel's buffers take some megabytes first: 8000 × 8 KB is well past them)
+  bool closed = false;
+  for (int i = 0; i < 8000 && !closed; ++i) {
+    pub.send(encode({"PUBLISH", "feed", payload}));
+    const std::string r = read_value(pub);
+    ASSERT_TRUE(r == ":1\r\n" || r == ":0\r\n") << r;
+    closed = r == ":0\r\n";
+  }
+  EXPECT_TRUE(closed) << "the subscriber was never let go";
+  pub.send(encode({"PUBSUB", "NUMSUB", "feed"}));
+  EXPECT_EQ(read_value(pub), "*2\r\n$4\r\nfeed\r\n:0\r\n");
+  // Another subscriber is served as before.
+  Client fresh(node.port());
+  fresh.send(encode({"SUBSCRIBE", "feed"}));
+  ASSERT_EQ(read_value(fresh), "*3\r\n$9\r\nsubscribe\r\n$4\r\nfeed\r\n:1\r\n");
+  pub.send(encode({"PUBLISH", "feed", "after"}));
+  EXPECT_EQ(read_value(pub), ":1\r\n");
+  EXPECT_EQ(read_value(fresh), "*3\r\n$7\r\nmessage\r\n$4\r\nfeed\r\n$5\r\nafter\r\n");
+}
+
+// Subscribers are silent by design: the idle timeout does not close them (Redis's rule),
+// while a silent plain client goes.
+TEST(PubSub, ASubscriberOutlivesTheIdleTimeout) {
+  NodeProcess node({"--timeout", "1"});
+  ASSERT_TRUE(node.alive());
+  Client sub(node.port()), idle(node.port());
+  sub.send(encode({"SUBSCRIBE", "c"}));
+  ASSERT_EQ(read_value(sub), "*3\r\n$9\r\nsubscribe\r\n$1\r\nc\r\n:1\r\n");
+  idle.send(encode({"PING"}));
+  ASSERT_EQ(read_value(idle), "+PONG\r\n");
+  std::this_thread::sleep_for(std::chrono::milliseconds(3500));
+  Client pub(node.port());
+  pub.send(encode({"PUBLISH", "c", "still here"}));
+  EXPECT_EQ(read_value(pub), ":1\r\n");
+  EXPECT_EQ(read_value(sub), "*3\r\n$7\r\nmessage\r\n$1\r\nc\r\n$10\r\nstill here\r\n");
+  EXPECT_EQ(idle.recv_n(1), "");  // (closed)
+}
+
+}  // namespace
+}  // namespace fg::testing
