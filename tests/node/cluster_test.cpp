@@ -20,6 +20,7 @@
 #include "floodgate/client.hpp"
 #include "key_slot.hpp"
 #include "node_process.hpp"
+#include "redis_server.hpp"
 #include "resp_reply.hpp"
 
 namespace fg::testing {
@@ -380,6 +381,59 @@ TEST(Cluster, ClusterAwareClientsAreMovedToTheOwner) {
   const std::string out = run("redis-cli -c -p " + std::to_string(cl.node(0).port()) + " FG.TAKE " +
                               key + " fixed_window 5 60000 2>&1");
   EXPECT_EQ(out.substr(0, 9), "1\n5\n4\n-1\n") << out.substr(0, 200);
+}
+
+// PUBLISH on any node reaches the subscribers of every node (over the cluster bus, as
+// Redis Cluster carries it); its reply counts the node's own subscribers, as Redis's does.
+// Shard channels belong to a slot: a cluster client is sent to its owner.
+TEST(Cluster, AMessagePublishedOnOneNodeReachesSubscribersOnEveryNode) {
+  TestCluster cl(3);
+  ASSERT_TRUE(cl.formed(3));
+  Client sub(cl.node(0).port()), psub(cl.node(1).port()), pub(cl.node(2).port());
+  sub.send(encode({"SUBSCRIBE", "news"}));
+  ASSERT_EQ(read_value(sub), "*3\r\n$9\r\nsubscribe\r\n$4\r\nnews\r\n:1\r\n");
+  psub.send(encode({"PSUBSCRIBE", "n*"}));
+  ASSERT_EQ(read_value(psub), "*3\r\n$10\r\npsubscribe\r\n$2\r\nn*\r\n:1\r\n");
+  pub.send(encode({"PUBLISH", "news", "hello"}));
+  EXPECT_EQ(read_value(pub), ":0\r\n");
+  EXPECT_EQ(read_value(sub), "*3\r\n$7\r\nmessage\r\n$4\r\nnews\r\n$5\r\nhello\r\n");
+  EXPECT_EQ(read_value(psub),
+            "*4\r\n$8\r\npmessage\r\n$2\r\nn*\r\n$4\r\nnews\r\n$5\r\nhello\r\n");
+  // Messages from one publisher arrive in the order sent.
+  for (int i = 0; i < 50; ++i) pub.send(encode({"PUBLISH", "news", std::to_string(i)}));
+  for (int i = 0; i < 50; ++i) ASSERT_EQ(read_value(pub), ":0\r\n");
+  for (int i = 0; i < 50; ++i) {
+    const std::string n = std::to_string(i);
+    ASSERT_EQ(read_value(sub), "*3\r\n$7\r\nmessage\r\n$4\r\nnews\r\n$" +
+                                   std::to_string(n.size()) + "\r\n" + n + "\r\n");
+  }
+  // A script publishes too.
+  pub.send(encode({"EVAL", "return redis.call('publish', 'news', 'lua')", "0"}));
+  EXPECT_EQ(read_value(pub), ":0\r\n");
+  EXPECT_EQ(read_value(sub), "*3\r\n$7\r\nmessage\r\n$4\r\nnews\r\n$3\r\nlua\r\n");
+  // Shard channels: a plain client's subscription is heard from any node...
+  std::string channel;
+  for (int i = 0; channel.empty(); ++i) {
+    const std::string c = "orders" + std::to_string(i);
+    if (cl.owner_port(c) != cl.node(0).port()) channel = c;
+  }
+  Client ssub(cl.node(0).port());
+  ssub.send(encode({"SSUBSCRIBE", channel}));
+  ASSERT_EQ(read_value(ssub), "*3\r\n$10\r\nssubscribe\r\n$" + std::to_string(channel.size()) +
+                                  "\r\n" + channel + "\r\n:1\r\n");
+  pub.send(encode({"SPUBLISH", channel, "m"}));
+  read_value(pub);
+  EXPECT_EQ(read_value(ssub), "*3\r\n$8\r\nsmessage\r\n$" + std::to_string(channel.size()) +
+                                  "\r\n" + channel + "\r\n$1\r\nm\r\n");
+  // ...and a cluster client is sent to the slot's owner, as Redis Cluster sends it.
+  Client aware(cl.node(0).port());
+  aware.send(resp({"CLUSTER", "SLOTS"}));
+  read_replies(aware, 1);
+  aware.send(encode({"SSUBSCRIBE", channel}));
+  EXPECT_EQ(read_value(aware), "-MOVED " + std::to_string(key_slot(channel)) + " 127.0.0.1:" +
+                                   std::to_string(cl.owner_port(channel)) + "\r\n");
+  aware.send(encode({"SSUBSCRIBE", "a", "b"}));
+  EXPECT_EQ(read_value(aware), "-CROSSSLOT Keys in request don't hash to the same slot\r\n");
 }
 
 TEST(Cluster, RedisCliClusterCheckFindsItHealthy) {
