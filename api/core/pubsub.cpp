@@ -26,25 +26,28 @@ constexpr int64_t kSubscriptionBytes = 96;
 
 }  // namespace
 
-void Subscriber::deliver(std::string_view kind, std::string_view pattern, std::string_view channel,
-                         std::string_view message) {
+void encode_message(std::string& out, std::string_view kind, const std::string_view* pattern,
+                    std::string_view channel, std::string_view message) {
+  out.clear();
+  out += pattern ? "*4\r\n" : "*3\r\n";
+  bulk(out, kind);
+  if (pattern) bulk(out, *pattern);
+  bulk(out, channel);
+  bulk(out, message);
+}
+
+void Subscriber::deliver(std::string_view encoded) {
   bool wake = false;
   {
     std::lock_guard<std::mutex> g(mu_);
     if (overflowed_) return;
     wake = inbox_.empty();
     const size_t before = inbox_.size();
-    const bool with_pattern = kind == "pmessage";
-    inbox_ += proto_.load(std::memory_order_relaxed) >= 3 ? '>' : '*';
-    inbox_ += with_pattern ? '4' : '3';
-    inbox_ += "\r\n";
-    bulk(inbox_, kind);
-    if (with_pattern) bulk(inbox_, pattern);
-    bulk(inbox_, channel);
-    bulk(inbox_, message);
-    if (hard_bytes_ > 0 &&
-        static_cast<int64_t>(inbox_.size()) + unsent_.load(std::memory_order_relaxed) >
-            hard_bytes_) {
+    inbox_.append(encoded);
+    if (proto_.load(std::memory_order_relaxed) >= 3) inbox_[before] = '>';  // (a push)
+    if (hard_bytes_ > 0 && static_cast<int64_t>(inbox_.size()) +
+                                   unsent_.load(std::memory_order_relaxed) >
+                               hard_bytes_) {
       // (as Redis: past the hard limit the client goes, and nothing more is kept for it)
       overflowed_ = true;
       inbox_.clear();
@@ -111,22 +114,27 @@ bool PubSubHub::punsubscribe(Subscriber* s, std::string_view pattern) {
 int64_t PubSubHub::publish(ChannelKind k, std::string_view channel, std::string_view message) {
   int64_t n = 0;
   const bool shard = k == ChannelKind::kShard;
+  // (encoded once per publish, not once per subscriber, into the thread's own buffer)
+  thread_local std::string encoded;
   {
     std::shared_lock<std::shared_mutex> g(mu_);
     const auto& m = channels_[static_cast<int>(k)];
     if (auto it = m.find(std::string(channel)); it != m.end()) {
-      for (Subscriber* s : it->second)
-        s->deliver(shard ? "smessage" : "message", {}, channel, message);
+      encode_message(encoded, shard ? "smessage" : "message", nullptr, channel, message);
+      for (Subscriber* s : it->second) s->deliver(encoded);
       n += static_cast<int64_t>(it->second.size());
     }
     if (!shard) {
       for (const auto& [pattern, subs] : patterns_) {
         if (!glob_match(pattern, channel, false)) continue;
-        for (Subscriber* s : subs) s->deliver("pmessage", pattern, channel, message);
+        const std::string_view p = pattern;
+        encode_message(encoded, "pmessage", &p, channel, message);
+        for (Subscriber* s : subs) s->deliver(encoded);
         n += static_cast<int64_t>(subs.size());
       }
     }
   }
+  if (encoded.capacity() > (1 << 20)) std::string().swap(encoded);  // (after a big one)
   delivered.fetch_add(static_cast<uint64_t>(n), std::memory_order_relaxed);
   return n;
 }

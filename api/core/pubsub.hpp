@@ -39,10 +39,9 @@ class Subscriber {
   Subscriber(std::function<void()> wake, int64_t hard_bytes)
       : wake_(std::move(wake)), hard_bytes_(hard_bytes) {}
 
-  // A message for this connection (any thread): "message" (or "smessage") with its channel,
-  // or "pmessage" with the pattern that matched.
-  void deliver(std::string_view kind, std::string_view pattern, std::string_view channel,
-               std::string_view message);
+  // A message for this connection (any thread), as RESP2 writes it (encode_message): a
+  // RESP3 connection gets it as a push.
+  void deliver(std::string_view encoded);
   // On the connection's thread: appends what arrived to `out`. False once the mailbox has
   // overflowed (the connection must close; nothing more is delivered).
   bool take(std::string& out);
@@ -145,6 +144,11 @@ class Subscriptions {
 // In a cluster: every message published here goes to every other live node over the bus
 // (Redis Cluster's way), and those from other nodes reach this node's subscribers.
 void carry_publishes(Cluster& cluster, Services& svc);
+
+// A message as a subscriber receives it in RESP2: ["message" or "smessage", channel,
+// message], or ["pmessage", pattern, channel, message] when `pattern` is given; into `out`.
+void encode_message(std::string& out, std::string_view kind, const std::string_view* pattern,
+                    std::string_view channel, std::string_view message);
 
 // A message from another node (cluster bus), and its encoding on the wire.
 std::string encode_published(ChannelKind k, std::string_view channel, std::string_view message);
