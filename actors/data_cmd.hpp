@@ -124,8 +124,10 @@ enum class DataCmd : uint8_t {
   kZRevRangeByLex,
   kZLexCount,
   kZRemRangeByLex,
+  // strings
+  kIncrEx,
 };
-constexpr uint8_t kLastDataCmd = static_cast<uint8_t>(DataCmd::kZRemRangeByLex);
+constexpr uint8_t kLastDataCmd = static_cast<uint8_t>(DataCmd::kIncrEx);
 
 // How a command with several keys is answered when its keys are split over shards: each
 // part runs the command on one key (with its value, for MSET), and the parts' replies add
@@ -243,6 +245,7 @@ inline const DataCmdInfo& data_cmd_info(DataCmd c) {
       {"zrevrangebylex", 1, Merge::kNone, false, false},
       {"zlexcount", 1, Merge::kNone, false, false},
       {"zremrangebylex", 1, Merge::kNone, false, true},
+      {"increx", 1, Merge::kNone, false, true},
   };
   static_assert(std::size(kInfo) == kLastDataCmd + 1);
   return kInfo[static_cast<uint8_t>(c)];

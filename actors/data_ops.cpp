@@ -4,6 +4,7 @@
 // error first. Limiter keys and data keys share the keyspace: a data command on a limiter
 // key is -WRONGTYPE, except DEL, UNLINK, EXISTS, TYPE and the TTL commands, which work on
 // every key.
+#include <cfloat>
 #include <climits>
 #include <cmath>
 #include <string>
@@ -244,6 +245,8 @@ void Shard::data(ShardOp& op, int64_t now_ns) {
     case DataCmd::kDecrBy:
     case DataCmd::kIncrByFloat:
       return data_incr(op, now_ns);
+    case DataCmd::kIncrEx:
+      return data_increx(op, now_ns);
     case DataCmd::kExpire:
     case DataCmd::kPExpire:
     case DataCmd::kExpireAt:
@@ -551,6 +554,158 @@ void Shard::data_incr(ShardOp& op, int64_t now_ns) {
   string_set_int(*e, value);
   mark(e, op.key);
   r.integer(value);
+}
+
+// INCREX key [BYINT n | BYFLOAT f] [LBOUND l] [UBOUND u] [SATURATE]
+//   [EX s | PX ms | EXAT s | PXAT ms | PERSIST] [ENX] [NX | XX]
+// Redis 8.8's bounded counter (with Valkey 9.2's NX and XX): [new value, increment applied].
+// A result outside the bounds (LBOUND/UBOUND, else the type's limits) is not applied —
+// [current value, 0], the key and its deadline untouched — unless SATURATE, which stops it
+// at the bound. The deadline is set only when the increment is applied (ENX: only if the
+// key has none); otherwise the key keeps its own, as INCR's.
+void Shard::data_increx(ShardOp& op, int64_t now_ns) {
+  const auto& a = *op.args;
+  DataReply& r = *op.reply;
+  const int64_t now_ms = now_ns / kNsPerMsD;
+  bool by_float = false, by_given = false, saturate = false, enx = false, nx = false, xx = false;
+  std::string_view by = "1", lbound, ubound, expire;
+  uint32_t flags = 0;
+  bool ms_unit = false;
+  for (size_t j = 2; j < a.size(); ++j) {
+    const std::string_view o = a[j];
+    const bool next = j + 1 < a.size();
+    const bool timed = flags & (kEx | kPx | kExAt | kPxAt | kPersist);
+    if ((iequals(o, "byint") || iequals(o, "byfloat")) && !by_given && next) {
+      by_float = iequals(o, "byfloat");
+      by_given = true;
+      by = a[++j];
+    } else if (iequals(o, "lbound") && lbound.data() == nullptr && next) {
+      lbound = a[++j];
+    } else if (iequals(o, "ubound") && ubound.data() == nullptr && next) {
+      ubound = a[++j];
+    } else if (iequals(o, "saturate")) {
+      saturate = true;
+    } else if (iequals(o, "enx")) {
+      enx = true;
+    } else if (iequals(o, "nx") && !xx) {
+      nx = true;
+    } else if (iequals(o, "xx") && !nx) {
+      xx = true;
+    } else if (iequals(o, "persist") && !timed) {
+      flags |= kPersist;
+    } else if (!timed && next && (iequals(o, "ex") || iequals(o, "px") || iequals(o, "exat") ||
+                                  iequals(o, "pxat"))) {
+      flags |= iequals(o, "ex") ? kEx : iequals(o, "px") ? kPx : iequals(o, "exat") ? kExAt : kPxAt;
+      ms_unit = iequals(o, "px") || iequals(o, "pxat");
+      expire = a[++j];
+    } else {
+      return r.error(err::kSyntax);
+    }
+  }
+  // ENX qualifies a deadline being set: not alone, not with PERSIST.
+  if (enx && !(flags & (kEx | kPx | kExAt | kPxAt))) return r.error(err::kSyntax);
+  int64_t deadline = 0;
+  if ((flags & (kEx | kPx | kExAt | kPxAt)) &&
+      !deadline_of(expire, flags, ms_unit, now_ms, "increx", r, deadline)) {
+    return;
+  }
+  // The increment and the bounds, in the increment's type.
+  long double fby = 0, flo = -LDBL_MAX, fhi = LDBL_MAX;
+  int64_t iby = 0, ilo = LLONG_MIN, ihi = LLONG_MAX;
+  const char* not_number = by_float ? err::kNotFloat : err::kNotInteger;
+  auto number = [&](std::string_view text, int64_t& i, long double& f) {
+    return by_float ? parse_long_double(text, f) && !std::isnan(f) && !std::isinf(f)
+                    : parse_int(text, i);
+  };
+  if (!number(by, iby, fby)) return r.error(not_number);
+  if (lbound.data() && !number(lbound, ilo, flo)) return r.error(not_number);
+  if (ubound.data() && !number(ubound, ihi, fhi)) return r.error(not_number);
+  if (by_float ? flo > fhi : ilo > ihi) return r.error(err::kIncrExBounds);
+
+  Entry* e = lookup(op.key, op.hash, now_ns);
+  if (e && !is_string(e)) {
+    op.status = OpStatus::kWrongType;
+    return;
+  }
+  if ((nx && e) || (xx && !e)) return r.null();
+  std::string buf;
+  // The reply: the value the key holds after it, and what was added.
+  auto answer_int = [&](int64_t value, int64_t applied) {
+    r.array(2);
+    r.integer(value);
+    r.integer(applied);
+  };
+  auto answer_float = [&](long double value, long double applied) {
+    r.array(2);
+    r.double_text(format_long_double(value));
+    r.double_text(format_long_double(applied));
+  };
+  bool applied = false;
+  std::string stored;  // (BYFLOAT: the new value's text)
+  int64_t inew = 0;
+  if (by_float) {
+    long double current = 0;
+    if (e) {
+      if (string_is_int(*e)) {
+        current = static_cast<long double>(e->state<StringState>().i);
+      } else if (!parse_long_double(string_get(*e, buf), current) || std::isnan(current) ||
+                 std::isinf(current)) {
+        return r.error(err::kNotFloat);
+      }
+    }
+    long double next = current + fby;
+    if (std::isnan(next)) return r.error(err::kNanOrInfinity);
+    if (next < flo || next > fhi) {
+      if (!saturate) return answer_float(current, 0);
+      next = next < flo ? flo : fhi;
+    }
+    stored = format_long_double(next);
+    if (!overwrite_string(op, op.key, op.hash, stored, true, now_ns)) return;
+    answer_float(next, next - current);
+    applied = true;
+  } else {
+    int64_t current = 0;
+    if (e) {
+      if (string_is_int(*e)) {
+        current = e->state<StringState>().i;
+      } else if (!parse_int(string_get(*e, buf), current)) {
+        return r.error(err::kNotInteger);
+      }
+    }
+    const __int128 next = static_cast<__int128>(current) + iby;
+    __int128 kept = next;
+    if (next < ilo || next > ihi) {
+      if (!saturate) return answer_int(current, 0);
+      kept = next < ilo ? ilo : ihi;
+    }
+    const __int128 added = kept - current;
+    if (added < LLONG_MIN || added > LLONG_MAX) {  // (only from a value far outside the bounds)
+      if (!saturate) return answer_int(current, 0);
+      return r.error(err::kIncrOverflow);
+    }
+    inew = static_cast<int64_t>(kept);
+    if (!e) {
+      if (!room_for_key(op, now_ns)) return;
+      e = table_.insert(op.key, op.hash, Kind::kString);
+    }
+    string_set_int(*e, inew);
+    mark(e, op.key);
+    answer_int(inew, static_cast<int64_t>(added));
+    applied = true;
+  }
+  if (!applied) return;
+  e = lookup(op.key, op.hash, now_ns);
+  if (!e) return;
+  if (deadline != 0 && !(enx && e->deadline_ms() != 0)) {
+    if ((flags & (kExAt | kPxAt)) && deadline <= now_ms) {  // (a moment already past)
+      forget(op.key, op.hash);
+      mark_gone(op.key);
+    } else {
+      mark(table_.set_deadline(op.key, op.hash, deadline), op.key);
+    }
+  } else if ((flags & kPersist) && e->deadline_ms() != 0) {
+    mark(table_.set_deadline(op.key, op.hash, 0), op.key);
+  }
 }
 
 // EXPIRE, PEXPIRE, EXPIREAT, PEXPIREAT key t [NX|XX|GT|LT].

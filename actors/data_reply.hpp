@@ -61,6 +61,8 @@ struct DataReply {
                                 : std::snprintf(buf, sizeof buf, "%.17g", v);
     items.push_back({ReplyItem::Type::kDouble, 0, std::string(buf, static_cast<size_t>(n))});
   }
+  // A double already written out (INCREX BYFLOAT's long doubles): RESP3's double, else bulk.
+  void double_text(std::string t) { items.push_back({ReplyItem::Type::kDouble, 0, std::move(t)}); }
   bool empty() const { return items.empty(); }
   // About what it holds, in bytes (what a client's replies are counted at).
   int64_t bytes() const {

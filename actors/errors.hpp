@@ -99,6 +99,7 @@ inline constexpr char kLposRankZero[] =
 inline constexpr char kLposCountNegative[] = "ERR COUNT can't be negative";
 inline constexpr char kLposMaxlenNegative[] = "ERR MAXLEN can't be negative";
 inline constexpr char kDecrementOverflow[] = "ERR decrement would overflow";
+inline constexpr char kIncrExBounds[] = "ERR LBOUND must not be greater than UBOUND";
 inline constexpr char kNanOrInfinity[] = "ERR increment would produce NaN or Infinity";
 inline constexpr char kExpireNxOptions[] =
     "ERR NX and XX, GT or LT options at the same time are not compatible";

@@ -231,6 +231,11 @@ std::vector<CommandSpec> make_rows() {
        "Overwrites a part of a string value with another by an offset; creates the key if it "
        "doesn't exist",
        "key offset value"},
+      {"increx", -2, kWF, "string", key1(kReadsWrites), DataCmd::kIncrEx, "string", "8.8.0",
+       "Increments the number at a key within bounds and sets its expiration, in one step",
+       "key [BYINT increment | BYFLOAT increment] [LBOUND lowerbound] [UBOUND upperbound] "
+       "[SATURATE] [EX seconds | PX milliseconds | EXAT unix-time-seconds | PXAT "
+       "unix-time-milliseconds | PERSIST] [ENX] [NX | XX]"},
       {"getset", 3, kWF, "string", key1(kReadsWrites), DataCmd::kGetSet, "string", "1.0.0",
        "Returns the previous string value of a key after setting it to a new value", "key value"},
       // keys and TTLs

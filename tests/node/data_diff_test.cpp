@@ -1266,5 +1266,81 @@ TEST(Scripts, TheCacheHasACapAndAnEvalPastItStillRuns) {
   EXPECT_EQ(ask({"EVALSHA", sha1_hex("return 3"), "0"}), ":3\r\n");
 }
 
+// INCREX (Redis 8.8, with Valkey 9.2's NX and XX): no redis-server here has it, so these are
+// the published command docs' cases, reply by reply.
+TEST(Increx, AnswersAsTheCommandDocsSay) {
+  NodeProcess node;
+  ASSERT_TRUE(node.alive());
+  Client c(node.port());
+  auto pair = [](const std::string& a, const std::string& b) {
+    return "*2\r\n:" + a + "\r\n:" + b + "\r\n";
+  };
+  auto fpair = [](const std::string& a, const std::string& b) {
+    return "*2\r\n$" + std::to_string(a.size()) + "\r\n" + a + "\r\n$" +
+           std::to_string(b.size()) + "\r\n" + b + "\r\n";
+  };
+  const std::vector<std::pair<std::vector<std::string>, std::string>> cases = {
+      {{"INCREX", "hits", "EX", "60", "ENX"}, pair("1", "1")},  // (bun's example)
+      {{"INCREX", "hits", "BYINT", "5"}, pair("6", "5")},
+      {{"TTL", "hits"}, ":60\r\n"},                              // (kept, as INCR keeps it)
+      {{"INCREX", "hits", "EX", "600", "ENX"}, pair("7", "1")},  // (ENX: it has one)
+      {{"TTL", "hits"}, ":60\r\n"},
+      {{"INCREX", "hits", "PX", "600000"}, pair("8", "1")},
+      {{"TTL", "hits"}, ":600\r\n"},
+      {{"INCREX", "hits", "PERSIST"}, pair("9", "1")},
+      {{"TTL", "hits"}, ":-1\r\n"},
+      // Out of bounds: not applied, the key and its deadline untouched.
+      {{"INCREX", "hits", "BYINT", "2", "UBOUND", "10", "EX", "5"}, pair("9", "0")},
+      {{"TTL", "hits"}, ":-1\r\n"},
+      {{"INCREX", "hits", "BYINT", "2", "UBOUND", "10", "SATURATE"}, pair("10", "1")},
+      {{"INCREX", "hits", "BYINT", "-20", "LBOUND", "0", "SATURATE"}, pair("0", "-10")},
+      {{"INCREX", "none", "BYINT", "-1", "LBOUND", "0"}, pair("0", "0")},
+      {{"EXISTS", "none"}, ":0\r\n"},
+      {{"INCREX", "max", "BYINT", "9223372036854775807"}, pair("9223372036854775807", "9223372036854775807")},
+      {{"INCREX", "max"}, pair("9223372036854775807", "0")},  // (the type's limit)
+      {{"INCREX", "max", "SATURATE"}, pair("9223372036854775807", "0")},
+      // BYFLOAT: long doubles as INCRBYFLOAT writes them; RESP2 bulk strings.
+      {{"INCREX", "f", "BYFLOAT", "1.5", "UBOUND", "2"}, fpair("1.5", "1.5")},
+      {{"INCREX", "f", "BYFLOAT", "1.5", "UBOUND", "2"}, fpair("1.5", "0")},
+      {{"INCREX", "f", "BYFLOAT", "1.5", "UBOUND", "2", "SATURATE"}, fpair("2", "0.5")},
+      {{"INCREX", "f"}, pair("3", "1")},  // ("2" is an integer)
+      {{"SET", "half", "0.5"}, "+OK\r\n"},
+      {{"INCREX", "half"}, "-ERR value is not an integer or out of range\r\n"},
+      // NX / XX: the key's existence first.
+      {{"INCREX", "n", "XX"}, "$-1\r\n"},
+      {{"INCREX", "n", "NX"}, pair("1", "1")},
+      {{"INCREX", "n", "NX"}, "$-1\r\n"},
+      {{"INCREX", "n", "XX"}, pair("2", "1")},
+      // Errors.
+      {{"INCREX", "n", "ENX"}, "-ERR syntax error\r\n"},
+      {{"INCREX", "n", "PERSIST", "ENX"}, "-ERR syntax error\r\n"},
+      {{"INCREX", "n", "NX", "XX"}, "-ERR syntax error\r\n"},
+      {{"INCREX", "n", "EX", "1", "PX", "1"}, "-ERR syntax error\r\n"},
+      {{"INCREX", "n", "BYINT", "1", "BYFLOAT", "1"}, "-ERR syntax error\r\n"},
+      {{"INCREX", "n", "BYINT", "1.5"}, "-ERR value is not an integer or out of range\r\n"},
+      {{"INCREX", "n", "BYFLOAT", "x"}, "-ERR value is not a valid float\r\n"},
+      {{"INCREX", "n", "LBOUND", "5", "UBOUND", "1"}, "-ERR LBOUND must not be greater than UBOUND\r\n"},
+      {{"INCREX", "n", "EX", "0"}, "-ERR invalid expire time in 'increx' command\r\n"},
+      {{"INCREX", "n", "EX", "x"}, "-ERR value is not an integer or out of range\r\n"},
+      {{"LPUSH", "l", "x"}, ":1\r\n"},
+      {{"INCREX", "l"}, "-WRONGTYPE Operation against a key holding the wrong kind of value\r\n"},
+      {{"INCREX"}, "-ERR wrong number of arguments for 'increx' command\r\n"},
+      // From a script, and in a transaction.
+      {{"EVAL", "return redis.call('increx', KEYS[1], 'BYINT', 3)", "1", "s"}, pair("3", "3")},
+      {{"MULTI"}, "+OK\r\n"},
+      {{"INCREX", "s", "EX", "30"}, "+QUEUED\r\n"},
+      {{"EXEC"}, "*1\r\n" + pair("4", "1")},
+      {{"TTL", "s"}, ":30\r\n"},
+  };
+  for (const auto& [words, want] : cases) {
+    EXPECT_EQ(ask(c, words), want) << words[0] << " " << (words.size() > 1 ? words[1] : "")
+                                   << " " << (words.size() > 2 ? words[2] : "");
+  }
+  // RESP3: BYFLOAT answers doubles, BYINT integers.
+  EXPECT_EQ(ask(c, {"HELLO", "3"}).substr(0, 1), "%");
+  EXPECT_EQ(ask(c, {"INCREX", "g", "BYFLOAT", "0.25"}), "*2\r\n,0.25\r\n,0.25\r\n");
+  EXPECT_EQ(ask(c, {"INCREX", "h"}), "*2\r\n:1\r\n:1\r\n");
+}
+
 }  // namespace
 }  // namespace fg::testing
