@@ -126,8 +126,10 @@ enum class DataCmd : uint8_t {
   kZRemRangeByLex,
   // strings
   kIncrEx,
+  // keys
+  kObject,
 };
-constexpr uint8_t kLastDataCmd = static_cast<uint8_t>(DataCmd::kIncrEx);
+constexpr uint8_t kLastDataCmd = static_cast<uint8_t>(DataCmd::kObject);
 
 // How a command with several keys is answered when its keys are split over shards: each
 // part runs the command on one key (with its value, for MSET), and the parts' replies add
@@ -246,6 +248,7 @@ inline const DataCmdInfo& data_cmd_info(DataCmd c) {
       {"zlexcount", 1, Merge::kNone, false, false},
       {"zremrangebylex", 1, Merge::kNone, false, true},
       {"increx", 1, Merge::kNone, false, true},
+      {"object", 1, Merge::kNone, false, false},
   };
   static_assert(std::size(kInfo) == kLastDataCmd + 1);
   return kInfo[static_cast<uint8_t>(c)];
@@ -264,6 +267,7 @@ inline size_t script_keys_end(const std::vector<std::string_view>& a) {
 // this node).
 inline std::string_view data_route_key(DataCmd c, const std::vector<std::string_view>& a) {
   if (c == DataCmd::kEval) return script_keys_end(a) > 3 ? a[3] : std::string_view();
+  if (c == DataCmd::kObject) return a.size() > 2 ? a[2] : std::string_view();  // (its subcommand first)
   if (!data_cmd_info(c).every_shard) return a[1];
   std::string_view pattern;
   if (c == DataCmd::kKeys) {

@@ -10,9 +10,17 @@
 // every watched key on: a watch never outlives a change it cannot see.
 #include <string>
 
+#include <climits>
+
+#include "encoding_thresholds.hpp"
 #include "errors.hpp"
+#include "hash_value.hpp"
+#include "limit_spec.hpp"
+#include "list_value.hpp"
 #include "shard.hpp"
+#include "string_value.hpp"
 #include "words.hpp"
+#include "zset_value.hpp"
 
 namespace fg {
 
@@ -86,6 +94,95 @@ void Shard::data_flush(ShardOp& op, int64_t) {
   }
   publish();
   r.ok();
+}
+
+namespace {
+// MEMORY USAGE's estimate: the entry, its key, and each element with what holding it costs
+// (a string's bytes and its allocation, a hash field's two strings, a member's score and
+// its place in both of a sorted set's indexes).
+int64_t estimate_bytes(Entry& e) {
+  constexpr int64_t kEntry = 64, kString = 32;
+  int64_t n = kEntry + static_cast<int64_t>(e.key().size());
+  switch (e.kind) {
+    case Kind::kString: {
+      if (string_is_int(e)) return n;
+      std::string buf;
+      return n + kString + static_cast<int64_t>(string_get(e, buf).size());
+    }
+    case Kind::kHash:
+      for (const auto& [f, v] : e.state<HashValue*>()->fields)
+        n += 2 * kString + static_cast<int64_t>(f.size() + v.size());
+      return n;
+    case Kind::kZSet:
+      for (const auto& [m, s] : e.state<ZSetValue*>()->scores)
+        n += 96 + 2 * static_cast<int64_t>(m.size());
+      return n;
+    case Kind::kList:
+      for (const auto& v : e.state<ListValue*>()->items) n += kString + static_cast<int64_t>(v.size());
+      return n;
+    default:
+      return n + 64;  // (a limiter's state; a log's or leases' entries are not walked)
+  }
+}
+}  // namespace
+
+// OBJECT ENCODING | REFCOUNT | IDLETIME | FREQ key and MEMORY USAGE key (the words as sent:
+// the key is third).
+// Encodings are the ones redis-server 7.0 would report for the value as it is now, by the
+// thresholds CONFIG SET gave (encoding_thresholds.hpp; by default listpack up to 128 entries
+// of up to 64 bytes; a string of up to 44
+// bytes is embstr, an integer int; a 7.0 list is always a quicklist); a limiter's is its
+// kind. No access times are kept: IDLETIME is 0, and FREQ answers as a server without an
+// LFU policy.
+void Shard::data_object(ShardOp& op, int64_t now_ns) {
+  const auto& a = *op.args;
+  DataReply& r = *op.reply;
+  Entry* e = lookup(op.key, op.hash, now_ns);
+  if (!e) return r.null();
+  const std::string_view sub = a[1];
+  if (iequals(sub, "refcount")) {
+    // (redis-server shares the integers 0..9999 among all keys: "refcount" INT_MAX)
+    const bool shared = e->kind == Kind::kString && string_is_int(*e) &&
+                        e->state<StringState>().i >= 0 && e->state<StringState>().i < 10000;
+    return r.integer(shared ? INT_MAX : 1);
+  }
+  if (iequals(sub, "idletime")) return r.integer(0);
+  if (iequals(sub, "usage")) return r.integer(estimate_bytes(*e));
+  if (iequals(sub, "freq")) return r.error(err::kNoLfu);
+  const EncodingThresholds& t = encoding_thresholds();
+  auto small = [](size_t n, int64_t entries, int64_t bytes, auto&& each) {
+    if (static_cast<int64_t>(n) > entries) return false;
+    bool fits = true;
+    each([&](std::string_view s) { fits = fits && static_cast<int64_t>(s.size()) <= bytes; });
+    return fits;
+  };
+  switch (e->kind) {
+    case Kind::kString: {
+      if (string_is_int(*e)) return r.bulk("int");
+      std::string buf;
+      return r.bulk(string_get(*e, buf).size() <= 44 ? "embstr" : "raw");
+    }
+    case Kind::kHash: {
+      const HashValue& h = *e->state<HashValue*>();
+      return r.bulk(small(h.fields.size(), t.hash_entries, t.hash_value, [&](auto f) {
+                      for (const auto& [k, v] : h.fields) f(k), f(v);
+                    })
+                        ? "listpack"
+                        : "hashtable");
+    }
+    case Kind::kZSet: {
+      const ZSetValue& z = *e->state<ZSetValue*>();
+      return r.bulk(small(z.size(), t.zset_entries, t.zset_value, [&](auto f) {
+                      for (const auto& [m, s] : z.scores) f(m);
+                    })
+                        ? "listpack"
+                        : "skiplist");
+    }
+    case Kind::kList:
+      return r.bulk("quicklist");
+    default:
+      return r.bulk(kind_name(e->kind));
+  }
 }
 
 }  // namespace fg

@@ -247,6 +247,8 @@ void Shard::data(ShardOp& op, int64_t now_ns) {
       return data_incr(op, now_ns);
     case DataCmd::kIncrEx:
       return data_increx(op, now_ns);
+    case DataCmd::kObject:
+      return data_object(op, now_ns);
     case DataCmd::kExpire:
     case DataCmd::kPExpire:
     case DataCmd::kExpireAt:

@@ -79,7 +79,18 @@ inline std::string unknown_subcommand(std::string_view sub, std::string_view hel
 }
 inline std::string config_get_only(std::string_view sub) {
   return "ERR unknown subcommand '" + std::string(sub.substr(0, 128)) +
-         "'. Floodgate supports CONFIG GET only.";
+         "'. Floodgate supports CONFIG GET and CONFIG SET of redis-server's encoding "
+         "thresholds only.";
+}
+inline std::string config_unknown(std::string_view name) {
+  return "ERR Unknown option or number of arguments for CONFIG SET - '" + std::string(name) + "'";
+}
+inline std::string config_immutable(std::string_view name) {
+  return "ERR CONFIG SET failed (possibly related to argument '" + std::string(name) +
+         "') - can't set immutable config";
+}
+inline std::string config_set_failed(std::string_view name) {
+  return "ERR CONFIG SET failed (possibly related to argument '" + std::string(name) + "')";
 }
 inline std::string unknown_op(int op) { return "ERR unknown op " + std::to_string(op); }
 
@@ -211,6 +222,23 @@ inline constexpr char kLuaAclCheckUnknown[] = "Invalid command passed to redis.a
 
 inline constexpr char kNoPermKey[] =
     "NOPERM this user has no permissions to access one of the keys used as arguments";
+inline constexpr char kFunctionFlushOption[] =
+    "ERR FUNCTION FLUSH only supports SYNC|ASYNC option";
+// Redis's addReplySubcommandSyntaxError.
+inline std::string subcommand_syntax(std::string_view sub, std::string_view command) {
+  return "ERR unknown subcommand or wrong number of arguments for '" +
+         std::string(sub.substr(0, 128)) + "'. Try " + std::string(command) + " HELP.";
+}
+inline constexpr char kNoLfu[] =
+    "ERR An LFU maxmemory policy is not selected, access frequency not tracked. Please note "
+    "that when switching between policies at runtime LRU and LFU data will take some time to "
+    "adjust.";
+inline constexpr char kLibraryNotFound[] = "ERR Library not found";
+inline constexpr char kNoFunctions[] =
+    "ERR Floodgate has no function libraries: load the code as a script (SCRIPT LOAD, EVALSHA)";
+inline std::string unknown_argument(std::string_view a) {
+  return "ERR Unknown argument " + std::string(a);
+}
 // A RESP2 connection with subscriptions sent another command.
 inline std::string subscribe_context(std::string_view command) {
   return "ERR Can't execute '" + std::string(command) +

@@ -154,6 +154,7 @@ class Shard {
   void data_getex(ShardOp& op, int64_t now_ns);
   void data_incr(ShardOp& op, int64_t now_ns);
   void data_increx(ShardOp& op, int64_t now_ns);
+  void data_object(ShardOp& op, int64_t now_ns);  // data_keyspace.cpp
   void data_expire(ShardOp& op, int64_t now_ns);
   void data_keys(ShardOp& op, int64_t now_ns);
   void data_scan(ShardOp& op, int64_t now_ns);  // KEYS, SCAN

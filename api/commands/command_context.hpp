@@ -77,6 +77,10 @@ class CommandContext {
   bool acl_refuses(const CommandSpec& spec, const std::vector<std::string_view>& a,
                    const char* context);
   void request_close() { close_ = true; }
+  // CLIENT REPLY ON | OFF | SKIP: whether replies are sent (SKIP: not the next command's).
+  enum class ReplyMode : uint8_t { kOn, kOff, kSkipNext };
+  void set_reply_mode(ReplyMode m) { reply_mode_ = m; }
+  ReplyMode reply_mode() const { return reply_mode_; }
   // The client asked for the cluster's topology: from now on it is told -MOVED.
   void set_cluster_aware() { cluster_aware_ = true; }
   // The routing snapshot in force (cluster mode only), refreshed once per read.
@@ -95,6 +99,7 @@ class CommandContext {
   AclSession acl_;
   bool close_ = false;
   bool cluster_aware_ = false;
+  ReplyMode reply_mode_ = ReplyMode::kOn;
   Subscriptions subs_;
 };
 

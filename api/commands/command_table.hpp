@@ -30,6 +30,8 @@ enum CommandFlag : uint32_t {
   // Allowed to a RESP2 connection that is subscribed (Redis's list: the (un)subscribes,
   // PING, QUIT, RESET); every other command is refused there.
   kSubscribeMode = 256,
+  // Its replies are pushes (pub/sub confirmations): sent even under CLIENT REPLY OFF.
+  kPushes = 512,
 };
 
 // What a command does with its keys (Redis's key-spec flags): reads them (ACL %R~), writes

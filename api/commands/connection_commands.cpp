@@ -153,6 +153,19 @@ void cmd_client(CommandContext& s, Args& a) {
     std::string n = reg.name_of(s.client());
     if (n.empty()) return w.null();
     w.bulk(n);
+  } else if (iequals(sub, "reply")) {
+    if (!arity(3, "reply")) return;
+    if (iequals(a[2], "on")) {
+      s.set_reply_mode(CommandContext::ReplyMode::kOn);
+      w.ok();
+    } else if (iequals(a[2], "off")) {
+      s.set_reply_mode(CommandContext::ReplyMode::kOff);
+    } else if (iequals(a[2], "skip")) {  // (while OFF, nothing to skip)
+      if (s.reply_mode() != CommandContext::ReplyMode::kOff)
+        s.set_reply_mode(CommandContext::ReplyMode::kSkipNext);
+    } else {
+      w.error(err::kSyntax);
+    }
   } else if (iequals(sub, "id")) {
     if (!arity(2, "id")) return;
     w.integer(static_cast<int64_t>(s.client().id));

@@ -3,6 +3,7 @@
 // checked there, in Redis's order. Only what splitting a command needs is checked here.
 #include "errors.hpp"
 #include "handlers.hpp"
+#include "words.hpp"
 
 namespace fg {
 
@@ -36,6 +37,62 @@ bool data_sync(CommandContext& s, std::string_view key) {
   if (!ps.sync_keys) return false;  // (no glob matching on the request path for nothing)
   Result<const LimitSpec*> p = ps.lookup(key, {});
   return p.ok() && (*p)->sync;
+}
+
+// OBJECT ENCODING | REFCOUNT | IDLETIME | FREQ key: the key's shard answers; HELP here.
+void cmd_object(CommandContext& s, Args& a) {
+  if (iequals(a[1], "help") && a.size() == 2) {
+    static constexpr const char* kHelp[] = {
+        "OBJECT <subcommand> [<arg> [value] [opt] ...]. Subcommands are:",
+        "ENCODING <key>",
+        "    Return the kind of internal representation used in order to store the value",
+        "    associated with a <key>.",
+        "FREQ <key>",
+        "    Return the access frequency index of the <key>. The returned integer is",
+        "    proportional to the logarithm of the recent access frequency of the key.",
+        "IDLETIME <key>",
+        "    Return the idle time of the <key>, that is the approximated number of",
+        "    seconds elapsed since the last access to the key.",
+        "REFCOUNT <key>",
+        "    Return the number of references of the value associated with the specified",
+        "    <key>.",
+        "HELP",
+        "    Print this help."};
+    RespWriter w = s.local();
+    w.array(std::size(kHelp));
+    for (const char* line : kHelp) w.simple(line);
+    return;
+  }
+  const bool known = iequals(a[1], "encoding") || iequals(a[1], "refcount") ||
+                     iequals(a[1], "idletime") || iequals(a[1], "freq");
+  if (!known || a.size() != 3) return s.local().error(err::subcommand_syntax(a[1], "OBJECT"));
+  data_request(s, a, DataCmd::kObject);
+}
+
+// MEMORY USAGE key [SAMPLES count]: the key's shard estimates it; HELP here.
+void cmd_memory(CommandContext& s, Args& a) {
+  if (iequals(a[1], "help") && a.size() == 2) {
+    static constexpr const char* kHelp[] = {
+        "MEMORY <subcommand> [<arg> [value] [opt] ...]. Subcommands are:",
+        "USAGE <key> [SAMPLES <count>]",
+        "    Return memory in bytes used by <key> and its value (an estimate: every",
+        "    element is counted, SAMPLES is accepted).",
+        "HELP",
+        "    Print this help."};
+    RespWriter w = s.local();
+    w.array(std::size(kHelp));
+    for (const char* line : kHelp) w.simple(line);
+    return;
+  }
+  if (!iequals(a[1], "usage") || a.size() < 3) {
+    return s.local().error(err::subcommand_syntax(a[1], "MEMORY"));
+  }
+  if (a.size() != 3) {
+    int64_t samples = 0;
+    if (a.size() != 5 || !iequals(a[3], "samples")) return s.local().error(err::kSyntax);
+    if (!parse_int(a[4], samples) || samples < 0) return s.local().error(err::kNotInteger);
+  }
+  data_request(s, a, DataCmd::kObject);
 }
 
 void cmd_multi(CommandContext& s, Args&) { s.multi(); }

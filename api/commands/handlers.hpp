@@ -31,6 +31,10 @@ void cmd_quit(CommandContext& s, Args& a);
 void cmd_select(CommandContext& s, Args& a);
 void cmd_client(CommandContext& s, Args& a);
 
+void cmd_function(CommandContext& s, Args& a);
+void cmd_object(CommandContext& s, Args& a);  // data_commands.cpp
+void cmd_memory(CommandContext& s, Args& a);  // data_commands.cpp  // script_commands.cpp
+
 // pubsub_commands.cpp
 void cmd_subscribe(CommandContext& s, Args& a);
 void cmd_unsubscribe(CommandContext& s, Args& a);

@@ -71,4 +71,71 @@ void cmd_script(CommandContext& s, Args& a) {
   w.error(err::unknown_subcommand(a[1], "SCRIPT HELP"));
 }
 
+// FUNCTION: Redis 7's function libraries are not part of Floodgate (EVAL and EVALSHA are,
+// with one script cache for the whole cluster). What can be answered truthfully without
+// them is: there are none (LIST, STATS, DUMP's empty payload is not given), deleting one
+// finds none, flushing them leaves none. Loading one is refused with the reason.
+void cmd_function(CommandContext& s, Args& a) {
+  RespWriter w = s.local();
+  const std::string_view sub = a[1];
+  const size_t n = a.size();
+  if (iequals(sub, "flush") && n <= 3) {
+    if (n == 3 && !iequals(a[2], "sync") && !iequals(a[2], "async")) {
+      return w.error(err::kFunctionFlushOption);
+    }
+    return w.ok();
+  }
+  if (iequals(sub, "list")) {
+    for (size_t j = 2; j < n; ++j) {
+      if (iequals(a[j], "withcode")) continue;
+      if (iequals(a[j], "libraryname") && j + 1 < n) {
+        ++j;
+        continue;
+      }
+      return w.error(err::unknown_argument(a[j]));
+    }
+    return w.array(0);
+  }
+  if (iequals(sub, "delete") && n == 3) return w.error(err::kLibraryNotFound);
+  if (iequals(sub, "stats") && n == 2) {
+    w.map(2);
+    w.bulk("running_script");
+    w.null();
+    w.bulk("engines");
+    w.map(1);
+    w.bulk("LUA");
+    w.map(2);
+    w.bulk("libraries_count");
+    w.integer(0);
+    w.bulk("functions_count");
+    w.integer(0);
+    return;
+  }
+  if (iequals(sub, "kill") && n == 2) return w.error(err::kNotBusy);
+  if ((iequals(sub, "load") || iequals(sub, "restore") || iequals(sub, "dump")) && n >= 2) {
+    return w.error(err::kNoFunctions);
+  }
+  if (iequals(sub, "help") && n == 2) {
+    static constexpr const char* kHelp[] = {
+        "FUNCTION <subcommand> [<arg> [value] [opt] ...]. Subcommands are:",
+        "LIST [LIBRARYNAME <pattern>] [WITHCODE]",
+        "    Return the function libraries (there are none: use EVAL and EVALSHA).",
+        "STATS",
+        "    Return information about the function engine.",
+        "DELETE <library-name>",
+        "    Delete a library (there are none).",
+        "FLUSH [ASYNC|SYNC]",
+        "    Delete all the libraries (there are none).",
+        "HELP",
+        "    Print this help."};
+    w.array(std::size(kHelp));
+    for (const char* line : kHelp) w.simple(line);
+    return;
+  }
+  for (const char* name : {"flush", "list", "delete", "stats", "kill", "help"}) {
+    if (iequals(sub, name)) return w.error(err::wrong_arity("function|" + to_lower(sub)));
+  }
+  w.error(err::unknown_subcommand(sub, "FUNCTION HELP"));
+}
+
 }  // namespace fg

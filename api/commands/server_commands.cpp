@@ -9,6 +9,7 @@
 #include "cluster.hpp"
 #include "command_context.hpp"
 #include "command_table.hpp"
+#include "encoding_thresholds.hpp"
 #include "errors.hpp"
 #include "handlers.hpp"
 #include "script_engine.hpp"
@@ -322,8 +323,67 @@ void cmd_command(CommandContext& s, Args& a) {
 }
 
 // CONFIG GET pattern [pattern ...]: read-only answers for what clients and tools ask.
+namespace {
+
+// redis-server's encoding thresholds (actors/encoding_thresholds.hpp) by every name Redis 7.0
+// knows them under: CONFIG SET takes them, CONFIG GET shows them.
+struct Tunable {
+  const char* name;
+  std::atomic<int64_t> EncodingThresholds::*field;
+  int64_t min;
+};
+constexpr Tunable kTunables[] = {
+    {"hash-max-listpack-entries", &EncodingThresholds::hash_entries, 0},
+    {"hash-max-ziplist-entries", &EncodingThresholds::hash_entries, 0},
+    {"hash-max-listpack-value", &EncodingThresholds::hash_value, 0},
+    {"hash-max-ziplist-value", &EncodingThresholds::hash_value, 0},
+    {"zset-max-listpack-entries", &EncodingThresholds::zset_entries, 0},
+    {"zset-max-ziplist-entries", &EncodingThresholds::zset_entries, 0},
+    {"zset-max-listpack-value", &EncodingThresholds::zset_value, 0},
+    {"zset-max-ziplist-value", &EncodingThresholds::zset_value, 0},
+    {"set-max-intset-entries", &EncodingThresholds::set_intset, 0},
+    {"list-max-listpack-size", &EncodingThresholds::list_size, INT32_MIN},
+    {"list-max-ziplist-size", &EncodingThresholds::list_size, INT32_MIN},
+    {"list-compress-depth", &EncodingThresholds::list_depth, 0},
+};
+
+const Tunable* find_tunable(std::string_view name) {
+  for (const Tunable& t : kTunables)
+    if (iequals(name, t.name)) return &t;
+  return nullptr;
+}
+
+// CONFIG SET parameter value [parameter value ...]: all or nothing, as Redis.
+void config_set(CommandContext& s, Args& a, RespWriter& w) {
+  if (a.size() < 4 || a.size() % 2 != 0) return w.error(err::wrong_arity("config|set"));
+  std::vector<std::pair<const Tunable*, int64_t>> changes;
+  const auto settings = s.svc().config_values ? s.svc().config_values()
+                                              : std::vector<std::pair<std::string, std::string>>{};
+  for (size_t j = 2; j < a.size(); j += 2) {
+    const Tunable* t = find_tunable(a[j]);
+    if (!t) {
+      const auto ours = std::find_if(settings.begin(), settings.end(),
+                                     [&](const auto& p) { return iequals(p.first, a[j]); });
+      if (ours != settings.end() && ours->second == a[j + 1]) continue;  // (already so)
+      // (Floodgate's own settings are set at start: the config file, flags, FG.POLICY)
+      return w.error(ours != settings.end() ? err::config_immutable(a[j])
+                                            : err::config_unknown(a[j]));
+    }
+    int64_t v = 0;
+    if (!parse_int(a[j + 1], v) || v < t->min || v > INT32_MAX) {
+      return w.error(err::config_set_failed(a[j]));
+    }
+    changes.emplace_back(t, v);
+  }
+  for (const auto& [t, v] : changes) (encoding_thresholds().*(t->field)).store(v);
+  w.ok();
+}
+
+}  // namespace
+
 void cmd_config(CommandContext& s, Args& a) {
   RespWriter w = s.local();
+  if (iequals(a[1], "set")) return config_set(s, a, w);
   if (!iequals(a[1], "get")) {
     return w.error(err::config_get_only(a[1]));
   }
@@ -339,6 +399,8 @@ void cmd_config(CommandContext& s, Args& a) {
     params.emplace_back("save", "");  // (no settings table: nothing is saved)
   params.emplace_back("appendonly", "no");
   params.emplace_back("maxmemory", "0");
+  for (const Tunable& t : kTunables)
+    params.emplace_back(t.name, std::to_string((encoding_thresholds().*(t.field)).load()));
   std::vector<const std::pair<std::string, std::string>*> hits;
   for (const auto& p : params) {
     for (size_t i = 2; i < a.size(); ++i) {

@@ -268,11 +268,23 @@ ProcessResult RespSession::process(const char* data, size_t len, Flight& flight)
       end_local_slot(start);
       continue;
     }
+    // CLIENT REPLY OFF, or SKIP before it: this command's replies are not sent.
+    const bool silent =
+        (reply_mode_ == ReplyMode::kOff || skip_this_) && !(spec && (spec->flags & kPushes));
+    skip_this_ = false;
+    const size_t first_slot = slots_.size();
     if (!refused(spec)) {
       client_->last_cmd.store(spec->name, std::memory_order_relaxed);
       run_command(*spec, *this, args_);
     }
     if (!requested_) end_local_slot(start);
+    if (silent) {
+      for (size_t k = first_slot; k < slots_.size(); ++k) slots_[k].silent = true;
+    }
+    if (reply_mode_ == ReplyMode::kSkipNext) {
+      reply_mode_ = ReplyMode::kOn;
+      skip_this_ = true;
+    }
   }
   if (taken > 0) {
     svc_.counters.commands.fetch_add(taken, std::memory_order_relaxed);
@@ -545,7 +557,17 @@ void RespSession::complete(Flight& flight) {
   RequestMetrics& metrics = *svc_.metrics;
   uint32_t drop = 0;          // replies of an aborted transaction still to pass over
   bool failed_check = false;  // a check of the next EXEC failed
+  // (a silent slot's reply is written, then cut off again: one path for every kind of slot)
+  struct Cut {
+    std::string& out;
+    size_t at;
+    bool on;
+    ~Cut() {
+      if (on) out.resize(at);
+    }
+  };
   for (const Slot& s : slots_) {
+    Cut cut{out_, out_.size(), s.silent};
     if (drop > 0) {
       --drop;
       continue;

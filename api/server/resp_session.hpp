@@ -83,6 +83,7 @@ class RespSession final : public CommandContext {
     uint32_t len;
     Pending pending;   // kPending, kWatch, kCheck, kHidden
     uint32_t aux = 0;  // kWatch: its keys in watching_; kExec: how many replies it holds
+    bool silent = false;  // CLIENT REPLY OFF or SKIP: the reply is not sent
   };
   void end_local_slot(size_t start);
   // In a transaction: queues the command (+QUEUED), or answers why not and marks the
@@ -125,6 +126,7 @@ class RespSession final : public CommandContext {
   size_t script_allowance_ = 1;
   static constexpr int64_t kMinReplyRoom = 1 << 20;
   size_t scripts_ = 0;
+  bool skip_this_ = false;  // CLIENT REPLY SKIP came before this command
   std::string out_;
   // MULTI: the queued commands' words (copied: the read buffer they came in goes), and
   // whether one was refused while queueing (EXEC then answers EXECABORT).
