@@ -22,6 +22,9 @@ namespace {
 // errors quote, whether it writes) against the rows that run them, and that every data op
 // a client can send has exactly one row: a drift fails the first lookup, so every test.
 void check_rows(const std::vector<CommandSpec>& rows) {
+  // (a row's place is its command id, which shares a byte with the native ops' ids)
+  if (rows.size() >= kNativeCommandBase)
+    throw std::logic_error("more command rows than command ids below kNativeCommandBase");
   std::vector<int> seen(kLastDataCmd + 1, 0);
   for (const CommandSpec& c : rows) {
     if (c.run.handler == nullptr && c.run.data == DataCmd::kNone)
