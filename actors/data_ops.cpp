@@ -577,7 +577,15 @@ void Shard::data_increx(ShardOp& op, int64_t now_ns) {
     const std::string_view o = a[j];
     const bool next = j + 1 < a.size();
     const bool timed = flags & (kEx | kPx | kExAt | kPxAt | kPersist);
-    if ((iequals(o, "byint") || iequals(o, "byfloat")) && !by_given && next) {
+    // (the options a fixed window sends first: EX and ENX)
+    if (!timed && next && (iequals(o, "ex") || iequals(o, "px") || iequals(o, "exat") ||
+                           iequals(o, "pxat"))) {
+      flags |= iequals(o, "ex") ? kEx : iequals(o, "px") ? kPx : iequals(o, "exat") ? kExAt : kPxAt;
+      ms_unit = iequals(o, "px") || iequals(o, "pxat");
+      expire = a[++j];
+    } else if (iequals(o, "enx")) {
+      enx = true;
+    } else if ((iequals(o, "byint") || iequals(o, "byfloat")) && !by_given && next) {
       by_float = iequals(o, "byfloat");
       by_given = true;
       by = a[++j];
@@ -587,19 +595,12 @@ void Shard::data_increx(ShardOp& op, int64_t now_ns) {
       ubound = a[++j];
     } else if (iequals(o, "saturate")) {
       saturate = true;
-    } else if (iequals(o, "enx")) {
-      enx = true;
     } else if (iequals(o, "nx") && !xx) {
       nx = true;
     } else if (iequals(o, "xx") && !nx) {
       xx = true;
     } else if (iequals(o, "persist") && !timed) {
       flags |= kPersist;
-    } else if (!timed && next && (iequals(o, "ex") || iequals(o, "px") || iequals(o, "exat") ||
-                                  iequals(o, "pxat"))) {
-      flags |= iequals(o, "ex") ? kEx : iequals(o, "px") ? kPx : iequals(o, "exat") ? kExAt : kPxAt;
-      ms_unit = iequals(o, "px") || iequals(o, "pxat");
-      expire = a[++j];
     } else {
       return r.error(err::kSyntax);
     }
@@ -662,7 +663,8 @@ void Shard::data_increx(ShardOp& op, int64_t now_ns) {
       next = next < flo ? flo : fhi;
     }
     stored = format_long_double(next);
-    if (!overwrite_string(op, op.key, op.hash, stored, true, now_ns)) return;
+    e = overwrite_string(op, op.key, op.hash, stored, true, now_ns);
+    if (!e) return;
     answer_float(next, next - current);
     applied = true;
   } else {
@@ -696,8 +698,6 @@ void Shard::data_increx(ShardOp& op, int64_t now_ns) {
     applied = true;
   }
   if (!applied) return;
-  e = lookup(op.key, op.hash, now_ns);
-  if (!e) return;
   if (deadline != 0 && !(enx && e->deadline_ms() != 0)) {
     if ((flags & (kExAt | kPxAt)) && deadline <= now_ms) {  // (a moment already past)
       forget(op.key, op.hash);

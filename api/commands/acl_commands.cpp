@@ -217,7 +217,7 @@ void cmd_acl(CommandContext& s, Args& a) {
     }
     w.bulk(to_hex(raw).substr(0, chars));
   } else if (iequals(sub, "help") && n == 2) {
-    static const char* lines[] = {
+    static constexpr const char* lines[] = {
         "ACL <subcommand> [<arg> ...]. Subcommands are:",
         "CAT [<category>]",
         "    List all commands that belong to <category>, or all command categories",
@@ -246,8 +246,7 @@ void cmd_acl(CommandContext& s, Args& a) {
         "    Return the current connection username.",
         "HELP",
         "    Print this help."};
-    w.array(std::size(lines));
-    for (const char* l : lines) w.simple(l);
+    w.help(lines);
   } else if (s.svc().acl->catalog().find("acl|" + std::string(sub)) >= 0) {
     w.error(err::wrong_arity("acl|" + to_lower(sub)));
   } else {

@@ -173,9 +173,7 @@ constexpr const char* kHelp[] = {
 void cmd_cluster(CommandContext& s, Args& a) {
   const std::string_view sub = a[1];
   if (iequals(sub, "help")) {
-    RespWriter w = s.local();
-    w.array(std::size(kHelp));
-    for (const char* line : kHelp) w.simple(line);
+    s.local().help(kHelp);
     return;
   }
   if (!s.svc().routing) return s.local().error(err::kClusterDisabled);

@@ -193,16 +193,16 @@ void cmd_client(CommandContext& s, Args& a) {
     if (iequals(sub, "no-evict")) s.client().no_evict.store(iequals(a[2], "on"));
     w.ok();
   } else if (iequals(sub, "help")) {
-    static const char* lines[] = {"CLIENT <subcommand> [<arg> ...]. Subcommands are:",
-                                  "SETNAME <name>",
-                                  "GETNAME",
-                                  "ID",
-                                  "SETINFO <LIB-NAME|LIB-VER> <value>",
-                                  "LIST",
-                                  "INFO",
-                                  "HELP"};
-    w.array(8);
-    for (const char* l : lines) w.simple(l);
+    static constexpr const char* lines[] = {"CLIENT <subcommand> [<arg> ...]. Subcommands are:",
+                                            "SETNAME <name>",
+                                            "GETNAME",
+                                            "ID",
+                                            "SETINFO <LIB-NAME|LIB-VER> <value>",
+                                            "LIST",
+                                            "INFO",
+                                            "REPLY <ON|OFF|SKIP>",
+                                            "HELP"};
+    w.help(lines);
   } else {
     w.error(err::unknown_subcommand(sub, "CLIENT HELP"));
   }

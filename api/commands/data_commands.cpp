@@ -58,9 +58,7 @@ void cmd_object(CommandContext& s, Args& a) {
         "    <key>.",
         "HELP",
         "    Print this help."};
-    RespWriter w = s.local();
-    w.array(std::size(kHelp));
-    for (const char* line : kHelp) w.simple(line);
+    s.local().help(kHelp);
     return;
   }
   const bool known = iequals(a[1], "encoding") || iequals(a[1], "refcount") ||
@@ -79,9 +77,7 @@ void cmd_memory(CommandContext& s, Args& a) {
         "    element is counted, SAMPLES is accepted).",
         "HELP",
         "    Print this help."};
-    RespWriter w = s.local();
-    w.array(std::size(kHelp));
-    for (const char* line : kHelp) w.simple(line);
+    s.local().help(kHelp);
     return;
   }
   if (!iequals(a[1], "usage") || a.size() < 3) {

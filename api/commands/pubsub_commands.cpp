@@ -158,8 +158,7 @@ void cmd_pubsub(CommandContext& s, Args& a) {
   const bool shard_list = iequals(sub, "shardchannels");
   const bool shard_count = iequals(sub, "shardnumsub");
   if (iequals(sub, "help") && n == 2) {
-    w.array(std::size(kHelp));
-    for (const char* line : kHelp) w.simple(line);
+    w.help(kHelp);
   } else if (iequals(sub, "channels") || shard_list) {
     if (n > 3) return arity_error();
     const std::string_view* pattern = n == 3 ? &a[2] : nullptr;

@@ -61,8 +61,7 @@ void cmd_script(CommandContext& s, Args& a) {
         "    Load a script into the scripts cache without executing it.",
         "HELP",
         "    Print this help."};
-    w.array(std::size(kHelp));
-    for (const char* line : kHelp) w.simple(line);
+    w.help(kHelp);
     return;
   }
   for (const char* sub : {"load", "exists", "flush", "kill", "help"}) {
@@ -128,8 +127,7 @@ void cmd_function(CommandContext& s, Args& a) {
         "    Delete all the libraries (there are none).",
         "HELP",
         "    Print this help."};
-    w.array(std::size(kHelp));
-    for (const char* line : kHelp) w.simple(line);
+    w.help(kHelp);
     return;
   }
   for (const char* name : {"flush", "list", "delete", "stats", "kill", "help"}) {

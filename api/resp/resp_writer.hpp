@@ -30,6 +30,12 @@ class RespWriter {
     number(proto_ >= 3 ? '%' : '*', static_cast<int64_t>(proto_ >= 3 ? n : 2 * n));
   }
   void set(size_t n) { number(proto_ >= 3 ? '~' : '*', static_cast<int64_t>(n)); }
+  // A HELP reply: each line a simple string, as Redis's addReplyHelp.
+  template <size_t N>
+  void help(const char* const (&lines)[N]) {
+    array(N);
+    for (const char* line : lines) simple(line);
+  }
   // Something the server sends of its own accord (pub/sub): RESP3's push, RESP2's array.
   void push(size_t n) { number(proto_ >= 3 ? '>' : '*', static_cast<int64_t>(n)); }
   void boolean(bool b) {

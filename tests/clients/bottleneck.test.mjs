@@ -6,11 +6,9 @@
 // `Cluster`, and with two plain connections to two different nodes.
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
-import { spawn } from 'node:child_process';
 import Bottleneck from 'bottleneck';
-import Redis from 'ioredis';
 import redis3 from 'redis3';
-import { freePorts, sleep, startCluster, startNode } from './floodgate.mjs';
+import { sleep, startCluster, startNode, startRedisServer } from './floodgate.mjs';
 
 let redisServer;
 let redisPort;
@@ -18,16 +16,9 @@ let standalone;
 let cluster;
 
 before(async () => {
-  [redisPort] = await freePorts(1);
-  redisServer = spawn('redis-server', ['--port', String(redisPort), '--bind', '127.0.0.1',
-    '--save', '', '--appendonly', 'no'], { stdio: 'ignore' });
+  ({ port: redisPort, proc: redisServer } = await startRedisServer());
   standalone = await startNode();
   cluster = await startCluster(3);
-  for (let i = 0; i < 100; i++) {  // redis-server up
-    const r = new Redis({ port: redisPort, lazyConnect: true, retryStrategy: () => null });
-    r.on('error', () => {});
-    try { await r.connect(); await r.ping(); r.disconnect(); break; } catch { await sleep(50); }
-  }
 });
 
 after(() => {

@@ -11,6 +11,20 @@ import Redis from 'ioredis';
 
 export const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
 
+// redis-server (Debian's), the reference the client tests run against first; { port, proc }
+// once it answers PING.
+export async function startRedisServer() {
+  const [port] = await freePorts(1);
+  const proc = spawn('redis-server', ['--port', String(port), '--bind', '127.0.0.1',
+    '--save', '', '--appendonly', 'no'], { stdio: 'ignore' });
+  for (let i = 0; i < 100; i++) {
+    const r = new Redis({ port, lazyConnect: true, retryStrategy: () => null });
+    r.on('error', () => {});
+    try { await r.connect(); await r.ping(); r.disconnect(); break; } catch { await sleep(50); }
+  }
+  return { port, proc };
+}
+
 // n distinct free ports: all are held open together, then released.
 export async function freePorts(n) {
   const servers = await Promise.all(Array.from({ length: n }, () => new Promise((resolve) => {

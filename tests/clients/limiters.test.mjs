@@ -6,14 +6,13 @@
 // a `kill -9` of the key's owner.
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
-import { spawn } from 'node:child_process';
 import { once } from 'node:events';
 import express from 'express';
 import { rateLimit } from 'express-rate-limit';
 import { RedisStore } from 'rate-limit-redis';
 import { RateLimiterRedis, RateLimiterRes } from 'rate-limiter-flexible';
 import Redis from 'ioredis';
-import { freePorts, ownerPort, sleep, startCluster, startNode } from './floodgate.mjs';
+import { ownerPort, sleep, startCluster, startNode, startRedisServer } from './floodgate.mjs';
 
 let redisServer;
 let redisPort;
@@ -21,16 +20,9 @@ let standalone;
 let cluster;
 
 before(async () => {
-  [redisPort] = await freePorts(1);
-  redisServer = spawn('redis-server', ['--port', String(redisPort), '--bind', '127.0.0.1',
-    '--save', '', '--appendonly', 'no'], { stdio: 'ignore' });
+  ({ port: redisPort, proc: redisServer } = await startRedisServer());
   standalone = await startNode();
   cluster = await startCluster(3);
-  for (let i = 0; i < 100; i++) {  // redis-server up
-    const r = new Redis({ port: redisPort, lazyConnect: true, retryStrategy: () => null });
-    r.on('error', () => {});
-    try { await r.connect(); await r.ping(); r.disconnect(); break; } catch { await sleep(50); }
-  }
 });
 
 after(() => {
