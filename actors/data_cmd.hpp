@@ -267,7 +267,8 @@ inline size_t script_keys_end(const std::vector<std::string_view>& a) {
 // this node).
 inline std::string_view data_route_key(DataCmd c, const std::vector<std::string_view>& a) {
   if (c == DataCmd::kEval) return script_keys_end(a) > 3 ? a[3] : std::string_view();
-  if (c == DataCmd::kObject) return a.size() > 2 ? a[2] : std::string_view();  // (its subcommand first)
+  if (c == DataCmd::kObject)
+    return a.size() > 2 ? a[2] : std::string_view();  // (its subcommand first)
   if (!data_cmd_info(c).every_shard) return a[1];
   std::string_view pattern;
   if (c == DataCmd::kKeys) {

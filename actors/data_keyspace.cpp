@@ -8,9 +8,8 @@
 // mark_gone(), which move a watched key's version on, and the sweep does the same for a
 // watched key it expires. State replaced wholesale (slots handed off or taken in) moves
 // every watched key on: a watch never outlives a change it cannot see.
-#include <string>
-
 #include <climits>
+#include <string>
 
 #include "encoding_thresholds.hpp"
 #include "errors.hpp"
@@ -118,7 +117,8 @@ int64_t estimate_bytes(Entry& e) {
         n += 96 + 2 * static_cast<int64_t>(m.size());
       return n;
     case Kind::kList:
-      for (const auto& v : e.state<ListValue*>()->items) n += kString + static_cast<int64_t>(v.size());
+      for (const auto& v : e.state<ListValue*>()->items)
+        n += kString + static_cast<int64_t>(v.size());
       return n;
     default:
       return n + 64;  // (a limiter's state; a log's or leases' entries are not walked)
@@ -164,17 +164,19 @@ void Shard::data_object(ShardOp& op, int64_t now_ns) {
     }
     case Kind::kHash: {
       const HashValue& h = *e->state<HashValue*>();
-      return r.bulk(small(h.fields.size(), t.hash_entries, t.hash_value, [&](auto f) {
-                      for (const auto& [k, v] : h.fields) f(k), f(v);
-                    })
+      return r.bulk(small(h.fields.size(), t.hash_entries, t.hash_value,
+                          [&](auto f) {
+                            for (const auto& [k, v] : h.fields) f(k), f(v);
+                          })
                         ? "listpack"
                         : "hashtable");
     }
     case Kind::kZSet: {
       const ZSetValue& z = *e->state<ZSetValue*>();
-      return r.bulk(small(z.size(), t.zset_entries, t.zset_value, [&](auto f) {
-                      for (const auto& [m, s] : z.scores) f(m);
-                    })
+      return r.bulk(small(z.size(), t.zset_entries, t.zset_value,
+                          [&](auto f) {
+                            for (const auto& [m, s] : z.scores) f(m);
+                          })
                         ? "listpack"
                         : "skiplist");
     }

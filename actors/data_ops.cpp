@@ -578,8 +578,8 @@ void Shard::data_increx(ShardOp& op, int64_t now_ns) {
     const bool next = j + 1 < a.size();
     const bool timed = flags & (kEx | kPx | kExAt | kPxAt | kPersist);
     // (the options a fixed window sends first: EX and ENX)
-    if (!timed && next && (iequals(o, "ex") || iequals(o, "px") || iequals(o, "exat") ||
-                           iequals(o, "pxat"))) {
+    if (!timed && next &&
+        (iequals(o, "ex") || iequals(o, "px") || iequals(o, "exat") || iequals(o, "pxat"))) {
       flags |= iequals(o, "ex") ? kEx : iequals(o, "px") ? kPx : iequals(o, "exat") ? kExAt : kPxAt;
       ms_unit = iequals(o, "px") || iequals(o, "pxat");
       expire = a[++j];

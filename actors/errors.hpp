@@ -222,8 +222,7 @@ inline constexpr char kLuaAclCheckUnknown[] = "Invalid command passed to redis.a
 
 inline constexpr char kNoPermKey[] =
     "NOPERM this user has no permissions to access one of the keys used as arguments";
-inline constexpr char kFunctionFlushOption[] =
-    "ERR FUNCTION FLUSH only supports SYNC|ASYNC option";
+inline constexpr char kFunctionFlushOption[] = "ERR FUNCTION FLUSH only supports SYNC|ASYNC option";
 // Redis's addReplySubcommandSyntaxError.
 inline std::string subcommand_syntax(std::string_view sub, std::string_view command) {
   return "ERR unknown subcommand or wrong number of arguments for '" +

@@ -45,9 +45,9 @@ void Subscriber::deliver(std::string_view encoded) {
     const size_t before = inbox_.size();
     inbox_.append(encoded);
     if (proto_.load(std::memory_order_relaxed) >= 3) inbox_[before] = '>';  // (a push)
-    if (hard_bytes_ > 0 && static_cast<int64_t>(inbox_.size()) +
-                                   unsent_.load(std::memory_order_relaxed) >
-                               hard_bytes_) {
+    if (hard_bytes_ > 0 &&
+        static_cast<int64_t>(inbox_.size()) + unsent_.load(std::memory_order_relaxed) >
+            hard_bytes_) {
       // (as Redis: past the hard limit the client goes, and nothing more is kept for it)
       overflowed_ = true;
       inbox_.clear();

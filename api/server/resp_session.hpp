@@ -81,8 +81,8 @@ class RespSession final : public CommandContext {
     bool counted;    // kLocal: counted by the core already
     uint32_t start;  // kLocal: where its reply starts in local_
     uint32_t len;
-    Pending pending;   // kPending, kWatch, kCheck, kHidden
-    uint32_t aux = 0;  // kWatch: its keys in watching_; kExec: how many replies it holds
+    Pending pending;      // kPending, kWatch, kCheck, kHidden
+    uint32_t aux = 0;     // kWatch: its keys in watching_; kExec: how many replies it holds
     bool silent = false;  // CLIENT REPLY OFF or SKIP: the reply is not sent
   };
   void end_local_slot(size_t start);

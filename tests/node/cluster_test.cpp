@@ -397,15 +397,14 @@ TEST(Cluster, AMessagePublishedOnOneNodeReachesSubscribersOnEveryNode) {
   pub.send(encode({"PUBLISH", "news", "hello"}));
   EXPECT_EQ(read_value(pub), ":0\r\n");
   EXPECT_EQ(read_value(sub), "*3\r\n$7\r\nmessage\r\n$4\r\nnews\r\n$5\r\nhello\r\n");
-  EXPECT_EQ(read_value(psub),
-            "*4\r\n$8\r\npmessage\r\n$2\r\nn*\r\n$4\r\nnews\r\n$5\r\nhello\r\n");
+  EXPECT_EQ(read_value(psub), "*4\r\n$8\r\npmessage\r\n$2\r\nn*\r\n$4\r\nnews\r\n$5\r\nhello\r\n");
   // Messages from one publisher arrive in the order sent.
   for (int i = 0; i < 50; ++i) pub.send(encode({"PUBLISH", "news", std::to_string(i)}));
   for (int i = 0; i < 50; ++i) ASSERT_EQ(read_value(pub), ":0\r\n");
   for (int i = 0; i < 50; ++i) {
     const std::string n = std::to_string(i);
-    ASSERT_EQ(read_value(sub), "*3\r\n$7\r\nmessage\r\n$4\r\nnews\r\n$" +
-                                   std::to_string(n.size()) + "\r\n" + n + "\r\n");
+    ASSERT_EQ(read_value(sub), "*3\r\n$7\r\nmessage\r\n$4\r\nnews\r\n$" + std::to_string(n.size()) +
+                                   "\r\n" + n + "\r\n");
   }
   // A script publishes too.
   pub.send(encode({"EVAL", "return redis.call('publish', 'news', 'lua')", "0"}));
@@ -430,8 +429,8 @@ TEST(Cluster, AMessagePublishedOnOneNodeReachesSubscribersOnEveryNode) {
   aware.send(resp({"CLUSTER", "SLOTS"}));
   read_replies(aware, 1);
   aware.send(encode({"SSUBSCRIBE", channel}));
-  EXPECT_EQ(read_value(aware), "-MOVED " + std::to_string(key_slot(channel)) + " 127.0.0.1:" +
-                                   std::to_string(cl.owner_port(channel)) + "\r\n");
+  EXPECT_EQ(read_value(aware), "-MOVED " + std::to_string(key_slot(channel)) +
+                                   " 127.0.0.1:" + std::to_string(cl.owner_port(channel)) + "\r\n");
   aware.send(encode({"SSUBSCRIBE", "a", "b"}));
   EXPECT_EQ(read_value(aware), "-CROSSSLOT Keys in request don't hash to the same slot\r\n");
 }

@@ -1276,8 +1276,8 @@ TEST(Increx, AnswersAsTheCommandDocsSay) {
     return "*2\r\n:" + a + "\r\n:" + b + "\r\n";
   };
   auto fpair = [](const std::string& a, const std::string& b) {
-    return "*2\r\n$" + std::to_string(a.size()) + "\r\n" + a + "\r\n$" +
-           std::to_string(b.size()) + "\r\n" + b + "\r\n";
+    return "*2\r\n$" + std::to_string(a.size()) + "\r\n" + a + "\r\n$" + std::to_string(b.size()) +
+           "\r\n" + b + "\r\n";
   };
   const std::vector<std::pair<std::vector<std::string>, std::string>> cases = {
       {{"INCREX", "hits", "EX", "60", "ENX"}, pair("1", "1")},  // (bun's example)
@@ -1296,7 +1296,8 @@ TEST(Increx, AnswersAsTheCommandDocsSay) {
       {{"INCREX", "hits", "BYINT", "-20", "LBOUND", "0", "SATURATE"}, pair("0", "-10")},
       {{"INCREX", "none", "BYINT", "-1", "LBOUND", "0"}, pair("0", "0")},
       {{"EXISTS", "none"}, ":0\r\n"},
-      {{"INCREX", "max", "BYINT", "9223372036854775807"}, pair("9223372036854775807", "9223372036854775807")},
+      {{"INCREX", "max", "BYINT", "9223372036854775807"},
+       pair("9223372036854775807", "9223372036854775807")},
       {{"INCREX", "max"}, pair("9223372036854775807", "0")},  // (the type's limit)
       {{"INCREX", "max", "SATURATE"}, pair("9223372036854775807", "0")},
       // BYFLOAT: long doubles as INCRBYFLOAT writes them; RESP2 bulk strings.
@@ -1319,7 +1320,8 @@ TEST(Increx, AnswersAsTheCommandDocsSay) {
       {{"INCREX", "n", "BYINT", "1", "BYFLOAT", "1"}, "-ERR syntax error\r\n"},
       {{"INCREX", "n", "BYINT", "1.5"}, "-ERR value is not an integer or out of range\r\n"},
       {{"INCREX", "n", "BYFLOAT", "x"}, "-ERR value is not a valid float\r\n"},
-      {{"INCREX", "n", "LBOUND", "5", "UBOUND", "1"}, "-ERR LBOUND must not be greater than UBOUND\r\n"},
+      {{"INCREX", "n", "LBOUND", "5", "UBOUND", "1"},
+       "-ERR LBOUND must not be greater than UBOUND\r\n"},
       {{"INCREX", "n", "EX", "0"}, "-ERR invalid expire time in 'increx' command\r\n"},
       {{"INCREX", "n", "EX", "x"}, "-ERR value is not an integer or out of range\r\n"},
       {{"LPUSH", "l", "x"}, ":1\r\n"},
@@ -1333,8 +1335,8 @@ TEST(Increx, AnswersAsTheCommandDocsSay) {
       {{"TTL", "s"}, ":30\r\n"},
   };
   for (const auto& [words, want] : cases) {
-    EXPECT_EQ(ask(c, words), want) << words[0] << " " << (words.size() > 1 ? words[1] : "")
-                                   << " " << (words.size() > 2 ? words[2] : "");
+    EXPECT_EQ(ask(c, words), want) << words[0] << " " << (words.size() > 1 ? words[1] : "") << " "
+                                   << (words.size() > 2 ? words[2] : "");
   }
   // RESP3: BYFLOAT answers doubles, BYINT integers.
   EXPECT_EQ(ask(c, {"HELLO", "3"}).substr(0, 1), "%");
