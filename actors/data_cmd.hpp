@@ -1,6 +1,7 @@
 // The Redis data commands a shard runs (data_ops.cpp), and how their keys sit in the
 // arguments: what the request core needs to route them and split multi-key ones.
 #pragma once
+#include <algorithm>
 #include <cstdint>
 #include <iterator>
 #include <string_view>
@@ -128,8 +129,33 @@ enum class DataCmd : uint8_t {
   kIncrEx,
   // keys
   kObject,
+  // sets
+  kSAdd,
+  kSRem,
+  kSCard,
+  kSIsMember,
+  kSMIsMember,
+  kSMembers,
+  kSPop,
+  kSRandMember,
+  kSScan,
+  // several keys as one op (Merge::kTogether: data_multi.cpp)
+  kSMove,
+  kSInter,
+  kSInterCard,
+  kSInterStore,
+  kSUnion,
+  kSUnionStore,
+  kSDiff,
+  kSDiffStore,
+  kRename,
+  kRenameNx,
+  kCopy,
+  kRPopLPush,
+  kLMove,
+  kMSetNx,
 };
-constexpr uint8_t kLastDataCmd = static_cast<uint8_t>(DataCmd::kObject);
+constexpr uint8_t kLastDataCmd = static_cast<uint8_t>(DataCmd::kMSetNx);
 
 // How a command with several keys is answered when its keys are split over shards: each
 // part runs the command on one key (with its value, for MSET), and the parts' replies add
@@ -137,7 +163,10 @@ constexpr uint8_t kLastDataCmd = static_cast<uint8_t>(DataCmd::kObject);
 // KEYS and SCAN run on every shard (their parts' keys line up; SCAN's under cursor 0),
 // unless their pattern lies in one slot: then on that slot's shard, on its owner. FLUSHALL
 // and FLUSHDB run on every shard (each part answers OK).
-enum class Merge : uint8_t { kNone, kSum, kConcat, kOk, kScan };
+// kTogether: not split at all. One op reads and writes all its keys (SINTERSTORE, RENAME,
+// LMOVE): it runs on its first key's shard with the shards of its other keys held in the
+// same step (standalone; in a cluster its keys share a slot, hence a shard).
+enum class Merge : uint8_t { kNone, kSum, kConcat, kOk, kScan, kTogether };
 
 struct DataCmdInfo {
   const char* name;          // lower case, as errors quote it (its registry row's name)
@@ -146,6 +175,10 @@ struct DataCmdInfo {
   bool every_shard = false;  // reads every key a shard serves (KEYS, SCAN), no key argument
   bool writes = false;       // may change its key (with replication: sync, waits for a replica);
                              // its registry row says kWrite (checked when the table is made)
+  // kTogether: how many keys from the first word on (0: every word, `step` apart), or where
+  // the count of its keys is (SINTERCARD numkeys key ...: 1; the keys follow it).
+  uint8_t keys = 0;
+  uint8_t numkeys_at = 0;
 
   // Whether `words` (the command's name included) leave a key without its value (an odd
   // MSET): Redis's arity error, checked before anything splits the keys apart.
@@ -249,9 +282,52 @@ inline const DataCmdInfo& data_cmd_info(DataCmd c) {
       {"zremrangebylex", 1, Merge::kNone, false, true},
       {"increx", 1, Merge::kNone, false, true},
       {"object", 1, Merge::kNone, false, false},
+      {"sadd", 1, Merge::kNone, false, true},
+      {"srem", 1, Merge::kNone, false, true},
+      {"scard", 1, Merge::kNone, false, false},
+      {"sismember", 1, Merge::kNone, false, false},
+      {"smismember", 1, Merge::kNone, false, false},
+      {"smembers", 1, Merge::kNone, false, false},
+      {"spop", 1, Merge::kNone, false, true},
+      {"srandmember", 1, Merge::kNone, false, false},
+      {"sscan", 1, Merge::kNone, false, false},
+      {"smove", 1, Merge::kTogether, false, true, 2},
+      {"sinter", 1, Merge::kTogether, false, false},
+      {"sintercard", 1, Merge::kTogether, false, false, 0, 1},
+      {"sinterstore", 1, Merge::kTogether, false, true},
+      {"sunion", 1, Merge::kTogether, false, false},
+      {"sunionstore", 1, Merge::kTogether, false, true},
+      {"sdiff", 1, Merge::kTogether, false, false},
+      {"sdiffstore", 1, Merge::kTogether, false, true},
+      {"rename", 1, Merge::kTogether, false, true, 2},
+      {"renamenx", 1, Merge::kTogether, false, true, 2},
+      {"copy", 1, Merge::kTogether, false, true, 2},
+      {"rpoplpush", 1, Merge::kTogether, false, true, 2},
+      {"lmove", 1, Merge::kTogether, false, true, 2},
+      {"msetnx", 2, Merge::kTogether, false, true},
   };
   static_assert(std::size(kInfo) == kLastDataCmd + 1);
   return kInfo[static_cast<uint8_t>(c)];
+}
+
+// The words that are keys of a kTogether command: [first, end), `step` apart.
+struct KeyWords {
+  size_t first = 1, end = 1, step = 1;
+};
+inline KeyWords together_keys(DataCmd c, const std::vector<std::string_view>& a) {
+  const DataCmdInfo& info = data_cmd_info(c);
+  KeyWords k;
+  k.step = info.step;
+  if (info.numkeys_at > 0) {
+    int64_t n = 0;
+    k.first = k.end = info.numkeys_at + 1u;
+    if (a.size() > info.numkeys_at && parse_int(a[info.numkeys_at], n) && n > 0 &&
+        static_cast<uint64_t>(n) <= a.size() - k.first)
+      k.end = k.first + static_cast<size_t>(n);
+    return k;
+  }
+  k.end = info.keys > 0 ? std::min<size_t>(a.size(), 1u + info.keys) : a.size();
+  return k;
 }
 
 // The keys a script declares: words [3, 3 + numkeys) of EVAL (numkeys checked already).
@@ -269,6 +345,10 @@ inline std::string_view data_route_key(DataCmd c, const std::vector<std::string_
   if (c == DataCmd::kEval) return script_keys_end(a) > 3 ? a[3] : std::string_view();
   if (c == DataCmd::kObject)
     return a.size() > 2 ? a[2] : std::string_view();  // (its subcommand first)
+  if (data_cmd_info(c).merge == Merge::kTogether) {
+    const KeyWords k = together_keys(c, a);
+    return k.first < k.end ? a[k.first] : std::string_view();
+  }
   if (!data_cmd_info(c).every_shard) return a[1];
   std::string_view pattern;
   if (c == DataCmd::kKeys) {

@@ -16,6 +16,7 @@
 #include "hash_value.hpp"
 #include "limit_spec.hpp"
 #include "list_value.hpp"
+#include "set_value.hpp"
 #include "shard.hpp"
 #include "string_value.hpp"
 #include "words.hpp"
@@ -120,6 +121,10 @@ int64_t estimate_bytes(Entry& e) {
       for (const auto& v : e.state<ListValue*>()->items)
         n += kString + static_cast<int64_t>(v.size());
       return n;
+    case Kind::kSet:
+      for (const std::string* m : e.state<SetValue*>()->members)
+        n += 48 + kString + static_cast<int64_t>(m->size());
+      return n;
     default:
       return n + 64;  // (a limiter's state; a log's or leases' entries are not walked)
   }
@@ -158,7 +163,8 @@ void Shard::data_object(ShardOp& op, int64_t now_ns) {
   };
   switch (e->kind) {
     case Kind::kString: {
-      if (string_is_int(*e)) return r.bulk("int");
+      if (e->flags & kEntryRaw) return r.bulk("raw");
+      if (string_is_int(*e) && !(e->flags & kEntryText)) return r.bulk("int");
       std::string buf;
       return r.bulk(string_get(*e, buf).size() <= 44 ? "embstr" : "raw");
     }
@@ -182,6 +188,8 @@ void Shard::data_object(ShardOp& op, int64_t now_ns) {
     }
     case Kind::kList:
       return r.bulk("quicklist");
+    case Kind::kSet:
+      return r.bulk(e->state<SetValue*>()->hashtable ? "hashtable" : "intset");
     default:
       return r.bulk(kind_name(e->kind));
   }

@@ -13,6 +13,7 @@
 #include "fixed_window.hpp"
 #include "gcra.hpp"
 #include "hash_value.hpp"
+#include "scan_args.hpp"
 #include "shard.hpp"
 #include "sliding_log.hpp"
 #include "sliding_window.hpp"
@@ -131,6 +132,8 @@ int64_t rest_at_ns(Entry& e) {
 
 bool is_string(const Entry* e) { return e->kind == Kind::kString; }
 
+}  // namespace
+
 // A SCAN cursor as Redis reads it (strtoul, to the end, no leading space, no overflow): an
 // optional sign, decimal digits, or nothing at all (cursor 0). Only whether it is 0 matters
 // here: we only ever hand out 0.
@@ -179,8 +182,6 @@ bool parse_scan_options(const std::vector<std::string_view>& a, size_t from, boo
   }
   return true;
 }
-
-}  // namespace
 
 int64_t Shard::expires_ms(const Entry& e) {
   const int64_t d = e.deadline_ms();
@@ -330,6 +331,31 @@ void Shard::data(ShardOp& op, int64_t now_ns) {
       return data_flush(op, now_ns);
     case DataCmd::kEval:
       return run_script(op, nullptr, now_ns);
+    case DataCmd::kSAdd:
+    case DataCmd::kSRem:
+    case DataCmd::kSCard:
+    case DataCmd::kSIsMember:
+    case DataCmd::kSMIsMember:
+    case DataCmd::kSMembers:
+    case DataCmd::kSPop:
+    case DataCmd::kSRandMember:
+    case DataCmd::kSScan:
+      return data_sets(op, now_ns);
+    case DataCmd::kSMove:
+    case DataCmd::kSInter:
+    case DataCmd::kSInterCard:
+    case DataCmd::kSInterStore:
+    case DataCmd::kSUnion:
+    case DataCmd::kSUnionStore:
+    case DataCmd::kSDiff:
+    case DataCmd::kSDiffStore:
+    case DataCmd::kRename:
+    case DataCmd::kRenameNx:
+    case DataCmd::kCopy:
+    case DataCmd::kRPopLPush:
+    case DataCmd::kLMove:
+    case DataCmd::kMSetNx:
+      return data_together(op, now_ns);
     case DataCmd::kNone:
       break;
   }
@@ -533,7 +559,9 @@ void Shard::data_incr(ShardOp& op, int64_t now_ns) {
     value += incr;
     if (std::isnan(value) || std::isinf(value)) return r.error(err::kNanOrInfinity);
     const std::string text = format_long_double(value);
-    if (!overwrite_string(op, op.key, op.hash, text, true, now_ns)) return;
+    Entry* made = overwrite_string(op, op.key, op.hash, text, true, now_ns);
+    if (!made) return;
+    made->flags = static_cast<uint8_t>(made->flags | kEntryText);
     return r.bulk(text);
   }
   int64_t value = 0;

@@ -61,7 +61,9 @@ void Shard::data_string_edit(ShardOp& op, int64_t now_ns) {
     const size_t end = static_cast<size_t>(offset) + value.size();
     if (next.size() < end) next.resize(end, '\0');
     next.replace(static_cast<size_t>(offset), value.size(), value);
-    if (!overwrite_string(op, op.key, op.hash, next, true, now_ns)) return;
+    e = overwrite_string(op, op.key, op.hash, next, true, now_ns);
+    if (!e) return;
+    e->flags = static_cast<uint8_t>(e->flags | kEntryRaw);
     return r.integer(static_cast<int64_t>(next.size()));
   }
   Entry* e = lookup(op.key, op.hash, now_ns);
@@ -83,7 +85,9 @@ void Shard::data_string_edit(ShardOp& op, int64_t now_ns) {
       std::string next;
       next.reserve(cur.size() + add.size());
       next.append(cur).append(add);
-      if (!overwrite_string(op, op.key, op.hash, next, true, now_ns)) return;
+      e = overwrite_string(op, op.key, op.hash, next, true, now_ns);
+      if (!e) return;
+      e->flags = static_cast<uint8_t>(e->flags | kEntryRaw);
       return r.integer(static_cast<int64_t>(next.size()));
     }
     default: {  // GETSET: the old value (or nil), then SET without keeping the TTL

@@ -1,10 +1,12 @@
 // Converting between in-table entries and snapshots.
 #include "entry_snapshot.hpp"
 
+#include "encoding_thresholds.hpp"
 #include "fixed_window.hpp"
 #include "gcra.hpp"
 #include "hash_value.hpp"
 #include "list_value.hpp"
+#include "set_value.hpp"
 #include "sliding_log.hpp"
 #include "sliding_window.hpp"
 #include "string_value.hpp"
@@ -30,6 +32,7 @@ size_t snapshot_field_count(Kind k) {
     case Kind::kHash:
     case Kind::kZSet:
     case Kind::kList:
+    case Kind::kSet:
       return 0;
     case Kind::kNone:
       break;
@@ -83,6 +86,12 @@ EntrySnapshot snapshot_of(Entry& e) {
     case Kind::kList: {
       const auto& items = e.state<ListValue*>()->items;
       s.list.assign(items.begin(), items.end());
+      break;
+    }
+    case Kind::kSet: {
+      const SetValue& set = *e.state<SetValue*>();
+      s.list.reserve(set.size());
+      for (const std::string* m : set.members) s.list.push_back(*m);
       break;
     }
     case Kind::kNone:
@@ -139,6 +148,13 @@ void restore_into(Entry& e, const EntrySnapshot& s) {
     case Kind::kList:
       e.state<ListValue*>()->items.assign(s.list.begin(), s.list.end());
       break;
+    case Kind::kSet: {
+      SetValue& set = *e.state<SetValue*>();
+      set = SetValue();
+      const int64_t intset_max = encoding_thresholds().set_intset.load(std::memory_order_relaxed);
+      for (const std::string& m : s.list) set.add(m, intset_max);
+      break;
+    }
     case Kind::kNone:
       break;
   }

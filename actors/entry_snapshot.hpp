@@ -23,7 +23,7 @@ struct EntrySnapshot {
   std::string value;                             // string
   std::vector<std::pair<std::string, std::string>> hash;  // hash: fields in order
   std::vector<std::pair<std::string, double>> zset;       // zset: members, by score
-  std::vector<std::string> list;                          // list: head first
+  std::vector<std::string> list;                          // list: head first; set: members
   int64_t expires_ms = 0;  // the key's deadline (EXPIRE), Unix ms; 0: none
 
   bool operator==(const EntrySnapshot& o) const {

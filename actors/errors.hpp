@@ -21,6 +21,17 @@ inline std::string_view reason(std::string_view text) {
 inline constexpr char kNotInteger[] = "ERR value is not an integer or out of range";
 inline constexpr char kNotPositive[] = "ERR value is out of range, must be positive";
 inline constexpr char kSyntax[] = "ERR syntax error";
+// (getRangeLongFromObjectOrReply over -LONG_MAX..LONG_MAX: SRANDMEMBER's count)
+inline constexpr char kCountOutOfRange[] =
+    "ERR value is out of range, value must between -9223372036854775807 and "
+    "9223372036854775807";
+inline constexpr char kNumkeysPositive[] = "ERR numkeys should be greater than 0";
+inline constexpr char kLimitNegative[] = "ERR LIMIT can't be negative";
+inline constexpr char kSameObject[] = "ERR source and destination objects are the same";
+// (the request core holds every key's shard in one step: not expected)
+inline constexpr char kKeysApart[] = "ERR the command's keys are not held together";
+inline constexpr char kCopyLeases[] =
+    "ERR COPY does not copy a concurrency key (its leases belong to their holders)";
 // (never read: a client whose replies outgrow their room is closed)
 inline constexpr char kReplyRoom[] =
     "ERR client evicted: its replies outgrew its share of maxmemory-clients";

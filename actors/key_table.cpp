@@ -11,6 +11,7 @@
 #include "hash_value.hpp"
 #include "lease_set.hpp"
 #include "list_value.hpp"
+#include "set_value.hpp"
 #include "sliding_log.hpp"
 #include "sliding_window.hpp"
 #include "string_value.hpp"
@@ -41,6 +42,8 @@ size_t Entry::state_size(Kind k) {
       return sizeof(ZSetValue*);
     case Kind::kList:
       return sizeof(ListValue*);
+    case Kind::kSet:
+      return sizeof(SetValue*);
     case Kind::kNone:
       break;
   }
@@ -104,6 +107,7 @@ Entry* KeyTable::insert(std::string_view key, uint64_t h, Kind kind) {
   if (kind == Kind::kHash) e->state<HashValue*>() = new HashValue();
   if (kind == Kind::kZSet) e->state<ZSetValue*>() = new ZSetValue();
   if (kind == Kind::kList) e->state<ListValue*>() = new ListValue();
+  if (kind == Kind::kSet) e->state<SetValue*>() = new SetValue();
   const size_t mask = slots_.size() - 1;
   size_t i = home(h);
   while (slots_[i]) i = (i + 1) & mask;
@@ -136,6 +140,7 @@ void KeyTable::free_entry(Entry* e) {
   if (e->kind == Kind::kHash) delete e->state<HashValue*>();
   if (e->kind == Kind::kZSet) delete e->state<ZSetValue*>();
   if (e->kind == Kind::kList) delete e->state<ListValue*>();
+  if (e->kind == Kind::kSet) delete e->state<SetValue*>();
   bytes_ -= entry_bytes(e);
   std::free(e);
 }

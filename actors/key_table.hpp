@@ -17,6 +17,11 @@ constexpr size_t kMaxKeyLen = 4096;
 constexpr uint8_t kEntryDirty = 1;     // changed since the replication stream last took it
 constexpr uint8_t kEntryInt = 2;       // a string held as an integer (data_ops.cpp)
 constexpr uint8_t kEntryDeadline = 4;  // carries a deadline (EXPIRE and friends)
+// How redis-server would hold a string that these made, for OBJECT ENCODING (nothing else
+// reads them): as text though it reads as an integer (INCRBYFLOAT), or as a raw string
+// whatever its length (APPEND to a string, SETRANGE).
+constexpr uint8_t kEntryText = 8;
+constexpr uint8_t kEntryRaw = 16;
 
 struct Entry {
   Kind kind;

@@ -22,9 +22,10 @@ enum class Kind : uint8_t {
   kHash = 8,
   kZSet = 9,
   kList = 10,
+  kSet = 11,
 };
 inline bool is_limiter(Kind k) { return k != Kind::kNone && k <= Kind::kConcurrency; }
-constexpr Kind kLastKind = Kind::kList;
+constexpr Kind kLastKind = Kind::kSet;
 
 // Upper bounds that keep every intermediate product inside int64 and memory bounded.
 constexpr int64_t kMaxPeriodNs = int64_t{10} * 366 * 24 * 3600 * 1'000'000'000;  // ~10 years

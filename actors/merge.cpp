@@ -3,6 +3,8 @@
 
 #include <algorithm>
 #include <map>
+#include <string_view>
+#include <unordered_set>
 
 #include "limit_spec.hpp"
 #include "words.hpp"
@@ -107,6 +109,18 @@ bool merge_zset(EntrySnapshot& into, const EntrySnapshot& from) {
   return true;
 }
 
+// Sets take the union: a member added on either side of a partition stays (one removed on
+// one side only comes back, the price of never losing an add).
+bool merge_set(EntrySnapshot& into, const EntrySnapshot& from) {
+  std::unordered_set<std::string_view> have(into.list.begin(), into.list.end());
+  std::vector<std::string> fresh;
+  for (const std::string& m : from.list)
+    if (!have.count(m)) fresh.push_back(m);
+  if (fresh.empty()) return false;
+  for (std::string& m : fresh) into.list.push_back(std::move(m));
+  return true;
+}
+
 }  // namespace
 
 bool merge_snapshot(EntrySnapshot& into, const EntrySnapshot& from) {
@@ -171,6 +185,9 @@ bool merge_snapshot(EntrySnapshot& into, const EntrySnapshot& from) {
       break;
     case Kind::kZSet:
       changed |= merge_zset(into, from);
+      break;
+    case Kind::kSet:
+      changed |= merge_set(into, from);
       break;
     case Kind::kList:
     case Kind::kNone:

@@ -13,6 +13,8 @@
 //   hash                    the union of the fields; a field in both: the larger if both are
 //                           integers, else the serving value
 //   zset                    the union of the members; a member in both: the larger score
+//   set                     the union of the members (a member removed on one side only
+//                           comes back)
 //   list                    the serving copy (a list has no order-free merge)
 //   a key of another kind   the serving copy
 //   deadline (EXPIRE)       both set: the later; one set: that one (a counter that got its

@@ -59,6 +59,11 @@ uint64_t Shard::next_lease_id() {
   return id;
 }
 
+uint64_t Shard::next_random() {
+  return splitmix64(lease_seed_ ^
+                    (0x72616e646f6d2121ULL + ++random_counter_ * 0x9e3779b97f4a7c15ULL));
+}
+
 Entry* Shard::get_or_create(ShardOp& op, Kind kind, int64_t now_ns) {
   Entry* e = table_.find(op.key, op.hash);
   if (e) {
@@ -183,8 +188,12 @@ void Shard::execute_step(std::vector<ShardOp>& ops, const Step& step, int64_t no
       continue;
     }
     if (op.shard != kAllShards) {
-      if (op.shard < kMaxShards && (step.mask >> op.shard & 1))
-        step.shards[op.shard]->run_op(op, now_ns);
+      if (op.shard < kMaxShards && (step.mask >> op.shard & 1)) {
+        Shard* s = step.shards[op.shard];
+        s->step_ = &step;  // (an op over several keys reaches the other shards through it)
+        s->run_op(op, now_ns);
+        s->step_ = nullptr;
+      }
       continue;
     }
     for (uint64_t m = step.mask; m; m &= m - 1) step.shards[__builtin_ctzll(m)]->run_op(op, now_ns);

@@ -99,8 +99,20 @@ class Shard {
   void set_owned(const SlotBits& slots, bool owned);
   bool owns(uint32_t slot) const { return !owned_ || owned_->test(slot); }
 
-  // Runs a data op a script sent (op.hash set), as if it came from a client.
-  void script_call(ShardOp& op, int64_t now_ns) { data(op, now_ns); }
+  // Runs a data op a script sent (op.hash set), as if it came from a client; one over
+  // several keys reaches the shards of the others through `step` (the script's).
+  void script_call(ShardOp& op, int64_t now_ns, const Step* step = nullptr) {
+    const Step* outer = step_;
+    if (step) step_ = step;
+    data(op, now_ns);
+    step_ = outer;
+  }
+  // This shard's place in its pool: which of how many (a key's shard is its slot modulo
+  // the count).
+  void set_place(uint16_t id, uint16_t count) {
+    id_ = id;
+    pool_size_ = count;
+  }
   // Scripts: the host that runs them (api/script), and this shard's place in the pool.
   void attach_scripts(ScriptHost* host, uint16_t id) {
     scripts_ = host;
@@ -126,6 +138,7 @@ class Shard {
   // EVAL and its kin, through the host: with `step`'s shards, else this one alone.
   void run_script(ShardOp& op, const Step* step, int64_t now_ns);
   uint64_t next_lease_id();
+  uint64_t next_random();  // SPOP, SRANDMEMBER: a different number each call
 
   // Expiry (shard_expiry.cpp).
   // Whether the key's state is as good as absent: its deadline passed, a limiter back at
@@ -163,6 +176,19 @@ class Shard {
   void data_zset(ShardOp& op, int64_t now_ns);   // data_zset.cpp
   void data_list(ShardOp& op, int64_t now_ns);   // data_list.cpp
   void list_pos(ShardOp& op, int64_t now_ns);    // LPOS (data_list.cpp)
+  void data_sets(ShardOp& op, int64_t now_ns);   // data_set.cpp
+  void set_random(ShardOp& op, int64_t now_ns);  // SPOP, SRANDMEMBER (data_set.cpp)
+  void set_scan(ShardOp& op, int64_t now_ns);    // SSCAN (data_set.cpp)
+  // Commands over several keys as one op (data_multi.cpp).
+  void data_together(ShardOp& op, int64_t now_ns);
+  void set_algebra(ShardOp& op, int64_t now_ns);  // SINTER SUNION SDIFF, their STOREs, SINTERCARD
+  void set_move(ShardOp& op, int64_t now_ns);     // SMOVE
+  void rename(ShardOp& op, int64_t now_ns);       // RENAME RENAMENX COPY
+  void list_move(ShardOp& op, int64_t now_ns);    // RPOPLPUSH LMOVE
+  void mset_nx(ShardOp& op, int64_t now_ns);      // MSETNX
+  // The shard that holds `key` in this op's step (this one, or one held with it); null if
+  // none does (the request core holds every key's shard: not expected).
+  Shard* holder_of(std::string_view key);
   void data_watch(ShardOp& op, int64_t now_ns);  // WATCH, its check and release (data_keyspace.cpp)
   void data_flush(ShardOp& op, int64_t now_ns);  // FLUSHALL, FLUSHDB
   // The key's live entry of a data `kind`: null if absent (created empty when `create`),
@@ -217,11 +243,16 @@ class Shard {
   size_t max_string_ = 512 << 20;
   uint64_t lease_seed_;
   uint64_t lease_counter_ = 0;
+  uint64_t random_counter_ = 0;
   int64_t leases_ = 0;  // live leases held in table_
   ShardStats* stats_;
   std::unique_ptr<SlotBits> owned_;  // null: every slot
   ScriptHost* scripts_ = nullptr;
   uint16_t id_ = 0;
+  uint16_t pool_size_ = 1;
+  // The step this shard runs an op in (set around each op of a multi-shard step): the
+  // other shards it holds, for an op over several keys (data_multi.cpp).
+  const Step* step_ = nullptr;
   // Keys changed since the last collect_dirty, each as a u16 length and its bytes (one
   // buffer: no allocation per key).
   std::string dirty_;

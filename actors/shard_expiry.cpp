@@ -5,6 +5,7 @@
 #include "gcra.hpp"
 #include "hash_value.hpp"
 #include "list_value.hpp"
+#include "set_value.hpp"
 #include "shard.hpp"
 #include "sliding_log.hpp"
 #include "sliding_window.hpp"
@@ -39,6 +40,8 @@ bool Shard::idle(const Entry* e, int64_t now) const {
       return e->state<ZSetValue*>()->size() == 0;
     case Kind::kList:
       return e->state<ListValue*>()->items.empty();
+    case Kind::kSet:
+      return e->state<SetValue*>()->size() == 0;
     case Kind::kNone:
       break;
   }

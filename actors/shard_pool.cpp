@@ -17,6 +17,7 @@ ShardPool::ShardPool(caf::actor_system& sys, ShardPoolConfig cfg, const Clock* c
     sc.max_keys = (cfg_.max_keys + cfg_.shards - 1) / cfg_.shards;
     cells_.push_back(std::make_shared<ShardCell>(sc.max_keys, seed + (uint64_t{i} << 56)));
     cells_.back()->shard.set_max_string(cfg_.max_string_bytes);
+    cells_.back()->shard.set_place(static_cast<uint16_t>(i), static_cast<uint16_t>(cfg_.shards));
     sc.sweep_interval_ms = cfg_.sweep_interval_ms;
     sc.sweep_budget = cfg_.sweep_budget;
     sc.cluster = cfg_.cluster;
@@ -70,8 +71,9 @@ void ShardPool::submit(const BatchPtr& b, int extra, bool in_place) {
     }
     mask |= uint64_t{1} << op.shard;
   }
-  // A step over shards that have work in the batch, if it spans two or more of them.
-  uint64_t step = b->step_shards & mask;
+  // A step over the shards the batch holds together (each has work in it, or holds a key
+  // of an op on another), if it spans two or more of them.
+  uint64_t step = b->step_shards;
   if (__builtin_popcountll(step) < 2) step = 0;
   mask &= ~step;
   const int n = __builtin_popcountll(mask) + (step ? 1 : 0);

@@ -29,11 +29,12 @@ inline void string_free(Entry& e) {
 
 inline void string_set_int(Entry& e, int64_t v) {
   if (!string_is_int(e)) delete e.state<StringState>().s;
-  e.flags = static_cast<uint8_t>(e.flags | kEntryInt);
+  e.flags = static_cast<uint8_t>((e.flags | kEntryInt) & ~(kEntryText | kEntryRaw));
   e.state<StringState>().i = v;
 }
 
 inline void string_set(Entry& e, std::string_view bytes) {
+  e.flags = static_cast<uint8_t>(e.flags & ~(kEntryText | kEntryRaw));
   int64_t v;
   if (bytes.size() <= 20 && parse_int(bytes, v)) return string_set_int(e, v);
   if (string_is_int(e)) {

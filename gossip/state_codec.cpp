@@ -5,6 +5,7 @@
 
 #include "hash_value.hpp"
 #include "list_value.hpp"
+#include "set_value.hpp"
 #include "state.pb.h"
 #include "zset_value.hpp"
 
@@ -82,8 +83,9 @@ bool decode_state(std::string_view bytes, std::vector<EntrySnapshot>& out) {
         (e.zset_members_size() > 0 && s.kind != Kind::kZSet)) {
       return false;
     }
-    if (static_cast<size_t>(e.list_size()) > kMaxListElements ||
-        (e.list_size() > 0 && s.kind != Kind::kList)) {
+    if (static_cast<size_t>(e.list_size()) >
+            (s.kind == Kind::kSet ? kMaxSetMembers : kMaxListElements) ||
+        (e.list_size() > 0 && s.kind != Kind::kList && s.kind != Kind::kSet)) {
       return false;
     }
     s.list.assign(e.list().begin(), e.list().end());

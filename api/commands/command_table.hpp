@@ -56,8 +56,10 @@ constexpr KeySpec key1(uint8_t access) { return {1, 1, 1, 0, access, false}; }
 constexpr KeySpec all_keys(uint8_t access, int8_t step = 1) {
   return {1, -1, step, 0, access, false};
 }
-// A count at argument 2, then that many keys (EVAL).
-constexpr KeySpec counted_keys(uint8_t access) { return {0, 0, 1, 2, access, false}; }
+// A count at argument `at` (EVAL's 2, SINTERCARD's 1), then that many keys.
+constexpr KeySpec counted_keys(uint8_t access, int8_t at = 2) {
+  return {0, 0, 1, at, access, false};
+}
 
 using Handler = void (*)(CommandContext&, std::vector<std::string_view>&);
 

@@ -63,7 +63,8 @@ void cmd_object(CommandContext& s, Args& a) {
   }
   const bool known = iequals(a[1], "encoding") || iequals(a[1], "refcount") ||
                      iequals(a[1], "idletime") || iequals(a[1], "freq");
-  if (!known || a.size() != 3) return s.local().error(err::subcommand_syntax(a[1], "OBJECT"));
+  if (!known) return s.local().error(err::subcommand_syntax(a[1], "OBJECT"));
+  if (a.size() != 3) return s.local().error(err::wrong_arity("object|" + to_lower(a[1])));
   data_request(s, a, DataCmd::kObject);
 }
 
@@ -80,9 +81,8 @@ void cmd_memory(CommandContext& s, Args& a) {
     s.local().help(kHelp);
     return;
   }
-  if (!iequals(a[1], "usage") || a.size() < 3) {
-    return s.local().error(err::subcommand_syntax(a[1], "MEMORY"));
-  }
+  if (!iequals(a[1], "usage")) return s.local().error(err::subcommand_syntax(a[1], "MEMORY"));
+  if (a.size() < 3) return s.local().error(err::wrong_arity("memory|usage"));
   if (a.size() != 3) {
     int64_t samples = 0;
     if (a.size() != 5 || !iequals(a[3], "samples")) return s.local().error(err::kSyntax);

@@ -135,6 +135,12 @@ struct Flight {
     if (__builtin_popcountll(shards) > 1) batch->step_shards |= shards;
   }
 
+  // These shards (a bit each) run the batch's ops as one step, whether or not each has an op
+  // of its own (a command's keys on several shards, run by one op).
+  void hold_together(uint64_t shards) {
+    if (__builtin_popcountll(shards) > 1) batch->step_shards |= shards;
+  }
+
   // The batch runs as one step over all `shards` of the node (a script that may touch any key).
   void atomic_all(size_t shards) {
     if (shards > 1) batch->step_shards |= shards >= 64 ? ~uint64_t{0} : (uint64_t{1} << shards) - 1;

@@ -184,11 +184,14 @@ bool RequestCore::must_wait(std::string_view key, const Routing* rt) const {
       const auto& a = *r.args;
       const DataCmdInfo& info = data_cmd_info(r.data);
       const bool script = r.data == DataCmd::kEval;
-      const size_t keys_end = script                       ? script_keys_end(a)
-                              : info.every_shard           ? 0
-                              : info.merge == Merge::kNone ? 2
-                                                           : a.size();
-      for (size_t j = script ? 3 : 1; j < keys_end; j += info.step) {
+      const KeyWords together = together_keys(r.data, a);
+      const size_t keys_end = script                           ? script_keys_end(a)
+                              : info.every_shard               ? 0
+                              : info.merge == Merge::kNone     ? 2
+                              : info.merge == Merge::kTogether ? together.end
+                                                               : a.size();
+      const size_t first = script ? 3 : info.merge == Merge::kTogether ? together.first : 1;
+      for (size_t j = first; j < keys_end; j += info.step) {
         if (a[j].size() > kMaxKeyLen) {
           refuse(now, Code::kError, err::kKeyTooLong);
           return false;
@@ -288,6 +291,12 @@ bool RequestCore::one_slot(const Request& r, uint32_t slot) {
     return true;
   }
   if (data_cmd_info(r.data).merge == Merge::kNone) return true;  // (one key)
+  if (data_cmd_info(r.data).merge == Merge::kTogether) {
+    const KeyWords k = together_keys(r.data, a);
+    for (size_t j = k.first; j < k.end; j += k.step)
+      if (key_slot(a[j]) != slot) return false;
+    return true;
+  }
   const size_t step = data_cmd_info(r.data).step;
   for (size_t j = 1 + step; j < a.size(); j += step)
     if (key_slot(a[j]) != slot) return false;
@@ -344,6 +353,20 @@ Pending RequestCore::serve_data(const Request& r, const Door& d, Flight& f, uint
       op.key = {};
       op.shard = static_cast<uint16_t>(i);
       op.every_slot = true;
+    }
+  } else if (info.merge == Merge::kTogether) {
+    // One op on its first key's shard; standalone, the shards of its other keys are held
+    // with it as one step.
+    add(a.begin(), a.end());
+    ShardOp& op = f.batch->ops.back();
+    op.key = r.key;
+    op.shard = cluster ? svc_.shards->shard_of_slot(slot) : svc_.shards->shard_of(r.key);
+    if (!cluster && svc_.shards->size() > 1) {
+      uint64_t shards = 0;
+      const KeyWords k = together_keys(r.data, a);
+      for (size_t j = k.first; j < k.end; j += k.step)
+        shards |= uint64_t{1} << svc_.shards->shard_of(a[j]);
+      f.hold_together(shards);
     }
   } else if (info.merge == Merge::kNone || info.every_shard) {
     add(a.begin(), a.end());

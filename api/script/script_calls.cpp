@@ -18,7 +18,8 @@ void status_error(OpStatus st, DataReply& out) {
 
 // Runs one data op on `shard` for the script.
 void run_part(Run& r, Shard& shard, DataCmd c, std::string_view key, uint32_t slot,
-              const std::vector<std::string_view>& words, DataReply& reply, bool every_slot) {
+              const std::vector<std::string_view>& words, DataReply& reply, bool every_slot,
+              const Step* step = nullptr) {
   ShardOp o;
   o.code = OpCode::kData;
   o.data = c;
@@ -28,7 +29,7 @@ void run_part(Run& r, Shard& shard, DataCmd c, std::string_view key, uint32_t sl
   o.args = &words;
   o.reply = &reply;
   o.every_slot = every_slot;
-  shard.script_call(o, r.now_ns);
+  shard.script_call(o, r.now_ns, step);
   if (o.status != OpStatus::kOk) status_error(o.status, reply);
 }
 
@@ -91,9 +92,12 @@ void call_command(Run& r) {
     return out.error(err::wrong_arity(info.name));
   }
   // Its keys: where they are, whether the script may touch them, what to undo.
-  const size_t last = info.merge == Merge::kNone ? 2 : r.words.size();
+  const bool together = info.merge == Merge::kTogether;
+  const KeyWords keys = together_keys(c, r.words);
+  const size_t first = together ? keys.first : 1;
+  const size_t last = info.merge == Merge::kNone ? 2 : together ? keys.end : r.words.size();
   r.slots.assign(r.words.size(), 0);
-  for (size_t j = 1; j < last; j += info.step) {
+  for (size_t j = first; j < last; j += info.step) {
     const std::string_view key = r.words[j];
     if (key.size() > kMaxKeyLen) return out.error(err::kKeyTooLong);
     const uint32_t slot = key_slot(key);
@@ -110,7 +114,7 @@ void call_command(Run& r) {
       }
     }
   }
-  for (size_t j = 1; j < last && info.writes; j += info.step) {
+  for (size_t j = first; j < last && info.writes; j += info.step) {
     const std::string_view key = r.words[j];
     if (std::any_of(r.saved.begin(), r.saved.end(),
                     [&](const Run::Saved& sv) { return sv.key == key; }))
@@ -126,6 +130,15 @@ void call_command(Run& r) {
   };
   if (info.merge == Merge::kNone) {
     return run_part(r, shard_of(1), c, r.words[1], r.slots[1], r.words, out, false);
+  }
+  if (together) {  // one op, its other keys' shards reached through the script's step
+    if (first >= last) {
+      // (no key: its count is wrong, which the shard answers)
+      return run_part(r, *step.shards[__builtin_ctzll(step.mask)], c, {}, 0, r.words, out, false,
+                      &step);
+    }
+    return run_part(r, shard_of(first), c, r.words[first], r.slots[first], r.words, out, false,
+                    &step);
   }
   // Several keys: one part per key, the parts' replies added up, lined up or agreed on (the
   // request core's rule for the same commands).

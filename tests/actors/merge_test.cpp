@@ -227,6 +227,16 @@ TEST(Merge, HashesAndSortedSetsTakeTheUnion) {
   m.list = {"b", "c"};
   EXPECT_FALSE(merge_snapshot(l, m));  // the serving list stays
   EXPECT_EQ(l.list, std::vector<std::string>{"a"});
+
+  EntrySnapshot s;  // sets: the union (an add on either side stays)
+  s.key = "s";
+  s.kind = Kind::kSet;
+  s.list = {"u1", "u2"};
+  EntrySnapshot t = s;
+  t.list = {"u3", "u1"};
+  EXPECT_TRUE(merge_snapshot(s, t));
+  EXPECT_EQ(s.list, (std::vector<std::string>{"u1", "u2", "u3"}));
+  EXPECT_FALSE(merge_snapshot(s, t));
 }
 
 TEST(Merge, WindowsOneBehindKeepTheirCount) {

@@ -43,6 +43,8 @@ std::vector<EntrySnapshot> sample() {
   v.back().zset = {{"req:1", -1.5}, {"req:2", 1700000000000.0}, {"", 1e300}};
   v.push_back(snap("queue", Kind::kList));
   v.back().list = {"a", "", std::string("\xff\0", 2)};
+  v.push_back(snap("members", Kind::kSet, {}, 1'700'000'060'000));
+  v.back().list = {"u1", "", "42", std::string("\xff\0", 2)};
   return v;
 }
 
@@ -149,7 +151,7 @@ TEST(StateCodec, AShardsStateSurvivesTheWire) {
   std::vector<EntrySnapshot> out;
   ASSERT_TRUE(decode_state(encode_state(a.extract([](uint32_t) { return true; }, 0, true)), out));
   b.install(out);
-  EXPECT_EQ(b.key_count(), 11u);
+  EXPECT_EQ(b.key_count(), 12u);
   EXPECT_EQ(a.key_count(), 0u);
 }
 

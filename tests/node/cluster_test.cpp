@@ -933,6 +933,7 @@ TEST(Cluster, AFourthNodeTakesDataKeysWithTheirSlots) {
     ASSERT_EQ(ask(c, {"HSET", k("h", i), "tokens", n}), ":1\r\n");
     ASSERT_EQ(ask(c, {"ZADD", k("z", i), n, "m" + n}), ":1\r\n");
     ASSERT_EQ(ask(c, {"RPUSH", k("l", i), "a", n}), ":2\r\n");
+    ASSERT_EQ(ask(c, {"SADD", k("m", i), "a", n}), ":2\r\n");
   }
   NodeProcess& fourth = cl.add();
   ASSERT_TRUE(cl.formed(4));
@@ -950,6 +951,7 @@ TEST(Cluster, AFourthNodeTakesDataKeysWithTheirSlots) {
     EXPECT_EQ(ask(via, {"ZSCORE", k("z", i), "m" + n}),
               "$" + std::to_string(n.size()) + "\r\n" + n + "\r\n");
     EXPECT_EQ(ask(via, {"LLEN", k("l", i)}), ":2\r\n");
+    EXPECT_EQ(ask(via, {"SISMEMBER", k("m", i), n}), ":1\r\n");
   }
   EXPECT_GT(moved, 0);
 }
@@ -986,13 +988,25 @@ TEST(Failover, DataKeysAreForwardedReplicatedAndSurviveTheOwnersDeath) {
   }
   EXPECT_EQ(ask(c, {"ZREMRANGEBYSCORE", log, "-inf", "1700000000000"}), ":1\r\n");
   EXPECT_EQ(ask(c, {"PEXPIRE", log, "600000"}), ":1\r\n");
+  // A set, and the commands over several keys of one slot (one op at the owner); across
+  // slots refused.
+  const std::string online = "customer-limit-" + tag + ":online",
+                    seen = "customer-limit-" + tag + ":seen";
+  EXPECT_EQ(ask(c, {"SADD", online, "u1", "u2", "u3"}), ":3\r\n");
+  EXPECT_EQ(ask(c, {"SMOVE", online, seen, "u3"}), ":1\r\n");
+  EXPECT_EQ(ask(c, {"SUNIONSTORE", seen, seen, online}), ":3\r\n");
+  EXPECT_EQ(ask(c, {"SREM", online, "u1"}), ":1\r\n");
+  EXPECT_EQ(ask(c, {"SINTER", online, "elsewhere"}),
+            "-CROSSSLOT Keys in request don't hash to the same slot\r\n");
+  EXPECT_EQ(ask(c, {"RENAME", online, "elsewhere"}),
+            "-CROSSSLOT Keys in request don't hash to the same slot\r\n");
   EXPECT_EQ(ask(c, {"MGET", a, b, note}), "*3\r\n$1\r\n5\r\n$1\r\n3\r\n$5\r\nhello\r\n");
   EXPECT_EQ(ask(c, {"MGET", a, "elsewhere"}),
             "-CROSSSLOT Keys in request don't hash to the same slot\r\n");
   EXPECT_EQ(ask(c, {"GET", "elsewhere"}), "$-1\r\n");
   // KEYS with the user's hash tag: answered by the tag's owner, wherever it is asked.
   const std::string keys = ask(c, {"KEYS", "customer-limit-" + tag + ":*"});
-  EXPECT_EQ(keys.rfind("*5\r\n", 0), 0u) << keys;
+  EXPECT_EQ(keys.rfind("*7\r\n", 0), 0u) << keys;
   for (const auto& k : {a, b, note}) EXPECT_NE(keys.find(k), std::string::npos) << keys;
   // The fixed-window pattern in a transaction, forwarded to the owner as one flight.
   EXPECT_EQ(ask(c, {"MULTI"}), "+OK\r\n");
@@ -1043,6 +1057,11 @@ TEST(Failover, DataKeysAreForwardedReplicatedAndSurviveTheOwnersDeath) {
             "*4\r\n$17\r\nreq:1700000000001\r\n$13\r\n1700000000001\r\n"
             "$17\r\nreq:1700000000002\r\n$13\r\n1700000000002\r\n");
   EXPECT_EQ(ask(c, {"DEL", log}), ":1\r\n");
+  EXPECT_EQ(ask(c, {"SMEMBERS", online}), "*1\r\n$2\r\nu2\r\n");
+  EXPECT_EQ(ask(c, {"SCARD", seen}), ":3\r\n");
+  EXPECT_EQ(ask(c, {"SDIFF", seen, online}).size(),
+            std::string("*2\r\n$2\r\nu1\r\n$2\r\nu3\r\n").size());
+  EXPECT_EQ(ask(c, {"DEL", online, seen}), ":2\r\n");
   EXPECT_EQ(ask(c, {"KEYS", "customer-limit-" + tag + ":srv*"}).rfind("*2\r\n", 0), 0u);
   EXPECT_EQ(ask(c, {"DEL", a, b, note}), ":3\r\n");
   EXPECT_EQ(ask(c, {"EXISTS", a}), ":0\r\n");

@@ -158,7 +158,7 @@ class Generator {
 
   std::vector<std::string> command() {
     std::vector<std::string> w;
-    switch (pick(48)) {
+    switch (pick(53)) {
       case 0:
       case 1:
         return {"GET", key()};
@@ -510,6 +510,67 @@ class Generator {
           }
         }
       }
+      case 48:
+      case 49: {  // sets: members that are integers and members that are not (intset or not)
+        w = {one<std::string>({"SADD", "SADD", "SREM", "sadd"}), key()};
+        for (int n = 1 + pick(3); n > 0; --n) w.push_back(short_value());
+        return w;
+      }
+      case 50:
+        switch (pick(7)) {
+          case 0:
+            return {"SCARD", key()};
+          case 1:
+            return {"SISMEMBER", key(), short_value()};
+          case 2:
+            return {"SMISMEMBER", key(), short_value(), short_value()};
+          case 3:
+            return {"OBJECT", "ENCODING", key()};
+          case 4:
+            w = {"SSCAN", key(), one<std::string>({"0", "0", "x", "-1", ""})};
+            if (pick(2) == 0) w.insert(w.end(), {"MATCH", one<std::string>({"1*", "*", "a?c"})});
+            if (pick(3) == 0) w.insert(w.end(), {"COUNT", one<std::string>({"1", "0", "x"})});
+            return w;
+          case 5:  // (counts that take every member, or none: the same answer from both)
+            return {"SPOP", key(), one<std::string>({"100", "0", "-1", "x", "1 "})};
+          default:
+            return {"SRANDMEMBER", key(),
+                    one<std::string>({"100", "0", "x", "-9223372036854775808"})};
+        }
+      case 51: {  // set algebra over keys on several shards
+        w = {one<std::string>({"SINTER", "SUNION", "SDIFF", "SINTERSTORE", "SUNIONSTORE",
+                               "SDIFFSTORE", "SMEMBERS", "SINTERCARD", "SMOVE"})};
+        if (w[0] == "SINTERCARD") {
+          w.push_back(one<std::string>({"1", "2", "3", "0", "x", "-1"}));
+          for (int n = 2; n > 0; --n) w.push_back(key());
+          if (pick(2) == 0) w.insert(w.end(), {"LIMIT", one<std::string>({"1", "0", "-1", "x"})});
+          return w;
+        }
+        if (w[0] == "SMOVE") return {"SMOVE", key(), key(), short_value()};
+        for (int n = 1 + pick(3); n > 0; --n) w.push_back(key());
+        return w;
+      }
+      case 52:  // keys moved and copied whole, of any type, with their TTLs
+        switch (pick(6)) {
+          case 0:
+            return {one<std::string>({"RENAME", "RENAMENX"}), key(), key()};
+          case 1: {
+            w = {"COPY", key(), key()};
+            if (pick(2) == 0) w.push_back(one<std::string>({"REPLACE", "replace", "BOGUS"}));
+            if (pick(4) == 0)
+              w.insert(w.end(), {"DB", one<std::string>({"0", "16", "x"})});  // (one database)
+            return w;
+          }
+          case 2:
+            return {"RPOPLPUSH", key(), key()};
+          case 3:
+            return {"LMOVE", key(), key(), one<std::string>({"LEFT", "right", "up"}),
+                    one<std::string>({"RIGHT", "left"})};
+          default:
+            w = {"MSETNX"};
+            for (int n = 1 + pick(2); n > 0; --n) w.insert(w.end(), {key(), short_value()});
+            return w;
+        }
       default:
         return {"INCRBY", key(), one<std::string>({"3", "-3", "1000000"})};
     }
@@ -613,6 +674,15 @@ bool same_reply(const std::string& cmd, const std::string& fg, const std::string
   const bool arrays = fg.size() == redis.size() && fg.rfind("*", 0) == 0;
   if (cmd == "HGETALL" && arrays) return sorted_pairs(fg) == sorted_pairs(redis);
   if ((cmd == "HKEYS" || cmd == "HVALS") && arrays) return sorted_items(fg) == sorted_items(redis);
+  // A set held as a hash table lists its members in the table's order.
+  const bool unordered = cmd == "SMEMBERS" || cmd == "SINTER" || cmd == "SUNION" ||
+                         cmd == "SDIFF" || cmd == "SPOP" || cmd == "SRANDMEMBER";
+  if (unordered && arrays) return sorted_items(fg) == sorted_items(redis);
+  if (cmd == "SSCAN" && arrays && fg.rfind("*2\r\n", 0) == 0) {
+    size_t a = 4, b = 4;
+    if (value_at(fg, a) != value_at(redis, b)) return false;  // the cursor
+    return sorted_items(value_at(fg, a)) == sorted_items(value_at(redis, b));
+  }
   if (cmd == "HSCAN" && arrays && fg.rfind("*2\r\n", 0) == 0) {
     size_t a = 4, b = 4;
     if (value_at(fg, a) != value_at(redis, b)) return false;  // the cursor

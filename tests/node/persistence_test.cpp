@@ -70,6 +70,7 @@ TEST(Persistence, EveryKindOfStateAndTheRuntimePoliciesOutliveARestart) {
     EXPECT_EQ(c.request({"HSET", "bucket", "tokens", "7", "ts", "100"}), ":2");
     EXPECT_EQ(c.request({"ZADD", "log", "1", "a", "2", "b"}), ":2");
     EXPECT_EQ(c.request({"RPUSH", "q", "x", "y"}), ":2");
+    EXPECT_EQ(c.request({"SADD", "online", "u1", "u2", "u3"}), ":3");
     EXPECT_EQ(c.request({"FG.POLICY", "SET", "pro", "gcra", "10", "1000", "60000"}), "+OK");
     EXPECT_EQ(c.request({"FG.POLICY", "MAP", "api:*", "pro"}), "+OK");
     EXPECT_EQ(c.request({"FG.POLICY", "OVERRIDE", "vip", "pro"}), "+OK");
@@ -88,6 +89,8 @@ TEST(Persistence, EveryKindOfStateAndTheRuntimePoliciesOutliveARestart) {
   EXPECT_EQ(c.request({"HGET", "bucket", "tokens"}), "7");
   EXPECT_EQ(c.request({"ZCARD", "log"}), ":2");
   EXPECT_EQ(c.request({"LLEN", "q"}), ":2");
+  EXPECT_EQ(c.request({"SCARD", "online"}), ":3");
+  EXPECT_EQ(c.request({"SISMEMBER", "online", "u2"}), ":1");
   EXPECT_EQ(c.request({"FG.POLICY", "GET", "pro"}).substr(0, 1), "*");  // a map, not nil
   Client d(node.port());
   EXPECT_EQ(d.request({"FG.POLICY", "GET", "nosuch"}), "$-1");

@@ -1,0 +1,225 @@
+// Sets, as Redis's t_set.c: SADD SREM SCARD SISMEMBER SMISMEMBER SMEMBERS SPOP SRANDMEMBER
+// SSCAN on one key, each checking its arguments and the key in Redis's order. (The commands
+// over several keys, SINTER and its kin and SMOVE, are in data_multi.cpp.)
+#include <algorithm>
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "encoding_thresholds.hpp"
+#include "errors.hpp"
+#include "scan_args.hpp"
+#include "set_value.hpp"
+#include "shard.hpp"
+#include "words.hpp"
+
+namespace fg {
+
+namespace {
+
+// The most elements SRANDMEMBER with a negative count (members may repeat) answers in one
+// reply: each is held in memory before it is sent, so a count of a billion must not be.
+constexpr int64_t kMaxRandomReply = 1'000'000;
+
+}  // namespace
+
+int64_t set_intset_max() {
+  return encoding_thresholds().set_intset.load(std::memory_order_relaxed);
+}
+
+std::vector<const std::string*> set_members_in_order(const SetValue& s) {
+  std::vector<const std::string*> out(s.members.begin(), s.members.end());
+  if (!s.hashtable) {  // an intset lists its integers in ascending order
+    std::vector<std::pair<int64_t, const std::string*>> ints;
+    ints.reserve(out.size());
+    for (const std::string* m : out) {
+      int64_t v = 0;
+      parse_int(*m, v);
+      ints.emplace_back(v, m);
+    }
+    std::sort(ints.begin(), ints.end());
+    for (size_t i = 0; i < ints.size(); ++i) out[i] = ints[i].second;
+  }
+  return out;
+}
+
+void Shard::data_sets(ShardOp& op, int64_t now_ns) {
+  const auto& a = *op.args;
+  DataReply& r = *op.reply;
+  const DataCmd c = op.data;
+  auto changed = [&](Entry* e, SetValue& s) {
+    if (s.size() == 0) {
+      forget(op.key, op.hash);
+      mark_gone(op.key);
+    } else {
+      mark(e, op.key);
+    }
+  };
+  switch (c) {
+    case DataCmd::kSAdd: {
+      Entry* e = typed(op, Kind::kSet, true, now_ns);
+      if (!e) return;
+      SetValue& s = *e->state<SetValue*>();
+      if (s.size() + (a.size() - 2) > kMaxSetMembers) {
+        size_t fresh = 0;  // (exactly: members already there do not count)
+        for (size_t j = 2; j < a.size(); ++j) fresh += s.contains(a[j]) ? 0 : 1;
+        if (s.size() + fresh > kMaxSetMembers) {
+          if (s.size() == 0) table_.erase(op.key, op.hash);
+          return r.error(err::collection_full("a set", kMaxSetMembers, "members"));
+        }
+      }
+      const int64_t intset_max = set_intset_max();
+      int64_t added = 0;
+      for (size_t j = 2; j < a.size(); ++j) added += s.add(a[j], intset_max) ? 1 : 0;
+      if (added > 0) mark(e, op.key);
+      return r.integer(added);
+    }
+    case DataCmd::kSPop:
+    case DataCmd::kSRandMember:
+      return set_random(op, now_ns);
+    case DataCmd::kSScan:
+      return set_scan(op, now_ns);
+    default:
+      break;
+  }
+  Entry* e = typed(op, Kind::kSet, false, now_ns);
+  if (op.status != OpStatus::kOk) return;
+  SetValue* s = e ? e->state<SetValue*>() : nullptr;
+  switch (c) {
+    case DataCmd::kSRem: {
+      int64_t n = 0;
+      if (s) {
+        for (size_t j = 2; j < a.size() && s->size() > 0; ++j) n += s->erase(a[j]) ? 1 : 0;
+        if (n > 0) changed(e, *s);
+      }
+      return r.integer(n);
+    }
+    case DataCmd::kSCard:
+      return r.integer(s ? static_cast<int64_t>(s->size()) : 0);
+    case DataCmd::kSIsMember:
+      return r.integer(s && s->contains(a[2]) ? 1 : 0);
+    case DataCmd::kSMIsMember:
+      r.array(static_cast<int64_t>(a.size() - 2));
+      for (size_t j = 2; j < a.size(); ++j) r.integer(s && s->contains(a[j]) ? 1 : 0);
+      return;
+    default: {  // SMEMBERS
+      if (!s) return r.set(0);
+      r.set(static_cast<int64_t>(s->size()));
+      for (const std::string* m : set_members_in_order(*s)) r.bulk(*m);
+      return;
+    }
+  }
+}
+
+// SPOP key [count] and SRANDMEMBER key [count] (spopWithCountCommand,
+// srandmemberWithCountCommand): without a count one member or nil; SPOP's count (at least
+// 0) takes that many distinct members out, as a set; SRANDMEMBER's answers that many
+// distinct ones, or with a negative count that many picks that may repeat, as an array.
+void Shard::set_random(ShardOp& op, int64_t now_ns) {
+  const auto& a = *op.args;
+  DataReply& r = *op.reply;
+  const bool pop = op.data == DataCmd::kSPop;
+  if (a.size() > 3) return r.error(err::kSyntax);
+  const bool counted = a.size() == 3;
+  int64_t count = 1;
+  bool distinct = true;
+  if (counted) {
+    // (SPOP's count: any bad one is "must be positive", as getPositiveLongFromObjectOrReply says)
+    if (pop && (!parse_int(a[2], count) || count < 0)) return r.error(err::kNotPositive);
+    if (!parse_int(a[2], count)) return r.error(err::kNotInteger);
+    if (!pop && count == INT64_MIN) return r.error(err::kCountOutOfRange);
+    if (count < 0) {
+      count = -count;
+      distinct = false;
+      if (count > kMaxRandomReply) {
+        return r.error(err::collection_full("a random reply", kMaxRandomReply, "elements"));
+      }
+    }
+  }
+  Entry* e = typed(op, Kind::kSet, false, now_ns);
+  if (op.status != OpStatus::kOk) return;
+  auto empty = [&] {
+    if (!counted) return r.null();
+    return pop ? r.set(0) : r.array(0);
+  };
+  if (!e || count == 0) return empty();
+  SetValue& s = *e->state<SetValue*>();
+  const auto size = static_cast<int64_t>(s.size());
+  if (!counted) {
+    const auto i = static_cast<uint32_t>(next_random() % s.size());
+    r.bulk(*s.members[i]);
+    if (pop) {
+      s.erase_at(i);
+      if (s.size() == 0) {
+        forget(op.key, op.hash);
+        mark_gone(op.key);
+      } else {
+        mark(e, op.key);
+      }
+    }
+    return;
+  }
+  if (!distinct) {  // (SRANDMEMBER only)
+    r.array(count);
+    for (int64_t k = 0; k < count; ++k) r.bulk(*s.members[next_random() % s.size()]);
+    return;
+  }
+  if (count >= size) {  // every member
+    const std::vector<const std::string*> all = set_members_in_order(s);
+    if (pop) {
+      r.set(size);
+    } else {
+      r.array(size);
+    }
+    for (const std::string* m : all) r.bulk(*m);
+    if (pop) {
+      forget(op.key, op.hash);
+      mark_gone(op.key);
+    }
+    return;
+  }
+  if (pop) {
+    r.set(count);
+    for (int64_t k = 0; k < count; ++k) {
+      const auto i = static_cast<uint32_t>(next_random() % s.size());
+      r.bulk(*s.members[i]);
+      s.erase_at(i);
+    }
+    return mark(e, op.key);
+  }
+  // Distinct members without taking them out: the first `count` places of a partial
+  // shuffle of the places.
+  std::vector<uint32_t> places(s.size());
+  for (uint32_t i = 0; i < places.size(); ++i) places[i] = i;
+  r.array(count);
+  for (int64_t k = 0; k < count; ++k) {
+    const size_t j =
+        static_cast<size_t>(k) + next_random() % (places.size() - static_cast<size_t>(k));
+    std::swap(places[static_cast<size_t>(k)], places[j]);
+    r.bulk(*s.members[places[static_cast<size_t>(k)]]);
+  }
+}
+
+// SSCAN key cursor [MATCH pattern] [COUNT n]: every member at once, under cursor 0, as Redis
+// answers for an intset (a big set it pages; the contract allows either).
+void Shard::set_scan(ShardOp& op, int64_t now_ns) {
+  const auto& a = *op.args;
+  DataReply& r = *op.reply;
+  int64_t cursor;
+  if (!parse_unsigned_cursor(a[2], cursor)) return r.error(err::kInvalidCursor);
+  Entry* e = typed(op, Kind::kSet, false, now_ns);
+  if (op.status != OpStatus::kOk) return;
+  std::string_view pattern = "*", no_type;
+  if (e && !parse_scan_options(a, 3, false, pattern, no_type, r)) return;
+  r.array(2);
+  r.bulk("0");
+  if (!e) return r.array(0);
+  const bool all = pattern == "*";
+  std::vector<const std::string*> hits;
+  for (const std::string* m : set_members_in_order(*e->state<SetValue*>()))
+    if (all || glob_match(pattern, *m, false)) hits.push_back(m);
+  r.array(static_cast<int64_t>(hits.size()));
+  for (const std::string* m : hits) r.bulk(*m);
+}
+
+}  // namespace fg
