@@ -40,8 +40,10 @@ inline void string_set(Entry& e, std::string_view bytes) {
   if (string_is_int(e)) {
     e.state<StringState>().s = new std::string(bytes);
     e.flags = static_cast<uint8_t>(e.flags & ~kEntryInt);
+  } else if (std::string& cur = *e.state<StringState>().s; cur.capacity() > 2 * bytes.size() + 64) {
+    std::string(bytes).swap(cur);  // (a value that shrank lets go of what it no longer needs)
   } else {
-    e.state<StringState>().s->assign(bytes.data(), bytes.size());
+    cur.assign(bytes.data(), bytes.size());
   }
 }
 

@@ -353,12 +353,26 @@ const Tunable* find_tunable(std::string_view name) {
   return nullptr;
 }
 
+// The node's settings as the settings table has them (node/settings.hpp, with Redis's
+// "save" made from dir and save-interval), and what clients and tools ask of redis-server
+// that has one answer here: CONFIG GET reads them, CONFIG SET refuses to change them.
+std::vector<std::pair<std::string, std::string>> own_settings(CommandContext& s) {
+  std::vector<std::pair<std::string, std::string>> params =
+      s.svc().config_values ? s.svc().config_values()
+                            : std::vector<std::pair<std::string, std::string>>{};
+  params.emplace_back("databases", "1");
+  if (std::none_of(params.begin(), params.end(), [](const auto& p) { return p.first == "save"; }))
+    params.emplace_back("save", "");  // (no settings table: nothing is saved)
+  params.emplace_back("appendonly", "no");
+  params.emplace_back("maxmemory", "0");
+  return params;
+}
+
 // CONFIG SET parameter value [parameter value ...]: all or nothing, as Redis.
 void config_set(CommandContext& s, Args& a, RespWriter& w) {
   if (a.size() < 4 || a.size() % 2 != 0) return w.error(err::wrong_arity("config|set"));
   std::vector<std::pair<const Tunable*, int64_t>> changes;
-  const auto settings = s.svc().config_values ? s.svc().config_values()
-                                              : std::vector<std::pair<std::string, std::string>>{};
+  const auto settings = own_settings(s);
   for (size_t j = 2; j < a.size(); j += 2) {
     const Tunable* t = find_tunable(a[j]);
     if (!t) {
@@ -388,17 +402,7 @@ void cmd_config(CommandContext& s, Args& a) {
     return w.error(err::config_get_only(a[1]));
   }
   if (a.size() < 3) return w.error(err::wrong_arity("config|get"));
-  // The node's settings as the settings table has them (node/settings.hpp, with Redis's
-  // "save" made from dir and save-interval), and what clients and tools ask of
-  // redis-server that has one answer here.
-  std::vector<std::pair<std::string, std::string>> params =
-      s.svc().config_values ? s.svc().config_values()
-                            : std::vector<std::pair<std::string, std::string>>{};
-  params.emplace_back("databases", "1");
-  if (std::none_of(params.begin(), params.end(), [](const auto& p) { return p.first == "save"; }))
-    params.emplace_back("save", "");  // (no settings table: nothing is saved)
-  params.emplace_back("appendonly", "no");
-  params.emplace_back("maxmemory", "0");
+  std::vector<std::pair<std::string, std::string>> params = own_settings(s);
   for (const Tunable& t : kTunables)
     params.emplace_back(t.name, std::to_string((encoding_thresholds().*(t.field)).load()));
   std::vector<const std::pair<std::string, std::string>*> hits;
