@@ -154,8 +154,23 @@ enum class DataCmd : uint8_t {
   kRPopLPush,
   kLMove,
   kMSetNx,
+  // random picks, and the rest of the sorted-set family
+  kHRandField,
+  kZRandMember,
+  kZScan,
+  // several keys as one op (Merge::kTogether)
+  kZUnionStore,
+  kZInterStore,
+  kZDiffStore,
+  kZUnion,
+  kZInter,
+  kZDiff,
+  kZInterCard,
+  kZRangeStore,
+  kZMPop,
+  kLMPop,
 };
-constexpr uint8_t kLastDataCmd = static_cast<uint8_t>(DataCmd::kMSetNx);
+constexpr uint8_t kLastDataCmd = static_cast<uint8_t>(DataCmd::kLMPop);
 
 // How a command with several keys is answered when its keys are split over shards: each
 // part runs the command on one key (with its value, for MSET), and the parts' replies add
@@ -176,7 +191,8 @@ struct DataCmdInfo {
   bool writes = false;       // may change its key (with replication: sync, waits for a replica);
                              // its registry row says kWrite (checked when the table is made)
   // kTogether: how many keys from the first word on (0: every word, `step` apart), or where
-  // the count of its keys is (SINTERCARD numkeys key ...: 1; the keys follow it).
+  // the count of its keys is (SINTERCARD numkeys key ...: 1; the keys follow it, and the
+  // words before it are keys too: ZUNIONSTORE destination numkeys key ...: 2).
   uint8_t keys = 0;
   uint8_t numkeys_at = 0;
 
@@ -305,14 +321,35 @@ inline const DataCmdInfo& data_cmd_info(DataCmd c) {
       {"rpoplpush", 1, Merge::kTogether, false, true, 2},
       {"lmove", 1, Merge::kTogether, false, true, 2},
       {"msetnx", 2, Merge::kTogether, false, true},
+      {"hrandfield", 1, Merge::kNone, false, false},
+      {"zrandmember", 1, Merge::kNone, false, false},
+      {"zscan", 1, Merge::kNone, false, false},
+      {"zunionstore", 1, Merge::kTogether, false, true, 0, 2},
+      {"zinterstore", 1, Merge::kTogether, false, true, 0, 2},
+      {"zdiffstore", 1, Merge::kTogether, false, true, 0, 2},
+      {"zunion", 1, Merge::kTogether, false, false, 0, 1},
+      {"zinter", 1, Merge::kTogether, false, false, 0, 1},
+      {"zdiff", 1, Merge::kTogether, false, false, 0, 1},
+      {"zintercard", 1, Merge::kTogether, false, false, 0, 1},
+      {"zrangestore", 1, Merge::kTogether, false, true, 2},
+      {"zmpop", 1, Merge::kTogether, false, true, 0, 1},
+      {"lmpop", 1, Merge::kTogether, false, true, 0, 1},
   };
   static_assert(std::size(kInfo) == kLastDataCmd + 1);
   return kInfo[static_cast<uint8_t>(c)];
 }
 
-// The words that are keys of a kTogether command: [first, end), `step` apart.
+// The words that are keys of a kTogether command: those before its count of keys (a
+// destination: ZUNIONSTORE's), [1, lead), then [first, end), `step` apart.
 struct KeyWords {
-  size_t first = 1, end = 1, step = 1;
+  size_t lead = 1, first = 1, end = 1, step = 1;
+  template <class F>
+  void each(F&& f) const {
+    for (size_t j = 1; j < lead; ++j) f(j);
+    for (size_t j = first; j < end; j += step) f(j);
+  }
+  bool empty() const { return lead <= 1 && first >= end; }
+  size_t front() const { return lead > 1 ? 1 : first; }  // (not empty)
 };
 inline KeyWords together_keys(DataCmd c, const std::vector<std::string_view>& a) {
   const DataCmdInfo& info = data_cmd_info(c);
@@ -320,6 +357,7 @@ inline KeyWords together_keys(DataCmd c, const std::vector<std::string_view>& a)
   k.step = info.step;
   if (info.numkeys_at > 0) {
     int64_t n = 0;
+    k.lead = std::min<size_t>(info.numkeys_at, a.size());
     k.first = k.end = info.numkeys_at + 1u;
     if (a.size() > info.numkeys_at && parse_int(a[info.numkeys_at], n) && n > 0 &&
         static_cast<uint64_t>(n) <= a.size() - k.first)
@@ -347,7 +385,7 @@ inline std::string_view data_route_key(DataCmd c, const std::vector<std::string_
     return a.size() > 2 ? a[2] : std::string_view();  // (its subcommand first)
   if (data_cmd_info(c).merge == Merge::kTogether) {
     const KeyWords k = together_keys(c, a);
-    return k.first < k.end ? a[k.first] : std::string_view();
+    return k.empty() ? std::string_view() : a[k.front()];
   }
   if (!data_cmd_info(c).every_shard) return a[1];
   std::string_view pattern;

@@ -19,9 +19,6 @@
 
 namespace fg {
 
-int64_t set_intset_max();                                                 // data_set.cpp
-std::vector<const std::string*> set_members_in_order(const SetValue& s);  // data_set.cpp
-
 namespace {
 
 // A made set's members in the order redis-server would list them: ascending when they would
@@ -51,9 +48,9 @@ Shard* Shard::holder_of(std::string_view key) {
 
 void Shard::data_together(ShardOp& op, int64_t now_ns) {
   const auto& a = *op.args;
-  const KeyWords k = together_keys(op.data, a);
-  for (size_t j = k.first; j < k.end; j += k.step)
-    if (!holder_of(a[j])) return op.reply->error(err::kKeysApart);
+  bool held = true;
+  together_keys(op.data, a).each([&](size_t j) { held = held && holder_of(a[j]) != nullptr; });
+  if (!held) return op.reply->error(err::kKeysApart);
   switch (op.data) {
     case DataCmd::kSMove:
       return set_move(op, now_ns);
@@ -66,6 +63,19 @@ void Shard::data_together(ShardOp& op, int64_t now_ns) {
       return list_move(op, now_ns);
     case DataCmd::kMSetNx:
       return mset_nx(op, now_ns);
+    case DataCmd::kZUnionStore:
+    case DataCmd::kZInterStore:
+    case DataCmd::kZDiffStore:
+    case DataCmd::kZUnion:
+    case DataCmd::kZInter:
+    case DataCmd::kZDiff:
+    case DataCmd::kZInterCard:
+      return zset_algebra(op, now_ns);
+    case DataCmd::kZRangeStore:
+      return zset_range_store(op, now_ns);
+    case DataCmd::kZMPop:
+    case DataCmd::kLMPop:
+      return multi_pop(op, now_ns);
     default:
       return set_algebra(op, now_ns);
   }

@@ -341,6 +341,11 @@ void Shard::data(ShardOp& op, int64_t now_ns) {
     case DataCmd::kSRandMember:
     case DataCmd::kSScan:
       return data_sets(op, now_ns);
+    case DataCmd::kHRandField:
+    case DataCmd::kZRandMember:
+      return random_fields(op, now_ns);
+    case DataCmd::kZScan:
+      return zset_scan(op, now_ns);
     case DataCmd::kSMove:
     case DataCmd::kSInter:
     case DataCmd::kSInterCard:
@@ -355,6 +360,16 @@ void Shard::data(ShardOp& op, int64_t now_ns) {
     case DataCmd::kRPopLPush:
     case DataCmd::kLMove:
     case DataCmd::kMSetNx:
+    case DataCmd::kZUnionStore:
+    case DataCmd::kZInterStore:
+    case DataCmd::kZDiffStore:
+    case DataCmd::kZUnion:
+    case DataCmd::kZInter:
+    case DataCmd::kZDiff:
+    case DataCmd::kZInterCard:
+    case DataCmd::kZRangeStore:
+    case DataCmd::kZMPop:
+    case DataCmd::kLMPop:
       return data_together(op, now_ns);
     case DataCmd::kNone:
       break;

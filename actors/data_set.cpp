@@ -8,10 +8,12 @@
 
 #include "encoding_thresholds.hpp"
 #include "errors.hpp"
+#include "hash_value.hpp"
 #include "scan_args.hpp"
 #include "set_value.hpp"
 #include "shard.hpp"
 #include "words.hpp"
+#include "zset_value.hpp"
 
 namespace fg {
 
@@ -187,16 +189,82 @@ void Shard::set_random(ShardOp& op, int64_t now_ns) {
     }
     return mark(e, op.key);
   }
-  // Distinct members without taking them out: the first `count` places of a partial
-  // shuffle of the places.
-  std::vector<uint32_t> places(s.size());
-  for (uint32_t i = 0; i < places.size(); ++i) places[i] = i;
   r.array(count);
-  for (int64_t k = 0; k < count; ++k) {
-    const size_t j =
-        static_cast<size_t>(k) + next_random() % (places.size() - static_cast<size_t>(k));
-    std::swap(places[static_cast<size_t>(k)], places[j]);
-    r.bulk(*s.members[places[static_cast<size_t>(k)]]);
+  for (uint32_t i : random_places(s.size(), count, true)) r.bulk(*s.members[i]);
+}
+
+std::vector<uint32_t> Shard::random_places(size_t size, int64_t count, bool distinct) {
+  std::vector<uint32_t> out;
+  if (!distinct) {
+    out.reserve(static_cast<size_t>(count));
+    for (int64_t k = 0; k < count; ++k) out.push_back(static_cast<uint32_t>(next_random() % size));
+    return out;
+  }
+  out.resize(size);
+  for (uint32_t i = 0; i < size; ++i) out[i] = i;
+  if (static_cast<uint64_t>(count) >= size) return out;
+  // The first `count` places of a partial shuffle.
+  for (size_t k = 0; k < static_cast<size_t>(count); ++k)
+    std::swap(out[k], out[k + next_random() % (size - k)]);
+  out.resize(static_cast<size_t>(count));
+  return out;
+}
+
+// HRANDFIELD key [count [WITHVALUES]] and ZRANDMEMBER key [count [WITHSCORES]]
+// (t_hash.c's hrandfieldCommand, t_zset.c's zrandmemberCommand): without a count one field
+// or nil; a count answers that many distinct ones (all, in order, when it reaches the size),
+// a negative one that many picks that may repeat; with values RESP2 lists them flat, RESP3
+// as a pair each.
+void Shard::random_fields(ShardOp& op, int64_t now_ns) {
+  const auto& a = *op.args;
+  DataReply& r = *op.reply;
+  const bool hash = op.data == DataCmd::kHRandField;
+  int64_t count = 1;
+  bool counted = a.size() >= 3, distinct = true, values = false;
+  if (counted) {
+    if (!parse_int(a[2], count)) return r.error(err::kNotInteger);
+    if (count == INT64_MIN) return r.error(err::kCountOutOfRange);
+    if (a.size() > 4 || (a.size() == 4 && !iequals(a[3], hash ? "withvalues" : "withscores"))) {
+      return r.error(err::kSyntax);
+    }
+    values = a.size() == 4;
+    if (values && (count < -INT64_MAX / 2 || count > INT64_MAX / 2)) {
+      return r.error(err::kValueOutOfRange);
+    }
+    if (count < 0) {
+      count = -count;
+      distinct = false;
+      if (count > kMaxRandomReply) {
+        return r.error(err::collection_full("a random reply", kMaxRandomReply, "elements"));
+      }
+    }
+  }
+  Entry* e = typed(op, hash ? Kind::kHash : Kind::kZSet, false, now_ns);
+  if (op.status != OpStatus::kOk) return;
+  if (!e) return counted ? r.array(0) : r.null();
+  if (count == 0) return r.array(0);
+  // The fields (members by score) in order, and each one's value.
+  std::vector<std::pair<const std::string*, const std::string*>> fields;
+  std::vector<std::pair<const std::string*, double>> members;
+  if (hash) {
+    for (const auto& [f, v] : e->state<HashValue*>()->fields) fields.emplace_back(&f, &v);
+  } else {
+    for (const auto& [s, m] : e->state<ZSetValue*>()->by_score) members.emplace_back(&m, s);
+  }
+  const size_t size = hash ? fields.size() : members.size();
+  const std::vector<uint32_t> places = random_places(size, count, distinct);
+  if (!counted) return r.bulk(hash ? *fields[places[0]].first : *members[places[0]].first);
+  const auto n = static_cast<int64_t>(places.size());
+  r.array(values && !op.resp3 ? 2 * n : n);
+  for (uint32_t i : places) {
+    if (values && op.resp3) r.array(2);
+    r.bulk(hash ? *fields[i].first : *members[i].first);
+    if (!values) continue;
+    if (hash) {
+      r.bulk(*fields[i].second);
+    } else {
+      r.dbl(members[i].second);
+    }
   }
 }
 

@@ -13,6 +13,9 @@
 #include <vector>
 
 #include "errors.hpp"
+#include "list_value.hpp"
+#include "scan_args.hpp"
+#include "set_value.hpp"
 #include "shard.hpp"
 #include "words.hpp"
 #include "zset_value.hpp"
@@ -149,6 +152,116 @@ void walk_lex(const std::set<Member>& z, const LexRange& range, bool rev, int64_
     walk_lex_from(z.rbegin(), z.rend(), &LexRange::lte_max, &LexRange::gte_min, range, skip, take);
   }
 }
+
+// ZRANGE key start stop [BYSCORE|BYLEX] [REV] [LIMIT offset count] [WITHSCORES], and
+// ZRANGEBYSCORE key min max, ZREVRANGE key start stop, ZREVRANGEBYSCORE key max min (whose
+// names fix the range's kind and direction), and ZRANGESTORE dst src min max [...] without
+// WITHSCORES (t_zset.c's zrangeGenericCommand): the range is read before the key is.
+struct RangeQuery {
+  bool withscores = false, by_score = false, by_lex = false, rev = false;
+  int64_t offset = 0, limit = -1, start = 0, end = 0;
+  ScoreRange range;
+  LexRange lex;
+
+  // The range at words `from` and `from + 1`, its options after them. False, with the error
+  // replied, for a bad one.
+  bool parse(const std::vector<std::string_view>& a, size_t from, DataCmd c, bool store,
+             DataReply& r) {
+    by_score = c == DataCmd::kZRangeByScore || c == DataCmd::kZRevRangeByScore;
+    // (the name says rank, score or lex, and direction)
+    const bool fixed = c != DataCmd::kZRange && c != DataCmd::kZRangeStore;
+    by_lex = c == DataCmd::kZRangeByLex || c == DataCmd::kZRevRangeByLex;
+    rev = c == DataCmd::kZRevRange || c == DataCmd::kZRevRangeByScore ||
+          c == DataCmd::kZRevRangeByLex;
+    for (size_t j = from + 2; j < a.size(); ++j) {
+      const size_t left = a.size() - j - 1;
+      if (!store && iequals(a[j], "withscores")) {
+        withscores = true;
+      } else if (iequals(a[j], "limit") && left >= 2) {
+        if (!parse_long(a[j + 1], offset) || !parse_long(a[j + 2], limit)) {
+          r.error(err::kNotInteger);
+          return false;
+        }
+        j += 2;
+      } else if (!fixed && !rev && iequals(a[j], "rev")) {
+        rev = true;
+      } else if (!fixed && !by_score && !by_lex && iequals(a[j], "bylex")) {
+        by_lex = true;
+      } else if (!fixed && !by_score && !by_lex && iequals(a[j], "byscore")) {
+        by_score = true;
+      } else {
+        r.error(err::kSyntax);
+        return false;
+      }
+    }
+    if (limit != -1 && !by_score && !by_lex) {
+      r.error(err::kZRangeLimit);
+      return false;
+    }
+    if (withscores && by_lex) {
+      r.error(err::kLexWithScores);
+      return false;
+    }
+    std::string_view lo = a[from], hi = a[from + 1];
+    if (rev && (by_score || by_lex)) std::swap(lo, hi);
+    if (by_score) {
+      if (!parse_range(lo, hi, range)) {
+        r.error(err::kMinMaxNotFloat);
+        return false;
+      }
+    } else if (by_lex) {
+      if (!lex.parse(lo, hi)) {
+        r.error(err::kLexRange);
+        return false;
+      }
+    } else if (!parse_long(lo, start) || !parse_long(hi, end)) {
+      r.error(err::kNotInteger);
+      return false;
+    }
+    return true;
+  }
+
+  // The members the range takes, in the order it lists them.
+  void select(const ZSetValue& z, std::vector<const Member*>& out) const {
+    if (by_lex) {
+      // (Redis: past the end, or a negative offset, takes nothing; a negative count, the rest.)
+      if (offset >= 0 && !(offset > 0 && offset >= static_cast<int64_t>(z.size()))) {
+        walk_lex(z.by_score, lex, rev, offset, [&](const Member& m) {
+          if (limit >= 0 && static_cast<int64_t>(out.size()) >= limit) return false;
+          out.push_back(&m);
+          return true;
+        });
+      }
+    } else if (!by_score) {
+      const int64_t len = static_cast<int64_t>(z.size());
+      int64_t first = start, last = end;
+      if (!clamp_ranks(first, last, len)) return;
+      if (!rev) {
+        auto it = std::next(z.by_score.begin(), first);
+        for (int64_t k = first; k <= last; ++k, ++it) out.push_back(&*it);
+      } else {
+        auto it = std::next(z.by_score.rbegin(), first);
+        for (int64_t k = first; k <= last; ++k, ++it) out.push_back(&*it);
+      }
+    } else if (!(offset > 0 && offset >= static_cast<int64_t>(z.size()))) {
+      std::vector<const Member*> in;
+      if (!rev) {
+        for (const Member& m : z.by_score)
+          if (range.contains(m.first)) in.push_back(&m);
+      } else {
+        for (auto it = z.by_score.rbegin(); it != z.by_score.rend(); ++it)
+          if (range.contains(it->first)) in.push_back(&*it);
+      }
+      // (Redis: a negative offset skips everything; a negative count takes all the rest.)
+      if (offset >= 0) {
+        for (size_t k = static_cast<size_t>(offset); k < in.size(); ++k) {
+          if (limit >= 0 && static_cast<int64_t>(out.size()) >= limit) break;
+          out.push_back(in[k]);
+        }
+      }
+    }
+  }
+};
 
 }  // namespace
 
@@ -391,92 +504,336 @@ void Shard::data_zset(ShardOp& op, int64_t now_ns) {
       break;
   }
 
-  // ZRANGE key start stop [BYSCORE|BYLEX] [REV] [LIMIT offset count] [WITHSCORES], and
-  // ZRANGEBYSCORE key min max, ZREVRANGE key start stop, ZREVRANGEBYSCORE key max min, whose
-  // names fix the range's kind and direction (t_zset.c's zrangeGenericCommand).
-  const bool by_score_cmd = c == DataCmd::kZRangeByScore || c == DataCmd::kZRevRangeByScore;
-  const bool fixed = c != DataCmd::kZRange;  // (the name says rank, score or lex, and direction)
-  bool withscores = false, by_score = by_score_cmd;
-  bool by_lex = c == DataCmd::kZRangeByLex || c == DataCmd::kZRevRangeByLex;
-  bool rev =
-      c == DataCmd::kZRevRange || c == DataCmd::kZRevRangeByScore || c == DataCmd::kZRevRangeByLex;
-  int64_t offset = 0, limit = -1;
-  for (size_t j = 4; j < a.size(); ++j) {
-    const size_t left = a.size() - j - 1;
-    if (iequals(a[j], "withscores")) {
-      withscores = true;
-    } else if (iequals(a[j], "limit") && left >= 2) {
-      if (!parse_long(a[j + 1], offset) || !parse_long(a[j + 2], limit)) {
-        return r.error(err::kNotInteger);
-      }
-      j += 2;
-    } else if (!fixed && !rev && iequals(a[j], "rev")) {
-      rev = true;
-    } else if (!fixed && !by_score && !by_lex && iequals(a[j], "bylex")) {
-      by_lex = true;
-    } else if (!fixed && !by_score && !by_lex && iequals(a[j], "byscore")) {
-      by_score = true;
-    } else {
-      return r.error(err::kSyntax);
-    }
-  }
-  if (limit != -1 && !by_score && !by_lex) return r.error(err::kZRangeLimit);
-  if (withscores && by_lex) return r.error(err::kLexWithScores);
-  std::string_view lo = a[2], hi = a[3];
-  if (rev && (by_score || by_lex)) std::swap(lo, hi);
-  int64_t start = 0, end = 0;
-  ScoreRange range;
-  LexRange lex;
-  if (by_score) {
-    if (!parse_range(lo, hi, range)) return r.error(err::kMinMaxNotFloat);
-  } else if (by_lex) {
-    if (!lex.parse(lo, hi)) return r.error(err::kLexRange);
-  } else if (!parse_long(lo, start) || !parse_long(hi, end)) {
-    return r.error(err::kNotInteger);
-  }
+  RangeQuery q;
+  if (!q.parse(a, 2, c, false, r)) return;
   ZSetValue* z = existing(e);
   if (op.status != OpStatus::kOk) return;
   if (!z) return r.array(0);
   std::vector<const Member*> out;
-  if (by_lex) {
-    // (Redis: past the end, or a negative offset, takes nothing; a negative count, the rest.)
-    if (offset >= 0 && !(offset > 0 && offset >= static_cast<int64_t>(z->size()))) {
-      walk_lex(z->by_score, lex, rev, offset, [&](const Member& m) {
-        if (limit >= 0 && static_cast<int64_t>(out.size()) >= limit) return false;
-        out.push_back(&m);
-        return true;
-      });
-    }
-  } else if (!by_score) {
-    const int64_t len = static_cast<int64_t>(z->size());
-    if (!clamp_ranks(start, end, len)) return r.array(0);
-    if (!rev) {
-      auto it = std::next(z->by_score.begin(), start);
-      for (int64_t k = start; k <= end; ++k, ++it) out.push_back(&*it);
-    } else {
-      auto it = std::next(z->by_score.rbegin(), start);
-      for (int64_t k = start; k <= end; ++k, ++it) out.push_back(&*it);
-    }
-  } else if (!(offset > 0 && offset >= static_cast<int64_t>(z->size()))) {
-    std::vector<const Member*> in;
-    if (!rev) {
-      for (const Member& m : z->by_score)
-        if (range.contains(m.first)) in.push_back(&m);
-    } else {
-      for (auto it = z->by_score.rbegin(); it != z->by_score.rend(); ++it)
-        if (range.contains(it->first)) in.push_back(&*it);
-    }
-    // (Redis: a negative offset skips everything; a negative count takes all the rest.)
-    if (offset >= 0) {
-      for (size_t k = static_cast<size_t>(offset); k < in.size(); ++k) {
-        if (limit >= 0 && static_cast<int64_t>(out.size()) >= limit) break;
-        out.push_back(in[k]);
-      }
+  q.select(*z, out);
+  const bool flat_scores = q.withscores && !op.resp3;
+  r.array(static_cast<int64_t>(out.size()) * (flat_scores ? 2 : 1));
+  for (const Member* m : out) emit(*m, q.withscores);
+}
+
+// ZSCAN key cursor [MATCH pattern] [COUNT n]: every member and its score (as text, in RESP3
+// too, as Redis's scan replies have it) at once, under cursor 0, in score order.
+void Shard::zset_scan(ShardOp& op, int64_t now_ns) {
+  const auto& a = *op.args;
+  DataReply& r = *op.reply;
+  int64_t cursor;
+  if (!parse_unsigned_cursor(a[2], cursor)) return r.error(err::kInvalidCursor);
+  Entry* e = typed(op, Kind::kZSet, false, now_ns);
+  if (op.status != OpStatus::kOk) return;
+  std::string_view pattern = "*", no_type;
+  if (e && !parse_scan_options(a, 3, false, pattern, no_type, r)) return;
+  r.array(2);
+  r.bulk("0");
+  if (!e) return r.array(0);
+  const bool all = pattern == "*";
+  std::vector<const Member*> hits;
+  for (const Member& m : e->state<ZSetValue*>()->by_score)
+    if (all || glob_match(pattern, m.second, false)) hits.push_back(&m);
+  r.array(2 * static_cast<int64_t>(hits.size()));
+  DataReply score;
+  for (const Member* m : hits) {
+    r.bulk(m->second);
+    score.clear();
+    score.dbl(m->first);
+    r.bulk(score.items[0].s);
+  }
+}
+
+}  // namespace fg
+
+namespace fg {
+
+namespace {
+
+// The inputs of ZUNION and its kin: a sorted set, or a set (each member scored 1), with its
+// weight.
+struct ZSource {
+  const ZSetValue* z = nullptr;
+  const SetValue* s = nullptr;
+  double weight = 1;
+  size_t size() const { return z ? z->size() : s ? s->size() : 0; }
+  template <class F>
+  void each(F&& f) const {
+    if (z) {
+      for (const auto& [score, m] : z->by_score) f(m, score);
+    } else if (s) {
+      for (const std::string* m : s->members) f(*m, 1.0);
     }
   }
-  const bool flat_scores = withscores && !op.resp3;
-  r.array(static_cast<int64_t>(out.size()) * (flat_scores ? 2 : 1));
-  for (const Member* m : out) emit(*m, withscores);
+  const double* find(const std::string& m, double& one) const {
+    if (z) return z->score(m);
+    if (s && s->contains(m)) return &one;
+    return nullptr;
+  }
+};
+
+enum class Aggregate : uint8_t { kSum, kMin, kMax };
+
+// zunionInterAggregate: a sum that is not a number (inf - inf) is 0.
+void aggregate(double& into, double v, Aggregate how) {
+  switch (how) {
+    case Aggregate::kSum:
+      into += v;
+      if (std::isnan(into)) into = 0;
+      break;
+    case Aggregate::kMin:
+      into = std::min(into, v);
+      break;
+    case Aggregate::kMax:
+      into = std::max(into, v);
+      break;
+  }
+}
+
+}  // namespace
+
+// ZUNIONSTORE/ZINTERSTORE/ZDIFFSTORE destination numkeys key ... , ZUNION/ZINTER/ZDIFF numkeys
+// key ... [WITHSCORES], ZINTERCARD numkeys key ... [LIMIT n] (t_zset.c's
+// zunionInterDiffGenericCommand): the keys' types are checked before the options (WEIGHTS,
+// AGGREGATE SUM|MIN|MAX); a set counts as a sorted set whose members all score 1.
+void Shard::zset_algebra(ShardOp& op, int64_t now_ns) {
+  const auto& a = *op.args;
+  DataReply& r = *op.reply;
+  const DataCmd c = op.data;
+  const bool store =
+      c == DataCmd::kZUnionStore || c == DataCmd::kZInterStore || c == DataCmd::kZDiffStore;
+  const bool card = c == DataCmd::kZInterCard;
+  const bool diff = c == DataCmd::kZDiff || c == DataCmd::kZDiffStore;
+  const bool inter = c == DataCmd::kZInter || c == DataCmd::kZInterStore || card;
+  const size_t at = store ? 2 : 1;  // where numkeys is
+  int64_t setnum;
+  if (!parse_long(a[at], setnum)) return r.error(err::kNotInteger);
+  if (setnum < 1) return r.error(err::at_least_one_key(data_cmd_info(c).name));
+  if (static_cast<uint64_t>(setnum) > a.size() - (at + 1)) return r.error(err::kSyntax);
+  std::vector<ZSource> src(static_cast<size_t>(setnum));
+  size_t j = at + 1;
+  for (ZSource& s : src) {
+    const std::string_view key = a[j++];
+    Entry* e = holder_of(key)->lookup(key, KeyTable::hash(key), now_ns);
+    if (!e) continue;
+    if (e->kind == Kind::kZSet) {
+      s.z = e->state<ZSetValue*>();
+    } else if (e->kind == Kind::kSet) {
+      s.s = e->state<SetValue*>();
+    } else {
+      op.status = OpStatus::kWrongType;
+      return;
+    }
+  }
+  Aggregate how = Aggregate::kSum;
+  bool withscores = false;
+  int64_t limit = 0;  // ZINTERCARD: stop counting there (0: no limit)
+  while (j < a.size()) {
+    const size_t remaining = a.size() - j;
+    if (!diff && !card && remaining >= src.size() + 1 && iequals(a[j], "weights")) {
+      ++j;
+      for (ZSource& s : src) {
+        if (!parse_score(a[j++], s.weight)) return r.error(err::kWeightNotFloat);
+      }
+    } else if (!diff && !card && remaining >= 2 && iequals(a[j], "aggregate")) {
+      const std::string_view w = a[j + 1];
+      if (iequals(w, "sum")) {
+        how = Aggregate::kSum;
+      } else if (iequals(w, "min")) {
+        how = Aggregate::kMin;
+      } else if (iequals(w, "max")) {
+        how = Aggregate::kMax;
+      } else {
+        return r.error(err::kSyntax);
+      }
+      j += 2;
+    } else if (!store && !card && iequals(a[j], "withscores")) {
+      withscores = true;
+      ++j;
+    } else if (card && remaining >= 2 && iequals(a[j], "limit")) {
+      if (!parse_long(a[j + 1], limit) || limit < 0) return r.error(err::kLimitNegative);
+      j += 2;
+    } else {
+      return r.error(err::kSyntax);
+    }
+  }
+  if (!diff) {  // (smallest first, as Redis: an intersection walks the smallest)
+    std::stable_sort(src.begin(), src.end(),
+                     [](const ZSource& x, const ZSource& y) { return x.size() < y.size(); });
+  }
+  ZSetValue out;
+  int64_t count = 0;
+  double one = 1;
+  if (inter) {
+    src[0].each([&](const std::string& m, double s) {
+      if (card && limit > 0 && count >= limit) return;
+      double score = src[0].weight * s;
+      if (std::isnan(score)) score = 0;
+      for (size_t i = 1; i < src.size(); ++i) {
+        const double* v = src[i].find(m, one);
+        if (!v) return;
+        aggregate(score, *v * src[i].weight, how);
+      }
+      ++count;
+      if (!card) out.set(m, score);
+    });
+    if (card) return r.integer(count);
+  } else if (diff) {
+    src[0].each([&](const std::string& m, double s) {
+      for (size_t i = 1; i < src.size(); ++i)
+        if (src[i].find(m, one)) return;
+      out.set(m, s);
+    });
+  } else {
+    for (const ZSource& in : src) {
+      in.each([&](const std::string& m, double s) {
+        double score = in.weight * s;
+        if (std::isnan(score)) score = 0;
+        auto it = out.scores.find(m);
+        if (it == out.scores.end()) {
+          if (out.size() < kMaxZSetMembers + 1) out.set(m, score);
+        } else {
+          double next = it->second;
+          aggregate(next, score, how);
+          out.set(m, next);
+        }
+      });
+    }
+  }
+  if (out.size() > kMaxZSetMembers) {
+    return r.error(err::collection_full("a sorted set", kMaxZSetMembers, "members"));
+  }
+  if (!store) {
+    const bool flat = withscores && !op.resp3;
+    r.array(static_cast<int64_t>(out.size()) * (flat ? 2 : 1));
+    for (const Member& m : out.by_score) {
+      if (withscores && op.resp3) r.array(2);
+      r.bulk(m.second);
+      if (withscores) r.dbl(m.first);
+    }
+    return;
+  }
+  store_zset(op, a[1], std::move(out), now_ns);
+}
+
+// Puts `z` at `dst` in place of whatever it held (its TTL too), or deletes `dst` when `z` is
+// empty, and answers how many members it holds.
+void Shard::store_zset(ShardOp& op, std::string_view dst, ZSetValue&& z, int64_t now_ns) {
+  Shard& d = *holder_of(dst);
+  const uint64_t h = KeyTable::hash(dst);
+  const bool had = d.lookup(dst, h, now_ns) != nullptr;
+  if (z.size() == 0) {
+    if (had) {
+      d.forget(dst, h);
+      d.mark_gone(dst);
+    }
+    return op.reply->integer(0);
+  }
+  if (!had && !d.room_for_key(op, now_ns)) return;
+  if (had) d.forget(dst, h);
+  Entry* e = d.table_.insert(dst, h, Kind::kZSet);
+  *e->state<ZSetValue*>() = std::move(z);
+  d.mark(e, dst);
+  op.reply->integer(static_cast<int64_t>(e->state<ZSetValue*>()->size()));
+}
+
+// ZRANGESTORE dst src min max [BYSCORE|BYLEX] [REV] [LIMIT offset count].
+void Shard::zset_range_store(ShardOp& op, int64_t now_ns) {
+  const auto& a = *op.args;
+  DataReply& r = *op.reply;
+  RangeQuery q;
+  if (!q.parse(a, 3, op.data, true, r)) return;
+  const std::string_view src = a[2];
+  Entry* e = holder_of(src)->lookup(src, KeyTable::hash(src), now_ns);
+  if (e && e->kind != Kind::kZSet) {
+    op.status = OpStatus::kWrongType;
+    return;
+  }
+  ZSetValue out;
+  if (e) {
+    std::vector<const Member*> picked;
+    q.select(*e->state<ZSetValue*>(), picked);
+    for (const Member* m : picked) out.set(m->second, m->first);
+  }
+  store_zset(op, a[1], std::move(out), now_ns);
+}
+
+// ZMPOP numkeys key ... MIN|MAX [COUNT n] and LMPOP numkeys key ... LEFT|RIGHT [COUNT n]
+// (zmpopGenericCommand, lmpopGenericCommand): from the first key that holds anything, up to
+// n members (with their scores) or elements, as [key, [...]]; a null array when none does.
+void Shard::multi_pop(ShardOp& op, int64_t now_ns) {
+  const auto& a = *op.args;
+  DataReply& r = *op.reply;
+  const bool zset = op.data == DataCmd::kZMPop;
+  int64_t numkeys;
+  if (!parse_long(a[1], numkeys) || numkeys < 1) return r.error(err::kNumkeysPositive);
+  if (static_cast<uint64_t>(numkeys) >= a.size() - 2) return r.error(err::kSyntax);
+  const size_t where = 2 + static_cast<size_t>(numkeys);
+  bool low;  // MIN, LEFT
+  if (iequals(a[where], zset ? "min" : "left")) {
+    low = true;
+  } else if (iequals(a[where], zset ? "max" : "right")) {
+    low = false;
+  } else {
+    return r.error(err::kSyntax);
+  }
+  int64_t count = -1;
+  for (size_t j = where + 1; j < a.size(); ++j) {
+    if (count == -1 && iequals(a[j], "count") && j + 1 < a.size()) {
+      if (!parse_long(a[++j], count) || count < 1) return r.error(err::kCountPositive);
+    } else {
+      return r.error(err::kSyntax);
+    }
+  }
+  if (count == -1) count = 1;
+  for (size_t j = 2; j < where; ++j) {
+    const std::string_view key = a[j];
+    Shard& s = *holder_of(key);
+    const uint64_t h = KeyTable::hash(key);
+    Entry* e = s.lookup(key, h, now_ns);
+    if (!e) continue;
+    if (e->kind != (zset ? Kind::kZSet : Kind::kList)) {
+      op.status = OpStatus::kWrongType;
+      return;
+    }
+    r.array(2);
+    r.bulk(key);
+    bool empty = false;
+    if (zset) {
+      ZSetValue& z = *e->state<ZSetValue*>();
+      const int64_t n = std::min<int64_t>(count, static_cast<int64_t>(z.size()));
+      r.array(n);
+      for (int64_t k = 0; k < n; ++k) {
+        const Member m = low ? *z.by_score.begin() : *z.by_score.rbegin();
+        r.array(2);
+        r.bulk(m.second);
+        r.dbl(m.first);
+        z.erase(m.second);
+      }
+      empty = z.size() == 0;
+    } else {
+      auto& items = e->state<ListValue*>()->items;
+      const int64_t n = std::min<int64_t>(count, static_cast<int64_t>(items.size()));
+      r.array(n);
+      for (int64_t k = 0; k < n; ++k) {
+        r.bulk(low ? items.front() : items.back());
+        if (low) {
+          items.pop_front();
+        } else {
+          items.pop_back();
+        }
+      }
+      empty = items.empty();
+    }
+    if (empty) {
+      s.forget(key, h);
+      s.mark_gone(key);
+    } else {
+      s.mark(e, key);
+    }
+    return;
+  }
+  r.null_array();
 }
 
 }  // namespace fg

@@ -25,8 +25,14 @@ inline constexpr char kSyntax[] = "ERR syntax error";
 inline constexpr char kCountOutOfRange[] =
     "ERR value is out of range, value must between -9223372036854775807 and "
     "9223372036854775807";
+inline constexpr char kValueOutOfRange[] = "ERR value is out of range";
 inline constexpr char kNumkeysPositive[] = "ERR numkeys should be greater than 0";
 inline constexpr char kLimitNegative[] = "ERR LIMIT can't be negative";
+inline constexpr char kCountPositive[] = "ERR count should be greater than 0";
+inline constexpr char kWeightNotFloat[] = "ERR weight value is not a float";
+inline std::string at_least_one_key(std::string_view command) {
+  return "ERR at least 1 input key is needed for '" + std::string(command) + "' command";
+}
 inline constexpr char kSameObject[] = "ERR source and destination objects are the same";
 // (the request core holds every key's shard in one step: not expected)
 inline constexpr char kKeysApart[] = "ERR the command's keys are not held together";

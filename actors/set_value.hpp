@@ -52,4 +52,9 @@ struct SetValue {
   }
 };
 
+// set-max-intset-entries (CONFIG SET), and a set's members as redis-server lists them: an
+// intset's in ascending order, a table's as held (data_set.cpp).
+int64_t set_intset_max();
+std::vector<const std::string*> set_members_in_order(const SetValue& s);
+
 }  // namespace fg

@@ -23,6 +23,8 @@
 
 namespace fg {
 
+struct ZSetValue;
+
 // Figures a shard publishes for readers on other threads (INFO, DBSIZE).
 struct ShardStats {
   std::atomic<int64_t> keys{0};
@@ -139,6 +141,10 @@ class Shard {
   void run_script(ShardOp& op, const Step* step, int64_t now_ns);
   uint64_t next_lease_id();
   uint64_t next_random();  // SPOP, SRANDMEMBER: a different number each call
+  // The places (0 .. size-1, size > 0) a random pick of `count` (> 0) takes: with `distinct`
+  // min(count, size) different ones (every place, in order, when count >= size), else
+  // `count` independent picks (SRANDMEMBER, HRANDFIELD, ZRANDMEMBER; data_set.cpp).
+  std::vector<uint32_t> random_places(size_t size, int64_t count, bool distinct);
 
   // Expiry (shard_expiry.cpp).
   // Whether the key's state is as good as absent: its deadline passed, a limiter back at
@@ -173,7 +179,9 @@ class Shard {
   void data_scan(ShardOp& op, int64_t now_ns);  // KEYS, SCAN
   void data_hash(ShardOp& op, int64_t now_ns);
   void hash_scan(ShardOp& op, int64_t now_ns);   // HSCAN (data_ops.cpp)
+  void random_fields(ShardOp& op, int64_t now_ns);  // HRANDFIELD, ZRANDMEMBER (data_set.cpp)
   void data_zset(ShardOp& op, int64_t now_ns);   // data_zset.cpp
+  void zset_scan(ShardOp& op, int64_t now_ns);   // ZSCAN (data_zset.cpp)
   void data_list(ShardOp& op, int64_t now_ns);   // data_list.cpp
   void list_pos(ShardOp& op, int64_t now_ns);    // LPOS (data_list.cpp)
   void data_sets(ShardOp& op, int64_t now_ns);   // data_set.cpp
@@ -186,6 +194,11 @@ class Shard {
   void rename(ShardOp& op, int64_t now_ns);       // RENAME RENAMENX COPY
   void list_move(ShardOp& op, int64_t now_ns);    // RPOPLPUSH LMOVE
   void mset_nx(ShardOp& op, int64_t now_ns);      // MSETNX
+  // ZUNION ZINTER ZDIFF, their STOREs, ZINTERCARD; ZRANGESTORE (data_zset.cpp)
+  void zset_algebra(ShardOp& op, int64_t now_ns);
+  void zset_range_store(ShardOp& op, int64_t now_ns);
+  void multi_pop(ShardOp& op, int64_t now_ns);  // ZMPOP LMPOP (data_zset.cpp)
+  void store_zset(ShardOp& op, std::string_view dst, ZSetValue&& z, int64_t now_ns);
   // The shard that holds `key` in this op's step (this one, or one held with it); null if
   // none does (the request core holds every key's shard: not expected).
   Shard* holder_of(std::string_view key);

@@ -325,27 +325,31 @@ AclDenied AclUser::check(int entry, const std::vector<std::string_view>& words, 
     }
   }
   if (all_keys_) return AclDenied::kNone;
-  size_t first = 0, last = 0, step = 1;
-  if (c->numkeys_at > 0) {
-    const auto at = static_cast<size_t>(c->numkeys_at);
-    int64_t k = 0;
-    if (at >= n || !parse_int(words[at], k) || k <= 0) return AclDenied::kNone;
-    first = at + 1;
-    last = std::min(n - 1, at + static_cast<size_t>(k));
-  } else if (c->first_key > 0) {
-    first = static_cast<size_t>(c->first_key);
-    last = c->last_key < 0 ? n - 1 : static_cast<size_t>(c->last_key);
-    step = static_cast<size_t>(std::max(1, c->key_step));
-  } else {
-    return AclDenied::kNone;
-  }
   bool reads = c->reads;
   if (c->reads_with_get) {
     for (size_t j = 3; j < n && !reads; ++j) reads = iequals(words[j], "get");
   }
-  for (size_t j = first; j <= last && j < n; j += step) {
-    if (!key_allowed(words[j], reads, c->writes)) {
-      if (pos) *pos = j;
+  auto keys_allowed = [&](size_t first, size_t last, size_t step) {
+    for (size_t j = first; j <= last && j < n; j += step) {
+      if (!key_allowed(words[j], reads, c->writes)) {
+        if (pos) *pos = j;
+        return false;
+      }
+    }
+    return true;
+  };
+  // Fixed keys (ZUNIONSTORE's destination too), then counted ones (EVAL's, ZUNIONSTORE's).
+  if (c->first_key > 0 &&
+      !keys_allowed(static_cast<size_t>(c->first_key),
+                    c->last_key < 0 ? n - 1 : static_cast<size_t>(c->last_key),
+                    static_cast<size_t>(std::max(1, c->key_step)))) {
+    return AclDenied::kKey;
+  }
+  if (c->numkeys_at > 0) {
+    const auto at = static_cast<size_t>(c->numkeys_at);
+    int64_t k = 0;
+    if (at >= n || !parse_int(words[at], k) || k <= 0) return AclDenied::kNone;
+    if (!keys_allowed(at + 1, std::min(n - 1, at + static_cast<size_t>(k)), 1)) {
       return AclDenied::kKey;
     }
   }

@@ -184,14 +184,17 @@ bool RequestCore::must_wait(std::string_view key, const Routing* rt) const {
       const auto& a = *r.args;
       const DataCmdInfo& info = data_cmd_info(r.data);
       const bool script = r.data == DataCmd::kEval;
-      const KeyWords together = together_keys(r.data, a);
-      const size_t keys_end = script                           ? script_keys_end(a)
-                              : info.every_shard               ? 0
-                              : info.merge == Merge::kNone     ? 2
-                              : info.merge == Merge::kTogether ? together.end
-                                                               : a.size();
-      const size_t first = script ? 3 : info.merge == Merge::kTogether ? together.first : 1;
-      for (size_t j = first; j < keys_end; j += info.step) {
+      if (info.merge == Merge::kTogether) {
+        bool long_key = false;
+        together_keys(r.data, a).each([&](size_t j) { long_key |= a[j].size() > kMaxKeyLen; });
+        if (long_key) refuse(now, Code::kError, err::kKeyTooLong);
+        return !long_key;
+      }
+      const size_t keys_end = script                       ? script_keys_end(a)
+                              : info.every_shard           ? 0
+                              : info.merge == Merge::kNone ? 2
+                                                           : a.size();
+      for (size_t j = script ? 3 : 1; j < keys_end; j += info.step) {
         if (a[j].size() > kMaxKeyLen) {
           refuse(now, Code::kError, err::kKeyTooLong);
           return false;
@@ -292,10 +295,9 @@ bool RequestCore::one_slot(const Request& r, uint32_t slot) {
   }
   if (data_cmd_info(r.data).merge == Merge::kNone) return true;  // (one key)
   if (data_cmd_info(r.data).merge == Merge::kTogether) {
-    const KeyWords k = together_keys(r.data, a);
-    for (size_t j = k.first; j < k.end; j += k.step)
-      if (key_slot(a[j]) != slot) return false;
-    return true;
+    bool one = true;
+    together_keys(r.data, a).each([&](size_t j) { one = one && key_slot(a[j]) == slot; });
+    return one;
   }
   const size_t step = data_cmd_info(r.data).step;
   for (size_t j = 1 + step; j < a.size(); j += step)
@@ -363,9 +365,8 @@ Pending RequestCore::serve_data(const Request& r, const Door& d, Flight& f, uint
     op.shard = cluster ? svc_.shards->shard_of_slot(slot) : svc_.shards->shard_of(r.key);
     if (!cluster && svc_.shards->size() > 1) {
       uint64_t shards = 0;
-      const KeyWords k = together_keys(r.data, a);
-      for (size_t j = k.first; j < k.end; j += k.step)
-        shards |= uint64_t{1} << svc_.shards->shard_of(a[j]);
+      together_keys(r.data, a).each(
+          [&](size_t j) { shards |= uint64_t{1} << svc_.shards->shard_of(a[j]); });
       f.hold_together(shards);
     }
   } else if (info.merge == Merge::kNone || info.every_shard) {

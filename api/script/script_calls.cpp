@@ -93,11 +93,15 @@ void call_command(Run& r) {
   }
   // Its keys: where they are, whether the script may touch them, what to undo.
   const bool together = info.merge == Merge::kTogether;
-  const KeyWords keys = together_keys(c, r.words);
-  const size_t first = together ? keys.first : 1;
-  const size_t last = info.merge == Merge::kNone ? 2 : together ? keys.end : r.words.size();
+  std::vector<size_t> at;  // the words that are keys
+  if (together) {
+    together_keys(c, r.words).each([&](size_t j) { at.push_back(j); });
+  } else {
+    const size_t last = info.merge == Merge::kNone ? 2 : r.words.size();
+    for (size_t j = 1; j < last; j += info.step) at.push_back(j);
+  }
   r.slots.assign(r.words.size(), 0);
-  for (size_t j = first; j < last; j += info.step) {
+  for (size_t j : at) {
     const std::string_view key = r.words[j];
     if (key.size() > kMaxKeyLen) return out.error(err::kKeyTooLong);
     const uint32_t slot = key_slot(key);
@@ -114,7 +118,8 @@ void call_command(Run& r) {
       }
     }
   }
-  for (size_t j = first; j < last && info.writes; j += info.step) {
+  for (size_t j : at) {
+    if (!info.writes) break;
     const std::string_view key = r.words[j];
     if (std::any_of(r.saved.begin(), r.saved.end(),
                     [&](const Run::Saved& sv) { return sv.key == key; }))
@@ -132,12 +137,12 @@ void call_command(Run& r) {
     return run_part(r, shard_of(1), c, r.words[1], r.slots[1], r.words, out, false);
   }
   if (together) {  // one op, its other keys' shards reached through the script's step
-    if (first >= last) {
+    if (at.empty()) {
       // (no key: its count is wrong, which the shard answers)
       return run_part(r, *step.shards[__builtin_ctzll(step.mask)], c, {}, 0, r.words, out, false,
                       &step);
     }
-    return run_part(r, shard_of(first), c, r.words[first], r.slots[first], r.words, out, false,
+    return run_part(r, shard_of(at[0]), c, r.words[at[0]], r.slots[at[0]], r.words, out, false,
                     &step);
   }
   // Several keys: one part per key, the parts' replies added up, lined up or agreed on (the
