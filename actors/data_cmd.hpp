@@ -169,8 +169,18 @@ enum class DataCmd : uint8_t {
   kZRangeStore,
   kZMPop,
   kLMPop,
+  // the blocking pops: one attempt each (a client waits between attempts: its connection
+  // retries when a key gets elements, api/server/resp_session.cpp)
+  kBLPop,
+  kBRPop,
+  kBRPopLPush,
+  kBLMove,
+  kBLMPop,
+  kBZPopMin,
+  kBZPopMax,
+  kBZMPop,
 };
-constexpr uint8_t kLastDataCmd = static_cast<uint8_t>(DataCmd::kLMPop);
+constexpr uint8_t kLastDataCmd = static_cast<uint8_t>(DataCmd::kBZMPop);
 
 // How a command with several keys is answered when its keys are split over shards: each
 // part runs the command on one key (with its value, for MSET), and the parts' replies add
@@ -190,11 +200,14 @@ struct DataCmdInfo {
   bool every_shard = false;  // reads every key a shard serves (KEYS, SCAN), no key argument
   bool writes = false;       // may change its key (with replication: sync, waits for a replica);
                              // its registry row says kWrite (checked when the table is made)
-  // kTogether: how many keys from the first word on (0: every word, `step` apart), or where
-  // the count of its keys is (SINTERCARD numkeys key ...: 1; the keys follow it, and the
-  // words before it are keys too: ZUNIONSTORE destination numkeys key ...: 2).
+  // kTogether: how many keys from the first word on (0: every word, `step` apart, but the
+  // last `trailing`: BLPOP key ... timeout), or where the count of its keys is (SINTERCARD
+  // numkeys key ...: 1; the keys follow it), with `lead` keys before it (ZUNIONSTORE
+  // destination numkeys key ...: 1; BLMPOP timeout numkeys key ...: 0).
   uint8_t keys = 0;
   uint8_t numkeys_at = 0;
+  uint8_t lead = 0;
+  uint8_t trailing = 0;
 
   // Whether `words` (the command's name included) leave a key without its value (an odd
   // MSET): Redis's arity error, checked before anything splits the keys apart.
@@ -324,9 +337,9 @@ inline const DataCmdInfo& data_cmd_info(DataCmd c) {
       {"hrandfield", 1, Merge::kNone, false, false},
       {"zrandmember", 1, Merge::kNone, false, false},
       {"zscan", 1, Merge::kNone, false, false},
-      {"zunionstore", 1, Merge::kTogether, false, true, 0, 2},
-      {"zinterstore", 1, Merge::kTogether, false, true, 0, 2},
-      {"zdiffstore", 1, Merge::kTogether, false, true, 0, 2},
+      {"zunionstore", 1, Merge::kTogether, false, true, 0, 2, 1},
+      {"zinterstore", 1, Merge::kTogether, false, true, 0, 2, 1},
+      {"zdiffstore", 1, Merge::kTogether, false, true, 0, 2, 1},
       {"zunion", 1, Merge::kTogether, false, false, 0, 1},
       {"zinter", 1, Merge::kTogether, false, false, 0, 1},
       {"zdiff", 1, Merge::kTogether, false, false, 0, 1},
@@ -334,6 +347,14 @@ inline const DataCmdInfo& data_cmd_info(DataCmd c) {
       {"zrangestore", 1, Merge::kTogether, false, true, 2},
       {"zmpop", 1, Merge::kTogether, false, true, 0, 1},
       {"lmpop", 1, Merge::kTogether, false, true, 0, 1},
+      {"blpop", 1, Merge::kTogether, false, true, 0, 0, 0, 1},
+      {"brpop", 1, Merge::kTogether, false, true, 0, 0, 0, 1},
+      {"brpoplpush", 1, Merge::kTogether, false, true, 2},
+      {"blmove", 1, Merge::kTogether, false, true, 2},
+      {"blmpop", 1, Merge::kTogether, false, true, 0, 2},
+      {"bzpopmin", 1, Merge::kTogether, false, true, 0, 0, 0, 1},
+      {"bzpopmax", 1, Merge::kTogether, false, true, 0, 0, 0, 1},
+      {"bzmpop", 1, Merge::kTogether, false, true, 0, 2},
   };
   static_assert(std::size(kInfo) == kLastDataCmd + 1);
   return kInfo[static_cast<uint8_t>(c)];
@@ -357,14 +378,16 @@ inline KeyWords together_keys(DataCmd c, const std::vector<std::string_view>& a)
   k.step = info.step;
   if (info.numkeys_at > 0) {
     int64_t n = 0;
-    k.lead = std::min<size_t>(info.numkeys_at, a.size());
+    k.lead = std::min<size_t>(1u + info.lead, a.size());
     k.first = k.end = info.numkeys_at + 1u;
     if (a.size() > info.numkeys_at && parse_int(a[info.numkeys_at], n) && n > 0 &&
         static_cast<uint64_t>(n) <= a.size() - k.first)
       k.end = k.first + static_cast<size_t>(n);
     return k;
   }
-  k.end = info.keys > 0 ? std::min<size_t>(a.size(), 1u + info.keys) : a.size();
+  k.end = info.keys > 0           ? std::min<size_t>(a.size(), 1u + info.keys)
+          : a.size() > info.trailing ? a.size() - info.trailing
+                                     : 1;
   return k;
 }
 

@@ -60,7 +60,14 @@ void Shard::data_together(ShardOp& op, int64_t now_ns) {
       return rename(op, now_ns);
     case DataCmd::kRPopLPush:
     case DataCmd::kLMove:
+    case DataCmd::kBRPopLPush:
+    case DataCmd::kBLMove:
       return list_move(op, now_ns);
+    case DataCmd::kBLPop:
+    case DataCmd::kBRPop:
+    case DataCmd::kBZPopMin:
+    case DataCmd::kBZPopMax:
+      return block_pop(op, now_ns);
     case DataCmd::kMSetNx:
       return mset_nx(op, now_ns);
     case DataCmd::kZUnionStore:
@@ -75,6 +82,8 @@ void Shard::data_together(ShardOp& op, int64_t now_ns) {
       return zset_range_store(op, now_ns);
     case DataCmd::kZMPop:
     case DataCmd::kLMPop:
+    case DataCmd::kBZMPop:
+    case DataCmd::kBLMPop:
       return multi_pop(op, now_ns);
     default:
       return set_algebra(op, now_ns);
@@ -268,12 +277,13 @@ void Shard::rename(ShardOp& op, int64_t now_ns) {
   return c == DataCmd::kRename ? r.ok() : r.integer(1);
 }
 
-// RPOPLPUSH source destination; LMOVE source destination LEFT|RIGHT LEFT|RIGHT.
+// RPOPLPUSH source destination; LMOVE source destination LEFT|RIGHT LEFT|RIGHT (and one
+// attempt of BRPOPLPUSH and BLMOVE, whose timeout follows).
 void Shard::list_move(ShardOp& op, int64_t now_ns) {
   const auto& a = *op.args;
   DataReply& r = *op.reply;
   bool from_left = false, to_left = true;  // RPOPLPUSH
-  if (op.data == DataCmd::kLMove) {
+  if (op.data == DataCmd::kLMove || op.data == DataCmd::kBLMove) {
     auto side = [](std::string_view w, bool& left) {
       left = iequals(w, "left");
       return left || iequals(w, "right");

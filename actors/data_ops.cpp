@@ -370,6 +370,14 @@ void Shard::data(ShardOp& op, int64_t now_ns) {
     case DataCmd::kZRangeStore:
     case DataCmd::kZMPop:
     case DataCmd::kLMPop:
+    case DataCmd::kBLPop:
+    case DataCmd::kBRPop:
+    case DataCmd::kBRPopLPush:
+    case DataCmd::kBLMove:
+    case DataCmd::kBLMPop:
+    case DataCmd::kBZPopMin:
+    case DataCmd::kBZPopMax:
+    case DataCmd::kBZMPop:
       return data_together(op, now_ns);
     case DataCmd::kNone:
       break;

@@ -758,17 +758,70 @@ void Shard::zset_range_store(ShardOp& op, int64_t now_ns) {
   store_zset(op, a[1], std::move(out), now_ns);
 }
 
+// One attempt of BLPOP, BRPOP, BZPOPMIN or BZPOPMAX key ... timeout: from the first key that
+// holds anything, [key, element] or [key, member, score]; a null array when none does (the
+// connection then waits and tries again). A key of another type is -WRONGTYPE when reached.
+void Shard::block_pop(ShardOp& op, int64_t now_ns) {
+  const auto& a = *op.args;
+  DataReply& r = *op.reply;
+  const bool zset = op.data == DataCmd::kBZPopMin || op.data == DataCmd::kBZPopMax;
+  const bool low = op.data == DataCmd::kBLPop || op.data == DataCmd::kBZPopMin;
+  for (size_t j = 1; j + 1 < a.size(); ++j) {
+    const std::string_view key = a[j];
+    Shard& s = *holder_of(key);
+    const uint64_t h = KeyTable::hash(key);
+    Entry* e = s.lookup(key, h, now_ns);
+    if (!e) continue;
+    if (e->kind != (zset ? Kind::kZSet : Kind::kList)) {
+      op.status = OpStatus::kWrongType;
+      return;
+    }
+    bool empty;
+    if (zset) {
+      ZSetValue& z = *e->state<ZSetValue*>();
+      const Member m = low ? *z.by_score.begin() : *z.by_score.rbegin();
+      r.array(3);
+      r.bulk(key);
+      r.bulk(m.second);
+      r.dbl(m.first);
+      z.erase(m.second);
+      empty = z.size() == 0;
+    } else {
+      auto& items = e->state<ListValue*>()->items;
+      r.array(2);
+      r.bulk(key);
+      r.bulk(low ? items.front() : items.back());
+      if (low) {
+        items.pop_front();
+      } else {
+        items.pop_back();
+      }
+      empty = items.empty();
+    }
+    if (empty) {
+      s.forget(key, h);
+      s.mark_gone(key);
+    } else {
+      s.mark(e, key);
+    }
+    return;
+  }
+  r.null_array();
+}
+
 // ZMPOP numkeys key ... MIN|MAX [COUNT n] and LMPOP numkeys key ... LEFT|RIGHT [COUNT n]
 // (zmpopGenericCommand, lmpopGenericCommand): from the first key that holds anything, up to
 // n members (with their scores) or elements, as [key, [...]]; a null array when none does.
 void Shard::multi_pop(ShardOp& op, int64_t now_ns) {
   const auto& a = *op.args;
   DataReply& r = *op.reply;
-  const bool zset = op.data == DataCmd::kZMPop;
+  const bool zset = op.data == DataCmd::kZMPop || op.data == DataCmd::kBZMPop;
+  // (BLMPOP and BZMPOP: the timeout first)
+  const size_t at = op.data == DataCmd::kBLMPop || op.data == DataCmd::kBZMPop ? 2 : 1;
   int64_t numkeys;
-  if (!parse_long(a[1], numkeys) || numkeys < 1) return r.error(err::kNumkeysPositive);
-  if (static_cast<uint64_t>(numkeys) >= a.size() - 2) return r.error(err::kSyntax);
-  const size_t where = 2 + static_cast<size_t>(numkeys);
+  if (!parse_long(a[at], numkeys) || numkeys < 1) return r.error(err::kNumkeysPositive);
+  if (static_cast<uint64_t>(numkeys) >= a.size() - at - 1) return r.error(err::kSyntax);
+  const size_t where = at + 1 + static_cast<size_t>(numkeys);
   bool low;  // MIN, LEFT
   if (iequals(a[where], zset ? "min" : "left")) {
     low = true;
@@ -786,7 +839,7 @@ void Shard::multi_pop(ShardOp& op, int64_t now_ns) {
     }
   }
   if (count == -1) count = 1;
-  for (size_t j = 2; j < where; ++j) {
+  for (size_t j = at + 1; j < where; ++j) {
     const std::string_view key = a[j];
     Shard& s = *holder_of(key);
     const uint64_t h = KeyTable::hash(key);

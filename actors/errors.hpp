@@ -28,6 +28,9 @@ inline constexpr char kCountOutOfRange[] =
 inline constexpr char kValueOutOfRange[] = "ERR value is out of range";
 inline constexpr char kNumkeysPositive[] = "ERR numkeys should be greater than 0";
 inline constexpr char kLimitNegative[] = "ERR LIMIT can't be negative";
+inline constexpr char kTimeoutNotFloat[] = "ERR timeout is not a float or out of range";
+inline constexpr char kTimeoutNegative[] = "ERR timeout is negative";
+inline constexpr char kTimeoutRange[] = "ERR timeout is out of range";
 inline constexpr char kCountPositive[] = "ERR count should be greater than 0";
 inline constexpr char kWeightNotFloat[] = "ERR weight value is not a float";
 inline std::string at_least_one_key(std::string_view command) {

@@ -17,6 +17,7 @@
 #include "holder_index.hpp"
 #include "key_slot.hpp"
 #include "key_table.hpp"
+#include "key_waiters.hpp"
 #include "packed_state.hpp"
 #include "script_host.hpp"
 #include "shard_op.hpp"
@@ -109,6 +110,8 @@ class Shard {
     data(op, now_ns);
     step_ = outer;
   }
+  // Where clients blocked on keys wait (BLPOP): told of every change of a list or sorted set.
+  void set_waiters(KeyWaiters* w) { waiters_ = w; }
   // This shard's place in its pool: which of how many (a key's shard is its slot modulo
   // the count).
   void set_place(uint16_t id, uint16_t count) {
@@ -197,7 +200,8 @@ class Shard {
   // ZUNION ZINTER ZDIFF, their STOREs, ZINTERCARD; ZRANGESTORE (data_zset.cpp)
   void zset_algebra(ShardOp& op, int64_t now_ns);
   void zset_range_store(ShardOp& op, int64_t now_ns);
-  void multi_pop(ShardOp& op, int64_t now_ns);  // ZMPOP LMPOP (data_zset.cpp)
+  void multi_pop(ShardOp& op, int64_t now_ns);  // ZMPOP LMPOP BZMPOP BLMPOP (data_zset.cpp)
+  void block_pop(ShardOp& op, int64_t now_ns);  // BLPOP BRPOP BZPOPMIN BZPOPMAX (data_zset.cpp)
   void store_zset(ShardOp& op, std::string_view dst, ZSetValue&& z, int64_t now_ns);
   // The shard that holds `key` in this op's step (this one, or one held with it); null if
   // none does (the request core holds every key's shard: not expected).
@@ -231,6 +235,9 @@ class Shard {
       note_dirty(key);
     }
     if (!watch_.empty()) touch(key);
+    // (a list or sorted set that changed may have what a blocked client waits for)
+    if (waiters_ && waiters_->any() && (e->kind == Kind::kList || e->kind == Kind::kZSet))
+      waiters_->ready(key);
   }
   void mark_gone(std::string_view key) {
     if (owned_) note_dirty(key);
@@ -266,6 +273,7 @@ class Shard {
   // The step this shard runs an op in (set around each op of a multi-shard step): the
   // other shards it holds, for an op over several keys (data_multi.cpp).
   const Step* step_ = nullptr;
+  KeyWaiters* waiters_ = nullptr;
   // Keys changed since the last collect_dirty, each as a u16 length and its bytes (one
   // buffer: no allocation per key).
   std::string dirty_;

@@ -56,6 +56,10 @@ class ShardPool {
                  std::vector<std::string> packed);
 
   // Scripts (EVAL): every shard hands them to `host`. Before the pool serves anything.
+  // Where clients blocked on keys wait (Shard::set_waiters); set before any request.
+  void set_waiters(KeyWaiters* w) {
+    for (auto& c : cells_) c->shard.set_waiters(w);
+  }
   void attach_scripts(ScriptHost* host) {
     for (size_t i = 0; i < cells_.size(); ++i)
       cells_[i]->shard.attach_scripts(host, static_cast<uint16_t>(i));

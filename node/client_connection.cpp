@@ -16,6 +16,7 @@ ClientConnection<Session>::ClientConnection(std::unique_ptr<ClientStream> stream
     : stream_(std::move(stream)),
       timer_(stream_->executor()),
       stall_timer_(stream_->executor()),
+      block_timer_(stream_->executor()),
       svc_(svc),
       limits_(limits),
       batcher_(batcher),
@@ -75,6 +76,7 @@ void ClientConnection<Session>::on_pushes() {
   // there against the hard limit)
   if (in_flight_) return;
   if (take_pushes() && !writing_ && write()) pump();
+  if (!closed_ && !busy() && session_->wants_turn()) pump();  // (a key it waits on changed)
 }
 
 template <class Session>
@@ -125,7 +127,9 @@ void ClientConnection<Session>::on_read(asio::error_code ec, size_t n) {
 
 template <class Session>
 void ClientConnection<Session>::pump() {
-  while (!closed_ && !busy() && !in_.empty()) {
+  // (a blocked client takes its turns with no input: its next attempt, or its timeout, or
+  // when neither is due the timer for them)
+  while (!closed_ && !busy() && (!in_.empty() || session_->blocked())) {
     ProcessResult r = session_->process(in_.data(), in_.size(), batcher_.current());
     if (r.submitted) {
       // Its requests ride in this turn's batch; the replies come back in batch_complete().
@@ -152,6 +156,13 @@ void ClientConnection<Session>::pump() {
       stall_timer_.async_wait([me = self()](asio::error_code ec) {
         me->stalled_ = false;
         if (!ec && !me->closed_) me->pump();
+      });
+      break;
+    }
+    if (r.retry_ms > 0) {  // blocked: the next attempt (a wake may come sooner)
+      block_timer_.expires_after(std::chrono::milliseconds(r.retry_ms));
+      block_timer_.async_wait([me = self()](asio::error_code ec) {
+        if (!ec && !me->closed_ && !me->busy()) me->pump();
       });
       break;
     }
@@ -229,6 +240,7 @@ void ClientConnection<Session>::close() {
   closed_ = true;
   timer_.cancel();
   stall_timer_.cancel();
+  block_timer_.cancel();
   stream_->shut();
 }
 
@@ -253,7 +265,7 @@ void ClientConnection<Session>::tick() {
   st.writing = writing_;
   st.waiting_for_input = !busy();
   st.input_empty = in_.empty();
-  st.subscribed = session_->subscribed();
+  st.subscribed = session_->subscribed() || session_->blocked();  // (waits for the server)
   const char* why = deadline_breach(limits_, clock_, st, connection_now_ms(), svc_.counters);
   if (!why) why = output_breach();
   if (!why) return;

@@ -61,6 +61,7 @@ class ClientConnection final : public BatchWaiter,
   std::unique_ptr<ClientStream> stream_;
   SteadyTimer timer_;
   SteadyTimer stall_timer_;
+  SteadyTimer block_timer_;  // a blocked client's next attempt, or its timeout
   Services& svc_;
   ConnectionLimits limits_;
   IoBatcher& batcher_;

@@ -155,6 +155,7 @@ int Node::start_shards(StartState& st, std::string& why) {
   pool_ = std::make_unique<ShardPool>(system_, pool_cfg, &clock_);
   svc_.shards = pool_.get();
   pool_->attach_scripts(scripts_.get());
+  pool_->set_waiters(&svc_.waiters);
   svc_.scripts = scripts_.get();
   scripts_->set_publish([this](bool shard, std::string_view channel, std::string_view message) {
     return svc_.pubsub.publish_everywhere(shard ? ChannelKind::kShard : ChannelKind::kChannel,

@@ -341,7 +341,7 @@ AclDenied AclUser::check(int entry, const std::vector<std::string_view>& words, 
   // Fixed keys (ZUNIONSTORE's destination too), then counted ones (EVAL's, ZUNIONSTORE's).
   if (c->first_key > 0 &&
       !keys_allowed(static_cast<size_t>(c->first_key),
-                    c->last_key < 0 ? n - 1 : static_cast<size_t>(c->last_key),
+                    c->last_key < 0 ? n + c->last_key : static_cast<size_t>(c->last_key),
                     static_cast<size_t>(std::max(1, c->key_step)))) {
     return AclDenied::kKey;
   }

@@ -35,6 +35,10 @@ class CommandContext {
 
   // Hands a decoded request to the request core; its reply takes this command's place.
   virtual void request(Request& r, ReplyStyle style) = 0;
+  // A blocking command's pop (BLPOP and its kin): if it finds nothing, the client waits —
+  // up to `timeout_ms` (0: for good) — and it is tried again when a key gets elements.
+  // Inside a transaction it is tried once, as Redis does.
+  virtual void block(Request& r, int64_t timeout_ms) = 0;
   // Transactions (MULTI ... EXEC): the session queues what comes between.
   virtual void multi() = 0;
   virtual void exec() = 0;

@@ -60,6 +60,8 @@ std::vector<CommandSpec> make_rows() {
   KeySpec kSetKey = key1(kWrites);
   // A source and a destination (RENAME, SMOVE, LMOVE): one is read, both are written.
   const KeySpec kTwoKeys{1, 2, 1, 0, kReadsWrites, false};
+  // Every argument but the last (BLPOP key ... timeout).
+  const KeySpec kBlockKeys{1, -2, 1, 0, kReadsWrites, false};
   // A destination, then a count of keys (ZUNIONSTORE).
   const KeySpec kStoreCounted{1, 1, 1, 2, kReadsWrites, false};
   kSetKey.reads_with_get = true;
@@ -447,6 +449,44 @@ std::vector<CommandSpec> make_rows() {
       {"lmove", 5, kW, "list", kTwoKeys, DataCmd::kLMove, "list", "6.2.0",
        "Returns an element after popping it from one list and pushing it to another",
        "source destination LEFT|RIGHT LEFT|RIGHT"},
+      // blocking pops: the client waits while every key is empty (api/server/resp_session.cpp)
+      {"blpop", -3, kW | kNoScript, "list blocking", kBlockKeys, CommandRun(cmd_block, DataCmd::kBLPop),
+       "list", "2.0.0",
+       "Removes and returns the first element in a list, or blocks until one is available",
+       "key [key ...] timeout"},
+      {"brpop", -3, kW | kNoScript, "list blocking", kBlockKeys, CommandRun(cmd_block, DataCmd::kBRPop),
+       "list", "2.0.0",
+       "Removes and returns the last element in a list, or blocks until one is available",
+       "key [key ...] timeout"},
+      {"brpoplpush", 4, kW | kNoScript, "list blocking", kTwoKeys,
+       CommandRun(cmd_block, DataCmd::kBRPopLPush), "list", "2.2.0",
+       "Pops an element from a list, pushes it to another list and returns it, or blocks until "
+       "one is available",
+       "source destination timeout"},
+      {"blmove", 6, kW | kNoScript, "list blocking", kTwoKeys, CommandRun(cmd_block, DataCmd::kBLMove),
+       "list", "6.2.0",
+       "Pops an element from a list, pushes it to another list and returns it, or blocks until "
+       "one is available",
+       "source destination LEFT|RIGHT LEFT|RIGHT timeout"},
+      {"blmpop", -5, kW, "list blocking", counted_keys(kReadsWrites, 2),
+       CommandRun(cmd_block, DataCmd::kBLMPop), "list", "7.0.0",
+       "Pops the first elements from one of multiple lists, or blocks until one is available",
+       "timeout numkeys key [key ...] LEFT|RIGHT [COUNT count]"},
+      {"bzpopmin", -3, kWF | kNoScript, "sortedset blocking", kBlockKeys,
+       CommandRun(cmd_block, DataCmd::kBZPopMin), "sorted-set", "5.0.0",
+       "Removes and returns the member with the lowest score from one or more sorted sets, or "
+       "blocks until one is available",
+       "key [key ...] timeout"},
+      {"bzpopmax", -3, kWF | kNoScript, "sortedset blocking", kBlockKeys,
+       CommandRun(cmd_block, DataCmd::kBZPopMax), "sorted-set", "5.0.0",
+       "Removes and returns the member with the highest score from one or more sorted sets, or "
+       "blocks until one is available",
+       "key [key ...] timeout"},
+      {"bzmpop", -5, kW, "sortedset blocking", counted_keys(kReadsWrites, 2),
+       CommandRun(cmd_block, DataCmd::kBZMPop), "sorted-set", "7.0.0",
+       "Removes and returns members by score from one or more sorted sets, or blocks until one "
+       "is available",
+       "timeout numkeys key [key ...] MIN|MAX [COUNT count]"},
       // sets
       {"sadd", -3, kWF, "set", key1(kWrites), DataCmd::kSAdd, "set", "1.0.0",
        "Adds one or more members to a set", "key member [member ...]"},

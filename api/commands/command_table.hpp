@@ -39,7 +39,7 @@ enum CommandFlag : uint32_t {
 enum KeyAccess : uint8_t { kNoAccess = 0, kReads = 1, kWrites = 2, kReadsWrites = 3 };
 
 // Where a command's keys are, as COMMAND reports them: first (0: none), last (-1: the last
-// argument), step; numkeys_at > 0: a count at that position with the keys right after it
+// argument, -2: the one before it, BLPOP's), step; numkeys_at > 0: a count at that position with the keys right after it
 // (EVAL's way, not reported as key positions).
 struct KeySpec {
   int8_t first = 0;
@@ -103,7 +103,7 @@ struct CommandSpec {
   template <class Words, class F>
   void for_each_key(const Words& words, F&& f) const {
     if (!keyed() || words.size() <= static_cast<size_t>(keys.first)) return;
-    const size_t last = keys.last < 0 ? words.size() - 1 : static_cast<size_t>(keys.last);
+    const size_t last = keys.last < 0 ? words.size() + keys.last : static_cast<size_t>(keys.last);
     for (size_t j = static_cast<size_t>(keys.first); j <= last && j < words.size();
          j += static_cast<size_t>(keys.step))
       f(j);

@@ -1,6 +1,9 @@
 // The Redis data commands (strings, keys and TTLs): each goes to the request core whole, as
 // its words; the shard that owns its key runs it (actors/data_ops.cpp), so arguments are
 // checked there, in Redis's order. Only what splitting a command needs is checked here.
+#include <cmath>
+
+#include "command_table.hpp"
 #include "errors.hpp"
 #include "handlers.hpp"
 #include "words.hpp"
@@ -8,6 +11,41 @@
 namespace fg {
 
 bool data_sync(CommandContext& s, std::string_view key);
+
+// The longest a blocking command may wait (Redis: until its deadline overflows): ten years.
+constexpr int64_t kMaxBlockMs = int64_t{10} * 366 * 24 * 3600 * 1000;
+
+namespace {
+Request make_data_request(CommandContext& s, Args& a, DataCmd c) {
+  Request r;
+  r.verb = Verb::kData;
+  r.data = c;
+  r.resp3 = s.proto() >= 3;
+  r.key = data_route_key(c, a);
+  r.args = &a;
+  r.spec.sync = data_sync(s, r.key);
+  return r;
+}
+}  // namespace
+
+// BLPOP key ... timeout, BRPOP, BZPOPMIN, BZPOPMAX, BRPOPLPUSH source destination timeout,
+// BLMOVE ... timeout, BLMPOP and BZMPOP timeout numkeys key ...: the timeout is read here, as
+// Redis's getTimeoutFromObjectOrReply reads it (seconds, a float; 0 waits for good), before
+// anything else; the pop is the shard's, and the session waits between attempts.
+void cmd_block(CommandContext& s, Args& a) {
+  const CommandSpec* spec = find_command(a[0]);
+  const DataCmd c = spec->run.data;
+  const bool first = c == DataCmd::kBLMPop || c == DataCmd::kBZMPop;
+  long double seconds;
+  if (!parse_long_double(first ? a[1] : a.back(), seconds) || std::isinf(seconds)) {
+    return s.local().error(err::kTimeoutNotFloat);
+  }
+  const auto ms = static_cast<long double>(seconds * 1000.0L);
+  if (ms < 0) return s.local().error(err::kTimeoutNegative);
+  if (ms > static_cast<long double>(kMaxBlockMs)) return s.local().error(err::kTimeoutRange);
+  Request r = make_data_request(s, a, c);
+  s.block(r, static_cast<int64_t>(ms));
+}
 
 void data_request(CommandContext& s, Args& a, DataCmd c) {
   if (data_cmd_info(c).pairs_broken(a.size())) {

@@ -60,6 +60,7 @@ void cmd_time(CommandContext& s, Args& a);
 // data_commands.cpp: a Redis data command, a DataCmd for the request core (rows that name a
 // data op run through it: run_command).
 void data_request(CommandContext& s, Args& a, DataCmd c);
+void cmd_block(CommandContext& s, Args& a);  // BLPOP and the other blocking pops
 
 // transactions (the session queues and runs them)
 void cmd_multi(CommandContext& s, Args& a);

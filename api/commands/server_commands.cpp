@@ -84,7 +84,7 @@ std::vector<Section> info_sections(CommandContext& s) {
   std::string cl;
   kv(cl, "connected_clients", n(static_cast<int64_t>(v.clients->count())));
   kv(cl, "maxclients", n(static_cast<int64_t>(v.clients->max_clients())));
-  kv(cl, "blocked_clients", "0");
+  kv(cl, "blocked_clients", n(static_cast<int64_t>(v.waiters.blocked())));
   out.emplace_back("clients", std::move(cl));
   std::string mem;
   kv(mem, "used_memory", n(rss));

@@ -14,6 +14,7 @@
 #include "clock.hpp"
 #include "output_limits.hpp"
 #include "policy_registry.hpp"
+#include "key_waiters.hpp"
 #include "pubsub.hpp"
 #include "request_metrics.hpp"
 #include "resp_parser.hpp"
@@ -121,6 +122,7 @@ struct Services {
   std::function<std::vector<std::pair<std::string, std::string>>()> config_values;
   NodeCounters counters;
   PubSubHub pubsub;  // this node's subscribers
+  KeyWaiters waiters;  // clients blocked on keys (BLPOP and its kin)
 
   // The lane for the next piece of background work (round robin).
   Lane& lane() { return lanes[next_lane.fetch_add(1, std::memory_order_relaxed) % lanes.size()]; }

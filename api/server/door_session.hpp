@@ -13,6 +13,9 @@
 //   take_pushes(unsent)                           messages that arrived: into output()
 //   output_limit()                                client-output-buffer-limit's class in force
 //   subscribed()                                  listens (pub/sub): no idle timeout
+//   blocked()                                     waits for a key (BLPOP): no idle timeout
+//   wants_turn()                                  blocked, and due to try again: process()
+//                                                 it, even with no input
 //
 // and, as static members, how the shell treats its input (kViewsInput, the buffer sizes),
 // how often it ticks (kTickMs), what a client over maxclients is told (refuse_full) and
@@ -30,6 +33,9 @@ struct ProcessResult {
   bool close = false;      // after writing the output, close the connection
   bool stalled = false;    // stopped before a request whose slot's state is still arriving:
                            // call process() again shortly
+  // A blocked client (BLPOP) with nothing to do yet: call process() again in this many
+  // milliseconds, or sooner when wants_turn() says so (after a wake).
+  int64_t retry_ms = 0;
 };
 
 // What take_pushes() found: nothing, messages (now in output()), or that they outgrew

@@ -64,6 +64,8 @@ class NativeSession {
   void set_push_wake(std::function<void()>) {}
   Pushes take_pushes(size_t) { return Pushes::kNone; }
   bool subscribed() const { return false; }
+  bool blocked() const { return false; }  // (no blocking commands on this door)
+  bool wants_turn() const { return false; }
   const OutputLimit& output_limit() const { return svc_.settings.output_limits.normal; }
 
  private:

@@ -174,6 +174,47 @@ void RespSession::request(Request& r, ReplyStyle style) {
   ++pending_;
 }
 
+void RespSession::block(Request& r, int64_t timeout_ms) {
+  if (in_multi_ || running_exec_) return request(r, ReplyStyle::kData);  // (tried once)
+  // The first attempt: its words are kept for the next ones, and its keys are watched.
+  block_.data = r.data;
+  block_.cmd = cur_cmd_;
+  block_.words.assign(r.args->begin(), r.args->end());
+  block_.args.assign(block_.words.begin(), block_.words.end());
+  block_.deadline_ns = timeout_ms > 0 ? steady_ns() + timeout_ms * 1'000'000 : 0;
+  std::vector<std::string> keys;
+  together_keys(r.data, block_.args).each([&](size_t j) { keys.push_back(block_.words[j]); });
+  woken_->store(false);
+  block_.ticket = svc_.waiters.add(keys, [woken = woken_, wake = push_wake_] {
+    woken->store(true);
+    if (wake) wake();
+  });
+  submit_block(r);
+  block_started_ = true;
+}
+
+void RespSession::submit_block(Request& r) {
+  request(r, ReplyStyle::kData);
+  if (!slots_.empty() && slots_.back().type == Slot::Type::kPending) {
+    slots_.back().type = Slot::Type::kBlock;
+  } else {
+    end_block();  // (answered at once: a refusal or a redirect)
+  }
+}
+
+void RespSession::end_block() {
+  if (block_.ticket != 0) svc_.waiters.remove(block_.ticket);
+  block_ = Block{};
+  blocked_ = false;
+}
+
+bool RespSession::wants_turn() const {
+  if (!blocked_) return false;
+  const int64_t now = steady_ns();
+  return woken_->load() || now >= next_try_ns_ ||
+         (block_.deadline_ns != 0 && now >= block_.deadline_ns);
+}
+
 void RespSession::end_local_slot(size_t start) {
   if (local_.size() > start) {
     slots_.push_back(Slot{Slot::Type::kLocal,
@@ -221,6 +262,34 @@ ProcessResult RespSession::process(const char* data, size_t len, Flight& flight)
   // (nothing in flight: the user's rules may change here) A connection whose user was
   // removed or disabled is closed, as Redis does.
   if (!acl_.refresh()) close_ = true;
+  if (blocked_ && !close_) {
+    // Waiting on keys: nothing after the blocking command is read until it is answered.
+    const int64_t now = steady_ns();
+    if (block_.deadline_ns != 0 && now >= block_.deadline_ns) {
+      RespWriter(out_, proto_).null_array();  // (timed out)
+      svc_.metrics->record(block_.cmd, RequestResult::kOk, 0);
+      end_block();
+    } else if (woken_->exchange(false) || now >= next_try_ns_) {
+      cur_cmd_ = block_.cmd;
+      Request again;
+      again.verb = Verb::kData;
+      again.data = block_.data;
+      again.resp3 = proto_ >= 3;
+      again.key = data_route_key(block_.data, block_.args);
+      again.args = &block_.args;
+      submit_block(again);
+      r.submitted = pending_ > 0;
+      if (!r.submitted) complete(flight);
+      flight_ = nullptr;
+      return r;
+    } else {
+      const int64_t until = block_.deadline_ns != 0 ? std::min(block_.deadline_ns, next_try_ns_)
+                                                    : next_try_ns_;
+      r.retry_ms = std::max<int64_t>(1, (until - now + 999'999) / 1'000'000);
+      flight_ = nullptr;
+      return r;
+    }
+  }
   size_t taken = 0;
   while (r.consumed < len && taken < svc_.settings.max_batch_commands && !close_) {
     ParseResult pr = parser_.parse(data + r.consumed, len - r.consumed, args_, arena_);
@@ -284,6 +353,10 @@ ProcessResult RespSession::process(const char* data, size_t len, Flight& flight)
     if (reply_mode_ == ReplyMode::kSkipNext) {
       reply_mode_ = ReplyMode::kOn;
       skip_this_ = true;
+    }
+    if (block_started_) {  // (what follows a blocking command waits for its answer)
+      block_started_ = false;
+      break;
     }
   }
   if (taken > 0) {
@@ -434,11 +507,13 @@ void RespSession::input_too_large() {
 }
 
 void RespSession::closing() {
+  end_block();
   fg::release_watches(svc_, take_watched());
   subs_.clear();
 }
 
 void RespSession::set_push_wake(std::function<void()> wake) {
+  push_wake_ = wake;  // (also what wakes a client blocked on keys)
   subs_.set_wake(std::move(wake), svc_.settings.output_limits.pubsub.hard_bytes);
 }
 
@@ -519,6 +594,7 @@ void RespSession::exec() {
   end_local_slot(start);
   slots_.back().type = Slot::Type::kExec;
   slots_.back().aux = static_cast<uint32_t>(executing_.size());
+  running_exec_ = true;
   for (const auto& words : executing_) {
     exec_args_.assign(words.begin(), words.end());
     const CommandSpec* spec = find_command(exec_args_[0]);
@@ -530,6 +606,7 @@ void RespSession::exec() {
     if (!acl_refuses(*spec, exec_args_, "multi")) run_command(*spec, *this, exec_args_);
     if (!requested_) end_local_slot(start);
   }
+  running_exec_ = false;
   flight_->atomic_from(first_op);  // (keys on several shards, standalone: one step)
   txn_ = 0;
   cur_cmd_ = exec_cmd;
@@ -601,6 +678,27 @@ void RespSession::complete(Flight& flight) {
     }
     Outcome o;
     core_.finish(s.pending, flight, d, o);
+    if (s.type == Slot::Type::kBlock) {
+      using T = ReplyItem::Type;
+      // (a later attempt that finds a key of another type keeps waiting, as Redis serves a
+      // blocked client only from a key that is still a list or sorted set — unless it is
+      // BRPOPLPUSH's or BLMOVE's destination, which Redis answers with the error)
+      const bool moves = block_.data == DataCmd::kBRPopLPush || block_.data == DataCmd::kBLMove;
+      const bool nothing = (o.ok() && o.reply && !o.reply->items.empty() &&
+                            (o.reply->items[0].type == T::kNullArray ||
+                             o.reply->items[0].type == T::kNull)) ||
+                           (blocked_ && !moves && !o.ok() && o.error.rfind("WRONGTYPE", 0) == 0);
+      if (!nothing) {
+        write_outcome(w, o, s.style);
+        end_block();
+      } else if (block_.ticket == 0) {
+        write_outcome(w, o, s.style);  // (not waiting: tried once)
+      } else {
+        blocked_ = true;  // (its reply comes with a later attempt, or at its timeout)
+        next_try_ns_ = steady_ns() + kBlockPollNs;
+      }
+      continue;
+    }
     if (s.type == Slot::Type::kCheck) {
       // (1: unchanged; 0, or no answer from the key's owner: the transaction does not run)
       if (!o.ok() || !o.reply || o.reply->items.empty() || o.reply->items[0].n != 1) {

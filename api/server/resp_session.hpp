@@ -2,7 +2,9 @@
 // decoded (the command table's handlers) into Requests for the request core or answered
 // here, replies out in request order. The node's Connection moves the bytes.
 #pragma once
+#include <atomic>
 #include <deque>
+#include <functional>
 #include <memory>
 #include <string>
 #include <string_view>
@@ -51,6 +53,9 @@ class RespSession final : public CommandContext {
   // A subscribed client is held to client-output-buffer-limit's pubsub class (Redis's rule).
   const OutputLimit& output_limit() const;
   bool subscribed() const { return subs_.active(); }
+  // Blocked on keys (BLPOP and its kin): no reply yet, nothing after it read.
+  bool blocked() const { return blocked_; }
+  bool wants_turn() const;
 
   std::string& output() { return out_; }
   // What the session holds besides its output: the commands queued in a MULTI, the
@@ -62,6 +67,7 @@ class RespSession final : public CommandContext {
   bool evicted() const { return evicted_; }
 
   void request(Request& r, ReplyStyle style) override;
+  void block(Request& r, int64_t timeout_ms) override;
   void multi() override;
   void exec() override;
   void discard() override;
@@ -75,7 +81,7 @@ class RespSession final : public CommandContext {
   //  array of the `aux` replies after it, or a null array if a check before it failed.
   //  kHidden: a request whose answer nobody reads (letting go of watches).
   struct Slot {
-    enum class Type : uint8_t { kLocal, kPending, kWatch, kCheck, kExec, kHidden } type;
+    enum class Type : uint8_t { kLocal, kPending, kWatch, kCheck, kExec, kHidden, kBlock } type;
     ReplyStyle style;
     uint16_t cmd;    // the command's id for metrics
     bool counted;    // kLocal: counted by the core already
@@ -152,6 +158,28 @@ class RespSession final : public CommandContext {
   std::deque<std::vector<std::string>> watch_words_;  // requests' words until the flight is back
   bool watch_pending_ = false;
   uint32_t txn_ = 0;  // EXEC: the transaction its requests join
+  bool running_exec_ = false;  // EXEC's commands are running (a blocking one does not wait)
+
+  // A blocking command (kBlock slot): its words (kept for the attempts after the first),
+  // when it gives up (steady clock; 0: never), its registration with the node's KeyWaiters,
+  // and whether a key of it got elements since the last attempt.
+  struct Block {
+    DataCmd data = DataCmd::kNone;
+    uint16_t cmd = 0;
+    std::vector<std::string> words;
+    std::vector<std::string_view> args;
+    int64_t deadline_ns = 0;
+    uint64_t ticket = 0;
+  };
+  Block block_;
+  bool blocked_ = false;        // its last attempt found nothing: waiting
+  bool block_started_ = false;  // this read's blocking command was sent: read no further
+  int64_t next_try_ns_ = 0;     // when to try again without a wake (a key on another node)
+  std::shared_ptr<std::atomic<bool>> woken_ = std::make_shared<std::atomic<bool>>(false);
+  std::function<void()> push_wake_;
+  static constexpr int64_t kBlockPollNs = 1'000'000'000;
+  void end_block();  // served, timed out, or the connection is going: stop waiting
+  void submit_block(Request& r);
 };
 
 // Appends `o` (the outcome of a request of `style`) as a RESP reply.

@@ -1,0 +1,45 @@
+#include "key_waiters.hpp"
+
+#include <algorithm>
+
+namespace fg {
+
+uint64_t KeyWaiters::add(const std::vector<std::string>& keys, Wake wake) {
+  std::lock_guard<std::mutex> hold(mu_);
+  const uint64_t t = next_ticket_++;
+  for (const std::string& k : keys) {
+    auto& list = by_key_[k];
+    if (std::find(list.begin(), list.end(), t) == list.end()) list.push_back(t);
+  }
+  waiters_by_ticket_.emplace(t, Waiter{keys, std::move(wake)});
+  waiters_.fetch_add(1, std::memory_order_relaxed);
+  return t;
+}
+
+void KeyWaiters::remove(uint64_t ticket) {
+  std::lock_guard<std::mutex> hold(mu_);
+  auto it = waiters_by_ticket_.find(ticket);
+  if (it == waiters_by_ticket_.end()) return;
+  for (const std::string& k : it->second.keys) {
+    auto list = by_key_.find(k);
+    if (list == by_key_.end()) continue;
+    auto& v = list->second;
+    v.erase(std::remove(v.begin(), v.end(), ticket), v.end());
+    if (v.empty()) by_key_.erase(list);
+  }
+  waiters_by_ticket_.erase(it);
+  waiters_.fetch_sub(1, std::memory_order_relaxed);
+}
+
+void KeyWaiters::ready(std::string_view key) {
+  std::vector<Wake> wakes;
+  {
+    std::lock_guard<std::mutex> hold(mu_);
+    auto list = by_key_.find(std::string(key));
+    if (list == by_key_.end()) return;
+    for (uint64_t t : list->second) wakes.push_back(waiters_by_ticket_.at(t).wake);
+  }
+  for (const Wake& w : wakes) w();
+}
+
+}  // namespace fg
