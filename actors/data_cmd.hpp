@@ -385,7 +385,7 @@ inline KeyWords together_keys(DataCmd c, const std::vector<std::string_view>& a)
       k.end = k.first + static_cast<size_t>(n);
     return k;
   }
-  k.end = info.keys > 0           ? std::min<size_t>(a.size(), 1u + info.keys)
+  k.end = info.keys > 0              ? std::min<size_t>(a.size(), 1u + info.keys)
           : a.size() > info.trailing ? a.size() - info.trailing
                                      : 1;
   return k;

@@ -11,7 +11,7 @@ namespace fg {
 namespace {
 constexpr std::string_view kNames[] = {
     "none",        "token_bucket", "gcra", "fixed_window", "sliding_log", "sliding_window",
-    "concurrency", "string",       "hash", "zset",         "list",          "set"};
+    "concurrency", "string",       "hash", "zset",         "list",        "set"};
 }
 
 std::string_view kind_name(Kind k) { return kNames[static_cast<int>(k)]; }

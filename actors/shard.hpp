@@ -181,15 +181,15 @@ class Shard {
   void data_keys(ShardOp& op, int64_t now_ns);
   void data_scan(ShardOp& op, int64_t now_ns);  // KEYS, SCAN
   void data_hash(ShardOp& op, int64_t now_ns);
-  void hash_scan(ShardOp& op, int64_t now_ns);   // HSCAN (data_ops.cpp)
+  void hash_scan(ShardOp& op, int64_t now_ns);      // HSCAN (data_ops.cpp)
   void random_fields(ShardOp& op, int64_t now_ns);  // HRANDFIELD, ZRANDMEMBER (data_set.cpp)
-  void data_zset(ShardOp& op, int64_t now_ns);   // data_zset.cpp
-  void zset_scan(ShardOp& op, int64_t now_ns);   // ZSCAN (data_zset.cpp)
-  void data_list(ShardOp& op, int64_t now_ns);   // data_list.cpp
-  void list_pos(ShardOp& op, int64_t now_ns);    // LPOS (data_list.cpp)
-  void data_sets(ShardOp& op, int64_t now_ns);   // data_set.cpp
-  void set_random(ShardOp& op, int64_t now_ns);  // SPOP, SRANDMEMBER (data_set.cpp)
-  void set_scan(ShardOp& op, int64_t now_ns);    // SSCAN (data_set.cpp)
+  void data_zset(ShardOp& op, int64_t now_ns);      // data_zset.cpp
+  void zset_scan(ShardOp& op, int64_t now_ns);      // ZSCAN (data_zset.cpp)
+  void data_list(ShardOp& op, int64_t now_ns);      // data_list.cpp
+  void list_pos(ShardOp& op, int64_t now_ns);       // LPOS (data_list.cpp)
+  void data_sets(ShardOp& op, int64_t now_ns);      // data_set.cpp
+  void set_random(ShardOp& op, int64_t now_ns);     // SPOP, SRANDMEMBER (data_set.cpp)
+  void set_scan(ShardOp& op, int64_t now_ns);       // SSCAN (data_set.cpp)
   // Commands over several keys as one op (data_multi.cpp).
   void data_together(ShardOp& op, int64_t now_ns);
   void set_algebra(ShardOp& op, int64_t now_ns);  // SINTER SUNION SDIFF, their STOREs, SINTERCARD

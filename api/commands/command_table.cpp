@@ -89,11 +89,11 @@ std::vector<CommandSpec> make_rows() {
       {"kill", "slow scripting"},         {"list", "slow scripting"},
       {"load", "write slow scripting"},   {"restore", "write slow scripting"},
       {"stats", "slow scripting"}};
-  const std::vector<SubcommandSpec> kObjectSubs = {{"encoding", "keyspace read slow"},
-                                                   {"freq", "keyspace read slow"},
-                                                   {"help", "keyspace slow"},
-                                                   {"idletime", "keyspace read slow"},
-                                                   {"refcount", "keyspace read slow"}};
+  const std::vector<SubcommandSpec> kObjectSubs = {{"encoding", "keyspace read slow", 3},
+                                                   {"freq", "keyspace read slow", 3},
+                                                   {"help", "keyspace slow", 2},
+                                                   {"idletime", "keyspace read slow", 3},
+                                                   {"refcount", "keyspace read slow", 3}};
   const std::vector<SubcommandSpec> kMemorySubs = {
       {"doctor", "slow"}, {"help", "slow"},  {"malloc-stats", "slow"},
       {"purge", "slow"},  {"stats", "slow"}, {"usage", "read slow"}};
@@ -450,12 +450,12 @@ std::vector<CommandSpec> make_rows() {
        "Returns an element after popping it from one list and pushing it to another",
        "source destination LEFT|RIGHT LEFT|RIGHT"},
       // blocking pops: the client waits while every key is empty (api/server/resp_session.cpp)
-      {"blpop", -3, kW | kNoScript, "list blocking", kBlockKeys, CommandRun(cmd_block, DataCmd::kBLPop),
-       "list", "2.0.0",
+      {"blpop", -3, kW | kNoScript, "list blocking", kBlockKeys,
+       CommandRun(cmd_block, DataCmd::kBLPop), "list", "2.0.0",
        "Removes and returns the first element in a list, or blocks until one is available",
        "key [key ...] timeout"},
-      {"brpop", -3, kW | kNoScript, "list blocking", kBlockKeys, CommandRun(cmd_block, DataCmd::kBRPop),
-       "list", "2.0.0",
+      {"brpop", -3, kW | kNoScript, "list blocking", kBlockKeys,
+       CommandRun(cmd_block, DataCmd::kBRPop), "list", "2.0.0",
        "Removes and returns the last element in a list, or blocks until one is available",
        "key [key ...] timeout"},
       {"brpoplpush", 4, kW | kNoScript, "list blocking", kTwoKeys,
@@ -463,8 +463,8 @@ std::vector<CommandSpec> make_rows() {
        "Pops an element from a list, pushes it to another list and returns it, or blocks until "
        "one is available",
        "source destination timeout"},
-      {"blmove", 6, kW | kNoScript, "list blocking", kTwoKeys, CommandRun(cmd_block, DataCmd::kBLMove),
-       "list", "6.2.0",
+      {"blmove", 6, kW | kNoScript, "list blocking", kTwoKeys,
+       CommandRun(cmd_block, DataCmd::kBLMove), "list", "6.2.0",
        "Pops an element from a list, pushes it to another list and returns it, or blocks until "
        "one is available",
        "source destination LEFT|RIGHT LEFT|RIGHT timeout"},
@@ -509,8 +509,7 @@ std::vector<CommandSpec> make_rows() {
       {"hrandfield", -2, 0, "read hash", key1(kReads), DataCmd::kHRandField, "hash", "6.2.0",
        "Returns one or more random fields from a hash", "key [count [WITHVALUES]]"},
       {"zrandmember", -2, 0, "read sortedset", key1(kReads), DataCmd::kZRandMember, "sorted-set",
-       "6.2.0", "Returns one or more random members from a sorted set",
-       "key [count [WITHSCORES]]"},
+       "6.2.0", "Returns one or more random members from a sorted set", "key [count [WITHSCORES]]"},
       {"zscan", -3, 0, "read sortedset", key1(kReads), DataCmd::kZScan, "sorted-set", "2.8.0",
        "Iterates over members and scores of a sorted set",
        "key cursor [MATCH pattern] [COUNT count]"},
@@ -533,13 +532,15 @@ std::vector<CommandSpec> make_rows() {
        "6.2.0", "Returns the difference between multiple sorted sets",
        "numkeys key [key ...] [WITHSCORES]"},
       {"zintercard", -3, 0, "read sortedset", counted_keys(kReads, 1), DataCmd::kZInterCard,
-       "sorted-set", "7.0.0", "Returns the number of members of the intersect of multiple sorted sets",
+       "sorted-set", "7.0.0",
+       "Returns the number of members of the intersect of multiple sorted sets",
        "numkeys key [key ...] [LIMIT limit]"},
       {"zrangestore", -5, kW, "sortedset", kTwoKeys, DataCmd::kZRangeStore, "sorted-set", "6.2.0",
        "Stores a range of members from sorted set in a key",
        "dst src min max [BYSCORE|BYLEX] [REV] [LIMIT offset count]"},
       {"zmpop", -4, kW, "sortedset", counted_keys(kReadsWrites, 1), DataCmd::kZMPop, "sorted-set",
-       "7.0.0", "Returns the highest- or lowest-scoring members from one or more sorted sets after "
+       "7.0.0",
+       "Returns the highest- or lowest-scoring members from one or more sorted sets after "
        "removing them",
        "numkeys key [key ...] MIN|MAX [COUNT count]"},
       {"lmpop", -4, kW, "list", counted_keys(kReadsWrites, 1), DataCmd::kLMPop, "list", "7.0.0",
@@ -737,6 +738,14 @@ std::vector<CommandSpec> make_rows() {
 const std::vector<CommandSpec>& all_commands() {
   static const std::vector<CommandSpec> table = make_rows();
   return table;
+}
+
+const SubcommandSpec* subcommand_of(const CommandSpec& spec,
+                                    const std::vector<std::string_view>& words) {
+  if (spec.subcommands.empty() || words.size() < 2) return nullptr;
+  for (const SubcommandSpec& sub : spec.subcommands)
+    if (iequals(words[1], sub.name)) return &sub;
+  return nullptr;
 }
 
 const CommandSpec* find_command(std::string_view name) {

@@ -39,8 +39,8 @@ enum CommandFlag : uint32_t {
 enum KeyAccess : uint8_t { kNoAccess = 0, kReads = 1, kWrites = 2, kReadsWrites = 3 };
 
 // Where a command's keys are, as COMMAND reports them: first (0: none), last (-1: the last
-// argument, -2: the one before it, BLPOP's), step; numkeys_at > 0: a count at that position with the keys right after it
-// (EVAL's way, not reported as key positions).
+// argument, -2: the one before it, BLPOP's), step; numkeys_at > 0: a count at that position with
+// the keys right after it (EVAL's way, not reported as key positions).
 struct KeySpec {
   int8_t first = 0;
   int8_t last = 0;
@@ -79,6 +79,7 @@ struct CommandRun {
 struct SubcommandSpec {
   const char* name;
   const char* acl;
+  int arity = 0;  // Redis's convention, the container's name included (0: its handler checks)
 };
 
 struct CommandSpec {
@@ -111,6 +112,9 @@ struct CommandSpec {
 };
 
 const CommandSpec* find_command(std::string_view name);  // case-insensitive
+// The container's subcommand `words` name (its second word), if it has one by that name.
+const SubcommandSpec* subcommand_of(const CommandSpec& spec,
+                                    const std::vector<std::string_view>& words);
 
 // A native op (api/native/native.proto's Op) that the request core serves: its verb, and
 // the command (a row of the registry) whose ACL rights it needs.

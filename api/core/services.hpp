@@ -12,9 +12,9 @@
 #include "bound_leases.hpp"
 #include "client_registry.hpp"
 #include "clock.hpp"
+#include "key_waiters.hpp"
 #include "output_limits.hpp"
 #include "policy_registry.hpp"
-#include "key_waiters.hpp"
 #include "pubsub.hpp"
 #include "request_metrics.hpp"
 #include "resp_parser.hpp"
@@ -121,7 +121,7 @@ struct Services {
   // force (set by the node; null: none).
   std::function<std::vector<std::pair<std::string, std::string>>()> config_values;
   NodeCounters counters;
-  PubSubHub pubsub;  // this node's subscribers
+  PubSubHub pubsub;    // this node's subscribers
   KeyWaiters waiters;  // clients blocked on keys (BLPOP and its kin)
 
   // The lane for the next piece of background work (round robin).

@@ -283,8 +283,8 @@ ProcessResult RespSession::process(const char* data, size_t len, Flight& flight)
       flight_ = nullptr;
       return r;
     } else {
-      const int64_t until = block_.deadline_ns != 0 ? std::min(block_.deadline_ns, next_try_ns_)
-                                                    : next_try_ns_;
+      const int64_t until =
+          block_.deadline_ns != 0 ? std::min(block_.deadline_ns, next_try_ns_) : next_try_ns_;
       r.retry_ms = std::max<int64_t>(1, (until - now + 999'999) / 1'000'000);
       flight_ = nullptr;
       return r;
@@ -377,6 +377,11 @@ bool RespSession::refused(const CommandSpec* spec) {
   } else if ((spec->arity > 0 && static_cast<int>(args_.size()) != spec->arity) ||
              (spec->arity < 0 && static_cast<int>(args_.size()) < -spec->arity)) {
     local().error(err::wrong_arity(spec->name));
+  } else if (const SubcommandSpec* sub = subcommand_of(*spec, args_);
+             sub && sub->arity != 0 &&
+             ((sub->arity > 0 && static_cast<int>(args_.size()) != sub->arity) ||
+              (sub->arity < 0 && static_cast<int>(args_.size()) < -sub->arity))) {
+    local().error(err::wrong_arity(std::string(spec->name) + "|" + sub->name));
   } else if (!acl_.authenticated() && !(spec->flags & kNoAuth)) {
     local().error(err::kNoAuth);
   } else if (acl_refuses(*spec, args_, in_multi_ ? "multi" : "toplevel")) {
@@ -684,10 +689,10 @@ void RespSession::complete(Flight& flight) {
       // blocked client only from a key that is still a list or sorted set — unless it is
       // BRPOPLPUSH's or BLMOVE's destination, which Redis answers with the error)
       const bool moves = block_.data == DataCmd::kBRPopLPush || block_.data == DataCmd::kBLMove;
-      const bool nothing = (o.ok() && o.reply && !o.reply->items.empty() &&
-                            (o.reply->items[0].type == T::kNullArray ||
-                             o.reply->items[0].type == T::kNull)) ||
-                           (blocked_ && !moves && !o.ok() && o.error.rfind("WRONGTYPE", 0) == 0);
+      const bool nothing =
+          (o.ok() && o.reply && !o.reply->items.empty() &&
+           (o.reply->items[0].type == T::kNullArray || o.reply->items[0].type == T::kNull)) ||
+          (blocked_ && !moves && !o.ok() && o.error.rfind("WRONGTYPE", 0) == 0);
       if (!nothing) {
         write_outcome(w, o, s.style);
         end_block();

@@ -157,7 +157,7 @@ class RespSession final : public CommandContext {
   std::deque<std::vector<std::string>> watching_;
   std::deque<std::vector<std::string>> watch_words_;  // requests' words until the flight is back
   bool watch_pending_ = false;
-  uint32_t txn_ = 0;  // EXEC: the transaction its requests join
+  uint32_t txn_ = 0;           // EXEC: the transaction its requests join
   bool running_exec_ = false;  // EXEC's commands are running (a blocking one does not wait)
 
   // A blocking command (kBlock slot): its words (kept for the attempts after the first),

@@ -158,7 +158,7 @@ class Generator {
 
   std::vector<std::string> command() {
     std::vector<std::string> w;
-    switch (pick(53)) {
+    switch (pick(56)) {
       case 0:
       case 1:
         return {"GET", key()};
@@ -527,9 +527,9 @@ class Generator {
           case 3:
             return {"OBJECT", "ENCODING", key()};
           case 4:
-            w = {"SSCAN", key(), one<std::string>({"0", "0", "x", "-1", ""})};
+            // (Redis pages a set held as a table: followed to its end, outside transactions)
+            w = {"SSCAN", key(), one<std::string>({"0", "0", "x"})};
             if (pick(2) == 0) w.insert(w.end(), {"MATCH", one<std::string>({"1*", "*", "a?c"})});
-            if (pick(3) == 0) w.insert(w.end(), {"COUNT", one<std::string>({"1", "0", "x"})});
             return w;
           case 5:  // (counts that take every member, or none: the same answer from both)
             return {"SPOP", key(), one<std::string>({"100", "0", "-1", "x", "1 "})};
@@ -571,6 +571,69 @@ class Generator {
             for (int n = 1 + pick(2); n > 0; --n) w.insert(w.end(), {key(), short_value()});
             return w;
         }
+      case 53: {  // sorted-set algebra (sets count as sorted sets scored 1)
+        w = {one<std::string>({"ZUNIONSTORE", "ZINTERSTORE", "ZDIFFSTORE", "ZUNION", "ZINTER",
+                               "ZDIFF", "ZINTERCARD"})};
+        if (w[0].size() > 6 && w[0].substr(w[0].size() - 5) == "STORE") w.push_back(key());
+        const int n = 1 + pick(3);
+        w.push_back(pick(12) == 0 ? one<std::string>({"0", "x", "9"}) : std::to_string(n));
+        for (int i = 0; i < n; ++i) w.push_back(key());
+        for (int o = pick(3); o > 0; --o) {
+          switch (pick(4)) {
+            case 0:
+              w.push_back("WEIGHTS");
+              for (int i = 0; i < n; ++i)
+                w.push_back(one<std::string>({"1", "2", "-1", "0.5", "x"}));
+              break;
+            case 1:
+              w.insert(w.end(), {"AGGREGATE", one<std::string>({"SUM", "min", "MAX", "avg"})});
+              break;
+            case 2:
+              w.push_back("WITHSCORES");
+              break;
+            default:
+              w.insert(w.end(), {"LIMIT", one<std::string>({"1", "0", "-1"})});
+              break;
+          }
+        }
+        return w;
+      }
+      case 54:
+        switch (pick(5)) {
+          case 0:  // (counts that take every field, or none)
+            w = {one<std::string>({"HRANDFIELD", "ZRANDMEMBER"}), key(),
+                 one<std::string>({"100", "0", "x", "-9223372036854775808"})};
+            if (pick(2) == 0) w.push_back(one<std::string>({"WITHVALUES", "WITHSCORES", "x"}));
+            return w;
+          case 1:
+            w = {"ZSCAN", key(), one<std::string>({"0", "0", "x"})};
+            if (pick(2) == 0) w.insert(w.end(), {"MATCH", one<std::string>({"m*", "*", "r?q*"})});
+            return w;
+          case 2:
+            w = {"ZRANGESTORE", key(), key(), rank(), rank()};
+            if (pick(2) == 0) w.push_back(one<std::string>({"REV", "BYSCORE", "WITHSCORES"}));
+            return w;
+          default:
+            w = {one<std::string>({"ZMPOP", "LMPOP"}), one<std::string>({"1", "2", "0", "x"}),
+                 key(), key(), one<std::string>({"MIN", "MAX", "LEFT", "RIGHT", "up"})};
+            if (pick(2) == 0) w.insert(w.end(), {"COUNT", one<std::string>({"1", "2", "0", "x"})});
+            return w;
+        }
+      case 55:  // blocking pops that find elements, or give up at once (a 10 ms timeout)
+        switch (pick(5)) {
+          case 0:
+            return {one<std::string>({"BLPOP", "BRPOP", "BZPOPMIN", "BZPOPMAX"}), key(), key(),
+                    one<std::string>({"0.01", "0.01", "-1", "x"})};
+          case 1:
+            return {"BRPOPLPUSH", key(), key(), "0.01"};
+          case 2:
+            return {"BLMOVE", key(), key(), "LEFT", "RIGHT", "0.01"};
+          default:
+            w = {one<std::string>({"BLMPOP", "BZMPOP"}),           "0.01", "2", key(), key(),
+                 one<std::string>({"LEFT", "RIGHT", "MIN", "MAX"})};
+            if (pick(2) == 0) w.insert(w.end(), {"COUNT", one<std::string>({"2", "0"})});
+            return w;
+        }
       default:
         return {"INCRBY", key(), one<std::string>({"3", "-3", "1000000"})};
     }
@@ -600,7 +663,8 @@ std::vector<std::string> sorted_keys(const std::string& reply, size_t from = 0) 
 }
 
 // SCAN followed to its end: the keys of every page, sorted and without repeats.
-std::vector<std::string> scan_all(Client& c, std::vector<std::string> words) {
+// (`at`: where the cursor is: SCAN's second word, SSCAN's third)
+std::vector<std::string> scan_all(Client& c, std::vector<std::string> words, size_t at = 1) {
   std::vector<std::string> all;
   for (int page = 0; page < 10000; ++page) {
     if (!c.send(encode(words))) return {"(connection failed)"};
@@ -611,7 +675,7 @@ std::vector<std::string> scan_all(Client& c, std::vector<std::string> words) {
     const std::string cursor = r.substr(eol + 2, len);
     for (auto& k : sorted_keys(r, eol + 2 + len + 2)) all.push_back(k);
     if (cursor == "0") break;
-    words[1] = cursor;
+    words[at] = cursor;
   }
   std::sort(all.begin(), all.end());
   all.erase(std::unique(all.begin(), all.end()), all.end());
@@ -676,7 +740,8 @@ bool same_reply(const std::string& cmd, const std::string& fg, const std::string
   if ((cmd == "HKEYS" || cmd == "HVALS") && arrays) return sorted_items(fg) == sorted_items(redis);
   // A set held as a hash table lists its members in the table's order.
   const bool unordered = cmd == "SMEMBERS" || cmd == "SINTER" || cmd == "SUNION" ||
-                         cmd == "SDIFF" || cmd == "SPOP" || cmd == "SRANDMEMBER";
+                         cmd == "SDIFF" || cmd == "SPOP" || cmd == "SRANDMEMBER" ||
+                         cmd == "HRANDFIELD";
   if (unordered && arrays) return sorted_items(fg) == sorted_items(redis);
   if (cmd == "SSCAN" && arrays && fg.rfind("*2\r\n", 0) == 0) {
     size_t a = 4, b = 4;
@@ -733,6 +798,11 @@ void run_seed(uint64_t seed, int commands, Client& fg, Client& redis) {
     if (recent.size() == 24) recent.pop_front();
     recent.push_back(printable(w));
     executed = queued;
+    if (queued.empty() && w[0] == "SSCAN") {
+      const auto a = scan_all(fg, w, 2), b = scan_all(redis, w, 2);
+      ASSERT_EQ(a, b) << "seed " << seed << ", command " << i << ": " << printable(w) << before();
+      continue;
+    }
     if (queued.empty() && (w[0] == "SCAN" || w[0] == "KEYS")) {
       // Redis pages through its table; a node answers every match at once: same keys.
       const auto a = w[0] == "SCAN" ? scan_all(fg, w) : sorted_keys(ask(fg, w));
