@@ -37,7 +37,12 @@ void KeyWaiters::ready(std::string_view key) {
     std::lock_guard<std::mutex> hold(mu_);
     auto list = by_key_.find(std::string(key));
     if (list == by_key_.end()) return;
-    for (uint64_t t : list->second) wakes.push_back(waiters_by_ticket_.at(t).wake);
+    // The longest-waiting few, who then go to the back of the line: each pop that leaves
+    // elements changes the key again and wakes the next ones.
+    auto& v = list->second;
+    const size_t n = std::min(v.size(), kWakeAtOnce);
+    for (size_t i = 0; i < n; ++i) wakes.push_back(waiters_by_ticket_.at(v[i]).wake);
+    std::rotate(v.begin(), v.begin() + static_cast<std::ptrdiff_t>(n), v.end());
   }
   for (const Wake& w : wakes) w();
 }

@@ -127,8 +127,6 @@ TEST(PubSubDiff, AConversationAnswersAsRedisServerDoes) {
   const auto a = converse(fg, steps);
   const auto b = converse(rc, steps);
   for (size_t i = 0; i < steps.size(); ++i) {
-    fprintf(stderr, "%zu %s\n  %s\n  %s\n", i, printable(steps[i].words).c_str(), a[i].c_str(),
-            b[i].c_str());
     EXPECT_EQ(a[i], b[i]) << "step " << i << ": " << printable(steps[i].words);
   }
 }
