@@ -31,6 +31,18 @@ void KeyWaiters::remove(uint64_t ticket) {
   waiters_.fetch_sub(1, std::memory_order_relaxed);
 }
 
+bool KeyWaiters::wake(uint64_t ticket) {
+  Wake w;
+  {
+    std::lock_guard<std::mutex> hold(mu_);
+    auto it = waiters_by_ticket_.find(ticket);
+    if (it == waiters_by_ticket_.end()) return false;
+    w = it->second.wake;
+  }
+  w();
+  return true;
+}
+
 void KeyWaiters::ready(std::string_view key) {
   std::vector<Wake> wakes;
   {

@@ -24,6 +24,8 @@ class KeyWaiters {
   // Registers a waiter on `keys`; the ticket removes it.
   uint64_t add(const std::vector<std::string>& keys, Wake wake);
   void remove(uint64_t ticket);
+  // Wakes one waiter (CLIENT UNBLOCK); false if it is gone.
+  bool wake(uint64_t ticket);
   // `key` got elements: its kWakeAtOnce longest waiters are woken (outside the registry's
   // lock), and go to the back of its line.
   void ready(std::string_view key);

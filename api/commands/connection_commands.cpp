@@ -192,6 +192,25 @@ void cmd_client(CommandContext& s, Args& a) {
     // NO-EVICT: maxmemory-clients passes this client by (NO-TOUCH changes nothing here).
     if (iequals(sub, "no-evict")) s.client().no_evict.store(iequals(a[2], "on"));
     w.ok();
+  } else if (iequals(sub, "unblock")) {
+    // CLIENT UNBLOCK id [TIMEOUT|ERROR]: a client waiting in a blocking pop answers now, as if
+    // it had timed out (a null) or with -UNBLOCKED; 1 if it was waiting, else 0.
+    if (a.size() != 3 && a.size() != 4) return w.error(err::wrong_arity("client|unblock"));
+    int64_t id;
+    if (!parse_int(a[2], id)) return w.error(err::kNotInteger);
+    uint8_t how = 1;
+    if (a.size() == 4) {
+      if (iequals(a[3], "error")) {
+        how = 2;
+      } else if (!iequals(a[3], "timeout")) {
+        return w.error(err::kUnblockReason);
+      }
+    }
+    const std::shared_ptr<ClientInfo> c = id > 0 ? reg.find(static_cast<uint64_t>(id)) : nullptr;
+    const uint64_t ticket = c ? c->block_ticket.load() : 0;
+    if (ticket == 0) return w.integer(0);
+    c->unblock.store(how);
+    w.integer(s.svc().waiters.wake(ticket) ? 1 : 0);
   } else if (iequals(sub, "help")) {
     static constexpr const char* lines[] = {"CLIENT <subcommand> [<arg> ...]. Subcommands are:",
                                             "SETNAME <name>",
@@ -201,6 +220,7 @@ void cmd_client(CommandContext& s, Args& a) {
                                             "LIST",
                                             "INFO",
                                             "REPLY <ON|OFF|SKIP>",
+                                            "UNBLOCK <clientid> [TIMEOUT|ERROR]",
                                             "HELP"};
     w.help(lines);
   } else {

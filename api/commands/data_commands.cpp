@@ -40,7 +40,7 @@ void cmd_block(CommandContext& s, Args& a) {
   if (!parse_long_double(first ? a[1] : a.back(), seconds) || std::isinf(seconds)) {
     return s.local().error(err::kTimeoutNotFloat);
   }
-  const auto ms = static_cast<long double>(seconds * 1000.0L);
+  const long double ms = std::ceil(seconds * 1000.0L);  // (0.001 s waits 1 ms, not for good)
   if (ms < 0) return s.local().error(err::kTimeoutNegative);
   if (ms > static_cast<long double>(kMaxBlockMs)) return s.local().error(err::kTimeoutRange);
   Request r = make_data_request(s, a, c);

@@ -25,6 +25,12 @@ std::shared_ptr<ClientInfo> ClientRegistry::add(std::string addr, std::string la
   return c;
 }
 
+std::shared_ptr<ClientInfo> ClientRegistry::find(uint64_t id) const {
+  std::lock_guard<std::mutex> g(mu_);
+  auto it = clients_.find(id);
+  return it == clients_.end() ? nullptr : it->second;
+}
+
 void ClientRegistry::remove(uint64_t id) {
   std::lock_guard<std::mutex> g(mu_);
   const auto it = clients_.find(id);

@@ -28,6 +28,10 @@ struct ClientInfo {
   std::atomic<int64_t> mem_bytes{0};
   std::atomic<bool> evict{false};
   std::atomic<bool> no_evict{false};  // CLIENT NO-EVICT ON: never chosen
+  // Waiting in a blocking pop: its KeyWaiters ticket (0: not waiting), and what CLIENT
+  // UNBLOCK asked of it (1: answer as timed out, 2: with -UNBLOCKED).
+  std::atomic<uint64_t> block_ticket{0};
+  std::atomic<uint8_t> unblock{0};
   // Set by its connection (ClientRegistry::set_wake, under the registry's mutex): asks it,
   // on its own thread, to look at `evict` now (a client that stopped sending would
   // otherwise hold its buffers until its watchdog's next second).
@@ -49,6 +53,7 @@ class ClientRegistry {
   // Null when the node already has max_clients connections.
   std::shared_ptr<ClientInfo> add(std::string addr, std::string laddr, int64_t now_ms);
   void remove(uint64_t id);
+  std::shared_ptr<ClientInfo> find(uint64_t id) const;  // null if no such client
   // What a client name, lib-name or lib-ver may hold (Redis's rule: printable ASCII, no
   // spaces), so that each client stays one CLIENT LIST line.
   static bool valid_name(std::string_view n) {

@@ -189,6 +189,8 @@ void RespSession::block(Request& r, int64_t timeout_ms) {
     woken->store(true);
     if (wake) wake();
   });
+  client_->unblock.store(0);
+  client_->block_ticket.store(block_.ticket);
   submit_block(r);
   block_started_ = true;
 }
@@ -204,6 +206,7 @@ void RespSession::submit_block(Request& r) {
 
 void RespSession::end_block() {
   if (block_.ticket != 0) svc_.waiters.remove(block_.ticket);
+  client_->block_ticket.store(0);
   block_ = Block{};
   blocked_ = false;
 }
@@ -211,7 +214,7 @@ void RespSession::end_block() {
 bool RespSession::wants_turn() const {
   if (!blocked_) return false;
   const int64_t now = steady_ns();
-  return woken_->load() || now >= next_try_ns_ ||
+  return woken_->load() || client_->unblock.load() != 0 || now >= next_try_ns_ ||
          (block_.deadline_ns != 0 && now >= block_.deadline_ns);
 }
 
@@ -265,7 +268,12 @@ ProcessResult RespSession::process(const char* data, size_t len, Flight& flight)
   if (blocked_ && !close_) {
     // Waiting on keys: nothing after the blocking command is read until it is answered.
     const int64_t now = steady_ns();
-    if (block_.deadline_ns != 0 && now >= block_.deadline_ns) {
+    const uint8_t unblock = client_->unblock.exchange(0);  // (CLIENT UNBLOCK)
+    if (unblock == 2) {
+      RespWriter(out_, proto_).error(err::kUnblocked);
+      svc_.metrics->record(block_.cmd, RequestResult::kError, 0);
+      end_block();
+    } else if (unblock == 1 || (block_.deadline_ns != 0 && now >= block_.deadline_ns)) {
       RespWriter(out_, proto_).null_array();  // (timed out)
       svc_.metrics->record(block_.cmd, RequestResult::kOk, 0);
       end_block();

@@ -50,6 +50,7 @@ TEST(BlockingDiff, WaitingClientsAnswerAsRedisServerDoes) {
       {0, {}, 1},                            // [q:c, x]
       {0, {"BLPOP", "q:a", "q:c", "5"}, 1},  // (y is there: at once)
       {0, {"BRPOP", "q:a", "0.05"}, 1},      // times out: a null array
+      {0, {"BLPOP", "q:a", "0.001"}, 1},     // (rounded up to 1 ms, as Redis: not 0, for good)
       {0, {"BZPOPMIN", "z:a", "z:b", "5"}, 0, 50},
       {1, {"ZADD", "z:b", "2", "two", "1", "one"}, 1},
       {0, {}, 1},  // [z:b, one, 1]
