@@ -160,32 +160,37 @@ void Shard::set_algebra(ShardOp& op, int64_t now_ns) {
     for (const std::string* m : out) r.bulk(*m);
     return;
   }
-  // The destination is replaced (its TTL too), or deleted when the result is empty.
   if (out.size() > kMaxSetMembers) {
     return r.error(err::collection_full("a set", kMaxSetMembers, "members"));
   }
-  const std::string_view dst = a[1];
-  Shard& d = *holder_of(dst);
-  const uint64_t dh = KeyTable::hash(dst);
-  const bool had = d.lookup(dst, dh, now_ns) != nullptr;
-  if (out.empty()) {
-    if (had) {
-      d.forget(dst, dh);
-      d.mark_gone(dst);
-    }
-    return r.integer(0);
-  }
-  if (!had && !d.room_for_key(op, now_ns)) return;
   std::vector<std::string> members;  // (copied first: the destination may be a source)
   members.reserve(out.size());
   for (const std::string* m : out) members.push_back(*m);
-  if (had) d.forget(dst, dh);
-  Entry* e = d.table_.insert(dst, dh, Kind::kSet);
+  Entry* e = fresh_destination(op, a[1], Kind::kSet, members.empty(), now_ns);
+  if (!e) return;
   SetValue& s = *e->state<SetValue*>();
   const int64_t intset_max = set_intset_max();
   for (const std::string& m : members) s.add(m, intset_max);
-  d.mark(e, dst);
+  holder_of(a[1])->mark(e, a[1]);
   r.integer(static_cast<int64_t>(s.size()));
+}
+
+Entry* Shard::fresh_destination(ShardOp& op, std::string_view dst, Kind kind, bool empty,
+                                int64_t now_ns) {
+  Shard& d = *holder_of(dst);
+  const uint64_t h = KeyTable::hash(dst);
+  const bool had = d.lookup(dst, h, now_ns) != nullptr;
+  if (empty) {
+    if (had) {
+      d.forget(dst, h);
+      d.mark_gone(dst);
+    }
+    op.reply->integer(0);
+    return nullptr;
+  }
+  if (!had && !d.room_for_key(op, now_ns)) return nullptr;
+  if (had) d.forget(dst, h);
+  return d.table_.insert(dst, h, kind);
 }
 
 // SMOVE source destination member.
@@ -212,12 +217,7 @@ void Shard::set_move(ShardOp& op, int64_t now_ns) {
   }
   if (!de && !d.room_for_key(op, now_ns)) return;  // (before anything changes)
   from.erase(m);
-  if (from.size() == 0) {
-    s.forget(src, sh);
-    s.mark_gone(src);
-  } else {
-    s.mark(se, src);
-  }
+  s.settle(se, src, sh, from.size() == 0);
   if (!de) de = d.table_.insert(dst, dh, Kind::kSet);
   if (de->state<SetValue*>()->add(m, set_intset_max())) d.mark(de, dst);
   r.integer(1);

@@ -220,6 +220,7 @@ Entry* Shard::overwrite_string(ShardOp& op, std::string_view key, uint64_t h,
 }
 
 void Shard::data(ShardOp& op, int64_t now_ns) {
+  if (data_cmd_info(op.data).merge == Merge::kTogether) return data_together(op, now_ns);
   switch (op.data) {
     case DataCmd::kGet:
     case DataCmd::kGetDel:
@@ -346,40 +347,7 @@ void Shard::data(ShardOp& op, int64_t now_ns) {
       return random_fields(op, now_ns);
     case DataCmd::kZScan:
       return zset_scan(op, now_ns);
-    case DataCmd::kSMove:
-    case DataCmd::kSInter:
-    case DataCmd::kSInterCard:
-    case DataCmd::kSInterStore:
-    case DataCmd::kSUnion:
-    case DataCmd::kSUnionStore:
-    case DataCmd::kSDiff:
-    case DataCmd::kSDiffStore:
-    case DataCmd::kRename:
-    case DataCmd::kRenameNx:
-    case DataCmd::kCopy:
-    case DataCmd::kRPopLPush:
-    case DataCmd::kLMove:
-    case DataCmd::kMSetNx:
-    case DataCmd::kZUnionStore:
-    case DataCmd::kZInterStore:
-    case DataCmd::kZDiffStore:
-    case DataCmd::kZUnion:
-    case DataCmd::kZInter:
-    case DataCmd::kZDiff:
-    case DataCmd::kZInterCard:
-    case DataCmd::kZRangeStore:
-    case DataCmd::kZMPop:
-    case DataCmd::kLMPop:
-    case DataCmd::kBLPop:
-    case DataCmd::kBRPop:
-    case DataCmd::kBRPopLPush:
-    case DataCmd::kBLMove:
-    case DataCmd::kBLMPop:
-    case DataCmd::kBZPopMin:
-    case DataCmd::kBZPopMax:
-    case DataCmd::kBZMPop:
-      return data_together(op, now_ns);
-    case DataCmd::kNone:
+    default:  // (kNone; the commands over several keys: above)
       break;
   }
   op.reply->error(err::kSyntax);
@@ -858,21 +826,33 @@ Entry* Shard::typed(ShardOp& op, Kind kind, bool create, int64_t now_ns) {
   return table_.insert(op.key, op.hash, kind);
 }
 
+bool Shard::scan_key(ShardOp& op, Kind kind, int64_t now_ns, Entry*& e, std::string_view& pattern) {
+  const auto& a = *op.args;
+  DataReply& r = *op.reply;
+  int64_t cursor;
+  if (!parse_unsigned_cursor(a[2], cursor)) {
+    r.error(err::kInvalidCursor);
+    return false;
+  }
+  e = typed(op, kind, false, now_ns);
+  if (op.status != OpStatus::kOk) return false;
+  pattern = "*";
+  std::string_view no_type;
+  if (e && !parse_scan_options(a, 3, false, pattern, no_type, r)) return false;
+  r.array(2);
+  r.bulk("0");
+  if (!e) r.array(0);
+  return e != nullptr;
+}
+
 // HSCAN key cursor [MATCH pattern] [COUNT n]: the cursor, then the key, then the options
 // (db.c's hscanCommand and scanGenericCommand). Every field at once, under cursor 0, as
 // Redis answers for a small hash (a big one it pages; the contract allows either).
 void Shard::hash_scan(ShardOp& op, int64_t now_ns) {
-  const auto& a = *op.args;
   DataReply& r = *op.reply;
-  int64_t cursor;
-  if (!parse_unsigned_cursor(a[2], cursor)) return r.error(err::kInvalidCursor);
-  Entry* e = typed(op, Kind::kHash, false, now_ns);
-  if (op.status != OpStatus::kOk) return;
-  std::string_view pattern = "*", no_type;
-  if (e && !parse_scan_options(a, 3, false, pattern, no_type, r)) return;
-  r.array(2);
-  r.bulk("0");
-  if (!e) return r.array(0);
+  Entry* e = nullptr;
+  std::string_view pattern;
+  if (!scan_key(op, Kind::kHash, now_ns, e, pattern)) return;
   const HashValue& h = *e->state<HashValue*>();
   const bool all = pattern == "*";
   size_t n = 0;

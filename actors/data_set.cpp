@@ -49,14 +49,6 @@ void Shard::data_sets(ShardOp& op, int64_t now_ns) {
   const auto& a = *op.args;
   DataReply& r = *op.reply;
   const DataCmd c = op.data;
-  auto changed = [&](Entry* e, SetValue& s) {
-    if (s.size() == 0) {
-      forget(op.key, op.hash);
-      mark_gone(op.key);
-    } else {
-      mark(e, op.key);
-    }
-  };
   switch (c) {
     case DataCmd::kSAdd: {
       Entry* e = typed(op, Kind::kSet, true, now_ns);
@@ -92,7 +84,7 @@ void Shard::data_sets(ShardOp& op, int64_t now_ns) {
       int64_t n = 0;
       if (s) {
         for (size_t j = 2; j < a.size() && s->size() > 0; ++j) n += s->erase(a[j]) ? 1 : 0;
-        if (n > 0) changed(e, *s);
+        if (n > 0) settle(e, op.key, op.hash, s->size() == 0);
       }
       return r.integer(n);
     }
@@ -152,12 +144,7 @@ void Shard::set_random(ShardOp& op, int64_t now_ns) {
     r.bulk(*s.members[i]);
     if (pop) {
       s.erase_at(i);
-      if (s.size() == 0) {
-        forget(op.key, op.hash);
-        mark_gone(op.key);
-      } else {
-        mark(e, op.key);
-      }
+      settle(e, op.key, op.hash, s.size() == 0);
     }
     return;
   }
@@ -271,17 +258,10 @@ void Shard::random_fields(ShardOp& op, int64_t now_ns) {
 // SSCAN key cursor [MATCH pattern] [COUNT n]: every member at once, under cursor 0, as Redis
 // answers for an intset (a big set it pages; the contract allows either).
 void Shard::set_scan(ShardOp& op, int64_t now_ns) {
-  const auto& a = *op.args;
   DataReply& r = *op.reply;
-  int64_t cursor;
-  if (!parse_unsigned_cursor(a[2], cursor)) return r.error(err::kInvalidCursor);
-  Entry* e = typed(op, Kind::kSet, false, now_ns);
-  if (op.status != OpStatus::kOk) return;
-  std::string_view pattern = "*", no_type;
-  if (e && !parse_scan_options(a, 3, false, pattern, no_type, r)) return;
-  r.array(2);
-  r.bulk("0");
-  if (!e) return r.array(0);
+  Entry* e = nullptr;
+  std::string_view pattern;
+  if (!scan_key(op, Kind::kSet, now_ns, e, pattern)) return;
   const bool all = pattern == "*";
   std::vector<const std::string*> hits;
   for (const std::string* m : set_members_in_order(*e->state<SetValue*>()))

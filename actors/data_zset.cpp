@@ -519,17 +519,10 @@ void Shard::data_zset(ShardOp& op, int64_t now_ns) {
 // ZSCAN key cursor [MATCH pattern] [COUNT n]: every member and its score (as text, in RESP3
 // too, as Redis's scan replies have it) at once, under cursor 0, in score order.
 void Shard::zset_scan(ShardOp& op, int64_t now_ns) {
-  const auto& a = *op.args;
   DataReply& r = *op.reply;
-  int64_t cursor;
-  if (!parse_unsigned_cursor(a[2], cursor)) return r.error(err::kInvalidCursor);
-  Entry* e = typed(op, Kind::kZSet, false, now_ns);
-  if (op.status != OpStatus::kOk) return;
-  std::string_view pattern = "*", no_type;
-  if (e && !parse_scan_options(a, 3, false, pattern, no_type, r)) return;
-  r.array(2);
-  r.bulk("0");
-  if (!e) return r.array(0);
+  Entry* e = nullptr;
+  std::string_view pattern;
+  if (!scan_key(op, Kind::kZSet, now_ns, e, pattern)) return;
   const bool all = pattern == "*";
   std::vector<const Member*> hits;
   for (const Member& m : e->state<ZSetValue*>()->by_score)
@@ -719,21 +712,10 @@ void Shard::zset_algebra(ShardOp& op, int64_t now_ns) {
 // Puts `z` at `dst` in place of whatever it held (its TTL too), or deletes `dst` when `z` is
 // empty, and answers how many members it holds.
 void Shard::store_zset(ShardOp& op, std::string_view dst, ZSetValue&& z, int64_t now_ns) {
-  Shard& d = *holder_of(dst);
-  const uint64_t h = KeyTable::hash(dst);
-  const bool had = d.lookup(dst, h, now_ns) != nullptr;
-  if (z.size() == 0) {
-    if (had) {
-      d.forget(dst, h);
-      d.mark_gone(dst);
-    }
-    return op.reply->integer(0);
-  }
-  if (!had && !d.room_for_key(op, now_ns)) return;
-  if (had) d.forget(dst, h);
-  Entry* e = d.table_.insert(dst, h, Kind::kZSet);
+  Entry* e = fresh_destination(op, dst, Kind::kZSet, z.size() == 0, now_ns);
+  if (!e) return;
   *e->state<ZSetValue*>() = std::move(z);
-  d.mark(e, dst);
+  holder_of(dst)->mark(e, dst);
   op.reply->integer(static_cast<int64_t>(e->state<ZSetValue*>()->size()));
 }
 
@@ -798,12 +780,7 @@ void Shard::block_pop(ShardOp& op, int64_t now_ns) {
       }
       empty = items.empty();
     }
-    if (empty) {
-      s.forget(key, h);
-      s.mark_gone(key);
-    } else {
-      s.mark(e, key);
-    }
+    s.settle(e, key, h, empty);
     return;
   }
   r.null_array();
@@ -878,12 +855,7 @@ void Shard::multi_pop(ShardOp& op, int64_t now_ns) {
       }
       empty = items.empty();
     }
-    if (empty) {
-      s.forget(key, h);
-      s.mark_gone(key);
-    } else {
-      s.mark(e, key);
-    }
+    s.settle(e, key, h, empty);
     return;
   }
   r.null_array();

@@ -181,7 +181,11 @@ class Shard {
   void data_keys(ShardOp& op, int64_t now_ns);
   void data_scan(ShardOp& op, int64_t now_ns);  // KEYS, SCAN
   void data_hash(ShardOp& op, int64_t now_ns);
-  void hash_scan(ShardOp& op, int64_t now_ns);      // HSCAN (data_ops.cpp)
+  void hash_scan(ShardOp& op, int64_t now_ns);  // HSCAN (data_ops.cpp)
+  // HSCAN, SSCAN, ZSCAN key cursor [MATCH pattern] [COUNT n], up to the key's elements: the
+  // cursor, the key (of `kind`), the options, then [cursor 0, ...]. False when that is all
+  // the reply (an error, or no such key: an empty page).
+  bool scan_key(ShardOp& op, Kind kind, int64_t now_ns, Entry*& e, std::string_view& pattern);
   void random_fields(ShardOp& op, int64_t now_ns);  // HRANDFIELD, ZRANDMEMBER (data_set.cpp)
   void data_zset(ShardOp& op, int64_t now_ns);      // data_zset.cpp
   void zset_scan(ShardOp& op, int64_t now_ns);      // ZSCAN (data_zset.cpp)
@@ -203,6 +207,11 @@ class Shard {
   void multi_pop(ShardOp& op, int64_t now_ns);  // ZMPOP LMPOP BZMPOP BLMPOP (data_zset.cpp)
   void block_pop(ShardOp& op, int64_t now_ns);  // BLPOP BRPOP BZPOPMIN BZPOPMAX (data_zset.cpp)
   void store_zset(ShardOp& op, std::string_view dst, ZSetValue&& z, int64_t now_ns);
+  // A store's destination (SINTERSTORE, ZUNIONSTORE, ...): whatever it held goes, its TTL too;
+  // an `empty` result deletes it and answers 0 (null). Else a fresh entry of `kind` for the
+  // caller to fill, mark and answer; null at the key cap (op.status says).
+  Entry* fresh_destination(ShardOp& op, std::string_view dst, Kind kind, bool empty,
+                           int64_t now_ns);
   // The shard that holds `key` in this op's step (this one, or one held with it); null if
   // none does (the request core holds every key's shard: not expected).
   Shard* holder_of(std::string_view key);
@@ -238,6 +247,16 @@ class Shard {
     // (a list or sorted set that changed may have what a blocked client waits for)
     if (waiters_ && waiters_->any() && (e->kind == Kind::kList || e->kind == Kind::kZSet))
       waiters_->ready(key);
+  }
+  // After elements were taken from a container: it goes when `empty` (as Redis deletes an
+  // emptied key), else it changed.
+  void settle(Entry* e, std::string_view key, uint64_t h, bool empty) {
+    if (empty) {
+      forget(key, h);
+      mark_gone(key);
+    } else {
+      mark(e, key);
+    }
   }
   void mark_gone(std::string_view key) {
     if (owned_) note_dirty(key);

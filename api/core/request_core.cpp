@@ -426,6 +426,7 @@ void RequestCore::merge_data(const Pending& p, Flight& f, Outcome& out) {
       break;
     case Merge::kOk:
     case Merge::kNone:
+    case Merge::kTogether:  // (never split: one part)
       merged.ok();
       break;
   }

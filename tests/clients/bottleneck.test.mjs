@@ -29,10 +29,14 @@ after(() => {
 
 let made = 0;
 // Two limiters of one id. `where(i)`: the datastore options of limiter i. The id has a hash
-// tag, as bottleneck's keys must share a slot in any Redis Cluster.
-function pair(where, options) {
+// tag, as bottleneck's keys must share a slot in any Redis Cluster. The first clears what an
+// earlier run left: it is ready before the second starts, or its clearing could remove the
+// second's registration (bottleneck then answers UNKNOWN_CLIENT, on redis-server too).
+async function pair(where, options) {
   const id = `{bn-${process.pid}-${++made}}`;
-  return [0, 1].map((i) => new Bottleneck({ id, clearDatastore: i === 0, ...where(i), ...options }));
+  const first = new Bottleneck({ id, clearDatastore: true, ...where(0), ...options });
+  await first.ready();
+  return [first, new Bottleneck({ id, clearDatastore: false, ...where(1), ...options })];
 }
 
 const on = (datastore, port) => datastore === 'ioredis'
@@ -60,7 +64,7 @@ async function both(limiters, f) {
 
 for (const [name, where] of targets) {
   test(`bottleneck on ${name}: maxConcurrent holds across two limiters`, { timeout: 60000 }, async () => {
-    await both(pair(where, { maxConcurrent: 2 }), async (a, b) => {
+    await both(await pair(where, { maxConcurrent: 2 }), async (a, b) => {
       let running = 0;
       let peak = 0;
       let done = 0;
@@ -82,7 +86,7 @@ for (const [name, where] of targets) {
   });
 
   test(`bottleneck on ${name}: a reservoir is shared and refilled for both`, { timeout: 60000 }, async () => {
-    await both(pair(where, { reservoir: 5 }), async (a, b) => {
+    await both(await pair(where, { reservoir: 5 }), async (a, b) => {
       let ran = 0;
       const job = async () => { ran++; };
       const jobs = [];
