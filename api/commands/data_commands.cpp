@@ -51,13 +51,7 @@ void data_request(CommandContext& s, Args& a, DataCmd c) {
   if (data_cmd_info(c).pairs_broken(a.size())) {
     return s.local().error(err::wrong_arity(data_cmd_info(c).name));
   }
-  Request r;
-  r.verb = Verb::kData;
-  r.data = c;
-  r.resp3 = s.proto() >= 3;
-  r.key = data_route_key(c, a);
-  r.args = &a;
-  r.spec.sync = data_sync(s, r.key);
+  Request r = make_data_request(s, a, c);
   if (c == DataCmd::kEval) {  // (its calls are checked against its user's rights)
     const AclUser* u = s.acl().user();
     if (u && !u->unrestricted()) r.user = u;
