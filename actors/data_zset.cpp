@@ -744,11 +744,21 @@ void Shard::zset_range_store(ShardOp& op, int64_t now_ns) {
 // holds anything, [key, element] or [key, member, score]; a null array when none does (the
 // connection then waits and tries again). A key of another type is -WRONGTYPE when reached.
 void Shard::block_pop(ShardOp& op, int64_t now_ns) {
-  const auto& a = *op.args;
-  DataReply& r = *op.reply;
   const bool zset = op.data == DataCmd::kBZPopMin || op.data == DataCmd::kBZPopMax;
   const bool low = op.data == DataCmd::kBLPop || op.data == DataCmd::kBZPopMin;
-  for (size_t j = 1; j + 1 < a.size(); ++j) {
+  pop_first(op, 1, op.args->size() - 1, zset, low, 1, false, now_ns);
+}
+
+// Pops up to `count` from the first of keys [first, end) that holds anything (a sorted set
+// with `zset`, else a list; from its low end with `low`): [key, [elements or (member,
+// score) pairs]] when `nested` (ZMPOP, LMPOP), else [key, element] or [key, member, score]
+// (one pop: BLPOP, BZPOPMIN); a null array when none holds anything. A key of another type is
+// -WRONGTYPE when reached.
+void Shard::pop_first(ShardOp& op, size_t first, size_t end, bool zset, bool low, int64_t count,
+                      bool nested, int64_t now_ns) {
+  const auto& a = *op.args;
+  DataReply& r = *op.reply;
+  for (size_t j = first; j < end; ++j) {
     const std::string_view key = a[j];
     Shard& s = *holder_of(key);
     const uint64_t h = KeyTable::hash(key);
@@ -758,29 +768,36 @@ void Shard::block_pop(ShardOp& op, int64_t now_ns) {
       op.status = OpStatus::kWrongType;
       return;
     }
-    bool empty;
-    if (zset) {
-      ZSetValue& z = *e->state<ZSetValue*>();
-      const Member m = low ? *z.by_score.begin() : *z.by_score.rbegin();
-      r.array(3);
-      r.bulk(key);
-      r.bulk(m.second);
-      r.dbl(m.first);
-      z.erase(m.second);
-      empty = z.size() == 0;
-    } else {
-      auto& items = e->state<ListValue*>()->items;
+    const int64_t size = zset ? static_cast<int64_t>(e->state<ZSetValue*>()->size())
+                              : static_cast<int64_t>(e->state<ListValue*>()->items.size());
+    const int64_t n = std::min(count, size);
+    if (nested) {
       r.array(2);
       r.bulk(key);
-      r.bulk(low ? items.front() : items.back());
-      if (low) {
-        items.pop_front();
-      } else {
-        items.pop_back();
-      }
-      empty = items.empty();
+      r.array(n);
+    } else {
+      r.array(zset ? 3 : 2);
+      r.bulk(key);
     }
-    s.settle(e, key, h, empty);
+    for (int64_t k = 0; k < n; ++k) {
+      if (zset) {
+        ZSetValue& z = *e->state<ZSetValue*>();
+        const Member m = low ? *z.by_score.begin() : *z.by_score.rbegin();
+        if (nested) r.array(2);
+        r.bulk(m.second);
+        r.dbl(m.first);
+        z.erase(m.second);
+      } else {
+        auto& items = e->state<ListValue*>()->items;
+        r.bulk(low ? items.front() : items.back());
+        if (low) {
+          items.pop_front();
+        } else {
+          items.pop_back();
+        }
+      }
+    }
+    s.settle(e, key, h, n == size);
     return;
   }
   r.null_array();
@@ -816,49 +833,7 @@ void Shard::multi_pop(ShardOp& op, int64_t now_ns) {
     }
   }
   if (count == -1) count = 1;
-  for (size_t j = at + 1; j < where; ++j) {
-    const std::string_view key = a[j];
-    Shard& s = *holder_of(key);
-    const uint64_t h = KeyTable::hash(key);
-    Entry* e = s.lookup(key, h, now_ns);
-    if (!e) continue;
-    if (e->kind != (zset ? Kind::kZSet : Kind::kList)) {
-      op.status = OpStatus::kWrongType;
-      return;
-    }
-    r.array(2);
-    r.bulk(key);
-    bool empty = false;
-    if (zset) {
-      ZSetValue& z = *e->state<ZSetValue*>();
-      const int64_t n = std::min<int64_t>(count, static_cast<int64_t>(z.size()));
-      r.array(n);
-      for (int64_t k = 0; k < n; ++k) {
-        const Member m = low ? *z.by_score.begin() : *z.by_score.rbegin();
-        r.array(2);
-        r.bulk(m.second);
-        r.dbl(m.first);
-        z.erase(m.second);
-      }
-      empty = z.size() == 0;
-    } else {
-      auto& items = e->state<ListValue*>()->items;
-      const int64_t n = std::min<int64_t>(count, static_cast<int64_t>(items.size()));
-      r.array(n);
-      for (int64_t k = 0; k < n; ++k) {
-        r.bulk(low ? items.front() : items.back());
-        if (low) {
-          items.pop_front();
-        } else {
-          items.pop_back();
-        }
-      }
-      empty = items.empty();
-    }
-    s.settle(e, key, h, empty);
-    return;
-  }
-  r.null_array();
+  pop_first(op, at + 1, where, zset, low, count, true, now_ns);
 }
 
 }  // namespace fg

@@ -206,6 +206,8 @@ class Shard {
   void zset_range_store(ShardOp& op, int64_t now_ns);
   void multi_pop(ShardOp& op, int64_t now_ns);  // ZMPOP LMPOP BZMPOP BLMPOP (data_zset.cpp)
   void block_pop(ShardOp& op, int64_t now_ns);  // BLPOP BRPOP BZPOPMIN BZPOPMAX (data_zset.cpp)
+  void pop_first(ShardOp& op, size_t first, size_t end, bool zset, bool low, int64_t count,
+                 bool nested, int64_t now_ns);
   void store_zset(ShardOp& op, std::string_view dst, ZSetValue&& z, int64_t now_ns);
   // A store's destination (SINTERSTORE, ZUNIONSTORE, ...): whatever it held goes, its TTL too;
   // an `empty` result deletes it and answers 0 (null). Else a fresh entry of `kind` for the
