@@ -179,19 +179,23 @@ enum class DataCmd : uint8_t {
   kBZPopMin,
   kBZPopMax,
   kBZMPop,
+  // keys
+  kRandomKey,
 };
-constexpr uint8_t kLastDataCmd = static_cast<uint8_t>(DataCmd::kBZMPop);
+constexpr uint8_t kLastDataCmd = static_cast<uint8_t>(DataCmd::kRandomKey);
 
 // How a command with several keys is answered when its keys are split over shards: each
 // part runs the command on one key (with its value, for MSET), and the parts' replies add
 // up (DEL, UNLINK, EXISTS), line up (MGET), or agree (MSET: OK).
 // KEYS and SCAN run on every shard (their parts' keys line up; SCAN's under cursor 0),
 // unless their pattern lies in one slot: then on that slot's shard, on its owner. FLUSHALL
-// and FLUSHDB run on every shard (each part answers OK).
+// and FLUSHDB run on every shard (each part answers OK). RANDOMKEY asks every shard for one of
+// its keys (kPick): each part answers how many keys it holds, a random draw and a key (or
+// null), and one part's key is the reply, chosen in proportion to the parts' sizes.
 // kTogether: not split at all. One op reads and writes all its keys (SINTERSTORE, RENAME,
 // LMOVE): it runs on its first key's shard with the shards of its other keys held in the
 // same step (standalone; in a cluster its keys share a slot, hence a shard).
-enum class Merge : uint8_t { kNone, kSum, kConcat, kOk, kScan, kTogether };
+enum class Merge : uint8_t { kNone, kSum, kConcat, kOk, kScan, kTogether, kPick };
 
 struct DataCmdInfo {
   const char* name;          // lower case, as errors quote it (its registry row's name)
@@ -355,6 +359,7 @@ inline const DataCmdInfo& data_cmd_info(DataCmd c) {
       {"bzpopmin", 1, Merge::kTogether, false, true, 0, 0, 0, 1},
       {"bzpopmax", 1, Merge::kTogether, false, true, 0, 0, 0, 1},
       {"bzmpop", 1, Merge::kTogether, false, true, 0, 2},
+      {"randomkey", 1, Merge::kPick, true, false},
   };
   static_assert(std::size(kInfo) == kLastDataCmd + 1);
   return kInfo[static_cast<uint8_t>(c)];

@@ -270,6 +270,8 @@ void Shard::data(ShardOp& op, int64_t now_ns) {
     case DataCmd::kKeys:
     case DataCmd::kScan:
       return data_scan(op, now_ns);
+    case DataCmd::kRandomKey:
+      return data_random_key(op, now_ns);
     case DataCmd::kHGet:
     case DataCmd::kHSet:
     case DataCmd::kHSetNx:
@@ -386,6 +388,23 @@ void Shard::data_scan(ShardOp& op, int64_t now_ns) {
   }
   r.array(static_cast<int64_t>(hits.size()));
   for (Entry* e : hits) r.bulk(e->key());
+}
+
+// RANDOMKEY's part on this shard (Merge::kPick): how many keys it holds, a draw, and one live
+// key it serves, picked at random; as Redis, a few tries past expired keys (and, here, a
+// replica's copies) before answering none.
+void Shard::data_random_key(ShardOp& op, int64_t now_ns) {
+  DataReply& r = *op.reply;
+  r.array(3);
+  r.integer(static_cast<int64_t>(std::max<size_t>(table_.size(), 1)));
+  r.integer(static_cast<int64_t>(next_random() >> 1));
+  for (int tries = 0; tries < 100; ++tries) {
+    Entry* e = table_.random_entry([this] { return next_random(); });
+    if (!e) break;
+    if (idle(e, now_ns) || !owns(key_slot(e->key()))) continue;
+    return r.bulk(e->key());
+  }
+  r.null();
 }
 
 // GET, GETDEL, and one key of MGET or MSET (the core splits them by key).

@@ -74,4 +74,23 @@ struct DataReply {
   bool is_error() const { return !items.empty() && items[0].type == ReplyItem::Type::kError; }
 };
 
+// RANDOMKEY's parts, one per shard (Merge::kPick): each is [keys held, a random draw, a key
+// or null]. The key one of them holds, chosen in proportion to how many keys each holds (the
+// first part's draw decides), or null when none holds any.
+inline const ReplyItem* pick_part(const std::vector<const DataReply*>& parts) {
+  uint64_t total = 0;
+  for (const DataReply* p : parts)
+    if (p->items.size() == 4 && p->items[3].type == ReplyItem::Type::kBulk)
+      total += static_cast<uint64_t>(p->items[1].n);
+  if (total == 0) return nullptr;
+  uint64_t at = static_cast<uint64_t>(parts[0]->items[2].n) % total;
+  for (const DataReply* p : parts) {
+    if (p->items.size() != 4 || p->items[3].type != ReplyItem::Type::kBulk) continue;
+    const auto w = static_cast<uint64_t>(p->items[1].n);
+    if (at < w) return &p->items[3];
+    at -= w;
+  }
+  return nullptr;
+}
+
 }  // namespace fg

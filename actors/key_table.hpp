@@ -109,6 +109,23 @@ class KeyTable {
       if (s) fn(entry_of(s));
   }
 
+  // A random entry, or null when empty (RANDOMKEY): up to 64 slots drawn with `draw()`, then
+  // the first entry after the last of them. The table is at least 1/8 full once past its
+  // smallest size, so the draws nearly always land; the walk only serves near-empty tables.
+  template <class Draw>
+  Entry* random_entry(Draw&& draw) const {
+    if (size_ == 0) return nullptr;
+    const size_t n = slots_.size();
+    size_t i = 0;
+    for (int k = 0; k < 64; ++k) {
+      i = draw() & (n - 1);
+      if (slots_[i]) return entry_of(slots_[i]);
+    }
+    for (size_t k = 0; k < n; ++k, i = (i + 1) & (n - 1))
+      if (slots_[i]) return entry_of(slots_[i]);
+    return nullptr;
+  }
+
   size_t size() const { return size_; }
   size_t capacity() const { return slots_.size(); }
   size_t bytes() const { return bytes_ + slots_.size() * sizeof(uintptr_t); }

@@ -180,6 +180,7 @@ class Shard {
   void data_expire(ShardOp& op, int64_t now_ns);
   void data_keys(ShardOp& op, int64_t now_ns);
   void data_scan(ShardOp& op, int64_t now_ns);  // KEYS, SCAN
+  void data_random_key(ShardOp& op, int64_t now_ns);  // RANDOMKEY: one shard's pick
   void data_hash(ShardOp& op, int64_t now_ns);
   void hash_scan(ShardOp& op, int64_t now_ns);  // HSCAN (data_ops.cpp)
   // HSCAN, SSCAN, ZSCAN key cursor [MATCH pattern] [COUNT n], up to the key's elements: the

@@ -396,6 +396,23 @@ Pending RequestCore::serve_data(const Request& r, const Door& d, Flight& f, uint
 void RequestCore::merge_data(const Pending& p, Flight& f, Outcome& out) {
   const ShardOp& first = f.batch->ops[p.index];
   DataReply& merged = f.replies.next();
+  if (data_cmd_info(first.data).merge == Merge::kPick) {  // RANDOMKEY: one part's key
+    std::vector<const DataReply*> parts;
+    for (uint32_t k = 0; k < p.parts; ++k) {
+      ShardOp& op = f.batch->ops[p.index + k];
+      from_op(op, out);
+      if (!out.ok()) return;
+      parts.push_back(op.reply);
+    }
+    const ReplyItem* key = pick_part(parts);
+    if (key) {
+      merged.bulk(key->s);
+    } else {
+      merged.null();
+    }
+    out.reply = &merged;
+    return;
+  }
   int64_t sum = 0;
   std::vector<ReplyItem*> items;  // (moved into the merged reply: a KEYS part may be big)
   for (uint32_t k = 0; k < p.parts; ++k) {
@@ -427,6 +444,7 @@ void RequestCore::merge_data(const Pending& p, Flight& f, Outcome& out) {
     case Merge::kOk:
     case Merge::kNone:
     case Merge::kTogether:  // (never split: one part)
+    case Merge::kPick:      // (above)
       merged.ok();
       break;
   }
@@ -553,7 +571,7 @@ void RequestCore::finish(const Pending& p, Flight& f, const Door& d, Outcome& ou
       break;
     }
     case Pending::At::kData:
-      if (p.parts == 1) {
+      if (p.parts == 1 && data_cmd_info(f.batch->ops[p.index].data).merge != Merge::kPick) {
         from_op(f.batch->ops[p.index], out);
       } else {
         merge_data(p, f, out);

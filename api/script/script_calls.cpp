@@ -69,6 +69,18 @@ void call_command(Run& r) {
     return out.error(err::kScriptReadOnly);
   }
   const Step& step = *r.step;
+  if (info.merge == Merge::kPick) {  // RANDOMKEY: one of the keys the script's shards serve
+    std::vector<DataReply> parts;
+    std::vector<const DataReply*> picks;
+    parts.reserve(64);
+    for (uint64_t m = step.mask; m; m &= m - 1) {
+      DataReply& part = parts.emplace_back();
+      run_part(r, *step.shards[__builtin_ctzll(m)], c, {}, 0, r.words, part, true);
+      picks.push_back(&part);
+    }
+    const ReplyItem* key = picks.empty() ? nullptr : pick_part(picks);
+    return key ? out.bulk(key->s) : out.null();
+  }
   if (info.every_shard) {  // KEYS: every shard the script holds
     size_t found = 0;
     std::vector<ReplyItem> keys;

@@ -2,6 +2,8 @@
 // errors worded as Redis words them, auth, RESP3.
 #include <gtest/gtest.h>
 
+#include <set>
+
 #include "test_node.hpp"
 
 namespace fg {
@@ -224,6 +226,32 @@ TEST_F(SessionTest, DbsizeInAPipelineSeesTheCommandsBeforeIt) {
   in += "*1\r\n$6\r\nDBSIZE\r\n";
   const std::string out = raw(in);
   EXPECT_EQ(out.substr(out.size() - 5), ":20\r\n");
+}
+
+// RANDOMKEY asks every shard (three here) and answers one live key, every key in turn over
+// enough draws, never an expired one; null when there are none, as redis-server.
+TEST_F(SessionTest, RandomKeyAnswersEveryLiveKeyAndNeverAnExpiredOne) {
+  EXPECT_EQ(cmd({"RANDOMKEY"}), "$-1\r\n");
+  std::set<std::string> keys;
+  for (int i = 0; i < 12; ++i) {
+    const std::string k = "k" + std::to_string(i);
+    keys.insert(k);
+    ASSERT_EQ(cmd({"SET", k, "v"}), "+OK\r\n");
+  }
+  ASSERT_EQ(cmd({"SET", "gone", "v", "PX", "100"}), "+OK\r\n");
+  clock_.advance_ms(200);
+  std::set<std::string> seen;
+  for (int i = 0; i < 600 && seen.size() < keys.size(); ++i) {
+    const std::string r = cmd({"RANDOMKEY"});
+    ASSERT_EQ(r.substr(0, 1), "$") << r;
+    const std::string key = r.substr(r.find("\r\n") + 2, r.size() - r.find("\r\n") - 4);
+    ASSERT_TRUE(keys.count(key)) << r;
+    seen.insert(key);
+  }
+  EXPECT_EQ(seen, keys);
+  EXPECT_EQ(cmd({"RANDOMKEY", "x"}), "-ERR wrong number of arguments for 'randomkey' command\r\n");
+  EXPECT_EQ(cmd({"FLUSHALL"}), "+OK\r\n");
+  EXPECT_EQ(cmd({"RANDOMKEY"}), "$-1\r\n");
 }
 
 // A socket's read handler holds an IoBatcher::Turn: what joins meanwhile is sent when the

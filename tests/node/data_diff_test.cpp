@@ -1040,6 +1040,7 @@ TEST(ScriptDiff, ScriptsAnswerAsRedisServerDoes) {
       "redis.call('PEXPIRE', KEYS[1], ARGV[2]) return 1";
   const std::vector<std::vector<std::string>> cmds = {
       {"EVAL", "return 1", "0"},
+      {"EVAL", "return redis.call('randomkey')", "0"},  // (none yet: nil)
       {"EVAL", "return {1, 'a', false, {ok='x'}, 3.9, true, nil, 4}", "0"},
       {"EVAL", "return {err='bad thing'}", "0"},
       {"EVAL", "return redis.error_reply('My Error')", "0"},
@@ -1053,6 +1054,8 @@ TEST(ScriptDiff, ScriptsAnswerAsRedisServerDoes) {
       {"EVAL", incr_expire, "1", "s:hits", "60"},
       {"EVAL", incr_expire, "1", "s:hits", "60"},
       {"TTL", "s:hits"},
+      {"EVAL", "return redis.call('exists', redis.call('randomkey'))", "0"},
+      {"RANDOMKEY"},  // (one key so far)
       {"EVAL", bucket, "1", "s:bucket", "5", "0.5", "1000"},
       {"EVAL", bucket, "1", "s:bucket", "5", "0.5", "1000"},
       {"EVAL", bucket, "1", "s:bucket", "5", "0.5", "1003"},
