@@ -580,7 +580,7 @@ void AclSession::start(const AclBook* book) {
   book_ = book;
   version_ = book->version();
   auto u = book->find("default");
-  if (u && u->enabled() && u->nopass()) user_ = std::move(u);
+  user_ = u && u->enabled() && u->nopass() ? std::move(u) : nullptr;
 }
 
 bool AclSession::refresh() {

@@ -234,7 +234,8 @@ class AclBook {
 // book changes. The doors keep one each.
 class AclSession {
  public:
-  // A new connection is the default user when that user needs no password.
+  // A new (or RESET) connection is the default user when that user needs no password, else
+  // no one until it authenticates.
   void start(const AclBook* book);
   // After a reload or ACL SETUSER/DELUSER: the same user's new rules; false when the user
   // is gone or disabled (the connection is closed, as Redis does).

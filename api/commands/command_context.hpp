@@ -45,6 +45,9 @@ class CommandContext {
   virtual void discard() = 0;
   virtual void watch(std::vector<std::string_view>& keys) = 0;  // WATCH key [key ...]
   virtual void unwatch() = 0;
+  // RESET: the connection as a new one finds it (Redis's clearClientConnectionState): no
+  // transaction, watches or subscriptions, RESP2, the default user, no name, replies on.
+  virtual void reset() = 0;
 
   RespWriter local() { return RespWriter(local_, proto_); }  // an immediate reply
   Services& svc() { return svc_; }
@@ -83,7 +86,11 @@ class CommandContext {
   void request_close() { close_ = true; }
   // CLIENT REPLY ON | OFF | SKIP: whether replies are sent (SKIP: not the next command's).
   enum class ReplyMode : uint8_t { kOn, kOff, kSkipNext };
-  void set_reply_mode(ReplyMode m) { reply_mode_ = m; }
+  // (ON, and RESET, are answered even when replies were off: Redis clears its flags first)
+  void set_reply_mode(ReplyMode m) {
+    reply_mode_ = m;
+    replies_turned_on_ = m == ReplyMode::kOn;
+  }
   ReplyMode reply_mode() const { return reply_mode_; }
   // The client asked for the cluster's topology: from now on it is told -MOVED.
   void set_cluster_aware() { cluster_aware_ = true; }
@@ -104,6 +111,7 @@ class CommandContext {
   bool close_ = false;
   bool cluster_aware_ = false;
   ReplyMode reply_mode_ = ReplyMode::kOn;
+  bool replies_turned_on_ = false;  // by the command running now
   Subscriptions subs_;
 };
 

@@ -617,6 +617,8 @@ std::vector<CommandSpec> make_rows() {
        "Authenticates the connection", "[username] password"},
       {"quit", -1, kNoAuth | kBarrier | kF | kNotQueued | kSubscribeMode, "connection", kNoKeys,
        cmd_quit, "connection", "1.0.0", "Closes the connection", ""},
+      {"reset", 1, kNoAuth | kBarrier | kF | kNotQueued | kSubscribeMode, "connection", kNoKeys,
+       cmd_reset, "connection", "6.2.0", "Resets the connection", ""},
       {"select", 2, kF, "connection", kNoKeys, cmd_select, "connection", "1.0.0",
        "Selects the database (only 0 exists)", "index"},
       {"client", -2, 0, "", kNoKeys, cmd_client, "connection", "2.4.0",

@@ -121,6 +121,8 @@ void cmd_quit(CommandContext& s, Args& a) {
   s.request_close();
 }
 
+void cmd_reset(CommandContext& s, Args& a) { s.reset(); }
+
 void cmd_select(CommandContext& s, Args& a) {
   int64_t db;
   if (!parse_int(a[1], db)) {

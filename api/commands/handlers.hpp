@@ -28,6 +28,7 @@ void cmd_echo(CommandContext& s, Args& a);
 void cmd_hello(CommandContext& s, Args& a);
 void cmd_auth(CommandContext& s, Args& a);
 void cmd_quit(CommandContext& s, Args& a);
+void cmd_reset(CommandContext& s, Args& a);
 void cmd_select(CommandContext& s, Args& a);
 void cmd_client(CommandContext& s, Args& a);
 

@@ -346,15 +346,17 @@ ProcessResult RespSession::process(const char* data, size_t len, Flight& flight)
       continue;
     }
     // CLIENT REPLY OFF, or SKIP before it: this command's replies are not sent.
-    const bool silent =
+    bool silent =
         (reply_mode_ == ReplyMode::kOff || skip_this_) && !(spec && (spec->flags & kPushes));
     skip_this_ = false;
+    replies_turned_on_ = false;
     const size_t first_slot = slots_.size();
     if (!refused(spec)) {
       client_->last_cmd.store(spec->name, std::memory_order_relaxed);
       run_command(*spec, *this, args_);
     }
     if (!requested_) end_local_slot(start);
+    if (replies_turned_on_) silent = false;
     if (silent) {
       for (size_t k = first_slot; k < slots_.size(); ++k) slots_[k].silent = true;
     }
@@ -475,6 +477,20 @@ Request RespSession::watch_op(DataCmd c, std::vector<std::string> words) {
 void RespSession::unwatch() {
   release_watches();
   local().ok();
+}
+
+void RespSession::reset() {
+  in_multi_ = multi_dirty_ = false;
+  queued_.clear();
+  queued_bytes_ = 0;
+  release_watches();
+  subs_.clear();  // (no unsubscribe pushes: Redis sends none either)
+  set_proto(2);
+  acl_.start(svc_.acl);
+  svc_.clients->set_user(*client_, acl_.name());
+  svc_.clients->set_name(*client_, {});
+  set_reply_mode(ReplyMode::kOn);
+  local().simple("RESET");
 }
 
 void RespSession::request_as(Request& r, Slot::Type type) {

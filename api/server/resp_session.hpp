@@ -73,6 +73,7 @@ class RespSession final : public CommandContext {
   void discard() override;
   void watch(std::vector<std::string_view>& keys) override;
   void unwatch() override;
+  void reset() override;
 
  private:
   // One command's place among this read's replies.

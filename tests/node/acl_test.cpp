@@ -28,17 +28,6 @@ const char kUsers[] =
     "user asleep off >zpw ~* +@all\n"
     "user two on >one >two ~s:* +@string +@keyspace -del +@transaction +@scripting\n";
 
-std::string ask(Client& c, const std::vector<std::string>& words) {
-  if (!c.send(encode(words))) return "(send failed)";
-  return read_value(c);
-}
-
-std::string printable(const std::vector<std::string>& words) {
-  std::string out;
-  for (const auto& w : words) out += (out.empty() ? "" : " ") + w;
-  return out;
-}
-
 TEST(AclDiff, UsersRightsAnswerAsRedisServerDoes) {
   const std::string file = temp_file("users.acl", kUsers);
   RedisServer redis({"--aclfile", file});

@@ -17,28 +17,6 @@
 namespace fg::testing {
 namespace {
 
-struct Step {
-  int who;                         // which connection
-  std::vector<std::string> words;  // sent first (none: only read)
-  int replies;                     // values then read from it
-  int pause_ms = 0;                // after sending: time for a waiting client to settle
-  bool compare = true;
-};
-
-std::vector<std::string> converse(std::vector<std::unique_ptr<Client>>& conns,
-                                  const std::vector<Step>& steps) {
-  std::vector<std::string> out;
-  for (const Step& s : steps) {
-    Client& c = *conns[static_cast<size_t>(s.who)];
-    if (!s.words.empty()) c.send(encode(s.words));
-    if (s.pause_ms > 0) std::this_thread::sleep_for(std::chrono::milliseconds(s.pause_ms));
-    std::string got;
-    for (int i = 0; i < s.replies; ++i) got += read_value(c);
-    out.push_back(s.compare ? got : "");
-  }
-  return out;
-}
-
 TEST(BlockingDiff, WaitingClientsAnswerAsRedisServerDoes) {
   RedisServer redis;
   NodeProcess node({"--shards", "4"});

@@ -778,10 +778,6 @@ std::vector<std::string> keys_owned_by(TestCluster& cl, int port, const std::str
   return out;
 }
 
-std::string ask(Client& c, const std::vector<std::string>& words) {
-  if (!c.send(resp(words))) return "";
-  return read_replies(c, 1);
-}
 
 int64_t remaining_of(const std::string& reply) {  // FG.PEEK's third integer
   size_t pos = 0;

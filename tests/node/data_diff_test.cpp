@@ -772,18 +772,6 @@ bool same_exec(const std::vector<std::string>& queued, const std::string& fg,
   return a == fg.size() && b == redis.size();
 }
 
-std::string printable(const std::vector<std::string>& words) {
-  std::string s;
-  for (const auto& w : words) {
-    s += "'" + w.substr(0, 64) + (w.size() > 64 ? "...' " : "' ");
-  }
-  return s;
-}
-
-std::string ask(Client& c, const std::vector<std::string>& words) {
-  return c.send(encode(words)) ? read_value(c) : "";
-}
-
 void run_seed(uint64_t seed, int commands, Client& fg, Client& redis) {
   Generator gen(seed, "diff:" + std::to_string(seed) + ":");
   std::vector<std::string> queued, executed;  // the transaction's commands, upper case

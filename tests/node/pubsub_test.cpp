@@ -17,33 +17,6 @@
 namespace fg::testing {
 namespace {
 
-struct Step {
-  int who;                         // which connection
-  std::vector<std::string> words;  // sent first (none: only read)
-  int replies;                     // values then read from it
-  bool compare = true;             // false: what differs by design (HELLO's server fields)
-};
-
-// Runs `steps` on `conns` and returns every value read, step by step.
-std::vector<std::string> converse(std::vector<std::unique_ptr<Client>>& conns,
-                                  const std::vector<Step>& steps) {
-  std::vector<std::string> out;
-  for (const Step& s : steps) {
-    Client& c = *conns[static_cast<size_t>(s.who)];
-    if (!s.words.empty()) c.send(encode(s.words));
-    std::string got;
-    for (int i = 0; i < s.replies; ++i) got += read_value(c);
-    out.push_back(s.compare ? got : "");
-  }
-  return out;
-}
-
-std::string printable(const std::vector<std::string>& words) {
-  std::string s;
-  for (const auto& w : words) s += w + " ";
-  return s;
-}
-
 TEST(PubSubDiff, AConversationAnswersAsRedisServerDoes) {
   RedisServer redis;
   NodeProcess node({"--shards", "2"});
@@ -52,7 +25,7 @@ TEST(PubSubDiff, AConversationAnswersAsRedisServerDoes) {
   const std::vector<Step> steps = {
       // 0: a RESP2 subscriber, 1: a RESP3 one, 2: a publisher, 3: a user held to news*.
       {0, {"SUBSCRIBE", "news", "sport"}, 2},
-      {1, {"HELLO", "3"}, 1, false},
+      {1, {"HELLO", "3"}, 1, 0, false},
       {1, {"SUBSCRIBE", "news"}, 1},
       {1, {"PSUBSCRIBE", "n*"}, 1},
       {1, {"PSUBSCRIBE", "n*"}, 1},  // (again: the count stays)
@@ -120,6 +93,70 @@ TEST(PubSubDiff, AConversationAnswersAsRedisServerDoes) {
   };
   std::vector<std::unique_ptr<Client>> fg, rc;
   for (int i = 0; i < 4; ++i) {
+    fg.push_back(std::make_unique<Client>(node.port()));
+    rc.push_back(std::make_unique<Client>(redis.port()));
+  }
+  ASSERT_TRUE(rc[0]->connected()) << "redis-server did not start";
+  const auto a = converse(fg, steps);
+  const auto b = converse(rc, steps);
+  for (size_t i = 0; i < steps.size(); ++i) {
+    EXPECT_EQ(a[i], b[i]) << "step " << i << ": " << printable(steps[i].words);
+  }
+}
+
+// RESET leaves a connection as a new one: no transaction, watches, subscriptions or name,
+// RESP2, the default user, replies on; allowed inside MULTI and in subscribe mode, before
+// AUTH too. Compared with redis-server reply for reply.
+TEST(ConnectionDiff, ResetLeavesTheConnectionAsANewOneAsRedisServerDoes) {
+  RedisServer redis;
+  NodeProcess node({"--shards", "2"});
+  ASSERT_TRUE(node.alive());
+  const std::vector<Step> steps = {
+      // 0 resets itself again and again; 1 writes and publishes.
+      {0, {"CLIENT", "SETNAME", "app"}, 1},
+      {0, {"CLIENT", "REPLY", "OFF"}, 0},
+      {0, {"SET", "a", "1"}, 0},
+      {0, {"RESET"}, 1},  // (answered: replies are on again)
+      {0, {"CLIENT", "GETNAME"}, 1},
+      {0, {"HELLO", "3"}, 1, 0, false},
+      {0, {"HSET", "h", "f", "v"}, 1},
+      {0, {"MULTI"}, 1},
+      {0, {"SET", "a", "2"}, 1},
+      {0, {"RESET"}, 1},
+      {0, {"EXEC"}, 1},
+      {0, {"GET", "a"}, 1},
+      {0, {"HGETALL", "h"}, 1},  // (RESP2 again: an array, not a map)
+      {0, {"WATCH", "a"}, 1},
+      {0, {"RESET"}, 1},
+      {1, {"SET", "a", "3"}, 1},
+      {0, {"MULTI"}, 1},
+      {0, {"GET", "a"}, 1},
+      {0, {"EXEC"}, 1},  // (nothing watched any more: it runs)
+      {0, {"SUBSCRIBE", "ch"}, 1},
+      {0, {"PSUBSCRIBE", "c*"}, 1},
+      {0, {"GET", "a"}, 1},  // (subscribe mode: refused)
+      {0, {"RESET"}, 1},
+      {1, {"PUBLISH", "ch", "x"}, 1},  // (nobody hears it)
+      {0, {"PING"}, 1},
+      {0, {"HELLO", "3"}, 1, 0, false},
+      {0, {"SUBSCRIBE", "ch"}, 1},
+      {0, {"RESET"}, 1},
+      {1, {"PUBLISH", "ch", "y"}, 1},
+      {0, {"PING"}, 1},
+      {1, {"ACL", "SETUSER", "u", "on", ">pw", "~*", "&*", "+@all"}, 1},
+      {1, {"ACL", "SETUSER", "default", "resetpass", ">secret"}, 1},
+      {0, {"AUTH", "u", "pw"}, 1},
+      {0, {"ACL", "WHOAMI"}, 1},
+      {0, {"RESET"}, 1},  // (back to the default user, who now needs a password)
+      {0, {"ACL", "WHOAMI"}, 1},
+      {0, {"AUTH", "secret"}, 1},
+      {0, {"ACL", "WHOAMI"}, 1},
+      {0, {"CLIENT", "REPLY", "OFF"}, 0},
+      {0, {"CLIENT", "REPLY", "ON"}, 1},  // (answered, as Redis answers it)
+      {0, {"RESET", "now"}, 1},
+  };
+  std::vector<std::unique_ptr<Client>> fg, rc;
+  for (int i = 0; i < 2; ++i) {
     fg.push_back(std::make_unique<Client>(node.port()));
     rc.push_back(std::make_unique<Client>(redis.port()));
   }

@@ -5,6 +5,8 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <chrono>
+#include <memory>
 #include <string>
 #include <thread>
 #include <vector>
@@ -36,6 +38,43 @@ inline std::string encode(const std::vector<std::string>& words) {
   std::string in = "*" + std::to_string(words.size()) + "\r\n";
   for (auto& w : words) in += "$" + std::to_string(w.size()) + "\r\n" + w + "\r\n";
   return in;
+}
+
+// One command and its reply ("" when the connection is gone).
+inline std::string ask(Client& c, const std::vector<std::string>& words) {
+  return c.send(encode(words)) ? read_value(c) : "";
+}
+
+// A command's words for a failure message: quoted, each cut at 64 bytes.
+inline std::string printable(const std::vector<std::string>& words) {
+  std::string s;
+  for (const auto& w : words) s += "'" + w.substr(0, 64) + (w.size() > 64 ? "...' " : "' ");
+  return s;
+}
+
+// One step of a conversation over several connections, run alike against redis-server and a
+// node (converse), so every value read can be compared.
+struct Step {
+  int who;                         // which connection
+  std::vector<std::string> words;  // sent first (none: only read)
+  int replies;                     // values then read from it
+  int pause_ms = 0;                // after sending: time for a waiting client to settle
+  bool compare = true;             // false: what differs by design (HELLO's server fields)
+};
+
+// Runs `steps` on `conns` and returns every value read, step by step.
+inline std::vector<std::string> converse(std::vector<std::unique_ptr<Client>>& conns,
+                                         const std::vector<Step>& steps) {
+  std::vector<std::string> out;
+  for (const Step& s : steps) {
+    Client& c = *conns[static_cast<size_t>(s.who)];
+    if (!s.words.empty()) c.send(encode(s.words));
+    if (s.pause_ms > 0) std::this_thread::sleep_for(std::chrono::milliseconds(s.pause_ms));
+    std::string got;
+    for (int i = 0; i < s.replies; ++i) got += read_value(c);
+    out.push_back(s.compare ? got : "");
+  }
+  return out;
 }
 
 class RedisServer {

@@ -15,11 +15,6 @@
 namespace fg::testing {
 namespace {
 
-std::string ask(Client& c, const std::vector<std::string>& words) {
-  if (!c.send(encode(words))) return "(send failed)";
-  return read_value(c);
-}
-
 using script_world::kWorld;
 
 // Every way in that redis-server 7.0 refuses, refused here with the same reply; what it
