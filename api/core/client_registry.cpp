@@ -91,15 +91,31 @@ size_t ClientRegistry::count() const {
   return clients_.size();
 }
 
+namespace {
+
+// Redis's flag letters, in its order: P subscribed, x in MULTI, b blocked, e NO-EVICT; N none.
+std::string flags_of(const ClientInfo& c) {
+  std::string f;
+  if (c.sub.load() + c.psub.load() + c.ssub.load() > 0) f += 'P';
+  if (c.multi.load() >= 0) f += 'x';
+  if (c.block_ticket.load() != 0) f += 'b';
+  if (c.no_evict.load()) f += 'e';
+  return f.empty() ? "N" : f;
+}
+
+}  // namespace
+
 std::string ClientRegistry::describe_locked(const ClientInfo& c, int64_t now_ms) const {
   std::string s =
       "id=" + std::to_string(c.id) + " addr=" + c.addr + " laddr=" + c.laddr + " name=" + c.name +
       " age=" + std::to_string((now_ms - c.created_ms) / 1000) +
       " idle=" + std::to_string((steady_ns() / 1'000'000 - c.last_active_mono_ms.load()) / 1000) +
-      " flags=" + (c.no_evict.load() ? "e" : "N") +
-      " db=0 tot-mem=" + std::to_string(c.mem_bytes.load()) +
-      " resp=" + std::to_string(c.proto.load()) + " cmd=" + c.last_cmd.load() + " user=" + c.user +
-      " lib-name=" + c.lib_name + " lib-ver=" + c.lib_ver;
+      " flags=" + flags_of(c) + " db=0 sub=" + std::to_string(c.sub.load()) +
+      " psub=" + std::to_string(c.psub.load()) + " ssub=" + std::to_string(c.ssub.load()) +
+      " multi=" + std::to_string(c.multi.load()) +
+      " tot-mem=" + std::to_string(c.mem_bytes.load()) + " resp=" + std::to_string(c.proto.load()) +
+      " cmd=" + c.last_cmd.load() + " user=" + c.user + " lib-name=" + c.lib_name +
+      " lib-ver=" + c.lib_ver;
   for (char& ch : s)
     if (ch == '\r' || ch == '\n') ch = ' ';
   return s;

@@ -32,6 +32,9 @@ struct ClientInfo {
   // UNBLOCK asked of it (1: answer as timed out, 2: with -UNBLOCKED).
   std::atomic<uint64_t> block_ticket{0};
   std::atomic<uint8_t> unblock{0};
+  // What CLIENT LIST shows of its session (stored by its connection after each command):
+  // channels, patterns and shard channels it hears; commands queued in MULTI (-1: none).
+  std::atomic<int32_t> sub{0}, psub{0}, ssub{0}, multi{-1};
   // Set by its connection (ClientRegistry::set_wake, under the registry's mutex): asks it,
   // on its own thread, to look at `evict` now (a client that stopped sending would
   // otherwise hold its buffers until its watchdog's next second).

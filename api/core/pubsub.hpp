@@ -123,6 +123,8 @@ class Subscriptions {
   void clear();
 
   int64_t count() const { return static_cast<int64_t>(channels_[0].size() + patterns_.size()); }
+  int64_t channel_count() const { return static_cast<int64_t>(channels_[0].size()); }
+  int64_t pattern_count() const { return static_cast<int64_t>(patterns_.size()); }
   int64_t shard_count() const { return static_cast<int64_t>(channels_[1].size()); }
   bool active() const { return count() + shard_count() > 0; }
   // What the subscriptions hold, for maxmemory-clients.

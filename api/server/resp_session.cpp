@@ -343,6 +343,7 @@ ProcessResult RespSession::process(const char* data, size_t len, Flight& flight)
     requested_ = false;
     if (in_multi_ && queue(spec)) {
       end_local_slot(start);
+      show_state();
       continue;
     }
     // CLIENT REPLY OFF, or SKIP before it: this command's replies are not sent.
@@ -357,6 +358,7 @@ ProcessResult RespSession::process(const char* data, size_t len, Flight& flight)
     }
     if (!requested_) end_local_slot(start);
     if (replies_turned_on_) silent = false;
+    show_state();
     if (silent) {
       for (size_t k = first_slot; k < slots_.size(); ++k) slots_[k].silent = true;
     }
@@ -477,6 +479,15 @@ Request RespSession::watch_op(DataCmd c, std::vector<std::string> words) {
 void RespSession::unwatch() {
   release_watches();
   local().ok();
+}
+
+// What CLIENT LIST shows of this session, for whoever asks from another thread.
+void RespSession::show_state() {
+  client_->sub.store(static_cast<int32_t>(subs_.channel_count()), std::memory_order_relaxed);
+  client_->psub.store(static_cast<int32_t>(subs_.pattern_count()), std::memory_order_relaxed);
+  client_->ssub.store(static_cast<int32_t>(subs_.shard_count()), std::memory_order_relaxed);
+  client_->multi.store(in_multi_ ? static_cast<int32_t>(queued_.size()) : -1,
+                       std::memory_order_relaxed);
 }
 
 void RespSession::reset() {

@@ -76,6 +76,7 @@ class RespSession final : public CommandContext {
   void reset() override;
 
  private:
+  void show_state();  // CLIENT LIST's sub=, psub=, ssub=, multi=
   // One command's place among this read's replies.
   //  kWatch: WATCH's request; once back, its tokens are kept and the reply is +OK.
   //  kCheck: a watched key's check at EXEC (no reply of its own); kExec: EXEC's reply, an

@@ -7,6 +7,7 @@
 #include <algorithm>
 #include <chrono>
 #include <memory>
+#include <sstream>
 #include <string>
 #include <thread>
 #include <vector>
@@ -166,6 +167,48 @@ TEST(ConnectionDiff, ResetLeavesTheConnectionAsANewOneAsRedisServerDoes) {
   for (size_t i = 0; i < steps.size(); ++i) {
     EXPECT_EQ(a[i], b[i]) << "step " << i << ": " << printable(steps[i].words);
   }
+}
+
+// CLIENT LIST's sub=, psub=, ssub=, multi= and flags= of subscribed, transacting and blocked
+// connections, field for field as redis-server shows them.
+TEST(ConnectionDiff, ClientListShowsSubscriptionsTransactionsAndWaitsAsRedisServerDoes) {
+  RedisServer redis;
+  NodeProcess node({"--shards", "2"});
+  ASSERT_TRUE(node.alive());
+  const std::vector<Step> steps = {
+      {0, {"SUBSCRIBE", "a", "b"}, 2},  {0, {"PSUBSCRIBE", "x*"}, 1},
+      {1, {"SSUBSCRIBE", "s"}, 1},      {2, {"MULTI"}, 1},
+      {2, {"SET", "k", "1"}, 1},        {2, {"GET", "k"}, 1},
+      {3, {"BLPOP", "q", "5"}, 0, 100},
+  };
+  auto fields = [](const std::string& list) {  // per connection, in order: the fields compared
+    std::vector<std::string> out;
+    std::istringstream in(list);
+    std::string line;
+    while (std::getline(in, line)) {
+      if (line.rfind("id=", 0) != 0) continue;  // (the bulk string's header)
+      std::string got;
+      for (const char* f : {" flags=", " sub=", " psub=", " ssub=", " multi="}) {
+        const size_t at = line.find(f);
+        if (at == std::string::npos) return std::vector<std::string>{"no" + std::string(f)};
+        got += line.substr(at, line.find(' ', at + 1) - at);
+      }
+      out.push_back(got);
+    }
+    return out;
+  };
+  std::vector<std::vector<std::string>> seen;
+  for (int port : {node.port(), redis.port()}) {
+    std::vector<std::unique_ptr<Client>> conns;
+    for (int i = 0; i < 5; ++i) conns.push_back(std::make_unique<Client>(port));
+    ASSERT_TRUE(conns[4]->connected());
+    converse(conns, steps);
+    const std::string list = ask(*conns[4], {"CLIENT", "LIST"});
+    seen.push_back(fields(list));
+    ASSERT_EQ(seen.back().size(), 5u) << list;
+  }
+  EXPECT_EQ(seen[0], seen[1]);
+  EXPECT_EQ(seen[0][0], " flags=P sub=2 psub=1 ssub=0 multi=-1");
 }
 
 // A subscriber that stops reading is closed at client-output-buffer-limit's pubsub hard
