@@ -200,6 +200,21 @@ inline constexpr char kScriptNonLocalKey[] =
 inline constexpr char kScriptCrossSlot[] =
     "ERR Script attempted to access keys that do not hash to the same slot";
 inline constexpr char kScriptNoState[] = "ERR could not start a Lua state";
+inline constexpr char kShebangInvalid[] = "ERR Invalid script shebang";
+inline constexpr char kShebangNoEngine[] = "ERR Invalid engine in script shebang";
+inline constexpr char kScriptWriteFlagRo[] =
+    "ERR Can not execute a script with write flag using *_ro command.";
+inline constexpr char kScriptNoCluster[] =
+    "ERR Can not run script on cluster, 'no-cluster' flag is set.";
+inline std::string shebang_engine(std::string_view e) {
+  return "ERR Unexpected engine in script shebang: " + std::string(e);
+}
+inline std::string shebang_flag(std::string_view f) {
+  return "ERR Unexpected flag in script shebang: " + std::string(f);
+}
+inline std::string shebang_option(std::string_view o) {
+  return "ERR Unknown lua shebang option: " + std::string(o);
+}
 inline constexpr char kScriptFailure[] = "ERR execution failure";
 inline std::string script_compile_error(std::string_view why) {
   return "ERR Error compiling script (new function): " + std::string(why);

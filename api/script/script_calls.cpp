@@ -125,7 +125,7 @@ void call_command(Run& r) {
     if (r.cluster) {
       if (r.slot < 0) {
         r.slot = static_cast<int>(slot);
-      } else if (static_cast<uint32_t>(r.slot) != slot) {
+      } else if (static_cast<uint32_t>(r.slot) != slot && !r.allow_cross_slot) {
         return out.error(err::kScriptCrossSlot);
       }
     }

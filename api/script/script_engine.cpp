@@ -149,9 +149,52 @@ size_t ScriptEngine::scripts() const { return cache_.snapshot()->size(); }
 
 size_t ScriptEngine::cache_bytes() const { return cache_.snapshot()->bytes; }
 
+Result<ScriptFlags> parse_shebang(std::string_view body) {
+  ScriptFlags f;
+  if (body.substr(0, 2) != "#!") return f;
+  const size_t end = body.find('\n');
+  if (end == std::string_view::npos) return Error{err::kShebangInvalid};
+  f.compat = false;
+  f.length = end;
+  std::vector<std::string_view> parts;  // (the line's words, split at blanks as Redis does)
+  const std::string_view line = body.substr(0, end);
+  for (size_t i = 0; i < line.size();) {
+    while (i < line.size() && std::isspace(static_cast<unsigned char>(line[i]))) ++i;
+    const size_t start = i;
+    while (i < line.size() && !std::isspace(static_cast<unsigned char>(line[i]))) ++i;
+    if (i > start) parts.push_back(line.substr(start, i - start));
+  }
+  if (parts.empty()) return Error{err::kShebangNoEngine};
+  if (parts[0] != "#!lua") return Error{err::shebang_engine(parts[0])};
+  for (size_t j = 1; j < parts.size(); ++j) {
+    if (parts[j].substr(0, 6) != "flags=") return Error{err::shebang_option(parts[j])};
+    std::string_view list = parts[j].substr(6);
+    // (every name between commas counts, an empty one too, as Redis splits them; "flags="
+    // alone names none)
+    for (size_t k = 0; !list.empty() && k != std::string_view::npos;) {
+      const size_t comma = list.find(',', k);
+      const std::string_view flag = list.substr(k, comma - k);
+      if (flag == "no-writes") {
+        f.no_writes = true;
+      } else if (flag == "no-cluster") {
+        f.no_cluster = true;
+      } else if (flag == "allow-cross-slot-keys") {
+        f.allow_cross_slot = true;
+      } else if (flag != "allow-oom" && flag != "allow-stale") {
+        return Error{err::shebang_flag(flag)};
+      }
+      k = comma == std::string_view::npos ? comma : comma + 1;
+    }
+  }
+  return f;
+}
+
 Result<std::string> ScriptEngine::load(std::string_view body) {
   const std::string sha = sha1_hex(body);
   if (cache_.snapshot()->has(sha)) return sha;
+  const Result<ScriptFlags> flags = parse_shebang(body);
+  if (!flags) return Error{flags.error()};
+  body.remove_prefix(flags->length);  // (its line feed stays: line numbers hold)
   {
     std::lock_guard<std::mutex> lock(mu_);
     if (!loader_) loader_ = new_state(limits_.memory_bytes);
@@ -238,10 +281,27 @@ void ScriptEngine::run(ShardOp& op, const Step& step, int64_t now_ns) {
       }
     }
   }
+  // Its shebang line, if any: what the script may do.
+  std::string_view body = by_sha ? std::string_view(*known) : a[1];
+  const Result<ScriptFlags> flags = parse_shebang(body);
+  const char* refusal = nullptr;
+  if (!flags) {
+    refusal = flags.error().c_str();
+  } else if (!flags->compat && flags->no_cluster && cluster_) {
+    refusal = err::kScriptNoCluster;
+  } else if (!flags->compat && !flags->no_writes && read_only) {
+    refusal = err::kScriptWriteFlagRo;
+  }
+  if (refusal) {
+    st.limit = st.cap;
+    counters_.errors.fetch_add(1, std::memory_order_relaxed);
+    return out.error(refusal);
+  }
+  body.remove_prefix(flags->length);
   // Its function and arguments, in protected calls.
   Setup setup;
   setup.fname = fname;
-  setup.body = by_sha ? std::string_view(*known) : a[1];
+  setup.body = body;
   setup.words = &a;
   setup.keys_end = 3 + static_cast<size_t>(numkeys);
   st.out_of_memory = false;
@@ -291,7 +351,8 @@ void ScriptEngine::run(ShardOp& op, const Step& step, int64_t now_ns) {
   r.now_ns = now_ns;
   r.shards = shards_;
   r.cluster = cluster_;
-  r.read_only = read_only;
+  r.read_only = read_only || flags->no_writes;
+  r.allow_cross_slot = flags->allow_cross_slot;
   r.callable = callable_;
   r.publish = publish_ ? &publish_ : nullptr;
   r.caller = op.caller;

@@ -98,6 +98,20 @@ class ScriptEngine : public ScriptHost {
   ScriptCounters counters_;
 };
 
+// A script's first line `#!lua [flags=f1,f2,…]` (Redis 7's shebang): without one a script
+// runs as EVAL always ran (compat); with one, its flags say what it may do. `length`: the
+// bytes of the line before its line feed (the line feed stays, so line numbers hold).
+struct ScriptFlags {
+  bool compat = true;
+  bool no_writes = false;
+  bool no_cluster = false;
+  bool allow_cross_slot = false;  // (allow-oom and allow-stale are accepted: nothing here
+                                  // refuses a script for memory, and no copy is stale)
+  size_t length = 0;
+};
+// Redis's error text when the line is not one Redis would accept.
+Result<ScriptFlags> parse_shebang(std::string_view body);
+
 // The SHA1 of `data` as 40 lower-case hex digits (redis.sha1hex, script names).
 std::string sha1_hex(std::string_view data);
 

@@ -328,6 +328,34 @@ TEST(Cluster, EveryNodeAnswersForEveryKeyAsOneLimiter) {
   EXPECT_GT(forwarded, 0u);
 }
 
+// A script's shebang flags in a cluster, as Redis Cluster reads them: no-cluster refuses
+// it; allow-cross-slot-keys lets it reach a key of another slot its node serves (declared
+// keys still share a slot).
+TEST(Cluster, AScriptsShebangFlagsAnswerAsRedisClusterDoes) {
+  TestCluster cl(2, {"--shards", "1"});  // (one shard: every slot a node owns is held)
+  ASSERT_TRUE(cl.formed(2));
+  std::vector<std::string> mine;  // keys of two slots node 0 owns
+  for (int i = 0; mine.size() < 2 && i < 1000; ++i) {
+    const std::string k = "x" + std::to_string(i);
+    if (cl.owner_port(k) == cl.node(0).port() && (mine.empty() || key_slot(mine[0]) != key_slot(k)))
+      mine.push_back(k);
+  }
+  ASSERT_EQ(mine.size(), 2u);
+  Client c(cl.node(0).port());
+  EXPECT_EQ(c.request({"EVAL", "#!lua flags=no-cluster\nreturn 1", "0"}),
+            "-ERR Can not run script on cluster, 'no-cluster' flag is set.");
+  const std::string both = "redis.call('set', KEYS[1], 1) return redis.call('incr', ARGV[1])";
+  EXPECT_EQ(c.request({"EVAL", both, "1", mine[0], mine[1]})
+                .rfind("-ERR Script attempted to access keys that do not hash to the same slot", 0),
+            0u);
+  EXPECT_EQ(c.request({"EVAL", "#!lua\n" + both, "1", mine[0], mine[1]})
+                .rfind("-ERR Script attempted to access keys that do not hash to the same slot", 0),
+            0u);
+  EXPECT_EQ(
+      c.request({"EVAL", "#!lua flags=allow-cross-slot-keys\n" + both, "1", mine[0], mine[1]}),
+      ":1");
+}
+
 // A script forwarded to its key's owner runs there with its user's rights (every node
 // reads the same users): what the user may not touch, its script may not either.
 TEST(Cluster, AForwardedScriptRunsWithItsUsersRights) {
@@ -777,7 +805,6 @@ std::vector<std::string> keys_owned_by(TestCluster& cl, int port, const std::str
   }
   return out;
 }
-
 
 int64_t remaining_of(const std::string& reply) {  // FG.PEEK's third integer
   size_t pos = 0;

@@ -1029,6 +1029,24 @@ TEST(ScriptDiff, ScriptsAnswerAsRedisServerDoes) {
   const std::vector<std::vector<std::string>> cmds = {
       {"EVAL", "return 1", "0"},
       {"EVAL", "return redis.call('randomkey')", "0"},  // (none yet: nil)
+      // Redis 7's shebang line: its errors, its flags (no-writes makes a script read-only;
+      // *_RO refuses a script that may write), and line numbers that still count it.
+      {"EVAL", "#!lua\nreturn 1", "0"},
+      {"EVAL", "#!not-lua\nreturn 1", "0"},
+      {"EVAL", "#!lua badger=data\nreturn 1", "0"},
+      {"EVAL", "#!lua flags=allow-oom,what?\nreturn 1", "0"},
+      {"EVAL", "#!lua flags=no-writes,\nreturn 1", "0"},
+      {"EVAL", "#!lua flags=\nreturn 1", "0"},
+      {"EVAL", "#!lua flags=no-writes,allow-stale\nreturn redis.call('set', KEYS[1], 1)", "1",
+       "sb:x"},
+      {"EVAL_RO", "#!lua\nreturn 1", "0"},
+      {"EVAL_RO", "#!lua flags=no-writes\nreturn redis.call('get', KEYS[1])", "1", "sb:x"},
+      {"EVAL", "#!lua", "0"},
+      {"EVAL", "#!lua\n\nerror('x')", "0"},
+      {"EVAL", "#!  \nreturn 1", "0"},
+      {"SCRIPT", "LOAD", "#!lua flags=bad\nreturn 1"},
+      {"SCRIPT", "LOAD", "#!lua flags=no-writes\nreturn 3"},
+      {"EVALSHA_RO", "50ad2340de91fe7294d5c746ad721ff185c16fc5", "0"},
       {"EVAL", "return {1, 'a', false, {ok='x'}, 3.9, true, nil, 4}", "0"},
       {"EVAL", "return {err='bad thing'}", "0"},
       {"EVAL", "return redis.error_reply('My Error')", "0"},
