@@ -143,8 +143,8 @@ ScriptCallable script_callable(std::string_view name);
 
 // Ids for metrics: a RESP command's place in the table; native ops from kNativeCommandBase;
 // kUnknownCommandId for unknown commands and protocol errors.
-constexpr uint16_t kNativeCommandBase = 192;
-constexpr uint16_t kUnknownCommandId = 255;
+constexpr uint16_t kNativeCommandBase = 384;
+constexpr uint16_t kUnknownCommandId = 511;
 inline uint16_t command_id(const CommandSpec* c) {
   return static_cast<uint16_t>(c - all_commands().data());
 }

@@ -125,6 +125,7 @@ std::vector<Section> info_sections(CommandContext& s) {
   std::string stats;
   kv(stats, "total_connections_received", n(static_cast<int64_t>(v.clients->total_accepted())));
   kv(stats, "total_commands_processed", n(static_cast<int64_t>(v.counters.commands.load())));
+  kv(stats, "total_error_replies", n(static_cast<int64_t>(v.errors.total())));
   kv(stats, "rejected_connections", n(static_cast<int64_t>(v.clients->rejected())));
   kv(stats, "evicted_clients", n(static_cast<int64_t>(v.clients->evicted())));
   if (v.acl) {
@@ -150,6 +151,26 @@ std::vector<Section> info_sections(CommandContext& s) {
     kv(stats, "script_evals_not_cached", n(static_cast<int64_t>(sc.not_kept.load())));
   }
   out.emplace_back("stats", std::move(stats));
+  std::string es;
+  for (const auto& [code, count] : v.errors.codes())
+    kv(es, ("errorstat_" + code).c_str(), "count=" + n(static_cast<int64_t>(count)));
+  out.emplace_back("errorstats", std::move(es));
+  // Per command, since the last CONFIG RESETSTAT (not in the default sections, as Redis).
+  std::string cmds;
+  const RequestMetrics::Counts counts = v.metrics->counts_since_reset();
+  for (uint16_t id = 0; id < kUnknownCommandId; ++id) {
+    uint64_t calls = 0;
+    for (uint64_t c : counts.requests[id]) calls += c;
+    if (calls == 0) continue;
+    const uint64_t us = counts.latency_sum_us[id];
+    char per[32];
+    std::snprintf(per, sizeof per, "%.2f", static_cast<double>(us) / static_cast<double>(calls));
+    kv(cmds, ("cmdstat_" + command_id_name(id)).c_str(),
+       "calls=" + std::to_string(calls) + ",usec=" + std::to_string(us) +
+           ",usec_per_call=" + per + ",rejected_calls=0,failed_calls=" +
+           std::to_string(counts.requests[id][static_cast<size_t>(RequestResult::kError)]));
+  }
+  out.emplace_back("commandstats", std::move(cmds));
   std::string repl;
   kv(repl, "role", "master");
   kv(repl, "connected_slaves", "0");
@@ -268,10 +289,11 @@ void cmd_info(CommandContext& s, Args& a) {
   auto sections = info_sections(s);
   std::string text;
   for (const auto& [name, body] : sections) {
-    bool want = a.size() == 1;
+    const bool in_default = std::string_view(name) != "commandstats";
+    bool want = a.size() == 1 && in_default;
     for (size_t i = 1; i < a.size() && !want; ++i) {
       want = iequals(a[i], name) || iequals(a[i], "all") || iequals(a[i], "everything") ||
-             iequals(a[i], "default");
+             (in_default && iequals(a[i], "default"));
     }
     if (!want) continue;
     if (!text.empty()) text += "\r\n";
@@ -398,6 +420,13 @@ void config_set(CommandContext& s, Args& a, RespWriter& w) {
 void cmd_config(CommandContext& s, Args& a) {
   RespWriter w = s.local();
   if (iequals(a[1], "set")) return config_set(s, a, w);
+  if (iequals(a[1], "resetstat")) {  // (the figures INFO shows; /metrics keeps counting)
+    if (a.size() != 2) return w.error(err::wrong_arity("config|resetstat"));
+    s.svc().errors.reset();
+    s.svc().metrics->reset_view();
+    s.svc().counters.commands.store(0, std::memory_order_relaxed);
+    return w.ok();
+  }
   if (!iequals(a[1], "get")) {
     return w.error(err::config_get_only(a[1]));
   }

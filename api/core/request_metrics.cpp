@@ -220,6 +220,53 @@ void RequestMetrics::denied(std::string_view key, int64_t now_s) {
   b.now.add(key);
 }
 
+RequestMetrics::Counts RequestMetrics::counts_since_reset() const {
+  Counts c = counts();
+  std::lock_guard<std::mutex> lock(mu_);
+  if (!base_) return c;
+  for (size_t i = 0; i < kMaxCommandIds; ++i) {
+    for (size_t r = 0; r < kResults; ++r) c.requests[i][r] -= base_->requests[i][r];
+    for (size_t k = 0; k < kLatencyBuckets; ++k) c.latency[i][k] -= base_->latency[i][k];
+    c.latency_sum_us[i] -= base_->latency_sum_us[i];
+  }
+  return c;
+}
+
+void RequestMetrics::reset_view() {
+  auto now = std::make_unique<Counts>(counts());
+  std::lock_guard<std::mutex> lock(mu_);
+  base_ = std::move(now);
+}
+
+void ErrorStats::count(std::string_view reply) {
+  total_.fetch_add(1, std::memory_order_relaxed);
+  // Redis's rule: the code is what comes before the first space within 32 bytes; else ERR.
+  std::string_view code = "ERR";
+  const size_t space = reply.substr(0, 32).find(' ');
+  if (space != std::string_view::npos && space > 1) {
+    const std::string_view word = reply.substr(1, space - 1);
+    if (word.find_first_of("\r\n") == std::string_view::npos) code = word;
+  }
+  std::lock_guard<std::mutex> lock(mu_);
+  auto it = codes_.find(code);
+  if (it == codes_.end()) {
+    if (codes_.size() >= kMaxCodes) code = "ERRORSTATS_OVERFLOW";
+    it = codes_.emplace(std::string(code), 0).first;
+  }
+  ++it->second;
+}
+
+std::vector<std::pair<std::string, uint64_t>> ErrorStats::codes() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return {codes_.begin(), codes_.end()};
+}
+
+void ErrorStats::reset() {
+  std::lock_guard<std::mutex> lock(mu_);
+  codes_.clear();
+  total_.store(0, std::memory_order_relaxed);
+}
+
 RequestMetrics::Counts RequestMetrics::counts() const {
   Counts c;
   c.requests.assign(kMaxCommandIds, {});

@@ -35,7 +35,7 @@ std::string_view result_name(RequestResult r);
 inline constexpr std::array<int64_t, 13> kLatencyBoundsUs = {
     50, 100, 250, 500, 1000, 2500, 5000, 10000, 25000, 50000, 100000, 250000, 1000000};
 inline constexpr size_t kLatencyBuckets = kLatencyBoundsUs.size() + 1;
-inline constexpr size_t kMaxCommandIds = 256;  // RESP commands, then native ops
+inline constexpr size_t kMaxCommandIds = 512;  // RESP commands, then native ops
 
 class RequestMetrics {
  public:
@@ -63,6 +63,10 @@ class RequestMetrics {
   void denied(std::string_view key, int64_t now_s);
 
   Counts counts() const;
+  // INFO commandstats' view: the counts since the last CONFIG RESETSTAT (/metrics keeps
+  // counting from the start, as a Prometheus counter must).
+  Counts counts_since_reset() const;
+  void reset_view();
   std::vector<DeniedKey> top_denied(size_t n, int64_t now_s) const;
 
  private:
@@ -73,6 +77,26 @@ class RequestMetrics {
   mutable std::mutex mu_;
   std::vector<std::unique_ptr<Block>> blocks_;
   std::unordered_map<std::thread::id, Block*> by_thread_;
+  std::unique_ptr<Counts> base_;  // (under mu_) the counts at the last reset_view
+};
+
+// Error replies sent to clients, by their code (the first word: ERR, WRONGTYPE, a script's
+// own), for INFO errorstats and total_error_replies, as Redis counts them. Codes are
+// bounded: past kMaxCodes distinct ones (a script can make up codes at will), new codes
+// count under ERRORSTATS_OVERFLOW.
+class ErrorStats {
+ public:
+  static constexpr size_t kMaxCodes = 128;
+  // `reply`: the error as written, from its '-' ("-WRONGTYPE Operation ...\r\n").
+  void count(std::string_view reply);
+  std::vector<std::pair<std::string, uint64_t>> codes() const;  // in code order
+  uint64_t total() const { return total_.load(std::memory_order_relaxed); }
+  void reset();
+
+ private:
+  mutable std::mutex mu_;
+  std::map<std::string, uint64_t, std::less<>> codes_;
+  std::atomic<uint64_t> total_{0};
 };
 
 }  // namespace fg

@@ -99,6 +99,7 @@ struct Services {
   const Clock* clock = nullptr;
   // Requests, latencies, decisions and most-denied keys of this node (/metrics, INFO).
   RequestMetrics* metrics = &RequestMetrics::get();
+  ErrorStats errors;  // the error replies the RESP door sent (INFO errorstats)
   PolicyRegistry* policies = nullptr;
   PolicyStore* policy_store = nullptr;  // null: FG.POLICY changes are refused
   ClientRegistry* clients = nullptr;

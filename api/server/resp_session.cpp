@@ -271,6 +271,7 @@ ProcessResult RespSession::process(const char* data, size_t len, Flight& flight)
     const uint8_t unblock = client_->unblock.exchange(0);  // (CLIENT UNBLOCK)
     if (unblock == 2) {
       RespWriter(out_, proto_).error(err::kUnblocked);
+      svc_.errors.count(std::string("-") + err::kUnblocked);
       svc_.metrics->record(block_.cmd, RequestResult::kError, 0);
       end_block();
     } else if (unblock == 1 || (block_.deadline_ns != 0 && now >= block_.deadline_ns)) {
@@ -675,16 +676,19 @@ void RespSession::complete(Flight& flight) {
   uint32_t drop = 0;          // replies of an aborted transaction still to pass over
   bool failed_check = false;  // a check of the next EXEC failed
   // (a silent slot's reply is written, then cut off again: one path for every kind of slot)
+  // Each reply that is an error is counted (INFO errorstats), silent or not, as Redis does.
   struct Cut {
     std::string& out;
     size_t at;
     bool on;
+    ErrorStats& errors;
     ~Cut() {
+      if (out.size() > at && out[at] == '-') errors.count(std::string_view(out).substr(at));
       if (on) out.resize(at);
     }
   };
   for (const Slot& s : slots_) {
-    Cut cut{out_, out_.size(), s.silent};
+    Cut cut{out_, out_.size(), s.silent, svc_.errors};
     if (drop > 0) {
       --drop;
       continue;

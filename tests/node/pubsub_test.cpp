@@ -211,6 +211,66 @@ TEST(ConnectionDiff, ClientListShowsSubscriptionsTransactionsAndWaitsAsRedisServ
   EXPECT_EQ(seen[0][0], " flags=P sub=2 psub=1 ssub=0 multi=-1");
 }
 
+// INFO errorstats and total_error_replies count the error replies clients get by their
+// code, as redis-server does; CONFIG RESETSTAT starts them again.
+TEST(ConnectionDiff, ErrorStatsCountAsRedisServerDoes) {
+  RedisServer redis;
+  NodeProcess node({"--shards", "2"});
+  ASSERT_TRUE(node.alive());
+  const std::vector<Step> steps = {
+      {0, {"SET", "s", "1"}, 1},
+      {0, {"LPUSH", "s", "x"}, 1},  // WRONGTYPE
+      {0, {"CONFIG", "RESETSTAT"}, 1},
+      {0, {"LPUSH", "s", "x"}, 1},
+      {0, {"INCR", "nope", "x"}, 1},  // ERR wrong number of arguments
+      {0, {"NOSUCHCOMMAND"}, 1},
+      {0, {"EVAL", "return redis.error_reply('MY_ERR_CODE custom msg')", "0"}, 1},
+      {0, {"EVAL", "return redis.error_reply('')", "0"}, 1},
+      {0, {"EVALSHA", "0000000000000000000000000000000000000000", "0"}, 1},  // NOSCRIPT
+      {0, {"CLIENT", "REPLY", "OFF"}, 0},
+      {0, {"LPUSH", "s", "y"}, 0},  // (counted though not sent)
+      {0, {"CLIENT", "REPLY", "ON"}, 1},
+      {0, {"INFO", "errorstats"}, 1},
+  };
+  std::vector<std::unique_ptr<Client>> fg, rc;
+  fg.push_back(std::make_unique<Client>(node.port()));
+  rc.push_back(std::make_unique<Client>(redis.port()));
+  ASSERT_TRUE(rc[0]->connected()) << "redis-server did not start";
+  const auto a = converse(fg, steps);
+  const auto b = converse(rc, steps);
+  for (size_t i = 0; i < steps.size(); ++i) {
+    EXPECT_EQ(a[i], b[i]) << "step " << i << ": " << printable(steps[i].words);
+  }
+  const auto total = [](Client& c) {
+    const std::string info = ask(c, {"INFO", "stats"});
+    const size_t at = info.find("total_error_replies:");
+    return at == std::string::npos ? std::string("none") : info.substr(at, info.find('\r', at) - at);
+  };
+  EXPECT_EQ(total(*fg[0]), "total_error_replies:7");
+  EXPECT_EQ(total(*fg[0]), total(*rc[0]));
+  const auto lpush = [](Client& c) {  // its calls and failures (not its time)
+    const std::string info = ask(c, {"INFO", "commandstats"});
+    const size_t at = info.find("cmdstat_lpush:");
+    if (at == std::string::npos) return std::string("none");
+    const std::string line = info.substr(at, info.find('\r', at) - at);
+    return line.substr(0, line.find(',')) + line.substr(line.find(",failed_calls"));
+  };
+  EXPECT_EQ(lpush(*fg[0]), "cmdstat_lpush:calls=2,failed_calls=2");
+  EXPECT_EQ(lpush(*fg[0]), lpush(*rc[0]));
+  // Codes a script makes up are bounded: past 128, new ones count together.
+  for (int i = 0; i < 140; ++i) {
+    ask(*fg[0], {"EVAL", "return redis.error_reply('C' .. ARGV[1] .. ' x')", "0",
+                 std::to_string(i)});
+  }
+  const std::string stats = ask(*fg[0], {"INFO", "errorstats"});
+  EXPECT_NE(stats.find("errorstat_ERRORSTATS_OVERFLOW:count="), std::string::npos) << stats;
+  size_t codes = 0;
+  for (size_t at = stats.find("errorstat_"); at != std::string::npos;
+       at = stats.find("errorstat_", at + 1))
+    ++codes;
+  EXPECT_EQ(codes, 129u) << stats;  // (128 codes and the overflow)
+}
+
 // A subscriber that stops reading is closed at client-output-buffer-limit's pubsub hard
 // limit, as Redis closes it; the publisher and everyone else go on.
 TEST(PubSub, ASubscriberThatStopsReadingIsClosedAtThePubsubHardLimit) {
