@@ -339,6 +339,9 @@ inline constexpr char kPolicyNameSize[] = "ERR a policy name is 1 to 128 charact
 inline constexpr char kPolicyNameChars[] =
     "ERR a policy name holds only letters, digits, '-', '_', '.' and ':'";
 inline constexpr char kPolicyNamedLikeKind[] = "ERR a policy may not be named like a limiter kind";
+inline constexpr char kShadowConcurrency[] =
+    "ERR SHADOW is for rate limits: a concurrency limit would have to hand out leases past its "
+    "limit";
 inline constexpr char kPolicyNamedLikeWord[] =
     "ERR a policy may not be named COST, HOLDER or BOUND";
 inline std::string unknown_policy(std::string_view name) {

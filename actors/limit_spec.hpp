@@ -46,7 +46,10 @@ struct LimitSpec {
   Kind kind = Kind::kNone;
   // Policy options (they fill padding: no size cost per request).
   FailMode on_unavailable = FailMode::kError;
-  bool sync = false;    // the reply waits until a replica holds the change
+  bool sync = false;  // the reply waits until a replica holds the change
+  // Shadow mode: counted exactly as enforced, but every request is allowed; a would-be
+  // denial is counted per policy (RequestCore::finish). Rate limits only.
+  bool shadow = false;
   uint16_t policy = 0;  // which named policy this is, for metrics (0: none; see PolicyIds)
   int64_t a = 0;
   int64_t b = 0;

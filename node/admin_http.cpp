@@ -9,6 +9,7 @@
 
 #include "bus_key.hpp"
 #include "cluster.hpp"
+#include "policy_ids.hpp"
 #include "request_metrics.hpp"
 #include "services.hpp"
 #include "status_page.hpp"
@@ -163,7 +164,25 @@ std::string AdminHttp::status_json(bool with_keys) const {
   j += ",\"keys\":" + std::to_string(svc_.shards->keys());
   j += ",\"leases\":" + std::to_string(svc_.shards->leases());
   j += ",\"clients\":" + std::to_string(svc_.clients->count());
-  j += ",\"policy_digest\":\"" + std::to_string(svc_.policies->snapshot()->digest) + "\"";
+  const auto policies = svc_.policies->snapshot();
+  j += ",\"policy_digest\":\"" + std::to_string(policies->digest) + "\"";
+  // Shadow policies' would-be denials: those in shadow mode now, and any that denied in
+  // shadow mode before.
+  j += ",\"shadow\":[";
+  {
+    const auto names = PolicyIds::get().names();
+    bool first_shadow = true;
+    for (size_t p = 1; p < counts.policy.size() && p < names.size(); ++p) {
+      const auto it = policies->policies.find(names[p]);
+      const bool now = it != policies->policies.end() && it->second.shadow;
+      if (!now && !counts.policy[p][2]) continue;
+      j += (first_shadow ? "" : ",") + std::string("{\"policy\":") + json_str(names[p]) +
+           ",\"shadow\":" + (now ? "true" : "false") +
+           ",\"would_deny\":" + std::to_string(counts.policy[p][2]) + "}";
+      first_shadow = false;
+    }
+  }
+  j += "]";
   if (!with_keys) return j + ",\"keys_hidden\":true,\"top_denied\":[]}";
   j += ",\"top_denied\":[";
   bool first = true;

@@ -47,6 +47,16 @@ std::string as_string(const YAML::Node& n, const std::string& key) {
   return n.Scalar();
 }
 
+bool as_bool(const YAML::Node& n, const std::string& key) {
+  bool v;
+  try {
+    v = n.as<bool>();
+  } catch (const YAML::Exception&) {
+    fail(n, key, "must be true or false");
+  }
+  return v;
+}
+
 // A policy's settings at `at` ("policies.free", "overrides.tenant:42").
 LimitSpec load_policy(const std::string& at, const YAML::Node& p) {
   if (!p.IsMap()) fail(p, at, "must be a map with a 'kind'");
@@ -92,7 +102,13 @@ LimitSpec load_policy(const std::string& at, const YAML::Node& p) {
   Result<LimitSpec> made = make_limit(kind, a, b, period_ms);
   if (!made.ok()) fail(p, at, std::string(err::reason(made.error())));
   LimitSpec spec = made.value();
-  allowed.insert(allowed.end(), {"on_unavailable", "replication"});
+  allowed.insert(allowed.end(), {"on_unavailable", "replication", "shadow"});
+  if (p["shadow"]) {
+    if (kind == Kind::kConcurrency) {
+      fail(p["shadow"], at + ".shadow", std::string(err::reason(err::kShadowConcurrency)));
+    }
+    spec.shadow = as_bool(p["shadow"], at + ".shadow");
+  }
   if (p["on_unavailable"]) {
     const std::string v = as_string(p["on_unavailable"], at + ".on_unavailable");
     if (v == "fail_open") {

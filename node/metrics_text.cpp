@@ -109,6 +109,19 @@ std::string AdminHttp::metrics() const {
                static_cast<double>(counts.policy[p][k]));
     }
   }
+  t.family("floodgate_policy_shadow_denied_total", "counter",
+           "Requests a shadow policy would have denied (and allowed), by policy: every policy in "
+           "shadow mode now, and any that denied in shadow mode before");
+  {
+    const auto snapshot = svc_.policies->snapshot();
+    for (size_t p = 1; p < counts.policy.size() && p < names.size(); ++p) {
+      const auto it = snapshot->policies.find(names[p]);
+      const bool shadow_now = it != snapshot->policies.end() && it->second.shadow;
+      if (!shadow_now && !counts.policy[p][2]) continue;
+      t.sample("floodgate_policy_shadow_denied_total", label("policy", names[p]),
+               static_cast<double>(counts.policy[p][2]));
+    }
+  }
   t.family("floodgate_shard_mailbox_depth", "gauge", "Batches waiting for each shard actor");
   for (size_t i = 0; i < svc_.shards->size(); ++i) {
     t.sample("floodgate_shard_mailbox_depth", label("shard", std::to_string(i)),

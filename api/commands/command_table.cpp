@@ -317,8 +317,7 @@ std::vector<CommandSpec> make_rows() {
        "{hash tag} before any wildcard is answered by the tag's owner)",
        "pattern"},
       {"randomkey", 1, 0, "keyspace read", kNoKeys, DataCmd::kRandomKey, "generic", "1.0.0",
-       "Returns a random key name from the database (a cluster node: of the slots it serves)",
-       ""},
+       "Returns a random key name from the database (a cluster node: of the slots it serves)", ""},
       // (SCAN answers every match at once, which a script's time budget was not made for)
       {"scan", -2, kNoScript, "keyspace read", kNoKeys, DataCmd::kScan, "generic", "2.8.0",
        "Iterates over the key names (every match in one reply, cursor 0)",

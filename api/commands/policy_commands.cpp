@@ -18,7 +18,7 @@ constexpr char kHelp[] =
 // name (when given), kind, parameters, replication, on_unavailable.
 void write_policy(RespWriter& w, std::string_view name, const LimitSpec& p) {
   const bool three = p.kind == Kind::kTokenBucket || p.kind == Kind::kGcra;
-  w.map((name.empty() ? 0 : 1) + 3 + (three ? 3 : 2));
+  w.map((name.empty() ? 0 : 1) + 4 + (three ? 3 : 2));
   if (!name.empty()) w.bulk("name"), w.bulk(name);
   w.bulk("kind");
   w.bulk(kind_name(p.kind));
@@ -44,6 +44,8 @@ void write_policy(RespWriter& w, std::string_view name, const LimitSpec& p) {
   w.bulk(p.on_unavailable == FailMode::kOpen     ? "fail_open"
          : p.on_unavailable == FailMode::kClosed ? "fail_closed"
                                                  : "error");
+  w.bulk("shadow");
+  w.integer(p.shadow ? 1 : 0);
 }
 
 bool arity(CommandContext& s, Args& a, size_t min, size_t max) {

@@ -12,6 +12,7 @@
 #include "encoding_thresholds.hpp"
 #include "errors.hpp"
 #include "handlers.hpp"
+#include "policy_ids.hpp"
 #include "script_engine.hpp"
 #include "snapshotter.hpp"
 #include "words.hpp"
@@ -47,6 +48,7 @@ std::vector<Section> info_sections(CommandContext& s) {
   const int64_t up_s = (now_ms - st.start_ms) / 1000;
   const int64_t keys = v.shards->keys();
   const int64_t rss = rss_bytes();
+  const RequestMetrics::Counts counts = v.metrics->counts_since_reset();
   auto kv = [](std::string& out, const char* k, const std::string& val) {
     out += k;
     out += ':';
@@ -157,7 +159,6 @@ std::vector<Section> info_sections(CommandContext& s) {
   out.emplace_back("errorstats", std::move(es));
   // Per command, since the last CONFIG RESETSTAT (not in the default sections, as Redis).
   std::string cmds;
-  const RequestMetrics::Counts counts = v.metrics->counts_since_reset();
   for (uint16_t id = 0; id < kUnknownCommandId; ++id) {
     uint64_t calls = 0;
     for (uint64_t c : counts.requests[id]) calls += c;
@@ -166,8 +167,8 @@ std::vector<Section> info_sections(CommandContext& s) {
     char per[32];
     std::snprintf(per, sizeof per, "%.2f", static_cast<double>(us) / static_cast<double>(calls));
     kv(cmds, ("cmdstat_" + command_id_name(id)).c_str(),
-       "calls=" + std::to_string(calls) + ",usec=" + std::to_string(us) +
-           ",usec_per_call=" + per + ",rejected_calls=0,failed_calls=" +
+       "calls=" + std::to_string(calls) + ",usec=" + std::to_string(us) + ",usec_per_call=" + per +
+           ",rejected_calls=0,failed_calls=" +
            std::to_string(counts.requests[id][static_cast<size_t>(RequestResult::kError)]));
   }
   out.emplace_back("commandstats", std::move(cmds));
@@ -186,6 +187,17 @@ std::vector<Section> info_sections(CommandContext& s) {
     kv(fgsec, "policy_patterns", n(static_cast<int64_t>(ps->patterns.size())));
     kv(fgsec, "policy_overrides", n(static_cast<int64_t>(ps->overrides.size())));
     kv(fgsec, "policy_book_digest", digest);
+    // Would-be denials of shadow policies (those in shadow mode now, and any that denied in
+    // shadow mode before), since the last CONFIG RESETSTAT: name=count,...
+    std::string shadow;
+    const auto names = PolicyIds::get().names();
+    for (size_t p = 1; p < counts.policy.size() && p < names.size(); ++p) {
+      const auto it = ps->policies.find(names[p]);
+      if (!(it != ps->policies.end() && it->second.shadow) && !counts.policy[p][2]) continue;
+      shadow += (shadow.empty() ? "" : ",") + names[p] + "=" +
+                n(static_cast<int64_t>(counts.policy[p][2]));
+    }
+    kv(fgsec, "policy_shadow_denied", shadow);
   }
   out.emplace_back("floodgate", std::move(fgsec));
   std::string cs;

@@ -124,6 +124,7 @@ struct Outcome {
   uint32_t slot = 0;      // moved
   std::string_view node;  // moved: the owner's id
   const DataReply* reply = nullptr;  // data: the answer (errors are in `code` and `error`)
+  bool shadow_denied = false;        // a shadow policy denied it, and it was allowed (finish)
 
   bool ok() const { return code == Code::kOk; }
   bool allowed() const {

@@ -543,6 +543,7 @@ std::string_view RequestCore::silence(const Flight& f, uint32_t call) {
 
 void RequestCore::finish(const Pending& p, Flight& f, const Door& d, Outcome& out) {
   uint16_t policy = 0;
+  bool shadow = false;
   std::string_view key;
   switch (p.at) {
     case Pending::At::kNow:
@@ -551,6 +552,7 @@ void RequestCore::finish(const Pending& p, Flight& f, const Door& d, Outcome& ou
       const ShardOp& op = f.batch->ops[p.index];
       from_op(op, out);
       policy = op.spec.policy;
+      shadow = op.spec.shadow;
       key = op.key;
       break;
     }
@@ -567,6 +569,7 @@ void RequestCore::finish(const Pending& p, Flight& f, const Door& d, Outcome& ou
         answer_unavailable(r, rd, d, out);
       }
       policy = c.specs[p.item].policy;
+      shadow = c.specs[p.item].shadow;
       key = c.batch.requests(static_cast<int>(p.item)).key();
       break;
     }
@@ -596,6 +599,15 @@ void RequestCore::finish(const Pending& p, Flight& f, const Door& d, Outcome& ou
       break;
     }
   }
+  // Shadow mode: the state counted as the enforcing policy would have (a denial took
+  // nothing), and the request is allowed all the same; the denial is counted as the
+  // policy's would-be denial. (One place, so every door answers alike.)
+  if (shadow && out.ok() && rate_verb(p.verb) && !out.allowed()) {
+    out.shadow_denied = true;
+    out.decision.allowed = true;
+    out.decision.retry_after_ns = kNever;
+    if (out.unavailable == FailMode::kClosed) out.unavailable = FailMode::kOpen;
+  }
   count(p, out, policy, key, d);
 }
 
@@ -611,7 +623,7 @@ void RequestCore::finish(const Pending& p, Flight& f, const Door& d, Outcome& ou
   }
   const bool allowed = out.allowed();
   metrics_.record(p.metric, allowed ? RequestResult::kAllowed : RequestResult::kDenied, latency_us);
-  metrics_.decision(policy, allowed);
+  metrics_.decision(policy, allowed, out.shadow_denied);
   if (!allowed) metrics_.denied(key, svc_.clock->now_ns() / kNsPerSec);
 }
 

@@ -150,7 +150,7 @@ struct RequestMetrics::Block {
   std::atomic<uint64_t> requests[kMaxCommandIds][kResults] = {};
   std::atomic<uint64_t> latency[kMaxCommandIds][kLatencyBuckets] = {};
   std::atomic<uint64_t> latency_sum_us[kMaxCommandIds] = {};
-  std::atomic<uint64_t> policy[kMaxPolicyIds][2] = {};
+  std::atomic<uint64_t> policy[kMaxPolicyIds][3] = {};
   // Most-denied keys of this minute and the one before.
   mutable std::mutex denied_mu;
   int64_t minute = 0;
@@ -199,9 +199,11 @@ void RequestMetrics::record(uint16_t command, RequestResult r, int64_t latency_u
   bump(b.latency_sum_us[command], static_cast<uint64_t>(latency_us));
 }
 
-void RequestMetrics::decision(uint16_t policy, bool allowed) {
+void RequestMetrics::decision(uint16_t policy, bool allowed, bool shadow_denied) {
   if (policy >= kMaxPolicyIds) policy = 0;
-  bump(local().policy[policy][allowed ? 0 : 1]);
+  Block& b = local();
+  bump(b.policy[policy][allowed ? 0 : 1]);
+  if (shadow_denied) bump(b.policy[policy][2]);
 }
 
 void RequestMetrics::denied(std::string_view key, int64_t now_s) {
@@ -229,6 +231,8 @@ RequestMetrics::Counts RequestMetrics::counts_since_reset() const {
     for (size_t k = 0; k < kLatencyBuckets; ++k) c.latency[i][k] -= base_->latency[i][k];
     c.latency_sum_us[i] -= base_->latency_sum_us[i];
   }
+  for (size_t p = 0; p < c.policy.size(); ++p)
+    for (size_t k = 0; k < c.policy[p].size(); ++k) c.policy[p][k] -= base_->policy[p][k];
   return c;
 }
 
@@ -283,7 +287,7 @@ RequestMetrics::Counts RequestMetrics::counts() const {
       c.latency_sum_us[i] += b->latency_sum_us[i].load(std::memory_order_relaxed);
     }
     for (size_t p = 0; p < kMaxPolicyIds; ++p)
-      for (int k = 0; k < 2; ++k) c.policy[p][k] += b->policy[p][k].load(std::memory_order_relaxed);
+      for (int k = 0; k < 3; ++k) c.policy[p][k] += b->policy[p][k].load(std::memory_order_relaxed);
   }
   return c;
 }

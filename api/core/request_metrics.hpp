@@ -43,7 +43,9 @@ class RequestMetrics {
     std::vector<std::array<uint64_t, static_cast<size_t>(RequestResult::kCount)>> requests;
     std::vector<std::array<uint64_t, kLatencyBuckets>> latency;  // per command, not cumulative
     std::vector<uint64_t> latency_sum_us;
-    std::vector<std::array<uint64_t, 2>> policy;  // [allowed, denied] per policy id
+    // [allowed, denied, shadow-denied] per policy id (a shadow policy's would-be denials are
+    // among its allowed)
+    std::vector<std::array<uint64_t, 3>> policy;
   };
   struct DeniedKey {
     std::string key;
@@ -58,7 +60,7 @@ class RequestMetrics {
 
   // One command's outcome, `latency_us` from its arrival to its reply.
   void record(uint16_t command, RequestResult r, int64_t latency_us);
-  void decision(uint16_t policy, bool allowed);
+  void decision(uint16_t policy, bool allowed, bool shadow_denied = false);
   // A denied key (the most-denied list covers about the last two minutes).
   void denied(std::string_view key, int64_t now_s);
 

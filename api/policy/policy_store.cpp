@@ -64,6 +64,7 @@ std::string policy_definition(const LimitSpec& spec) {
   if (spec.sync) out << " REPLICATION sync";
   if (spec.on_unavailable == FailMode::kOpen) out << " ON_UNAVAILABLE fail_open";
   if (spec.on_unavailable == FailMode::kClosed) out << " ON_UNAVAILABLE fail_closed";
+  if (spec.shadow) out << " SHADOW";
   return out.str();
 }
 
@@ -72,6 +73,11 @@ Result<LimitSpec> parse_definition(const std::vector<std::string_view>& args, si
   if (!limit.ok()) return limit;
   LimitSpec spec = limit.value();
   for (; i < args.size(); i += 2) {
+    if (iequals(args[i], "shadow")) {  // (a flag: no value)
+      spec.shadow = true;
+      --i;
+      continue;
+    }
     if (i + 1 >= args.size()) return Error{err::kSyntax};
     const std::string_view v = args[i + 1];
     if (iequals(args[i], "replication") && (iequals(v, "sync") || iequals(v, "async"))) {
@@ -86,6 +92,7 @@ Result<LimitSpec> parse_definition(const std::vector<std::string_view>& args, si
       return Error{err::kSyntax};
     }
   }
+  if (spec.shadow && spec.kind == Kind::kConcurrency) return Error{err::kShadowConcurrency};
   return spec;
 }
 

@@ -74,6 +74,19 @@ TEST(PolicyStore, DefinitionsRoundTrip) {
   Result<LimitSpec> back = parse_definition(words, 0);
   ASSERT_TRUE(back.ok()) << back.error();
   EXPECT_EQ(policy_definition(back.value()), text);
+  // SHADOW is a flag, wherever it stands among the options (kept in the book's text, so every
+  // node reads it).
+  s.shadow = true;
+  EXPECT_EQ(policy_definition(s),
+            "token_bucket 120 120 60000 REPLICATION sync ON_UNAVAILABLE fail_closed SHADOW");
+  std::vector<std::string_view> shadowed = {"token_bucket", "120",         "120", "60000",
+                                            "SHADOW",       "REPLICATION", "sync"};
+  Result<LimitSpec> sh = parse_definition(shadowed, 0);
+  ASSERT_TRUE(sh.ok()) << sh.error();
+  EXPECT_TRUE(sh->shadow);
+  EXPECT_TRUE(sh->sync);
+  std::vector<std::string_view> conc = {"concurrency", "2", "60000", "SHADOW"};
+  EXPECT_EQ(parse_definition(conc, 0).error(), err::kShadowConcurrency);
   EXPECT_EQ(check_policy_name("cost").error(), err::kPolicyNamedLikeWord);
   EXPECT_EQ(check_policy_name("sliding_log").error(), err::kPolicyNamedLikeKind);
   EXPECT_EQ(check_policy_name("a b").error(), err::kPolicyNameChars);

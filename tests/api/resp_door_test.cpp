@@ -4,6 +4,7 @@
 
 #include <set>
 
+#include "policy_ids.hpp"
 #include "test_node.hpp"
 
 namespace fg {
@@ -226,6 +227,37 @@ TEST_F(SessionTest, DbsizeInAPipelineSeesTheCommandsBeforeIt) {
   in += "*1\r\n$6\r\nDBSIZE\r\n";
   const std::string out = raw(in);
   EXPECT_EQ(out.substr(out.size() - 5), ":20\r\n");
+}
+
+// A shadow policy counts as the enforcing one would, but allows: FG.TAKE and CL.THROTTLE say
+// allowed past the limit (the state still says how full it is), each would-be denial is
+// counted for the policy, and switching it to enforcing keeps its counts.
+TEST_F(SessionTest, AShadowPolicyCountsButAllowsAndSwitchingKeepsItsCounts) {
+  PolicyMap pm;
+  LimitSpec trial = LimitSpec::window(Kind::kFixedWindow, 2, 60 * kS);
+  trial.policy = PolicyIds::get().id_of("trial");
+  trial.shadow = true;
+  pm["trial"] = trial;
+  node_->policies.replace(pm);
+  auto would_deny = [&] { return node_->svc.metrics->counts().policy[trial.policy][2]; };
+  auto head = [](const std::string& r) { return r.substr(0, r.rfind(':')); };  // (not reset)
+  const uint64_t before = would_deny();
+  EXPECT_EQ(head(cmd({"FG.TAKE", "t:1", "trial"})), "*5\r\n:1\r\n:2\r\n:1\r\n:-1\r\n");
+  EXPECT_EQ(head(cmd({"FG.TAKE", "t:1", "trial"})), "*5\r\n:1\r\n:2\r\n:0\r\n:-1\r\n");
+  EXPECT_EQ(would_deny(), before);
+  // Past the limit: allowed, nothing left, no retry-after; counted as a would-be denial.
+  EXPECT_EQ(head(cmd({"FG.TAKE", "t:1", "trial"})), "*5\r\n:1\r\n:2\r\n:0\r\n:-1\r\n");
+  EXPECT_EQ(would_deny(), before + 1);
+  EXPECT_EQ(cmd({"FG.PEEK", "t:1", "trial"}).substr(0, 8), "*5\r\n:1\r\n");
+  EXPECT_EQ(would_deny(), before + 1);  // (a peek decides nothing)
+  // Enforcing now: the same window, still full.
+  trial.shadow = false;
+  pm["trial"] = trial;
+  node_->policies.replace(pm);
+  EXPECT_EQ(cmd({"FG.TAKE", "t:1", "trial"}).substr(0, 8), "*5\r\n:0\r\n");
+  EXPECT_EQ(would_deny(), before + 1);
+  clock_.advance_ms(60'000);  // (a new window)
+  EXPECT_EQ(cmd({"FG.TAKE", "t:1", "trial"}).substr(0, 8), "*5\r\n:1\r\n");
 }
 
 // RANDOMKEY asks every shard (three here) and answers one live key, every key in turn over

@@ -110,6 +110,50 @@ TEST(Admin, PoliciesChangeAtRuntime) {
   EXPECT_EQ(cli(p, "PING"), "PONG");
 }
 
+// Shadow mode from both ends a user meets: a YAML policy with `shadow: true` and FG.POLICY SET
+// ... SHADOW. It counts, always allows, and its would-be denials
+// show in INFO, /metrics and /status; set back to enforcing, its counts are kept.
+TEST(Admin, AShadowPolicyAllowsAndCountsWhatItWouldHaveDenied) {
+  const std::string cfg =
+      temp_file("shadow.yaml",
+                "policies:\n"
+                "  trial: {kind: fixed_window, limit: 2, window: 1h, shadow: true}\n"
+                "  conns: {kind: concurrency, limit: 2, ttl: 1m}");
+  NodeProcess node({"--config", cfg});
+  ASSERT_TRUE(node.alive());
+  const int p = node.port();
+  for (int i = 0; i < 5; ++i) EXPECT_TRUE(starts(cli(p, "FG.TAKE t trial"), "1\n2\n")) << i;
+  EXPECT_TRUE(starts(cli(p, "FG.POLICY GET trial"), "name\ntrial\nkind\nfixed_window\n"))
+      << cli(p, "FG.POLICY GET trial");
+  EXPECT_NE(cli(p, "FG.POLICY GET trial").find("shadow\n1"), std::string::npos);
+  EXPECT_EQ(cli(p, "FG.POLICY SET api gcra 1 1 60000 SHADOW"), "OK");
+  for (int i = 0; i < 3; ++i) EXPECT_TRUE(starts(cli(p, "FG.TAKE u2 api"), "1\n"));  // (burst 2)
+  EXPECT_NE(cli(p, "INFO floodgate").find("policy_shadow_denied:trial=3,api=1"), std::string::npos)
+      << cli(p, "INFO floodgate");
+  const std::string m = http_get(node.admin_port(), "/metrics").body;
+  EXPECT_EQ(sample(m, "floodgate_policy_shadow_denied_total{policy=\"trial\"}"), 3) << m;
+  EXPECT_EQ(sample(m, "floodgate_policy_shadow_denied_total{policy=\"api\"}"), 1);
+  EXPECT_EQ(sample(m, "floodgate_decisions_total{policy=\"trial\",decision=\"allowed\"}"), 5);
+  const std::string status = http_get(node.admin_port(), "/status").body;
+  EXPECT_NE(status.find("{\"policy\":\"trial\",\"shadow\":true,\"would_deny\":3}"),
+            std::string::npos)
+      << status;
+  // Enforcing now: the window it counted is still full.
+  EXPECT_EQ(cli(p, "FG.POLICY SET trial fixed_window 2 3600000"), "OK");
+  EXPECT_TRUE(starts(cli(p, "FG.TAKE t trial"), "0\n2\n0\n"));
+  EXPECT_NE(cli(p, "FG.POLICY GET trial").find("shadow\n0"), std::string::npos);
+  // A concurrency limit cannot be a shadow one.
+  EXPECT_EQ(cli(p, "FG.POLICY SET c concurrency 2 60000 SHADOW"),
+            "ERR SHADOW is for rate limits: a concurrency limit would have to hand out leases "
+            "past its limit");
+  const std::string bad = temp_file("shadow-bad.yaml",
+                                    "policies:\n"
+                                    "  c: {kind: concurrency, limit: 2, ttl: 1m, shadow: true}");
+  EXPECT_NE(run(std::string(FLOODGATE_BIN) + " --check-config " + bad + " 2>&1")
+                .find("policies.c.shadow (line 2): SHADOW is for rate limits"),
+            std::string::npos);
+}
+
 // With --admin-token-file, what shows keys and the cluster's layout (/cluster, /status)
 // wants the bearer token, probes and scrapes do not; refusals are counted; SIGHUP puts a
 // rotated token in force; --admin-bind moves the port to another address.

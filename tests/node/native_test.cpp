@@ -86,6 +86,28 @@ TEST(Native, EveryRequestKind) {
   EXPECT_FALSE(topo->cluster);
 }
 
+// A shadow policy through the native door: counted, never denying, in take and in check_all
+// (it does not hold the other limits back).
+TEST(Native, AShadowPolicyCountsButNeverDenies) {
+  NativeNode n;
+  ASSERT_TRUE(n.node.alive());
+  ASSERT_EQ(run("redis-cli -p " + std::to_string(n.node.port()) +
+                " FG.POLICY SET trial fixed_window 2 3600000 SHADOW"),
+            "OK\n");
+  floodgate::Client c(n.options());
+  for (int i = 0; i < 4; ++i) {
+    auto t = c.take("s:1", Limit::policy("trial"));
+    ASSERT_TRUE(t.ok()) << t.error();
+    EXPECT_TRUE(t->allowed) << i;
+    EXPECT_EQ(t->remaining, i < 2 ? 1 - i : 0);
+  }
+  auto all = c.check_all(
+      {{"s:1", Limit::policy("trial"), 1}, {"s:2", Limit::fixed_window(5, 3600000), 1}});
+  ASSERT_TRUE(all.ok()) << all.error();
+  EXPECT_TRUE(all->allowed);
+  EXPECT_EQ(c.peek("s:2", Limit::fixed_window(5, 3600000), 1)->remaining, 4);  // (committed)
+}
+
 TEST(Native, ErrorsAreClearAndInRedisWords) {
   NativeNode n;
   floodgate::Client c(n.options());

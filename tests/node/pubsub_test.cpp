@@ -244,7 +244,8 @@ TEST(ConnectionDiff, ErrorStatsCountAsRedisServerDoes) {
   const auto total = [](Client& c) {
     const std::string info = ask(c, {"INFO", "stats"});
     const size_t at = info.find("total_error_replies:");
-    return at == std::string::npos ? std::string("none") : info.substr(at, info.find('\r', at) - at);
+    return at == std::string::npos ? std::string("none")
+                                   : info.substr(at, info.find('\r', at) - at);
   };
   EXPECT_EQ(total(*fg[0]), "total_error_replies:7");
   EXPECT_EQ(total(*fg[0]), total(*rc[0]));
@@ -259,8 +260,8 @@ TEST(ConnectionDiff, ErrorStatsCountAsRedisServerDoes) {
   EXPECT_EQ(lpush(*fg[0]), lpush(*rc[0]));
   // Codes a script makes up are bounded: past 128, new ones count together.
   for (int i = 0; i < 140; ++i) {
-    ask(*fg[0], {"EVAL", "return redis.error_reply('C' .. ARGV[1] .. ' x')", "0",
-                 std::to_string(i)});
+    ask(*fg[0],
+        {"EVAL", "return redis.error_reply('C' .. ARGV[1] .. ' x')", "0", std::to_string(i)});
   }
   const std::string stats = ask(*fg[0], {"INFO", "errorstats"});
   EXPECT_NE(stats.find("errorstat_ERRORSTATS_OVERFLOW:count="), std::string::npos) << stats;
