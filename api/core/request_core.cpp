@@ -254,7 +254,7 @@ Pending RequestCore::submit(const Request& r, const Door& d, Flight& f, Outcome&
       }
       case A::kUnavailable:
         answer_unavailable(r, rd, d, now);
-        count(p, now, r.spec.policy, r.key, d);
+        conclude(p, now, r.spec.shadow, r.spec.policy, r.key, d);
         return p;
       case A::kRefuse:
         refuse(now, rd.code, keep(d, std::move(rd.error)));
@@ -599,9 +599,15 @@ void RequestCore::finish(const Pending& p, Flight& f, const Door& d, Outcome& ou
       break;
     }
   }
-  // Shadow mode: the state counted as the enforcing policy would have (a denial took
-  // nothing), and the request is allowed all the same; the denial is counted as the
-  // policy's would-be denial. (One place, so every door answers alike.)
+  conclude(p, out, shadow, policy, key, d);
+}
+
+// Shadow mode: the state counted as the enforcing policy would have (a denial took
+// nothing), and the request is allowed all the same; the denial is counted as the policy's
+// would-be denial. Every decision passes here (from a shard, an owner, or a fail mode), so
+// every door answers alike.
+void RequestCore::conclude(const Pending& p, Outcome& out, bool shadow, uint16_t policy,
+                           std::string_view key, const Door& d) const {
   if (shadow && out.ok() && rate_verb(p.verb) && !out.allowed()) {
     out.shadow_denied = true;
     out.decision.allowed = true;

@@ -71,6 +71,8 @@ class RequestCore {
   // The owner's answer to one forwarded request; false if there is none.
   bool from_forward(Flight& f, uint32_t call, uint32_t item, Outcome& out);
   static std::string_view silence(const Flight& f, uint32_t call);
+  void conclude(const Pending& p, Outcome& out, bool shadow, uint16_t policy, std::string_view key,
+                const Door& d) const;
   void count(const Pending& p, const Outcome& out, uint16_t policy, std::string_view key,
              const Door& d) const;
 

@@ -17,7 +17,8 @@ struct Op {
   // sync counter; a / r a holder's lease, its release; b token bucket; g GCRA; w sliding
   // window; v / k / x a reservation, its commit, its cancel; d INCR (EXPIRE on the first);
   // m MULTI INCR EXPIRE EXEC, sync; o / p a lease without a holder, its release; u / q a
-  // BOUND lease, its connection's close.
+  // BOUND lease, its connection's close; h the shadow sliding log (value 1: it would have
+  // denied).
   char kind = 't';
   int client = 0;
   int node = 0;

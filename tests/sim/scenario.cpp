@@ -23,7 +23,8 @@ namespace {
 constexpr int64_t kMs = 1'000'000;
 constexpr int64_t kS = 1'000'000'000;
 // The load and the bounds, as chaos/ has them (chaos/README.md, "The load").
-constexpr int64_t kLimit = 40;  // the hot key: sliding log, 40 per 1 s, fail_closed
+constexpr int64_t kLimit = 40;        // the hot key: sliding log, 40 per 1 s, fail_closed
+constexpr int64_t kShadowLimit = 20;  // the shadow log: 20 per 1 s, fail_closed (shadow)
 constexpr int64_t kWindowNs = kS;
 constexpr int64_t kLeaseLimit = 4;  // concurrency 4, TTL 2 s, held 20-120 ms
 constexpr int64_t kLeaseTtlNs = 2 * kS;
@@ -64,6 +65,7 @@ struct Client {
   bool expire_next = false;        // INCR made the key: EXPIRE it next
   std::vector<std::string> words;  // data: incr key, expire key seconds
   std::vector<std::string_view> incr, expire;
+  std::string twin;  // 'h': the enforcing twin's key, asked in the same flight
 };
 
 struct Span {
@@ -127,6 +129,7 @@ class Run {
   std::ostringstream figures_;
   int64_t detect_worst_ = -1;
   uint64_t next_conn_ = 1;
+  int64_t twin_disagreed_ = 0;  // shadow answers unlike their enforcing twin's
   bool stopped_ = false;
   std::string hot_ = "{sim}:log";
   World world_;  // last: destroyed first, while what its callbacks touch still exists
@@ -187,6 +190,15 @@ void Run::setup_clients() {
   for (int i = 0; i < 2; ++i) add('m', i, 50 * kMs, "{sim}:txn", LimitSpec{});
   for (int i = 0; i < 6; ++i) add('o', i, 50 * kMs, "{sim}:lease2", lease);
   for (int i = 0; i < 6; ++i) add('u', i, 50 * kMs, "{sim}:lease3", lease);
+  // A shadow sliding log (never denies), each request asked in the same flight as its
+  // enforcing twin on a key of the same slot: their answers must agree.
+  LimitSpec shadow = LimitSpec::window(Kind::kSlidingLog, kShadowLimit, kWindowNs);
+  shadow.on_unavailable = FailMode::kClosed;
+  shadow.shadow = true;
+  for (int i = 0; i < 2; ++i) {
+    add('h', i, 50 * kMs, "{sim}:shadow", shadow);  // (twice the limit together)
+    clients_.back().twin = "{sim}:twin";
+  }
   for (Client& c : clients_) {  // (views into the clients' own words, now they stay put)
     if (c.kind != 'd' && c.kind != 'm') continue;
     c.words = {"incr", c.key, "expire", c.key, "3600"};
@@ -260,6 +272,12 @@ void Run::issue(int c) {
     }
     default:
       r.verb = Verb::kTake;
+      if (cl.kind == 'h') {
+        Request twin = r;
+        twin.key = cl.twin;
+        twin.spec.shadow = false;
+        reqs.push_back(twin);
+      }
   }
   const size_t op = hist_.open(kind, c, cl.node, t0);
   if (!sn.up()) {  // connection refused: it did not happen
@@ -322,6 +340,16 @@ void Run::done(int c, size_t op, const std::vector<Outcome>& out) {
                            (o.reply && !o.reply->empty() ? o.reply->items[0].s : "none"));
         }
         break;
+      case 'h': {  // the shadow log: what it would have denied, and its twin's answer
+        res = o.allowed() ? Res::kOk : Res::kDeny;
+        value = o.shadow_denied ? 1 : 0;
+        const Outcome& t = out[1];
+        if (t.ok() && t.unavailable == FailMode::kError && o.unavailable == FailMode::kError &&
+            o.shadow_denied != !t.decision.allowed) {
+          ++twin_disagreed_;
+        }
+        break;
+      }
       default:
         res = o.allowed() ? Res::kOk : Res::kDeny;
         value = static_cast<int64_t>(o.ticket);
@@ -772,6 +800,30 @@ Verdict Run::go() {
                           }
                           return over;
                         }});
+  }
+  // The shadow log, read as enforcing (its would-be denials as denials), keeps the sliding
+  // log's bounds: it counted exactly as the real one would have.
+  std::vector<Op> as_enforced;
+  if (has('h')) {
+    for (const Op& o : ops) {
+      if (o.kind != 'h') continue;
+      as_enforced.push_back(o);
+      if (o.res == Res::kOk && o.value == 1) as_enforced.back().res = Res::kDeny;
+    }
+    limiters.push_back({'h', "shadow sliding log (as enforced)", [&](int64_t a, int64_t b) {
+                          return over_admission(as_enforced, 'h', kShadowLimit, kWindowNs, a, b);
+                        }});
+    int64_t denied = 0, would = 0;
+    for (const Op& o : ops) {
+      denied += o.kind == 'h' && o.res == Res::kDeny;
+      would += o.kind == 'h' && o.res == Res::kOk && o.value == 1;
+    }
+    check(denied == 0, "the shadow policy denied " + std::to_string(denied) + " requests");
+    check(would > 0, "the shadow policy never would have denied (the load is twice its limit)");
+    check(twin_disagreed_ == 0,
+          "the shadow policy's would-be denials differ from its enforcing "
+          "twin's denials " +
+              std::to_string(twin_disagreed_) + " times");
   }
   for (Limiter& l : limiters) {
     for (const auto& [a, b] : healthy) l.healthy = std::max(l.healthy, l.over(a, b));
