@@ -339,6 +339,9 @@ inline constexpr char kPolicyNameSize[] = "ERR a policy name is 1 to 128 charact
 inline constexpr char kPolicyNameChars[] =
     "ERR a policy name holds only letters, digits, '-', '_', '.' and ':'";
 inline constexpr char kPolicyNamedLikeKind[] = "ERR a policy may not be named like a limiter kind";
+inline constexpr char kAdjustConcurrency[] =
+    "ERR FG.ADJUST is for rate limits: a concurrency limit's leases are given back with "
+    "FG.RELEASE";
 inline constexpr char kShadowConcurrency[] =
     "ERR SHADOW is for rate limits: a concurrency limit would have to hand out leases past its "
     "limit";

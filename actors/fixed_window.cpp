@@ -18,7 +18,7 @@ Decision fixed_window_take(FixedWindowState& st, const LimitSpec& s, int64_t cos
   } else {
     d.retry_after_ns = cost <= s.a ? st.window_end_ns - now_ns : kNever;
   }
-  d.remaining = s.a > st.count ? s.a - st.count : 0;
+  d.remaining = s.a - st.count;  // (below zero only in debt: FG.ADJUST charged past the limit)
   d.reset_after_ns = st.count > 0 ? st.window_end_ns - now_ns : 0;
   return d;
 }
@@ -27,6 +27,11 @@ void fixed_window_refund(FixedWindowState& st, const LimitSpec& s, int64_t cost,
   const int64_t w = s.c;
   if (cost <= 0 || st.window_end_ns != taken_ns - taken_ns % w + w) return;  // window gone
   st.count = st.count > cost ? st.count - cost : 0;
+}
+
+void fixed_window_adjust(FixedWindowState& st, const LimitSpec& s, int64_t delta, int64_t now_ns) {
+  fixed_window_take(st, s, 0, now_ns, true);  // (the current window)
+  st.count = delta < 0 && st.count < -delta ? 0 : st.count + delta;
 }
 
 }  // namespace fg

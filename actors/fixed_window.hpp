@@ -18,6 +18,9 @@ Decision fixed_window_take(FixedWindowState& s, const LimitSpec& spec, int64_t c
 void fixed_window_refund(FixedWindowState& s, const LimitSpec& spec, int64_t cost,
                          int64_t taken_ns);
 
+// FG.ADJUST: counts `delta` more (> 0; past the limit: the rest of the window is denied) or
+// fewer (< 0, never below zero) in the current window.
+void fixed_window_adjust(FixedWindowState& s, const LimitSpec& spec, int64_t delta, int64_t now_ns);
 inline bool fixed_window_idle(const FixedWindowState& s, int64_t now_ns) {
   return s.window_end_ns <= now_ns;
 }

@@ -31,7 +31,9 @@ Decision gcra_take(GcraState& st, const LimitSpec& s, int64_t quantity, int64_t 
     if (!dry_run) st.tat_ns = new_tat;
   }
   const int64_t next = dvt - ttl;
-  if (next > -emission && emission >= 1000) {
+  if (next <= -emission && emission > 0) {  // in debt (FG.ADJUST): below zero, as many as owed
+    d.remaining = next / emission;
+  } else if (next > -emission && emission >= 1000) {
     d.remaining = static_cast<int64_t>(static_cast<double>(next / 1000) /
                                        static_cast<double>(emission / 1000));
   } else if (next > -emission) {
@@ -55,6 +57,17 @@ void gcra_refund(GcraState& st, const LimitSpec& s, int64_t quantity, int64_t no
   const __int128 back = static_cast<__int128>(emission) * quantity;
   const __int128 tat = static_cast<__int128>(st.tat_ns) - back;
   st.tat_ns = tat > now_ns ? static_cast<int64_t>(tat) : now_ns;  // at most back to idle
+}
+
+void gcra_adjust(GcraState& st, const LimitSpec& s, int64_t delta, int64_t now_ns) {
+  if (delta < 0) return gcra_refund(st, s, -delta, now_ns);
+  if (delta == 0) return;
+  const int64_t emission =
+      static_cast<int64_t>(static_cast<double>(s.c) / static_cast<double>(s.b));
+  const int64_t tat = st.tat_ns == 0 || st.tat_ns < now_ns ? now_ns : st.tat_ns;
+  const __int128 at = static_cast<__int128>(tat) + static_cast<__int128>(emission) * delta;
+  const __int128 most = static_cast<__int128>(now_ns) + kMaxDebtNs;
+  st.tat_ns = static_cast<int64_t>(at < most ? at : most);
 }
 
 }  // namespace fg

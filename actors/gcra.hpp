@@ -15,6 +15,9 @@ Decision gcra_take(GcraState& s, const LimitSpec& spec, int64_t quantity, int64_
 
 // Gives back a `quantity` admitted earlier (an expired or cancelled reservation).
 void gcra_refund(GcraState& s, const LimitSpec& spec, int64_t quantity, int64_t now_ns);
+// FG.ADJUST: admits `delta` (> 0) whatever the state — into debt: the theoretical arrival
+// time runs past the burst, and later requests wait for it — or gives back `-delta` (< 0).
+void gcra_adjust(GcraState& s, const LimitSpec& spec, int64_t delta, int64_t now_ns);
 
 inline bool gcra_idle(const GcraState& s, int64_t now_ns) { return s.tat_ns <= now_ns; }
 

@@ -30,6 +30,9 @@ constexpr Kind kLastKind = Kind::kSet;
 // Upper bounds that keep every intermediate product inside int64 and memory bounded.
 constexpr int64_t kMaxPeriodNs = int64_t{10} * 366 * 24 * 3600 * 1'000'000'000;  // ~10 years
 constexpr int64_t kMaxCount = int64_t{1} << 40;
+// How far into debt FG.ADJUST may charge a bucket or GCRA: its next admission at most this
+// far off (a bound that keeps every later sum of instants inside int64).
+constexpr int64_t kMaxDebtNs = 4 * kMaxPeriodNs;
 constexpr int64_t kMaxLogLimit = 100'000;    // sliding log keeps one entry per admission
 constexpr int64_t kMaxLeaseLimit = 100'000;  // concurrency keeps one entry per lease
 

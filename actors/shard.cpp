@@ -116,6 +116,50 @@ void Shard::take(ShardOp& op, int64_t now_ns) {
   }
 }
 
+// FG.ADJUST: a cost known only afterwards, charged (cost > 0, into debt where the kind has
+// one) or refunded (cost < 0). The answer is the state after it, as a peek of 1 sees it. A
+// refund of a key that holds nothing creates none.
+void Shard::adjust(ShardOp& op, int64_t now_ns) {
+  const Kind kind = op.spec.kind;
+  const int64_t delta = op.cost;
+  op.cost = 1;
+  Entry* e = table_.find(op.key, op.hash);
+  if (delta <= 0 && (!e || (e->kind != kind && idle(e, now_ns)))) {
+    op.code = OpCode::kPeek;  // (nothing to give back: what a fresh limiter answers)
+    take(op, now_ns);
+    op.code = OpCode::kAdjust;
+    op.cost = delta;
+    return;
+  }
+  e = get_or_create(op, kind, now_ns);
+  if (!e) {
+    op.cost = delta;
+    return;
+  }
+  switch (kind) {
+    case Kind::kTokenBucket:
+      token_bucket_adjust(e->state<TokenBucketState>(), op.spec, delta, now_ns);
+      break;
+    case Kind::kGcra:
+      gcra_adjust(e->state<GcraState>(), op.spec, delta, now_ns);
+      break;
+    case Kind::kFixedWindow:
+      fixed_window_adjust(e->state<FixedWindowState>(), op.spec, delta, now_ns);
+      break;
+    case Kind::kSlidingWindow:
+      sliding_window_adjust(e->state<SlidingWindowState>(), op.spec, delta, now_ns);
+      break;
+    case Kind::kSlidingLog:
+      sliding_log_adjust(*e->state<SlidingLogState*>(), op.spec, delta, now_ns);
+      break;
+    default:
+      break;
+  }
+  op.decision = run(kind, e->state_bytes(), op, now_ns, true);
+  op.cost = delta;
+  mark(e, op.key);
+}
+
 void Shard::execute(ShardOp& op, int64_t now_ns) {
   switch (op.code) {
     case OpCode::kTake:
@@ -141,6 +185,9 @@ void Shard::execute(ShardOp& op, int64_t now_ns) {
     case OpCode::kCommit:
     case OpCode::kCancel:
       reserve(op, now_ns);
+      break;
+    case OpCode::kAdjust:
+      adjust(op, now_ns);
       break;
     case OpCode::kData:
       if (op.reply_room && !op.abort && op.reply_room->load(std::memory_order_relaxed) < 0) {

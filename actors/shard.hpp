@@ -164,6 +164,7 @@ class Shard {
   void leases(ShardOp& op, int64_t now_ns);
   void heartbeat(ShardOp& op, int64_t now_ns);  // and kReleaseHolder
   void reserve(ShardOp& op, int64_t now_ns);    // kReserve, kCommit, kCancel
+  void adjust(ShardOp& op, int64_t now_ns);     // kAdjust (FG.ADJUST)
   // Gives back what a reservation took, if its key still holds the same kind here.
   void refund(const Ticket& t, int64_t now_ns);
   void expire_tickets(int64_t now_ns);
@@ -179,7 +180,7 @@ class Shard {
   void data_object(ShardOp& op, int64_t now_ns);  // data_keyspace.cpp
   void data_expire(ShardOp& op, int64_t now_ns);
   void data_keys(ShardOp& op, int64_t now_ns);
-  void data_scan(ShardOp& op, int64_t now_ns);  // KEYS, SCAN
+  void data_scan(ShardOp& op, int64_t now_ns);        // KEYS, SCAN
   void data_random_key(ShardOp& op, int64_t now_ns);  // RANDOMKEY: one shard's pick
   void data_hash(ShardOp& op, int64_t now_ns);
   void hash_scan(ShardOp& op, int64_t now_ns);  // HSCAN (data_ops.cpp)

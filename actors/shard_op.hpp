@@ -51,6 +51,7 @@ enum class OpCode : uint8_t {
   kCommit,         // keep what a reservation took (value 1), 0 if the ticket is gone
   kCancel,         // give back what a reservation took now (value 1), 0 if the ticket is gone
   kData,           // a Redis data command (`data`, `args`), answered in `reply`
+  kAdjust,         // charge (cost > 0, into debt) or refund (cost < 0); decision: a peek after
 };
 
 enum class OpStatus : uint8_t {

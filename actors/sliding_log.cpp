@@ -71,4 +71,21 @@ void sliding_log_refund(SlidingLogState& st, int64_t cost, int64_t taken_ns) {
   }
 }
 
+void sliding_log_adjust(SlidingLogState& st, const LimitSpec& s, int64_t delta, int64_t now_ns) {
+  if (delta > 0) {
+    sliding_log_take(st, s, 0, now_ns, true);  // (what left the window)
+    const int64_t room = s.a - st.total;
+    if (room > 0) sliding_log_take(st, s, delta < room ? delta : room, now_ns, false);
+    return;
+  }
+  for (int64_t back = -delta; back > 0 && st.live() > 0;) {
+    SlidingLogState::Entry& e = st.entries.back();
+    const int64_t b = e.cost < back ? e.cost : back;
+    e.cost -= b;
+    st.total -= b;
+    back -= b;
+    if (e.cost == 0) st.entries.pop_back();
+  }
+}
+
 }  // namespace fg

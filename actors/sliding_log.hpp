@@ -30,5 +30,8 @@ Decision sliding_log_take(SlidingLogState& s, const LimitSpec& spec, int64_t cos
 void sliding_log_refund(SlidingLogState& s, int64_t cost, int64_t taken_ns);
 
 bool sliding_log_idle(const SlidingLogState& s, int64_t now_ns);
+// FG.ADJUST: records `delta` more admissions now (> 0), as many as the limit has room for (a
+// log holds at most its limit: no debt), or removes the newest `-delta` (< 0).
+void sliding_log_adjust(SlidingLogState& s, const LimitSpec& spec, int64_t delta, int64_t now_ns);
 
 }  // namespace fg

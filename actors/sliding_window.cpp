@@ -44,7 +44,8 @@ Decision sliding_window_take(SlidingWindowState& st, const LimitSpec& s, int64_t
   }
   const i128 used = weighted_prev + static_cast<i128>(st.curr) * w;
   const i128 left = (limit_scaled - used) / w;
-  d.remaining = left > 0 ? static_cast<int64_t>(left) : 0;
+  // (below zero only in debt: FG.ADJUST charged past the limit)
+  d.remaining = static_cast<int64_t>(left);
   if (st.curr > 0) {
     d.reset_after_ns = start + 2 * w - now_ns;
   } else if (st.prev > 0) {
@@ -60,6 +61,21 @@ void sliding_window_refund(SlidingWindowState& st, const LimitSpec& s, int64_t c
   if (cost <= 0 || st.window_ns != w) return;
   int64_t* n = st.start_ns == start ? &st.curr : st.start_ns == start + w ? &st.prev : nullptr;
   if (n) *n = *n > cost ? *n - cost : 0;
+}
+
+void sliding_window_adjust(SlidingWindowState& st, const LimitSpec& s, int64_t delta,
+                           int64_t now_ns) {
+  sliding_window_take(st, s, 0, now_ns, true);  // (the current window)
+  if (delta >= 0) {
+    st.curr += delta;
+    return;
+  }
+  int64_t back = -delta;
+  for (int64_t* n : {&st.curr, &st.prev}) {
+    const int64_t b = *n < back ? *n : back;
+    *n -= b;
+    back -= b;
+  }
 }
 
 }  // namespace fg

@@ -21,6 +21,10 @@ Decision sliding_window_take(SlidingWindowState& s, const LimitSpec& spec, int64
 void sliding_window_refund(SlidingWindowState& s, const LimitSpec& spec, int64_t cost,
                            int64_t taken_ns);
 
+// FG.ADJUST: counts `delta` more in the current window (> 0; past the limit: debt, which
+// the window's sliding repays) or fewer (< 0: the current window's, then the previous').
+void sliding_window_adjust(SlidingWindowState& s, const LimitSpec& spec, int64_t delta,
+                           int64_t now_ns);
 inline bool sliding_window_idle(const SlidingWindowState& s, int64_t now_ns) {
   return s.window_ns == 0 || s.start_ns + 2 * s.window_ns <= now_ns;
 }

@@ -11,8 +11,10 @@ int64_t drip_ns(int64_t tokens, const LimitSpec& s) {
   __int128 num = static_cast<__int128>(tokens) * s.c;
   return static_cast<int64_t>((num + s.b - 1) / s.b);
 }
+// (Rounded down, below zero too: a debt of 2.5 tokens leaves -3.)
 int64_t tokens_in(int64_t ns, const LimitSpec& s) {
-  return static_cast<int64_t>(static_cast<__int128>(ns) * s.b / s.c);
+  const __int128 num = static_cast<__int128>(ns) * s.b;
+  return static_cast<int64_t>(num >= 0 ? num / s.c : -((-num + s.c - 1) / s.c));
 }
 }  // namespace
 
@@ -38,7 +40,8 @@ Decision token_bucket_take(TokenBucketState& st, const LimitSpec& s, int64_t cos
       d.retry_after_ns = deficit + need - full_ns;
     }
   }
-  d.remaining = std::max<int64_t>(0, tokens_in(full_ns - deficit, s));
+  // (below zero only in debt: FG.ADJUST charged past empty)
+  d.remaining = tokens_in(full_ns - deficit, s);
   d.reset_after_ns = deficit;
   return d;
 }
@@ -47,6 +50,20 @@ Decision token_bucket_take(TokenBucketState& st, const LimitSpec& s, int64_t cos
 void token_bucket_refund(TokenBucketState& st, const LimitSpec& s, int64_t cost) {
   if (cost <= 0) return;
   st.full_at_ns -= drip_ns(std::min(cost, s.a), s);
+}
+
+void token_bucket_adjust(TokenBucketState& st, const LimitSpec& s, int64_t delta, int64_t now_ns) {
+  const int64_t base = std::max(st.full_at_ns, now_ns);
+  const __int128 ns =
+      (static_cast<__int128>(delta < 0 ? -delta : delta) * s.c + s.b - 1) / s.b;  // drip time
+  if (delta > 0) {
+    const __int128 at = static_cast<__int128>(base) + ns;
+    const __int128 most = static_cast<__int128>(now_ns) + kMaxDebtNs;
+    st.full_at_ns = static_cast<int64_t>(at < most ? at : most);
+  } else if (delta < 0) {
+    const __int128 at = static_cast<__int128>(base) - ns;
+    st.full_at_ns = at < now_ns ? now_ns : static_cast<int64_t>(at);
+  }
 }
 
 }  // namespace fg

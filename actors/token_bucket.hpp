@@ -17,6 +17,10 @@ Decision token_bucket_take(TokenBucketState& s, const LimitSpec& spec, int64_t c
 
 // Gives back `cost` tokens taken earlier (an expired or cancelled reservation).
 void token_bucket_refund(TokenBucketState& s, const LimitSpec& spec, int64_t cost);
+// FG.ADJUST: takes `delta` tokens (> 0) whether or not they are there — the bucket goes
+// into debt, refilled before anyone is admitted — or gives `-delta` back (< 0), never past
+// full.
+void token_bucket_adjust(TokenBucketState& s, const LimitSpec& spec, int64_t delta, int64_t now_ns);
 
 inline bool token_bucket_idle(const TokenBucketState& s, int64_t now_ns) {
   return s.full_at_ns <= now_ns;

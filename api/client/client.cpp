@@ -63,6 +63,13 @@ void Client::peek(std::string_view key, const Limit& limit, int64_t cost, Callba
   r.cost = cost;
   decision_call(*impl_, r, std::move(cb));
 }
+void Client::adjust(std::string_view key, const Limit& limit, int64_t delta,
+                    Callback<Decision> cb) {
+  Req r = keyed_req(pb::ADJUST, key, &limit);
+  r.has_cost = true;
+  r.cost = delta;
+  decision_call(*impl_, r, std::move(cb));
+}
 void Client::reset(std::string_view key, Callback<bool> cb) {
   value_call(*impl_, keyed_req(pb::RESET, key), as_bool(std::move(cb)));
 }
@@ -125,6 +132,10 @@ Result<Decision> Client::take(std::string_view key, const Limit& limit, int64_t 
 Result<Decision> Client::peek(std::string_view key, const Limit& limit, int64_t cost) {
   FG_CHECK_THREAD(Decision)
   return block<Decision>([&](Callback<Decision> cb) { peek(key, limit, cost, std::move(cb)); });
+}
+Result<Decision> Client::adjust(std::string_view key, const Limit& limit, int64_t delta) {
+  FG_CHECK_THREAD(Decision)
+  return block<Decision>([&](Callback<Decision> cb) { adjust(key, limit, delta, std::move(cb)); });
 }
 Result<bool> Client::reset(std::string_view key) {
   FG_CHECK_THREAD(bool)

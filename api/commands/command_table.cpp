@@ -187,6 +187,9 @@ std::vector<CommandSpec> make_rows() {
        "key [policy|kind params...] [COST n]"},
       {"fg.peek", -2, kF, "read limiter", key1(kReads), cmd_fg_peek, "floodgate", "0.1.0",
        "Evaluate a key's limiter without consuming", "key [policy|kind params...] [COST n]"},
+      {"fg.adjust", -3, kWF, "limiter", key1(kReadsWrites), cmd_fg_adjust, "floodgate", "0.2.0",
+       "Charge (delta > 0, into debt) or refund (delta < 0) a cost known only after the request",
+       "key [policy|kind params...] delta"},
       {"fg.reset", 2, kWF, "keyspace admin dangerous", key1(kWrites), cmd_fg_reset, "floodgate",
        "0.1.0", "Forget a key's limiter state", "key"},
       {"fg.acquire", -2, kWF, "limiter", key1(kReadsWrites), cmd_fg_acquire, "floodgate", "0.1.0",
@@ -798,6 +801,7 @@ const std::vector<NativeOp>& native_ops() {
       {pb::RESERVE, Verb::kReserve, "fg.take"},
       {pb::COMMIT, Verb::kCommit, "fg.take"},
       {pb::CANCEL, Verb::kCancel, "fg.take"},
+      {pb::ADJUST, Verb::kAdjust, "fg.adjust"},
   };
   return ops;
 }

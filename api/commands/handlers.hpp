@@ -13,6 +13,7 @@ using Args = std::vector<std::string_view>;
 void cmd_cl_throttle(CommandContext& s, Args& a);
 void cmd_fg_take(CommandContext& s, Args& a);
 void cmd_fg_peek(CommandContext& s, Args& a);
+void cmd_fg_adjust(CommandContext& s, Args& a);
 void cmd_fg_reset(CommandContext& s, Args& a);
 void cmd_fg_acquire(CommandContext& s, Args& a);
 void cmd_fg_renew(CommandContext& s, Args& a);

@@ -97,6 +97,22 @@ void cmd_cl_throttle(CommandContext& s, Args& a) {
 void cmd_fg_take(CommandContext& s, Args& a) { take_or_peek(s, a, Verb::kTake); }
 void cmd_fg_peek(CommandContext& s, Args& a) { take_or_peek(s, a, Verb::kPeek); }
 
+// FG.ADJUST key [policy|kind params...] delta: the limit as FG.TAKE names it, the signed
+// delta last.
+void cmd_fg_adjust(CommandContext& s, Args& a) {
+  int64_t delta;
+  if (!parse_int(a.back(), delta)) return s.local().error(err::kNotInteger);
+  std::vector<std::string_view> head(a.begin(), a.end() - 1);
+  size_t i = 2;
+  Result<LimitSpec> limit = limit_at(s, head, i, {});
+  if (!limit.ok()) return s.local().error(limit.error());
+  if (i != head.size()) return s.local().error(err::kSyntax);
+  Request r = keyed_request(Verb::kAdjust, a[1]);
+  r.spec = limit.value();
+  r.cost = delta;
+  s.request(r, ReplyStyle::kDecision);
+}
+
 void cmd_fg_reset(CommandContext& s, Args& a) {
   Request r = keyed_request(Verb::kReset, a[1]);
   s.request(r, ReplyStyle::kInteger);

@@ -38,7 +38,7 @@ void encode_forwarded(const Request& r, std::string_view holder, forward::Forwar
 
 Result<Request> decode_forwarded(const forward::ForwardedRequest& in,
                                  std::deque<std::vector<std::string_view>>& argvs) {
-  if (in.verb() > static_cast<uint32_t>(Verb::kData)) return Error{err::unknown_op(in.verb())};
+  if (in.verb() > static_cast<uint32_t>(Verb::kAdjust)) return Error{err::unknown_op(in.verb())};
   Request r;
   r.txn = in.txn();  // (the sender's number: RequestJob gives it one of its flight's)
   if (in.verb() == static_cast<uint32_t>(Verb::kData)) {
@@ -107,7 +107,7 @@ void encode_outcome(const Outcome& o, Verb verb, forward::ForwardOutcome& out) {
     out.set_value(o.acquire.held);
     out.set_retry_after_ns(o.acquire.retry_after_ns);
     out.set_limit(o.limit);
-  } else if (rate_verb(verb)) {
+  } else if (answers_decision(verb)) {
     out.set_allowed(o.decision.allowed);
     out.set_limit(o.decision.limit);
     out.set_remaining(o.decision.remaining);
@@ -164,7 +164,7 @@ void decode_outcome(const forward::ForwardOutcome& in, Verb verb, Outcome& out,
     out.acquire.held = in.value();
     out.acquire.retry_after_ns = in.retry_after_ns();
     out.limit = in.limit();
-  } else if (rate_verb(verb)) {
+  } else if (answers_decision(verb)) {
     out.decision.allowed = in.allowed();
     out.decision.limit = in.limit();
     out.decision.remaining = in.remaining();

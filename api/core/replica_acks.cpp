@@ -19,6 +19,7 @@ bool wants_ack(const ShardOp& op) {
       return op.spec.sync && data_cmd_info(op.data).writes;
     case OpCode::kTake:
     case OpCode::kReserve:
+    case OpCode::kAdjust:
     case OpCode::kReset:
     case OpCode::kRenew:
       return op.spec.sync;

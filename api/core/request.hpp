@@ -29,6 +29,9 @@ enum class Verb : uint8_t {
   kCommit,      // keep what a reservation took (value 1, 0 if the ticket is gone)
   kCancel,      // give back what a reservation took (value 1, 0 if the ticket is gone)
   kData,        // a Redis data command (`data`, `args`); the outcome's `reply` answers it
+  // A cost known only afterwards (FG.ADJUST): `cost` charged (> 0, into debt if need be) or
+  // refunded (< 0); the outcome is the limiter's state after it, as a peek of cost 1.
+  kAdjust,
 };
 
 inline bool keyed(Verb v) { return v != Verb::kHeartbeat && v != Verb::kReleaseAll; }
@@ -37,6 +40,8 @@ inline bool keyed(Verb v) { return v != Verb::kHeartbeat && v != Verb::kReleaseA
 // either door; a forward that does not say which command it came as is checked as this.
 inline const char* acl_command_of(Verb v) {
   switch (v) {
+    case Verb::kAdjust:
+      return "fg.adjust";
     case Verb::kPeek:
       return "fg.peek";
     case Verb::kReset:
@@ -60,6 +65,8 @@ inline const char* acl_command_of(Verb v) {
 inline bool rate_verb(Verb v) {
   return v == Verb::kTake || v == Verb::kPeek || v == Verb::kReserve;
 }
+// Whether the verb's outcome is a rate limit's five fields (a decision).
+inline bool answers_decision(Verb v) { return rate_verb(v) || v == Verb::kAdjust; }
 // Whether the verb's outcome is an admission decision (counted as allowed / denied).
 inline bool decides(Verb v) {
   return v == Verb::kTake || v == Verb::kReserve || v == Verb::kAcquire;

@@ -42,6 +42,8 @@ OpCode opcode(Verb v) {
       return OpCode::kCommit;
     case Verb::kData:
       return OpCode::kData;
+    case Verb::kAdjust:
+      return OpCode::kAdjust;
     case Verb::kCancel:
       break;
   }
@@ -89,6 +91,7 @@ bool ttl_ok(int64_t ttl_ms, Outcome& now) {
     case OpCode::kTake:
     case OpCode::kPeek:
     case OpCode::kReserve:
+    case OpCode::kAdjust:
       out.decision = op.decision;
       if (op.code == OpCode::kReserve) out.ticket = op.lease_id;
       break;
@@ -139,6 +142,16 @@ bool RequestCore::must_wait(std::string_view key, const Routing* rt) const {
       }
       if (r.verb == Verb::kReserve && (r.ttl_ms <= 0 || r.ttl_ms > kMaxReserveMs)) {
         refuse(now, Code::kError, err::kReserveTtl);
+        return false;
+      }
+      return true;
+    case Verb::kAdjust:
+      if (r.spec.kind == Kind::kConcurrency) {
+        refuse(now, Code::kError, err::kAdjustConcurrency);
+        return false;
+      }
+      if (r.cost < -kMaxCount || r.cost > kMaxCount) {
+        refuse(now, Code::kError, err::kNotInteger);
         return false;
       }
       return true;

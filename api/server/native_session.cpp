@@ -66,7 +66,7 @@ void fill_result(const Outcome& o, Verb verb, wire::ResultView& res) {
     res.value = a.held;
     res.limit = o.limit;
     res.retry_after_ms = a.granted ? -1 : ceil_ms(a.retry_after_ns);
-  } else if (rate_verb(verb)) {
+  } else if (answers_decision(verb)) {
     const Decision& d = o.decision;
     res.allowed = d.allowed;
     res.limit = d.limit;
@@ -243,7 +243,7 @@ void NativeSession::serve(Frame& f, Flight& flight) {
       continue;
     }
     const wire::RequestView& req = f.requests[i];
-    f.op[i] = static_cast<uint8_t>(req.op >= 0 && req.op <= pb::PING ? req.op : 0);
+    f.op[i] = static_cast<uint8_t>(req.op >= 0 && req.op <= pb::ADJUST ? req.op : 0);
     if (!bad_hello.empty()) {
       fail(res, pb::ERR, bad_hello);
       continue;
@@ -303,7 +303,7 @@ void NativeSession::request(const wire::RequestView& req, Frame& f, size_t index
     r.user = acl_.user();  // (only the leases on keys this user may change)
   }
   r.here_only = !req.cluster_wide;  // older clients send it to every node themselves
-  if (rate_verb(verb) || verb == Verb::kAcquire) {
+  if (answers_decision(verb) || verb == Verb::kAcquire) {
     // The limit: inline, or what the policies say for this key (override, named, pattern).
     InlineLimit& last = last_limit_;
     if (req.policy.empty() && req.kind != pb::KIND_NONE && req.kind == last.kind &&

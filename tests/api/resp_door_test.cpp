@@ -260,6 +260,56 @@ TEST_F(SessionTest, AShadowPolicyCountsButAllowsAndSwitchingKeepsItsCounts) {
   EXPECT_EQ(cmd({"FG.TAKE", "t:1", "trial"}).substr(0, 8), "*5\r\n:1\r\n");
 }
 
+// FG.ADJUST: a cost known afterwards, charged into debt (remaining below zero; nobody is
+// admitted until it is repaid) or refunded; its reply is the state after, as FG.PEEK's.
+TEST_F(SessionTest, AdjustChargesIntoDebtAndRefunds) {
+  const std::vector<std::string> tb = {"token_bucket", "3", "1", "1000"};  // 3, 1 per second
+  auto expect_head = [](const std::string& r, const std::string& want) {
+    EXPECT_EQ(r.substr(0, want.size()), want);
+  };
+  auto with = [](std::vector<std::string> w, const std::vector<std::string>& more) {
+    w.insert(w.end(), more.begin(), more.end());
+    return w;
+  };
+  EXPECT_EQ(cmd(with({"FG.TAKE", "b"}, tb)), "*5\r\n:1\r\n:3\r\n:2\r\n:-1\r\n:1000\r\n");
+  // 5 more than was there: 3 owed.
+  EXPECT_EQ(cmd(with(with({"FG.ADJUST", "b"}, tb), {"5"})),
+            "*5\r\n:0\r\n:3\r\n:-3\r\n:4000\r\n:6000\r\n");
+  EXPECT_EQ(cmd(with({"FG.PEEK", "b"}, tb)), "*5\r\n:0\r\n:3\r\n:-3\r\n:4000\r\n:6000\r\n");
+  clock_.advance_ms(3500);  // (still half a token owed)
+  expect_head(cmd(with({"FG.TAKE", "b"}, tb)), "*5\r\n:0\r\n");
+  clock_.advance_ms(500);  // repaid: one token there
+  EXPECT_EQ(cmd(with({"FG.TAKE", "b"}, tb)), "*5\r\n:1\r\n:3\r\n:0\r\n:-1\r\n:3000\r\n");
+  // A refund, never past full.
+  EXPECT_EQ(cmd(with(with({"FG.ADJUST", "b"}, tb), {"-100"})),
+            "*5\r\n:1\r\n:3\r\n:3\r\n:-1\r\n:0\r\n");
+  // A fixed window in debt stays shut for the rest of its window.
+  const std::vector<std::string> fw = {"fixed_window", "10", "60000"};
+  expect_head(cmd(with(with({"FG.ADJUST", "w"}, fw), {"15"})), "*5\r\n:0\r\n:10\r\n:-5\r\n");
+  expect_head(cmd(with(with({"FG.ADJUST", "w"}, fw), {"-20"})), "*5\r\n:1\r\n:10\r\n:10\r\n");
+  // A sliding log keeps at most its limit: no debt.
+  expect_head(cmd({"FG.ADJUST", "l", "sliding_log", "5", "60000", "9"}),
+              "*5\r\n:0\r\n:5\r\n:0\r\n");
+  expect_head(cmd({"FG.ADJUST", "l", "sliding_log", "5", "60000", "-2"}),
+              "*5\r\n:1\r\n:5\r\n:2\r\n");
+  // GCRA (CL.THROTTLE's): owed requests show as remaining below zero there too.
+  expect_head(cmd({"FG.ADJUST", "g", "gcra", "4", "10", "1000", "20"}),
+              "*5\r\n:0\r\n:5\r\n:-15\r\n");
+  expect_head(cmd({"CL.THROTTLE", "g", "4", "10", "1"}), "*5\r\n:1\r\n:5\r\n:-15\r\n");
+  // A refund of a key that holds nothing creates none.
+  EXPECT_EQ(cmd(with(with({"FG.ADJUST", "none"}, tb), {"-2"})),
+            "*5\r\n:1\r\n:3\r\n:3\r\n:-1\r\n:0\r\n");
+  EXPECT_EQ(cmd({"EXISTS", "none"}), ":0\r\n");
+  EXPECT_EQ(cmd({"FG.ADJUST", "c", "concurrency", "2", "1000", "1"}),
+            "-ERR FG.ADJUST is for rate limits: a concurrency limit's leases are given back with "
+            "FG.RELEASE\r\n");
+  EXPECT_EQ(cmd(with(with({"FG.ADJUST", "b"}, tb), {"x"})),
+            "-ERR value is not an integer or out of range\r\n");
+  EXPECT_EQ(cmd(with(with({"FG.ADJUST", "b"}, tb), {"2000000000000"})),
+            "-ERR value is not an integer or out of range\r\n");
+  EXPECT_EQ(cmd({"FG.ADJUST", "b"}), "-ERR wrong number of arguments for 'fg.adjust' command\r\n");
+}
+
 // RANDOMKEY asks every shard (three here) and answers one live key, every key in turn over
 // enough draws, never an expired one; null when there are none, as redis-server.
 TEST_F(SessionTest, RandomKeyAnswersEveryLiveKeyAndNeverAnExpiredOne) {

@@ -108,6 +108,30 @@ TEST(Native, AShadowPolicyCountsButNeverDenies) {
   EXPECT_EQ(c.peek("s:2", Limit::fixed_window(5, 3600000), 1)->remaining, 4);  // (committed)
 }
 
+// Client::adjust: a cost charged afterwards into debt, then refunded (a negative delta on
+// the wire), and what an owed bucket answers a take.
+TEST(Native, AdjustChargesIntoDebtAndRefunds) {
+  NativeNode n;
+  ASSERT_TRUE(n.node.alive());
+  floodgate::Client c(n.options());
+  const Limit bucket = Limit::token_bucket(10, 1, 3600000);  // (no refill to speak of)
+  ASSERT_TRUE(c.take("tokens:u1", bucket, 4)->allowed);
+  auto debt = c.adjust("tokens:u1", bucket, 9);  // 6 were left: 3 owed
+  ASSERT_TRUE(debt.ok()) << debt.error();
+  EXPECT_FALSE(debt->allowed);
+  EXPECT_EQ(debt->remaining, -3);
+  EXPECT_FALSE(c.take("tokens:u1", bucket, 1)->allowed);
+  auto back = c.adjust("tokens:u1", bucket, -5);
+  ASSERT_TRUE(back.ok()) << back.error();
+  EXPECT_EQ(back->remaining, 2);
+  EXPECT_TRUE(c.take("tokens:u1", bucket, 1)->allowed);
+  auto wrong = c.adjust("conn", Limit::concurrency(2, 1000), 1);
+  ASSERT_FALSE(wrong.ok());
+  EXPECT_EQ(wrong.error(),
+            "ERR FG.ADJUST is for rate limits: a concurrency limit's leases are given back with "
+            "FG.RELEASE");
+}
+
 TEST(Native, ErrorsAreClearAndInRedisWords) {
   NativeNode n;
   floodgate::Client c(n.options());

@@ -18,7 +18,7 @@ struct Op {
   // window; v / k / x a reservation, its commit, its cancel; d INCR (EXPIRE on the first);
   // m MULTI INCR EXPIRE EXEC, sync; o / p a lease without a holder, its release; u / q a
   // BOUND lease, its connection's close; h the shadow sliding log (value 1: it would have
-  // denied).
+  // denied); j a take from the owing bucket, J a charge afterwards (value: remaining after).
   char kind = 't';
   int client = 0;
   int node = 0;

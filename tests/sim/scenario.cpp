@@ -30,10 +30,12 @@ constexpr int64_t kLeaseLimit = 4;  // concurrency 4, TTL 2 s, held 20-120 ms
 constexpr int64_t kLeaseTtlNs = 2 * kS;
 // The full load's other limiters (Load::kFull), all on the hot key's slot.
 constexpr int64_t kBucketCap = 10, kBucketRate = 20;  // token_bucket: 10, 20 per 1 s
-constexpr int64_t kGcraBurst = 4, kGcraRate = 10;     // gcra 4 10 1000 (CL.THROTTLE): 5, 10/s
-constexpr int64_t kWindowLimit = 30;                  // sliding_window: 30 per 1 s
-constexpr int64_t kReserveTtlMs = 5000;               // a reservation not committed is given back
-constexpr int64_t kLagNs = 5 * kMs;                   // Δ, the node default
+constexpr int64_t kDebtRate = 10;  // the owing bucket: 5, 10 per 1 s; charged 3 afterwards
+constexpr int64_t kDebtCharge = 3;
+constexpr int64_t kGcraBurst = 4, kGcraRate = 10;  // gcra 4 10 1000 (CL.THROTTLE): 5, 10/s
+constexpr int64_t kWindowLimit = 30;               // sliding_window: 30 per 1 s
+constexpr int64_t kReserveTtlMs = 5000;            // a reservation not committed is given back
+constexpr int64_t kLagNs = 5 * kMs;                // Δ, the node default
 constexpr int64_t kSlackNs = 50 * kMs;  // clients' view of "when" is their request's span
 constexpr int64_t kClientTimeoutNs = 3 * kS;
 constexpr int64_t kSettleNs = 3 * kS;  // after a fault has healed and the cluster formed
@@ -190,6 +192,10 @@ void Run::setup_clients() {
   for (int i = 0; i < 2; ++i) add('m', i, 50 * kMs, "{sim}:txn", LimitSpec{});
   for (int i = 0; i < 6; ++i) add('o', i, 50 * kMs, "{sim}:lease2", lease);
   for (int i = 0; i < 6; ++i) add('u', i, 50 * kMs, "{sim}:lease3", lease);
+  // A bucket charged afterwards (FG.ADJUST): one op in four charges 3 more, into debt.
+  LimitSpec owing = LimitSpec::token_bucket(5, kDebtRate, kS);
+  owing.on_unavailable = FailMode::kClosed;
+  for (int i = 0; i < 2; ++i) add('j', i, 50 * kMs, "{sim}:owing", owing);
   // A shadow sliding log (never denies), each request asked in the same flight as its
   // enforcing twin on a key of the same slot: their answers must agree.
   LimitSpec shadow = LimitSpec::window(Kind::kSlidingLog, kShadowLimit, kWindowNs);
@@ -270,6 +276,14 @@ void Run::issue(int c) {
       }
       break;
     }
+    case 'j':  // a take, or (one in four) a cost charged afterwards
+      r.verb = Verb::kTake;
+      if (world_.rng()() % 4 == 0) {
+        kind = 'J';
+        r.verb = Verb::kAdjust;
+        r.cost = kDebtCharge;
+      }
+      break;
     default:
       r.verb = Verb::kTake;
       if (cl.kind == 'h') {
@@ -339,6 +353,10 @@ void Run::done(int c, size_t op, const std::vector<Outcome>& out) {
           check(false, std::string("an error reply to ") + rec.kind + ": " +
                            (o.reply && !o.reply->empty() ? o.reply->items[0].s : "none"));
         }
+        break;
+      case 'J':  // a charge: always made; the state it left (remaining below zero: owed)
+        res = Res::kOk;
+        value = o.decision.remaining;
         break;
       case 'h': {  // the shadow log: what it would have denied, and its twin's answer
         res = o.allowed() ? Res::kOk : Res::kDeny;
@@ -824,6 +842,27 @@ Verdict Run::go() {
           "the shadow policy's would-be denials differ from its enforcing "
           "twin's denials " +
               std::to_string(twin_disagreed_) + " times");
+  }
+  // Debts are repaid before anyone is admitted: after a charge left the owing bucket at r < 0
+  // tokens (rounded down: it owes more than -r - 1), no take is admitted until -r tokens have
+  // dripped in (while healthy: a charge lost with an owner is the replication bound's, as
+  // any count).
+  if (has('j')) {
+    int64_t early = 0, owed = 0;
+    for (const auto& [a, b] : healthy) {
+      for (const Op& c : ops) {
+        if (c.kind != 'J' || c.res != Res::kOk || c.value >= 0 || c.start < a || c.end > b)
+          continue;
+        ++owed;
+        const int64_t repaid = c.start + -c.value * kS / kDebtRate;
+        for (const Op& t : ops) {
+          early +=
+              t.kind == 'j' && t.res == Res::kOk && t.start > c.end && t.end < repaid && t.end <= b;
+        }
+      }
+    }
+    check(owed > 0, "the owing bucket was never in debt (one op in four charges 3)");
+    check(early == 0, "admitted while a debt was owed: " + std::to_string(early));
   }
   for (Limiter& l : limiters) {
     for (const auto& [a, b] : healthy) l.healthy = std::max(l.healthy, l.over(a, b));

@@ -186,6 +186,10 @@ class Client {
   // --- callback forms (the callback runs on the client's I/O thread) ---
   void take(std::string_view key, const Limit& limit, int64_t cost, Callback<Decision> cb);
   void peek(std::string_view key, const Limit& limit, int64_t cost, Callback<Decision> cb);
+  // A cost known only after the request (tokens, bytes, rows): `delta` > 0 charges it, into
+  // debt if need be (later requests wait until it is repaid), < 0 refunds it. The decision
+  // is the limit's state after, as a peek of 1 sees it (remaining below zero: in debt).
+  void adjust(std::string_view key, const Limit& limit, int64_t delta, Callback<Decision> cb);
   void reset(std::string_view key, Callback<bool> cb);
   // holder: empty = a lease of its own (renew it, or let it expire).
   void acquire(std::string_view key, const Limit& limit, std::string_view holder,
@@ -204,6 +208,7 @@ class Client {
   // --- blocking forms ---
   Result<Decision> take(std::string_view key, const Limit& limit, int64_t cost = 1);
   Result<Decision> peek(std::string_view key, const Limit& limit, int64_t cost = 1);
+  Result<Decision> adjust(std::string_view key, const Limit& limit, int64_t delta);
   Result<bool> reset(std::string_view key);
   Result<Lease> acquire(std::string_view key, const Limit& limit, std::string_view holder = {});
   Result<bool> renew(std::string_view key, uint64_t lease, int64_t ttl_ms);
