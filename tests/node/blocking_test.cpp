@@ -70,19 +70,7 @@ TEST(BlockingDiff, WaitingClientsAnswerAsRedisServerDoes) {
       {1, {"ZADD", "z:none", "1.5", "m"}, 1},
       {2, {}, 1},
   };
-  std::vector<std::unique_ptr<Client>> fg, rc;
-  for (int i = 0; i < 3; ++i) {
-    fg.push_back(std::make_unique<Client>(node.port()));
-    rc.push_back(std::make_unique<Client>(redis.port()));
-  }
-  ASSERT_TRUE(rc[0]->connected()) << "redis-server did not start";
-  const auto a = converse(fg, steps);
-  const auto b = converse(rc, steps);
-  for (size_t i = 0; i < steps.size(); ++i) {
-    std::string words;
-    for (const auto& w : steps[i].words) words += w + " ";
-    EXPECT_EQ(a[i], b[i]) << "step " << i << ": " << words;
-  }
+  expect_same_conversation(node.port(), redis.port(), 3, steps);
 }
 
 // Many clients waiting on one key: each push is taken by one of them, each pop wakes the

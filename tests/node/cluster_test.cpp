@@ -779,13 +779,21 @@ TEST(Cluster, AKilledNodesSlotsAreServedAgainWithinSeconds) {
   cl.node(2).kill9();
   const auto start = std::chrono::steady_clock::now();
   ASSERT_TRUE(cl.formed(2, 15000));
-  const auto took = std::chrono::steady_clock::now() - start;
-  EXPECT_LT(took, std::chrono::seconds(10));
+  // (formed: the members agree; the dead node's slots may still be on their way to being
+  // promoted for a moment after, answered -TRYAGAIN, as a slow machine shows)
+  const auto deadline = start + std::chrono::seconds(10);
   for (int i = 0; i < 20; ++i) {
-    Client c(cl.node(i % 2).port());
-    c.cmd({"FG.TAKE", "after:" + std::to_string(i), "fixed_window", "10", "600000"}, 0);
-    EXPECT_EQ(read_replies(c, 1).substr(0, 8), "*5\r\n:1\r\n");
+    std::string reply;
+    do {
+      Client c(cl.node(i % 2).port());
+      c.cmd({"FG.TAKE", "after:" + std::to_string(i), "fixed_window", "10", "600000"}, 0);
+      reply = read_replies(c, 1);
+      if (reply.rfind("-TRYAGAIN", 0) == 0)
+        std::this_thread::sleep_for(std::chrono::milliseconds(50));
+    } while (reply.rfind("-TRYAGAIN", 0) == 0 && std::chrono::steady_clock::now() < deadline);
+    EXPECT_EQ(reply.substr(0, 8), "*5\r\n:1\r\n") << reply;
   }
+  EXPECT_LT(std::chrono::steady_clock::now() - start, std::chrono::seconds(10));
 }
 
 }  // namespace

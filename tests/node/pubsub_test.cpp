@@ -92,17 +92,7 @@ TEST(PubSubDiff, AConversationAnswersAsRedisServerDoes) {
       {2, {"ACL", "DRYRUN", "held", "publish", "sport", "x"}, 1},
       {2, {"ACL", "DRYRUN", "held", "publish", "news", "x"}, 1},
   };
-  std::vector<std::unique_ptr<Client>> fg, rc;
-  for (int i = 0; i < 4; ++i) {
-    fg.push_back(std::make_unique<Client>(node.port()));
-    rc.push_back(std::make_unique<Client>(redis.port()));
-  }
-  ASSERT_TRUE(rc[0]->connected()) << "redis-server did not start";
-  const auto a = converse(fg, steps);
-  const auto b = converse(rc, steps);
-  for (size_t i = 0; i < steps.size(); ++i) {
-    EXPECT_EQ(a[i], b[i]) << "step " << i << ": " << printable(steps[i].words);
-  }
+  expect_same_conversation(node.port(), redis.port(), 4, steps);
 }
 
 // RESET leaves a connection as a new one: no transaction, watches, subscriptions or name,
@@ -156,17 +146,7 @@ TEST(ConnectionDiff, ResetLeavesTheConnectionAsANewOneAsRedisServerDoes) {
       {0, {"CLIENT", "REPLY", "ON"}, 1},  // (answered, as Redis answers it)
       {0, {"RESET", "now"}, 1},
   };
-  std::vector<std::unique_ptr<Client>> fg, rc;
-  for (int i = 0; i < 2; ++i) {
-    fg.push_back(std::make_unique<Client>(node.port()));
-    rc.push_back(std::make_unique<Client>(redis.port()));
-  }
-  ASSERT_TRUE(rc[0]->connected()) << "redis-server did not start";
-  const auto a = converse(fg, steps);
-  const auto b = converse(rc, steps);
-  for (size_t i = 0; i < steps.size(); ++i) {
-    EXPECT_EQ(a[i], b[i]) << "step " << i << ": " << printable(steps[i].words);
-  }
+  expect_same_conversation(node.port(), redis.port(), 2, steps);
 }
 
 // CLIENT LIST's sub=, psub=, ssub=, multi= and flags= of subscribed, transacting and blocked
@@ -232,15 +212,7 @@ TEST(ConnectionDiff, ErrorStatsCountAsRedisServerDoes) {
       {0, {"CLIENT", "REPLY", "ON"}, 1},
       {0, {"INFO", "errorstats"}, 1},
   };
-  std::vector<std::unique_ptr<Client>> fg, rc;
-  fg.push_back(std::make_unique<Client>(node.port()));
-  rc.push_back(std::make_unique<Client>(redis.port()));
-  ASSERT_TRUE(rc[0]->connected()) << "redis-server did not start";
-  const auto a = converse(fg, steps);
-  const auto b = converse(rc, steps);
-  for (size_t i = 0; i < steps.size(); ++i) {
-    EXPECT_EQ(a[i], b[i]) << "step " << i << ": " << printable(steps[i].words);
-  }
+  auto [fg, rc] = expect_same_conversation(node.port(), redis.port(), 1, steps);
   const auto total = [](Client& c) {
     const std::string info = ask(c, {"INFO", "stats"});
     const size_t at = info.find("total_error_replies:");

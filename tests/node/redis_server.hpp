@@ -1,6 +1,7 @@
 // redis-server (Debian's) as the reference the differential tests compare a node with,
 // and reading whole RESP values from either.
 #pragma once
+#include <gtest/gtest.h>
 #include <signal.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -75,6 +76,28 @@ inline std::vector<std::string> converse(std::vector<std::unique_ptr<Client>>& c
     out.push_back(s.compare ? got : "");
   }
   return out;
+}
+
+// Runs `steps` over `n` connections to a node and `n` to redis-server and compares every
+// value read, step by step. The connections are handed back open, for more.
+struct Conversation {
+  std::vector<std::unique_ptr<Client>> fg, rc;
+};
+inline Conversation expect_same_conversation(int node_port, int redis_port, size_t n,
+                                             const std::vector<Step>& steps) {
+  Conversation c;
+  for (size_t i = 0; i < n; ++i) {
+    c.fg.push_back(std::make_unique<Client>(node_port));
+    c.rc.push_back(std::make_unique<Client>(redis_port));
+  }
+  EXPECT_TRUE(c.rc[0]->connected()) << "redis-server did not start";
+  if (!c.rc[0]->connected()) return c;
+  const auto a = converse(c.fg, steps);
+  const auto b = converse(c.rc, steps);
+  for (size_t i = 0; i < steps.size(); ++i) {
+    EXPECT_EQ(a[i], b[i]) << "step " << i << ": " << printable(steps[i].words);
+  }
+  return c;
 }
 
 class RedisServer {
