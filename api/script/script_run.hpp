@@ -38,7 +38,7 @@ struct Run {
   bool cluster = false;
   bool read_only = false;
   bool allow_cross_slot = false;  // its shebang's allow-cross-slot-keys (cluster)
-  int slot = -1;  // cluster: the slot the script's keys are in, once known
+  int slot = -1;                  // cluster: the slot the script's keys are in, once known
   int64_t deadline_ns = 0;
   bool over_budget = false;
   int resp = 2;  // the replies redis.call gives the script (redis.setresp)
