@@ -1,6 +1,8 @@
 // Fixed window arithmetic.
 #include "fixed_window.hpp"
 
+#include <algorithm>
+
 namespace fg {
 
 Decision fixed_window_take(FixedWindowState& st, const LimitSpec& s, int64_t cost, int64_t now_ns,
@@ -31,7 +33,8 @@ void fixed_window_refund(FixedWindowState& st, const LimitSpec& s, int64_t cost,
 
 void fixed_window_adjust(FixedWindowState& st, const LimitSpec& s, int64_t delta, int64_t now_ns) {
   fixed_window_take(st, s, 0, now_ns, true);  // (the current window)
-  st.count = delta < 0 && st.count < -delta ? 0 : st.count + delta;
+  // (debt at most kMaxCount past the limit: repeated charges cannot wrap the count)
+  st.count = delta < 0 && st.count < -delta ? 0 : std::min(st.count + delta, s.a + kMaxCount);
 }
 
 }  // namespace fg

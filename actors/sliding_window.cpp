@@ -1,6 +1,8 @@
 // Sliding window counter arithmetic, kept exact by scaling everything by the window length.
 #include "sliding_window.hpp"
 
+#include <algorithm>
+
 namespace fg {
 
 namespace {
@@ -66,8 +68,8 @@ void sliding_window_refund(SlidingWindowState& st, const LimitSpec& s, int64_t c
 void sliding_window_adjust(SlidingWindowState& st, const LimitSpec& s, int64_t delta,
                            int64_t now_ns) {
   sliding_window_take(st, s, 0, now_ns, true);  // (the current window)
-  if (delta >= 0) {
-    st.curr += delta;
+  if (delta >= 0) {  // (debt at most kMaxCount past the limit: charges cannot wrap it)
+    st.curr = std::min(st.curr + delta, s.a + kMaxCount);
     return;
   }
   int64_t back = -delta;

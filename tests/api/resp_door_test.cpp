@@ -287,6 +287,11 @@ TEST_F(SessionTest, AdjustChargesIntoDebtAndRefunds) {
   const std::vector<std::string> fw = {"fixed_window", "10", "60000"};
   expect_head(cmd(with(with({"FG.ADJUST", "w"}, fw), {"15"})), "*5\r\n:0\r\n:10\r\n:-5\r\n");
   expect_head(cmd(with(with({"FG.ADJUST", "w"}, fw), {"-20"})), "*5\r\n:1\r\n:10\r\n:10\r\n");
+  // Debt is bounded: charges of the most one may ask, again and again, never wrap around.
+  for (int i = 0; i < 10; ++i) cmd(with(with({"FG.ADJUST", "w2"}, fw), {"1099511627776"}));
+  expect_head(cmd(with({"FG.TAKE", "w2"}, fw)), "*5\r\n:0\r\n:10\r\n:-1099511627776\r\n");
+  for (int i = 0; i < 10; ++i) cmd(with(with({"FG.ADJUST", "b2"}, tb), {"1099511627776"}));
+  expect_head(cmd(with({"FG.TAKE", "b2"}, tb)), "*5\r\n:0\r\n:3\r\n:-");
   // A sliding log keeps at most its limit: no debt.
   expect_head(cmd({"FG.ADJUST", "l", "sliding_log", "5", "60000", "9"}),
               "*5\r\n:0\r\n:5\r\n:0\r\n");
