@@ -111,6 +111,7 @@ int64_t rest_at_ns(Entry& e) {
     case Kind::kGcra:
       return e.state<GcraState>().tat_ns;
     case Kind::kFixedWindow:
+    case Kind::kCalendarWindow:
       return e.state<FixedWindowState>().window_end_ns;
     case Kind::kSlidingWindow: {
       const auto& w = e.state<SlidingWindowState>();

@@ -22,6 +22,7 @@ size_t snapshot_field_count(Kind k) {
     case Kind::kGcra:
       return 1;
     case Kind::kFixedWindow:
+    case Kind::kCalendarWindow:
       return 2;
     case Kind::kSlidingWindow:
       return 4;
@@ -53,6 +54,7 @@ EntrySnapshot snapshot_of(Entry& e) {
       s.fields = {e.state<GcraState>().tat_ns};
       break;
     case Kind::kFixedWindow: {
+    case Kind::kCalendarWindow:
       const auto& f = e.state<FixedWindowState>();
       s.fields = {f.window_end_ns, f.count};
       break;
@@ -109,6 +111,7 @@ void restore_into(Entry& e, const EntrySnapshot& s) {
       e.state<GcraState>().tat_ns = s.fields[0];
       break;
     case Kind::kFixedWindow:
+    case Kind::kCalendarWindow:
       e.state<FixedWindowState>() = FixedWindowState{s.fields[0], s.fields[1]};
       break;
     case Kind::kSlidingWindow:

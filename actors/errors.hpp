@@ -54,7 +54,7 @@ inline constexpr char kNoBound[] = "ERR bound leases are not available here";
 inline constexpr char kUnknownKind[] = "ERR unknown limiter kind";
 inline constexpr char kLimitNeedsKind[] =
     "ERR a limit is a kind (token_bucket, gcra, fixed_window, sliding_log, sliding_window, "
-    "concurrency) and its parameters";
+    "calendar_window, concurrency) and its parameters";
 inline constexpr char kConcurrencyPolicy[] =
     "ERR policy is a concurrency limit: use FG.ACQUIRE / FG.RELEASE";
 inline constexpr char kNotConcurrencyPolicy[] =
@@ -75,6 +75,10 @@ inline constexpr char kLimitRange[] = "ERR limit is out of range";
 inline constexpr char kLeasePositive[] = "ERR limit and ttl must be positive";
 inline constexpr char kLeaseLimit[] = "ERR concurrency limit must be at most 100000";
 inline constexpr char kTtlRange[] = "ERR ttl is out of range";
+inline constexpr char kCalendarUnit[] =
+    "ERR calendar_window's period must be day, week, month or year";
+inline constexpr char kUnknownTimeZone[] =
+    "ERR unknown time zone (a name of the tz database, such as UTC or Europe/Berlin)";
 
 inline std::string kind_params(std::string_view kind, size_t n) {
   return "ERR " + std::string(kind) + " needs " + std::to_string(n) + " parameters";

@@ -3,13 +3,25 @@
 
 #include <algorithm>
 
+#include "calendar.hpp"
+
 namespace fg {
+
+namespace {
+// Where the window holding `t` ends: the epoch-aligned one, or the calendar's (computed only
+// when a window ends, so a calendar window costs what a fixed one does in between).
+int64_t window_end_at(const LimitSpec& s, int64_t t) {
+  if (s.kind == Kind::kCalendarWindow) return calendar_window_at(s.b, t).end_ns;
+  return t - t % s.c + s.c;
+}
+}  // namespace
 
 Decision fixed_window_take(FixedWindowState& st, const LimitSpec& s, int64_t cost, int64_t now_ns,
                            bool dry_run) {
-  const int64_t w = s.c;
-  if (st.window_end_ns <= now_ns || st.window_end_ns - w > now_ns) {
-    st.window_end_ns = now_ns - now_ns % w + w;
+  // (c: a window's length, a calendar window's longest; a window ending further ahead than
+  // that is from a clock that has since gone back)
+  if (st.window_end_ns <= now_ns || st.window_end_ns - s.c > now_ns) {
+    st.window_end_ns = window_end_at(s, now_ns);
     st.count = 0;
   }
   Decision d;
@@ -26,8 +38,7 @@ Decision fixed_window_take(FixedWindowState& st, const LimitSpec& s, int64_t cos
 }
 
 void fixed_window_refund(FixedWindowState& st, const LimitSpec& s, int64_t cost, int64_t taken_ns) {
-  const int64_t w = s.c;
-  if (cost <= 0 || st.window_end_ns != taken_ns - taken_ns % w + w) return;  // window gone
+  if (cost <= 0 || st.window_end_ns != window_end_at(s, taken_ns)) return;  // window gone
   st.count = st.count > cost ? st.count - cost : 0;
 }
 

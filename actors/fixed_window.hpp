@@ -10,7 +10,9 @@ struct FixedWindowState {
   int64_t count = 0;
 };
 
-// Windows are aligned to the epoch, so every node agrees where a window starts.
+// Windows are aligned to the epoch, so every node agrees where a window starts; a calendar
+// window (Kind::kCalendarWindow) is one from local midnight to the next (calendar.hpp), the
+// same state and arithmetic otherwise.
 Decision fixed_window_take(FixedWindowState& s, const LimitSpec& spec, int64_t cost, int64_t now_ns,
                            bool dry_run);
 

@@ -27,6 +27,7 @@ size_t Entry::state_size(Kind k) {
     case Kind::kGcra:
       return sizeof(GcraState);
     case Kind::kFixedWindow:
+    case Kind::kCalendarWindow:
       return sizeof(FixedWindowState);
     case Kind::kSlidingWindow:
       return sizeof(SlidingWindowState);

@@ -3,6 +3,7 @@
 
 #include <strings.h>
 
+#include "calendar.hpp"
 #include "errors.hpp"
 #include "words.hpp"
 
@@ -10,15 +11,16 @@ namespace fg {
 
 namespace {
 constexpr std::string_view kNames[] = {
-    "none",        "token_bucket", "gcra", "fixed_window", "sliding_log", "sliding_window",
-    "concurrency", "string",       "hash", "zset",         "list",        "set"};
+    "none",           "token_bucket", "gcra",           "fixed_window", "sliding_log",
+    "sliding_window", "concurrency",  "string",         "hash",         "zset",
+    "list",           "set",          "calendar_window"};
 }
 
 std::string_view kind_name(Kind k) { return kNames[static_cast<int>(k)]; }
 
 Kind kind_from_name(std::string_view name) {
-  for (int i = 1; i < 7; ++i) {
-    if (name.size() == kNames[i].size() &&
+  for (int i = 1; i <= static_cast<int>(kLastKind); ++i) {
+    if (is_limiter(static_cast<Kind>(i)) && name.size() == kNames[i].size() &&
         strncasecmp(name.data(), kNames[i].data(), name.size()) == 0) {
       return static_cast<Kind>(i);
     }
@@ -49,6 +51,15 @@ const char* validate(const LimitSpec& s) {
       if (s.kind == Kind::kSlidingLog && s.a > kMaxLogLimit) return err::kLogLimit;
       if (s.a > kMaxCount) return err::kLimitRange;
       return nullptr;
+    case Kind::kCalendarWindow: {
+      if (!positive(s.a)) return err::kWindowPositive;
+      if (s.a > kMaxCount) return err::kLimitRange;
+      const CalendarUnit u = calendar_unit_of(s.b);
+      if (s.b < 0 || calendar_unit_name(u).empty()) return err::kCalendarUnit;
+      if (s.c != calendar_max_span_ns(u)) return err::kWindowRange;
+      if (!calendar_zone_known(calendar_zone_of(s.b))) return err::kUnknownTimeZone;
+      return nullptr;
+    }
     case Kind::kConcurrency:
       if (!positive(s.a) || !positive(s.c)) return err::kLeasePositive;
       if (s.a > kMaxLeaseLimit) return err::kLeaseLimit;
@@ -67,8 +78,19 @@ const char* validate(const LimitSpec& s) {
 
 size_t param_count(Kind k) { return k == Kind::kTokenBucket || k == Kind::kGcra ? 3 : 2; }
 
+Result<LimitSpec> make_calendar(int64_t limit, std::string_view unit, std::string_view zone) {
+  const CalendarUnit u = calendar_unit_from_name(unit);
+  if (u == CalendarUnit::kNone) return Error{err::kCalendarUnit};
+  Result<uint32_t> id = calendar_zone(zone);
+  if (!id.ok()) return Error{id.error()};
+  const LimitSpec spec = LimitSpec::make(Kind::kCalendarWindow, limit, calendar_b(u, id.value()),
+                                         calendar_max_span_ns(u));
+  if (const char* why = validate(spec)) return Error{why};  // (the zone found again: cached)
+  return spec;
+}
+
 Result<LimitSpec> make_limit(Kind kind, int64_t a, int64_t b, int64_t period_ms) {
-  if (!is_limiter(kind)) {
+  if (!is_limiter(kind) || kind == Kind::kCalendarWindow) {
     return Error{err::kUnknownKind};
   }
   if (period_ms <= 0) return Error{err::kNotPositive};
@@ -96,6 +118,19 @@ Result<LimitSpec> make_limit(Kind kind, int64_t a, int64_t b, int64_t period_ms)
 Result<LimitSpec> parse_limit_words(const std::vector<std::string_view>& words, size_t& i) {
   const Kind kind = i < words.size() ? kind_from_name(words[i]) : Kind::kNone;
   if (kind == Kind::kNone) return Error{err::kLimitNeedsKind};
+  if (kind == Kind::kCalendarWindow) {  // calendar_window <limit> <period> [TZ <zone>]
+    if (i + 2 >= words.size()) return Error{err::kind_params(kind_name(kind), 2)};
+    int64_t limit = 0;
+    if (!parse_int(words[i + 1], limit)) return Error{err::kNotInteger};
+    const std::string_view unit = words[i + 2];
+    i += 3;
+    std::string_view zone = "UTC";
+    if (i + 1 < words.size() && iequals(words[i], "tz")) {
+      zone = words[i + 1];
+      i += 2;
+    }
+    return make_calendar(limit, unit, zone);
+  }
   const size_t n = param_count(kind);
   if (i + n >= words.size()) return Error{err::kind_params(kind_name(kind), n)};
   int64_t p[3] = {0, 0, 0};

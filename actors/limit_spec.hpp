@@ -23,9 +23,13 @@ enum class Kind : uint8_t {
   kZSet = 9,
   kList = 10,
   kSet = 11,
+  // A fixed window from local midnight to the next (day, week, month, year): calendar.hpp.
+  kCalendarWindow = 12,
 };
-inline bool is_limiter(Kind k) { return k != Kind::kNone && k <= Kind::kConcurrency; }
-constexpr Kind kLastKind = Kind::kSet;
+inline bool is_limiter(Kind k) {
+  return (k != Kind::kNone && k <= Kind::kConcurrency) || k == Kind::kCalendarWindow;
+}
+constexpr Kind kLastKind = Kind::kCalendarWindow;
 
 // Upper bounds that keep every intermediate product inside int64 and memory bounded.
 constexpr int64_t kMaxPeriodNs = int64_t{10} * 366 * 24 * 3600 * 1'000'000'000;  // ~10 years
@@ -41,6 +45,7 @@ constexpr int64_t kMaxLeaseLimit = 100'000;  // concurrency keeps one entry per 
 //   gcra:           a=max_burst b=count          c=per period_ns   (CL.THROTTLE)
 //   fixed_window, sliding_log, sliding_window:  a=limit  c=window_ns
 //   concurrency:    a=limit     c=lease ttl_ns
+//   calendar_window: a=limit    b=unit and zone (calendar_b)  c=the unit's longest span
 // What a named policy's requests get when the cluster cannot reach any copy of the key's
 // state: an error (the default), an admission, or a denial — the reply says which.
 enum class FailMode : uint8_t { kError = 0, kOpen = 1, kClosed = 2 };
@@ -86,13 +91,17 @@ const char* validate(const LimitSpec& spec);
 
 std::string_view kind_name(Kind k);
 Kind kind_from_name(std::string_view name);  // kNone when unknown; case-insensitive
-// How many numbers a kind takes as users write it: 3 for token_bucket and gcra, else 2.
+// How many numbers a kind takes as users write it: 3 for token_bucket and gcra, else 2
+// (calendar_window: its limit and a period word, then TZ and a zone name or UTC).
 size_t param_count(Kind k);
 
 // The one way a limit is made from what a user wrote — RESP arguments, a native request,
 // the config file, the CLI: a kind and its numbers with the period (window, ttl) in
 // milliseconds. Checks the period's range, then validate().
 Result<LimitSpec> make_limit(Kind kind, int64_t a, int64_t b, int64_t period_ms);
+// A calendar window: `limit` per `unit` ("day", "week", "month", "year") in `zone` (a name
+// of the tz database).
+Result<LimitSpec> make_calendar(int64_t limit, std::string_view unit, std::string_view zone);
 // "<kind> <numbers...>" at words[i] (the numbers strict decimal); advances i past them.
 Result<LimitSpec> parse_limit_words(const std::vector<std::string_view>& words, size_t& i);
 

@@ -145,6 +145,7 @@ bool merge_snapshot(EntrySnapshot& into, const EntrySnapshot& from) {
       later(into.fields[0], from.fields[0]);
       break;
     case Kind::kFixedWindow:  // {window_end_ns, count}
+    case Kind::kCalendarWindow:
       if (from.fields[0] > into.fields[0]) {
         into.fields = from.fields;
         changed = true;

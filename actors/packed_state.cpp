@@ -39,6 +39,7 @@ size_t int_count(Kind k) {
     case Kind::kTokenBucket:
     case Kind::kGcra:
     case Kind::kFixedWindow:
+    case Kind::kCalendarWindow:
     case Kind::kSlidingWindow:
       return snapshot_field_count(k);
     default:

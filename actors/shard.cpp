@@ -32,6 +32,7 @@ Decision run(Kind kind, unsigned char* state, const ShardOp& op, int64_t now, bo
     case Kind::kGcra:
       return gcra_take(*reinterpret_cast<GcraState*>(state), op.spec, op.cost, now, dry);
     case Kind::kFixedWindow:
+    case Kind::kCalendarWindow:
       return fixed_window_take(*reinterpret_cast<FixedWindowState*>(state), op.spec, op.cost, now,
                                dry);
     case Kind::kSlidingWindow:
@@ -144,6 +145,7 @@ void Shard::adjust(ShardOp& op, int64_t now_ns) {
       gcra_adjust(e->state<GcraState>(), op.spec, delta, now_ns);
       break;
     case Kind::kFixedWindow:
+    case Kind::kCalendarWindow:
       fixed_window_adjust(e->state<FixedWindowState>(), op.spec, delta, now_ns);
       break;
     case Kind::kSlidingWindow:

@@ -25,6 +25,7 @@ bool Shard::idle(const Entry* e, int64_t now) const {
     case Kind::kGcra:
       return gcra_idle(e->state<GcraState>(), now);
     case Kind::kFixedWindow:
+    case Kind::kCalendarWindow:
       return fixed_window_idle(e->state<FixedWindowState>(), now);
     case Kind::kSlidingWindow:
       return sliding_window_idle(e->state<SlidingWindowState>(), now);

@@ -119,6 +119,7 @@ void Shard::refund(const Ticket& t, int64_t now_ns) {
       gcra_refund(e->state<GcraState>(), t.spec, t.cost, now_ns);
       break;
     case Kind::kFixedWindow:
+    case Kind::kCalendarWindow:
       fixed_window_refund(e->state<FixedWindowState>(), t.spec, t.cost, t.taken_ns);
       break;
     case Kind::kSlidingWindow:

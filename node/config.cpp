@@ -64,7 +64,8 @@ LimitSpec load_policy(const std::string& at, const YAML::Node& p) {
   const Kind kind = kind_from_name(as_string(p["kind"], at + ".kind"));
   if (kind == Kind::kNone) {
     fail(p["kind"], at + ".kind",
-         "must be token_bucket, gcra, fixed_window, sliding_log, sliding_window or concurrency");
+         "must be token_bucket, gcra, fixed_window, sliding_log, sliding_window, "
+         "calendar_window or concurrency");
   }
   auto get = [&](const char* k) -> YAML::Node {
     if (!p[k])
@@ -73,8 +74,15 @@ LimitSpec load_policy(const std::string& at, const YAML::Node& p) {
   };
   const int64_t big = kMaxCount;
   int64_t a = 0, b = 0, period_ms = 0;
+  std::string period_word, zone = "UTC";
   std::vector<std::string> allowed = {"kind"};
   switch (kind) {
+    case Kind::kCalendarWindow:
+      a = as_int(get("limit"), at + ".limit", 1, big);
+      period_word = as_string(get("period"), at + ".period");
+      if (p["tz"]) zone = as_string(p["tz"], at + ".tz");
+      allowed.insert(allowed.end(), {"limit", "period", "tz"});
+      break;
     case Kind::kTokenBucket:
       a = as_int(get("capacity"), at + ".capacity", 1, big);
       b = as_int(get("refill"), at + ".refill", 1, big);
@@ -99,7 +107,8 @@ LimitSpec load_policy(const std::string& at, const YAML::Node& p) {
       break;
   }
   // The same construction (and checks) as a limit given in a command.
-  Result<LimitSpec> made = make_limit(kind, a, b, period_ms);
+  Result<LimitSpec> made = kind == Kind::kCalendarWindow ? make_calendar(a, period_word, zone)
+                                                         : make_limit(kind, a, b, period_ms);
   if (!made.ok()) fail(p, at, std::string(err::reason(made.error())));
   LimitSpec spec = made.value();
   allowed.insert(allowed.end(), {"on_unavailable", "replication", "shadow"});

@@ -14,6 +14,7 @@
 #include <sstream>
 #include <thread>
 
+#include "calendar.hpp"
 #include "errors.hpp"
 #include "floodgate/client.hpp"
 #include "limit_spec.hpp"
@@ -41,6 +42,11 @@ fg::Result<Limit> parse_limit(const std::vector<std::string>& w) {
   l.a = spec->a;
   l.b = spec->b;
   l.period_ms = spec->c / 1'000'000;
+  if (spec->kind == fg::Kind::kCalendarWindow) {
+    l.b = static_cast<int64_t>(fg::calendar_unit_of(spec->b));
+    l.time_zone = fg::calendar_zone_name(fg::calendar_zone_of(spec->b));
+    l.period_ms = 0;
+  }
   return l;
 }
 

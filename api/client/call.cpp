@@ -117,6 +117,7 @@ void Req::encode(std::string& out) const {
     v.a = limit->a;
     v.b = limit->b;
     v.period_ms = limit->period_ms;
+    v.time_zone = limit->time_zone;
   }
   v.has_cost = has_cost;
   v.cost = cost;

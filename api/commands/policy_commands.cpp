@@ -2,6 +2,7 @@
 // spread to every node through the cluster-wide book (see policy_store.hpp).
 #include <string>
 
+#include "calendar.hpp"
 #include "command_context.hpp"
 #include "errors.hpp"
 #include "handlers.hpp"
@@ -17,7 +18,8 @@ constexpr char kHelp[] =
 
 // name (when given), kind, parameters, replication, on_unavailable.
 void write_policy(RespWriter& w, std::string_view name, const LimitSpec& p) {
-  const bool three = p.kind == Kind::kTokenBucket || p.kind == Kind::kGcra;
+  const bool three =
+      p.kind == Kind::kTokenBucket || p.kind == Kind::kGcra || p.kind == Kind::kCalendarWindow;
   w.map((name.empty() ? 0 : 1) + 4 + (three ? 3 : 2));
   if (!name.empty()) w.bulk("name"), w.bulk(name);
   w.bulk("kind");
@@ -33,6 +35,11 @@ void write_policy(RespWriter& w, std::string_view name, const LimitSpec& p) {
       break;
     case Kind::kConcurrency:
       w.bulk("limit"), w.integer(p.a), w.bulk("ttl_ms"), w.integer(p.c / kNsPerMs);
+      break;
+    case Kind::kCalendarWindow:
+      w.bulk("limit"), w.integer(p.a), w.bulk("period");
+      w.bulk(calendar_unit_name(calendar_unit_of(p.b)));
+      w.bulk("tz"), w.bulk(calendar_zone_name(calendar_zone_of(p.b)));
       break;
     default:
       w.bulk("limit"), w.integer(p.a), w.bulk("window_ms"), w.integer(p.c / kNsPerMs);

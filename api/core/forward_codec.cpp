@@ -71,8 +71,9 @@ Result<Request> decode_forwarded(const forward::ForwardedRequest& in,
     if (s.on_unavailable() > static_cast<uint32_t>(FailMode::kClosed)) {
       return Error{err::kUnknownKind};
     }
-    r.spec =
-        LimitSpec::make(static_cast<Kind>(s.kind() <= 6 ? s.kind() : 0), s.a(), s.b(), s.c_ns());
+    const auto kind =
+        static_cast<Kind>(s.kind() <= static_cast<uint32_t>(kLastKind) ? s.kind() : 0);
+    r.spec = LimitSpec::make(is_limiter(kind) ? kind : Kind::kNone, s.a(), s.b(), s.c_ns());
     r.spec.sync = s.sync();
     r.spec.on_unavailable = static_cast<FailMode>(s.on_unavailable());
     if (const char* why = validate(r.spec)) return Error{why};

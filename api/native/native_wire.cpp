@@ -10,6 +10,9 @@ namespace fg::wire {
 namespace {
 
 enum : uint32_t { kVarint = 0, kFixed64 = 1, kBytes = 2, kFixed32 = 5 };
+// A time zone's name is written up to this long (no zone's name is longer: the node refuses
+// longer ones whatever their end).
+constexpr size_t kMaxZoneBytes = 80;
 
 struct Reader {
   const char* p;
@@ -87,12 +90,13 @@ char* write_request(char* p, const RequestView& r) {
   if (!r.key.empty()) p = put_bytes(p, 2, r.key);
   if (!r.policy.empty()) p = put_bytes(p, 3, r.policy);
   if (r.has_limit) {
-    char m[48];
+    char m[48 + 2 + kMaxZoneBytes];
     char* q = m;
     if (r.kind) q = put_int(q, 1, r.kind);
     if (r.a) q = put_int(q, 2, r.a);
     if (r.b) q = put_int(q, 3, r.b);
     if (r.period_ms) q = put_int(q, 4, r.period_ms);
+    if (!r.time_zone.empty()) q = put_bytes(q, 5, r.time_zone.substr(0, kMaxZoneBytes));
     p = put_bytes(p, 4, std::string_view(m, static_cast<size_t>(q - m)));
   }
   if (r.has_cost) p = put_int(p, 5, r.cost);
@@ -113,7 +117,7 @@ void encode_request(const RequestView& r, std::string& out) {
   // Everything but the three strings takes at most 112 bytes (every number negative: ten
   // bytes each). Small requests (nearly all) are written on the stack and copied once, so
   // a reused `out` is neither grown nor zeroed.
-  const size_t most = 128 + r.key.size() + r.policy.size() + r.holder.size();
+  const size_t most = 128 + kMaxZoneBytes + r.key.size() + r.policy.size() + r.holder.size();
   char small[512];
   if (most <= sizeof small) {
     out.assign(small, static_cast<size_t>(write_request(small, r) - small));
@@ -201,6 +205,8 @@ bool decode_request(std::string_view in, RequestView& out) {
             if (lf == 2) out.a = i;
             if (lf == 3) out.b = i;
             if (lf == 4) out.period_ms = i;
+          } else if (lt == kBytes && lf == 5) {
+            if (!m.bytes(out.time_zone)) return false;
           } else if (!m.skip(lt)) {
             return false;
           }

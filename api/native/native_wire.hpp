@@ -20,6 +20,7 @@ struct RequestView {
   bool has_limit = false;
   int kind = 0;
   int64_t a = 0, b = 0, period_ms = 0;
+  std::string_view time_zone;  // a calendar window's (Limit.time_zone)
   bool has_cost = false;
   int64_t cost = 0;
   int64_t ttl_ms = 0;

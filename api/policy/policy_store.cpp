@@ -5,6 +5,7 @@
 
 #include <sstream>
 
+#include "calendar.hpp"
 #include "decision.hpp"
 #include "errors.hpp"
 #include "policy_ids.hpp"
@@ -56,6 +57,10 @@ std::string policy_definition(const LimitSpec& spec) {
     case Kind::kTokenBucket:
     case Kind::kGcra:
       out << spec.a << ' ' << spec.b << ' ' << spec.c / kNsPerMs;
+      break;
+    case Kind::kCalendarWindow:
+      out << spec.a << ' ' << calendar_unit_name(calendar_unit_of(spec.b)) << " TZ "
+          << calendar_zone_name(calendar_zone_of(spec.b));
       break;
     default:
       out << spec.a << ' ' << spec.c / kNsPerMs;

@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <deque>
 
+#include "calendar.hpp"
 #include "command_table.hpp"
 #include "errors.hpp"
 #include "length_prefix.hpp"
@@ -307,17 +308,21 @@ void NativeSession::request(const wire::RequestView& req, Frame& f, size_t index
     // The limit: inline, or what the policies say for this key (override, named, pattern).
     InlineLimit& last = last_limit_;
     if (req.policy.empty() && req.kind != pb::KIND_NONE && req.kind == last.kind &&
-        req.a == last.a && req.b == last.b && req.period_ms == last.period_ms) {
+        req.a == last.a && req.b == last.b && req.period_ms == last.period_ms &&
+        req.time_zone == last.time_zone) {
       r.spec = last.spec;  // the same inline limit as the last request's: made already
     } else {
       Result<LimitSpec> limit =
-          req.policy.empty() && req.kind != pb::KIND_NONE
-              ? make_limit(static_cast<Kind>(req.kind), req.a, req.b, req.period_ms)
-              : policies_->resolve(req.key, req.policy);
+          !req.policy.empty() || req.kind == pb::KIND_NONE ? policies_->resolve(req.key, req.policy)
+          : req.kind == pb::CALENDAR_WINDOW
+              ? make_calendar(req.a, calendar_unit_name(static_cast<CalendarUnit>(req.b & 0xff)),
+                              req.time_zone.empty() ? "UTC" : req.time_zone)
+              : make_limit(static_cast<Kind>(req.kind), req.a, req.b, req.period_ms);
       if (!limit.ok()) return fail(res, pb::ERR, f.keep(limit.error()));
       r.spec = limit.value();
       if (req.policy.empty() && req.kind != pb::KIND_NONE) {
-        last = InlineLimit{req.kind, req.a, req.b, req.period_ms, r.spec};
+        last =
+            InlineLimit{req.kind, req.a, req.b, req.period_ms, std::string(req.time_zone), r.spec};
       }
     }
   }

@@ -94,6 +94,7 @@ class NativeSession {
   struct InlineLimit {
     int kind = -1;
     int64_t a = 0, b = 0, period_ms = 0;
+    std::string time_zone;
     LimitSpec spec;
   } last_limit_;
   bool watch_topology_ = false;

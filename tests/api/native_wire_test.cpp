@@ -102,6 +102,27 @@ TEST(NativeWire, TheRequestWriterAgreesWithTheGeneratedCode) {
   EXPECT_EQ(back.lease, v.lease);
 }
 
+TEST(NativeWire, ACalendarWindowsZoneTravelsInTheLimit) {
+  RequestView v;
+  v.op = pb::TAKE;
+  v.key = "k";
+  v.has_limit = true;
+  v.kind = pb::CALENDAR_WINDOW;
+  v.a = 1000;
+  v.b = 3;
+  v.time_zone = "Europe/Berlin";
+  const std::string bytes = encode_request(v);
+  pb::Request r;
+  ASSERT_TRUE(r.ParseFromString(bytes));
+  EXPECT_EQ(r.limit().kind(), pb::CALENDAR_WINDOW);
+  EXPECT_EQ(r.limit().time_zone(), "Europe/Berlin");
+  EXPECT_EQ(bytes, r.SerializeAsString());
+  RequestView back;
+  ASSERT_TRUE(decode_request(bytes, back));
+  EXPECT_EQ(back.time_zone, "Europe/Berlin");
+  EXPECT_EQ(back.b, 3);
+}
+
 // Every number negative is every number ten bytes long: the request's largest form, written
 // fresh and into a string that already held a longer request.
 TEST(NativeWire, TheLargestRequestIsWrittenWholeIntoAReusedString) {
@@ -114,6 +135,8 @@ TEST(NativeWire, TheLargestRequestIsWrittenWholeIntoAReusedString) {
     v.has_limit = true;
     v.kind = -1;
     v.a = v.b = v.period_ms = INT64_MIN;
+    const std::string zone(300, 'z');  // (no zone is that long: written cut short)
+    v.time_zone = zone;
     v.has_cost = true;
     v.cost = -1;
     v.ttl_ms = -1;
@@ -126,6 +149,7 @@ TEST(NativeWire, TheLargestRequestIsWrittenWholeIntoAReusedString) {
     ASSERT_TRUE(r.ParseFromString(out)) << key_len;
     EXPECT_EQ(r.key(), key);
     EXPECT_EQ(r.limit().period_ms(), INT64_MIN);
+    EXPECT_EQ(r.limit().time_zone(), zone.substr(0, 80));
     EXPECT_EQ(r.cost(), -1);
     EXPECT_TRUE(r.cluster_wide());
     EXPECT_EQ(out, r.SerializeAsString());

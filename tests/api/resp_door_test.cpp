@@ -5,6 +5,7 @@
 #include <set>
 
 #include "policy_ids.hpp"
+#include "policy_store.hpp"
 #include "test_node.hpp"
 
 namespace fg {
@@ -258,6 +259,49 @@ TEST_F(SessionTest, AShadowPolicyCountsButAllowsAndSwitchingKeepsItsCounts) {
   EXPECT_EQ(would_deny(), before + 1);
   clock_.advance_ms(60'000);  // (a new window)
   EXPECT_EQ(cmd({"FG.TAKE", "t:1", "trial"}).substr(0, 8), "*5\r\n:1\r\n");
+}
+
+// A calendar window: counted until local midnight in its zone, whatever the day's length;
+// its retry-after and reset are exactly the time until then.
+TEST_F(SessionTest, ACalendarWindowEndsAtLocalMidnight) {
+  const std::vector<std::string> day = {"calendar_window", "2", "day", "TZ", "Europe/Berlin"};
+  auto take = [&](const std::string& key, std::vector<std::string> more = {}) {
+    std::vector<std::string> w = {"FG.TAKE", key};
+    w.insert(w.end(), day.begin(), day.end());
+    w.insert(w.end(), more.begin(), more.end());
+    return cmd(w);
+  };
+  clock_.set_ns(int64_t{1792879200 - 10} * kS);  // 2026-10-24 23:59:50 CEST
+  EXPECT_EQ(take("cal"), "*5\r\n:1\r\n:2\r\n:1\r\n:-1\r\n:10000\r\n");
+  EXPECT_EQ(take("cal"), "*5\r\n:1\r\n:2\r\n:0\r\n:-1\r\n:10000\r\n");
+  EXPECT_EQ(take("cal"), "*5\r\n:0\r\n:2\r\n:0\r\n:10000\r\n:10000\r\n");
+  clock_.advance_ms(10'000);  // midnight: 2026-10-25 has 25 hours (CEST to CET)
+  EXPECT_EQ(take("cal"), "*5\r\n:1\r\n:2\r\n:1\r\n:-1\r\n:90000000\r\n");
+  EXPECT_EQ(take("cal2", {"COST", "2"}), "*5\r\n:1\r\n:2\r\n:0\r\n:-1\r\n:90000000\r\n");
+  // Without TZ: UTC (2026-10-24 22:00Z: two hours to go).
+  EXPECT_EQ(cmd({"FG.TAKE", "utc", "calendar_window", "5", "DAY"}),
+            "*5\r\n:1\r\n:5\r\n:4\r\n:-1\r\n:7200000\r\n");
+  EXPECT_EQ(cmd({"FG.TAKE", "cal", "fixed_window", "2", "1000"}),
+            "-WRONGTYPE Operation against a key holding the wrong kind of value\r\n");
+  EXPECT_EQ(cmd({"FG.TAKE", "x", "calendar_window", "5", "day", "TZ", "Mars/Olympus"}),
+            "-ERR unknown time zone (a name of the tz database, such as UTC or Europe/Berlin)\r\n");
+  EXPECT_EQ(cmd({"FG.TAKE", "x", "calendar_window", "5", "day", "TZ", "../../etc/passwd"}),
+            "-ERR unknown time zone (a name of the tz database, such as UTC or Europe/Berlin)\r\n");
+  EXPECT_EQ(cmd({"FG.TAKE", "x", "calendar_window", "5", "fortnight"}),
+            "-ERR calendar_window's period must be day, week, month or year\r\n");
+  EXPECT_EQ(cmd({"FG.TAKE", "x", "calendar_window", "5"}),
+            "-ERR calendar_window needs 2 parameters\r\n");
+  EXPECT_EQ(cmd({"EXISTS", "x"}), ":0\r\n");
+  // As a policy, written as a command writes it.
+  std::vector<std::string_view> words = {"calendar_window",  "50000", "month", "TZ",
+                                         "America/New_York", "SHADOW"};
+  Result<LimitSpec> monthly = parse_definition(words, 0);
+  ASSERT_TRUE(monthly.ok()) << monthly.error();
+  EXPECT_EQ(policy_definition(*monthly), "calendar_window 50000 month TZ America/New_York SHADOW");
+  PolicyMap pm;
+  pm["monthly"] = *monthly;
+  node_->policies.replace(pm);
+  EXPECT_EQ(cmd({"FG.TAKE", "m", "monthly"}).substr(0, 24), "*5\r\n:1\r\n:50000\r\n:49999\r\n");
 }
 
 // FG.ADJUST: a cost known afterwards, charged into debt (remaining below zero; nobody is

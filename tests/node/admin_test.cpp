@@ -154,6 +154,47 @@ TEST(Admin, AShadowPolicyAllowsAndCountsWhatItWouldHaveDenied) {
             std::string::npos);
 }
 
+// A calendar window from the config file (period and tz), and the errors a user meets there.
+TEST(Admin, CalendarWindowPoliciesFromTheConfigFile) {
+  const std::string cfg =
+      temp_file("calendar.yaml",
+                "policies:\n"
+                "  daily: {kind: calendar_window, limit: 2, period: day, tz: Europe/Berlin}\n"
+                "  yearly: {kind: calendar_window, limit: 1000000, period: year}");
+  NodeProcess node({"--config", cfg});
+  ASSERT_TRUE(node.alive());
+  const int p = node.port();
+  EXPECT_TRUE(starts(cli(p, "FG.TAKE u daily"), "1\n2\n1\n-1\n"));
+  EXPECT_TRUE(starts(cli(p, "FG.TAKE u daily"), "1\n2\n0\n-1\n"));
+  EXPECT_TRUE(starts(cli(p, "FG.TAKE u daily"), "0\n2\n0\n"));
+  EXPECT_NE(cli(p, "FG.POLICY GET yearly").find("period\nyear\ntz\nUTC"), std::string::npos)
+      << cli(p, "FG.POLICY GET yearly");
+  EXPECT_EQ(cli(p, "FG.POLICY SET monthly calendar_window 50000 month TZ America/New_York SHADOW"),
+            "OK");
+  EXPECT_NE(cli(p, "FG.POLICY GET monthly").find("period\nmonth\ntz\nAmerica/New_York\n"),
+            std::string::npos)
+      << cli(p, "FG.POLICY GET monthly");
+  EXPECT_TRUE(starts(cli(p, "FG.TAKE m monthly"), "1\n50000\n49999\n"));
+  EXPECT_EQ(cli(p, "FG.POLICY SET calendar_window fixed_window 1 1000"),
+            "ERR a policy may not be named like a limiter kind");
+  EXPECT_EQ(cli(p, "FG.POLICY SET m2 calendar_window 5 day TZ Nowhere"),
+            "ERR unknown time zone (a name of the tz database, such as UTC or Europe/Berlin)");
+  const std::string bad =
+      temp_file("calendar-bad.yaml",
+                "policies:\n"
+                "  d: {kind: calendar_window, limit: 2, period: day, tz: Europe/Atlantis}");
+  EXPECT_NE(run(std::string(FLOODGATE_BIN) + " --check-config " + bad + " 2>&1")
+                .find("policies.d (line 2): unknown time zone"),
+            std::string::npos)
+      << run(std::string(FLOODGATE_BIN) + " --check-config " + bad + " 2>&1");
+  const std::string bad2 = temp_file("calendar-bad2.yaml",
+                                     "policies:\n"
+                                     "  d: {kind: calendar_window, limit: 2, period: fortnight}");
+  EXPECT_NE(run(std::string(FLOODGATE_BIN) + " --check-config " + bad2 + " 2>&1")
+                .find("calendar_window's period must be day, week, month or year"),
+            std::string::npos);
+}
+
 // With --admin-token-file, what shows keys and the cluster's layout (/cluster, /status)
 // wants the bearer token, probes and scrapes do not; refusals are counted; SIGHUP puts a
 // rotated token in force; --admin-bind moves the port to another address.

@@ -132,6 +132,40 @@ TEST(Native, AdjustChargesIntoDebtAndRefunds) {
             "FG.RELEASE");
 }
 
+// A calendar window through the native protocol: the period and zone travel as the limit's
+// b and time_zone; an unknown zone is refused in the RESP door's words.
+TEST(Native, CalendarWindows) {
+  NativeNode n;
+  ASSERT_TRUE(n.node.alive());
+  floodgate::Client c(n.options());
+  const Limit daily = Limit::calendar_window(2, Limit::Period::kDay, "Asia/Kolkata");
+  for (int i = 0; i < 2; ++i) {
+    auto t = c.take("cal:u1", daily);
+    ASSERT_TRUE(t.ok()) << t.error();
+    EXPECT_TRUE(t->allowed);
+    EXPECT_EQ(t->remaining, 1 - i);
+    EXPECT_GT(t->reset_after_ms, 0);
+    EXPECT_LE(t->reset_after_ms, 24 * 3600 * 1000);  // (Kolkata has no DST)
+  }
+  auto denied = c.take("cal:u1", daily);
+  ASSERT_TRUE(denied.ok());
+  EXPECT_FALSE(denied->allowed);
+  EXPECT_EQ(denied->retry_after_ms, denied->reset_after_ms);
+  // Another zone is another limit on another key; the same key in another kind is refused.
+  EXPECT_TRUE(c.take("cal:u2", Limit::calendar_window(1, Limit::Period::kMonth))->allowed);
+  EXPECT_EQ(c.take("cal:u1", Limit::fixed_window(2, 1000)).status(), Status::kWrongType);
+  auto bad = c.take("cal:u3", Limit::calendar_window(2, Limit::Period::kDay, "Nowhere/Land"));
+  EXPECT_EQ(bad.error(),
+            "ERR unknown time zone (a name of the tz database, such as UTC or Europe/Berlin)");
+  auto long_zone =
+      c.take("cal:u3", Limit::calendar_window(2, Limit::Period::kDay, std::string(5000, 'Z')));
+  EXPECT_EQ(long_zone.error(), bad.error());
+  Limit odd = daily;
+  odd.b = 9;
+  EXPECT_EQ(c.take("cal:u3", odd).error(),
+            "ERR calendar_window's period must be day, week, month or year");
+}
+
 TEST(Native, ErrorsAreClearAndInRedisWords) {
   NativeNode n;
   floodgate::Client c(n.options());

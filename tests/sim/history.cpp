@@ -113,6 +113,21 @@ int64_t aligned_over_admission(const std::vector<Op>& ops, char kind, int64_t li
   return worst;
 }
 
+int64_t bounded_over_admission(const std::vector<Op>& ops, char kind, int64_t limit,
+                               const std::vector<int64_t>& ends, int64_t from, int64_t to) {
+  auto window_of = [&](int64_t t) {
+    return std::upper_bound(ends.begin(), ends.end(), t) - ends.begin();
+  };
+  std::map<int64_t, int64_t> in_window;
+  for (const auto& [start, end] : definite_admissions(ops, kind, from, to)) {
+    const auto w = window_of(start);
+    in_window[w] += window_of(end) == w;  // (one that straddles an end may be in either)
+  }
+  int64_t worst = 0;
+  for (const auto& [w, n] : in_window) worst = std::max(worst, n - limit);
+  return worst;
+}
+
 int64_t possible_admissions(const std::vector<Op>& ops, char kind, int64_t from, int64_t to) {
   int64_t n = 0;
   for (const Op& o : ops) n += o.kind == kind && maybe_counted(o) && o.start <= to && o.end >= from;

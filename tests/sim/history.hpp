@@ -18,7 +18,8 @@ struct Op {
   // window; v / k / x a reservation, its commit, its cancel; d INCR (EXPIRE on the first);
   // m MULTI INCR EXPIRE EXEC, sync; o / p a lease without a holder, its release; u / q a
   // BOUND lease, its connection's close; h the shadow sliding log (value 1: it would have
-  // denied); j a take from the owing bucket, J a charge afterwards (value: remaining after).
+  // denied); j a take from the owing bucket, J a charge afterwards (value: remaining after);
+  // y the calendar window (value: a denial's retry-after in ms, -1 from a fail mode).
   char kind = 't';
   int client = 0;
   int node = 0;
@@ -62,6 +63,10 @@ int64_t bucket_over_admission(const std::vector<Op>& ops, char kind, int64_t bur
 // window.
 int64_t aligned_over_admission(const std::vector<Op>& ops, char kind, int64_t limit,
                                int64_t window_ns, int64_t from, int64_t to);
+// The same for windows that end at the instants `ends` (sorted; the last window open-ended):
+// a calendar window, from one local midnight to the next.
+int64_t bounded_over_admission(const std::vector<Op>& ops, char kind, int64_t limit,
+                               const std::vector<int64_t>& ends, int64_t from, int64_t to);
 // Ops of `kind` that may have been counted and whose interval meets [from, to].
 int64_t possible_admissions(const std::vector<Op>& ops, char kind, int64_t from, int64_t to);
 // What a counter read over [read_start, read_end] must lie between.

@@ -34,9 +34,14 @@ constexpr int64_t kDebtRate = 10;  // the owing bucket: 5, 10 per 1 s; charged 3
 constexpr int64_t kDebtCharge = 3;
 constexpr int64_t kGcraBurst = 4, kGcraRate = 10;  // gcra 4 10 1000 (CL.THROTTLE): 5, 10/s
 constexpr int64_t kWindowLimit = 30;               // sliding_window: 30 per 1 s
-constexpr int64_t kReserveTtlMs = 5000;            // a reservation not committed is given back
-constexpr int64_t kLagNs = 5 * kMs;                // Δ, the node default
-constexpr int64_t kSlackNs = 50 * kMs;  // clients' view of "when" is their request's span
+// calendar_window 25 day TZ Europe/Berlin: the day of 23 hours that ends at this instant
+// (2026-03-30 00:00 CEST, 22:00Z — the world's clock starts 13 s before it, world.cpp), then
+// the next.
+constexpr int64_t kCalendarLimit = 25;
+constexpr int64_t kCalendarMidnightNs = int64_t{1'774'821'600} * 1'000'000'000;
+constexpr int64_t kReserveTtlMs = 5000;  // a reservation not committed is given back
+constexpr int64_t kLagNs = 5 * kMs;      // Δ, the node default
+constexpr int64_t kSlackNs = 50 * kMs;   // clients' view of "when" is their request's span
 constexpr int64_t kClientTimeoutNs = 3 * kS;
 constexpr int64_t kSettleNs = 3 * kS;  // after a fault has healed and the cluster formed
 constexpr int64_t kDetectBoundNs = 3 * kS;
@@ -196,6 +201,15 @@ void Run::setup_clients() {
   LimitSpec owing = LimitSpec::token_bucket(5, kDebtRate, kS);
   owing.on_unavailable = FailMode::kClosed;
   for (int i = 0; i < 2; ++i) add('j', i, 50 * kMs, "{sim}:owing", owing);
+  // A calendar window: 25 a day in Berlin, at 40 a second, across a local midnight.
+  Result<LimitSpec> calendar = make_calendar(kCalendarLimit, "day", "Europe/Berlin");
+  if (calendar.ok()) {
+    LimitSpec cal = calendar.value();
+    cal.on_unavailable = FailMode::kClosed;
+    for (int i = 0; i < 2; ++i) add('y', i, 50 * kMs, "{sim}:calendar", cal);
+  } else {
+    check(false, "calendar window: " + calendar.error());
+  }
   // A shadow sliding log (never denies), each request asked in the same flight as its
   // enforcing twin on a key of the same slot: their answers must agree.
   LimitSpec shadow = LimitSpec::window(Kind::kSlidingLog, kShadowLimit, kWindowNs);
@@ -353,6 +367,11 @@ void Run::done(int c, size_t op, const std::vector<Outcome>& out) {
           check(false, std::string("an error reply to ") + rec.kind + ": " +
                            (o.reply && !o.reply->empty() ? o.reply->items[0].s : "none"));
         }
+        break;
+      case 'y':  // a denial's retry-after: until the local midnight
+        res = o.allowed() ? Res::kOk : Res::kDeny;
+        value =
+            o.allowed() || o.unavailable != FailMode::kError ? -1 : o.decision.retry_after_ns / kMs;
         break;
       case 'J':  // a charge: always made; the state it left (remaining below zero: owed)
         res = Res::kOk;
@@ -818,6 +837,48 @@ Verdict Run::go() {
                           }
                           return over;
                         }});
+  }
+  // The calendar window: at most its limit from one Berlin midnight to the next, by the
+  // nodes' clocks (the world's until a clock is stepped; then its two days together).
+  const int64_t midnight = kCalendarMidnightNs - world_.wall_at(0);
+  if (has('y')) {
+    limiters.push_back({'y', "calendar window", [&, midnight](int64_t a, int64_t b) {
+                          int64_t over = 0;
+                          if (a < clock_stepped) {
+                            over = bounded_over_admission(ops, 'y', kCalendarLimit, {midnight}, a,
+                                                          std::min(b, clock_stepped));
+                          }
+                          if (b > clock_stepped) {
+                            over = std::max(over,
+                                            bounded_over_admission(ops, 'y', 2 * kCalendarLimit, {},
+                                                                   std::max(a, clock_stepped), b));
+                          }
+                          return over;
+                        }});
+    // A denial says when the day ends: its retry-after reaches the local midnight (give or
+    // take its own span and the millisecond it is rounded to).
+    int64_t wrong = 0, denials = 0;
+    for (const Op& o : ops) {
+      if (o.kind != 'y' || o.res != Res::kDeny || o.value < 0 || o.end >= midnight ||
+          o.end >= clock_stepped)
+        continue;
+      ++denials;
+      const int64_t reset = o.start + o.value * kMs;
+      wrong += reset < midnight - (o.end - o.start) - kMs || reset > midnight + kMs;
+    }
+    check(wrong == 0, "calendar window: " + std::to_string(wrong) +
+                          " denials gave a retry-after that is not the local midnight");
+    // The day starts again at midnight: while healthy around it, someone is admitted within
+    // 300 ms after it (two clients ask every 50 ms, the old day having been full).
+    for (const auto& [a, b] : healthy) {
+      if (a > midnight - kS || b < midnight + kS || clock_stepped < midnight + kS) continue;
+      check(denials > 0, "calendar window: the day before midnight was never full");
+      bool again = false;
+      for (const Op& o : ops)
+        again = again || (o.kind == 'y' && o.res == Res::kOk && !o.fail_mode &&
+                          o.start >= midnight && o.end <= midnight + 300 * kMs);
+      check(again, "calendar window: nobody admitted in the 300 ms after local midnight");
+    }
   }
   // The shadow log, read as enforcing (its would-be denials as denials), keeps the sliding
   // log's bounds: it counted exactly as the real one would have.

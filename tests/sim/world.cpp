@@ -12,8 +12,10 @@
 namespace fg::sim {
 
 namespace {
-// The simulated wall clock starts here (2023-11-14): any fixed instant would do.
-constexpr int64_t kEpochNs = 1'700'000'000'000'000'000;
+// The simulated wall clock starts here: 13 s before 2026-03-30 00:00 CEST (22:00Z), the end
+// of a 23-hour day in Europe/Berlin, so the load's calendar window (scenario.cpp) crosses a
+// local midnight right after a DST change. Any instant would do for the rest.
+constexpr int64_t kEpochNs = (int64_t{1'774'821'600} - 13) * 1'000'000'000;
 // Virtual time for timers starts past zero, so no deadline is ever before it.
 constexpr int64_t kTimerStartNs = 1'000'000'000;
 constexpr size_t kMaxSettleRounds = 1'000'000;
@@ -84,6 +86,8 @@ void World::wipe_disk(size_t i) {
 }
 
 int64_t World::now() const { return virtual_time::now_ns() - start_ns_; }
+
+int64_t World::wall_at(int64_t t) const { return kEpochNs + start_ns_ + t; }
 
 int World::add_node() {
   auto n = std::make_unique<SimNode>();

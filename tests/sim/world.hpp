@@ -60,6 +60,8 @@ class World {
   World& operator=(const World&) = delete;
 
   int64_t now() const;  // virtual ns since the world began
+  // The nodes' wall clock (ns since the Unix epoch) at world time `t`, while not stepped.
+  int64_t wall_at(int64_t t) const;
   std::mt19937_64& rng() { return rng_; }
   size_t size() const { return nodes_.size(); }
   SimNode& node(size_t i) { return *nodes_[i]; }

@@ -67,30 +67,39 @@ struct Limit {
     kFixedWindow,
     kSlidingLog,
     kSlidingWindow,
-    kConcurrency
+    kConcurrency,
+    kCalendarWindow = 12  // (the native protocol's numbers)
   };
+  // A calendar window's period, from local midnight: an ISO week starts on Monday.
+  enum class Period { kDay = 1, kWeek = 2, kMonth = 3, kYear = 4 };
   Kind kind = Kind::kPolicy;
   std::string name;  // kPolicy
   int64_t a = 0, b = 0, period_ms = 0;
+  std::string time_zone;  // kCalendarWindow: a tz database name ("Europe/Berlin"); "" = UTC
 
-  static Limit policy(std::string name) { return {Kind::kPolicy, std::move(name), 0, 0, 0}; }
+  static Limit policy(std::string name) { return {Kind::kPolicy, std::move(name), 0, 0, 0, {}}; }
   static Limit token_bucket(int64_t capacity, int64_t refill, int64_t period_ms) {
-    return {Kind::kTokenBucket, {}, capacity, refill, period_ms};
+    return {Kind::kTokenBucket, {}, capacity, refill, period_ms, {}};
   }
   static Limit gcra(int64_t max_burst, int64_t count, int64_t period_ms) {
-    return {Kind::kGcra, {}, max_burst, count, period_ms};
+    return {Kind::kGcra, {}, max_burst, count, period_ms, {}};
   }
   static Limit fixed_window(int64_t limit, int64_t window_ms) {
-    return {Kind::kFixedWindow, {}, limit, 0, window_ms};
+    return {Kind::kFixedWindow, {}, limit, 0, window_ms, {}};
   }
   static Limit sliding_log(int64_t limit, int64_t window_ms) {
-    return {Kind::kSlidingLog, {}, limit, 0, window_ms};
+    return {Kind::kSlidingLog, {}, limit, 0, window_ms, {}};
   }
   static Limit sliding_window(int64_t limit, int64_t window_ms) {
-    return {Kind::kSlidingWindow, {}, limit, 0, window_ms};
+    return {Kind::kSlidingWindow, {}, limit, 0, window_ms, {}};
   }
   static Limit concurrency(int64_t limit, int64_t ttl_ms) {
-    return {Kind::kConcurrency, {}, limit, 0, ttl_ms};
+    return {Kind::kConcurrency, {}, limit, 0, ttl_ms, {}};
+  }
+  // `limit` per day, week, month or year of the zone's calendar (FG.TAKE's calendar_window).
+  static Limit calendar_window(int64_t limit, Period period, std::string time_zone = "UTC") {
+    return {Kind::kCalendarWindow,        {}, limit,
+            static_cast<int64_t>(period), 0,  std::move(time_zone)};
   }
 };
 
