@@ -75,6 +75,17 @@ inline constexpr char kLimitRange[] = "ERR limit is out of range";
 inline constexpr char kLeasePositive[] = "ERR limit and ttl must be positive";
 inline constexpr char kLeaseLimit[] = "ERR concurrency limit must be at most 100000";
 inline constexpr char kTtlRange[] = "ERR ttl is out of range";
+inline constexpr char kWaitRange[] = "ERR WAIT must be between 0 and 60000 milliseconds";
+inline constexpr char kWaitKind[] =
+    "ERR WAIT is for token_bucket and gcra limits (their debt keeps the waiters in order)";
+inline constexpr char kTooManyWaiters[] =
+    "ERR too many requests are waiting here (max-waiters, max-waiters-per-key)";
+inline constexpr char kTakeAllHere[] = "ERR FG.TAKEALL is not allowed in a transaction or a script";
+inline constexpr char kTakeAllExpired[] =
+    "TRYAGAIN a reservation was lost before it was committed (the others were given back)";
+inline constexpr char kTakeAllCount[] = "ERR FG.TAKEALL takes 1 to 64 limits";
+inline constexpr char kTakeAllConcurrency[] =
+    "ERR FG.TAKEALL is for rate limits: a concurrency limit is taken with FG.ACQUIRE";
 inline constexpr char kCalendarUnit[] =
     "ERR calendar_window's period must be day, week, month or year";
 inline constexpr char kUnknownTimeZone[] =

@@ -113,8 +113,33 @@ void Shard::take(ShardOp& op, int64_t now_ns) {
   Entry* e = get_or_create(op, kind, now_ns);
   if (e) {
     op.decision = run(kind, e->state_bytes(), op, now_ns, false);
+    if (!op.decision.allowed && op.wait_ns > 0) reserve_wait(*e, op, now_ns);
     mark(e, op.key);
   }
+}
+
+// FG.TAKE ... WAIT: a denial that would be allowed within the caller's wait takes its place
+// now — the bucket goes into debt by its cost — and is due when the debt is paid: exactly
+// its retry-after. Later arrivals find more debt and are due later (arrivals are served in
+// order); nobody is admitted before the debt is paid. Token buckets and GCRA only (their
+// debt is a queue in time); a shadow policy never waits (it never denies).
+void Shard::reserve_wait(Entry& e, ShardOp& op, int64_t now_ns) {
+  const int64_t due = op.decision.retry_after_ns;
+  if (due < 0 || due > op.wait_ns || op.spec.shadow) return;
+  if (e.kind == Kind::kTokenBucket) {
+    token_bucket_adjust(e.state<TokenBucketState>(), op.spec, op.cost, now_ns);
+  } else if (e.kind == Kind::kGcra) {
+    gcra_adjust(e.state<GcraState>(), op.spec, op.cost, now_ns);
+  } else {
+    return;
+  }
+  const int64_t cost = op.cost;
+  op.cost = 0;
+  op.decision = run(e.kind, e.state_bytes(), op, now_ns, true);  // (the state after it)
+  op.cost = cost;
+  op.decision.allowed = true;
+  op.decision.retry_after_ns = kNever;
+  op.decision.wait_ns = due;
 }
 
 // FG.ADJUST: a cost known only afterwards, charged (cost > 0, into debt where the kind has

@@ -76,6 +76,9 @@ struct ShardOp {
   LimitSpec spec;
   int64_t cost = 1;
   int64_t ttl_ns = 0;
+  // kTake: how long the caller will wait; a denial due within it is reserved instead (debt
+  // on a token bucket or GCRA) and answered allowed with Decision::wait_ns.
+  int64_t wait_ns = 0;
   uint64_t lease_id = 0;
   std::string_view holder;
   DataCmd data = DataCmd::kNone;

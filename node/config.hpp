@@ -23,6 +23,8 @@ struct NodeConfig {
   int64_t maxmemory_clients = 0;        // bytes all clients' buffers may hold together (0: no cap)
   OutputLimits output_limits;           // client-output-buffer-limit
   int64_t timeout_s = 0;                // close idle clients after this; 0 = never
+  int64_t max_waiters = 10000;          // FG.TAKE ... WAIT: at once on this node
+  int64_t max_waiters_per_key = 1000;   // ... and on one key
   int64_t query_deadline_ms = 30000;    // a half-received command must complete by then
   int64_t output_timeout_ms = 30000;    // a client not reading its replies is dropped then
   size_t max_query_bytes = 8 << 20;     // one buffered command, at most

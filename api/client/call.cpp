@@ -120,6 +120,7 @@ void Req::encode(std::string& out) const {
     v.time_zone = limit->time_zone;
   }
   v.has_cost = has_cost;
+  v.wait_ms = wait_ms;
   v.cost = cost;
   v.ttl_ms = ttl_ms;
   v.lease = lease;

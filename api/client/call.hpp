@@ -116,6 +116,7 @@ struct Req {
   uint64_t lease = 0;
   std::string_view holder;
   bool cluster_wide = false;
+  int64_t wait_ms = 0;  // TAKE: wait for the admission (its deadline is that much later)
   void encode(std::string& out) const;  // replaces what `out` held
 };
 

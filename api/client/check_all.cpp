@@ -3,6 +3,7 @@
 #include <optional>
 
 #include "client_impl.hpp"
+#include "errors.hpp"
 
 namespace floodgate {
 
@@ -56,13 +57,36 @@ void Client::check_all(std::vector<Check> checks, Callback<MultiDecision> cb) {
     const bool commit = m.allowed;
     // Cancels need no wait: if one is lost, its reservation expires all the same.
     if (!commit || *pending == 0) answer();
+    // Commits: admitted only once every one is acknowledged. One that fails (its owner died
+    // and no replica kept the reservation, or it expired) makes the call an error, and the
+    // commits that succeeded are refunded: an admission is never missing from a limit.
+    auto committed = std::make_shared<std::vector<size_t>>();
+    auto failure = std::make_shared<std::optional<std::pair<Status, std::string>>>();
     for (size_t i = 0; i < st->checks.size(); ++i) {
       if (st->tickets[i] == 0) continue;
       Req r = keyed_req(commit ? pb::COMMIT : pb::CANCEL, st->checks[i].key);
       r.lease = st->tickets[i];
-      impl.submit(impl.make(
-          r, [pending, commit, answer](Status, const std::string&, const fg::wire::ResultView*) {
-            if (--*pending == 0 && commit) answer();
+      impl.submit(
+          impl.make(r, [&impl, st, i, pending, commit, answer, committed, failure](
+                           Status s, const std::string& e, const fg::wire::ResultView* res) {
+            if (!commit) return;
+            if (s == Status::kOk && res && res->value == 1) {
+              committed->push_back(i);
+            } else if (!*failure) {
+              *failure = s == Status::kOk ? std::make_pair(Status::kUnavailable,
+                                                           std::string(fg::err::kTakeAllExpired))
+                                          : std::make_pair(s, e);
+            }
+            if (--*pending != 0) return;
+            if (!*failure) return answer();
+            for (size_t k : *committed) {
+              Req back = keyed_req(pb::ADJUST, st->checks[k].key, &st->checks[k].limit);
+              back.has_cost = true;
+              back.cost = -st->checks[k].cost;
+              impl.submit(
+                  impl.make(back, [](Status, const std::string&, const fg::wire::ResultView*) {}));
+            }
+            st->cb(Result<MultiDecision>((*failure)->first, (*failure)->second));
           }));
     }
   };

@@ -57,6 +57,14 @@ void Client::take(std::string_view key, const Limit& limit, int64_t cost, Callba
   r.cost = cost;
   decision_call(*impl_, r, std::move(cb));
 }
+void Client::take_waiting(std::string_view key, const Limit& limit, std::chrono::milliseconds wait,
+                          int64_t cost, Callback<Decision> cb) {
+  Req r = keyed_req(pb::TAKE, key, &limit);
+  r.has_cost = true;
+  r.cost = cost;
+  r.wait_ms = wait.count();
+  decision_call(*impl_, r, std::move(cb));
+}
 void Client::peek(std::string_view key, const Limit& limit, int64_t cost, Callback<Decision> cb) {
   Req r = keyed_req(pb::PEEK, key, &limit);
   r.has_cost = true;
@@ -128,6 +136,12 @@ void Client::topology(Callback<Topology> cb) { impl_->get_topology(std::move(cb)
 Result<Decision> Client::take(std::string_view key, const Limit& limit, int64_t cost) {
   FG_CHECK_THREAD(Decision)
   return block<Decision>([&](Callback<Decision> cb) { take(key, limit, cost, std::move(cb)); });
+}
+Result<Decision> Client::take_waiting(std::string_view key, const Limit& limit,
+                                      std::chrono::milliseconds wait, int64_t cost) {
+  FG_CHECK_THREAD(Decision)
+  return block<Decision>(
+      [&](Callback<Decision> cb) { take_waiting(key, limit, wait, cost, std::move(cb)); });
 }
 Result<Decision> Client::peek(std::string_view key, const Limit& limit, int64_t cost) {
   FG_CHECK_THREAD(Decision)

@@ -75,7 +75,7 @@ CallPtr Client::Impl::make(const Req& r) {
       !r.key.empty() || (r.op <= pb::CANCEL && r.op != pb::HEARTBEAT && r.op != pb::RELEASE_ALL);
   // A standalone node needs no slot: skip the CRC until a cluster is seen.
   if (c->keyed && cluster_.load(std::memory_order_relaxed)) c->slot = fg::key_slot(r.key);
-  c->deadline = coarse_now() + opt_.deadline;
+  c->deadline = coarse_now() + opt_.deadline + std::chrono::milliseconds(r.wait_ms);
   requests_.fetch_add(1, std::memory_order_relaxed);
   return c;
 }

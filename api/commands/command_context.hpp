@@ -10,9 +10,11 @@
 
 #include "client_registry.hpp"
 #include "command_table.hpp"
+#include "errors.hpp"
 #include "request.hpp"
 #include "resp_writer.hpp"
 #include "services.hpp"
+#include "take_all.hpp"
 
 namespace fg {
 
@@ -39,6 +41,17 @@ class CommandContext {
   // up to `timeout_ms` (0: for good) — and it is tried again when a key gets elements.
   // Inside a transaction it is tried once, as Redis does.
   virtual void block(Request& r, int64_t timeout_ms) = 0;
+  // Whether a take may hold its reply until its admission is due (FG.TAKE ... WAIT): not in
+  // a transaction nor a script, which run at once as a blocking command does there.
+  virtual bool can_wait() const { return false; }
+  // FG.TAKEALL: every limit reserved, then all committed or all cancelled (take_all.hpp);
+  // its reply takes this command's place when the rounds are done. Not in a transaction nor
+  // a script (which cannot wait for the rounds).
+  virtual void take_all(std::vector<TakeAllItem> items, int64_t cost) {
+    (void)items;
+    (void)cost;
+    local().error(err::kTakeAllHere);
+  }
   // Transactions (MULTI ... EXEC): the session queues what comes between.
   virtual void multi() = 0;
   virtual void exec() = 0;

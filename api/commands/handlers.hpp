@@ -12,6 +12,7 @@ using Args = std::vector<std::string_view>;
 // limiter_commands.cpp
 void cmd_cl_throttle(CommandContext& s, Args& a);
 void cmd_fg_take(CommandContext& s, Args& a);
+void cmd_fg_takeall(CommandContext& s, Args& a);
 void cmd_fg_peek(CommandContext& s, Args& a);
 void cmd_fg_adjust(CommandContext& s, Args& a);
 void cmd_fg_reset(CommandContext& s, Args& a);

@@ -7,6 +7,7 @@
 #include "errors.hpp"
 #include "gcra.hpp"
 #include "handlers.hpp"
+#include "key_table.hpp"
 #include "words.hpp"
 
 namespace fg {
@@ -36,13 +37,19 @@ Result<LimitSpec> limit_at(CommandContext& s, Args& a, size_t& i,
   return s.policies().resolve(a[1], named);
 }
 
-// [COST n] after a limit.
-bool parse_cost(CommandContext& s, Args& a, size_t i, int64_t& cost) {
+// [COST n] after a limit (and, for FG.TAKE, [WAIT ms]: `wait` not null).
+bool parse_cost(CommandContext& s, Args& a, size_t i, int64_t& cost, int64_t* wait = nullptr) {
   cost = 1;
   for (; i < a.size(); ++i) {
     if (iequals(a[i], "cost") && i + 1 < a.size()) {
       if (!parse_int(a[i + 1], cost)) {
         s.local().error(err::kNotInteger);
+        return false;
+      }
+      ++i;
+    } else if (wait && iequals(a[i], "wait") && i + 1 < a.size()) {
+      if (!parse_int(a[i + 1], *wait) || *wait < 0 || *wait > kMaxWaitMs) {
+        s.local().error(err::kWaitRange);
         return false;
       }
       ++i;
@@ -56,11 +63,17 @@ bool parse_cost(CommandContext& s, Args& a, size_t i, int64_t& cost) {
 
 void take_or_peek(CommandContext& s, Args& a, Verb verb) {
   size_t i = 2;
-  Result<LimitSpec> limit = limit_at(s, a, i, {"cost"});
+  Result<LimitSpec> limit = limit_at(s, a, i, {"cost", "wait"});
   if (!limit.ok()) return s.local().error(limit.error());
   Request r = keyed_request(verb, a[1]);
   r.spec = limit.value();
-  if (!parse_cost(s, a, i, r.cost)) return;
+  if (!parse_cost(s, a, i, r.cost, verb == Verb::kTake ? &r.wait_ms : nullptr)) return;
+  if (r.wait_ms > 0) {
+    if (r.spec.kind != Kind::kTokenBucket && r.spec.kind != Kind::kGcra) {
+      return s.local().error(err::kWaitKind);
+    }
+    if (!s.can_wait()) r.wait_ms = 0;  // (a transaction or a script: decided at once)
+  }
   s.request(r, ReplyStyle::kDecision);
 }
 
@@ -95,6 +108,35 @@ void cmd_cl_throttle(CommandContext& s, Args& a) {
 }
 
 void cmd_fg_take(CommandContext& s, Args& a) { take_or_peek(s, a, Verb::kTake); }
+
+// FG.TAKEALL [COST n] key limit [key limit ...]: each limit a policy name or an inline
+// "<kind> <params...>"; charged only if every one allows (take_all.hpp).
+void cmd_fg_takeall(CommandContext& s, Args& a) {
+  size_t i = 1;
+  int64_t cost = 1;
+  if (i + 1 < a.size() && iequals(a[i], "cost")) {
+    if (!parse_int(a[i + 1], cost) || cost < 0 || cost > kMaxCount) {
+      return s.local().error(err::kNotInteger);
+    }
+    i += 2;
+  }
+  std::vector<TakeAllItem> items;
+  while (i < a.size()) {
+    if (items.size() == kMaxTakeAll) return s.local().error(err::kTakeAllCount);
+    if (i + 1 >= a.size()) return s.local().error(err::kSyntax);
+    const std::string_view key = a[i++];
+    if (key.size() > kMaxKeyLen) return s.local().error(err::kKeyTooLong);
+    Result<LimitSpec> limit = kind_from_name(a[i]) != Kind::kNone
+                                  ? parse_limit_words(a, i)
+                                  : s.policies().resolve(key, a[i++]);
+    if (!limit.ok()) return s.local().error(limit.error());
+    if (limit->kind == Kind::kConcurrency) return s.local().error(err::kTakeAllConcurrency);
+    if (!s.acl().user()->key_allowed(key, true, true)) return s.local().error(err::kNoPermKey);
+    items.push_back(TakeAllItem{std::string(key), limit.value()});
+  }
+  if (items.empty()) return s.local().error(err::wrong_arity("fg.takeall"));
+  s.take_all(std::move(items), cost);
+}
 void cmd_fg_peek(CommandContext& s, Args& a) { take_or_peek(s, a, Verb::kPeek); }
 
 // FG.ADJUST key [policy|kind params...] delta: the limit as FG.TAKE names it, the signed

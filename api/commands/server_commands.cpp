@@ -198,6 +198,8 @@ std::vector<Section> info_sections(CommandContext& s) {
                 n(static_cast<int64_t>(counts.policy[p][2]));
     }
     kv(fgsec, "policy_shadow_denied", shadow);
+    // Takes waiting here for their admission (FG.TAKE ... WAIT), replies held.
+    kv(fgsec, "waiting_takes", n(v.wait_room.waiting()));
   }
   out.emplace_back("floodgate", std::move(fgsec));
   std::string cs;

@@ -1,6 +1,8 @@
 // forward.proto <-> Request / Outcome.
 #include "forward_codec.hpp"
 
+#include <algorithm>
+
 #include "acl.hpp"
 #include "errors.hpp"
 
@@ -20,6 +22,7 @@ void encode_forwarded(const Request& r, std::string_view holder, forward::Forwar
   }
   out.set_cost(r.cost);
   out.set_ttl_ms(r.ttl_ms);
+  if (r.wait_ms > 0) out.set_wait_ms(r.wait_ms);
   out.set_lease(r.lease);
   if (!holder.empty()) out.set_holder(holder.data(), holder.size());
   out.set_txn(r.txn);
@@ -64,6 +67,7 @@ Result<Request> decode_forwarded(const forward::ForwardedRequest& in,
   r.key = in.key();
   r.cost = in.cost();
   r.ttl_ms = in.ttl_ms();
+  r.wait_ms = std::clamp<int64_t>(in.wait_ms(), 0, kMaxWaitMs);
   r.lease = in.lease();
   r.holder = in.holder();
   if (in.has_spec()) {
@@ -114,6 +118,7 @@ void encode_outcome(const Outcome& o, Verb verb, forward::ForwardOutcome& out) {
     out.set_remaining(o.decision.remaining);
     out.set_retry_after_ns(o.decision.retry_after_ns);
     out.set_reset_after_ns(o.decision.reset_after_ns);
+    if (o.decision.wait_ns > 0) out.set_wait_ns(o.decision.wait_ns);
     out.set_lease(o.ticket);
   } else {
     out.set_value(o.value);
@@ -171,6 +176,7 @@ void decode_outcome(const forward::ForwardOutcome& in, Verb verb, Outcome& out,
     out.decision.remaining = in.remaining();
     out.decision.retry_after_ns = in.retry_after_ns();
     out.decision.reset_after_ns = in.reset_after_ns();
+    out.decision.wait_ns = std::clamp<int64_t>(in.wait_ns(), 0, kMaxWaitMs * kNsPerMs);
     out.ticket = in.lease();
   } else {
     out.value = in.value();

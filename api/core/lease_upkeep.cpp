@@ -73,6 +73,21 @@ void give_back_unreplicated(Services& svc, const Batch& b) {
   run(svc, "giving back an unreplicated lease of", keys, std::move(requests));
 }
 
+void give_back_waits(Services& svc, std::vector<Waiter> waiters) {
+  auto keys = std::make_shared<std::vector<std::string>>();
+  std::vector<Request> requests;
+  for (Waiter& w : waiters) keys->push_back(std::move(w.key));
+  for (size_t i = 0; i < waiters.size(); ++i) {
+    if (waiters[i].cost <= 0) continue;
+    Request& r = requests.emplace_back();
+    r.verb = Verb::kAdjust;
+    r.key = (*keys)[i];
+    r.spec = waiters[i].spec;
+    r.cost = -waiters[i].cost;
+  }
+  run(svc, "giving back a waiting take's place on", keys, std::move(requests));
+}
+
 void release_watches(Services& svc, std::vector<std::string> keys) {
   if (keys.empty() || svc.lanes.empty()) return;
   struct Kept {

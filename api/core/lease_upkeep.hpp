@@ -27,4 +27,14 @@ void give_back_unreplicated(Services& svc, const Batch& b);
 // stop keeping versions for it. Any thread.
 void release_watches(Services& svc, std::vector<std::string> keys);
 
+// A take that waits for its admission (FG.TAKE ... WAIT) and will not be answered — its
+// connection closed, or no place was left to wait in: its reserved cost is given back
+// (FG.ADJUST by -cost), so a later arrival may have it. Any thread.
+struct Waiter {
+  std::string key;
+  LimitSpec spec;
+  int64_t cost = 0;
+};
+void give_back_waits(Services& svc, std::vector<Waiter> waiters);
+
 }  // namespace fg

@@ -81,6 +81,7 @@ struct Request {
   LimitSpec spec;                 // take, peek, reserve, acquire: the limit in force, resolved
   int64_t cost = 1;               // take, peek, reserve: 0..kMaxCount (0 evaluates only)
   int64_t ttl_ms = 0;             // renew, heartbeat: the new TTL; reserve: how long it holds
+  int64_t wait_ms = 0;            // take: WAIT, how long the caller will wait (0..kMaxWaitMs)
   uint64_t lease = 0;             // renew, release: the lease; commit, cancel: the ticket
   std::string_view holder;        // acquire, heartbeat, release-all
   bool bound = false;             // acquire: the lease belongs to the requesting connection

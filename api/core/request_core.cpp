@@ -287,6 +287,7 @@ Pending RequestCore::submit(const Request& r, const Door& d, Flight& f, Outcome&
   op.spec = r.spec;
   op.cost = r.cost;
   op.ttl_ns = r.verb == Verb::kAcquire ? r.spec.c : r.ttl_ms * kNsPerMs;
+  op.wait_ns = r.verb == Verb::kTake ? r.wait_ms * kNsPerMs : 0;
   op.lease_id = r.lease;
   op.holder = holder;
   op.caller = r.user;  // (a holder's leases: only those on keys its user may change)

@@ -21,6 +21,7 @@
 #include "result.hpp"
 #include "routing.hpp"
 #include "shard_pool.hpp"
+#include "wait_room.hpp"
 
 namespace asio {
 class io_context;
@@ -124,6 +125,7 @@ struct Services {
   NodeCounters counters;
   PubSubHub pubsub;    // this node's subscribers
   KeyWaiters waiters;  // clients blocked on keys (BLPOP and its kin)
+  WaitRoom wait_room;  // takes waiting for their admission (FG.TAKE ... WAIT)
 
   // The lane for the next piece of background work (round robin).
   Lane& lane() { return lanes[next_lane.fetch_add(1, std::memory_order_relaxed) % lanes.size()]; }

@@ -109,6 +109,7 @@ char* write_request(char* p, const RequestView& r) {
   if (r.bound) p = put_int(p, 9, 1);
   if (r.forward) p = put_int(p, 10, 1);
   if (r.cluster_wide) p = put_int(p, 11, 1);
+  if (r.wait_ms) p = put_int(p, 12, r.wait_ms);
   return p;
 }
 }  // namespace
@@ -175,7 +176,7 @@ bool decode_request(std::string_view in, RequestView& out) {
     if (!r.tag(f, t)) return false;
     uint64_t v;
     std::string_view s;
-    if (t == kVarint && (f == 1 || f == 5 || f == 6 || f == 9 || f == 10 || f == 11)) {
+    if (t == kVarint && (f == 1 || f == 5 || f == 6 || f == 9 || f == 10 || f == 11 || f == 12)) {
       if (!r.varint(v)) return false;
       const auto i = static_cast<int64_t>(v);
       if (f == 1) out.op = static_cast<int>(i);
@@ -187,6 +188,7 @@ bool decode_request(std::string_view in, RequestView& out) {
       if (f == 9) out.bound = v != 0;
       if (f == 10) out.forward = v != 0;
       if (f == 11) out.cluster_wide = v != 0;
+      if (f == 12) out.wait_ms = i;
     } else if (t == kBytes && (f == 2 || f == 3 || f == 4 || f == 8)) {
       if (!r.bytes(s)) return false;
       if (f == 2) out.key = s;

@@ -28,6 +28,7 @@ struct RequestView {
   bool bound = false;
   bool forward = false;       // route it for me (the client cannot reach the owner)
   bool cluster_wide = false;  // heartbeat / release-all: every node's leases
+  int64_t wait_ms = 0;        // take: wait for the admission (FG.TAKE ... WAIT)
 };
 
 struct ClientFrameView {

@@ -92,7 +92,8 @@ struct NativeSession::Frame {
   std::vector<int8_t> verb;  // the core's verb, or -1: answered by the door
   std::vector<uint8_t> op;   // the request's op, for metrics
   int64_t arrived_ns = 0;
-  std::deque<std::string> arena;  // texts made here
+  std::vector<std::pair<size_t, Waiter>> waits;  // takes that may wait, by request index
+  std::deque<std::string> arena;                 // texts made here
   std::string_view keep(std::string s) { return arena.emplace_back(std::move(s)); }
 };
 
@@ -131,6 +132,16 @@ ProcessResult NativeSession::process(const char* data, size_t len, Flight& fligh
     routing_version_ = svc_.routing->version();
     routing_ = svc_.routing->get();
   }
+  if (held_due_ns_ != 0) {  // frames held for a waiting take: sent when it is due
+    const int64_t now = steady_ns();
+    if (now < held_due_ns_) {
+      r.retry_ms = std::max<int64_t>(1, (held_due_ns_ - now + 999'999) / 1'000'000);
+    } else {
+      out_ += held_;
+      release_held();
+    }
+    return r;
+  }
   svc_.policies->refresh(policies_, policies_version_);
   if (!acl_.refresh()) {  // its user was removed or disabled: closed, as Redis does
     r.close = true;
@@ -150,6 +161,7 @@ ProcessResult NativeSession::process(const char* data, size_t len, Flight& fligh
     Frame& f = *frames_[used_frames_++];
     f.results.clear();
     f.verb.clear();
+    f.waits.clear();
     f.arena.clear();
     if (too_large || !wire::decode_client_frame(f.bytes.assign(data + r.consumed + 4, n), f.in)) {
       // Answered after the frames before it, then the connection closes.
@@ -326,6 +338,16 @@ void NativeSession::request(const wire::RequestView& req, Frame& f, size_t index
       }
     }
   }
+  if (req.wait_ms != 0) {
+    if (verb != Verb::kTake || req.wait_ms < 0 || req.wait_ms > kMaxWaitMs) {
+      return fail(res, pb::ERR, err::kWaitRange);
+    }
+    if (r.spec.kind != Kind::kTokenBucket && r.spec.kind != Kind::kGcra) {
+      return fail(res, pb::ERR, err::kWaitKind);
+    }
+    r.wait_ms = req.wait_ms;
+    f.waits.emplace_back(index, Waiter{std::string(req.key), r.spec, r.cost});
+  }
   f.verb[index] = static_cast<int8_t>(verb);
   f.pending[index] = core_.submit(r, door(req.forward, f), flight, f.outcomes[index]);
 }
@@ -391,6 +413,8 @@ bool NativeSession::push_topology_if_changed() {
 }
 
 void NativeSession::finish(Frame& f, Flight* flight) {
+  const size_t frame_start = out_.size();
+  bool waits = false;
   wire::ServerFrameWriter w(out_);
   RequestMetrics& metrics = *svc_.metrics;
   Door& d = door(false, f);
@@ -405,17 +429,60 @@ void NativeSession::finish(Frame& f, Flight* flight) {
       continue;
     }
     if (flight && f.pending[i].waits()) core_.finish(f.pending[i], *flight, d, f.outcomes[i]);
-    fill_result(f.outcomes[i], static_cast<Verb>(f.verb[i]), res);
+    Outcome& o = f.outcomes[i];
+    if (o.ok() && o.decision.wait_ns > 0) {  // (a TAKE with wait_ms: due later)
+      auto it =
+          std::find_if(f.waits.begin(), f.waits.end(), [i](const auto& x) { return x.first == i; });
+      if (it != f.waits.end() && svc_.wait_room.enter(it->second.key)) {
+        held_due_ns_ = std::max(held_due_ns_, steady_ns() + o.decision.wait_ns);
+        held_waiters_.push_back(std::move(it->second));
+        waits = true;
+      } else {
+        if (it != f.waits.end()) give_back_waits(svc_, {std::move(it->second)});
+        o.code = Code::kError;
+        o.error = err::kTooManyWaiters;
+      }
+    }
+    fill_result(o, static_cast<Verb>(f.verb[i]), res);
     if (omit_retry_ && res.allowed && res.retry_after_ms == -1)
       res.retry_after_ms = 0;  // (left out)
     w.add(res);
   }
   w.finish();
+  // A frame with a waiting take is answered when it is due, and the frames after it too.
+  if (waits && held_from_ == SIZE_MAX) held_from_ = frame_start;
 }
 
 void NativeSession::complete(Flight& flight) {
+  held_from_ = SIZE_MAX;
   for (size_t i = 0; i < used_frames_; ++i) finish(*frames_[i], &flight);
   used_frames_ = 0;
+  hold();
+}
+
+void NativeSession::hold() {
+  if (held_from_ == SIZE_MAX) return;
+  held_.append(out_, held_from_);
+  out_.resize(held_from_);
+  held_from_ = SIZE_MAX;
+}
+
+bool NativeSession::wants_turn() const { return held_due_ns_ != 0 && steady_ns() >= held_due_ns_; }
+
+void NativeSession::release_held() {
+  for (const Waiter& w : held_waiters_) svc_.wait_room.leave(w.key);
+  held_waiters_.clear();
+  held_.clear();
+  held_.shrink_to_fit();
+  held_due_ns_ = 0;
+}
+
+void NativeSession::closing() {
+  if (held_due_ns_ == 0) return;
+  std::vector<Waiter> back = std::move(held_waiters_);
+  held_waiters_.clear();
+  release_held();
+  give_back_waits(svc_, std::move(back));  // (never answered: their places go back)
 }
 
 }  // namespace fg

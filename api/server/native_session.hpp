@@ -12,6 +12,7 @@
 
 #include "client_registry.hpp"
 #include "door_session.hpp"
+#include "lease_upkeep.hpp"
 #include "request_core.hpp"
 
 namespace floodgate::native {
@@ -55,7 +56,7 @@ class NativeSession {
   bool tick() { return push_topology_if_changed(); }
   // Cannot happen (process() refuses a frame longer than the cap, closing): close.
   void input_too_large() {}
-  void closing() {}
+  void closing();  // gives back the places of waiting takes never answered
   // The frames of the batch in flight, copied from the input.
   int64_t held_bytes() const;
   // Native answers are not capped per batch (a frame's answers are bounded by the frame).
@@ -64,12 +65,22 @@ class NativeSession {
   void set_push_wake(std::function<void()>) {}
   Pushes take_pushes(size_t) { return Pushes::kNone; }
   bool subscribed() const { return false; }
-  bool blocked() const { return false; }  // (no blocking commands on this door)
-  bool wants_turn() const { return false; }
+  // Holding frames until a waiting take is due (TAKE with wait_ms): nothing more is read.
+  bool blocked() const { return held_due_ns_ != 0; }
+  bool wants_turn() const;
   const OutputLimit& output_limit() const { return svc_.settings.output_limits.normal; }
 
  private:
   struct Frame;
+  // TAKE with wait_ms: from the first frame holding a take admitted later, the frames'
+  // results wait (in order) until the latest is due; each waiter has a place in the node's
+  // WaitRoom (api/core/wait_room.hpp).
+  std::string held_;
+  std::vector<Waiter> held_waiters_;
+  int64_t held_due_ns_ = 0;      // steady clock; 0: nothing held
+  size_t held_from_ = SIZE_MAX;  // while finishing: where in out_ the held frames start
+  void hold();
+  void release_held();
   bool must_wait(const Frame& f) const;
   void serve(Frame& f, Flight& flight);
   void request(const wire::RequestView& req, Frame& f, size_t index, Flight& flight);

@@ -21,6 +21,18 @@ void hex16(uint64_t v, char* out) {
 }
 }  // namespace
 
+void write_take_all(RespWriter& w, const TakeAllResult& r) {
+  if (!r.error.empty()) return w.error(r.error);
+  w.array(1 + r.decisions.size());
+  w.integer(r.allowed ? 1 : 0);
+  for (size_t i = 0; i < r.decisions.size(); ++i) {
+    Outcome o;
+    o.decision = r.decisions[i];
+    o.unavailable = i < r.unavailable.size() ? r.unavailable[i] : FailMode::kError;
+    write_outcome(w, o, ReplyStyle::kDecision);
+  }
+}
+
 void write_outcome(RespWriter& w, const Outcome& o, ReplyStyle style) {
   if (!o.ok()) return w.error(o.error);
   const bool unavailable = o.unavailable != FailMode::kError;
@@ -171,6 +183,10 @@ void RespSession::request(Request& r, ReplyStyle style) {
     return;
   }
   slots_.push_back(Slot{Slot::Type::kPending, style, cur_cmd_, false, 0, 0, p});
+  if (r.wait_ms > 0) {
+    wait_takes_.push_back(Waiter{std::string(r.key), r.spec, r.cost});
+    slots_.back().aux = static_cast<uint32_t>(wait_takes_.size());
+  }
   ++pending_;
 }
 
@@ -211,7 +227,16 @@ void RespSession::end_block() {
   blocked_ = false;
 }
 
+bool RespSession::held_ready() const {
+  if (steady_ns() < held_due_ns_) return false;
+  for (const HeldPart& p : held_) {
+    if (p.all && !p.all->ready.load(std::memory_order_acquire)) return false;
+  }
+  return true;
+}
+
 bool RespSession::wants_turn() const {
+  if (!held_.empty()) return held_ready();
   if (!blocked_) return false;
   const int64_t now = steady_ns();
   return woken_->load() || client_->unblock.load() != 0 || now >= next_try_ns_ ||
@@ -265,6 +290,29 @@ ProcessResult RespSession::process(const char* data, size_t len, Flight& flight)
   // (nothing in flight: the user's rules may change here) A connection whose user was
   // removed or disabled is closed, as Redis does.
   if (!acl_.refresh()) close_ = true;
+  if (!held_.empty()) {
+    // Replies held for a waiting take or an FG.TAKEALL: sent when it is due (or done), then
+    // the input is read again.
+    const int64_t now = steady_ns();
+    if (!held_ready()) {
+      // (an FG.TAKEALL wakes the connection when done; the timer is the safety net)
+      r.retry_ms = now < held_due_ns_
+                       ? std::max<int64_t>(1, (held_due_ns_ - now + 999'999) / 1'000'000)
+                       : 50;
+    } else {
+      RespWriter w(out_, proto_);
+      for (const HeldPart& p : held_) {
+        if (p.all) {
+          write_take_all(w, p.all->result);
+        } else {
+          out_ += p.bytes;
+        }
+      }
+      release_held();
+    }
+    flight_ = nullptr;
+    return r;
+  }
   if (blocked_ && !close_) {
     // Waiting on keys: nothing after the blocking command is read until it is answered.
     const int64_t now = steady_ns();
@@ -547,7 +595,40 @@ void RespSession::input_too_large() {
   svc_.counters.protocol_errors.fetch_add(1, std::memory_order_relaxed);
 }
 
+void RespSession::release_held() {
+  for (const Waiter& w : held_waiters_) svc_.wait_room.leave(w.key);
+  held_waiters_.clear();
+  held_.clear();
+  held_due_ns_ = 0;
+}
+
+void RespSession::take_all(std::vector<TakeAllItem> items, int64_t cost) {
+  if (in_multi_ || running_exec_) return local().error(err::kTakeAllHere);
+  requested_ = true;
+  auto st = std::make_shared<TakeAllWait>();
+  take_alls_.push_back(st);
+  Slot s{Slot::Type::kTakeAll, ReplyStyle::kDecision, cur_cmd_, false, 0, 0, {}};
+  s.aux = static_cast<uint32_t>(take_alls_.size() - 1);
+  slots_.push_back(s);
+  Door d;
+  d.client_id = client_->id;
+  d.mode = RouteMode::kForward;  // (one reply for keys anywhere: never -MOVED)
+  d.count = false;               // (counted as one command when answered)
+  fg::take_all(svc_, svc_.lane(), std::move(items), cost, acl().user(), d,
+               [st, wake = push_wake_](TakeAllResult r) {
+                 st->result = std::move(r);
+                 st->ready.store(true, std::memory_order_release);
+                 if (wake) wake();
+               });
+}
+
 void RespSession::closing() {
+  if (!held_waiters_.empty()) {  // (never answered: their places go to whoever comes next)
+    std::vector<Waiter> back = held_waiters_;
+    release_held();
+    give_back_waits(svc_, std::move(back));
+  }
+  release_held();
   end_block();
   fg::release_watches(svc_, take_watched());
   subs_.clear();
@@ -673,8 +754,10 @@ void RespSession::complete(Flight& flight) {
         budget_ns / each_ns, 1, static_cast<int64_t>(svc_.settings.max_batch_commands)));
   }
   RequestMetrics& metrics = *svc_.metrics;
-  uint32_t drop = 0;          // replies of an aborted transaction still to pass over
-  bool failed_check = false;  // a check of the next EXEC failed
+  uint32_t drop = 0;            // replies of an aborted transaction still to pass over
+  size_t hold_from = SIZE_MAX;  // where the held replies start (a waiting take's), if any
+  std::vector<Waiter> refused;  // waiting takes with no place to wait: given back
+  bool failed_check = false;    // a check of the next EXEC failed
   // (a silent slot's reply is written, then cut off again: one path for every kind of slot)
   // Each reply that is an error is counted (INFO errorstats), silent or not, as Redis does.
   struct Cut {
@@ -713,6 +796,22 @@ void RespSession::complete(Flight& flight) {
         continue;
       case Slot::Type::kHidden:
         continue;
+      case Slot::Type::kTakeAll: {
+        std::shared_ptr<TakeAllWait>& st = take_alls_[s.aux];
+        if (s.silent) continue;  // (its rounds run all the same; nobody waits for the reply)
+        if (hold_from == SIZE_MAX && st->ready.load(std::memory_order_acquire)) {
+          write_take_all(w, st->result);
+          metrics.record(s.cmd, RequestResult::kOk, d.latency_us);
+          continue;
+        }
+        // Not done yet: it and what follows wait for it, in order.
+        if (hold_from == SIZE_MAX) hold_from = out_.size();
+        held_.push_back(HeldPart{out_.substr(hold_from), nullptr});
+        out_.resize(hold_from);
+        held_.push_back(HeldPart{{}, st});
+        metrics.record(s.cmd, RequestResult::kOk, d.latency_us);
+        continue;
+      }
       default:
         break;
     }
@@ -762,10 +861,29 @@ void RespSession::complete(Flight& flight) {
         }
         w.ok();
       }
+    } else if (s.aux != 0 && o.ok() && o.decision.wait_ns > 0) {
+      // A take admitted when it is due: from its reply on, the replies wait for it.
+      Waiter& wt = wait_takes_[s.aux - 1];
+      if (svc_.wait_room.enter(wt.key)) {
+        if (hold_from == SIZE_MAX) hold_from = out_.size();
+        held_due_ns_ = std::max(held_due_ns_, steady_ns() + o.decision.wait_ns);
+        held_waiters_.push_back(std::move(wt));
+        write_outcome(w, o, s.style);
+      } else {
+        refused.push_back(std::move(wt));
+        w.error(err::kTooManyWaiters);
+      }
     } else {
       write_outcome(w, o, s.style);
     }
   }
+  if (hold_from != SIZE_MAX) {
+    held_.push_back(HeldPart{out_.substr(hold_from), nullptr});
+    out_.resize(hold_from);
+  }
+  if (!refused.empty()) give_back_waits(svc_, std::move(refused));
+  wait_takes_.clear();
+  take_alls_.clear();
   watch_pending_ = false;
   slots_.clear();
   local_.clear();

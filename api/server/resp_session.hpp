@@ -13,6 +13,7 @@
 #include "command_context.hpp"
 #include "command_table.hpp"
 #include "door_session.hpp"
+#include "lease_upkeep.hpp"
 #include "request_core.hpp"
 #include "resp_parser.hpp"
 
@@ -54,7 +55,8 @@ class RespSession final : public CommandContext {
   const OutputLimit& output_limit() const;
   bool subscribed() const { return subs_.active(); }
   // Blocked on keys (BLPOP and its kin): no reply yet, nothing after it read.
-  bool blocked() const { return blocked_; }
+  // Or holding replies until a waiting take is due (FG.TAKE ... WAIT): the same.
+  bool blocked() const { return blocked_ || !held_.empty(); }
   bool wants_turn() const;
 
   std::string& output() { return out_; }
@@ -74,6 +76,8 @@ class RespSession final : public CommandContext {
   void watch(std::vector<std::string_view>& keys) override;
   void unwatch() override;
   void reset() override;
+  bool can_wait() const override { return !running_exec_; }
+  void take_all(std::vector<TakeAllItem> items, int64_t cost) override;
 
  private:
   void show_state();  // CLIENT LIST's sub=, psub=, ssub=, multi=
@@ -83,7 +87,16 @@ class RespSession final : public CommandContext {
   //  array of the `aux` replies after it, or a null array if a check before it failed.
   //  kHidden: a request whose answer nobody reads (letting go of watches).
   struct Slot {
-    enum class Type : uint8_t { kLocal, kPending, kWatch, kCheck, kExec, kHidden, kBlock } type;
+    enum class Type : uint8_t {
+      kLocal,
+      kPending,
+      kWatch,
+      kCheck,
+      kExec,
+      kHidden,
+      kBlock,
+      kTakeAll  // FG.TAKEALL: its rounds run apart (take_alls_[aux])
+    } type;
     ReplyStyle style;
     uint16_t cmd;    // the command's id for metrics
     bool counted;    // kLocal: counted by the core already
@@ -181,11 +194,35 @@ class RespSession final : public CommandContext {
   std::function<void()> push_wake_;
   static constexpr int64_t kBlockPollNs = 1'000'000'000;
   void end_block();  // served, timed out, or the connection is going: stop waiting
+
+  // FG.TAKE ... WAIT: the takes of this read that may wait (Slot::aux - 1 indexes them);
+  // once one is answered with a wait, its reply and every reply after it are held (in
+  // order) until the latest of them is due; nothing more is read meanwhile. Each holds a
+  // place in the node's WaitRoom; a connection that closes gives their costs back.
+  // FG.TAKEALL: its reply, if its rounds are not done when its turn comes, is held the same
+  // way until they are (they wake the connection).
+  struct TakeAllWait {
+    std::atomic<bool> ready{false};
+    TakeAllResult result;  // (written before ready is set)
+  };
+  struct HeldPart {
+    std::string bytes;                 // replies, or
+    std::shared_ptr<TakeAllWait> all;  // an FG.TAKEALL's, once it is ready
+  };
+  std::vector<Waiter> wait_takes_;
+  std::vector<std::shared_ptr<TakeAllWait>> take_alls_;  // this read's
+  std::vector<Waiter> held_waiters_;
+  std::vector<HeldPart> held_;
+  int64_t held_due_ns_ = 0;  // steady clock: when the last waiting take is due
+  bool held_ready() const;
+  void release_held();
   void submit_block(Request& r);
 };
 
 // Appends `o` (the outcome of a request of `style`) as a RESP reply.
 void write_outcome(RespWriter& w, const Outcome& o, ReplyStyle style);
+// FG.TAKEALL's reply: allowed, then each limit's five fields (or the error).
+void write_take_all(RespWriter& w, const TakeAllResult& r);
 // A data command's reply, in the connection's protocol.
 void write_reply(RespWriter& w, const DataReply& r);
 

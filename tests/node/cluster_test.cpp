@@ -328,6 +328,46 @@ TEST(Cluster, EveryNodeAnswersForEveryKeyAsOneLimiter) {
   EXPECT_GT(forwarded, 0u);
 }
 
+// FG.TAKEALL over keys every node owns a part of: all or nothing, whichever node asked; a
+// limit that denies leaves the others as they were (kills and partitions: the simulator's
+// 'A' load, tests/README.md).
+TEST(Cluster, TakeAllIsAllOrNothingAcrossNodes) {
+  TestCluster cl(3);
+  ASSERT_TRUE(cl.formed(3));
+  const std::vector<std::string> keys = {"user:1", "user:2", "{tenant}:api", "room:9"};
+  auto takeall = [&](size_t via, const std::string& last_limit) {
+    std::vector<std::string> w = {"FG.TAKEALL"};
+    for (size_t k = 0; k < keys.size(); ++k) {
+      w.push_back(keys[k]);
+      for (const char* x : {"fixed_window", k + 1 == keys.size() ? "" : "100", "600000"}) {
+        if (*x) w.push_back(x);
+      }
+      if (k + 1 == keys.size()) w.insert(w.end() - 1, last_limit);
+    }
+    Client c(cl.node(via).port());
+    c.send(resp(w));
+    return read_replies(c, 1);
+  };
+  auto remaining = [&](const std::string& key, const std::string& limit) {
+    Client c(cl.node(0).port());
+    c.send(resp({"FG.PEEK", key, "fixed_window", limit, "600000", "COST", "0"}));
+    const std::string r = read_replies(c, 1);
+    const size_t at = r.find(':', r.find(':', r.find(':') + 1) + 1) + 1;
+    return std::stoll(r.substr(at, r.find("\r\n", at) - at));
+  };
+  // room:9 allows 2: two admitted through different nodes, the third denied.
+  for (size_t via : {0, 1}) {
+    const std::string r = takeall(via, "2");
+    EXPECT_EQ(r.substr(0, 12), "*5\r\n:1\r\n*5\r\n") << r;
+  }
+  EXPECT_EQ(remaining("user:1", "100"), 98);
+  const std::string third = takeall(2, "2");
+  EXPECT_EQ(third.substr(0, 8), "*5\r\n:0\r\n") << third;
+  EXPECT_EQ(remaining("user:1", "100"), 98);  // nothing stayed charged
+  EXPECT_EQ(remaining("{tenant}:api", "100"), 98);
+  EXPECT_EQ(remaining("room:9", "2"), 0);
+}
+
 // A script's shebang flags in a cluster, as Redis Cluster reads them: no-cluster refuses
 // it; allow-cross-slot-keys lets it reach a key of another slot its node serves (declared
 // keys still share a slot).

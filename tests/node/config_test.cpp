@@ -67,7 +67,7 @@ TEST(Config, ErrorsNameKeyAndLine) {
             "io-idle-poll-us (line 1): must be between 0 and 1000");
   EXPECT_EQ(load_error("policies:\n  free:\n    kind: leaky\n"),
             "policies.free.kind (line 3): must be token_bucket, gcra, fixed_window, "
-            "sliding_log, sliding_window or concurrency");
+            "sliding_log, sliding_window, calendar_window or concurrency");
   EXPECT_EQ(load_error("policies:\n  free:\n    kind: sliding_log\n    limit: 5\n"),
             "policies.free (line 3): kind sliding_log needs 'window'");
   EXPECT_EQ(load_error("policies:\n  free: {kind: sliding_log, limit: 5, window: 1m, burst: 3}\n"),

@@ -19,7 +19,9 @@ struct Op {
   // m MULTI INCR EXPIRE EXEC, sync; o / p a lease without a holder, its release; u / q a
   // BOUND lease, its connection's close; h the shadow sliding log (value 1: it would have
   // denied); j a take from the owing bucket, J a charge afterwards (value: remaining after);
-  // y the calendar window (value: a denial's retry-after in ms, -1 from a fail mode).
+  // y the calendar window (value: a denial's retry-after in ms, -1 from a fail mode); z a take
+  // that waits up to 300 ms (value: its wait in ns when admitted); A an FG.TAKEALL over a
+  // counter and a bucket (an error: unknown).
   char kind = 't';
   int client = 0;
   int node = 0;

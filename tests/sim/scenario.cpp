@@ -14,6 +14,7 @@
 #include "history.hpp"
 #include "lease_upkeep.hpp"
 #include "request_job.hpp"
+#include "take_all.hpp"
 #include "world.hpp"
 
 namespace fg::sim {
@@ -38,6 +39,8 @@ constexpr int64_t kWindowLimit = 30;               // sliding_window: 30 per 1 s
 // (2026-03-30 00:00 CEST, 22:00Z — the world's clock starts 13 s before it, world.cpp), then
 // the next.
 constexpr int64_t kCalendarLimit = 25;
+// Takes that wait (FG.TAKE ... WAIT 300): token_bucket 5, 10 per 1 s, asked 40 times a second.
+constexpr int64_t kWaitCap = 5, kWaitRate = 10, kWaitMs = 300;
 constexpr int64_t kCalendarMidnightNs = int64_t{1'774'821'600} * 1'000'000'000;
 constexpr int64_t kReserveTtlMs = 5000;  // a reservation not committed is given back
 constexpr int64_t kLagNs = 5 * kMs;      // Δ, the node default
@@ -72,7 +75,8 @@ struct Client {
   bool expire_next = false;        // INCR made the key: EXPIRE it next
   std::vector<std::string> words;  // data: incr key, expire key seconds
   std::vector<std::string_view> incr, expire;
-  std::string twin;  // 'h': the enforcing twin's key, asked in the same flight
+  std::string twin;              // 'h': the enforcing twin's key, asked in the same flight
+  std::vector<TakeAllItem> all;  // 'A': FG.TAKEALL's limits (the first is the counter read)
 };
 
 struct Span {
@@ -201,6 +205,18 @@ void Run::setup_clients() {
   LimitSpec owing = LimitSpec::token_bucket(5, kDebtRate, kS);
   owing.on_unavailable = FailMode::kClosed;
   for (int i = 0; i < 2; ++i) add('j', i, 50 * kMs, "{sim}:owing", owing);
+  // FG.TAKEALL over a counter that never denies and a bucket that often does (two keys of
+  // the slot): the counter counts exactly the admitted ones, give or take the stated bound.
+  LimitSpec all_bucket = LimitSpec::token_bucket(kBucketCap, kBucketRate, kS);
+  all_bucket.on_unavailable = FailMode::kClosed;
+  for (int i = 0; i < 2; ++i) {
+    add('A', i, 50 * kMs, "{sim}:all:ctr", ctr);
+    clients_.back().all = {{"{sim}:all:ctr", ctr}, {"{sim}:all:lim", all_bucket}};
+  }
+  // Takes that wait up to 300 ms for their admission, in arrival order.
+  LimitSpec waiting = LimitSpec::token_bucket(kWaitCap, kWaitRate, kS);
+  waiting.on_unavailable = FailMode::kClosed;
+  for (int i = 0; i < 2; ++i) add('z', i, 25 * kMs, "{sim}:wait", waiting);
   // A calendar window: 25 a day in Berlin, at 40 a second, across a local midnight.
   Result<LimitSpec> calendar = make_calendar(kCalendarLimit, "day", "Europe/Berlin");
   if (calendar.ok()) {
@@ -290,6 +306,10 @@ void Run::issue(int c) {
       }
       break;
     }
+    case 'z':  // a take that waits for its admission
+      r.verb = Verb::kTake;
+      r.wait_ms = kWaitMs;
+      break;
     case 'j':  // a take, or (one in four) a cost charged afterwards
       r.verb = Verb::kTake;
       if (world_.rng()() % 4 == 0) {
@@ -318,8 +338,21 @@ void Run::issue(int c) {
     return;
   }
   Services& svc = sn.node->services();
-  RequestJob::start(svc, svc.lane(), std::move(reqs), door, nullptr,
-                    [this, c, op](std::vector<Outcome>& out) { done(c, op, out); });
+  if (cl.kind == 'A') {
+    take_all(svc, svc.lane(), cl.all, 1, nullptr, door, [this, c, op](TakeAllResult r) {
+      Outcome o;
+      if (!r.error.empty()) {
+        o.code = Code::kError;
+        o.error = "takeall";
+      }
+      o.decision.allowed = r.allowed;
+      std::vector<Outcome> out{o};
+      done(c, op, out);
+    });
+  } else {
+    RequestJob::start(svc, svc.lane(), std::move(reqs), door, nullptr,
+                      [this, c, op](std::vector<Outcome>& out) { done(c, op, out); });
+  }
   world_.at(t0 + kClientTimeoutNs, [this, c, op] {
     if (!hist_.close(op, world_.now(), Res::kInfo)) return;
     Client& cl = clients_[c];
@@ -367,6 +400,13 @@ void Run::done(int c, size_t op, const std::vector<Outcome>& out) {
           check(false, std::string("an error reply to ") + rec.kind + ": " +
                            (o.reply && !o.reply->empty() ? o.reply->items[0].s : "none"));
         }
+        break;
+      case 'A':  // (an error: it may have been counted until its refunds arrive: unknown)
+        res = o.allowed() ? Res::kOk : Res::kDeny;
+        break;
+      case 'z':  // admitted when due (its door holds the answer): how long after the answer
+        res = o.allowed() ? Res::kOk : Res::kDeny;
+        value = o.allowed() ? o.decision.wait_ns : 0;
         break;
       case 'y':  // a denial's retry-after: until the local midnight
         res = o.allowed() ? Res::kOk : Res::kDeny;
@@ -435,6 +475,9 @@ void Run::done(int c, size_t op, const std::vector<Outcome>& out) {
     case 'e':
       cl.expire_next = false;
       break;
+    case 'z':  // (its answer comes when it is due; the next request after that)
+      next(c, value + cl.period_ns);
+      return;
   }
   next(c, cl.period_ns);
 }
@@ -775,6 +818,7 @@ Verdict Run::go() {
     counters.push_back({'v', false});
     counters.push_back({'d', false});
     counters.push_back({'m', true});
+    counters.push_back({'A', false});
   }
   for (Counter& k : counters) {
     if (!read_counter(first_of(k.kind), k.count, k.read_start, k.read_end)) k.count = -1;
@@ -880,6 +924,42 @@ Verdict Run::go() {
       check(again, "calendar window: nobody admitted in the 300 ms after local midnight");
     }
   }
+  // Takes that wait: admitted when due (the answer's time plus its wait), never past the
+  // bucket, and in arrival order — one decided before another is never due after it.
+  if (has('z')) {
+    std::vector<Op> due;
+    int64_t waited = 0;
+    for (const Op& o : ops) {
+      if (o.kind != 'z') continue;
+      due.push_back(o);
+      if (o.res == Res::kOk && !o.fail_mode) {
+        due.back().start += o.value;
+        due.back().end += o.value;
+        waited += o.value > 0;
+      }
+    }
+    limiters.push_back({'z', "token bucket with waiting takes", [&, due](int64_t a, int64_t b) {
+                          return bucket_over_admission(due, 'z', kWaitCap, kWaitRate, a, b);
+                        }});
+    check(waited > 0, "no take ever waited (the load is four times the rate)");
+    int64_t out_of_order = 0;
+    for (const auto& [a, b] : healthy) {
+      std::vector<const Op*> in;
+      for (const Op& o : ops) {
+        if (o.kind == 'z' && o.res == Res::kOk && !o.fail_mode && o.start >= a &&
+            o.end + o.value <= b)
+          in.push_back(&o);
+      }
+      for (const Op* x : in) {
+        for (const Op* y : in) {
+          // x decided before y asked, yet x due after y surely was.
+          out_of_order += x->end < y->start && x->start + x->value > y->end + y->value;
+        }
+      }
+    }
+    check(out_of_order == 0,
+          "waiting takes admitted out of arrival order " + std::to_string(out_of_order) + " times");
+  }
   // The shadow log, read as enforcing (its would-be denials as denials), keeps the sliding
   // log's bounds: it counted exactly as the real one would have.
   std::vector<Op> as_enforced;
@@ -953,7 +1033,18 @@ Verdict Run::go() {
       continue;
     }
     int64_t lower = 0, upper = 0;
-    if (k.kind == 'v') {
+    if (k.kind == 'A') {
+      // FG.TAKEALL never under-counts: every admission is there. Above them, at most the
+      // ones answered an error (refunds that may not have arrived) and the denied ones whose
+      // reservation may still hold (its cancel lost: until it expires).
+      for (const Op& o : ops) {
+        if (o.kind != 'A') continue;
+        lower += o.res == Res::kOk && o.end < k.read_start;
+        upper += maybe_counted(o) && o.start < k.read_end;
+        upper += o.res == Res::kDeny && o.start < k.read_end &&
+                 o.end + kTakeAllReserveMs * kMs + kSlackNs >= k.read_start;
+      }
+    } else if (k.kind == 'v') {
       // Reservations: kept once committed; given back when cancelled (or expired).
       for (const Op& o : ops) {
         const bool yes = o.res == Res::kOk && !o.fail_mode && o.value == 1;

@@ -194,6 +194,8 @@ class Client {
 
   // --- callback forms (the callback runs on the client's I/O thread) ---
   void take(std::string_view key, const Limit& limit, int64_t cost, Callback<Decision> cb);
+  void take_waiting(std::string_view key, const Limit& limit, std::chrono::milliseconds wait,
+                    int64_t cost, Callback<Decision> cb);
   void peek(std::string_view key, const Limit& limit, int64_t cost, Callback<Decision> cb);
   // A cost known only after the request (tokens, bytes, rows): `delta` > 0 charges it, into
   // debt if need be (later requests wait until it is repaid), < 0 refunds it. The decision
@@ -216,6 +218,11 @@ class Client {
 
   // --- blocking forms ---
   Result<Decision> take(std::string_view key, const Limit& limit, int64_t cost = 1);
+  // A take that waits up to `wait` (at most 60 s) for its admission instead of being denied
+  // (FG.TAKE ... WAIT): allowed when it is due, its place kept in arrival order; denied at
+  // once when it could not be admitted within `wait`. Token buckets and GCRA only.
+  Result<Decision> take_waiting(std::string_view key, const Limit& limit,
+                                std::chrono::milliseconds wait, int64_t cost = 1);
   Result<Decision> peek(std::string_view key, const Limit& limit, int64_t cost = 1);
   Result<Decision> adjust(std::string_view key, const Limit& limit, int64_t delta);
   Result<bool> reset(std::string_view key);
