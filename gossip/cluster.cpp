@@ -183,6 +183,17 @@ void Cluster::tick() {
     if (!down) spdlog::info("heard from most of the cluster again (table epoch {})", table.epoch());
   }
   if (!down) pulse_ns_->store(now, std::memory_order_release);
+  if (confirming_) {
+    dirty_ = true;  // (each tick: has a quorum confirmed the table yet?)
+  } else if (const SlotTable& t = agreement_->table();
+             t.epoch() > 0 && t.members().size() >= 3 && !t.quorum(membership_->alive_ids())) {
+    dirty_ = true;  // (publish() notices it lost the quorum)
+  }
+  if (agreement_->behind() != behind_) {
+    behind_ = !behind_;
+    dirty_ = true;
+    if (behind_) spdlog::info("a newer slot table than ours exists: not serving until it is here");
+  }
   SlotKeeper::Actions a =
       keeper_.on_tick([this](const std::string& id) { return can_send(id); }, now);
   if (a.any()) {
@@ -191,6 +202,7 @@ void Cluster::tick() {
     apply(a);
   }
   if (!grace_.empty() && !down) grace_tick(now);
+  if (!reclaimed_.empty() && !down) hand_again();
   if (dirty_) publish();
   if (restoring_ && !down) push_restored(now);
 }
@@ -210,6 +222,7 @@ bool Cluster::can_send(const std::string& id) const {
 
 void Cluster::on_table(const SlotTable& before, const SlotTable& after) {
   counters_.table_changes.fetch_add(1, std::memory_order_relaxed);
+  confirming_ = false;  // (a table a member gave us or we planned: the cluster's own)
   size_t mine = 0;
   for (uint32_t s = 0; s < kSlotCount; ++s)
     if (after.owner(s) != kNoOwner && after.owner_id(s) == cfg_.node_id) ++mine;
@@ -336,6 +349,31 @@ PeerLink& Cluster::peer(const std::string& peer_addr) {
   return *p;
 }
 
+std::vector<std::string> Cluster::quorum_view() {
+  std::vector<std::string> alive = membership_->alive_ids();
+  const SlotTable& t = agreement_->table();
+  if (t.epoch() == 0 || t.members().size() < 3) {
+    confirming_ = false;
+    return alive;
+  }
+  if (!confirming_) {
+    if (t.quorum(alive)) return alive;
+    confirming_ = true;  // (lost: from now on only what members say themselves counts)
+    membership_->forget_heard();
+    spdlog::info("out of touch with most of the cluster (table epoch {}): not serving", t.epoch());
+    return alive;
+  }
+  std::vector<std::string> confirmed;
+  for (const std::string& id : alive) {
+    if (id == cfg_.node_id || membership_->heard_epoch(id) == t.epoch()) confirmed.push_back(id);
+  }
+  if (t.quorum(confirmed)) {
+    confirming_ = false;
+    spdlog::info("most of the cluster confirmed table epoch {}: serving again", t.epoch());
+  }
+  return confirmed;
+}
+
 void Cluster::publish() {
   dirty_ = false;
   for (const auto& [id, m] : membership_->others()) known_[id] = m;
@@ -347,8 +385,8 @@ void Cluster::publish() {
   in.held = keeper_.held() & ~lost_;
   in.awaiting = keeper_.awaiting();
   in.lost = lost_;
-  in.alive = membership_->alive_ids();
-  in.standing_down = standing_down_;
+  in.alive = quorum_view();
+  in.standing_down = standing_down_ || behind_;
   in.pulse_ns = pulse_ns_;
   hub_.publish(std::make_shared<Routing>(build_routing(in)));
 }

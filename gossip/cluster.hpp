@@ -161,6 +161,9 @@ class Cluster {
   void send_handoff(std::shared_ptr<Outgoing> o);
   void send_chunk(std::shared_ptr<Outgoing> o);
   void reclaim(std::shared_ptr<Outgoing> o);
+  // Hands reclaimed slots again to members that turn out reachable under the same table
+  // (their death was this node's view only: no newer table will come to move them).
+  void hand_again();
   void on_handoff(std::string body, PeerServer::Respond respond);  // handoff_in.cpp
   bool can_send(const std::string& id) const;
   void publish();
@@ -212,6 +215,15 @@ class Cluster {
   };
   std::vector<Grace> grace_;
   SlotBits lost_;
+  bool behind_ = false;  // a newer table than ours is known to exist (TableAgreement::behind)
+  // This node lost the quorum of its table's members (it was cut off): it serves again only
+  // once a quorum of them has told it themselves that they hold the same table — a rumour
+  // that a member is alive again does not say the cluster has not gone on without us.
+  bool confirming_ = false;
+  std::vector<std::string> quorum_view();
+  // Slots taken back from an unreachable receiver, by receiver, and the table then.
+  std::map<std::string, SlotBits> reclaimed_;
+  uint64_t reclaimed_epoch_ = 0;
   // When this node last started serving each slot from nothing (0: never, or not lately):
   // copies that come back within a minute of it bring their leases too (Shard::merge).
   std::vector<int64_t> empty_at_ns_ = std::vector<int64_t>(kSlotCount, 0);

@@ -40,6 +40,8 @@ void Cluster::on_handoff(std::string body, PeerServer::Respond respond) {
       if (last) {
         spdlog::info("received {} slots from {}", slots.count(), key.first);
         started_empty(fresh & slots, now_ns());  // (their freshness moves with them)
+        // Slots held back for want of a copy (their hand-off came late): here now.
+        if ((slots & lost_).any()) end_grace(slots & lost_, "a copy of their state came back");
         apply(keeper_.on_install(slots, epoch, agreement_->table()));
       }
       respond(PeerStatus::kOk, {}, {});

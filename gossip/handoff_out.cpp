@@ -96,6 +96,9 @@ void Cluster::reclaim(std::shared_ptr<Outgoing> o) {
   outgoing_.erase(std::remove(outgoing_.begin(), outgoing_.end(), o), outgoing_.end());
   auto job = std::make_shared<InstallJob>();
   const uint64_t hold_until = agreement_->table().epoch() + 1;
+  if (reclaimed_epoch_ != agreement_->table().epoch()) reclaimed_.clear();
+  reclaimed_epoch_ = agreement_->table().epoch();
+  reclaimed_[o->to] |= o->slots;
   job->done = [this, slots = o->slots, hold_until](InstallJob&) {
     asio::post(io_, [this, slots, hold_until] {
       apply(keeper_.on_install(slots, hold_until, agreement_->table()));
@@ -106,6 +109,32 @@ void Cluster::reclaim(std::shared_ptr<Outgoing> o) {
   job->slots = o->slots;
   if (leaving_) lost_on_leave_ = true;
   pool_.install(job, std::move(o->entries));
+}
+
+void Cluster::hand_again() {
+  const SlotTable& t = agreement_->table();
+  if (reclaimed_epoch_ != t.epoch()) {
+    reclaimed_.clear();  // (a newer table says where they go)
+    return;
+  }
+  for (auto it = reclaimed_.begin(); it != reclaimed_.end();) {
+    const auto& others = membership_->others();
+    auto m = others.find(it->first);
+    if (m == others.end() || m->second.state != MemberState::kAlive) {
+      ++it;
+      continue;
+    }
+    SlotKeeper::Actions a = keeper_.give_again(it->second, it->first, t);
+    auto sent = a.send.find(it->first);
+    if (sent != a.send.end()) {
+      spdlog::info("{} is reachable again: handing it the {} slots taken back", it->first,
+                   sent->second.count());
+      it->second &= ~sent->second;
+      apply(a);
+    }
+    // (what is not held yet is still being put back into the shards: next tick)
+    it = it->second.none() ? reclaimed_.erase(it) : std::next(it);
+  }
 }
 
 }  // namespace fg

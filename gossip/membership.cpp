@@ -266,6 +266,7 @@ void Membership::receive(const std::string& from_addr, std::string_view bytes, i
     apply(u, now);
   }
   const std::string reply_to = env.from_addr().empty() ? from_addr : env.from_addr();
+  if (!env.from().empty()) heard_epoch_[env.from()] = env.table_epoch();
   if (on_heard_ && env.kind() == wire::Envelope::ACK && !env.from().empty())
     on_heard_(env.from(), env.table_epoch(), env.seq());
   if (on_advert_ && env.table_epoch() > 0)

@@ -95,6 +95,13 @@ class Membership {
   const std::map<std::string, Member>& others() const { return members_; }
   std::vector<std::string> live_ids() const;   // self included, sorted
   std::vector<std::string> alive_ids() const;  // the same without suspects
+  // The table epoch member `id` advertised in the last message it sent us itself (not a
+  // rumour about it); 0 when none since forget_heard().
+  uint64_t heard_epoch(const std::string& id) const {
+    auto it = heard_epoch_.find(id);
+    return it == heard_epoch_.end() ? 0 : it->second;
+  }
+  void forget_heard() { heard_epoch_.clear(); }
   const MembershipConfig& config() const { return cfg_; }
 
  private:
@@ -128,7 +135,8 @@ class Membership {
   Member self_;
   Transport& transport_;
   std::mt19937_64 rng_;
-  std::map<std::string, Member> members_;  // everyone but self
+  std::map<std::string, Member> members_;        // everyone but self
+  std::map<std::string, uint64_t> heard_epoch_;  // heard_epoch()
   std::vector<std::string> probe_order_;
   size_t probe_pos_ = 0;
   std::optional<Probe> probe_;

@@ -79,6 +79,18 @@ SlotKeeper::Actions SlotKeeper::on_install(const SlotBits& slots, uint64_t epoch
   return a;
 }
 
+SlotKeeper::Actions SlotKeeper::give_again(const SlotBits& slots, const std::string& to,
+                                           const SlotTable& current) {
+  Actions a;
+  for (uint32_t s = 0; s < kSlotCount; ++s) {
+    if (slots.test(s) && held_.test(s) && current.owner(s) != kNoOwner &&
+        current.owner_id(s) == to) {
+      give_away(current, s, a);
+    }
+  }
+  return a;
+}
+
 SlotKeeper::Actions SlotKeeper::on_tick(const CanSend& can_send, int64_t now_ns) {
   Actions a;
   for (auto it = await_.begin(); it != await_.end();) {

@@ -44,6 +44,9 @@ class SlotKeeper {
   Actions on_install(const SlotBits& slots, uint64_t epoch, const SlotTable& current);
   // Gives up on awaited slots whose source died or that waited past the timeout.
   Actions on_tick(const CanSend& can_send, int64_t now_ns);
+  // Slots taken back from `to` (a hand-off that found it unreachable) and held here, to be
+  // handed to it again: it is reachable after all and `current` still gives them to it.
+  Actions give_again(const SlotBits& slots, const std::string& to, const SlotTable& current);
 
   // This node's state was found stale: it holds and awaits nothing any more.
   void fence() {

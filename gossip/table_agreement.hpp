@@ -24,6 +24,10 @@ class TableAgreement {
 
   void tick(int64_t now_ns);
   const SlotTable& table() const { return table_; }
+  // A member advertised a table of a higher epoch than ours, not yet fetched: the cluster
+  // went on without this node's view (it was cut off), so what it owns by its own table
+  // may be another's by now — it must not serve until it has the newer one.
+  bool behind() const { return want_epoch_ > table_.epoch(); }
   // Called on this node's thread whenever it adopts a table (its own plan or a peer's).
   void on_change(ChangeFn fn) { on_change_ = std::move(fn); }
   // Adopts `t` (if it is newer) and sends it straight to every live member: a leaving
