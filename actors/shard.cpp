@@ -135,7 +135,8 @@ void Shard::reserve_wait(Entry& e, ShardOp& op, int64_t now_ns) {
   }
   const int64_t cost = op.cost;
   op.cost = 0;
-  op.decision = run(e.kind, e.state_bytes(), op, now_ns, true);  // (the state after it)
+  // The reply is read when it is due: the state as it will be then (debt paid).
+  op.decision = run(e.kind, e.state_bytes(), op, now_ns + due, true);
   op.cost = cost;
   op.decision.allowed = true;
   op.decision.retry_after_ns = kNever;
