@@ -116,7 +116,7 @@ size_t NativeSession::max_input(size_t) { return wire::kMaxFrameBytes + 64 * 102
 int64_t NativeSession::held_bytes() const {
   size_t n = 0;
   for (size_t i = 0; i < used_frames_; ++i) n += frames_[i]->bytes.capacity();
-  return static_cast<int64_t>(n);
+  return static_cast<int64_t>(n + held_.capacity());  // (with frames held for a waiting take)
 }
 
 Door& NativeSession::door(bool forward, Frame& f) {

@@ -376,6 +376,12 @@ ProcessResult RespSession::process(const char* data, size_t len, Flight& flight)
     cur_cmd_ = spec ? command_id(spec) : kUnknownCommandId;
     if (spec && (spec->flags & kBarrier) && pending_ > 0) break;  // after the work ahead of it
     if (spec && (spec->flags & kScript) && !in_multi_ && scripts_ >= script_allowance_) break;
+    // (FG.TAKEALL starts its rounds as it is read: a batch starts at most kTakeAllsPerBatch,
+    // so one pipeline cannot put thousands of reservations in flight at once)
+    if (spec && take_alls_.size() >= kTakeAllsPerBatch && !in_multi_ &&
+        std::string_view(spec->name) == "fg.takeall") {
+      break;
+    }
     if (watch_pending_ && spec) {  // (they need the tokens WATCH is fetching)
       const std::string_view n = spec->name;
       if (n == "exec" || n == "discard" || n == "unwatch") break;
@@ -654,7 +660,9 @@ const OutputLimit& RespSession::output_limit() const {
 
 int64_t RespSession::held_bytes() const {
   const Subscriber* sub = subs_.subscriber();
-  return queued_bytes_ + subs_.held_bytes() +
+  int64_t held = 0;  // (replies held for a waiting take or an FG.TAKEALL)
+  for (const HeldPart& p : held_) held += static_cast<int64_t>(p.bytes.capacity());
+  return held + queued_bytes_ + subs_.held_bytes() +
          (sub ? static_cast<int64_t>(sub->waiting_bytes()) : 0);
 }
 

@@ -211,6 +211,7 @@ class RespSession final : public CommandContext {
   };
   std::vector<Waiter> wait_takes_;
   std::vector<std::shared_ptr<TakeAllWait>> take_alls_;  // this read's
+  static constexpr size_t kTakeAllsPerBatch = 16;
   std::vector<Waiter> held_waiters_;
   std::vector<HeldPart> held_;
   int64_t held_due_ns_ = 0;  // steady clock: when the last waiting take is due

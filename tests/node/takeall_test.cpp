@@ -91,6 +91,19 @@ TEST(TakeAll, RefusalsAreClear) {
   EXPECT_EQ(read_value(c), "+PONG\r\n");
   EXPECT_EQ(read_value(c).substr(0, 7), "*2\r\n:1\r");
   EXPECT_EQ(read_value(c), "$5\r\nafter\r\n");
+  // A long pipeline of them (batches start at most 16 at once): every one answered, in order.
+  std::string many_in;
+  for (int i = 0; i < 40; ++i) {
+    many_in += encode({"FG.TAKEALL", "q:" + std::to_string(i % 3), "fixed_window", "100", "60000",
+                       "q:x", "fixed_window", "100", "60000"});
+  }
+  c.send(many_in + encode({"PING"}));
+  for (int i = 0; i < 40; ++i) {
+    const std::string r = read_value(c);
+    EXPECT_EQ(r.substr(0, 7), "*3\r\n:1\r") << i << " " << r;
+  }
+  EXPECT_EQ(read_value(c), "+PONG\r\n");
+  EXPECT_EQ(remaining(c, {"FG.PEEK", "q:x", "fixed_window", "100", "60000", "COST", "0"}), 60);
 }
 
 }  // namespace
