@@ -53,8 +53,8 @@ EntrySnapshot snapshot_of(Entry& e) {
     case Kind::kGcra:
       s.fields = {e.state<GcraState>().tat_ns};
       break;
-    case Kind::kFixedWindow: {
     case Kind::kCalendarWindow:
+    case Kind::kFixedWindow: {
       const auto& f = e.state<FixedWindowState>();
       s.fields = {f.window_end_ns, f.count};
       break;
