@@ -51,8 +51,8 @@ constexpr int64_t kDetectBoundNs = 3 * kS;
 constexpr int64_t kConvergeBoundNs = 30 * kS;
 constexpr int64_t kFormTimeoutNs = 60 * kS;
 
-const char* const kFaultNames[] = {"kill",  "pause", "partition", "minority", "oneway", "loss",
-                                   "delay", "clock", "join",      "leave",    "restart"};
+const char* const kFaultNames[] = {"kill",  "pause", "partition", "minority", "oneway",  "loss",
+                                   "delay", "clock", "join",      "leave",    "restart", "disk"};
 
 const char* name_of(Fault f) { return kFaultNames[static_cast<int>(f)]; }
 
@@ -92,6 +92,10 @@ struct Span {
   int isolated = -1;
   int64_t first_dead = -1;
   std::string label;
+  // disk: the node whose directory refused writes, and its saves before and after.
+  int disk_node = -1;
+  uint64_t saves_failed_before = 0, saves_failed_after = 0, saves_ok_after_mend = 0;
+  int64_t mended = -1;
 };
 
 class Run {
@@ -620,6 +624,25 @@ void Run::inject(Fault f, int64_t dur_ns) {
       watch_detection(owner, world_.now());
       later([this, owner] { world_.start(owner); });
       break;
+    case Fault::kDisk: {  // the owner's directory refuses writes (full, read-only): saves fail
+      s.label += " " + world_.node(owner).id;
+      s.disk_node = owner;
+      Snapshotter* snap = world_.node(owner).node->services().snapshots;
+      s.saves_failed_before = snap ? snap->status().saves_failed : 0;
+      world_.break_disk(owner);
+      later([this, owner, span] {
+        world_.mend_disk(owner);
+        Span& sp = spans_[span];
+        sp.mended = world_.now();
+        if (!world_.node(owner).up()) return;
+        Snapshotter* sn = world_.node(owner).node->services().snapshots;
+        if (sn) {
+          sp.saves_failed_after = sn->status().saves_failed;
+          sp.saves_ok_after_mend = sn->status().saves_ok;
+        }
+      });
+      break;
+    }
     case Fault::kPause:
       s.owner_lost = true;
       s.label += " " + world_.node(owner).id;
@@ -1018,6 +1041,29 @@ Verdict Run::go() {
       check(over <= bound, std::string(l.name) + " over-admission across " + s.label + ": " +
                                std::to_string(over) + " > " + std::to_string(bound) +
                                " (admissions in the last Δ)");
+    }
+  }
+
+  // A node whose disk refused writes kept serving — every request through it answered, none
+  // by a fail mode — while its saves failed (counted), and saved a whole file again once the
+  // disk was back (what a crash meanwhile would lose: what it admitted since its last good
+  // save, as for any crash between saves; the restart fault loads such a file).
+  for (const Span& s : spans_) {
+    if (s.disk_node < 0 || s.mended < 0) continue;
+    int64_t unanswered = 0;
+    for (const Op& o : ops) {
+      unanswered += o.node == s.disk_node && o.start >= s.start && o.end <= s.mended &&
+                    (o.res == Res::kInfo || o.res == Res::kFail || o.fail_mode);
+    }
+    check(unanswered == 0, s.label + ": " + std::to_string(unanswered) +
+                               " requests through the node went unanswered while its disk was "
+                               "broken");
+    check(s.saves_failed_after > s.saves_failed_before,
+          s.label + ": no save failed while the disk refused writes");
+    if (world_.node(s.disk_node).up() && end - s.mended > 4 * kS) {
+      const SnapshotStatus st = world_.node(s.disk_node).node->services().snapshots->status();
+      check(st.saves_ok > s.saves_ok_after_mend && st.last_ok,
+            s.label + ": no good save after the disk came back");
     }
   }
 

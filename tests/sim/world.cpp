@@ -4,6 +4,7 @@
 #include <unistd.h>
 
 #include <filesystem>
+#include <fstream>
 
 #include "config.hpp"
 #include "key_slot.hpp"
@@ -83,6 +84,22 @@ void World::wipe_disk(size_t i) {
   if (disk_.empty()) return;
   std::error_code ec;
   std::filesystem::remove_all(std::filesystem::path(disk_) / nodes_[i]->id, ec);
+}
+
+void World::break_disk(size_t i) {
+  if (disk_.empty()) return;
+  const std::filesystem::path dir = std::filesystem::path(disk_) / nodes_[i]->id;
+  std::error_code ec;
+  std::filesystem::rename(dir, dir.string() + ".away", ec);
+  std::ofstream(dir) << "not a directory\n";
+}
+
+void World::mend_disk(size_t i) {
+  if (disk_.empty()) return;
+  const std::filesystem::path dir = std::filesystem::path(disk_) / nodes_[i]->id;
+  std::error_code ec;
+  std::filesystem::remove(dir, ec);
+  std::filesystem::rename(dir.string() + ".away", dir, ec);
 }
 
 int64_t World::now() const { return virtual_time::now_ns() - start_ns_; }

@@ -69,6 +69,10 @@ class World {
   void start(size_t i);
   void crash(size_t i);      // kill -9
   void wipe_disk(size_t i);  // its saved state gone (a machine replaced)
+  // Its directory refuses every write (a full or read-only disk: a file stands where the
+  // directory was, so creating the save's temporary file fails), and back again.
+  void break_disk(size_t i);
+  void mend_disk(size_t i);
   MemoryPeerHub& peers() { return peers_; }
   MemoryDatagramHub& datagrams() { return datagrams_; }
 
