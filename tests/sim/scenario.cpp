@@ -51,8 +51,9 @@ constexpr int64_t kDetectBoundNs = 3 * kS;
 constexpr int64_t kConvergeBoundNs = 30 * kS;
 constexpr int64_t kFormTimeoutNs = 60 * kS;
 
-const char* const kFaultNames[] = {"kill",  "pause", "partition", "minority", "oneway",  "loss",
-                                   "delay", "clock", "join",      "leave",    "restart", "disk"};
+const char* const kFaultNames[] = {"kill",    "pause", "partition", "minority", "oneway",
+                                   "loss",    "delay", "clock",     "join",     "leave",
+                                   "restart", "disk",  "rolling"};
 
 const char* name_of(Fault f) { return kFaultNames[static_cast<int>(f)]; }
 
@@ -121,6 +122,7 @@ class Run {
   void watch_detection(int victim, int64_t since);
   void watch_convergence(size_t span);
   void watch_first_dead(size_t span);
+  void roll(size_t span, std::vector<int> order, size_t k);
   // Under packet loss alone nobody is declared dead (DESIGN.md: no false "dead").
   void watch_no_false_dead(int64_t until);
   bool read_counter(const Client& c, int64_t& count, int64_t& start, int64_t& end);
@@ -583,6 +585,43 @@ void Run::watch_no_false_dead(int64_t until) {
   });
 }
 
+// A rolling restart, as a Kubernetes rollout of a StatefulSet does it: node order[k] is
+// stopped gracefully (SIGTERM: it hands its slots over), comes back a second later under
+// its id with its disk, and the next goes once the cluster has formed with it again.
+void Run::roll(size_t span, std::vector<int> order, size_t k) {
+  if (k == order.size()) return heal(span);
+  const int victim = order[k];
+  spans_[span].label += (k == 0 ? " " : ",") + world_.node(victim).id;
+  if (!world_.node(victim).up()) return roll(span, std::move(order), k + 1);
+  world_.node(victim).node->begin_leave();
+  const int64_t give_up = world_.now() + 3 * kS;
+  auto poll = std::make_shared<std::function<void()>>();
+  *poll = [this, span, order, k, victim, give_up, poll] {
+    SimNode& v = world_.node(victim);
+    if (v.up() && !v.node->left() && world_.now() < give_up) {
+      world_.at(world_.now() + 10 * kMs, *poll);
+      return;
+    }
+    world_.crash(victim);
+    *poll = nullptr;
+    world_.at(world_.now() + kS, [this, span, order, k, victim] {
+      world_.start(victim);
+      const int64_t until = world_.now() + 20 * kS;
+      auto back = std::make_shared<std::function<void()>>();
+      *back = [this, span, order, k, until, back] {
+        if (!world_.formed() && world_.now() < until) {
+          world_.at(world_.now() + 50 * kMs, *back);
+          return;
+        }
+        *back = nullptr;
+        roll(span, order, k + 1);
+      };
+      world_.at(world_.now() + 50 * kMs, *back);
+    });
+  };
+  world_.at(world_.now() + 10 * kMs, *poll);
+}
+
 void Run::heal(size_t span) {
   world_.peers().heal();
   world_.datagrams().heal();
@@ -641,6 +680,11 @@ void Run::inject(Fault f, int64_t dur_ns) {
           sp.saves_ok_after_mend = sn->status().saves_ok;
         }
       });
+      break;
+    }
+    case Fault::kRolling: {  // each node in turn (the healing is the last one back)
+      std::sort(up.begin(), up.end());
+      roll(span, up, 0);
       break;
     }
     case Fault::kPause:
@@ -1102,6 +1146,9 @@ Verdict Run::go() {
       std::tie(lower, upper) = counter_bounds(ops, k.kind, k.read_start, k.read_end);
     }
     for (const Span& s : spans_) {
+      // (a rolling restart stops each node gracefully, handing its state over, and a broken
+      // disk stops nothing: neither may lose anything, async or not)
+      if (s.label.rfind("rolling", 0) == 0 || s.disk_node >= 0) continue;
       const int64_t t0 = s.start - kLagNs - kSlackNs;
       k.bound += possible_admissions(ops, k.kind, t0, s.start);
       if (k.kind == 'v') k.bound += possible_admissions(ops, 'k', t0, s.start);

@@ -19,8 +19,9 @@ enum class Fault {
   kJoin,
   kLeave,
   kRestart,
-  // Not among the defaults (seeds found before it replay exactly): --faults disk,...
-  kDisk
+  // Not among the defaults (seeds found before them replay exactly): --faults disk,...
+  kDisk,
+  kRolling  // every node in turn: a graceful stop, back with its disk (a Kubernetes rollout)
 };
 
 // The client load: kBasic is the first one (the hot sliding log, two counters, a holder's

@@ -22,7 +22,7 @@ void usage(FILE* to) {
       "usage: floodgate-sim --seed S [--nodes N] [--seconds T] [--faults LIST] [--load L]\n"
       "                     [--verbose]\n"
       "       floodgate-sim --seeds A..B [--nodes N] [--seconds T] [--faults LIST] [--load L]\n"
-      "faults: %s (default: all but disk; 'none' for none)\n"
+      "faults: %s (default: all but disk and rolling; 'none' for none)\n"
       "load: full (default: every limiter kind, reservations, data commands, leases with a\n"
       "      holder, without one and BOUND) or basic (the sliding log, two counters, a\n"
       "      holder's leases: the load seeds found before 'full' replay on)\n",
