@@ -1454,7 +1454,9 @@ TEST(NativeClient, RoutesToOwnersAndRidesThroughAFailover) {
   stop = true;
   load.join();
   EXPECT_EQ(failed.load(), 0) << first_error;
-  EXPECT_GT(ok.load(), ok_at_6s);  // serving again, not stuck
+  // Serving again, not stuck: still going at 7 s, or every call of the load already done.
+  EXPECT_TRUE(ok.load() > ok_at_6s || ok.load() + failed.load() == 200000)
+      << ok.load() << " ok at 7 s, " << ok_at_6s << " at 6 s";
   auto after = c.topology();
   ASSERT_TRUE(after.ok());
   EXPECT_GT(after->epoch, epoch0);  // learned (pushed) the new table
