@@ -123,6 +123,7 @@ class Run {
   void watch_convergence(size_t span);
   void watch_first_dead(size_t span);
   void roll(size_t span, std::vector<int> order, size_t k);
+  void stop_gracefully(int victim, std::function<void()> then);
   // Under packet loss alone nobody is declared dead (DESIGN.md: no false "dead").
   void watch_no_false_dead(int64_t until);
   bool read_counter(const Client& c, int64_t& count, int64_t& start, int64_t& end);
@@ -593,17 +594,7 @@ void Run::roll(size_t span, std::vector<int> order, size_t k) {
   const int victim = order[k];
   spans_[span].label += (k == 0 ? " " : ",") + world_.node(victim).id;
   if (!world_.node(victim).up()) return roll(span, std::move(order), k + 1);
-  world_.node(victim).node->begin_leave();
-  const int64_t give_up = world_.now() + 3 * kS;
-  auto poll = std::make_shared<std::function<void()>>();
-  *poll = [this, span, order, k, victim, give_up, poll] {
-    SimNode& v = world_.node(victim);
-    if (v.up() && !v.node->left() && world_.now() < give_up) {
-      world_.at(world_.now() + 10 * kMs, *poll);
-      return;
-    }
-    world_.crash(victim);
-    *poll = nullptr;
+  stop_gracefully(victim, [this, span, order, k, victim] {
     world_.at(world_.now() + kS, [this, span, order, k, victim] {
       world_.start(victim);
       const int64_t until = world_.now() + 20 * kS;
@@ -618,6 +609,24 @@ void Run::roll(size_t span, std::vector<int> order, size_t k) {
       };
       world_.at(world_.now() + 50 * kMs, *back);
     });
+  });
+}
+
+// SIGTERM: the node leaves (hands its slots over), then its process ends — at once if the
+// leave is not done in 3 s — and `then` runs.
+void Run::stop_gracefully(int victim, std::function<void()> then) {
+  world_.node(victim).node->begin_leave();
+  const int64_t give_up = world_.now() + 3 * kS;
+  auto poll = std::make_shared<std::function<void()>>();
+  *poll = [this, victim, give_up, poll, then = std::move(then)] {
+    SimNode& v = world_.node(victim);
+    if (v.up() && !v.node->left() && world_.now() < give_up) {
+      world_.at(world_.now() + 10 * kMs, *poll);
+      return;
+    }
+    world_.crash(victim);  // (its slots are handed over: nothing is left to save)
+    if (then) then();
+    *poll = nullptr;
   };
   world_.at(world_.now() + 10 * kMs, *poll);
 }
@@ -768,19 +777,7 @@ void Run::inject(Fault f, int64_t dur_ns) {
       }
       const int victim = up[world_.rng()() % up.size()];
       s.label += " " + world_.node(victim).id;
-      world_.node(victim).node->begin_leave();
-      const int64_t give_up = world_.now() + 3 * kS;
-      auto poll = std::make_shared<std::function<void()>>();
-      *poll = [this, victim, give_up, poll] {
-        SimNode& v = world_.node(victim);
-        if (v.up() && !v.node->left() && world_.now() < give_up) {
-          world_.at(world_.now() + 10 * kMs, *poll);
-          return;
-        }
-        world_.crash(victim);  // (its slots are handed over: nothing is left to save)
-        *poll = nullptr;
-      };
-      world_.at(world_.now() + 10 * kMs, *poll);
+      stop_gracefully(victim, nullptr);
       later([this, victim] { world_.start(victim); });
       break;
     }
