@@ -123,16 +123,36 @@ void Shard::take(ShardOp& op, int64_t now_ns) {
 // its retry-after. Later arrivals find more debt and are due later (arrivals are served in
 // order); nobody is admitted before the debt is paid. Token buckets and GCRA only (their
 // debt is a queue in time); a shadow policy never waits (it never denies).
+// A limiter's state charged `delta` (< 0: refunded), by its kind's adjust (FG.ADJUST, and a
+// waiting take's reservation).
+void Shard::charge(Entry& e, const LimitSpec& spec, int64_t delta, int64_t now_ns) {
+  switch (e.kind) {
+    case Kind::kTokenBucket:
+      token_bucket_adjust(e.state<TokenBucketState>(), spec, delta, now_ns);
+      break;
+    case Kind::kGcra:
+      gcra_adjust(e.state<GcraState>(), spec, delta, now_ns);
+      break;
+    case Kind::kFixedWindow:
+    case Kind::kCalendarWindow:
+      fixed_window_adjust(e.state<FixedWindowState>(), spec, delta, now_ns);
+      break;
+    case Kind::kSlidingWindow:
+      sliding_window_adjust(e.state<SlidingWindowState>(), spec, delta, now_ns);
+      break;
+    case Kind::kSlidingLog:
+      sliding_log_adjust(*e.state<SlidingLogState*>(), spec, delta, now_ns);
+      break;
+    default:
+      break;
+  }
+}
+
 void Shard::reserve_wait(Entry& e, ShardOp& op, int64_t now_ns) {
   const int64_t due = op.decision.retry_after_ns;
   if (due < 0 || due > op.wait_ns || op.spec.shadow) return;
-  if (e.kind == Kind::kTokenBucket) {
-    token_bucket_adjust(e.state<TokenBucketState>(), op.spec, op.cost, now_ns);
-  } else if (e.kind == Kind::kGcra) {
-    gcra_adjust(e.state<GcraState>(), op.spec, op.cost, now_ns);
-  } else {
-    return;
-  }
+  if (e.kind != Kind::kTokenBucket && e.kind != Kind::kGcra) return;
+  charge(e, op.spec, op.cost, now_ns);
   const int64_t cost = op.cost;
   op.cost = 0;
   // The reply is read when it is due: the state as it will be then (debt paid).
@@ -163,26 +183,7 @@ void Shard::adjust(ShardOp& op, int64_t now_ns) {
     op.cost = delta;
     return;
   }
-  switch (kind) {
-    case Kind::kTokenBucket:
-      token_bucket_adjust(e->state<TokenBucketState>(), op.spec, delta, now_ns);
-      break;
-    case Kind::kGcra:
-      gcra_adjust(e->state<GcraState>(), op.spec, delta, now_ns);
-      break;
-    case Kind::kFixedWindow:
-    case Kind::kCalendarWindow:
-      fixed_window_adjust(e->state<FixedWindowState>(), op.spec, delta, now_ns);
-      break;
-    case Kind::kSlidingWindow:
-      sliding_window_adjust(e->state<SlidingWindowState>(), op.spec, delta, now_ns);
-      break;
-    case Kind::kSlidingLog:
-      sliding_log_adjust(*e->state<SlidingLogState*>(), op.spec, delta, now_ns);
-      break;
-    default:
-      break;
-  }
+  charge(*e, op.spec, delta, now_ns);
   op.decision = run(kind, e->state_bytes(), op, now_ns, true);
   op.cost = delta;
   mark(e, op.key);

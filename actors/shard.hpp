@@ -141,6 +141,7 @@ class Shard {
   bool room_for_key(ShardOp& op, int64_t now_ns);
   void take(ShardOp& op, int64_t now_ns);
   void reserve_wait(Entry& e, ShardOp& op, int64_t now_ns);  // FG.TAKE ... WAIT
+  static void charge(Entry& e, const LimitSpec& spec, int64_t delta, int64_t now_ns);
   // EVAL and its kin, through the host: with `step`'s shards, else this one alone.
   void run_script(ShardOp& op, const Step* step, int64_t now_ns);
   uint64_t next_lease_id();
