@@ -26,6 +26,7 @@ Cluster::Cluster(ClusterConfig cfg, ShardPool& pool)
       guard_(asio::make_work_guard(io_)),
       timer_(io_),
       keeper_(cfg_.node_id, cfg_.await_timeout_ms * 1'000'000) {
+  keeper_.set_first_table_awaits(true);  // (its replicas are asked: copy_back.cpp)
   if (cfg_.announce_host.empty()) cfg_.announce_host = cfg_.bind_host;
   if (!cfg_.peer_net) tcp_ = std::make_unique<TcpPeerNet>(cfg_.bind_host, cfg_.bus_key, cfg_.tls);
   if (!cfg_.datagrams) udp_ = std::make_unique<UdpDatagramNet>();
@@ -186,7 +187,7 @@ void Cluster::tick() {
   if (confirming_) {
     dirty_ = true;  // (each tick: has a quorum confirmed the table yet?)
   } else if (const SlotTable& t = agreement_->table();
-             t.epoch() > 0 && t.members().size() >= 3 && !t.quorum(membership_->alive_ids())) {
+             t.epoch() > 0 && t.members().size() >= 2 && !t.quorum(seen_alive(t))) {
     dirty_ = true;  // (publish() notices it lost the quorum)
   }
   if (agreement_->behind() != behind_) {
@@ -249,6 +250,12 @@ void Cluster::on_table(const SlotTable& before, const SlotTable& after) {
   apply(keeper_.on_table(
       before, after, [this](const std::string& id) { return can_send(id); }, now_ns()));
   replicator_->on_table(before, after);
+  if (before.epoch() == 0 && keeper_.awaiting().any()) {
+    asking_ = keeper_.awaiting();
+    ask_rank_ = 1;
+    ask_epoch_ = after.epoch();
+    ask_copies();
+  }
 }
 
 void Cluster::end_grace(const SlotBits& slots, const char* why) {
@@ -329,6 +336,7 @@ void Cluster::dispatch(uint32_t kind, std::string body, PeerServer::Respond resp
   if (kind == kPeerMerge) return on_merge(std::move(body), std::move(respond), false);
   if (kind == kPeerMergeIntoFresh) return on_merge(std::move(body), std::move(respond), true);
   if (kind == kPeerReplicate) return replicator_->on_update(std::move(body), std::move(respond));
+  if (kind == kPeerCopyBack) return on_copy_back(std::move(body), std::move(respond));
   if (kind == kPeerBook && book_sync_) return book_sync_->on_request(body, std::move(respond));
   auto it = handlers_.find(kind);
   if (it == handlers_.end()) return respond(PeerStatus::kUnknownKind, {}, "unknown request kind");
@@ -349,10 +357,31 @@ PeerLink& Cluster::peer(const std::string& peer_addr) {
   return *p;
 }
 
+// Two members: the lower id keeps the quorum when they lose each other (SlotTable::quorum)
+// and plans without the other once it has declared it dead — after the suspicion's timeout,
+// which with no third member to confirm it is suspicion_max. The higher one must have
+// stopped serving by then: it gives up once it has suspected the lower for suspicion_min.
+// A suspicion refuted sooner (a lost packet: there is no other member to probe through) is
+// ridden out. More members: suspects do not count (a majority answers for itself).
+std::vector<std::string> Cluster::seen_alive(const SlotTable& t) const {
+  if (t.members().size() != 2) return membership_->alive_ids();
+  std::vector<std::string> out{cfg_.node_id};
+  const int64_t now = now_ns();
+  for (const auto& [id, m] : membership_->others()) {
+    if (m.state == MemberState::kAlive ||
+        (m.state == MemberState::kSuspect &&
+         now - m.changed_ns < membership_->config().suspicion_min_ns)) {
+      out.push_back(id);
+    }
+  }
+  std::sort(out.begin(), out.end());
+  return out;
+}
+
 std::vector<std::string> Cluster::quorum_view() {
-  std::vector<std::string> alive = membership_->alive_ids();
   const SlotTable& t = agreement_->table();
-  if (t.epoch() == 0 || t.members().size() < 3) {
+  std::vector<std::string> alive = seen_alive(t);
+  if (t.epoch() == 0 || t.members().size() < 2) {
     confirming_ = false;
     return alive;
   }

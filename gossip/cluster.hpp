@@ -37,6 +37,9 @@ constexpr uint32_t kPeerMergeIntoFresh = 6;
 // A message published on the sender (api/core/pubsub.hpp's encoding) for the receiver's
 // subscribers -> empty.
 constexpr uint32_t kPeerPublish = 7;
+// A CopyBack (state.proto) asking a replica for its copy of slots the asker owns -> a CopyBack
+// naming those it will send, as a hand-off (copy_back.cpp).
+constexpr uint32_t kPeerCopyBack = 8;
 
 struct ClusterConfig {
   std::string node_id;
@@ -150,6 +153,7 @@ class Cluster {
     std::vector<EntrySnapshot> entries;
     std::vector<std::string> chunks;
     size_t next = 0;
+    bool copy = false;  // a replica's copy going back to its owner: never taken back
     SteadyTimer retry;
     explicit Outgoing(asio::io_context& io) : retry(io) {}
   };
@@ -165,6 +169,13 @@ class Cluster {
   // (their death was this node's view only: no newer table will come to move them).
   void hand_again();
   void on_handoff(std::string body, PeerServer::Respond respond);  // handoff_in.cpp
+  // A process's first table gives it slots: their replicas are asked, in replica order, for
+  // the copies they hold (copy_back.cpp) — the previous process may have owned them until a
+  // moment ago, restarted before the cluster noticed, and only the replicas hold what it
+  // admitted since its last save.
+  void ask_copies();
+  void on_copy_back(std::string body, PeerServer::Respond respond);
+  void send_copy(const std::string& to, const SlotBits& slots);  // handoff_out.cpp
   bool can_send(const std::string& id) const;
   void publish();
   void dispatch(uint32_t kind, std::string body, PeerServer::Respond respond);
@@ -221,6 +232,7 @@ class Cluster {
   // that a member is alive again does not say the cluster has not gone on without us.
   bool confirming_ = false;
   std::vector<std::string> quorum_view();
+  std::vector<std::string> seen_alive(const SlotTable& t) const;  // (for the quorum)
   // Slots taken back from an unreachable receiver, by receiver, and the table then.
   std::map<std::string, SlotBits> reclaimed_;
   uint64_t reclaimed_epoch_ = 0;
@@ -229,6 +241,13 @@ class Cluster {
   std::vector<int64_t> empty_at_ns_ = std::vector<int64_t>(kSlotCount, 0);
   void started_empty(const SlotBits& slots, int64_t now_ns);
   SlotBits fresh_slots(int64_t now_ns) const;
+  // The first table's slots still being asked for, the replica rank asked next, the answers
+  // awaited, and the table they were asked under (cluster thread).
+  SlotBits asking_;
+  size_t ask_rank_ = 1;
+  int asks_out_ = 0;
+  uint64_t ask_epoch_ = 0;
+  bool copies_came_back_ = false;  // a replica had a copy: the cluster ran meanwhile
   // Keys loaded from disk on their way to their owners (cluster thread; cluster_restore.cpp).
   std::vector<EntrySnapshot> restored_;
   int restore_in_flight_ = 0;

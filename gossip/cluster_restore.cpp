@@ -45,16 +45,23 @@ void Cluster::push_restored(int64_t now_ns) {
   if (restore_in_flight_ > 0 || now_ns < restore_next_ns_) return;
   const auto r = hub_.get();
   if (r->epoch == 0 || r->self_index < 0 || !r->quorum) return;  // not in a table yet
+  if (asks_out_ > 0) return;  // (whether replicas hold copies of our slots decides below)
   if (restore_deadline_ns_ == 0) {
     restore_deadline_ns_ = now_ns + restore_give_up_ms_ * 1'000'000;
     if (restore_from_disk_) {
       restore_from_disk_ = false;  // (decided once; a later fence merges in full)
-      restore_fresh_only_ = r->epoch > restore_epoch_;
+      // The cluster went on since the save: a newer table; or this process was restarted
+      // before the others noticed it was gone — its table lists it as a member since before
+      // that table, or its replicas gave copies of its slots back (copy_back.cpp): what
+      // they hold is newer than the snapshot.
+      const SlotTable& t = agreement_->table();
+      restore_fresh_only_ = r->epoch > restore_epoch_ || t.member_since(cfg_.node_id) < t.epoch() ||
+                            copies_came_back_;
       counters_.restore_superseded.store(restore_fresh_only_ ? 1 : 0, std::memory_order_relaxed);
       if (restore_fresh_only_) {
         spdlog::info(
-            "the cluster went on since the snapshot (table epoch {} > {}): its copies are newer; "
-            "the snapshot goes only into slots that lost every copy",
+            "the cluster went on since the snapshot (table epoch {}, saved under {}): its copies "
+            "are newer; the snapshot goes only into slots that lost every copy",
             r->epoch, restore_epoch_);
       }
     } else {

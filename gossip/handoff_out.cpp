@@ -44,6 +44,27 @@ void Cluster::hand_off(const std::string& to, const SlotBits& slots) {
   });
 }
 
+// A replica's copy of `slots` (kept: the replica goes on keeping it) to their owner, which
+// asked for it (copy_back.cpp).
+void Cluster::send_copy(const std::string& to, const SlotBits& slots) {
+  auto job = std::make_shared<ExtractJob>();
+  job->slots = slots;
+  job->remove = false;
+  auto o = std::make_shared<Outgoing>(io_);
+  o->to = to;
+  o->slots = slots;
+  o->epoch = agreement_->table().epoch();
+  o->id = next_handoff_++;
+  o->copy = true;
+  job->done = [this, o](ExtractJob& j) {
+    for (auto& part : j.per_shard)
+      for (auto& e : part) o->entries.push_back(std::move(e));
+    asio::post(io_, [this, o] { send_handoff(o); });
+  };
+  job->now_ns = pool_.clock()->now_ns();
+  pool_.extract(job);
+}
+
 void Cluster::send_handoff(std::shared_ptr<Outgoing> o) {
   auto parts = split_by_bytes(o->entries, cfg_.handoff_chunk_bytes);
   for (size_t i = 0; i < parts.size(); ++i) {
@@ -91,6 +112,10 @@ void Cluster::send_chunk(std::shared_ptr<Outgoing> o) {
 // The receiver is gone: take the state back and keep it until a newer table says where
 // it goes (never serve it here unless that table gives it to us).
 void Cluster::reclaim(std::shared_ptr<Outgoing> o) {
+  if (o->copy) {  // (the replica's own copy stayed where it was)
+    outgoing_.erase(std::remove(outgoing_.begin(), outgoing_.end(), o), outgoing_.end());
+    return;
+  }
   spdlog::warn("{} is unreachable; keeping {} slots' state until the next table", o->to,
                o->slots.count());
   outgoing_.erase(std::remove(outgoing_.begin(), outgoing_.end(), o), outgoing_.end());

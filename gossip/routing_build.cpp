@@ -53,7 +53,7 @@ Routing build_routing(const RoutingInputs& in) {
   if (t.epoch() > 0) r.ranges = t.ranges();
   r.awaiting = in.awaiting;
   r.lost = in.lost;
-  r.quorum = !in.standing_down && (t.epoch() == 0 || t.members().size() < 3 || t.quorum(in.alive));
+  r.quorum = !in.standing_down && (t.epoch() == 0 || t.members().size() < 2 || t.quorum(in.alive));
   r.pulse_ns = in.pulse_ns;
   r.replicas = t.replica_count();
   for (uint32_t s = 0; s < kSlotCount && r.quorum; ++s) {

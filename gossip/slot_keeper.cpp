@@ -39,7 +39,7 @@ SlotKeeper::Actions SlotKeeper::on_table(const SlotTable& before, const SlotTabl
     if (before.epoch() > 0) {
       known = true;
       if (before.owner(s) != kNoOwner) source = before.owner_id(s);
-    } else if (after.epoch() <= 1) {
+    } else if (after.epoch() <= 1 && !first_table_awaits_) {
       known = true;  // the cluster's first table: nobody held anything
     }
     if (known && (source.empty() || source == self_ || !can_send(source))) {
@@ -76,6 +76,19 @@ SlotKeeper::Actions SlotKeeper::on_install(const SlotBits& slots, uint64_t epoch
       give_away(current, s, a);
     }
   }
+  return a;
+}
+
+SlotKeeper::Actions SlotKeeper::nobody_holds(const SlotBits& slots) {
+  Actions a;
+  const SlotBits now = slots & awaiting();
+  for (auto it = await_.begin(); it != await_.end();) {
+    it->second.slots &= ~now;
+    it = it->second.slots.none() ? await_.erase(it) : std::next(it);
+  }
+  held_ |= now;
+  a.serve_empty = now;
+  a.fresh = now;
   return a;
 }
 

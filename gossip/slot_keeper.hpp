@@ -37,6 +37,15 @@ class SlotKeeper {
   SlotKeeper(std::string self, int64_t await_timeout_ns)
       : self_(std::move(self)), await_timeout_ns_(await_timeout_ns), held_epoch_(kSlotCount, 0) {}
 
+  // A process that may be a restarted member (a cluster node) waits for the slots its
+  // first table gives it even when that is the cluster's first table: their replicas may
+  // hold its previous process's state (Cluster asks them). Off: a first table of epoch 1
+  // starts every slot empty at once.
+  void set_first_table_awaits(bool on) { first_table_awaits_ = on; }
+  // Awaited slots nobody holds a copy of after all (every replica said so, in the cluster's
+  // first table): served from empty at once, as fresh slots.
+  Actions nobody_holds(const SlotBits& slots);
+
   // `after` was adopted; `before` is the table it replaced (epoch 0 if none).
   Actions on_table(const SlotTable& before, const SlotTable& after, const CanSend& can_send,
                    int64_t now_ns);
@@ -68,6 +77,7 @@ class SlotKeeper {
 
   std::string self_;
   int64_t await_timeout_ns_;
+  bool first_table_awaits_ = false;
   SlotBits held_;
   std::vector<uint64_t> held_epoch_;    // epoch of the install that brought the slot
   std::map<std::string, Await> await_;  // by source id ("" = unknown previous owner)

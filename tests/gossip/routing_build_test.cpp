@@ -78,7 +78,8 @@ TEST(RoutingBuild, WithoutAMajorityOrWhileStandingDownNothingIsServed) {
   EXPECT_TRUE(build_routing(i.in).quorum);
   i.in.standing_down = true;
   EXPECT_FALSE(build_routing(i.in).quorum);
-  // Two members cannot tell a partition from a death: they serve.
+  // Two members cannot tell a partition from a death: the lower id keeps the quorum (and
+  // will take the other's slots), the higher one stops serving.
   Inputs two;
   two.table = SlotTable().plan({"a", "b"}).stamped(2, "a");
   two.in.alive = {"b"};
@@ -86,8 +87,22 @@ TEST(RoutingBuild, WithoutAMajorityOrWhileStandingDownNothingIsServed) {
   for (uint32_t s = 0; s < kSlotCount; ++s)
     if (two.table.owner_id(s) == "b") two.in.held.set(s);
   r = build_routing(two.in);
+  EXPECT_FALSE(r.quorum);
+  EXPECT_TRUE(r.serving.none());
+  two.in.alive = {"a", "b"};
+  r = build_routing(two.in);
   EXPECT_TRUE(r.quorum);
   EXPECT_EQ(r.serving.count(), two.table.slots_of(1));
+  Inputs lower;
+  lower.table = two.table;
+  lower.in.self = "a";
+  lower.in.alive = {"a"};
+  lower.in.held.reset();
+  for (uint32_t s = 0; s < kSlotCount; ++s)
+    if (lower.table.owner_id(s) == "a") lower.in.held.set(s);
+  r = build_routing(lower.in);
+  EXPECT_TRUE(r.quorum);
+  EXPECT_EQ(r.serving.count(), lower.table.slots_of(0));
 }
 
 TEST(RoutingBuild, AMemberNobodyHeardOfIsDeadAndNoTableServesNothing) {

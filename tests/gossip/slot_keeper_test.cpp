@@ -33,6 +33,29 @@ TEST(SlotKeeper, TheFirstTableStartsEverySlotEmpty) {
   EXPECT_EQ(k.awaiting_count(), 0u);
 }
 
+// A cluster node's process may be a member restarted before anyone noticed: even the
+// cluster's first table's slots wait (for their replicas' copies) until told nobody has one.
+TEST(SlotKeeper, AFirstTableWaitsWhenAskedToAndNobodyHoldingStartsItFresh) {
+  SlotKeeper k("a", 3000 * kMs);
+  k.set_first_table_awaits(true);
+  const SlotTable t = first({"a", "b"});
+  auto acts = k.on_table(SlotTable(), t, kEveryoneUp, 0);
+  EXPECT_TRUE(acts.serve_empty.none());
+  EXPECT_EQ(k.awaiting_count(), t.slots_of(0));
+  SlotBits half;
+  for (uint32_t s = 0; s < kSlotCount; ++s)
+    if (t.owner(s) == 0 && s % 2 == 0) half.set(s);
+  // A copy of half comes back as a hand-off; nobody holds the rest.
+  EXPECT_FALSE(k.on_install(half, 1, t).any());
+  acts = k.nobody_holds(~half);
+  EXPECT_EQ(acts.serve_empty.count(), t.slots_of(0) - half.count());
+  EXPECT_EQ(acts.fresh, acts.serve_empty);
+  EXPECT_EQ(k.held().count(), t.slots_of(0));
+  EXPECT_EQ(k.awaiting_count(), 0u);
+  // Slots not awaited are not served by it.
+  EXPECT_TRUE(k.nobody_holds(~SlotBits()).serve_empty.none());
+}
+
 TEST(SlotKeeper, AJoinGivesAwayOnlyTheJoinersShareAndTheJoinerWaitsForIt) {
   const SlotTable t1 = first({"a", "b"});
   const SlotTable t2 = t1.plan({"a", "b", "c"}).stamped(2, "a");

@@ -115,6 +115,29 @@ class TestCluster {
     }
   }
 
+  // kill -9 node i and start it again at once under its id, on its ports (a supervisor
+  // restarting a crashed process): the others have not noticed it was gone.
+  NodeProcess& bounce(size_t i) {
+    const std::string id = "t" + std::to_string(i + 1) + "-" + std::to_string(getpid() % 1000000);
+    const int port = nodes_[i]->port();
+    nodes_[i]->kill9();
+    std::string seeds;
+    for (size_t j = 0; j < cports_.size(); ++j) {
+      if (j == i) continue;
+      seeds += (seeds.empty() ? "" : ",") + std::string("127.0.0.1:") + std::to_string(cports_[j]);
+    }
+    std::vector<std::string> args = {
+        "--cluster-enabled", "--node-id", id,       "--cluster-port",    std::to_string(cports_[i]),
+        "--seeds",           seeds,       "--port", std::to_string(port)};
+    args.insert(args.end(), extra_.begin(), extra_.end());
+    if (per_node_) {
+      const auto mine = per_node_(i);
+      args.insert(args.end(), mine.begin(), mine.end());
+    }
+    nodes_[i] = std::make_unique<NodeProcess>(args);
+    return *nodes_[i];
+  }
+
   // Every running node knows `n` members, has adopted the same table and serves its part.
   bool formed(size_t n, int timeout_ms = 20000) {
     const auto end = std::chrono::steady_clock::now() + std::chrono::milliseconds(timeout_ms);
@@ -751,6 +774,46 @@ TEST(Persistence, ANodeBackAloneDefersToTheCopiesTheClusterKept) {
   EXPECT_EQ(c.request({"GET", keys[0]}), "$-1");                // deleted stays deleted
   EXPECT_EQ(c.request({"GET", keys[1]}), "newer");
   EXPECT_EQ(c.request({"GET", keys[2]}), "saved");  // (kept by the cluster all along)
+  std::filesystem::remove_all(base);
+}
+
+// A node killed and started again at once (a supervisor's restart), before the others
+// noticed it was gone: it is still its slots' owner by the cluster's table, and it takes
+// their state back from its replica instead of serving its last save.
+TEST(Persistence, ANodeRestartedBeforeItWasMissedTakesItsStateBackFromItsReplica) {
+  const std::string base = ::testing::TempDir() + "fg-bounce-" + std::to_string(getpid());
+  std::filesystem::remove_all(base);
+  TestCluster cl(3, {"--save-interval-ms", "0"}, [&](size_t i) {
+    return std::vector<std::string>{"--dir", base + "/node" + std::to_string(i)};
+  });
+  ASSERT_TRUE(cl.formed(3));
+  const std::vector<std::string> keys = cl.keys_of(1, "bounce:", 3);
+  ASSERT_EQ(keys.size(), 3u);
+  Client c(cl.node(0).port());
+  EXPECT_EQ(c.request({"SET", keys[0], "saved"}), "+OK");
+  for (int i = 0; i < 3; ++i) c.cmd({"FG.TAKE", keys[1], "fixed_window", "100", "86400000"}, 0);
+  read_replies(c, 3);
+  std::this_thread::sleep_for(std::chrono::milliseconds(200));
+  {
+    Client s(cl.node(1).port());
+    EXPECT_EQ(s.request({"SAVE"}), "+OK");
+  }
+  // After the save: what only the replica holds.
+  EXPECT_EQ(c.request({"DEL", keys[0]}), ":1");
+  for (int i = 0; i < 5; ++i) c.cmd({"FG.TAKE", keys[1], "fixed_window", "100", "86400000"}, 0);
+  read_replies(c, 5);
+  EXPECT_EQ(c.request({"SET", keys[2], "newer"}), "+OK");
+  std::this_thread::sleep_for(std::chrono::milliseconds(300));  // (replicated: Δ is 5 ms)
+  ASSERT_TRUE(cl.bounce(1).alive());
+  ASSERT_TRUE(cl.formed(3));
+  std::this_thread::sleep_for(std::chrono::milliseconds(500));  // (merges would have landed)
+  EXPECT_EQ(c.request({"GET", keys[0]}), "$-1");
+  c.cmd({"FG.PEEK", keys[1], "fixed_window", "100", "86400000"}, 0);
+  EXPECT_EQ(read_replies(c, 1).substr(0, 19), "*5\r\n:1\r\n:100\r\n:92\r\n");
+  EXPECT_EQ(c.request({"GET", keys[2]}), "newer");
+  Client s(cl.node(1).port());
+  const std::string info = s.request({"INFO", "cluster"});
+  EXPECT_EQ(field(info, "slots_started_empty"), "0") << info;  // (every slot came back)
   std::filesystem::remove_all(base);
 }
 

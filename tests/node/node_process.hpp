@@ -252,11 +252,18 @@ class NodeProcess {
  private:
   // One try: false if the process exited before its ports opened.
   bool start(const std::vector<std::string>& extra) {
-    port_ = free_port();
+    port_ = -1;
     native_port_ = -1;
     admin_port_ = -1;
-    std::vector<std::string> args = {FLOODGATE_BIN, "--port", std::to_string(port_), "--log-level",
-                                     "warn"};
+    for (size_t i = 0; i + 1 < extra.size(); ++i) {
+      if (extra[i] == "--port") port_ = std::stoi(extra[i + 1]);  // (a restart on its ports)
+    }
+    std::vector<std::string> args = {FLOODGATE_BIN, "--log-level", "warn"};
+    if (port_ < 0) {
+      port_ = free_port();
+      args.push_back("--port");
+      args.push_back(std::to_string(port_));
+    }
     // A free native port too, unless the test chose one (RESP + 1000 may be taken by a
     // test running alongside).
     std::string auth;  // (a node with an admin token shows /cluster to its holder only)

@@ -21,7 +21,8 @@ enum class Fault {
   kRestart,
   // Not among the defaults (seeds found before them replay exactly): --faults disk,...
   kDisk,
-  kRolling  // every node in turn: a graceful stop, back with its disk (a Kubernetes rollout)
+  kRolling,  // every node in turn: a graceful stop, back with its disk (a Kubernetes rollout)
+  kBounce    // the owner killed and started again at once, before anyone declares it dead
 };
 
 // The client load: kBasic is the first one (the hot sliding log, two counters, a holder's
@@ -36,7 +37,7 @@ struct Options {
   int seconds = 20;           // of load (virtual), faults included
   std::vector<Fault> faults;  // drawn from; empty: none
   bool verbose = false;       // the nodes' log, each line with its node and virtual time
-  Options();                  // every fault kind but kDisk
+  Options();                  // every fault kind up to kRestart
 };
 
 struct Verdict {
