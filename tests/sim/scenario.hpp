@@ -22,7 +22,8 @@ enum class Fault {
   // Not among the defaults (seeds found before them replay exactly): --faults disk,...
   kDisk,
   kRolling,  // every node in turn: a graceful stop, back with its disk (a Kubernetes rollout)
-  kBounce    // the owner killed and started again at once, before anyone declares it dead
+  kBounce,   // the owner killed and started again at once, before anyone declares it dead
+  kReboot    // every node killed at once (a power cut), all started again from their disks
 };
 
 // The client load: kBasic is the first one (the hot sliding log, two counters, a holder's
