@@ -238,6 +238,17 @@ void Cluster::on_table(const SlotTable& before, const SlotTable& after) {
     fence(after);
     return;
   }
+  // A table can list members this node has not heard of yet (in a large cluster the
+  // planner's view is complete before everyone's is): to this node they would be dead, and
+  // the keys they own unreachable from here. Their addresses are in the planner's view.
+  {
+    const auto& others = membership_->others();
+    bool unknown = false;
+    for (const std::string& id : after.members())
+      unknown = unknown || (id != cfg_.node_id && !others.count(id));
+    auto planner = others.find(after.planner());
+    if (unknown && planner != others.end()) membership_->sync_with(planner->second.addr);
+  }
   // Slots in their grace period that this table gives to someone else: no longer ours to
   // hold back (the keeper hands them over, empty).
   if (lost_.any()) {

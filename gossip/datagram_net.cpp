@@ -1,5 +1,7 @@
 #include "datagram_net.hpp"
 
+#include <algorithm>
+
 #include "bus_key.hpp"
 #include "udp_transport.hpp"
 
@@ -59,6 +61,7 @@ std::unique_ptr<DatagramPort> MemoryDatagramHub::open(asio::io_context& io, cons
 
 void MemoryDatagramHub::send(const std::string& from, const std::string& to, std::string bytes) {
   std::lock_guard<std::mutex> lock(mu_);
+  largest_ = std::max(largest_, bytes.size());
   if (cuts_.count({from, to}) || isolated_.count(from) || isolated_.count(to)) return;
   auto it = open_.find(to);
   if (it == open_.end()) return;
@@ -66,6 +69,7 @@ void MemoryDatagramHub::send(const std::string& from, const std::string& to, std
   const int64_t delay_ns =
       max_delay_ns_ > 0 ? static_cast<int64_t>(weather_() % uint64_t(max_delay_ns_ + 1)) : 0;
   ++delivered_;
+  delivered_bytes_ += bytes.size();
   // Posted while the port is open (closing takes this lock): its io_context still runs.
   Port* port = it->second.port;
   auto deliver = [this, port, to, from, bytes = std::move(bytes)] {
@@ -119,6 +123,16 @@ void MemoryDatagramHub::heal() {
 uint64_t MemoryDatagramHub::delivered() const {
   std::lock_guard<std::mutex> lock(mu_);
   return delivered_;
+}
+
+size_t MemoryDatagramHub::largest() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return largest_;
+}
+
+uint64_t MemoryDatagramHub::delivered_bytes() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return delivered_bytes_;
 }
 
 }  // namespace fg

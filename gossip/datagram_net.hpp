@@ -60,6 +60,9 @@ class MemoryDatagramHub final : public DatagramNet {
   // heal() leaves these as they are; set_weather(0, 0) ends them.
   void set_weather(double loss, std::chrono::nanoseconds max_delay, uint64_t seed = 1);
   uint64_t delivered() const;
+  uint64_t delivered_bytes() const;  // their payloads (a UDP datagram adds 28 bytes of headers)
+  size_t largest() const;            // the largest payload sent (a datagram over ~1472 bytes
+                                     // is fragmented by IP; over 65507 it cannot be sent)
 
  private:
   class Port;
@@ -75,6 +78,8 @@ class MemoryDatagramHub final : public DatagramNet {
   std::set<std::pair<std::string, std::string>> cuts_;
   std::set<std::string> isolated_;
   uint64_t delivered_ = 0;
+  uint64_t delivered_bytes_ = 0;
+  size_t largest_ = 0;
   double loss_ = 0;
   int64_t max_delay_ns_ = 0;
   std::mt19937_64 weather_;

@@ -11,6 +11,9 @@ namespace fg {
 
 namespace {
 constexpr uint32_t kWireVersion = 1;
+// A datagram that fits one Ethernet frame under IPv4 or IPv6 with room for the cluster
+// secret's seal (UDP payload 1472 over IPv4, 1452 over IPv6).
+constexpr size_t kViewDatagramBytes = 1350;
 
 int rank(MemberState s) {
   switch (s) {
@@ -97,8 +100,25 @@ void Membership::send(int kind, const std::string& to_addr, uint64_t seq, const 
     if (t != members_.end() && t->second.state == MemberState::kSuspect) add(t->second);
   }
   if (full_view) {
+    // A whole view grows with the cluster (about 50 bytes a member): it goes in datagrams
+    // of at most kViewDatagramBytes, so none is fragmented by IP (a lost fragment loses the
+    // datagram) or, past about 1,300 members, too big to send at all. The first carries
+    // this message's kind; the rest are SYNCs, which a receiver merges and does not answer
+    // (a SYNC_REQ to a seed stays a SYNC_REQ: unnamed, as the seed may not know its name).
+    const bool unnamed = env.to_addr().empty();
     add(self_);
-    for (const auto& [id, m] : members_) add(m);
+    for (const auto& [id, m] : members_) {
+      add(m);
+      if (env.updates_size() > 1 && env.ByteSizeLong() > kViewDatagramBytes) {
+        env.mutable_updates()->RemoveLast();
+        std::string bytes;
+        env.SerializeToString(&bytes);
+        transport_.send(to_addr, bytes);
+        env.clear_updates();
+        if (!unnamed) env.set_kind(wire::Envelope::SYNC);
+        add(m);
+      }
+    }
   } else {
     // Piggyback the least-sent updates first; drop those sent often enough.
     std::stable_sort(queue_.begin(), queue_.end(),
@@ -129,6 +149,10 @@ void Membership::join(const std::vector<std::string>& seed_addrs, int64_t now_ns
   }
   next_probe_ns_ = now_ns + cfg_.probe_interval_ns;
   next_sync_ns_ = now_ns + cfg_.sync_interval_ns;
+}
+
+void Membership::sync_with(const std::string& addr) {
+  if (addr != self_.addr) send(wire::Envelope::SYNC_REQ, addr, ++seq_, "", "", true);
 }
 
 void Membership::leave(int64_t now_ns) {

@@ -57,6 +57,9 @@ class Membership {
   // Tells the cluster this node is leaving on purpose (others mark it left, not dead).
   void leave(int64_t now_ns);
   void tick(int64_t now_ns);
+  // A push-pull with the member at `addr` now (each side sends its whole view): a table
+  // that lists members this node has not heard of yet came from it.
+  void sync_with(const std::string& addr);
   void receive(const std::string& from_addr, std::string_view bytes, int64_t now_ns);
 
   // Called for every state change of any member (not self), after it is applied.

@@ -1,6 +1,8 @@
 // The simulated network's queue.
 #include "memory_network.hpp"
 
+#include <algorithm>
+
 namespace fg {
 
 Transport& MemoryNetwork::attach(const std::string& addr, Handler handler) {
@@ -19,6 +21,7 @@ void MemoryNetwork::Port::send(const std::string& to, std::string_view bytes) {
 void MemoryNetwork::enqueue(const std::string& from, const std::string& to,
                             std::string_view bytes) {
   ++sent_;
+  largest_ = std::max(largest_, bytes.size());
   if (!handlers_.count(from) || cuts_.count({from, to}) ||
       std::uniform_real_distribution<double>(0, 1)(rng_) < loss_) {
     return;

@@ -33,6 +33,7 @@ class MemoryNetwork {
   // Delivers every message due at or before `now_ns`, in time order.
   void deliver_until(int64_t now_ns);
   uint64_t sent() const { return sent_; }
+  size_t largest() const { return largest_; }  // the largest datagram sent
 
  private:
   class Port : public Transport {
@@ -57,6 +58,7 @@ class MemoryNetwork {
   int64_t delay_min_ = 200'000, delay_max_ = 2'000'000;  // 0.2-2 ms
   int64_t now_ = 0;
   uint64_t order_ = 0, sent_ = 0;
+  size_t largest_ = 0;
   std::map<std::string, Handler> handlers_;
   std::map<std::string, std::unique_ptr<Port>> ports_;
   std::set<std::pair<std::string, std::string>> cuts_;

@@ -71,16 +71,20 @@ class MemoryPeerHub::Link final : public PeerLink,
     c->timer.async_wait([self, id](asio::error_code ec) {
       if (!ec) self->finish(id, PeerStatus::kTimeout, {});
     });
+    hub_.count(kind, true, body.size());
     auto deliver = [self, id, kind, body = std::move(body), handler = at.handler]() mutable {
-      (*handler)(kind, std::move(body), [self, id](PeerStatus st, std::string b, std::string) {
-        if (self->hub_.cut_between(self->to_, self->from_)) return;  // the answer is lost
-        // Not after close(): the caller's io_context may be gone by then.
-        std::lock_guard<std::mutex> lock(self->close_mu_);
-        if (self->closed_) return;
-        asio::post(self->io_, [self, id, st, b = std::move(b)]() mutable {
-          self->finish(id, st, std::move(b));
-        });
-      });
+      (*handler)(kind, std::move(body),
+                 [self, id, kind](PeerStatus st, std::string b, std::string) {
+                   if (self->hub_.cut_between(self->to_, self->from_))
+                     return;  // the answer is lost
+                   self->hub_.count(kind, false, b.size());
+                   // Not after close(): the caller's io_context may be gone by then.
+                   std::lock_guard<std::mutex> lock(self->close_mu_);
+                   if (self->closed_) return;
+                   asio::post(self->io_, [self, id, st, b = std::move(b)]() mutable {
+                     self->finish(id, st, std::move(b));
+                   });
+                 });
     };
     const int64_t at_ns = hub_.arrival_ns(from_, to_);
     if (at_ns == 0) {
@@ -186,6 +190,18 @@ int64_t MemoryPeerHub::arrival_ns(const std::string& from, const std::string& to
   free_at =
       std::max(free_at + 1, now + static_cast<int64_t>(delays_() % uint64_t(max_delay_ns_ + 1)));
   return free_at;
+}
+
+void MemoryPeerHub::count(uint32_t kind, bool call, size_t bytes) {
+  std::lock_guard<std::mutex> lock(mu_);
+  Traffic& t = traffic_[kind];
+  t.calls += call;
+  (call ? t.request_bytes : t.answer_bytes) += bytes;
+}
+
+std::map<uint32_t, MemoryPeerHub::Traffic> MemoryPeerHub::traffic() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return traffic_;
 }
 
 uint64_t MemoryPeerHub::calls() const {

@@ -90,6 +90,12 @@ class MemoryPeerHub {
   // heal() keeps it.
   void set_delay(std::chrono::nanoseconds max_delay, uint64_t seed = 1);
   uint64_t calls() const;  // calls delivered to a listener
+  // Bytes of the bodies of calls delivered and of their answers, by request kind (a TCP
+  // peer link adds a few bytes of framing to each).
+  struct Traffic {
+    uint64_t calls = 0, request_bytes = 0, answer_bytes = 0;
+  };
+  std::map<uint32_t, Traffic> traffic() const;
 
  private:
   class Net;
@@ -108,6 +114,8 @@ class MemoryPeerHub {
   std::map<std::string, Endpoint> listening_;
   std::set<std::pair<std::string, std::string>> cuts_;
   mutable uint64_t calls_ = 0;
+  std::map<uint32_t, Traffic> traffic_;
+  void count(uint32_t kind, bool call, size_t bytes);  // a call's body, or an answer's
   int64_t max_delay_ns_ = 0;
   std::mt19937_64 delays_;
   std::map<std::pair<std::string, std::string>, int64_t> link_free_at_ns_;  // (FIFO per link)

@@ -21,6 +21,20 @@ TEST(Membership, FiveNodesConvergeThroughOneSeed) {
   EXPECT_EQ(c.node(3).live_ids().size(), 5u);
 }
 
+// A whole view is about 50 bytes a member: at 150 members one datagram would be ~7 KB, which
+// IP fragments (losing any fragment loses it) and which past ~1,300 members cannot be sent.
+// Views go in datagrams that fit one frame, and a node joining still learns everyone.
+TEST(Membership, AWholeViewGoesInDatagramsThatFitOneFrame) {
+  SimCluster c(150);
+  c.run_ms(900);  // (before the first slot table, which is a datagram of its own: ~2 KB here)
+  EXPECT_LE(c.net().largest(), 1350u);
+  c.run_ms(9100);  // (gossip alone: a slot table's sender would be asked for its view)
+  for (size_t i = 0; i < 150; ++i) EXPECT_EQ(c.node(i).live_ids().size(), 150u) << i;
+  const size_t late = c.add();
+  c.run_ms(1000);
+  EXPECT_EQ(c.node(late).live_ids().size(), 151u);
+}
+
 TEST(Membership, ACrashIsSeenByEveryoneWithinThreeSeconds) {
   for (uint64_t seed = 1; seed <= 10; ++seed) {
     SimCluster c(5, seed);

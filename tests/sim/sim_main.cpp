@@ -12,6 +12,7 @@
 #include <string>
 #include <vector>
 
+#include "scale.hpp"
 #include "scenario.hpp"
 
 namespace {
@@ -22,6 +23,9 @@ void usage(FILE* to) {
       "usage: floodgate-sim --seed S [--nodes N] [--seconds T] [--faults LIST] [--load L]\n"
       "                     [--verbose]\n"
       "       floodgate-sim --seeds A..B [--nodes N] [--seconds T] [--faults LIST] [--load L]\n"
+      "       floodgate-sim --scale N1,N2,... [--seeds A..B] [--keys K] [--rate R]\n"
+      "           (how upkeep grows with the cluster's size: a line of figures per size and seed,\n"
+      "           tests/sim/scale/README.md)\n"
       "faults: %s (default: all but disk and rolling; 'none' for none)\n"
       "load: full (default: every limiter kind, reservations, data commands, leases with a\n"
       "      holder, without one and BOUND) or basic (the sliding log, two counters, a\n"
@@ -40,6 +44,8 @@ bool parse_u64(const std::string& s, uint64_t& out) {
 
 int main(int argc, char** argv) {
   fg::sim::Options opt;
+  std::vector<int> scale;
+  fg::sim::ScaleRun scale_run;
   uint64_t first = 0, last = 0;
   bool have_seed = false, sweep = false, verbose = false;
   for (int i = 1; i < argc; ++i) {
@@ -73,6 +79,20 @@ int main(int argc, char** argv) {
       }
     } else if (a == "--load" && value(v) && (v == "full" || v == "basic")) {
       opt.load = v == "full" ? fg::sim::Load::kFull : fg::sim::Load::kBasic;
+    } else if (a == "--scale" && value(v)) {
+      std::stringstream in(v);
+      std::string part;
+      while (std::getline(in, part, ',')) {
+        if (!parse_u64(part, n) || n < 3 || n > 2000) {
+          std::fprintf(stderr, "floodgate-sim: --scale takes sizes from 3 to 2000\n");
+          return 2;
+        }
+        scale.push_back(static_cast<int>(n));
+      }
+    } else if (a == "--keys" && value(v) && parse_u64(v, n) && n <= 10'000'000) {
+      scale_run.keys = static_cast<int64_t>(n);
+    } else if (a == "--rate" && value(v) && parse_u64(v, n) && n >= 1000 && n <= 1'000'000) {
+      scale_run.load_per_s = static_cast<int64_t>(n);
     } else if (a == "--verbose") {
       verbose = opt.verbose = true;
     } else {
@@ -81,11 +101,32 @@ int main(int argc, char** argv) {
       return 2;
     }
   }
+  spdlog::set_level(verbose ? spdlog::level::info : spdlog::level::off);
+  if (!scale.empty()) {
+    if (!have_seed) first = last = 1;
+    std::printf("%s\n", fg::sim::scale_header().c_str());
+    std::fflush(stdout);
+    bool ok = true;
+    for (int n : scale) {
+      for (uint64_t seed = first;; ++seed) {
+        scale_run.nodes = n;
+        scale_run.seed = seed;
+        const auto t0 = std::chrono::steady_clock::now();
+        const fg::sim::ScaleFigures f = fg::sim::run_scale(scale_run);
+        const double wall =
+            std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+        std::printf("%s %.1f\n", fg::sim::scale_line(f).c_str(), wall);
+        std::fflush(stdout);
+        ok = ok && f.error.empty();
+        if (seed == last) break;
+      }
+    }
+    return ok ? 0 : 1;
+  }
   if (!have_seed) {
     usage(stderr);
     return 2;
   }
-  spdlog::set_level(verbose ? spdlog::level::info : spdlog::level::off);
   uint64_t failed = 0;
   uint64_t digest = 0;
   const auto t0 = std::chrono::steady_clock::now();
