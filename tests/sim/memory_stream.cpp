@@ -136,6 +136,15 @@ void MemoryClient::set_reading(bool reading) { reading_ = reading; }
 
 bool MemoryClient::closed_by_node() const { return pipe_->node_closed; }
 
+void MemoryClient::node_gone() { node_gone(pipe_); }
+
+void MemoryClient::node_gone(const std::shared_ptr<Pipe>& p) {
+  p->node_closed = true;
+  p->reader.reset();
+  p->writer.reset();
+  p->unsent.clear();
+}
+
 void MemoryClient::close() {
   if (pipe_->client_closed) return;
   pipe_->client_closed = true;

@@ -32,6 +32,12 @@ class MemoryClient {
   void close();  // the client hangs up (the node sees it when the world runs next)
 
   struct Pipe;
+  // The node's process ended (kill -9): the connection is gone with it, and the pipe lets
+  // go of it now, while the node's objects still exist, as a socket's pending operations
+  // go with the process's event loop.
+  void node_gone();
+  std::weak_ptr<Pipe> pipe() const { return pipe_; }
+  static void node_gone(const std::shared_ptr<Pipe>& p);
 
  private:
   std::shared_ptr<Pipe> pipe_;

@@ -78,9 +78,51 @@ struct Client {
   bool expire_next = false;        // INCR made the key: EXPIRE it next
   std::vector<std::string> words;  // data: incr key, expire key seconds
   std::vector<std::string_view> incr, expire;
-  std::string twin;              // 'h': the enforcing twin's key, asked in the same flight
-  std::vector<TakeAllItem> all;  // 'A': FG.TAKEALL's limits (the first is the counter read)
+  std::string twin;                    // 'h': the enforcing twin's key, asked in the same flight
+  std::vector<TakeAllItem> all;        // 'A': FG.TAKEALL's limits (the first is the counter read)
+  std::shared_ptr<MemoryClient> resp;  // 'R': its connection (null: none open)
+  std::string rbuf;                    // ... what the node wrote not yet read as replies
+  int sent = 0;                        // ... requests sent (MULTI and EVAL in turn)
 };
+
+// A RESP command as a client sends it.
+std::string command(const std::vector<std::string>& words) {
+  std::string out = "*" + std::to_string(words.size()) + "\r\n";
+  for (const auto& w : words) out += "$" + std::to_string(w.size()) + "\r\n" + w + "\r\n";
+  return out;
+}
+
+// Where the RESP value starting at `at` ends; npos when it is not all there yet.
+size_t resp_end(const std::string& s, size_t at) {
+  if (at >= s.size()) return std::string::npos;
+  const size_t eol = s.find("\r\n", at);
+  if (eol == std::string::npos) return std::string::npos;
+  const char t = s[at];
+  if (t == '+' || t == '-' || t == ':') return eol + 2;
+  const long long n = std::atoll(s.c_str() + at + 1);
+  if (t == '$') {
+    if (n < 0) return eol + 2;
+    return s.size() >= eol + 2 + n + 2 ? eol + 2 + n + 2 : std::string::npos;
+  }
+  if (t == '*') {
+    size_t pos = eol + 2;
+    for (long long i = 0; i < n; ++i) {
+      pos = resp_end(s, pos);
+      if (pos == std::string::npos) return pos;
+    }
+    return pos;
+  }
+  return s.size();  // (not RESP: taken whole, and judged an error below)
+}
+
+// An unavailable owner's answers through the RESP door (a fault's, not the load's doing).
+bool unavailable(const std::string& reply) {
+  return reply.find("TRYAGAIN") != std::string::npos ||
+         reply.find("CLUSTERDOWN") != std::string::npos;
+}
+
+const char* const kRespScript =
+    "local n = redis.call('INCR', KEYS[1]) redis.call('EXPIRE', KEYS[1], 3600) return n";
 
 struct Span {
   int64_t start = 0, end = 0;  // end: healed, or the fault's last effect
@@ -128,6 +170,8 @@ class Run {
     if (!stopped_) world_.at(world_.now() + after_ns, [this, c] { issue(c); });
   }
   void done(int c, size_t op, const std::vector<Outcome>& out);
+  void issue_resp(int c);
+  void read_resp(int c, size_t op, size_t replies, std::shared_ptr<MemoryClient> conn, int64_t t0);
   void close_connection(int c);
   void inject(Fault f, int64_t dur_ns);
   void cut_between(const std::vector<int>& a, const std::vector<int>& b, bool both_ways);
@@ -259,6 +303,10 @@ void Run::setup_clients() {
     add('h', i, 50 * kMs, tag_ + ":shadow", shadow);  // (twice the limit together)
     clients_.back().twin = tag_ + ":twin";
   }
+  // Through the RESP door: MULTI INCR EXPIRE EXEC and an EVAL doing the same, in turn.
+  if (opt_.load == Load::kDoors) {
+    for (int i = 0; i < 2 * n; ++i) add('R', i, 50 * kMs, tag_ + ":resp", LimitSpec{});
+  }
   for (Client& c : clients_) {  // (views into the clients' own words, now they stay put)
     if (c.kind != 'd' && c.kind != 'm') continue;
     c.words = {"incr", c.key, "expire", c.key, "3600"};
@@ -271,6 +319,7 @@ void Run::issue(int c) {
   if (stopped_) return;
   Client& cl = clients_[c];
   if (cl.kind == 'u' && cl.conn != 0) return close_connection(c);
+  if (cl.kind == 'R') return issue_resp(c);
   SimNode& sn = world_.node(cl.node);
   const int64_t t0 = world_.now();
   std::vector<Request> reqs(1);
@@ -385,6 +434,79 @@ void Run::issue(int c) {
     if (k == 'k' || k == 'x') cl.ticket = 0;
     if (k == 'e') cl.expire_next = false;
     next(c, 0);  // ('u': the connection closes next)
+  });
+}
+
+void Run::issue_resp(int c) {
+  Client& cl = clients_[c];
+  SimNode& sn = world_.node(cl.node);
+  const int64_t t0 = world_.now();
+  const size_t op = hist_.open('R', c, cl.node, t0);
+  if (!sn.up()) {  // connection refused
+    hist_.close(op, t0, Res::kFail);
+    cl.resp.reset();
+    next(c, cl.period_ns);
+    return;
+  }
+  // A connection the node closed, or to its previous process, is opened again.
+  if (!cl.resp || cl.resp->closed_by_node() || cl.conn_starts != sn.starts) {
+    if (cl.resp) cl.resp->close();
+    cl.resp = std::make_shared<MemoryClient>();
+    world_.connect(cl.node, *cl.resp);
+    cl.conn_starts = sn.starts;
+    cl.rbuf.clear();
+  }
+  const bool txn = cl.sent++ % 2 == 0;
+  cl.resp->send(txn ? command({"MULTI"}) + command({"INCR", cl.key}) +
+                          command({"EXPIRE", cl.key, "3600"}) + command({"EXEC"})
+                    : command({"EVAL", kRespScript, "1", cl.key}));
+  read_resp(c, op, txn ? 4 : 1, cl.resp, t0);
+}
+
+// Reads the replies to one request as they come (every virtual millisecond), then judges
+// them: INCR's count, an unavailable owner's error (unknown), or any other error (the
+// run fails: this load cannot cause one).
+void Run::read_resp(int c, size_t op, size_t replies, std::shared_ptr<MemoryClient> conn,
+                    int64_t t0) {
+  world_.at(world_.now() + kMs, [this, c, op, replies, conn, t0] {
+    Client& cl = clients_[c];
+    auto give_up = [&] {
+      hist_.close(op, world_.now(), Res::kInfo);
+      if (cl.resp == conn) {
+        conn->close();
+        cl.resp.reset();
+      }
+      next(c, cl.period_ns);
+    };
+    if (cl.resp != conn) return give_up();
+    cl.rbuf += conn->take();
+    std::vector<std::string> got;
+    size_t pos = 0;
+    while (got.size() < replies) {
+      const size_t end = resp_end(cl.rbuf, pos);
+      if (end == std::string::npos) break;
+      got.push_back(cl.rbuf.substr(pos, end - pos));
+      pos = end;
+    }
+    if (got.size() < replies) {
+      if (conn->closed_by_node() || world_.now() - t0 > kClientTimeoutNs) return give_up();
+      return read_resp(c, op, replies, conn, t0);
+    }
+    cl.rbuf.erase(0, pos);
+    const std::string& last = got.back();
+    bool ok = replies == 1 ? last.rfind(":", 0) == 0
+                           : got[0] == "+OK\r\n" && got[1] == "+QUEUED\r\n" &&
+                                 got[2] == "+QUEUED\r\n" && last.rfind("*2\r\n:", 0) == 0;
+    if (ok) {
+      const size_t colon = last.find(':');
+      hist_.close(op, world_.now(), Res::kOk, false, std::atoll(last.c_str() + colon + 1));
+    } else {
+      std::string all;
+      for (const auto& g : got) all += g;
+      if (!unavailable(all)) check(false, "an error reply through the RESP door: " + all);
+      hist_.close(op, world_.now(), Res::kInfo);
+    }
+    next(c, cl.period_ns);
   });
 }
 
@@ -855,7 +977,7 @@ void Run::inject(Fault f, int64_t dur_ns) {
 }
 
 bool Run::read_counter(const Client& c, int64_t& count, int64_t& start, int64_t& end) {
-  const bool data = c.kind == 'd' || c.kind == 'm';
+  const bool data = c.kind == 'd' || c.kind == 'm' || c.kind == 'R';
   // (A read the client stops waiting for may still finish: what it writes into outlives it.)
   struct Read {
     std::vector<std::string_view> get;
@@ -952,17 +1074,22 @@ Verdict Run::go() {
     int64_t loss = 0, bound = 0;
   };
   std::vector<Counter> counters = {{'c', false}, {'s', true}};
-  if (opt_.load == Load::kFull) {
+  if (opt_.load != Load::kBasic) {
     counters.push_back({'v', false});
     counters.push_back({'d', false});
     counters.push_back({'m', true});
     counters.push_back({'A', false});
   }
+  if (opt_.load == Load::kDoors) counters.push_back({'R', false});
   for (Counter& k : counters) {
     if (!read_counter(first_of(k.kind), k.count, k.read_start, k.read_end)) k.count = -1;
   }
   stopped_ = true;
   world_.run_until(world_.now() + kClientTimeoutNs + kS);
+  for (Client& cl : clients_) {  // (the RESP connections hang up while their nodes run)
+    if (cl.resp) cl.resp->close();
+  }
+  world_.run_until(world_.now() + 10 * kMs);
   const int64_t end = world_.now();
   hist_.close_all(end);
 
@@ -996,7 +1123,7 @@ Verdict Run::go() {
   limiters.push_back({'t', "sliding log", [&](int64_t a, int64_t b) {
                         return over_admission(ops, 't', kLimit, kWindowNs, a, b);
                       }});
-  if (opt_.load == Load::kFull) {
+  if (opt_.load != Load::kBasic) {
     limiters.push_back({'b', "token bucket", [&](int64_t a, int64_t b) {
                           return bucket_over_admission(ops, 'b', kBucketCap, kBucketRate, a, b);
                         }});
@@ -1235,7 +1362,7 @@ Verdict Run::go() {
   }
   // INCR answers each caller its own count: no two definite answers alike while healthy
   // (a sync key's: ever).
-  for (char kind : {'d', 'm'}) {
+  for (char kind : {'d', 'm', 'R'}) {
     if (!has(kind)) continue;
     std::vector<std::pair<int64_t, int64_t>> where = healthy;
     if (kind == 'm') {
@@ -1288,7 +1415,7 @@ Verdict Run::go() {
     int64_t most = 0;
   };
   std::vector<Leases> leases = {{'a', 'r', kLeaseTtlNs}};
-  if (opt_.load == Load::kFull) {
+  if (opt_.load != Load::kBasic) {
     leases.push_back({'o', 'p', kLeaseTtlNs});
     leases.push_back({'u', 'q', 0});
   }

@@ -30,7 +30,10 @@ enum class Fault {
 // leases), kept so seeds found on it replay exactly; kFull adds every other limiter kind,
 // reservations, data commands (INCR and EXPIRE, MULTI/EXEC) and leases without holders and
 // BOUND to a connection.
-enum class Load { kBasic, kFull };
+// kDoors is kFull plus clients that speak RESP to a node over the in-memory pipe its
+// connection shell serves (node/client_connection.hpp): MULTI/EXEC and EVAL, reconnecting
+// when their node restarts (a load of its own, so seeds found on kFull replay exactly).
+enum class Load { kBasic, kFull, kDoors };
 
 struct Options {
   int nodes = 3;

@@ -28,8 +28,9 @@ void usage(FILE* to) {
       "           tests/sim/scale/README.md)\n"
       "faults: %s (default: all but disk and rolling; 'none' for none)\n"
       "load: full (default: every limiter kind, reservations, data commands, leases with a\n"
-      "      holder, without one and BOUND) or basic (the sliding log, two counters, a\n"
-      "      holder's leases: the load seeds found before 'full' replay on)\n",
+      "      holder, without one and BOUND), doors (full, and clients speaking RESP to the\n"
+      "      nodes: MULTI/EXEC and EVAL over the connection shell) or basic (the sliding log,\n"
+      "      two counters, a holder's leases: the load seeds found before 'full' replay on)\n",
       fg::sim::fault_names().c_str());
 }
 
@@ -77,8 +78,10 @@ int main(int argc, char** argv) {
         std::fprintf(stderr, "floodgate-sim: %s\n", why.c_str());
         return 2;
       }
-    } else if (a == "--load" && value(v) && (v == "full" || v == "basic")) {
-      opt.load = v == "full" ? fg::sim::Load::kFull : fg::sim::Load::kBasic;
+    } else if (a == "--load" && value(v) && (v == "full" || v == "basic" || v == "doors")) {
+      opt.load = v == "full"    ? fg::sim::Load::kFull
+                 : v == "doors" ? fg::sim::Load::kDoors
+                                : fg::sim::Load::kBasic;
     } else if (a == "--scale" && value(v)) {
       std::stringstream in(v);
       std::string part;

@@ -3,6 +3,7 @@
 #include <spdlog/spdlog.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <filesystem>
 #include <fstream>
 
@@ -143,6 +144,10 @@ NodeConfig World::config_for(const SimNode& n) const {
 }
 
 void World::connect(size_t i, MemoryClient& client, bool native) {
+  auto& mine = nodes_[i]->clients;
+  mine.erase(std::remove_if(mine.begin(), mine.end(), [](const auto& w) { return w.expired(); }),
+             mine.end());
+  mine.push_back(client.pipe());
   nodes_[i]->node->adopt_client(
       [&client](asio::any_io_executor ex) { return client.node_end(std::move(ex)); }, native);
 }
@@ -169,6 +174,10 @@ void World::crash(size_t i) {
   if (!n.node) return;
   n.node->halt();
   sched_->run();  // its actors end before the node they call back into is gone
+  for (auto& w : n.clients) {
+    if (auto p = w.lock()) MemoryClient::node_gone(p);
+  }
+  n.clients.clear();
   n.node.reset();
   n.paused = false;
 }

@@ -48,6 +48,7 @@ struct SimNode {
   int starts = 0;
   std::string bus_addr() const { return "127.0.0.1:" + std::to_string(bus); }
   bool up() const { return node != nullptr; }
+  std::vector<std::weak_ptr<MemoryClient::Pipe>> clients;  // its in-memory connections
 };
 
 class World {
