@@ -161,7 +161,9 @@ class Cluster {
   void arm();
   void on_table(const SlotTable& before, const SlotTable& after);
   void apply(const SlotKeeper::Actions& a);
-  void hand_off(const std::string& to, const SlotBits& slots);  // handoff_out.cpp
+  // `copy`: a replica's copy going back to its owner, which asked for it (copy_back.cpp):
+  // the replica keeps it.
+  void hand_off(const std::string& to, const SlotBits& slots, bool copy = false);
   void send_handoff(std::shared_ptr<Outgoing> o);
   void send_chunk(std::shared_ptr<Outgoing> o);
   void reclaim(std::shared_ptr<Outgoing> o);
@@ -175,7 +177,6 @@ class Cluster {
   // admitted since its last save.
   void ask_copies();
   void on_copy_back(std::string body, PeerServer::Respond respond);
-  void send_copy(const std::string& to, const SlotBits& slots);  // handoff_out.cpp
   bool can_send(const std::string& id) const;
   void publish();
   void dispatch(uint32_t kind, std::string body, PeerServer::Respond respond);

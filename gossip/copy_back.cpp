@@ -94,7 +94,7 @@ void Cluster::on_copy_back(std::string body, PeerServer::Respond respond) {
   a.set_epoch(t.epoch());
   a.set_slots(slots_to_bytes(send));
   respond(PeerStatus::kOk, a.SerializeAsString(), {});
-  if (send.any()) send_copy(q.from(), send);
+  if (send.any()) hand_off(q.from(), send, true);
 }
 
 }  // namespace fg

@@ -14,16 +14,17 @@ constexpr auto kRetryDelay = std::chrono::milliseconds(200);
 constexpr auto kExtractDelay = std::chrono::milliseconds(2);
 }  // namespace
 
-void Cluster::hand_off(const std::string& to, const SlotBits& slots) {
+void Cluster::hand_off(const std::string& to, const SlotBits& slots, bool copy) {
   auto job = std::make_shared<ExtractJob>();
   job->slots = slots;
-  job->remove = true;
+  job->remove = !copy;
   auto o = std::make_shared<Outgoing>(io_);
   o->to = to;
   o->slots = slots;
   o->epoch = agreement_->table().epoch();
   o->id = next_handoff_++;
-  o->fresh = slots & fresh_slots(now_ns());
+  o->copy = copy;
+  if (!copy) o->fresh = slots & fresh_slots(now_ns());
   ++extracting_;
   job->done = [this, o](ExtractJob& j) {
     for (auto& part : j.per_shard)
@@ -42,27 +43,6 @@ void Cluster::hand_off(const std::string& to, const SlotBits& slots) {
     pool_.extract(job);  // even when cancelled at shutdown: the state must not be lost
     (void)ec;
   });
-}
-
-// A replica's copy of `slots` (kept: the replica goes on keeping it) to their owner, which
-// asked for it (copy_back.cpp).
-void Cluster::send_copy(const std::string& to, const SlotBits& slots) {
-  auto job = std::make_shared<ExtractJob>();
-  job->slots = slots;
-  job->remove = false;
-  auto o = std::make_shared<Outgoing>(io_);
-  o->to = to;
-  o->slots = slots;
-  o->epoch = agreement_->table().epoch();
-  o->id = next_handoff_++;
-  o->copy = true;
-  job->done = [this, o](ExtractJob& j) {
-    for (auto& part : j.per_shard)
-      for (auto& e : part) o->entries.push_back(std::move(e));
-    asio::post(io_, [this, o] { send_handoff(o); });
-  };
-  job->now_ns = pool_.clock()->now_ns();
-  pool_.extract(job);
 }
 
 void Cluster::send_handoff(std::shared_ptr<Outgoing> o) {

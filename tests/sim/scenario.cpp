@@ -146,18 +146,25 @@ struct Span {
   // earliest of the nodes' last good saves (world time).
   int64_t saved_at = -1;
   // From when what a fault may lose was admitted: the last Δ before it, or since the last
-  // save when every copy went down.
+  // save when every copy went down; and until when: the fault, or — after a reboot — until
+  // the restored state has been merged back (a second after the cluster formed again:
+  // what a slot admitted from its empty start before then, the merge's larger count absorbs).
   int64_t loss_from() const;
+  int64_t loss_to() const;
 };
 
 int64_t Span::loss_from() const {
   return (saved_at >= 0 ? std::min(saved_at, start - kLagNs) : start - kLagNs) - kSlackNs;
 }
 
+int64_t Span::loss_to() const {
+  return saved_at >= 0 && converged >= 0 ? converged + 1'000'000'000 : start;
+}
+
 class Run {
  public:
   Run(uint64_t seed, const Options& opt)
-      : seed_(seed), opt_(opt), world_(seed, opt.nodes, opt.load == Load::kFull) {
+      : seed_(seed), opt_(opt), world_(seed, opt.nodes, opt.load != Load::kBasic) {
     world_.set_verbose(opt.verbose);
   }
   ~Run() { stopped_ = true; }
@@ -1277,7 +1284,7 @@ Verdict Run::go() {
     l.all = l.over(load_start, end);
     for (const Span& s : spans_) {
       if (!s.owner_lost) continue;
-      const int64_t bound = possible_admissions(ops, l.kind, s.loss_from(), s.start);
+      const int64_t bound = possible_admissions(ops, l.kind, s.loss_from(), s.loss_to());
       const int64_t back = (s.converged >= 0 ? s.converged : end) + kSettleNs;
       const int64_t over = l.over(s.start - kWindowNs, back);
       check(over <= bound, std::string(l.name) + " over-admission across " + s.label + ": " +
@@ -1351,8 +1358,8 @@ Verdict Run::go() {
       // next save: it loses nothing but to a reboot)
       if (k.sync && s.saved_at < 0) continue;
       const int64_t t0 = s.loss_from();
-      k.bound += possible_admissions(ops, k.kind, t0, s.start);
-      if (k.kind == 'v') k.bound += possible_admissions(ops, 'k', t0, s.start);
+      k.bound += possible_admissions(ops, k.kind, t0, s.loss_to());
+      if (k.kind == 'v') k.bound += possible_admissions(ops, 'k', t0, s.loss_to());
     }
     k.loss = std::max<int64_t>(0, lower - k.count);
     check(k.count <= upper, "counter " + name + " " + std::to_string(k.count) +
