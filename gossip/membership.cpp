@@ -178,6 +178,11 @@ void Membership::set_state(Member& m, MemberState s, uint64_t inc, int64_t now) 
   m.incarnation = inc;
   if (changed) {
     m.state = s;
+    if (s == MemberState::kAlive) {
+      unsettled_.erase(m.id);
+    } else {
+      unsettled_.insert(m.id);
+    }
     m.changed_ns = now;
   }
   broadcast(m);
@@ -202,6 +207,7 @@ void Membership::apply(const Member& u, int64_t now) {
     Member m = u;
     m.changed_ns = now;
     members_.emplace(m.id, m);
+    if (m.state != MemberState::kAlive) unsettled_.insert(m.id);
     probe_order_.insert(
         probe_order_.begin() + static_cast<long>(rng_() % (probe_order_.size() + 1)), m.id);
     broadcast(m);
@@ -384,16 +390,24 @@ void Membership::tick(int64_t now) {
     start_probe(now);
     next_probe_ns_ = now + cfg_.probe_interval_ns;
   }
-  // Suspects not refuted in time are dead; the long dead are forgotten.
-  for (auto it = members_.begin(); it != members_.end();) {
-    Member& m = it->second;
+  // Suspects not refuted in time are dead; the long dead are forgotten. (Only the members
+  // not alive are visited, in id order: walking every member every tick made each node's
+  // upkeep grow with the cluster — at 1,000 nodes the simulator spent its time here.)
+  for (auto it = unsettled_.begin(); it != unsettled_.end();) {
+    auto found = members_.find(*it);
+    if (found == members_.end()) {
+      it = unsettled_.erase(it);
+      continue;
+    }
+    Member& m = found->second;
     if (m.state == MemberState::kSuspect && now - m.changed_ns >= suspicion_timeout(m)) {
       set_state(m, MemberState::kDead, m.incarnation, now);
     }
     if (!m.live() && now - m.changed_ns >= cfg_.reap_after_ns) {
-      probe_order_.erase(std::remove(probe_order_.begin(), probe_order_.end(), it->first),
+      probe_order_.erase(std::remove(probe_order_.begin(), probe_order_.end(), *it),
                          probe_order_.end());
-      it = members_.erase(it);
+      members_.erase(found);
+      it = unsettled_.erase(it);
     } else {
       ++it;
     }

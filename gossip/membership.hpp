@@ -8,6 +8,7 @@
 #include <map>
 #include <optional>
 #include <random>
+#include <set>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -139,6 +140,7 @@ class Membership {
   Transport& transport_;
   std::mt19937_64 rng_;
   std::map<std::string, Member> members_;        // everyone but self
+  std::set<std::string> unsettled_;              // ... of them, those not alive (tick())
   std::map<std::string, uint64_t> heard_epoch_;  // heard_epoch()
   std::vector<std::string> probe_order_;
   size_t probe_pos_ = 0;
