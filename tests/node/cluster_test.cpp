@@ -87,26 +87,29 @@ class TestCluster {
     }
   }
 
-  // Starts node i again (after stop() or kill9()) under the same id, on fresh ports, seeded
-  // with the others.
-  NodeProcess& restart(size_t i) {
+  // Node i's arguments when it starts again under its id: seeded with the others.
+  std::vector<std::string> again_args(size_t i, int cport) {
     const std::string id = "t" + std::to_string(i + 1) + "-" + std::to_string(getpid() % 1000000);
+    std::string seeds;
+    for (size_t j = 0; j < cports_.size(); ++j) {
+      if (j == i) continue;
+      seeds += (seeds.empty() ? "" : ",") + std::string("127.0.0.1:") + std::to_string(cports_[j]);
+    }
+    std::vector<std::string> args = {"--cluster-enabled",   "--node-id", id,   "--cluster-port",
+                                     std::to_string(cport), "--seeds",   seeds};
+    args.insert(args.end(), extra_.begin(), extra_.end());
+    if (per_node_) {
+      const auto mine = per_node_(i);
+      args.insert(args.end(), mine.begin(), mine.end());
+    }
+    return args;
+  }
+
+  // Starts node i again (after stop() or kill9()) under the same id, on fresh ports.
+  NodeProcess& restart(size_t i) {
     for (int attempt = 0;; ++attempt) {
       const int cport = free_port();
-      std::string seeds;
-      for (size_t j = 0; j < cports_.size(); ++j) {
-        if (j == i) continue;
-        seeds +=
-            (seeds.empty() ? "" : ",") + std::string("127.0.0.1:") + std::to_string(cports_[j]);
-      }
-      std::vector<std::string> args = {"--cluster-enabled",   "--node-id", id,   "--cluster-port",
-                                       std::to_string(cport), "--seeds",   seeds};
-      args.insert(args.end(), extra_.begin(), extra_.end());
-      if (per_node_) {
-        const auto mine = per_node_(i);
-        args.insert(args.end(), mine.begin(), mine.end());
-      }
-      auto node = std::make_unique<NodeProcess>(args);
+      auto node = std::make_unique<NodeProcess>(again_args(i, cport));
       if (node->alive() || attempt == 2) {
         cports_[i] = cport;
         nodes_[i] = std::move(node);
@@ -118,22 +121,11 @@ class TestCluster {
   // kill -9 node i and start it again at once under its id, on its ports (a supervisor
   // restarting a crashed process): the others have not noticed it was gone.
   NodeProcess& bounce(size_t i) {
-    const std::string id = "t" + std::to_string(i + 1) + "-" + std::to_string(getpid() % 1000000);
     const int port = nodes_[i]->port();
     nodes_[i]->kill9();
-    std::string seeds;
-    for (size_t j = 0; j < cports_.size(); ++j) {
-      if (j == i) continue;
-      seeds += (seeds.empty() ? "" : ",") + std::string("127.0.0.1:") + std::to_string(cports_[j]);
-    }
-    std::vector<std::string> args = {
-        "--cluster-enabled", "--node-id", id,       "--cluster-port",    std::to_string(cports_[i]),
-        "--seeds",           seeds,       "--port", std::to_string(port)};
-    args.insert(args.end(), extra_.begin(), extra_.end());
-    if (per_node_) {
-      const auto mine = per_node_(i);
-      args.insert(args.end(), mine.begin(), mine.end());
-    }
+    std::vector<std::string> args = again_args(i, cports_[i]);
+    args.push_back("--port");
+    args.push_back(std::to_string(port));
     nodes_[i] = std::make_unique<NodeProcess>(args);
     return *nodes_[i];
   }
