@@ -81,6 +81,8 @@ inline constexpr char kWaitKind[] =
 inline constexpr char kTooManyWaiters[] =
     "ERR too many requests are waiting here (max-waiters, max-waiters-per-key)";
 inline constexpr char kTakeAllHere[] = "ERR FG.TAKEALL is not allowed in a transaction or a script";
+inline constexpr char kNoRlsConfig[] =
+    "ERR this node has no rls-config (the gateway door's rate-limit configuration)";
 inline constexpr char kTakeAllExpired[] =
     "TRYAGAIN a reservation was lost before it was committed (the others were given back)";
 inline constexpr char kTakeAllCount[] = "ERR FG.TAKEALL takes 1 to 64 limits";

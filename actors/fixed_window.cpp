@@ -31,6 +31,8 @@ Decision fixed_window_take(FixedWindowState& st, const LimitSpec& s, int64_t cos
     if (!dry_run) st.count += cost;
   } else {
     d.retry_after_ns = cost <= s.a ? st.window_end_ns - now_ns : kNever;
+    // (bounded as FG.ADJUST's debt: repeated hits cannot wrap the count)
+    if (s.count_denied && !dry_run) st.count = std::min(st.count + cost, s.a + kMaxCount);
   }
   d.remaining = s.a - st.count;  // (below zero only in debt: FG.ADJUST charged past the limit)
   d.reset_after_ns = st.count > 0 ? st.window_end_ns - now_ns : 0;

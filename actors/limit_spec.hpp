@@ -58,6 +58,10 @@ struct LimitSpec {
   // Shadow mode: counted exactly as enforced, but every request is allowed; a would-be
   // denial is counted per policy (RequestCore::finish). Rate limits only.
   bool shadow = false;
+  // Fixed and calendar windows: a denied take is counted too (envoyproxy/ratelimit's INCRBY
+  // on every hit, which the gateway door keeps): a hit past the limit keeps the window
+  // closed for smaller ones until it ends.
+  bool count_denied = false;
   uint16_t policy = 0;  // which named policy this is, for metrics (0: none; see PolicyIds)
   int64_t a = 0;
   int64_t b = 0;

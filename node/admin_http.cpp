@@ -81,9 +81,11 @@ bool AdminHttp::allowed(std::string_view auth) const {
 
 AdminHttp::~AdminHttp() { stop(); }
 
-std::string AdminHttp::not_ready() const {
-  if (!svc_.routing) return "";
-  auto rt = svc_.routing->get();
+std::string AdminHttp::not_ready() const { return node_not_ready(svc_); }
+
+std::string node_not_ready(const Services& svc) {
+  if (!svc.routing) return "";
+  auto rt = svc.routing->get();
   if (rt->epoch == 0) return "no slot table yet (joining)";
   if (rt->self_index < 0 || !rt->self().in_table) return "not in the slot table yet";
   if (!rt->quorum) return "cut off from most of the cluster";

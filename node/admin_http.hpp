@@ -41,6 +41,9 @@ struct AdminLimits {
   size_t max_connections = 128;  // past it, the oldest connection still sending is closed
 };
 
+// Empty when the node is ready to answer (/readyz, the gateway door's health); else why not.
+std::string node_not_ready(const Services& svc);
+
 class AdminHttp {
  public:
   AdminHttp(Services& svc, Cluster* cluster, AdminCounters& counters, AdminLimits limits = {});

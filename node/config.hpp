@@ -51,6 +51,12 @@ struct NodeConfig {
   std::map<std::string, std::string> patterns;      // key glob -> policy name
   std::map<std::string, PolicyOverride> overrides;  // key -> policy name or its own limit
   int admin_port = -1;                              // admin HTTP; -1: RESP port + 2000, 0: off
+  // The gateway door (api/rls): Envoy's rate-limit service over gRPC.
+  int rls_port = 0;                 // 0: off
+  std::string rls_config;           // envoyproxy/ratelimit YAML: a file or a directory
+  bool rls_response_headers = false;
+  std::string rls_user = "default";
+  bool tls_rls = false;
   std::string admin_bind;        // the admin port's address; empty: the first `bind` address
   std::string admin_token_file;  // set: /cluster, /status and / want its bearer token
   // TLS (node/OPERATIONS.md, "TLS"): the files, and where it is spoken.

@@ -6,8 +6,10 @@
 #include <algorithm>
 #include <ctime>
 #include <filesystem>
+#include <fstream>
 #include <future>
 #include <random>
+#include <sstream>
 
 #include "command_table.hpp"
 #include "lease_upkeep.hpp"
@@ -130,6 +132,15 @@ int Node::start_services(StartState& st, std::string& why) {
   svc_.settings.parser.max_bulk_len = cfg_.proto_max_bulk_len;
   svc_.settings.config_file = cfg_.config_file;
   svc_.settings.start_ms = clock_.now_ns() / 1'000'000;
+  if (!cfg_.rls_config.empty() || cfg_.rls_port != 0) {
+    rls_rules_ = std::make_unique<RlsRules>(cfg_.rls_config);
+    svc_.rls = rls_rules_.get();
+    if (!cfg_.rls_config.empty()) {
+      if (const Status st = rls_rules_->reload(); !st) return fail(why, 2, "rls-config: " + st.error());
+      spdlog::info("rls-config: {} domain(s) from {}", rls_rules_->get()->domains.size(),
+                   cfg_.rls_config);
+    }
+  }
   return 0;
 }
 
@@ -273,6 +284,41 @@ int Node::start_doors(StartState& st, std::string& why) {
     }
     svc_.settings.native_port = server_->native_port();
   }
+  if (cfg_.rls_port != 0 && !run_.polled) {
+    RlsDoorOptions o;
+    o.response_headers = cfg_.rls_response_headers;
+    o.user = cfg_.rls_user;
+    if (cfg_.tls_rls) {
+      if (!cfg_.tls.key_file_pass.empty()) {
+        return fail(why, 2, "tls-rls: the gateway door cannot read a key with a passphrase");
+      }
+      auto pem = [](const std::string& path) -> Result<std::string> {
+        std::ifstream in(path, std::ios::binary);
+        if (!in) return Error{"cannot read " + path};
+        std::ostringstream s;
+        s << in.rdbuf();
+        return s.str();
+      };
+      auto cert = pem(cfg_.tls.cert_file);
+      auto key = pem(cfg_.tls.key_file);
+      if (!cert || !key) return fail(why, 2, "tls-rls: " + (!cert ? cert.error() : key.error()));
+      o.cert_pem = *cert;
+      o.key_pem = *key;
+      if (!cfg_.tls.ca_cert_file.empty()) {
+        auto ca = pem(cfg_.tls.ca_cert_file);
+        if (!ca) return fail(why, 2, "tls-rls: " + ca.error());
+        o.ca_pem = *ca;
+      }
+      o.require_client_cert = cfg_.tls.auth_clients == TlsAuthClients::kYes && !o.ca_pem.empty();
+    }
+    if (cfg_.rls_config.empty()) {
+      spdlog::warn("rls-port without rls-config: every descriptor is answered OK (no limits)");
+    }
+    rls_ = std::make_unique<RlsDoor>(svc_, *rls_rules_, std::move(o));
+    if (const Status started = rls_->start(st.bind_host, cfg_.rls_port); !started) {
+      return fail(why, 1, "rls-port " + std::to_string(cfg_.rls_port) + ": " + started.error());
+    }
+  }
   return 0;
 }
 
@@ -335,6 +381,10 @@ int Node::start_admin(StartState& st, std::string& why) {
   schedule_trim();
   if (snapshots_ && cfg_.save_interval_ms > 0) schedule_save();
   schedule_renew();
+  if (rls_rules_) {
+    rls_timer_ = std::make_unique<SteadyTimer>(server_->main_context());
+    schedule_rls();
+  }
 
   if (cfg_.admin_port != 0 && !run_.polled) {
     const int want = cfg_.admin_port > 0          ? cfg_.admin_port
@@ -399,6 +449,7 @@ int Node::start_serving(StartState& st, std::string& why) {
     shown_.tls_port = server_->tls_port();
     shown_.native_port = svc_.settings.native_port;
     shown_.admin_port = admin_ ? admin_->port() : 0;
+    shown_.rls_port = rls_ ? rls_->port() : 0;
     if (cluster_) shown_.cluster_port = cluster_port_;
     if (!cfg_.dir.empty()) shown_.dir = std::filesystem::absolute(cfg_.dir).string();
   }
@@ -456,6 +507,26 @@ void Node::schedule_renew() {
   });
 }
 
+// Once a second: the rls-config files read again when they changed (a refused change keeps
+// the rules in force), and the door's health: SERVING while the node is ready and not
+// stopping.
+void Node::schedule_rls() {
+  if (rls_) rls_->set_serving(started_ && !stopping_ && node_not_ready(svc_).empty());
+  rls_timer_->expires_after(std::chrono::seconds(1));
+  rls_timer_->async_wait([this](asio::error_code ec) {
+    if (ec) return;
+    if (!rls_rules_->path().empty() && rls_rules_->changed()) {
+      if (const Status st = rls_rules_->reload(); !st) {
+        spdlog::error("rls-config changed but was refused, keeping the rules in force: {}",
+                      st.error());
+      } else {
+        spdlog::info("rls-config reloaded: {} domain(s)", rls_rules_->get()->domains.size());
+      }
+    }
+    schedule_rls();
+  });
+}
+
 // The users, replaced whole: the aclfile's (read again), or the config file's `users`
 // (`from_file`; flags stay as given). Connections of users that are gone or disabled
 // close at their next command.
@@ -500,6 +571,13 @@ void Node::reload() {
     }
   }
   if (!cfg_.aclfile.empty()) reload_users(nullptr);
+  if (rls_rules_ && !rls_rules_->path().empty()) {
+    if (const Status st = rls_rules_->reload(); !st) {
+      spdlog::error("SIGHUP: {}; keeping the rls-config rules in force", st.error());
+    } else {
+      spdlog::info("rls-config reloaded from {}", rls_rules_->path());
+    }
+  }
   if (cfg_.config_file.empty()) {
     if (cfg_.admin_token_file.empty() && cfg_.cluster_secret_file.empty() && cfg_.aclfile.empty() &&
         !svc_.tls) {
@@ -536,6 +614,7 @@ void Node::stop() {
   if (stopped_) return;
   stopped_ = true;
   stopping_ = true;
+  if (rls_) rls_->set_serving(false);  // (gateways stop sending here while it leaves)
   if (save_timer_) save_timer_->cancel();
   // A cluster node saves before it hands its slots over; a standalone one once no client can
   // change anything any more.
@@ -552,6 +631,8 @@ void Node::stop() {
   }
   if (renew_timer_) renew_timer_->cancel();
   if (trim_timer_) trim_timer_->cancel();
+  if (rls_timer_) rls_timer_->cancel();
+  if (rls_) rls_->stop();
   if (admin_) admin_->stop();
   if (server_) server_->stop();
   if (!cluster_) final_save();
@@ -592,5 +673,6 @@ int Node::port() const { return server_ ? server_->port() : 0; }
 int Node::tls_port() const { return server_ ? server_->tls_port() : 0; }
 int Node::native_port() const { return server_ ? server_->native_port() : 0; }
 int Node::admin_port() const { return admin_ ? admin_->port() : 0; }
+int Node::rls_port() const { return rls_ ? rls_->port() : 0; }
 
 }  // namespace fg

@@ -24,6 +24,8 @@
 #include "config.hpp"
 #include "forwarding.hpp"
 #include "policy_store.hpp"
+#include "rls_config.hpp"
+#include "rls_door.hpp"
 #include "script_engine.hpp"
 #include "server.hpp"
 #include "services.hpp"
@@ -95,6 +97,7 @@ class Node {
   int tls_port() const;     // RESP over TLS (0: none)
   int native_port() const;  // (0: none)
   int admin_port() const;   // (0: none)
+  int rls_port() const;     // (0: none)
   int cluster_port() const { return cluster_port_; }
   Services& services() { return svc_; }
 
@@ -102,6 +105,7 @@ class Node {
   void schedule_trim();
   void schedule_save();
   void schedule_renew();
+  void schedule_rls();  // the gateway door: its files watched, its health kept
   void reload_users(const std::vector<std::string>* from_file);
   int fail(std::string& why, int code, std::string text);
   // start()'s steps, in order, and what they hand each other.
@@ -146,7 +150,9 @@ class Node {
   BusKey bus_key_;
   std::unique_ptr<Cluster> cluster_;
   std::unique_ptr<ClusterForwarder> forwarder_;
-  std::unique_ptr<SteadyTimer> trim_timer_, save_timer_, renew_timer_;
+  std::unique_ptr<SteadyTimer> trim_timer_, save_timer_, renew_timer_, rls_timer_;
+  std::unique_ptr<RlsRules> rls_rules_;  // rls-config's rules (or none, with rls-port alone)
+  std::unique_ptr<RlsDoor> rls_;
   uint64_t closed_at_trim_ = 0;
   AdminCounters admin_counters_;
   std::unique_ptr<AdminHttp> admin_;

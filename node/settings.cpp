@@ -128,6 +128,18 @@ std::vector<Setting> make_settings() {
       integer("admin-port", "--admin-port", &NodeConfig::admin_port, 0, 65535,
               "Admin HTTP port: /metrics, /healthz, /readyz, /cluster, status page "
               "(default: RESP port + 2000; 0 turns it off)"),
+      integer("rls-port", "--rls-port", &NodeConfig::rls_port, 0, 65535,
+              "Envoy's rate-limit service (gRPC) on this port (0: off, the default)"),
+      text("rls-config", "--rls-config", &NodeConfig::rls_config,
+           "envoyproxy/ratelimit's YAML: a file or a directory of them; re-read on SIGHUP and "
+           "when the files change"),
+      yes_no("rls-response-headers", "--rls-response-headers", &NodeConfig::rls_response_headers,
+             "The gateway door adds RateLimit-Limit, -Remaining and -Reset headers"),
+      text("rls-user", "--rls-user", &NodeConfig::rls_user,
+           "The ACL user whose rights the gateway door's requests run with (default: default)"),
+      yes_no("tls-rls", "--tls-rls", &NodeConfig::tls_rls,
+             "The gateway door speaks TLS only (the node's certificate; client certificates "
+             "per tls-auth-clients)"),
       text("admin-bind", "--admin-bind", &NodeConfig::admin_bind,
            "Address of the admin HTTP port (default: the first --bind address)"),
       text("admin-token-file", "--admin-token-file", &NodeConfig::admin_token_file,

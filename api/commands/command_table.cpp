@@ -77,6 +77,8 @@ std::vector<CommandSpec> make_rows() {
                                                    {"patterns", "read slow"},
                                                    {"overrides", "read slow"},
                                                    {"which", "read slow"}};
+  const std::vector<SubcommandSpec> kRlsSubs = {{"config", "read slow"},
+                                                {"reload", "admin slow dangerous"}};
   const std::vector<SubcommandSpec> kScriptSubs = {{"debug", "slow scripting"},
                                                    {"exists", "slow scripting"},
                                                    {"flush", "slow scripting admin dangerous"},
@@ -213,6 +215,9 @@ std::vector<CommandSpec> make_rows() {
        "UNMAP pattern | PATTERNS | OVERRIDE key policy|kind params... | UNOVERRIDE key | "
        "OVERRIDES | WHICH key [policy]",
        kPolicySubs},
+      {"fg.rls", -2, 0, "", kNoKeys, cmd_fg_rls, "floodgate", "0.1.0",
+       "Show or reload the gateway door's rate-limit configuration (envoyproxy/ratelimit YAML)",
+       "CONFIG | RELOAD", kRlsSubs},
       // strings
       {"get", 2, kF, "read string", key1(kReads), DataCmd::kGet, "string", "1.0.0",
        "Returns the string value of a key", "key"},
@@ -818,6 +823,7 @@ const NativeOp* find_native_op(int op) {
 std::string command_id_name(uint16_t id) {
   const auto& all = all_commands();
   if (id < all.size()) return all[id].name;
+  if (id == kRlsCommandId) return "rls.should_rate_limit";
   if (id >= kNativeCommandBase && id < kUnknownCommandId) {
     const auto op = static_cast<int>(id - kNativeCommandBase);
     // (the op's name in native.proto, lower case: "take", "release_all")

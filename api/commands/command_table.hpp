@@ -145,6 +145,7 @@ ScriptCallable script_callable(std::string_view name);
 // kUnknownCommandId for unknown commands and protocol errors.
 constexpr uint16_t kNativeCommandBase = 384;
 constexpr uint16_t kUnknownCommandId = 511;
+constexpr uint16_t kRlsCommandId = 510;  // the gateway door's ShouldRateLimit (api/rls)
 inline uint16_t command_id(const CommandSpec* c) {
   return static_cast<uint16_t>(c - all_commands().data());
 }

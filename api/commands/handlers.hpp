@@ -23,6 +23,7 @@ void cmd_fg_count(CommandContext& s, Args& a);
 void cmd_fg_heartbeat(CommandContext& s, Args& a);
 void cmd_fg_releaseall(CommandContext& s, Args& a);
 void cmd_fg_policy(CommandContext& s, Args& a);
+void cmd_fg_rls(CommandContext& s, Args& a);
 
 // connection_commands.cpp
 void cmd_ping(CommandContext& s, Args& a);

@@ -8,6 +8,7 @@
 #include "handlers.hpp"
 #include "key_table.hpp"
 #include "policy_store.hpp"
+#include "rls_config.hpp"
 #include "words.hpp"
 
 namespace fg {
@@ -188,6 +189,42 @@ void cmd_fg_policy(CommandContext& s, Args& a) {
   } else {
     s.local().error(err::unknown_subcommand(sub, kHelp));
   }
+}
+
+}  // namespace fg
+
+namespace fg {
+
+// FG.RLS CONFIG: the gateway door's rules in force, where they came from, and the last
+// refused reload; FG.RLS RELOAD: reads the files again now (a SIGHUP, or a change to them,
+// does the same).
+void cmd_fg_rls(CommandContext& s, Args& a) {
+  const std::string_view sub = a[1];
+  RlsRules* rules = s.svc().rls;
+  const bool config = iequals(sub, "config");
+  if (!config && !iequals(sub, "reload")) {
+    return s.local().error("ERR unknown subcommand '" + std::string(sub) +
+                           "'. Try FG.RLS CONFIG or FG.RLS RELOAD.");
+  }
+  if (!arity(s, a, 2, 2)) return;
+  if (!rules || rules->path().empty()) return s.local().error(err::kNoRlsConfig);
+  if (!config) return reply_status(s, rules->reload());
+  auto cfg = rules->get();
+  const std::vector<std::string> lines = cfg->describe();
+  RespWriter w = s.local();
+  w.array(10);
+  w.bulk("path");
+  w.bulk(rules->path());
+  w.bulk("files");
+  w.array(cfg->files.size());
+  for (const std::string& f : cfg->files) w.bulk(f);
+  w.bulk("loaded-at-ms");
+  w.integer(rules->loaded_at_ms());
+  w.bulk("last-error");
+  w.bulk(rules->last_error());
+  w.bulk("rules");
+  w.array(lines.size());
+  for (const std::string& l : lines) w.bulk(l);
 }
 
 }  // namespace fg

@@ -19,6 +19,7 @@ void encode_forwarded(const Request& r, std::string_view holder, forward::Forwar
     s->set_c_ns(r.spec.c);
     s->set_sync(r.spec.sync);
     s->set_on_unavailable(static_cast<uint32_t>(r.spec.on_unavailable));
+    s->set_count_denied(r.spec.count_denied);
   }
   out.set_cost(r.cost);
   out.set_ttl_ms(r.ttl_ms);
@@ -80,6 +81,7 @@ Result<Request> decode_forwarded(const forward::ForwardedRequest& in,
     r.spec = LimitSpec::make(is_limiter(kind) ? kind : Kind::kNone, s.a(), s.b(), s.c_ns());
     r.spec.sync = s.sync();
     r.spec.on_unavailable = static_cast<FailMode>(s.on_unavailable());
+    r.spec.count_denied = s.count_denied();
     if (const char* why = validate(r.spec)) return Error{why};
   }
   return r;

@@ -35,6 +35,7 @@ class TlsContexts;
 class PolicyStore;
 class ScriptEngine;
 class Snapshotter;
+class RlsRules;
 
 constexpr int64_t kDefaultForwardTimeoutMs = 5000;
 
@@ -112,6 +113,7 @@ struct Services {
   ScriptEngine* scripts = nullptr;   // null: EVAL and SCRIPT are refused
   AclBook* acl = nullptr;            // the users (always set)
   Snapshotter* snapshots = nullptr;  // null: no `dir`, state is not saved (SAVE is refused)
+  RlsRules* rls = nullptr;           // the gateway door's rules (FG.RLS); null: no rls-config
   // SHUTDOWN: asks the node to stop as SIGTERM does (saving first when `save`); null: refused.
   std::function<void(bool save)> shutdown;
   // ACL LOAD: reads the users file again (or why not); empty: no ACL file.

@@ -1,0 +1,458 @@
+// ShouldRateLimit: descriptors -> limits (rls_config) -> Requests -> the core -> statuses.
+#include "rls_door.hpp"
+
+#include <grpcpp/grpcpp.h>
+#include <grpcpp/health_check_service_interface.h>
+#include <spdlog/spdlog.h>
+
+#include <algorithm>
+#include <deque>
+#include <limits>
+
+#include "command_table.hpp"
+#include "envoy/service/ratelimit/v3/rls.grpc.pb.h"
+#include "errors.hpp"
+#include "key_table.hpp"
+#include "request_job.hpp"
+#include "rls_config.hpp"
+#include "services.hpp"
+
+namespace fg {
+
+namespace rls = envoy::service::ratelimit::v3;
+using RlsCode = rls::RateLimitResponse::Code;
+
+namespace {
+
+// Upstream's NEAR_LIMIT_RATIO: a hit past this share of the limit is "near" it.
+constexpr double kNearLimitRatio = 0.8;
+// Bounds on one call (a gateway sends a few descriptors of a few entries each).
+constexpr int kMaxDescriptors = 1024;
+constexpr int kMaxEntries = 64;
+constexpr int kMaxReceiveBytes = 1 << 20;
+// Where the door's counters live in the keyspace (ACL key patterns can fence them).
+constexpr std::string_view kKeyPrefix = "rls:";
+
+bool rate_kind(Kind k) {
+  return k == Kind::kTokenBucket || k == Kind::kGcra || k == Kind::kFixedWindow ||
+         k == Kind::kSlidingLog || k == Kind::kSlidingWindow || k == Kind::kCalendarWindow;
+}
+
+// The unit a policy's period is, when it is exactly one (else unknown).
+RlsUnit unit_of_period(int64_t ns) {
+  for (RlsUnit u : {RlsUnit::kSecond, RlsUnit::kMinute, RlsUnit::kHour, RlsUnit::kDay,
+                    RlsUnit::kWeek, RlsUnit::kMonth, RlsUnit::kYear}) {
+    if (rls_unit_seconds(u) * 1'000'000'000 == ns) return u;
+  }
+  return RlsUnit::kUnknown;
+}
+
+}  // namespace
+
+// One call on its way: what each descriptor matched and where its outcome will be.
+struct RlsCall {
+  grpc::ServerUnaryReactor* reactor = nullptr;
+  const rls::RateLimitRequest* req = nullptr;
+  rls::RateLimitResponse* resp = nullptr;
+  std::shared_ptr<const RlsConfig> cfg;
+  std::shared_ptr<const AclUser> user;
+  FailMode mode = FailMode::kError;
+  struct Item {
+    const RlsLimit* limit = nullptr;  // null: OK without current_limit
+    RlsLimit own;                     // the caller's override, or a policy's resolved view
+    RlsStats* stats = nullptr;
+    bool unlimited = false;
+    uint64_t hits = 1;
+    int job = -1;            // its request's index, or -1: answered here
+    LimitSpec spec;          // what it was asked with
+    bool zero_limit = false;  // requests_per_unit 0: over, whatever the count
+  };
+  std::vector<Item> items;
+  std::deque<std::string> keys;  // the requests' keys
+  std::vector<Request> requests;
+};
+
+class RlsDoor::Service final : public rls::RateLimitService::CallbackService {
+ public:
+  Service(Services& svc, RlsRules& rules, const RlsDoorOptions& options)
+      : svc_(svc), rules_(rules), options_(options) {}
+
+  grpc::ServerUnaryReactor* ShouldRateLimit(grpc::CallbackServerContext* ctx,
+                                            const rls::RateLimitRequest* req,
+                                            rls::RateLimitResponse* resp) override {
+    grpc::ServerUnaryReactor* reactor = ctx->DefaultReactor();
+    auto call = std::make_shared<RlsCall>();
+    call->reactor = reactor;
+    call->req = req;
+    call->resp = resp;
+    grpc::Status bad = prepare(*call);
+    if (!bad.ok()) {
+      rules_.stats().invalid.fetch_add(1, std::memory_order_relaxed);
+      reactor->Finish(bad);
+      return reactor;
+    }
+    if (call->requests.empty()) {
+      std::vector<Outcome> none;
+      answer(*call, none);
+      return reactor;
+    }
+    Door door;
+    door.mode = RouteMode::kForward;
+    std::vector<Request> requests = std::move(call->requests);
+    RequestJob::start(svc_, svc_.lane(), std::move(requests), door, call,
+                      [this, call](std::vector<Outcome>& outcomes) { answer(*call, outcomes); });
+    return reactor;
+  }
+
+ private:
+  // The user the door acts as, looked up again when the users change.
+  std::shared_ptr<const AclUser> user() {
+    std::lock_guard lock(user_mu_);
+    if (!user_ || user_version_ != svc_.acl->version()) {
+      user_version_ = svc_.acl->version();
+      user_ = svc_.acl->find(options_.user);
+    }
+    return user_;
+  }
+
+  grpc::Status prepare(RlsCall& c) {
+    const rls::RateLimitRequest& req = *c.req;
+    if (req.domain().empty()) {
+      return {grpc::StatusCode::INVALID_ARGUMENT, "rate limit domain must not be empty"};
+    }
+    if (req.descriptors().empty()) {
+      return {grpc::StatusCode::INVALID_ARGUMENT,
+              "rate limit descriptor list must not be empty"};
+    }
+    if (req.descriptors_size() > kMaxDescriptors) {
+      return {grpc::StatusCode::INVALID_ARGUMENT,
+              "too many descriptors: at most " + std::to_string(kMaxDescriptors)};
+    }
+    c.user = user();
+    if (!c.user || !c.user->enabled()) {
+      return {grpc::StatusCode::PERMISSION_DENIED,
+              "the rls-user '" + options_.user + "' does not exist or is disabled"};
+    }
+    c.cfg = rules_.get();
+    const RlsDomain* domain = c.cfg->domain(req.domain());
+    if (domain) c.mode = domain->on_unavailable;
+    std::shared_ptr<const PolicySet> policies;
+    c.items.resize(req.descriptors_size());
+    std::vector<RlsEntry> entries;
+    std::vector<std::string> replaced;
+    for (int i = 0; i < req.descriptors_size(); ++i) {
+      const auto& d = req.descriptors(i);
+      RlsCall::Item& it = c.items[i];
+      if (d.entries_size() > kMaxEntries) {
+        return {grpc::StatusCode::INVALID_ARGUMENT,
+                "too many entries in descriptor " + std::to_string(i) + ": at most " +
+                    std::to_string(kMaxEntries)};
+      }
+      entries.clear();
+      for (const auto& e : d.entries()) entries.push_back({e.key(), e.value()});
+      it.hits = d.has_hits_addend() ? d.hits_addend().value()
+                                    : std::max<uint64_t>(1, req.hits_addend());
+      if (it.hits > static_cast<uint64_t>(kMaxCount)) {
+        return {grpc::StatusCode::INVALID_ARGUMENT,
+                "hits_addend of descriptor " + std::to_string(i) + " is too large"};
+      }
+      std::string counter;
+      if (d.has_limit()) {
+        // The caller's own limit: never shadow, counted under the descriptor's key.
+        const int unit = d.limit().unit();
+        if (unit < 1 || unit > 6) {
+          return {grpc::StatusCode::INVALID_ARGUMENT,
+                  "descriptor " + std::to_string(i) + " has a limit override without a unit"};
+        }
+        it.own.requests_per_unit = d.limit().requests_per_unit();
+        it.own.unit = static_cast<RlsUnit>(unit);
+        std::string stats_key(req.domain());
+        counter.assign(req.domain()).append("_");
+        for (const RlsEntry& e : entries) {
+          stats_key.append(stats_key.size() == req.domain().size() ? "." : ".").append(e.key);
+          if (!e.value.empty()) stats_key.append("_").append(e.value);
+          counter.append(e.key).append("_").append(e.value).append("_");
+        }
+        it.own.full_key = stats_key;
+        it.stats = rules_.stats().get(stats_key, rules_.stats().get(std::string(req.domain()) +
+                                                                     ".(limit override)"));
+        it.limit = &it.own;
+      } else {
+        RlsMatch m = c.cfg->match(req.domain(), entries, rules_.stats());
+        if (!m.limit) continue;
+        for (const std::string& r : m.limit->replaces) replaced.push_back(r);
+        if (m.limit->unlimited) {
+          it.unlimited = true;
+          continue;
+        }
+        it.limit = m.limit;
+        it.stats = m.stats;
+        counter = std::move(m.counter);
+      }
+      // The counter's key: upstream's cache key without the window's start (the window is
+      // the limiter's), with the unit (a changed unit is a new counter, as upstream's).
+      std::string key(kKeyPrefix);
+      key += counter;
+      const RlsLimit& l = *it.limit;
+      if (!l.policy.empty()) {
+        if (!policies) policies = svc_.policies->snapshot();
+        key += "policy:" + l.policy;
+        auto spec = policies->resolve(key, l.policy);
+        if (!spec.ok()) {
+          return {grpc::StatusCode::FAILED_PRECONDITION,
+                  l.full_key + ": " + std::string(spec.error())};
+        }
+        if (!rate_kind(spec->kind)) {
+          return {grpc::StatusCode::FAILED_PRECONDITION,
+                  l.full_key + ": policy '" + l.policy + "' is not a rate limit"};
+        }
+        it.spec = *spec;
+        it.spec.shadow = it.spec.shadow || l.shadow;
+      } else {
+        key += std::to_string(rls_unit_seconds(l.unit));
+        if (l.requests_per_unit == 0) {
+          it.zero_limit = true;
+          continue;
+        }
+        it.spec = LimitSpec::window(Kind::kFixedWindow, l.requests_per_unit,
+                                    rls_unit_seconds(l.unit) * 1'000'000'000);
+        it.spec.count_denied = true;
+        it.spec.shadow = l.shadow;
+      }
+      it.spec.on_unavailable = c.mode;
+      if (key.size() > kMaxKeyLen) {
+        return {grpc::StatusCode::INVALID_ARGUMENT,
+                "descriptor " + std::to_string(i) + " is too long (its key, values and domain "
+                "together at most " + std::to_string(kMaxKeyLen - kKeyPrefix.size() - 32) +
+                " bytes)"};
+      }
+      it.job = 0;  // (numbered below, once replaces are known)
+      c.keys.push_back(std::move(key));
+    }
+    // A limit another matched limit replaces is dropped (OK, without current_limit).
+    size_t key_index = 0;
+    for (RlsCall::Item& it : c.items) {
+      if (it.job < 0) continue;
+      const std::string& key = c.keys[key_index++];
+      if (!it.limit->name.empty() &&
+          std::find(replaced.begin(), replaced.end(), it.limit->name) != replaced.end()) {
+        it.job = -1;
+        it.limit = nullptr;
+        continue;
+      }
+      if (!c.user->unrestricted() && !c.user->key_allowed(key, true, true)) {
+        return {grpc::StatusCode::PERMISSION_DENIED,
+                "the rls-user '" + options_.user + "' has no permissions to access the '" + key +
+                    "' key"};
+      }
+      Request r;
+      r.verb = it.hits == 0 ? Verb::kPeek : Verb::kTake;
+      r.metric = kRlsCommandId;
+      r.key = key;
+      r.spec = it.spec;
+      r.cost = static_cast<int64_t>(it.hits);
+      r.asker = c.user.get();
+      r.command = it.hits == 0 ? "fg.peek" : "fg.take";
+      it.job = static_cast<int>(c.requests.size());
+      c.requests.push_back(r);
+    }
+    return grpc::Status::OK;
+  }
+
+  // Upstream's counters for one decision: `before` and `after` the hits, against `limit`.
+  static void count(RlsStats& s, uint64_t limit, uint64_t before, uint64_t after, uint64_t hits,
+                    bool over, bool shadow) {
+    const auto near = static_cast<uint64_t>(static_cast<double>(static_cast<float>(limit) *
+                                                                static_cast<float>(kNearLimitRatio)));
+    s.total_hits.fetch_add(hits, std::memory_order_relaxed);
+    if (over) {
+      if (before >= limit) {
+        s.over_limit.fetch_add(hits, std::memory_order_relaxed);
+      } else {
+        s.over_limit.fetch_add(after - limit, std::memory_order_relaxed);
+        s.near_limit.fetch_add(limit - std::max(near, before), std::memory_order_relaxed);
+      }
+      if (shadow) {
+        s.shadow_mode.fetch_add(before >= limit ? hits : after - limit, std::memory_order_relaxed);
+      }
+    } else {
+      if (after > near) {
+        s.near_limit.fetch_add(before >= near ? hits : after - near, std::memory_order_relaxed);
+      }
+      s.within_limit.fetch_add(hits, std::memory_order_relaxed);
+    }
+  }
+
+  static void set_limit(rls::RateLimitResponse::DescriptorStatus& st, const RlsLimit& l,
+                        uint32_t rpu, RlsUnit unit) {
+    auto* cl = st.mutable_current_limit();
+    cl->set_requests_per_unit(rpu);
+    cl->set_unit(static_cast<rls::RateLimitResponse::RateLimit::Unit>(unit));
+    if (!l.name.empty()) cl->set_name(l.name);
+  }
+
+  void answer(RlsCall& c, std::vector<Outcome>& outcomes) {
+    rls::RateLimitResponse& resp = *c.resp;
+    const int64_t now_s = svc_.clock->now_ns() / 1'000'000'000;
+    int failed = 0, quota_total = 0, quota_failed = 0;
+    const rls::RateLimitResponse::DescriptorStatus* nearest = nullptr;
+    uint32_t nearest_remaining = std::numeric_limits<uint32_t>::max();
+    for (RlsCall::Item& it : c.items) {
+      auto& st = *resp.add_statuses();
+      st.set_code(rls::RateLimitResponse::OK);
+      if (it.unlimited) {
+        st.set_limit_remaining(std::numeric_limits<uint32_t>::max());
+        continue;
+      }
+      if (!it.limit) continue;
+      const RlsLimit& l = *it.limit;
+      bool over = false;
+      uint32_t rpu = l.requests_per_unit;
+      RlsUnit unit = l.unit;
+      int64_t reset_s = 0;
+      if (it.zero_limit) {
+        over = true;
+        if (it.stats) count(*it.stats, 0, 0, it.hits, it.hits, true, l.shadow);
+        reset_s = rls_unit_seconds(unit) - now_s % rls_unit_seconds(unit);
+      } else {
+        const Outcome& o = outcomes[static_cast<size_t>(it.job)];
+        if (!o.ok()) {
+          rules_.stats().unavailable.fetch_add(
+              o.code == Code::kTryAgain || o.code == Code::kClusterDown ? 1 : 0,
+              std::memory_order_relaxed);
+          return c.reactor->Finish(status_of(o));
+        }
+        const Decision& d = o.decision;
+        if (!l.policy.empty()) {
+          rpu = static_cast<uint32_t>(std::clamp<int64_t>(d.limit, 0, UINT32_MAX));
+          unit = unit_of_period(it.spec.c);
+          reset_s = (d.reset_after_ns + 999'999'999) / 1'000'000'000;
+        } else {
+          const int64_t us = rls_unit_seconds(unit);
+          reset_s = us - now_s % us;
+        }
+        if (o.unavailable == FailMode::kOpen) {
+          set_limit(st, l, rpu, unit);
+          st.mutable_duration_until_reset()->set_seconds(reset_s);
+          continue;
+        }
+        over = !d.allowed || o.shadow_denied;
+        const int64_t limit = d.limit;
+        const int64_t after = std::max<int64_t>(0, limit - d.remaining);
+        const int64_t before = std::max<int64_t>(0, after - static_cast<int64_t>(it.hits));
+        if (it.stats) {
+          count(*it.stats, static_cast<uint64_t>(limit), static_cast<uint64_t>(before),
+                static_cast<uint64_t>(after), it.hits, over, l.shadow || it.spec.shadow);
+        }
+        st.set_limit_remaining(
+            static_cast<uint32_t>(std::clamp<int64_t>(d.remaining, 0, UINT32_MAX)));
+      }
+      set_limit(st, l, rpu, unit);
+      st.mutable_duration_until_reset()->set_seconds(reset_s);
+      const bool shadow = l.shadow || it.spec.shadow;
+      if (over && !shadow) st.set_code(rls::RateLimitResponse::OVER_LIMIT);
+      if (l.quota) ++quota_total;
+      if (st.code() == rls::RateLimitResponse::OVER_LIMIT) {
+        if (l.quota) {
+          ++quota_failed;
+        } else {
+          ++failed;
+          nearest = &st;
+          nearest_remaining = 0;
+        }
+      } else if (st.limit_remaining() < nearest_remaining) {
+        nearest = &st;
+        nearest_remaining = st.limit_remaining();
+      }
+    }
+    const bool over = failed > 0 || (quota_total > 0 && quota_total == quota_failed);
+    resp.set_overall_code(over ? rls::RateLimitResponse::OVER_LIMIT : rls::RateLimitResponse::OK);
+    (over ? rules_.stats().over_limit : rules_.stats().ok).fetch_add(1, std::memory_order_relaxed);
+    if (options_.response_headers && nearest) {
+      auto add = [&](const char* name, uint64_t v) {
+        auto* h = resp.add_response_headers_to_add();
+        h->set_key(name);
+        h->set_value(std::to_string(v));
+      };
+      add("RateLimit-Limit", nearest->current_limit().requests_per_unit());
+      add("RateLimit-Remaining", nearest->limit_remaining());
+      add("RateLimit-Reset", static_cast<uint64_t>(nearest->duration_until_reset().seconds()));
+    }
+    c.reactor->Finish(grpc::Status::OK);
+  }
+
+  static grpc::Status status_of(const Outcome& o) {
+    const std::string text(o.error);
+    switch (o.code) {
+      case Code::kTryAgain:
+      case Code::kClusterDown:
+      case Code::kNotReplicated:
+        return {grpc::StatusCode::UNAVAILABLE, text};
+      case Code::kWrongType:
+        return {grpc::StatusCode::FAILED_PRECONDITION, text};
+      case Code::kKeyLimit:
+        return {grpc::StatusCode::RESOURCE_EXHAUSTED, text};
+      default:
+        if (text.rfind("NOPERM", 0) == 0) return {grpc::StatusCode::PERMISSION_DENIED, text};
+        return {grpc::StatusCode::INTERNAL, text};
+    }
+  }
+
+  Services& svc_;
+  RlsRules& rules_;
+  const RlsDoorOptions& options_;
+  std::mutex user_mu_;
+  std::shared_ptr<const AclUser> user_;
+  uint64_t user_version_ = 0;
+};
+
+RlsDoor::RlsDoor(Services& svc, RlsRules& rules, RlsDoorOptions options)
+    : svc_(svc), rules_(rules), options_(std::move(options)) {}
+
+RlsDoor::~RlsDoor() { stop(); }
+
+Status RlsDoor::start(const std::string& host, int port) {
+  service_ = std::make_unique<Service>(svc_, rules_, options_);
+  grpc::EnableDefaultHealthCheckService(true);
+  grpc::ServerBuilder b;
+  std::shared_ptr<grpc::ServerCredentials> creds = grpc::InsecureServerCredentials();
+  if (!options_.cert_pem.empty()) {
+    grpc::SslServerCredentialsOptions o(
+        options_.require_client_cert
+            ? GRPC_SSL_REQUEST_AND_REQUIRE_CLIENT_CERTIFICATE_AND_VERIFY
+            : (options_.ca_pem.empty() ? GRPC_SSL_DONT_REQUEST_CLIENT_CERTIFICATE
+                                       : GRPC_SSL_REQUEST_CLIENT_CERTIFICATE_AND_VERIFY));
+    o.pem_root_certs = options_.ca_pem;
+    o.pem_key_cert_pairs.push_back({options_.key_pem, options_.cert_pem});
+    creds = grpc::SslServerCredentials(o);
+  }
+  const std::string addr =
+      (host.find(':') != std::string::npos ? "[" + host + "]" : host) + ":" + std::to_string(port);
+  b.AddListeningPort(addr, creds, &port_);
+  b.RegisterService(service_.get());
+  b.SetMaxReceiveMessageSize(kMaxReceiveBytes);
+  server_ = b.BuildAndStart();
+  if (!server_ || port_ == 0) {
+    server_.reset();
+    return Error{"cannot listen on " + addr};
+  }
+  set_serving(false);
+  return {};
+}
+
+void RlsDoor::set_serving(bool serving) {
+  serving_ = serving;
+  if (!server_) return;
+  if (auto* h = server_->GetHealthCheckService()) {
+    h->SetServingStatus(serving);  // (every service name, and "")
+  }
+}
+
+void RlsDoor::stop() {
+  if (!server_) return;
+  set_serving(false);
+  server_->Shutdown(std::chrono::system_clock::now() + std::chrono::milliseconds(500));
+  server_.reset();
+}
+
+}  // namespace fg

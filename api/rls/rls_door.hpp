@@ -1,0 +1,58 @@
+// The gateway door: Envoy's external rate-limit service
+// (envoy.service.ratelimit.v3.RateLimitService/ShouldRateLimit) over gRPC, with
+// grpc.health.v1.Health beside it. Each call's descriptors are matched against the loaded
+// envoyproxy/ratelimit configuration (rls_config), decoded into Requests for the request
+// core — routed, forwarded, replicated and failed over like every other door's — and the
+// outcomes encoded as a RateLimitResponse. gRPC's callback API: no thread per call; the
+// core's work runs on the node's I/O lanes.
+#pragma once
+#include <memory>
+#include <string>
+
+#include "result.hpp"
+
+namespace grpc {
+class Server;
+}  // namespace grpc
+
+namespace fg {
+
+struct Services;
+class RlsRules;
+
+struct RlsDoorOptions {
+  // RateLimit-Limit, RateLimit-Remaining, RateLimit-Reset in response_headers_to_add
+  // (upstream's LIMIT_RESPONSE_HEADERS_ENABLED), from the descriptor nearest its limit.
+  bool response_headers = false;
+  // The ACL user whose rights the door's requests run with (its keys are "rls:...").
+  std::string user = "default";
+  // TLS: PEM texts; empty cert: plain.
+  std::string cert_pem, key_pem, ca_pem;
+  bool require_client_cert = false;
+};
+
+class RlsDoor {
+ public:
+  RlsDoor(Services& svc, RlsRules& rules, RlsDoorOptions options);
+  ~RlsDoor();
+  // Listens on `host`:`port` (0: a free port); or why not.
+  Status start(const std::string& host, int port);
+  int port() const { return port_; }
+  // What grpc.health.v1.Health answers: SERVING or NOT_SERVING.
+  void set_serving(bool serving);
+  bool serving() const { return serving_; }
+  void stop();  // refuses new calls, lets the ones running finish (briefly)
+
+  class Service;
+
+ private:
+  Services& svc_;
+  RlsRules& rules_;
+  RlsDoorOptions options_;
+  std::unique_ptr<Service> service_;
+  std::unique_ptr<grpc::Server> server_;
+  int port_ = 0;
+  bool serving_ = false;
+};
+
+}  // namespace fg
