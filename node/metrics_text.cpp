@@ -3,6 +3,7 @@
 #include "cluster.hpp"
 #include "command_table.hpp"
 #include "request_metrics.hpp"
+#include "rls_config.hpp"
 #include "script_engine.hpp"
 #include "services.hpp"
 #include "snapshotter.hpp"
@@ -232,6 +233,44 @@ std::string AdminHttp::metrics() const {
         static_cast<double>(svc_.clock->now_ns() / 1'000'000 - svc_.settings.start_ms) / 1e3);
   t.family("floodgate_build_info", "gauge", "Version of this node");
   t.sample("floodgate_build_info", label("version", svc_.settings.version), 1);
+  if (svc_.rls) {
+    RlsStatsBook& b = svc_.rls->stats();
+    t.family("floodgate_rls_requests_total", "counter",
+             "ShouldRateLimit calls the gateway door answered, by outcome");
+    t.sample("floodgate_rls_requests_total", label("code", "ok"), load(b.ok));
+    t.sample("floodgate_rls_requests_total", label("code", "over_limit"), load(b.over_limit));
+    t.sample("floodgate_rls_requests_total", label("code", "unavailable"), load(b.unavailable));
+    t.sample("floodgate_rls_requests_total", label("code", "invalid"), load(b.invalid));
+    t.family("floodgate_rls_config_loads_total", "counter",
+             "rls-config loads, by result (a refused one keeps the rules in force)");
+    t.sample("floodgate_rls_config_loads_total", label("result", "success"),
+             load(b.config_load_success));
+    t.sample("floodgate_rls_config_loads_total", label("result", "error"),
+             load(b.config_load_error));
+    // Upstream's five counters per descriptor (envoyproxy/ratelimit's stats, by the same names).
+    static constexpr std::pair<const char*, const char*> kStats[] = {
+        {"floodgate_rls_total_hits_total", "Hits each descriptor counted"},
+        {"floodgate_rls_over_limit_total", "Hits past the descriptor's limit"},
+        {"floodgate_rls_near_limit_total", "Hits past 80% of the descriptor's limit"},
+        {"floodgate_rls_within_limit_total", "Hits within the descriptor's limit"},
+        {"floodgate_rls_shadow_mode_total", "Hits past a shadow-mode limit (allowed)"}};
+    std::string lines[5];
+    b.each([&](const std::string& domain, const std::string& descriptor, const RlsStats& s) {
+      const std::string l = label("domain", domain) + "," + label("descriptor", descriptor);
+      const std::atomic<uint64_t>* v[5] = {&s.total_hits, &s.over_limit, &s.near_limit,
+                                           &s.within_limit, &s.shadow_mode};
+      for (int i = 0; i < 5; ++i) {
+        char buf[32];
+        std::snprintf(buf, sizeof buf, " %llu\n",
+                      static_cast<unsigned long long>(v[i]->load(std::memory_order_relaxed)));
+        lines[i] += std::string(kStats[i].first) + "{" + l + "}" + buf;
+      }
+    });
+    for (int i = 0; i < 5; ++i) {
+      t.family(kStats[i].first, "counter", kStats[i].second);
+      t.str() += lines[i];
+    }
+  }
   if (!svc_.routing) return t.str();
 
   auto rt = svc_.routing->get();

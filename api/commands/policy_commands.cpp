@@ -208,7 +208,10 @@ void cmd_fg_rls(CommandContext& s, Args& a) {
   }
   if (!arity(s, a, 2, 2)) return;
   if (!rules || rules->path().empty()) return s.local().error(err::kNoRlsConfig);
-  if (!config) return reply_status(s, rules->reload());
+  if (!config) {
+    const Status st = rules->reload();
+    return st.ok() ? s.local().ok() : s.local().error("ERR " + st.error());
+  }
   auto cfg = rules->get();
   const std::vector<std::string> lines = cfg->describe();
   RespWriter w = s.local();

@@ -68,17 +68,20 @@ RlsUnit rls_unit_from_name(std::string_view name) {
   return RlsUnit::kUnknown;
 }
 
-RlsStats* RlsStatsBook::get(const std::string& key, RlsStats* fallback) {
+RlsStats* RlsStatsBook::get(std::string_view domain, std::string_view descriptor,
+                            RlsStats* fallback) {
+  std::pair<std::string, std::string> key(domain, descriptor);
   std::lock_guard lock(mu_);
   auto it = stats_.find(key);
   if (it != stats_.end()) return it->second.get();
   if (stats_.size() >= kMaxKeys && fallback) return fallback;
-  return stats_.emplace(key, std::make_unique<RlsStats>()).first->second.get();
+  return stats_.emplace(std::move(key), std::make_unique<RlsStats>()).first->second.get();
 }
 
-void RlsStatsBook::each(const std::function<void(const std::string&, const RlsStats&)>& f) const {
+void RlsStatsBook::each(const std::function<void(const std::string&, const std::string&,
+                                                 const RlsStats&)>& f) const {
   std::lock_guard lock(mu_);
-  for (const auto& [k, s] : stats_) f(k, *s);
+  for (const auto& [k, s] : stats_) f(k.first, k.second, *s);
 }
 
 namespace {
@@ -174,8 +177,8 @@ const YAML::Node* list_of_maps(const YAML::Node& n) {
   return &n;
 }
 
-void load_descriptors(RlsNode& into, const std::string& parent_key, const YAML::Node& list,
-                      RlsStatsBook& book) {
+void load_descriptors(RlsNode& into, const std::string& domain, const std::string& parent_key,
+                      const YAML::Node& list, RlsStatsBook& book) {
   const YAML::Node* seq = list_of_maps(list);
   if (!seq) return;
   for (const YAML::Node& d : *seq) {
@@ -227,7 +230,7 @@ void load_descriptors(RlsNode& into, const std::string& parent_key, const YAML::
       node->limit->quota = boolean(d["quota_mode"], "quota_mode");
       node->limit->detailed_metric = boolean(d["detailed_metric"], "detailed_metric");
       node->limit->full_key = full_key;
-      node->limit->stats = book.get(full_key);
+      node->limit->stats = book.get(domain, std::string_view(full_key).substr(domain.size() + 1));
     }
     node->share_threshold = boolean(d["share_threshold"], "share_threshold");
     node->value_to_metric = boolean(d["value_to_metric"], "value_to_metric");
@@ -249,7 +252,7 @@ void load_descriptors(RlsNode& into, const std::string& parent_key, const YAML::
       w.parts.push_back(final_key.substr(from));
       into.wildcards.push_back(std::move(w));
     }
-    load_descriptors(*node, full_key + ".", d["descriptors"], book);
+    load_descriptors(*node, domain, full_key + ".", d["descriptors"], book);
     into.children.emplace(final_key, std::move(node));
   }
 }
@@ -320,7 +323,7 @@ Status load_rls_yaml(RlsConfig& cfg, const std::string& name, const std::string&
     } else if (!mode.empty() && mode != "error") {
       throw ConfigError{"on_unavailable must be error or fail_open, not '" + mode + "'"};
     }
-    load_descriptors(d.root, domain + ".", root["descriptors"], book);
+    load_descriptors(d.root, domain, domain + ".", root["descriptors"], book);
     cfg.domains.emplace(domain, std::move(d));
     cfg.files.push_back(name);
     return {};
@@ -416,12 +419,12 @@ RlsMatch RlsConfig::match(std::string_view domain_name, const std::vector<RlsEnt
   }
   m.stats = m.limit->stats;
   if (m.limit->detailed_metric) {
-    std::string key(domain_name);
+    std::string key;
     for (size_t i = 0; i < entries.size(); ++i) {
-      key.append(".").append(entries[i].key).append("_");
+      key.append(i ? "." : "").append(entries[i].key).append("_");
       key.append(shared[i].empty() ? entries[i].value : shared[i]);
     }
-    m.stats = book.get(key, m.limit->stats);
+    m.stats = book.get(domain_name, key, m.limit->stats);
   }
   return m;
 }

@@ -45,23 +45,25 @@ struct RlsStats {
   std::atomic<uint64_t> shadow_mode{0};
 };
 
-// Every descriptor's counters by their key ("domain.key_value.key2"), for /metrics. A
+// Every descriptor's counters by domain and descriptor ("key_value.key2"), for /metrics. A
 // detailed_metric descriptor names one per request value: past kMaxKeys keys the new ones
 // are counted under their rule's own key instead, so no caller can grow it without bound.
 class RlsStatsBook {
  public:
   static constexpr size_t kMaxKeys = 10'000;
-  // The counters of `key`; `fallback` (may be null) once the book is full.
-  RlsStats* get(const std::string& key, RlsStats* fallback = nullptr);
-  // Each key with its counters, in key order.
-  void each(const std::function<void(const std::string&, const RlsStats&)>& f) const;
+  // The counters of `descriptor` in `domain`; `fallback` (may be null) once the book is full.
+  RlsStats* get(std::string_view domain, std::string_view descriptor,
+                RlsStats* fallback = nullptr);
+  // Each domain and descriptor with its counters, in order.
+  void each(const std::function<void(const std::string& domain, const std::string& descriptor,
+                                     const RlsStats&)>& f) const;
   // Requests the door answered, by outcome, and configuration loads.
   std::atomic<uint64_t> ok{0}, over_limit{0}, unavailable{0}, invalid{0};
   std::atomic<uint64_t> config_load_success{0}, config_load_error{0};
 
  private:
   mutable std::mutex mu_;
-  std::map<std::string, std::unique_ptr<RlsStats>, std::less<>> stats_;
+  std::map<std::pair<std::string, std::string>, std::unique_ptr<RlsStats>> stats_;
 };
 
 // A descriptor's `rate_limit` (or the caller's override, or a Floodgate policy).

@@ -52,8 +52,11 @@ RlsUnit unit_of_period(int64_t ns) {
 // One call on its way: what each descriptor matched and where its outcome will be.
 struct RlsCall {
   grpc::ServerUnaryReactor* reactor = nullptr;
-  const rls::RateLimitRequest* req = nullptr;
-  rls::RateLimitResponse* resp = nullptr;
+  rls::RateLimitRequest request;
+  rls::RateLimitResponse response;
+  const rls::RateLimitRequest* req = &request;
+  rls::RateLimitResponse* resp = &response;
+  grpc::ByteBuffer* out = nullptr;  // the response, serialized
   std::shared_ptr<const RlsConfig> cfg;
   std::shared_ptr<const AclUser> user;
   FailMode mode = FailMode::kError;
@@ -72,19 +75,29 @@ struct RlsCall {
   std::vector<Request> requests;
 };
 
-class RlsDoor::Service final : public rls::RateLimitService::CallbackService {
+// The method takes raw bytes: a request that is no RateLimitRequest gets INVALID_ARGUMENT
+// (gRPC's own parsing would answer UNIMPLEMENTED, as if the method did not exist).
+class RlsDoor::Service final
+    : public rls::RateLimitService::WithRawCallbackMethod_ShouldRateLimit<
+          rls::RateLimitService::Service> {
  public:
   Service(Services& svc, RlsRules& rules, const RlsDoorOptions& options)
       : svc_(svc), rules_(rules), options_(options) {}
 
   grpc::ServerUnaryReactor* ShouldRateLimit(grpc::CallbackServerContext* ctx,
-                                            const rls::RateLimitRequest* req,
-                                            rls::RateLimitResponse* resp) override {
+                                            const grpc::ByteBuffer* in,
+                                            grpc::ByteBuffer* out) override {
     grpc::ServerUnaryReactor* reactor = ctx->DefaultReactor();
     auto call = std::make_shared<RlsCall>();
     call->reactor = reactor;
-    call->req = req;
-    call->resp = resp;
+    call->out = out;
+    grpc::ByteBuffer bytes(*in);
+    if (!grpc::SerializationTraits<rls::RateLimitRequest>::Deserialize(&bytes, &call->request)
+             .ok()) {
+      rules_.stats().invalid.fetch_add(1, std::memory_order_relaxed);
+      reactor->Finish({grpc::StatusCode::INVALID_ARGUMENT, "the request is not a RateLimitRequest"});
+      return reactor;
+    }
     grpc::Status bad = prepare(*call);
     if (!bad.ok()) {
       rules_.stats().invalid.fetch_add(1, std::memory_order_relaxed);
@@ -166,16 +179,16 @@ class RlsDoor::Service final : public rls::RateLimitService::CallbackService {
         }
         it.own.requests_per_unit = d.limit().requests_per_unit();
         it.own.unit = static_cast<RlsUnit>(unit);
-        std::string stats_key(req.domain());
+        std::string stats_key;
         counter.assign(req.domain()).append("_");
         for (const RlsEntry& e : entries) {
-          stats_key.append(stats_key.size() == req.domain().size() ? "." : ".").append(e.key);
+          stats_key.append(stats_key.empty() ? "" : ".").append(e.key);
           if (!e.value.empty()) stats_key.append("_").append(e.value);
           counter.append(e.key).append("_").append(e.value).append("_");
         }
-        it.own.full_key = stats_key;
-        it.stats = rules_.stats().get(stats_key, rules_.stats().get(std::string(req.domain()) +
-                                                                     ".(limit override)"));
+        it.own.full_key = req.domain() + "." + stats_key;
+        it.stats = rules_.stats().get(req.domain(), stats_key,
+                                      rules_.stats().get(req.domain(), "(limit override)"));
         it.limit = &it.own;
       } else {
         RlsMatch m = c.cfg->match(req.domain(), entries, rules_.stats());
@@ -378,7 +391,9 @@ class RlsDoor::Service final : public rls::RateLimitService::CallbackService {
       add("RateLimit-Remaining", nearest->limit_remaining());
       add("RateLimit-Reset", static_cast<uint64_t>(nearest->duration_until_reset().seconds()));
     }
-    c.reactor->Finish(grpc::Status::OK);
+    bool own = false;
+    grpc::Status st = grpc::SerializationTraits<rls::RateLimitResponse>::Serialize(resp, c.out, &own);
+    c.reactor->Finish(st);
   }
 
   static grpc::Status status_of(const Outcome& o) {
@@ -444,7 +459,8 @@ void RlsDoor::set_serving(bool serving) {
   serving_ = serving;
   if (!server_) return;
   if (auto* h = server_->GetHealthCheckService()) {
-    h->SetServingStatus(serving);  // (every service name, and "")
+    h->SetServingStatus("", serving);  // (the server as a whole)
+    h->SetServingStatus(rls::RateLimitService::service_full_name(), serving);
   }
 }
 

@@ -43,6 +43,29 @@ TEST(FixedWindow, ReportsResetAndRetryAtWindowEnd) {
   EXPECT_TRUE(fixed_window_take(st, spec, 1, kT0 + 10 * kS, false).allowed);
 }
 
+// envoyproxy/ratelimit's counting (the gateway door): a denied hit is counted too, so a
+// large hit past the limit keeps the window closed for small ones; a check of 0 consumes
+// nothing; all of it ends with the window.
+TEST(FixedWindow, CountingDeniedHitsAsTheGatewayDoorDoes) {
+  FixedWindowState st;
+  LimitSpec spec = LimitSpec::window(Kind::kFixedWindow, 10, 60 * kS);
+  spec.count_denied = true;
+  EXPECT_TRUE(fixed_window_take(st, spec, 8, kT0, false).allowed);
+  Decision d = fixed_window_take(st, spec, 5, kT0 + kS, false);
+  EXPECT_FALSE(d.allowed);
+  EXPECT_EQ(d.remaining, -3);  // 13 hits against 10
+  EXPECT_FALSE(fixed_window_take(st, spec, 1, kT0 + 2 * kS, false).allowed);
+  EXPECT_FALSE(fixed_window_take(st, spec, 0, kT0 + 2 * kS, true).allowed);
+  EXPECT_EQ(st.count, 14);
+  EXPECT_TRUE(fixed_window_take(st, spec, 1, kT0 + 60 * kS, false).allowed);
+  // Without it, the denied hit is not counted and a small one still fits.
+  FixedWindowState plain;
+  spec.count_denied = false;
+  EXPECT_TRUE(fixed_window_take(plain, spec, 8, kT0, false).allowed);
+  EXPECT_FALSE(fixed_window_take(plain, spec, 5, kT0, false).allowed);
+  EXPECT_TRUE(fixed_window_take(plain, spec, 1, kT0, false).allowed);
+}
+
 TEST(SlidingLog, NoDoubleBurstAtTheBoundary) {
   SlidingLogState st;
   const LimitSpec spec = LimitSpec::window(Kind::kSlidingLog, 100, 60 * kS);

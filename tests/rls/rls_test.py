@@ -1,0 +1,525 @@
+"""The gateway door (Envoy's rate-limit service) through Python's gRPC: every rule of
+envoyproxy/ratelimit's configuration and answers, bad input, reloads, metrics, health, and a
+3-node cluster drawing on one limit while its owner is killed. Run by tests/rls/run."""
+import os
+import signal
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+import unittest
+import urllib.request
+import uuid
+
+import grpc
+from envoy.service.ratelimit.v3 import rls_pb2
+import health_pb2
+
+BIN = sys.argv.pop(1)
+RLS = "/envoy.service.ratelimit.v3.RateLimitService/ShouldRateLimit"
+OK, OVER = rls_pb2.RateLimitResponse.OK, rls_pb2.RateLimitResponse.OVER_LIMIT
+UNIT = rls_pb2.RateLimitResponse.RateLimit
+
+CONFIG = """
+domain: {d}
+descriptors:
+  - key: a
+    rate_limit: {{unit: hour, requests_per_unit: 3}}
+  - key: b
+    rate_limit: {{unit: hour, requests_per_unit: 100}}
+  - key: path
+    rate_limit: {{unit: hour, requests_per_unit: 10}}
+  - key: path
+    value: /login
+    rate_limit: {{unit: hour, requests_per_unit: 2, name: login}}
+  - key: path
+    value: /api/*
+    rate_limit: {{unit: day, requests_per_unit: 4}}
+  - key: tenant
+    descriptors:
+      - key: plan
+        value: free
+        shadow_mode: true
+        rate_limit: {{unit: hour, requests_per_unit: 1}}
+  - key: ten
+    rate_limit: {{unit: hour, requests_per_unit: 10}}
+  - key: general
+    rate_limit: {{unit: hour, requests_per_unit: 1, name: general}}
+  - key: specific
+    rate_limit: {{unit: hour, requests_per_unit: 100, name: specific, replaces: [{{name: general}}]}}
+  - key: free_pass
+    rate_limit: {{unlimited: true}}
+  - key: zero
+    rate_limit: {{unit: minute, requests_per_unit: 0}}
+  - key: q1
+    quota_mode: true
+    rate_limit: {{unit: hour, requests_per_unit: 1}}
+  - key: q2
+    quota_mode: true
+    rate_limit: {{unit: hour, requests_per_unit: 1}}
+  - key: user
+    detailed_metric: true
+    rate_limit: {{unit: hour, requests_per_unit: 5}}
+  - key: api_key
+    policy: rls_bucket
+"""
+
+
+def free_port():
+    s = socket.socket()
+    s.bind(("127.0.0.1", 0))
+    p = s.getsockname()[1]
+    s.close()
+    return p
+
+
+def cli(port, *args):
+    out = subprocess.run(["redis-cli", "-p", str(port), *args], capture_output=True, text=True,
+                         timeout=10)
+    return out.stdout.strip()
+
+
+class Node:
+    """One floodgate process with the gateway door on."""
+
+    def __init__(self, config_path, extra=(), port=None, rls_port=None):
+        self.port = port or free_port()
+        self.rls_port = rls_port or free_port()
+        self.admin_port = free_port()
+        self.args = [BIN, "--port", str(self.port), "--native-port", "0", "--admin-port",
+                     str(self.admin_port), "--rls-port", str(self.rls_port), "--rls-config",
+                     config_path, "--io-threads", "1", "--shard-threads", "1", *extra]
+        self.log = tempfile.NamedTemporaryFile(prefix="rls-node-", suffix=".log", delete=False)
+        self.proc = subprocess.Popen(self.args, stdout=self.log, stderr=subprocess.STDOUT)
+        self.channel = grpc.insecure_channel(f"127.0.0.1:{self.rls_port}")
+        self.call = self.channel.unary_unary(
+            RLS, request_serializer=rls_pb2.RateLimitRequest.SerializeToString,
+            response_deserializer=rls_pb2.RateLimitResponse.FromString)
+        self.raw = self.channel.unary_unary(RLS)  # bytes in, bytes out
+        self.check = self.channel.unary_unary(
+            "/grpc.health.v1.Health/Check",
+            request_serializer=health_pb2.HealthCheckRequest.SerializeToString,
+            response_deserializer=health_pb2.HealthCheckResponse.FromString)
+
+    def health(self, service=""):
+        return self.check(health_pb2.HealthCheckRequest(service=service), timeout=2).status
+
+    def wait_serving(self, timeout=30):
+        until = time.time() + timeout
+        while time.time() < until:
+            if self.proc.poll() is not None:
+                raise AssertionError("node exited: " + open(self.log.name).read())
+            try:
+                if self.health() == health_pb2.HealthCheckResponse.SERVING:
+                    return
+            except grpc.RpcError:
+                pass
+            time.sleep(0.1)
+        raise AssertionError("the gateway door never said SERVING: " + open(self.log.name).read())
+
+    def metrics(self):
+        with urllib.request.urlopen(f"http://127.0.0.1:{self.admin_port}/metrics", timeout=5) as r:
+            return r.read().decode()
+
+    def stop(self, sig=signal.SIGTERM):
+        if self.proc.poll() is None:
+            self.proc.send_signal(sig)
+            try:
+                self.proc.wait(timeout=15)
+            except subprocess.TimeoutExpired:
+                self.proc.kill()
+                self.proc.wait()
+        self.channel.close()
+
+
+def request(domain, *descriptors, hits=0):
+    """descriptors: lists of (key, value), or dicts with entries/hits/limit."""
+    r = rls_pb2.RateLimitRequest(domain=domain, hits_addend=hits)
+    for d in descriptors:
+        if isinstance(d, list):
+            d = {"entries": d}
+        x = r.descriptors.add()
+        for k, v in d["entries"]:
+            x.entries.add(key=k, value=v)
+        if "hits" in d:
+            x.hits_addend.value = d["hits"]
+        if "limit" in d:
+            x.limit.requests_per_unit, x.limit.unit = d["limit"]
+    return r
+
+
+def codes(resp):
+    return [s.code for s in resp.statuses]
+
+
+class Standalone(unittest.TestCase):
+    @classmethod
+    def setUpClass(cls):
+        cls.dir = tempfile.mkdtemp(prefix="rls-test-")
+        cls.domain = "d" + uuid.uuid4().hex[:8]
+        cls.path = os.path.join(cls.dir, "rls.yaml")
+        with open(cls.path, "w") as f:
+            f.write(CONFIG.format(d=cls.domain))
+        cls.node = Node(cls.dir, ["--rls-response-headers"])
+        cls.node.wait_serving()
+        # (the policy of the `api_key` descriptor: a token bucket of 2, refilled 1 a minute)
+        assert cli(cls.node.port, "FG.POLICY", "SET", "rls_bucket", "token_bucket", "2", "1",
+                   "60000") == "OK"
+
+    @classmethod
+    def tearDownClass(cls):
+        cls.node.stop()
+
+    def ask(self, *descriptors, hits=0, domain=None):
+        return self.node.call(request(domain or self.domain, *descriptors, hits=hits), timeout=5)
+
+    def fresh(self):
+        return uuid.uuid4().hex[:10]
+
+    def test_one_status_per_descriptor_in_order_and_over_if_any_is(self):
+        v = self.fresh()
+        for i in range(3):
+            r = self.ask([("a", v)], [("b", v)], [("nothing", "here")])
+            self.assertEqual(r.overall_code, OK)
+            self.assertEqual(codes(r), [OK, OK, OK])
+            self.assertEqual(r.statuses[0].limit_remaining, 2 - i)
+            self.assertEqual(r.statuses[1].limit_remaining, 99 - i)
+            # A descriptor that matches nothing: OK without current_limit.
+            self.assertFalse(r.statuses[2].HasField("current_limit"))
+        r = self.ask([("a", v)], [("b", v)], [("nothing", "here")])
+        self.assertEqual(r.overall_code, OVER)
+        self.assertEqual(codes(r), [OVER, OK, OK])
+        self.assertEqual(r.statuses[0].current_limit.requests_per_unit, 3)
+        self.assertEqual(r.statuses[0].current_limit.unit, UNIT.HOUR)
+
+    def test_an_unknown_domain_limits_nothing(self):
+        r = self.ask([("a", "x")], domain="no-such-domain")
+        self.assertEqual(r.overall_code, OK)
+        self.assertEqual(codes(r), [OK])
+        self.assertFalse(r.statuses[0].HasField("current_limit"))
+
+    def test_the_most_specific_match_wins_and_a_bare_key_counts_each_value(self):
+        for _ in range(2):
+            self.assertEqual(self.ask([("path", "/login")]).statuses[0].current_limit.name, "login")
+        r = self.ask([("path", "/login")])
+        self.assertEqual(r.overall_code, OVER)
+        # (the /login counter is shared by everyone; wildcards match before the bare key)
+        r = self.ask([("path", "/api/" + self.fresh())])
+        self.assertEqual(r.statuses[0].current_limit.unit, UNIT.DAY)
+        self.assertEqual(r.statuses[0].current_limit.requests_per_unit, 4)
+        v1, v2 = "/" + self.fresh(), "/" + self.fresh()
+        for _ in range(10):
+            self.assertEqual(self.ask([("path", v1)]).overall_code, OK)
+        self.assertEqual(self.ask([("path", v1)]).overall_code, OVER)
+        r = self.ask([("path", v2)])
+        self.assertEqual(r.overall_code, OK)
+        self.assertEqual(r.statuses[0].limit_remaining, 9)
+
+    def test_a_limit_applies_at_the_depth_of_the_last_entry(self):
+        r = self.ask([("tenant", self.fresh())])
+        self.assertFalse(r.statuses[0].HasField("current_limit"))
+        r = self.ask([("tenant", self.fresh()), ("plan", "free"), ("extra", "x")])
+        self.assertFalse(r.statuses[0].HasField("current_limit"))
+
+    def test_hits_addend_of_the_request_and_of_a_descriptor(self):
+        v = self.fresh()
+        r = self.ask([("ten", v)], hits=0)  # 0 means 1
+        self.assertEqual(r.statuses[0].limit_remaining, 9)
+        r = self.ask([("ten", v)], hits=4)
+        self.assertEqual(r.statuses[0].limit_remaining, 5)
+        # A descriptor's own hits_addend wins over the request's; 0 checks, consuming nothing.
+        r = self.ask({"entries": [("ten", v)], "hits": 0}, hits=4)
+        self.assertEqual(r.statuses[0].limit_remaining, 5)
+        self.assertEqual(r.overall_code, OK)
+        r = self.ask({"entries": [("ten", v)], "hits": 2}, hits=4)
+        self.assertEqual(r.statuses[0].limit_remaining, 3)
+        # Past the limit: OVER_LIMIT, and the hits count (as upstream's INCRBY counts them),
+        # so a smaller one later is over too.
+        r = self.ask([("ten", v)], hits=5)
+        self.assertEqual(r.overall_code, OVER)
+        self.assertEqual(r.statuses[0].limit_remaining, 0)
+        self.assertEqual(self.ask([("ten", v)], hits=1).overall_code, OVER)
+        self.assertEqual(self.ask({"entries": [("ten", v)], "hits": 0}).overall_code, OVER)
+
+    def test_the_requests_limit_override(self):
+        v = self.fresh()
+        over = {"entries": [("b", v)], "limit": (2, 2)}  # 2 a minute instead of 100 an hour
+        for i in range(2):
+            r = self.ask(over)
+            self.assertEqual(r.overall_code, OK)
+            self.assertEqual(r.statuses[0].current_limit.requests_per_unit, 2)
+            self.assertEqual(r.statuses[0].current_limit.unit, UNIT.MINUTE)
+        self.assertEqual(self.ask(over).overall_code, OVER)
+        bad = {"entries": [("b", v)], "limit": (2, 0)}
+        with self.assertRaises(grpc.RpcError) as e:
+            self.ask(bad)
+        self.assertEqual(e.exception.code(), grpc.StatusCode.INVALID_ARGUMENT)
+
+    def test_windows_are_aligned_as_upstreams(self):
+        for key, unit_s in (("a", 3600), ("path", 3600)):
+            r = self.ask([(key, self.fresh())])
+            now = int(time.time())
+            want = unit_s - now % unit_s
+            self.assertLessEqual(abs(r.statuses[0].duration_until_reset.seconds - want), 1)
+        r = self.ask([("path", "/api/" + self.fresh())])  # a day
+        want = 86400 - int(time.time()) % 86400
+        self.assertLessEqual(abs(r.statuses[0].duration_until_reset.seconds - want), 1)
+
+    def test_shadow_mode_counts_but_never_denies(self):
+        v = self.fresh()
+        before = self.node.metrics()
+        for _ in range(3):
+            r = self.ask([("tenant", v), ("plan", "free")])
+            self.assertEqual(r.overall_code, OK)
+            self.assertEqual(codes(r), [OK])
+        key = f'domain="{self.domain}",descriptor="tenant.plan_free"'
+        self.assertEqual(metric(self.node.metrics(), "floodgate_rls_shadow_mode_total", key) -
+                         metric(before, "floodgate_rls_shadow_mode_total", key), 2)
+
+    def test_replaces_unlimited_and_zero(self):
+        v = self.fresh()
+        r = self.ask([("general", v)], [("specific", v)])
+        self.assertFalse(r.statuses[0].HasField("current_limit"))  # replaced
+        r = self.ask([("general", v)], [("specific", v)])
+        self.assertEqual(r.overall_code, OK)
+        r = self.ask([("free_pass", v)])
+        self.assertEqual(r.overall_code, OK)
+        self.assertEqual(r.statuses[0].limit_remaining, 2**32 - 1)
+        self.assertFalse(r.statuses[0].HasField("current_limit"))
+        r = self.ask([("zero", v)])
+        self.assertEqual(r.overall_code, OVER)
+
+    def test_quota_mode_is_over_only_when_every_quota_descriptor_is(self):
+        v = self.fresh()
+        self.ask([("q1", v)])
+        r = self.ask([("q1", v)], [("q2", v)])
+        self.assertEqual(codes(r), [OVER, OK])
+        self.assertEqual(r.overall_code, OK)
+        r = self.ask([("q1", v)], [("q2", v)])
+        self.assertEqual(codes(r), [OVER, OVER])
+        self.assertEqual(r.overall_code, OVER)
+
+    def test_a_descriptor_may_name_a_floodgate_policy(self):
+        v = self.fresh()
+        self.assertEqual(self.ask([("api_key", v)]).overall_code, OK)
+        r = self.ask([("api_key", v)])
+        self.assertEqual(r.overall_code, OK)
+        self.assertEqual(r.statuses[0].current_limit.requests_per_unit, 2)
+        self.assertEqual(self.ask([("api_key", v)]).overall_code, OVER)
+        # The policy changed at runtime is in force at once.
+        self.assertEqual(cli(self.node.port, "FG.POLICY", "SET", "rls_bucket", "token_bucket",
+                             "5", "1", "60000"), "OK")
+        time.sleep(0.2)
+        self.assertEqual(self.ask([("api_key", self.fresh())]).statuses[0].current_limit
+                         .requests_per_unit, 5)
+
+    def test_response_headers_name_the_descriptor_nearest_its_limit(self):
+        v = self.fresh()
+        r = self.ask([("b", v)], [("a", v)])
+        h = {x.key: x.value for x in r.response_headers_to_add}
+        self.assertEqual(h["RateLimit-Limit"], "3")
+        self.assertEqual(h["RateLimit-Remaining"], "2")
+        self.assertLessEqual(abs(int(h["RateLimit-Reset"]) - (3600 - int(time.time()) % 3600)), 1)
+
+    def test_metrics_per_domain_and_descriptor(self):
+        v = self.fresh()
+        for _ in range(4):
+            self.ask([("a", v)])
+        self.ask([("user", "u-" + v)])
+        m = self.node.metrics()
+        key = f'domain="{self.domain}",descriptor="a"'
+        self.assertGreaterEqual(metric(m, "floodgate_rls_total_hits_total", key), 4)
+        self.assertGreaterEqual(metric(m, "floodgate_rls_over_limit_total", key), 1)
+        self.assertGreaterEqual(metric(m, "floodgate_rls_within_limit_total", key), 3)
+        self.assertIn("floodgate_rls_near_limit_total", m)
+        # detailed_metric: the value in the name.
+        self.assertEqual(metric(m, "floodgate_rls_total_hits_total",
+                                f'domain="{self.domain}",descriptor="user_u-{v}"'), 1)
+
+    def test_health_says_serving(self):
+        self.assertEqual(self.node.health(), health_pb2.HealthCheckResponse.SERVING)
+        self.assertEqual(self.node.health("envoy.service.ratelimit.v3.RateLimitService"),
+                         health_pb2.HealthCheckResponse.SERVING)
+
+    def test_bad_input_gets_a_clear_status_and_the_node_keeps_serving(self):
+        def status(req, raw=False):
+            try:
+                (self.node.raw if raw else self.node.call)(req, timeout=5)
+                return grpc.StatusCode.OK, ""
+            except grpc.RpcError as e:
+                return e.code(), e.details()
+        self.assertEqual(status(request("", [("a", "b")])),
+                         (grpc.StatusCode.INVALID_ARGUMENT, "rate limit domain must not be empty"))
+        self.assertEqual(status(request(self.domain)),
+                         (grpc.StatusCode.INVALID_ARGUMENT,
+                          "rate limit descriptor list must not be empty"))
+        many = request(self.domain, [("k%d" % i, "v") for i in range(10000)])
+        self.assertEqual(status(many)[0], grpc.StatusCode.INVALID_ARGUMENT)
+        self.assertEqual(status(request(self.domain, *[[("a", "x")]] * 10000))[0],
+                         grpc.StatusCode.INVALID_ARGUMENT)
+        self.assertEqual(status(request(self.domain, [("a", "x" * 100000)]))[0],
+                         grpc.StatusCode.INVALID_ARGUMENT)
+        self.assertEqual(status(request(self.domain, [("a", "x" * 2000000)]))[0],
+                         grpc.StatusCode.RESOURCE_EXHAUSTED)
+        self.assertEqual(status(request(self.domain, {"entries": [("a", "x")],
+                                                      "hits": 2**63}))[0],
+                         grpc.StatusCode.INVALID_ARGUMENT)
+        # Bytes that are no RateLimitRequest.
+        code, _ = status(b"\xff\xff\xff\xff\x0f garbage", raw=True)
+        self.assertEqual(code, grpc.StatusCode.INVALID_ARGUMENT)
+        # Not HTTP/2 at all, and an HTTP/2 preface followed by garbage.
+        for junk in (b"GET / HTTP/1.1\r\n\r\n", b"PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n" + os.urandom(4096)):
+            with socket.create_connection(("127.0.0.1", self.node.rls_port), timeout=5) as s:
+                s.sendall(junk)
+                try:
+                    s.recv(1024)
+                except OSError:
+                    pass
+        self.assertEqual(self.ask([("b", self.fresh())]).overall_code, OK)
+
+    def test_fg_rls_config_shows_what_is_loaded_and_a_reload_keeps_the_last_good(self):
+        out = cli(self.node.port, "FG.RLS", "CONFIG")
+        self.assertIn(f"{self.domain}.a: unit=hour requests_per_unit=3", out)
+        self.assertIn("rls.yaml", out)
+        extra = os.path.join(self.dir, "extra.yaml")
+        other = "o" + self.fresh()
+        try:
+            # A new file: in force within a couple of seconds, without a signal.
+            with open(extra, "w") as f:
+                f.write(f"domain: {other}\ndescriptors:\n  - key: k\n    rate_limit: "
+                        "{unit: hour, requests_per_unit: 1}\n")
+            self.assertTrue(wait_for(lambda: self.ask([("k", "v")], domain=other)
+                                     .statuses[0].HasField("current_limit")))
+            # A broken change is refused: the rules in force stay, the error is shown.
+            with open(extra, "w") as f:
+                f.write(f"domain: {other}\ndescriptors:\n  - key: k\n    ratelimit: {{}}\n")
+            self.assertTrue(wait_for(lambda: "unknown key 'ratelimit'" in
+                                     cli(self.node.port, "FG.RLS", "CONFIG")))
+            self.assertEqual(self.ask([("k", "v")], domain=other).overall_code, OVER)
+            # SIGHUP reads the files again too.
+            with open(extra, "w") as f:
+                f.write(f"domain: {other}\n")
+            os.utime(extra, (time.time() - 100, time.time() - 100))  # (no mtime change seen)
+            self.node.proc.send_signal(signal.SIGHUP)
+            self.assertTrue(wait_for(lambda: not self.ask([("k", "v")], domain=other)
+                                     .statuses[0].HasField("current_limit")))
+        finally:
+            os.remove(extra)
+        self.assertEqual(cli(self.node.port, "FG.RLS", "RELOAD"), "OK")
+
+
+def metric(text, name, labels):
+    for line in text.splitlines():
+        if line.startswith(name + "{") and labels in line:
+            return float(line.rsplit(" ", 1)[1])
+    return 0.0
+
+
+def wait_for(f, timeout=10):
+    until = time.time() + timeout
+    while time.time() < until:
+        try:
+            if f():
+                return True
+        except grpc.RpcError:
+            pass
+        time.sleep(0.1)
+    return False
+
+
+class Cluster(unittest.TestCase):
+    """Three nodes drawing on one limit through all three doors; the limit's owner killed
+    mid-way, its counts kept by the replica that takes over."""
+
+    @classmethod
+    def setUpClass(cls):
+        cls.dir = tempfile.mkdtemp(prefix="rls-cluster-")
+        cls.domain = "c" + uuid.uuid4().hex[:8]
+        with open(os.path.join(cls.dir, "rls.yaml"), "w") as f:
+            f.write(f"""domain: {cls.domain}
+descriptors:
+  - key: k
+    rate_limit: {{unit: hour, requests_per_unit: 20}}
+""")
+        with open(os.path.join(cls.dir, "open.yaml"), "w") as f:
+            f.write(f"""domain: {cls.domain}-open
+on_unavailable: fail_open
+descriptors:
+  - key: k
+    rate_limit: {{unit: hour, requests_per_unit: 20}}
+""")
+        ports = [free_port() for _ in range(3)]
+        bus = [free_port() for _ in range(3)]
+        seeds = ",".join(f"127.0.0.1:{b}" for b in bus[:2])
+        cls.nodes = []
+        for i in range(3):
+            cls.nodes.append(Node(cls.dir, ["--cluster-enabled", "--node-id", f"rls-{i}",
+                                            "--cluster-port", str(bus[i]), "--seeds", seeds],
+                                  port=ports[i]))
+        for n in cls.nodes:
+            n.wait_serving(60)
+
+    @classmethod
+    def tearDownClass(cls):
+        for n in cls.nodes:
+            n.stop(signal.SIGKILL)
+
+    def owner_of(self, key):
+        slot = int(cli(self.nodes[0].port, "CLUSTER", "KEYSLOT", key))
+        for line in cli(self.nodes[0].port, "CLUSTER", "NODES").splitlines():
+            f = line.split()
+            for r in f[8:]:
+                lo, _, hi = r.partition("-")
+                if lo.isdigit() and int(lo) <= slot <= int(hi or lo):
+                    port = int(f[1].split(":")[1].split("@")[0])
+                    return next(n for n in self.nodes if n.port == port)
+        raise AssertionError("no owner for slot %d" % slot)
+
+    def test_one_limit_through_every_node_and_its_owner_killed(self):
+        v = uuid.uuid4().hex[:8]
+        key = f"rls:{self.domain}_k_{v}_3600"
+        owner = self.owner_of(key)
+        allowed = 0
+        for i in range(12):  # 4 through each node
+            r = self.nodes[i % 3].call(request(self.domain, [("k", v)]), timeout=5)
+            allowed += r.overall_code == OK
+            self.assertEqual(r.statuses[0].limit_remaining, 20 - allowed)
+        self.assertEqual(allowed, 12)
+        time.sleep(0.5)  # (past the replication lag)
+        owner.stop(signal.SIGKILL)
+        survivors = [n for n in self.nodes if n is not owner]
+        # Through the survivors, until the replica has taken the slot over: the 12 hits kept.
+        answers = []
+        deadline = time.time() + 30
+        while len(answers) < 10 and time.time() < deadline:
+            try:
+                answers.append(survivors[len(answers) % 2].call(
+                    request(self.domain, [("k", v)]), timeout=5))
+            except grpc.RpcError as e:
+                self.assertEqual(e.code(), grpc.StatusCode.UNAVAILABLE)
+                time.sleep(0.2)
+        self.assertEqual(len(answers), 10)
+        self.assertEqual([a.overall_code for a in answers], [OK] * 8 + [OVER] * 2)
+        self.assertEqual(answers[0].statuses[0].limit_remaining, 7)
+
+        # Both copies of a slot gone (and the quorum): the domain's stated mode answers.
+        other = next(n for n in survivors)
+        last = next(n for n in survivors if n is not other)
+        other.stop(signal.SIGKILL)
+        v2 = uuid.uuid4().hex[:8]
+        def status(domain):
+            try:
+                last.call(request(domain, [("k", v2)]), timeout=5)
+                return grpc.StatusCode.OK
+            except grpc.RpcError as e:
+                return e.code()
+        self.assertTrue(wait_for(lambda: status(self.domain) == grpc.StatusCode.UNAVAILABLE, 30))
+        self.assertEqual(status(self.domain + "-open"), grpc.StatusCode.OK)
+        # A node cut off from the cluster says so to health checkers.
+        self.assertTrue(wait_for(lambda: last.health() ==
+                                 health_pb2.HealthCheckResponse.NOT_SERVING, 10))
+
+
+if __name__ == "__main__":
+    unittest.main()
