@@ -1,6 +1,7 @@
 // ShouldRateLimit: descriptors -> limits (rls_config) -> Requests -> the core -> statuses.
 #include "rls_door.hpp"
 
+#include <absl/synchronization/mutex.h>
 #include <grpcpp/grpcpp.h>
 #include <grpcpp/health_check_service_interface.h>
 #include <spdlog/spdlog.h>
@@ -8,9 +9,11 @@
 #include <algorithm>
 #include <deque>
 #include <limits>
+#include <thread>
 
 #include "command_table.hpp"
 #include "envoy/service/ratelimit/v3/rls.grpc.pb.h"
+#include "grpc/health/v1/health.grpc.pb.h"
 #include "errors.hpp"
 #include "key_table.hpp"
 #include "request_job.hpp"
@@ -30,6 +33,10 @@ constexpr double kNearLimitRatio = 0.8;
 constexpr int kMaxDescriptors = 1024;
 constexpr int kMaxEntries = 64;
 constexpr int kMaxReceiveBytes = 1 << 20;
+// Completion queues (a thread each), and the calls each keeps awaited.
+constexpr int kQueues = 1;
+constexpr int kArmed = 64;
+constexpr size_t kBatchCalls = 256;  // calls handed to a lane at once, at most
 // Where the door's counters live in the keyspace (ACL key patterns can fence them).
 constexpr std::string_view kKeyPrefix = "rls:";
 
@@ -49,14 +56,42 @@ RlsUnit unit_of_period(int64_t ns) {
 
 }  // namespace
 
-// One call on its way: what each descriptor matched and where its outcome will be.
-struct RlsCall {
-  grpc::ServerUnaryReactor* reactor = nullptr;
+// What a completion queue hands back: a health check or a ShouldRateLimit call.
+struct DoorTag {
+  bool health = false;
+  bool finishing = false;  // its answer is on its way: the next completion is its last
+};
+
+// grpc.health.v1.Health/Check, answered at once.
+struct HealthCall : DoorTag {
+  grpc::ServerContext ctx;
+  grpc::health::v1::HealthCheckRequest request;
+  grpc::ServerAsyncResponseWriter<grpc::health::v1::HealthCheckResponse> responder{&ctx};
+  HealthCall() { health = true; }
+};
+
+// One call on its way: gRPC's side of it (the completion queue's tag), what each descriptor
+// matched and where its outcome will be.
+struct RlsCall : DoorTag {
+  // gRPC's: the call is this object's until its last completion (`finishing`), held by
+  // `self` until then (and by the request job while one runs).
+  grpc::ServerContext ctx;
+  grpc::ByteBuffer in;
+  grpc::ServerAsyncResponseWriter<grpc::ByteBuffer> responder{&ctx};
+  std::shared_ptr<RlsCall> self;
+  void finish(const grpc::ByteBuffer& out) {
+    finishing = true;
+    responder.Finish(out, grpc::Status::OK, this);
+  }
+  void fail(const grpc::Status& st) {
+    finishing = true;
+    responder.FinishWithError(st, this);
+  }
+
   rls::RateLimitRequest request;
   rls::RateLimitResponse response;
   const rls::RateLimitRequest* req = &request;
   rls::RateLimitResponse* resp = &response;
-  grpc::ByteBuffer* out = nullptr;  // the response, serialized
   std::shared_ptr<const RlsConfig> cfg;
   std::shared_ptr<const AclUser> user;
   FailMode mode = FailMode::kError;
@@ -76,46 +111,67 @@ struct RlsCall {
 };
 
 // The method takes raw bytes: a request that is no RateLimitRequest gets INVALID_ARGUMENT
-// (gRPC's own parsing would answer UNIMPLEMENTED, as if the method did not exist).
+// (gRPC's own parsing would answer UNIMPLEMENTED, as if the method did not exist). Calls are
+// taken from completion queues by the door's own threads (the asynchronous API: no thread
+// per call, and no hand-over between gRPC's poller and executor threads per call).
 class RlsDoor::Service final
-    : public rls::RateLimitService::WithRawCallbackMethod_ShouldRateLimit<
-          rls::RateLimitService::Service> {
+    : public rls::RateLimitService::WithRawMethod_ShouldRateLimit<rls::RateLimitService::Service> {
  public:
   Service(Services& svc, RlsRules& rules, const RlsDoorOptions& options)
       : svc_(svc), rules_(rules), options_(options) {}
 
-  grpc::ServerUnaryReactor* ShouldRateLimit(grpc::CallbackServerContext* ctx,
-                                            const grpc::ByteBuffer* in,
-                                            grpc::ByteBuffer* out) override {
-    grpc::ServerUnaryReactor* reactor = ctx->DefaultReactor();
-    auto call = std::make_shared<RlsCall>();
-    call->reactor = reactor;
-    call->out = out;
-    grpc::ByteBuffer bytes(*in);
-    if (!grpc::SerializationTraits<rls::RateLimitRequest>::Deserialize(&bytes, &call->request)
-             .ok()) {
+  // Waits for the next call on `cq`.
+  void arm(grpc::ServerCompletionQueue* cq) {
+    auto c = std::make_shared<RlsCall>();
+    c->self = c;
+    RequestShouldRateLimit(&c->ctx, &c->in, &c->responder, cq, cq, c.get());
+  }
+
+  // A call arrived: answered here (bad input, nothing to count), or its requests join
+  // `batch` for the core.
+  void handle(RlsCall& c, std::vector<std::shared_ptr<RlsCall>>& batch) {
+    in_flight_.fetch_add(1, std::memory_order_relaxed);
+    if (!grpc::SerializationTraits<rls::RateLimitRequest>::Deserialize(&c.in, &c.request).ok()) {
       rules_.stats().invalid.fetch_add(1, std::memory_order_relaxed);
-      reactor->Finish({grpc::StatusCode::INVALID_ARGUMENT, "the request is not a RateLimitRequest"});
-      return reactor;
+      return c.fail({grpc::StatusCode::INVALID_ARGUMENT, "the request is not a RateLimitRequest"});
     }
-    grpc::Status bad = prepare(*call);
+    grpc::Status bad = prepare(c);
     if (!bad.ok()) {
       rules_.stats().invalid.fetch_add(1, std::memory_order_relaxed);
-      reactor->Finish(bad);
-      return reactor;
+      return c.fail(bad);
     }
-    if (call->requests.empty()) {
-      std::vector<Outcome> none;
-      answer(*call, none);
-      return reactor;
+    if (c.requests.empty()) return answer(c, nullptr);
+    batch.push_back(c.self);
+  }
+
+  // The calls a queue had ready at once go to one I/O lane as one request job: one
+  // hand-over between threads for them all, and one flight.
+  void submit(std::vector<std::shared_ptr<RlsCall>>& batch) {
+    if (batch.empty()) return;
+    auto calls = std::make_shared<std::vector<std::shared_ptr<RlsCall>>>(std::move(batch));
+    batch.clear();
+    std::vector<Request> requests;
+    std::vector<size_t> first;  // per call: where its requests start
+    for (auto& c : *calls) {
+      first.push_back(requests.size());
+      requests.insert(requests.end(), c->requests.begin(), c->requests.end());
     }
     Door door;
     door.mode = RouteMode::kForward;
-    std::vector<Request> requests = std::move(call->requests);
-    RequestJob::start(svc_, svc_.lane(), std::move(requests), door, call,
-                      [this, call](std::vector<Outcome>& outcomes) { answer(*call, outcomes); });
-    return reactor;
+    RequestJob::start(svc_, svc_.lane(), std::move(requests), door, calls,
+                      [this, calls, first = std::move(first)](std::vector<Outcome>& outcomes) {
+                        for (size_t i = 0; i < calls->size(); ++i) {
+                          answer(*(*calls)[i], outcomes.data() + first[i]);
+                        }
+                      });
   }
+
+  // gRPC is done with a call.
+  void done(RlsCall& c) {
+    if (c.finishing) in_flight_.fetch_sub(1, std::memory_order_relaxed);
+    c.self.reset();  // (last: it may free `c`)
+  }
+  int64_t in_flight() const { return in_flight_.load(std::memory_order_relaxed); }
 
  private:
   // The user the door acts as, looked up again when the users change.
@@ -304,7 +360,8 @@ class RlsDoor::Service final
     if (!l.name.empty()) cl->set_name(l.name);
   }
 
-  void answer(RlsCall& c, std::vector<Outcome>& outcomes) {
+  // `outcomes`: the call's requests' (null when it made none).
+  void answer(RlsCall& c, const Outcome* outcomes) {
     rls::RateLimitResponse& resp = *c.resp;
     const int64_t now_s = svc_.clock->now_ns() / 1'000'000'000;
     int failed = 0, quota_total = 0, quota_failed = 0;
@@ -328,12 +385,12 @@ class RlsDoor::Service final
         if (it.stats) count(*it.stats, 0, 0, it.hits, it.hits, true, l.shadow);
         reset_s = rls_unit_seconds(unit) - now_s % rls_unit_seconds(unit);
       } else {
-        const Outcome& o = outcomes[static_cast<size_t>(it.job)];
+        const Outcome& o = outcomes[it.job];
         if (!o.ok()) {
           rules_.stats().unavailable.fetch_add(
               o.code == Code::kTryAgain || o.code == Code::kClusterDown ? 1 : 0,
               std::memory_order_relaxed);
-          return c.reactor->Finish(status_of(o));
+          return c.fail(status_of(o));
         }
         const Decision& d = o.decision;
         if (!l.policy.empty()) {
@@ -391,9 +448,11 @@ class RlsDoor::Service final
       add("RateLimit-Remaining", nearest->limit_remaining());
       add("RateLimit-Reset", static_cast<uint64_t>(nearest->duration_until_reset().seconds()));
     }
+    grpc::ByteBuffer out;
     bool own = false;
-    grpc::Status st = grpc::SerializationTraits<rls::RateLimitResponse>::Serialize(resp, c.out, &own);
-    c.reactor->Finish(st);
+    grpc::Status st = grpc::SerializationTraits<rls::RateLimitResponse>::Serialize(resp, &out, &own);
+    if (!st.ok()) return c.fail(st);
+    c.finish(out);
   }
 
   static grpc::Status status_of(const Outcome& o) {
@@ -419,7 +478,10 @@ class RlsDoor::Service final
   std::mutex user_mu_;
   std::shared_ptr<const AclUser> user_;
   uint64_t user_version_ = 0;
+  std::atomic<int64_t> in_flight_{0};  // calls taken and not yet finished
 };
+
+class RlsDoor::HealthService final : public grpc::health::v1::Health::AsyncService {};
 
 RlsDoor::RlsDoor(Services& svc, RlsRules& rules, RlsDoorOptions options)
     : svc_(svc), rules_(rules), options_(std::move(options)) {}
@@ -427,8 +489,14 @@ RlsDoor::RlsDoor(Services& svc, RlsRules& rules, RlsDoorOptions options)
 RlsDoor::~RlsDoor() { stop(); }
 
 Status RlsDoor::start(const std::string& host, int port) {
+  // gRPC's mutexes (Abseil's) look for lock-order cycles on every lock by default: a cost
+  // per call for a check meant for debugging.
+  absl::SetMutexDeadlockDetectionMode(absl::OnDeadlockCycle::kIgnore);
   service_ = std::make_unique<Service>(svc_, rules_, options_);
-  grpc::EnableDefaultHealthCheckService(true);
+  health_ = std::make_unique<HealthService>();
+  // (the door's own Check, on its queue: gRPC's built-in one would start threads of its own
+  // that take the connections' reads over, a hand-over per call)
+  grpc::EnableDefaultHealthCheckService(false);
   grpc::ServerBuilder b;
   std::shared_ptr<grpc::ServerCredentials> creds = grpc::InsecureServerCredentials();
   if (!options_.cert_pem.empty()) {
@@ -445,29 +513,92 @@ Status RlsDoor::start(const std::string& host, int port) {
       (host.find(':') != std::string::npos ? "[" + host + "]" : host) + ":" + std::to_string(port);
   b.AddListeningPort(addr, creds, &port_);
   b.RegisterService(service_.get());
+  b.RegisterService(health_.get());
   b.SetMaxReceiveMessageSize(kMaxReceiveBytes);
+  for (int i = 0; i < kQueues; ++i) queues_.push_back(b.AddCompletionQueue());
   server_ = b.BuildAndStart();
   if (!server_ || port_ == 0) {
     server_.reset();
+    for (auto& q : queues_) q->Shutdown();
+    queues_.clear();
     return Error{"cannot listen on " + addr};
   }
   set_serving(false);
+  for (auto& q : queues_) {
+    // (a few calls awaited at once, so a burst of new streams is taken without a wait)
+    for (int i = 0; i < kArmed; ++i) service_->arm(q.get());
+    arm_health(q.get());
+    threads_.emplace_back([this, cq = q.get()] {
+      void* tag = nullptr;
+      bool ok = false;
+      std::vector<std::shared_ptr<RlsCall>> batch;
+      auto take = [&] {
+        auto* t = static_cast<DoorTag*>(tag);
+        if (t->health) return this->health(static_cast<HealthCall*>(t), ok, cq);
+        auto* c = static_cast<RlsCall*>(t);
+        if (!ok || c->finishing) return service_->done(*c);
+        service_->arm(cq);
+        service_->handle(*c, batch);
+      };
+      while (cq->Next(&tag, &ok)) {
+        take();
+        // (and whatever else is ready now, without waiting)
+        while (batch.size() < kBatchCalls &&
+               cq->AsyncNext(&tag, &ok, gpr_time_0(GPR_CLOCK_MONOTONIC)) ==
+                   grpc::CompletionQueue::GOT_EVENT) {
+          take();
+        }
+        service_->submit(batch);
+      }
+    });
+  }
   return {};
 }
 
-void RlsDoor::set_serving(bool serving) {
-  serving_ = serving;
-  if (!server_) return;
-  if (auto* h = server_->GetHealthCheckService()) {
-    h->SetServingStatus("", serving);  // (the server as a whole)
-    h->SetServingStatus(rls::RateLimitService::service_full_name(), serving);
+void RlsDoor::set_serving(bool serving) { serving_.store(serving, std::memory_order_relaxed); }
+
+void RlsDoor::arm_health(grpc::ServerCompletionQueue* cq) {
+  auto* h = new HealthCall;
+  health_->RequestCheck(&h->ctx, &h->request, &h->responder, cq, cq, h);
+}
+
+// "" (the server as a whole) and the rate-limit service: SERVING or NOT_SERVING; any other
+// name is unknown, as gRPC's own health service answers.
+void RlsDoor::health(HealthCall* h, bool ok, grpc::ServerCompletionQueue* cq) {
+  if (!ok || h->finishing) {
+    delete h;
+    return;
   }
+  arm_health(cq);
+  h->finishing = true;
+  const std::string& name = h->request.service();
+  if (!name.empty() && name != rls::RateLimitService::service_full_name()) {
+    h->responder.FinishWithError({grpc::StatusCode::NOT_FOUND, "service name unknown"}, h);
+    return;
+  }
+  grpc::health::v1::HealthCheckResponse r;
+  r.set_status(serving_.load(std::memory_order_relaxed)
+                   ? grpc::health::v1::HealthCheckResponse::SERVING
+                   : grpc::health::v1::HealthCheckResponse::NOT_SERVING);
+  h->responder.Finish(r, grpc::Status::OK, h);
 }
 
 void RlsDoor::stop() {
   if (!server_) return;
   set_serving(false);
+  // New calls refused; those running get half a second, then are cancelled. Their request
+  // jobs still answer (into cancelled calls): the queues are shut only once none is left, as
+  // gRPC requires (bounded by the longest a job can wait: a forward's timeout, an awaited
+  // slot).
   server_->Shutdown(std::chrono::system_clock::now() + std::chrono::milliseconds(500));
+  const auto until = std::chrono::steady_clock::now() + std::chrono::seconds(20);
+  while (service_->in_flight() > 0 && std::chrono::steady_clock::now() < until) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  }
+  for (auto& q : queues_) q->Shutdown();
+  for (auto& t : threads_) t.join();
+  threads_.clear();
+  queues_.clear();
   server_.reset();
 }
 

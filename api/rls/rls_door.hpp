@@ -3,16 +3,21 @@
 // grpc.health.v1.Health beside it. Each call's descriptors are matched against the loaded
 // envoyproxy/ratelimit configuration (rls_config), decoded into Requests for the request
 // core — routed, forwarded, replicated and failed over like every other door's — and the
-// outcomes encoded as a RateLimitResponse. gRPC's callback API: no thread per call; the
-// core's work runs on the node's I/O lanes.
+// outcomes encoded as a RateLimitResponse. gRPC's asynchronous API, its completion queue
+// served by the door's own thread (no thread per call); the core's work runs on the node's
+// I/O lanes.
 #pragma once
+#include <atomic>
 #include <memory>
 #include <string>
+#include <thread>
+#include <vector>
 
 #include "result.hpp"
 
 namespace grpc {
 class Server;
+class ServerCompletionQueue;
 }  // namespace grpc
 
 namespace fg {
@@ -40,19 +45,26 @@ class RlsDoor {
   int port() const { return port_; }
   // What grpc.health.v1.Health answers: SERVING or NOT_SERVING.
   void set_serving(bool serving);
-  bool serving() const { return serving_; }
+  bool serving() const { return serving_.load(); }
   void stop();  // refuses new calls, lets the ones running finish (briefly)
 
   class Service;
+  class HealthService;
 
  private:
+  void arm_health(grpc::ServerCompletionQueue* cq);
+  void health(struct HealthCall* h, bool ok, grpc::ServerCompletionQueue* cq);
+
   Services& svc_;
   RlsRules& rules_;
   RlsDoorOptions options_;
   std::unique_ptr<Service> service_;
+  std::unique_ptr<HealthService> health_;
   std::unique_ptr<grpc::Server> server_;
+  std::vector<std::unique_ptr<grpc::ServerCompletionQueue>> queues_;
+  std::vector<std::thread> threads_;  // one per queue
   int port_ = 0;
-  bool serving_ = false;
+  std::atomic<bool> serving_{false};
 };
 
 }  // namespace fg
