@@ -19,6 +19,13 @@ void RequestJob::start(Services& svc, Lane& lane, std::vector<Request> requests,
   asio::post(*lane.io, [job] { job->run(); });
 }
 
+void RequestJob::start_here(Services& svc, Lane& lane, std::vector<Request> requests, Door door,
+                            std::shared_ptr<const void> keep, Done done) {
+  std::make_shared<RequestJob>(svc, lane, std::move(requests), door, std::move(keep),
+                               std::move(done))
+      ->run();
+}
+
 RequestJob::RequestJob(Services& svc, Lane& lane, std::vector<Request> requests, Door door,
                        std::shared_ptr<const void> keep, Done done)
     : svc_(svc),

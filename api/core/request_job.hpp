@@ -20,6 +20,9 @@ class RequestJob : public BatchWaiter, public std::enable_shared_from_this<Reque
   // `keep` owns whatever the requests' views point into. `done` runs on the lane's thread.
   static void start(Services& svc, Lane& lane, std::vector<Request> requests, Door door,
                     std::shared_ptr<const void> keep, Done done);
+  // The same, run now: the caller is the lane's thread (a door that is its own lane).
+  static void start_here(Services& svc, Lane& lane, std::vector<Request> requests, Door door,
+                         std::shared_ptr<const void> keep, Done done);
   RequestJob(Services& svc, Lane& lane, std::vector<Request> requests, Door door,
              std::shared_ptr<const void> keep, Done done);
   void batch_complete(Flight& flight) override;

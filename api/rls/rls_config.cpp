@@ -470,6 +470,7 @@ Status RlsRules::reload() {
   }
   error_.clear();
   std::atomic_store(&config_, std::shared_ptr<const RlsConfig>(std::move(cfg.value())));
+  version_.fetch_add(1, std::memory_order_release);
   stats_.config_load_success.fetch_add(1, std::memory_order_relaxed);
   loaded_at_ms_.store(std::chrono::duration_cast<std::chrono::milliseconds>(
                           std::chrono::system_clock::now().time_since_epoch())

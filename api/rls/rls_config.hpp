@@ -145,6 +145,8 @@ class RlsRules {
   explicit RlsRules(std::string path) : path_(std::move(path)) {}
   const std::string& path() const { return path_; }
   std::shared_ptr<const RlsConfig> get() const { return std::atomic_load(&config_); }
+  // Moves on with every good reload: a reader keeps its copy while it stays the same.
+  uint64_t version() const { return version_.load(std::memory_order_acquire); }
   // Reads the files again; on an error the config in force stays, and the error is kept.
   Status reload();
   // Whether the files changed since the last load (name, size or modification time).
@@ -162,6 +164,7 @@ class RlsRules {
   std::string error_;
   std::string loaded_fingerprint_;
   std::atomic<int64_t> loaded_at_ms_{0};
+  std::atomic<uint64_t> version_{1};
 };
 
 }  // namespace fg

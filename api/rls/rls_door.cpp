@@ -16,6 +16,7 @@
 #include "grpc/health/v1/health.grpc.pb.h"
 #include "errors.hpp"
 #include "key_table.hpp"
+#include "io_batcher.hpp"
 #include "request_job.hpp"
 #include "rls_config.hpp"
 #include "services.hpp"
@@ -34,9 +35,11 @@ constexpr int kMaxDescriptors = 1024;
 constexpr int kMaxEntries = 64;
 constexpr int kMaxReceiveBytes = 1 << 20;
 // Completion queues (a thread each), and the calls each keeps awaited.
-constexpr int kQueues = 1;
+constexpr int kQueues = 1;  // (Service keeps per-thread copies: one queue only)
+static_assert(kQueues == 1);
 constexpr int kArmed = 64;
-constexpr size_t kBatchCalls = 256;  // calls handed to a lane at once, at most
+constexpr size_t kBatchCalls = 256;  // calls in one request job, at most
+constexpr auto kLanePoll = std::chrono::microseconds(100);
 // Where the door's counters live in the keyspace (ACL key patterns can fence them).
 constexpr std::string_view kKeyPrefix = "rls:";
 
@@ -106,7 +109,7 @@ struct RlsCall : DoorTag {
     bool zero_limit = false;  // requests_per_unit 0: over, whatever the count
   };
   std::vector<Item> items;
-  std::deque<std::string> keys;  // the requests' keys
+  std::vector<std::string> keys;  // the requests' keys (reserved: they stay put)
   std::vector<Request> requests;
 };
 
@@ -146,7 +149,7 @@ class RlsDoor::Service final
 
   // The calls a queue had ready at once go to one I/O lane as one request job: one
   // hand-over between threads for them all, and one flight.
-  void submit(std::vector<std::shared_ptr<RlsCall>>& batch) {
+  void submit(std::vector<std::shared_ptr<RlsCall>>& batch, Lane& lane) {
     if (batch.empty()) return;
     auto calls = std::make_shared<std::vector<std::shared_ptr<RlsCall>>>(std::move(batch));
     batch.clear();
@@ -158,13 +161,17 @@ class RlsDoor::Service final
     }
     Door door;
     door.mode = RouteMode::kForward;
-    RequestJob::start(svc_, svc_.lane(), std::move(requests), door, calls,
-                      [this, calls, first = std::move(first)](std::vector<Outcome>& outcomes) {
-                        for (size_t i = 0; i < calls->size(); ++i) {
-                          answer(*(*calls)[i], outcomes.data() + first[i]);
-                        }
-                      });
+    ++awaiting_;
+    RequestJob::start_here(svc_, lane, std::move(requests), door, calls,
+                           [this, calls, first = std::move(first)](std::vector<Outcome>& outcomes) {
+                             --awaiting_;
+                             for (size_t i = 0; i < calls->size(); ++i) {
+                               answer(*(*calls)[i], outcomes.data() + first[i]);
+                             }
+                           });
   }
+  // Request jobs not yet back (touched by the queue's thread only).
+  int awaiting() const { return awaiting_; }
 
   // gRPC is done with a call.
   void done(RlsCall& c) {
@@ -174,14 +181,21 @@ class RlsDoor::Service final
   int64_t in_flight() const { return in_flight_.load(std::memory_order_relaxed); }
 
  private:
-  // The user the door acts as, looked up again when the users change.
-  std::shared_ptr<const AclUser> user() {
-    std::lock_guard lock(user_mu_);
+  // The user the door acts as and the rules, looked up again only when they change (the
+  // queue's thread's own copies: no lock, no reference counted per call).
+  const std::shared_ptr<const AclUser>& user() {
     if (!user_ || user_version_ != svc_.acl->version()) {
       user_version_ = svc_.acl->version();
       user_ = svc_.acl->find(options_.user);
     }
     return user_;
+  }
+  const std::shared_ptr<const RlsConfig>& config() {
+    if (!cfg_ || cfg_version_ != rules_.version()) {
+      cfg_version_ = rules_.version();
+      cfg_ = rules_.get();
+    }
+    return cfg_;
   }
 
   grpc::Status prepare(RlsCall& c) {
@@ -202,13 +216,15 @@ class RlsDoor::Service final
       return {grpc::StatusCode::PERMISSION_DENIED,
               "the rls-user '" + options_.user + "' does not exist or is disabled"};
     }
-    c.cfg = rules_.get();
+    c.cfg = config();
     const RlsDomain* domain = c.cfg->domain(req.domain());
     if (domain) c.mode = domain->on_unavailable;
     std::shared_ptr<const PolicySet> policies;
     c.items.resize(req.descriptors_size());
-    std::vector<RlsEntry> entries;
-    std::vector<std::string> replaced;
+    std::vector<RlsEntry>& entries = entries_;
+    std::vector<std::string_view>& replaced = replaced_;
+    replaced.clear();
+    c.keys.reserve(static_cast<size_t>(req.descriptors_size()));
     for (int i = 0; i < req.descriptors_size(); ++i) {
       const auto& d = req.descriptors(i);
       RlsCall::Item& it = c.items[i];
@@ -291,9 +307,8 @@ class RlsDoor::Service final
       it.spec.on_unavailable = c.mode;
       if (key.size() > kMaxKeyLen) {
         return {grpc::StatusCode::INVALID_ARGUMENT,
-                "descriptor " + std::to_string(i) + " is too long (its key, values and domain "
-                "together at most " + std::to_string(kMaxKeyLen - kKeyPrefix.size() - 32) +
-                " bytes)"};
+                "descriptor " + std::to_string(i) + " is too long: its counter's key (domain, " +
+                    "keys and values) would pass " + std::to_string(kMaxKeyLen) + " bytes"};
       }
       it.job = 0;  // (numbered below, once replaces are known)
       c.keys.push_back(std::move(key));
@@ -475,10 +490,15 @@ class RlsDoor::Service final
   Services& svc_;
   RlsRules& rules_;
   const RlsDoorOptions& options_;
-  std::mutex user_mu_;
+  // The queue's thread's (there is one queue):
   std::shared_ptr<const AclUser> user_;
   uint64_t user_version_ = 0;
+  std::shared_ptr<const RlsConfig> cfg_;
+  uint64_t cfg_version_ = 0;
+  std::vector<RlsEntry> entries_;
+  std::vector<std::string_view> replaced_;
   std::atomic<int64_t> in_flight_{0};  // calls taken and not yet finished
+  int awaiting_ = 0;
 };
 
 class RlsDoor::HealthService final : public grpc::health::v1::Health::AsyncService {};
@@ -528,31 +548,56 @@ Status RlsDoor::start(const std::string& host, int port) {
     // (a few calls awaited at once, so a burst of new streams is taken without a wait)
     for (int i = 0; i < kArmed; ++i) service_->arm(q.get());
     arm_health(q.get());
-    threads_.emplace_back([this, cq = q.get()] {
-      void* tag = nullptr;
-      bool ok = false;
-      std::vector<std::shared_ptr<RlsCall>> batch;
-      auto take = [&] {
-        auto* t = static_cast<DoorTag*>(tag);
-        if (t->health) return this->health(static_cast<HealthCall*>(t), ok, cq);
-        auto* c = static_cast<RlsCall*>(t);
-        if (!ok || c->finishing) return service_->done(*c);
-        service_->arm(cq);
-        service_->handle(*c, batch);
-      };
-      while (cq->Next(&tag, &ok)) {
-        take();
-        // (and whatever else is ready now, without waiting)
-        while (batch.size() < kBatchCalls &&
-               cq->AsyncNext(&tag, &ok, gpr_time_0(GPR_CLOCK_MONOTONIC)) ==
-                   grpc::CompletionQueue::GOT_EVENT) {
-          take();
-        }
-        service_->submit(batch);
-      }
-    });
+    threads_.emplace_back([this, cq = q.get()] { serve(cq); });
   }
   return {};
+}
+
+// A queue's thread is also the I/O lane its calls' requests run on: its own event loop and
+// flight batcher, polled between the queue's events. The requests of the calls the queue
+// had ready together join one flight, whose shards run in place here when idle — no
+// hand-over to another thread, and the answers are sent from here. While a flight is out
+// (a forward to another node, a busy shard, a slot's state awaited) the loop looks at its
+// event loop every 100 µs as well.
+void RlsDoor::serve(grpc::ServerCompletionQueue* cq) {
+  asio::io_context io;
+  IoBatcher batcher(io, svc_, svc_.settings.max_batch_commands * 4);  // (as an I/O thread's)
+  Lane lane{&io, &batcher};
+  void* tag = nullptr;
+  bool ok = false;
+  std::vector<std::shared_ptr<RlsCall>> batch;
+  auto take = [&] {
+    auto* t = static_cast<DoorTag*>(tag);
+    if (t->health) return health(static_cast<HealthCall*>(t), ok, cq);
+    auto* c = static_cast<RlsCall*>(t);
+    if (!ok || c->finishing) return service_->done(*c);
+    service_->arm(cq);
+    service_->handle(*c, batch);
+  };
+  for (;;) {
+    bool got = false;
+    if (service_->awaiting() > 0) {
+      const auto st = cq->AsyncNext(&tag, &ok, std::chrono::system_clock::now() + kLanePoll);
+      if (st == grpc::CompletionQueue::SHUTDOWN) break;
+      got = st == grpc::CompletionQueue::GOT_EVENT;
+    } else {
+      if (!cq->Next(&tag, &ok)) break;
+      got = true;
+    }
+    if (got) {
+      IoBatcher::Turn turn(batcher);  // (the flight leaves when it closes, in place)
+      take();
+      // (and whatever else is ready now, without waiting)
+      while (batch.size() < kBatchCalls &&
+             cq->AsyncNext(&tag, &ok, gpr_time_0(GPR_CLOCK_MONOTONIC)) ==
+                 grpc::CompletionQueue::GOT_EVENT) {
+        take();
+      }
+      service_->submit(batch, lane);
+    }
+    io.restart();
+    io.poll();
+  }
 }
 
 void RlsDoor::set_serving(bool serving) { serving_.store(serving, std::memory_order_relaxed); }

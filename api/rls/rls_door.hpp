@@ -52,6 +52,7 @@ class RlsDoor {
   class HealthService;
 
  private:
+  void serve(grpc::ServerCompletionQueue* cq);  // a queue's thread
   void arm_health(grpc::ServerCompletionQueue* cq);
   void health(struct HealthCall* h, bool ok, grpc::ServerCompletionQueue* cq);
 
