@@ -234,11 +234,13 @@ int Node::start_doors(StartState& st, std::string& why) {
   server_ = std::make_unique<Server>(svc_, limits, cfg_.io_threads, run_.polled);
   server_->set_idle_poll(std::chrono::microseconds(cfg_.io_idle_poll_us));
   // TLS: the contexts every TLS door and peer link takes (node/OPERATIONS.md, "TLS").
-  const bool tls_used = cfg_.tls_port > 0 || cfg_.tls_native || cfg_.tls_cluster;
+  const bool tls_used =
+      cfg_.tls_port > 0 || cfg_.tls_native || cfg_.tls_cluster || (cfg_.tls_rls && cfg_.rls_port);
   if (tls_used || cfg_.tls.configured()) {
     if (const Status st = tls_.load(cfg_.tls); !st) return fail(why, 2, st.error());
     if (!tls_used) {
-      spdlog::warn("TLS certificates given, but no tls-port, tls-native or tls-cluster uses them");
+      spdlog::warn(
+          "TLS certificates given, but no tls-port, tls-native, tls-cluster or tls-rls uses them");
     }
     svc_.tls = &tls_;
     server_->set_tls(&tls_);
@@ -304,12 +306,21 @@ int Node::start_doors(StartState& st, std::string& why) {
       if (!cert || !key) return fail(why, 2, "tls-rls: " + (!cert ? cert.error() : key.error()));
       o.cert_pem = *cert;
       o.key_pem = *key;
+      if (cfg_.tls.ca_cert_file.empty() && cfg_.tls.auth_clients != TlsAuthClients::kNo) {
+        return fail(why, 2,
+                    "tls-rls checks callers' certificates against tls-ca-cert-file (not "
+                    "tls-ca-cert-dir): give one, or tls-auth-clients no");
+      }
       if (!cfg_.tls.ca_cert_file.empty()) {
         auto ca = pem(cfg_.tls.ca_cert_file);
         if (!ca) return fail(why, 2, "tls-rls: " + ca.error());
         o.ca_pem = *ca;
       }
-      o.require_client_cert = cfg_.tls.auth_clients == TlsAuthClients::kYes && !o.ca_pem.empty();
+      using C = RlsDoorOptions::ClientCerts;
+      o.client_certs = o.ca_pem.empty()                                 ? C::kNone
+                       : cfg_.tls.auth_clients == TlsAuthClients::kYes ? C::kRequired
+                       : cfg_.tls.auth_clients == TlsAuthClients::kOptional ? C::kOptional
+                                                                             : C::kNone;
     }
     if (cfg_.rls_config.empty()) {
       spdlog::warn("rls-port without rls-config: every descriptor is answered OK (no limits)");

@@ -520,11 +520,12 @@ Status RlsDoor::start(const std::string& host, int port) {
   grpc::ServerBuilder b;
   std::shared_ptr<grpc::ServerCredentials> creds = grpc::InsecureServerCredentials();
   if (!options_.cert_pem.empty()) {
+    using C = RlsDoorOptions::ClientCerts;
     grpc::SslServerCredentialsOptions o(
-        options_.require_client_cert
+        options_.client_certs == C::kRequired
             ? GRPC_SSL_REQUEST_AND_REQUIRE_CLIENT_CERTIFICATE_AND_VERIFY
-            : (options_.ca_pem.empty() ? GRPC_SSL_DONT_REQUEST_CLIENT_CERTIFICATE
-                                       : GRPC_SSL_REQUEST_CLIENT_CERTIFICATE_AND_VERIFY));
+            : options_.client_certs == C::kOptional ? GRPC_SSL_REQUEST_CLIENT_CERTIFICATE_AND_VERIFY
+                                                    : GRPC_SSL_DONT_REQUEST_CLIENT_CERTIFICATE);
     o.pem_root_certs = options_.ca_pem;
     o.pem_key_cert_pairs.push_back({options_.key_pem, options_.cert_pem});
     creds = grpc::SslServerCredentials(o);

@@ -33,7 +33,7 @@ struct RlsDoorOptions {
   std::string user = "default";
   // TLS: PEM texts; empty cert: plain.
   std::string cert_pem, key_pem, ca_pem;
-  bool require_client_cert = false;
+  enum class ClientCerts { kNone, kOptional, kRequired } client_certs = ClientCerts::kNone;
 };
 
 class RlsDoor {

@@ -428,6 +428,60 @@ def wait_for(f, timeout=10):
     return False
 
 
+class Tls(unittest.TestCase):
+    """tls-rls: the door speaks TLS only, with the node's certificate; with tls-auth-clients
+    yes, a caller must show a certificate the CA signed."""
+
+    @classmethod
+    def setUpClass(cls):
+        cls.dir = tempfile.mkdtemp(prefix="rls-tls-")
+        def sh(cmd):
+            subprocess.run(cmd, shell=True, cwd=cls.dir, check=True, capture_output=True)
+        sh("openssl req -x509 -newkey rsa:2048 -nodes -keyout ca.key -out ca.crt -days 2 "
+           "-subj /CN=test-ca")
+        for name in ("server", "client"):
+            sh(f"openssl req -newkey rsa:2048 -nodes -keyout {name}.key -out {name}.csr "
+               f"-subj /CN={name}")
+            sh(f"printf 'subjectAltName=IP:127.0.0.1,DNS:localhost' > {name}.ext && "
+               f"openssl x509 -req -in {name}.csr -CA ca.crt -CAkey ca.key -CAcreateserial "
+               f"-out {name}.crt -days 2 -extfile {name}.ext")
+        with open(os.path.join(cls.dir, "rls.yaml"), "w") as f:
+            f.write("domain: t\ndescriptors:\n  - key: k\n    rate_limit: {unit: hour, "
+                    "requests_per_unit: 1}\n")
+        d = cls.dir
+        cls.node = Node(os.path.join(d, "rls.yaml"),
+                        ["--tls-rls", "--tls-cert-file", f"{d}/server.crt", "--tls-key-file",
+                         f"{d}/server.key", "--tls-ca-cert-file", f"{d}/ca.crt"])
+
+    @classmethod
+    def tearDownClass(cls):
+        cls.node.stop()
+
+    def read(self, name):
+        with open(os.path.join(self.dir, name), "rb") as f:
+            return f.read()
+
+    def call(self, creds):
+        ch = grpc.secure_channel(f"127.0.0.1:{self.node.rls_port}", creds) if creds else \
+            grpc.insecure_channel(f"127.0.0.1:{self.node.rls_port}")
+        try:
+            f = ch.unary_unary(RLS, request_serializer=rls_pb2.RateLimitRequest.SerializeToString,
+                               response_deserializer=rls_pb2.RateLimitResponse.FromString)
+            return f(request("t", [("k", uuid.uuid4().hex)]), timeout=5).overall_code
+        except grpc.RpcError as e:
+            return e.code()
+        finally:
+            ch.close()
+
+    def test_only_tls_with_a_client_certificate_is_answered(self):
+        mine = grpc.ssl_channel_credentials(self.read("ca.crt"), self.read("client.key"),
+                                            self.read("client.crt"))
+        self.assertTrue(wait_for(lambda: self.call(mine) == OK, 20))
+        self.assertEqual(self.call(grpc.ssl_channel_credentials(self.read("ca.crt"))),
+                         grpc.StatusCode.UNAVAILABLE)  # no client certificate
+        self.assertEqual(self.call(None), grpc.StatusCode.UNAVAILABLE)  # plaintext
+
+
 class Cluster(unittest.TestCase):
     """Three nodes drawing on one limit through all three doors; the limit's owner killed
     mid-way, its counts kept by the replica that takes over."""
