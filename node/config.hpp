@@ -52,8 +52,8 @@ struct NodeConfig {
   std::map<std::string, PolicyOverride> overrides;  // key -> policy name or its own limit
   int admin_port = -1;                              // admin HTTP; -1: RESP port + 2000, 0: off
   // The gateway door (api/rls): Envoy's rate-limit service over gRPC.
-  int rls_port = 0;                 // 0: off
-  std::string rls_config;           // envoyproxy/ratelimit YAML: a file or a directory
+  int rls_port = 0;        // 0: off
+  std::string rls_config;  // envoyproxy/ratelimit YAML: a file or a directory
   bool rls_response_headers = false;
   std::string rls_user = "default";
   bool tls_rls = false;

@@ -136,7 +136,8 @@ int Node::start_services(StartState& st, std::string& why) {
     rls_rules_ = std::make_unique<RlsRules>(cfg_.rls_config);
     svc_.rls = rls_rules_.get();
     if (!cfg_.rls_config.empty()) {
-      if (const Status st = rls_rules_->reload(); !st) return fail(why, 2, "rls-config: " + st.error());
+      if (const Status st = rls_rules_->reload(); !st)
+        return fail(why, 2, "rls-config: " + st.error());
       spdlog::info("rls-config: {} domain(s) from {}", rls_rules_->get()->domains.size(),
                    cfg_.rls_config);
     }
@@ -317,10 +318,10 @@ int Node::start_doors(StartState& st, std::string& why) {
         o.ca_pem = *ca;
       }
       using C = RlsDoorOptions::ClientCerts;
-      o.client_certs = o.ca_pem.empty()                                 ? C::kNone
-                       : cfg_.tls.auth_clients == TlsAuthClients::kYes ? C::kRequired
+      o.client_certs = o.ca_pem.empty()                                     ? C::kNone
+                       : cfg_.tls.auth_clients == TlsAuthClients::kYes      ? C::kRequired
                        : cfg_.tls.auth_clients == TlsAuthClients::kOptional ? C::kOptional
-                                                                             : C::kNone;
+                                                                            : C::kNone;
     }
     if (cfg_.rls_config.empty()) {
       spdlog::warn("rls-port without rls-config: every descriptor is answered OK (no limits)");

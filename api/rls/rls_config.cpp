@@ -78,8 +78,8 @@ RlsStats* RlsStatsBook::get(std::string_view domain, std::string_view descriptor
   return stats_.emplace(std::move(key), std::make_unique<RlsStats>()).first->second.get();
 }
 
-void RlsStatsBook::each(const std::function<void(const std::string&, const std::string&,
-                                                 const RlsStats&)>& f) const {
+void RlsStatsBook::each(
+    const std::function<void(const std::string&, const std::string&, const RlsStats&)>& f) const {
   std::lock_guard lock(mu_);
   for (const auto& [k, s] : stats_) f(k.first, k.second, *s);
 }
@@ -93,13 +93,12 @@ struct ConfigError {
 
 // Upstream's keys (its validKeys), at any level, plus this door's extensions.
 const std::set<std::string, std::less<>> kValidKeys = {
-    "domain",          "key",         "value",           "descriptors",       "rate_limit",
-    "unit",            "requests_per_unit", "unlimited", "shadow_mode",       "quota_mode",
-    "name",            "replaces",    "detailed_metric", "value_to_metric",   "share_threshold",
-    "metadata",
+    "domain", "key", "value", "descriptors", "rate_limit", "unit", "requests_per_unit", "unlimited",
+    "shadow_mode", "quota_mode", "name", "replaces", "detailed_metric", "value_to_metric",
+    "share_threshold", "metadata",
     // Extensions (api/rls/README.md): a Floodgate policy instead of a rate_limit; a domain's
     // answer when a counter cannot be reached.
-    "policy",          "on_unavailable"};
+    "policy", "on_unavailable"};
 
 // A plain scalar YAML would read as something other than a string (upstream's loader sees
 // a number or a bool there).
@@ -108,8 +107,8 @@ bool non_string_scalar(const YAML::Node& n) {
   const std::string& s = n.Scalar();
   if (s.empty()) return false;
   static const std::set<std::string, std::less<>> words = {
-      "true", "false", "True", "False", "TRUE", "FALSE", "yes", "no", "Yes", "No", "YES", "NO",
-      "on",   "off",   "On",   "Off",   "ON",   "OFF",   "null", "Null", "NULL", "~"};
+      "true", "false", "True", "False", "TRUE", "FALSE", "yes", "no",   "Yes",  "No",   "YES",
+      "NO",   "on",    "off",  "On",    "Off",  "ON",    "OFF", "null", "Null", "NULL", "~"};
   if (words.count(s)) return true;
   char* end = nullptr;
   errno = 0;
@@ -390,7 +389,8 @@ RlsMatch RlsConfig::match(std::string_view domain_name, const std::vector<RlsEnt
     const RlsEntry& e = entries[i];
     final_key.assign(e.key).append("_").append(e.value);
     const RlsNode* next = nullptr;
-    if (auto it = node->children.find(final_key); it != node->children.end()) next = it->second.get();
+    if (auto it = node->children.find(final_key); it != node->children.end())
+      next = it->second.get();
     bool by_wildcard = false;
     if (!next) {
       for (const RlsNode::Wildcard& w : node->wildcards) {
@@ -405,7 +405,8 @@ RlsMatch RlsConfig::match(std::string_view domain_name, const std::vector<RlsEnt
       if (auto it = node->children.find(e.key); it != node->children.end()) next = it->second.get();
     }
     if (by_wildcard && next->share_threshold) {
-      shared[i] = std::string_view(next->pattern).substr(std::min(next->pattern.size(), e.key.size() + 1));
+      shared[i] =
+          std::string_view(next->pattern).substr(std::min(next->pattern.size(), e.key.size() + 1));
     }
     if (next && next->limit && i + 1 == entries.size()) m.limit = next->limit.get();
     if (!next || next->children.empty()) break;
@@ -432,8 +433,8 @@ RlsMatch RlsConfig::match(std::string_view domain_name, const std::vector<RlsEnt
 std::vector<std::string> RlsConfig::describe() const {
   std::vector<std::string> out;
   for (const auto& [name, d] : domains) {
-    out.push_back(name + ": on_unavailable=" +
-                  (d.on_unavailable == FailMode::kOpen ? "fail_open" : "error"));
+    out.push_back(
+        name + ": on_unavailable=" + (d.on_unavailable == FailMode::kOpen ? "fail_open" : "error"));
     describe_node(d.root, out);
   }
   return out;

@@ -52,8 +52,7 @@ class RlsStatsBook {
  public:
   static constexpr size_t kMaxKeys = 10'000;
   // The counters of `descriptor` in `domain`; `fallback` (may be null) once the book is full.
-  RlsStats* get(std::string_view domain, std::string_view descriptor,
-                RlsStats* fallback = nullptr);
+  RlsStats* get(std::string_view domain, std::string_view descriptor, RlsStats* fallback = nullptr);
   // Each domain and descriptor with its counters, in order.
   void each(const std::function<void(const std::string& domain, const std::string& descriptor,
                                      const RlsStats&)>& f) const;

@@ -13,10 +13,10 @@
 
 #include "command_table.hpp"
 #include "envoy/service/ratelimit/v3/rls.grpc.pb.h"
-#include "grpc/health/v1/health.grpc.pb.h"
 #include "errors.hpp"
-#include "key_table.hpp"
+#include "grpc/health/v1/health.grpc.pb.h"
 #include "io_batcher.hpp"
+#include "key_table.hpp"
 #include "request_job.hpp"
 #include "rls_config.hpp"
 #include "services.hpp"
@@ -104,8 +104,8 @@ struct RlsCall : DoorTag {
     RlsStats* stats = nullptr;
     bool unlimited = false;
     uint64_t hits = 1;
-    int job = -1;            // its request's index, or -1: answered here
-    LimitSpec spec;          // what it was asked with
+    int job = -1;             // its request's index, or -1: answered here
+    LimitSpec spec;           // what it was asked with
     bool zero_limit = false;  // requests_per_unit 0: over, whatever the count
   };
   std::vector<Item> items;
@@ -204,8 +204,7 @@ class RlsDoor::Service final
       return {grpc::StatusCode::INVALID_ARGUMENT, "rate limit domain must not be empty"};
     }
     if (req.descriptors().empty()) {
-      return {grpc::StatusCode::INVALID_ARGUMENT,
-              "rate limit descriptor list must not be empty"};
+      return {grpc::StatusCode::INVALID_ARGUMENT, "rate limit descriptor list must not be empty"};
     }
     if (req.descriptors_size() > kMaxDescriptors) {
       return {grpc::StatusCode::INVALID_ARGUMENT,
@@ -229,14 +228,14 @@ class RlsDoor::Service final
       const auto& d = req.descriptors(i);
       RlsCall::Item& it = c.items[i];
       if (d.entries_size() > kMaxEntries) {
-        return {grpc::StatusCode::INVALID_ARGUMENT,
-                "too many entries in descriptor " + std::to_string(i) + ": at most " +
-                    std::to_string(kMaxEntries)};
+        return {grpc::StatusCode::INVALID_ARGUMENT, "too many entries in descriptor " +
+                                                        std::to_string(i) + ": at most " +
+                                                        std::to_string(kMaxEntries)};
       }
       entries.clear();
       for (const auto& e : d.entries()) entries.push_back({e.key(), e.value()});
-      it.hits = d.has_hits_addend() ? d.hits_addend().value()
-                                    : std::max<uint64_t>(1, req.hits_addend());
+      it.hits =
+          d.has_hits_addend() ? d.hits_addend().value() : std::max<uint64_t>(1, req.hits_addend());
       if (it.hits > static_cast<uint64_t>(kMaxCount)) {
         return {grpc::StatusCode::INVALID_ARGUMENT,
                 "hits_addend of descriptor " + std::to_string(i) + " is too large"};
@@ -325,9 +324,9 @@ class RlsDoor::Service final
         continue;
       }
       if (!c.user->unrestricted() && !c.user->key_allowed(key, true, true)) {
-        return {grpc::StatusCode::PERMISSION_DENIED,
-                "the rls-user '" + options_.user + "' has no permissions to access the '" + key +
-                    "' key"};
+        return {grpc::StatusCode::PERMISSION_DENIED, "the rls-user '" + options_.user +
+                                                         "' has no permissions to access the '" +
+                                                         key + "' key"};
       }
       Request r;
       r.verb = it.hits == 0 ? Verb::kPeek : Verb::kTake;
@@ -346,8 +345,8 @@ class RlsDoor::Service final
   // Upstream's counters for one decision: `before` and `after` the hits, against `limit`.
   static void count(RlsStats& s, uint64_t limit, uint64_t before, uint64_t after, uint64_t hits,
                     bool over, bool shadow) {
-    const auto near = static_cast<uint64_t>(static_cast<double>(static_cast<float>(limit) *
-                                                                static_cast<float>(kNearLimitRatio)));
+    const auto near = static_cast<uint64_t>(
+        static_cast<double>(static_cast<float>(limit) * static_cast<float>(kNearLimitRatio)));
     s.total_hits.fetch_add(hits, std::memory_order_relaxed);
     if (over) {
       if (before >= limit) {
@@ -465,7 +464,8 @@ class RlsDoor::Service final
     }
     grpc::ByteBuffer out;
     bool own = false;
-    grpc::Status st = grpc::SerializationTraits<rls::RateLimitResponse>::Serialize(resp, &out, &own);
+    grpc::Status st =
+        grpc::SerializationTraits<rls::RateLimitResponse>::Serialize(resp, &out, &own);
     if (!st.ok()) return c.fail(st);
     c.finish(out);
   }
@@ -524,8 +524,8 @@ Status RlsDoor::start(const std::string& host, int port) {
     grpc::SslServerCredentialsOptions o(
         options_.client_certs == C::kRequired
             ? GRPC_SSL_REQUEST_AND_REQUIRE_CLIENT_CERTIFICATE_AND_VERIFY
-            : options_.client_certs == C::kOptional ? GRPC_SSL_REQUEST_CLIENT_CERTIFICATE_AND_VERIFY
-                                                    : GRPC_SSL_DONT_REQUEST_CLIENT_CERTIFICATE);
+        : options_.client_certs == C::kOptional ? GRPC_SSL_REQUEST_CLIENT_CERTIFICATE_AND_VERIFY
+                                                : GRPC_SSL_DONT_REQUEST_CLIENT_CERTIFICATE);
     o.pem_root_certs = options_.ca_pem;
     o.pem_key_cert_pairs.push_back({options_.key_pem, options_.cert_pem});
     creds = grpc::SslServerCredentials(o);

@@ -1,11 +1,11 @@
 // The gateway door's configuration: envoyproxy/ratelimit's YAML refused where upstream refuses
 // it (in its words), and its lookup's rules.
+#include "rls_config.hpp"
+
 #include <gtest/gtest.h>
 
 #include <filesystem>
 #include <fstream>
-
-#include "rls_config.hpp"
 
 namespace fg {
 namespace {
@@ -34,16 +34,19 @@ TEST(RlsConfig, RefusesWhatUpstreamRefusesInItsWords) {
   EXPECT_EQ(load_error(""), "f.yaml: config file cannot have empty domain");
   EXPECT_EQ(load_error("domain: d\ndescriptors:\n  - value: v\n"),
             "f.yaml: descriptor has empty key");
-  EXPECT_EQ(load_error("domain: d\ndescriptors:\n  - key: k\n    value: v\n  - key: k\n    value: v\n"),
-            "f.yaml: duplicate descriptor composite key 'd.k_v'");
+  EXPECT_EQ(
+      load_error("domain: d\ndescriptors:\n  - key: k\n    value: v\n  - key: k\n    value: v\n"),
+      "f.yaml: duplicate descriptor composite key 'd.k_v'");
   EXPECT_EQ(load_error("domain: d\ndescriptors:\n  - key: k\n    rate_limit: {unit: fortnight, "
                        "requests_per_unit: 1}\n"),
             "f.yaml: invalid rate limit unit 'fortnight'");
-  EXPECT_EQ(load_error("domain: d\ndescriptors:\n  - key: k\n    rate_limit: {requests_per_unit: 1}\n"),
-            "f.yaml: invalid rate limit unit ''");
-  EXPECT_EQ(load_error("domain: d\ndescriptors:\n  - key: k\n    rate_limit: {unlimited: true, unit: "
-                       "day}\n"),
-            "f.yaml: should not specify rate limit unit when unlimited");
+  EXPECT_EQ(
+      load_error("domain: d\ndescriptors:\n  - key: k\n    rate_limit: {requests_per_unit: 1}\n"),
+      "f.yaml: invalid rate limit unit ''");
+  EXPECT_EQ(
+      load_error("domain: d\ndescriptors:\n  - key: k\n    rate_limit: {unlimited: true, unit: "
+                 "day}\n"),
+      "f.yaml: should not specify rate limit unit when unlimited");
   EXPECT_EQ(load_error("domain: d\ndescriptors:\n  - key: k\n    rate_limit: {unit: day, "
                        "requests_per_unit: 1, name: a, replaces: [{name: a}]}\n"),
             "f.yaml: replaces should not contain name of same descriptor");

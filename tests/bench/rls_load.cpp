@@ -78,7 +78,8 @@ class Lane {
 
 int main(int argc, char** argv) {
   if (argc < 7) {
-    std::fprintf(stderr, "usage: rls_load HOST:PORT CONCURRENCY CHANNELS REQUESTS SECONDS KEYSPACE\n");
+    std::fprintf(stderr,
+                 "usage: rls_load HOST:PORT CONCURRENCY CHANNELS REQUESTS SECONDS KEYSPACE\n");
     return 2;
   }
   Shared s;
@@ -114,8 +115,10 @@ int main(int argc, char** argv) {
     return lat.empty() ? 0 : lat[std::min(lat.size() - 1, static_cast<size_t>(p * lat.size()))];
   };
   const int64_t done = s.done.load();
-  std::printf("requests: %lld  errors: %lld  over: %lld  seconds: %.3f  rps: %.0f  p50_us: %d  p99_us: %d\n",
-              static_cast<long long>(done), static_cast<long long>(s.errors.load()),
-              static_cast<long long>(s.over.load()), secs, done / secs, pct(0.50), pct(0.99));
+  std::printf(
+      "requests: %lld  errors: %lld  over: %lld  seconds: %.3f  rps: %.0f  p50_us: %d  p99_us: "
+      "%d\n",
+      static_cast<long long>(done), static_cast<long long>(s.errors.load()),
+      static_cast<long long>(s.over.load()), secs, done / secs, pct(0.50), pct(0.99));
   return s.errors.load() == 0 ? 0 : 1;
 }
