@@ -13,6 +13,7 @@
 #include "command_table.hpp"
 #include "config.hpp"
 #include "node.hpp"
+#include "rls_config.hpp"
 #include "settings.hpp"
 
 namespace {
@@ -106,7 +107,15 @@ int main(int argc, char** argv) {
       std::cerr << "floodgate: " << r.error() << "\n";
       return 2;
     }
-    if (cfg.tls.configured() || cfg.tls_port > 0 || cfg.tls_native || cfg.tls_cluster) {
+    if (!cfg.rls_config.empty()) {  // (the gateway door's files too)
+      fg::RlsStatsBook book;
+      if (auto rules = fg::load_rls_config(cfg.rls_config, book); !rules) {
+        std::cerr << "floodgate: rls-config: " << rules.error() << "\n";
+        return 2;
+      }
+    }
+    if (cfg.tls.configured() || cfg.tls_port > 0 || cfg.tls_native || cfg.tls_cluster ||
+        cfg.tls_rls) {
       fg::TlsContexts probe;  // (the certificate files are part of what is checked)
       if (const fg::Status st = probe.load(cfg.tls); !st) {
         std::cerr << "floodgate: " << st.error() << "\n";

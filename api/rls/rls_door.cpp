@@ -323,10 +323,10 @@ class RlsDoor::Service final
         it.limit = nullptr;
         continue;
       }
-      if (!c.user->unrestricted() && !c.user->key_allowed(key, true, true)) {
-        return {grpc::StatusCode::PERMISSION_DENIED, "the rls-user '" + options_.user +
-                                                         "' has no permissions to access the '" +
-                                                         key + "' key"};
+      if (!c.user->unrestricted()) {
+        if (grpc::Status refused = acl_check(*c.user, it.hits == 0, key); !refused.ok()) {
+          return refused;
+        }
       }
       Request r;
       r.verb = it.hits == 0 ? Verb::kPeek : Verb::kTake;
@@ -340,6 +340,21 @@ class RlsDoor::Service final
       c.requests.push_back(r);
     }
     return grpc::Status::OK;
+  }
+
+  // The door's user's rights on a take (or a check: a peek) of `key`, as the RESP door
+  // checks FG.TAKE and FG.PEEK; a refusal goes to ACL LOG. (The key's owner checks again.)
+  grpc::Status acl_check(const AclUser& user, bool peek, std::string_view key) {
+    const AclCatalog& catalog = svc_.acl->catalog();
+    const int entry = catalog.find(peek ? "fg.peek" : "fg.take");
+    if (entry < 0) return grpc::Status::OK;
+    acl_words_.assign({catalog.at(entry).name, key});
+    size_t pos = 0;
+    const AclDenied d = user.check(entry, acl_words_, &pos);
+    if (d == AclDenied::kNone) return grpc::Status::OK;
+    svc_.acl->refused(d, "toplevel", d == AclDenied::kKey ? key : catalog.at(entry).name,
+                      user.name(), "gateway door (rls-port)");
+    return {grpc::StatusCode::PERMISSION_DENIED, acl_denied_error(catalog, d, entry)};
   }
 
   // Upstream's counters for one decision: `before` and `after` the hits, against `limit`.
@@ -497,6 +512,7 @@ class RlsDoor::Service final
   uint64_t cfg_version_ = 0;
   std::vector<RlsEntry> entries_;
   std::vector<std::string_view> replaced_;
+  std::vector<std::string_view> acl_words_;
   std::atomic<int64_t> in_flight_{0};  // calls taken and not yet finished
   int awaiting_ = 0;
 };

@@ -409,6 +409,28 @@ class Standalone(unittest.TestCase):
         self.assertEqual(cli(self.node.port, "FG.RLS", "RELOAD"), "OK")
 
 
+class Refused(unittest.TestCase):
+    """A bad rls-config stops the start (and --check-config says why), as upstream refuses
+    to start on one."""
+
+    def test_a_bad_file_refuses_the_start_and_the_check(self):
+        d = tempfile.mkdtemp(prefix="rls-bad-")
+        bad = os.path.join(d, "bad.yaml")
+        with open(bad, "w") as f:
+            f.write("domain: x\ndescriptors:\n  - key: k\n    rate_limit: {unit: fortnight}\n")
+        conf = os.path.join(d, "node.yaml")
+        with open(conf, "w") as f:
+            f.write(f"rls-port: {free_port()}\nrls-config: {bad}\n")
+        out = subprocess.run([BIN, "--check-config", conf], capture_output=True, text=True,
+                             timeout=30)
+        self.assertEqual(out.returncode, 2)
+        self.assertIn("rls-config: bad.yaml: invalid rate limit unit 'fortnight'", out.stderr)
+        out = subprocess.run([BIN, "--config", conf, "--port", str(free_port())],
+                             capture_output=True, text=True, timeout=30)
+        self.assertEqual(out.returncode, 2)
+        self.assertIn("invalid rate limit unit 'fortnight'", out.stdout + out.stderr)
+
+
 def metric(text, name, labels):
     for line in text.splitlines():
         if line.startswith(name + "{") and labels in line:
@@ -426,6 +448,44 @@ def wait_for(f, timeout=10):
             pass
         time.sleep(0.1)
     return False
+
+
+class Users(unittest.TestCase):
+    """rls-user: the door's requests run with that ACL user's rights, checked as the RESP
+    door checks FG.TAKE, and changed at runtime with ACL SETUSER."""
+
+    def test_the_doors_user_needs_its_rights(self):
+        d = tempfile.mkdtemp(prefix="rls-users-")
+        with open(os.path.join(d, "rls.yaml"), "w") as f:
+            f.write("domain: u\ndescriptors:\n  - key: k\n    rate_limit: {unit: hour, "
+                    "requests_per_unit: 100}\n")
+        node = Node(d, ["--user", "gw on nopass ~rls:* +fg.take +fg.peek", "--rls-user", "gw"])
+        try:
+            node.wait_serving()
+            def status(hits=1):
+                try:
+                    node.call(request("u", {"entries": [("k", "v")], "hits": hits}), timeout=5)
+                    return grpc.StatusCode.OK, ""
+                except grpc.RpcError as e:
+                    return e.code(), e.details()
+            self.assertEqual(status()[0], grpc.StatusCode.OK)
+            self.assertEqual(status(0)[0], grpc.StatusCode.OK)
+            self.assertEqual(cli(node.port, "ACL", "SETUSER", "gw", "resetkeys", "~other:*"), "OK")
+            code, why = status()
+            self.assertEqual(code, grpc.StatusCode.PERMISSION_DENIED)
+            self.assertIn("no permissions to access", why)
+            self.assertEqual(cli(node.port, "ACL", "SETUSER", "gw", "~rls:*", "-fg.take"), "OK")
+            self.assertEqual(status(0)[0], grpc.StatusCode.OK)  # a check is a peek
+            code, why = status()
+            self.assertEqual(code, grpc.StatusCode.PERMISSION_DENIED)
+            self.assertIn("'fg.take' command", why)
+            self.assertIn("gateway door", cli(node.port, "ACL", "LOG"))
+            self.assertEqual(cli(node.port, "ACL", "DELUSER", "gw"), "1")
+            code, why = status()
+            self.assertEqual(code, grpc.StatusCode.PERMISSION_DENIED)
+            self.assertIn("does not exist", why)
+        finally:
+            node.stop()
 
 
 class Tls(unittest.TestCase):
