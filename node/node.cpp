@@ -290,6 +290,8 @@ int Node::start_doors(StartState& st, std::string& why) {
   if (cfg_.rls_port != 0 && !run_.polled) {
     RlsDoorOptions o;
     o.response_headers = cfg_.rls_response_headers;
+    // (the cap on what clients make the node hold covers this door's gRPC memory too)
+    if (cfg_.maxmemory_clients > 0) o.memory_bytes = cfg_.maxmemory_clients;
     o.user = cfg_.rls_user;
     if (cfg_.tls_rls) {
       if (!cfg_.tls.key_file_pass.empty()) {

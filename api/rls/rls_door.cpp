@@ -3,6 +3,7 @@
 
 #include <absl/synchronization/mutex.h>
 #include <grpcpp/grpcpp.h>
+#include <grpcpp/resource_quota.h>
 #include <grpcpp/health_check_service_interface.h>
 #include <spdlog/spdlog.h>
 
@@ -552,6 +553,10 @@ Status RlsDoor::start(const std::string& host, int port) {
   b.RegisterService(service_.get());
   b.RegisterService(health_.get());
   b.SetMaxReceiveMessageSize(kMaxReceiveBytes);
+  b.AddChannelArgument(GRPC_ARG_MAX_CONCURRENT_STREAMS, options_.max_streams);
+  grpc::ResourceQuota quota("rls-door");
+  quota.Resize(static_cast<size_t>(options_.memory_bytes));
+  b.SetResourceQuota(quota);
   for (int i = 0; i < kQueues; ++i) queues_.push_back(b.AddCompletionQueue());
   server_ = b.BuildAndStart();
   if (!server_ || port_ == 0) {

@@ -34,6 +34,11 @@ struct RlsDoorOptions {
   // TLS: PEM texts; empty cert: plain.
   std::string cert_pem, key_pem, ca_pem;
   enum class ClientCerts { kNone, kOptional, kRequired } client_certs = ClientCerts::kNone;
+  // What callers can make the door hold: gRPC's memory for all its connections (its
+  // resource quota; past it gRPC refuses new streams and shrinks buffers), and the
+  // streams one connection may have open at once.
+  int64_t memory_bytes = 256 << 20;
+  int max_streams = 1000;
 };
 
 class RlsDoor {

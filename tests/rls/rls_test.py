@@ -378,6 +378,22 @@ class Standalone(unittest.TestCase):
                     pass
         self.assertEqual(self.ask([("b", self.fresh())]).overall_code, OK)
 
+    def test_a_connection_may_open_at_most_1000_streams_at_once(self):
+        # (the server's first HTTP/2 SETTINGS frame: SETTINGS_MAX_CONCURRENT_STREAMS, id 3)
+        with socket.create_connection(("127.0.0.1", self.node.rls_port), timeout=5) as s:
+            s.sendall(b"PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n" + bytes([0, 0, 0, 4, 0, 0, 0, 0, 0]))
+            head = b""
+            while len(head) < 9:
+                head += s.recv(9 - len(head))
+            length, kind = int.from_bytes(head[:3], "big"), head[3]
+            self.assertEqual(kind, 4)
+            body = b""
+            while len(body) < length:
+                body += s.recv(length - len(body))
+        params = {int.from_bytes(body[i:i + 2], "big"): int.from_bytes(body[i + 2:i + 6], "big")
+                  for i in range(0, len(body), 6)}
+        self.assertEqual(params.get(3), 1000)
+
     def test_fg_rls_config_shows_what_is_loaded_and_a_reload_keeps_the_last_good(self):
         out = cli(self.node.port, "FG.RLS", "CONFIG")
         self.assertIn(f"{self.domain}.a: unit=hour requests_per_unit=3", out)
