@@ -3,8 +3,8 @@
 
 #include <absl/synchronization/mutex.h>
 #include <grpcpp/grpcpp.h>
-#include <grpcpp/resource_quota.h>
 #include <grpcpp/health_check_service_interface.h>
+#include <grpcpp/resource_quota.h>
 #include <spdlog/spdlog.h>
 
 #include <algorithm>
