@@ -6,14 +6,13 @@
 #include <algorithm>
 #include <ctime>
 #include <filesystem>
-#include <fstream>
 #include <future>
 #include <random>
-#include <sstream>
 
 #include "command_table.hpp"
 #include "lease_upkeep.hpp"
 #include "settings.hpp"
+#include "state_file.hpp"
 
 namespace fg {
 namespace {
@@ -297,15 +296,8 @@ int Node::start_doors(StartState& st, std::string& why) {
       if (!cfg_.tls.key_file_pass.empty()) {
         return fail(why, 2, "tls-rls: the gateway door cannot read a key with a passphrase");
       }
-      auto pem = [](const std::string& path) -> Result<std::string> {
-        std::ifstream in(path, std::ios::binary);
-        if (!in) return Error{"cannot read " + path};
-        std::ostringstream s;
-        s << in.rdbuf();
-        return s.str();
-      };
-      auto cert = pem(cfg_.tls.cert_file);
-      auto key = pem(cfg_.tls.key_file);
+      auto cert = read_whole_file(cfg_.tls.cert_file);
+      auto key = read_whole_file(cfg_.tls.key_file);
       if (!cert || !key) return fail(why, 2, "tls-rls: " + (!cert ? cert.error() : key.error()));
       o.cert_pem = *cert;
       o.key_pem = *key;
@@ -315,7 +307,7 @@ int Node::start_doors(StartState& st, std::string& why) {
                     "tls-ca-cert-dir): give one, or tls-auth-clients no");
       }
       if (!cfg_.tls.ca_cert_file.empty()) {
-        auto ca = pem(cfg_.tls.ca_cert_file);
+        auto ca = read_whole_file(cfg_.tls.ca_cert_file);
         if (!ca) return fail(why, 2, "tls-rls: " + ca.error());
         o.ca_pem = *ca;
       }

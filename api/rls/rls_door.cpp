@@ -8,7 +8,6 @@
 #include <spdlog/spdlog.h>
 
 #include <algorithm>
-#include <deque>
 #include <limits>
 #include <thread>
 
@@ -94,14 +93,12 @@ struct RlsCall : DoorTag {
 
   rls::RateLimitRequest request;
   rls::RateLimitResponse response;
-  const rls::RateLimitRequest* req = &request;
-  rls::RateLimitResponse* resp = &response;
   std::shared_ptr<const RlsConfig> cfg;
   std::shared_ptr<const AclUser> user;
   FailMode mode = FailMode::kError;
   struct Item {
     const RlsLimit* limit = nullptr;  // null: OK without current_limit
-    RlsLimit own;                     // the caller's override, or a policy's resolved view
+    RlsLimit own;                     // the caller's override (descriptor.limit)
     RlsStats* stats = nullptr;
     bool unlimited = false;
     uint64_t hits = 1;
@@ -200,7 +197,7 @@ class RlsDoor::Service final
   }
 
   grpc::Status prepare(RlsCall& c) {
-    const rls::RateLimitRequest& req = *c.req;
+    const rls::RateLimitRequest& req = c.request;
     if (req.domain().empty()) {
       return {grpc::StatusCode::INVALID_ARGUMENT, "rate limit domain must not be empty"};
     }
@@ -392,7 +389,7 @@ class RlsDoor::Service final
 
   // `outcomes`: the call's requests' (null when it made none).
   void answer(RlsCall& c, const Outcome* outcomes) {
-    rls::RateLimitResponse& resp = *c.resp;
+    rls::RateLimitResponse& resp = c.response;
     const int64_t now_s = svc_.clock->now_ns() / 1'000'000'000;
     int failed = 0, quota_total = 0, quota_failed = 0;
     const rls::RateLimitResponse::DescriptorStatus* nearest = nullptr;
