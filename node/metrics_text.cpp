@@ -241,6 +241,9 @@ std::string AdminHttp::metrics() const {
     t.sample("floodgate_rls_requests_total", label("code", "over_limit"), load(b.over_limit));
     t.sample("floodgate_rls_requests_total", label("code", "unavailable"), load(b.unavailable));
     t.sample("floodgate_rls_requests_total", label("code", "invalid"), load(b.invalid));
+    t.one("floodgate_rls_domain_not_found_total", "counter",
+          "ShouldRateLimit calls naming a domain no rls-config file has (answered OK)",
+          load(b.domain_not_found));
     t.family("floodgate_rls_config_loads_total", "counter",
              "rls-config loads, by result (a refused one keeps the rules in force)");
     t.sample("floodgate_rls_config_loads_total", label("result", "success"),

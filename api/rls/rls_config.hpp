@@ -58,6 +58,7 @@ class RlsStatsBook {
                                      const RlsStats&)>& f) const;
   // Requests the door answered, by outcome, and configuration loads.
   std::atomic<uint64_t> ok{0}, over_limit{0}, unavailable{0}, invalid{0};
+  std::atomic<uint64_t> domain_not_found{0};  // calls naming a domain no file has
   std::atomic<uint64_t> config_load_success{0}, config_load_error{0};
 
  private:

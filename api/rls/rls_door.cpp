@@ -215,7 +215,11 @@ class RlsDoor::Service final
     }
     c.cfg = config();
     const RlsDomain* domain = c.cfg->domain(req.domain());
-    if (domain) c.mode = domain->on_unavailable;
+    if (domain) {
+      c.mode = domain->on_unavailable;
+    } else {
+      rules_.stats().domain_not_found.fetch_add(1, std::memory_order_relaxed);
+    }
     std::shared_ptr<const PolicySet> policies;
     c.items.resize(req.descriptors_size());
     std::vector<RlsEntry>& entries = entries_;

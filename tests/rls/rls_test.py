@@ -194,7 +194,10 @@ class Standalone(unittest.TestCase):
         self.assertEqual(r.statuses[0].current_limit.unit, UNIT.HOUR)
 
     def test_an_unknown_domain_limits_nothing(self):
+        before = metric(self.node.metrics(), "floodgate_rls_domain_not_found_total", "")
         r = self.ask([("a", "x")], domain="no-such-domain")
+        self.assertEqual(metric(self.node.metrics(), "floodgate_rls_domain_not_found_total", ""),
+                         before + 1)
         self.assertEqual(r.overall_code, OK)
         self.assertEqual(codes(r), [OK])
         self.assertFalse(r.statuses[0].HasField("current_limit"))
@@ -448,8 +451,11 @@ class Refused(unittest.TestCase):
 
 
 def metric(text, name, labels):
+    """A sample's value: `name` with `labels` among its labels ("" for one without any)."""
     for line in text.splitlines():
-        if line.startswith(name + "{") and labels in line:
+        if labels and line.startswith(name + "{") and labels in line:
+            return float(line.rsplit(" ", 1)[1])
+        if not labels and line.startswith(name + " "):
             return float(line.rsplit(" ", 1)[1])
     return 0.0
 
