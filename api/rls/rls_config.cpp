@@ -380,11 +380,21 @@ const RlsDomain* RlsConfig::domain(std::string_view name) const {
 RlsMatch RlsConfig::match(std::string_view domain_name, const std::vector<RlsEntry>& entries,
                           RlsStatsBook& book) const {
   RlsMatch m;
+  match(domain_name, entries, book, m);
+  return m;
+}
+
+void RlsConfig::match(std::string_view domain_name, const std::vector<RlsEntry>& entries,
+                      RlsStatsBook& book, RlsMatch& m) const {
+  m.limit = nullptr;
+  m.counter.clear();
+  m.stats = nullptr;
   const RlsDomain* d = domain(domain_name);
-  if (!d) return m;
+  if (!d) return;
   const RlsNode* node = &d->root;
-  std::vector<std::string_view> shared(entries.size());  // share_threshold patterns, by entry
-  std::string final_key;
+  std::vector<std::string_view>& shared = m.shared;  // share_threshold patterns, by entry
+  shared.assign(entries.size(), {});
+  std::string& final_key = m.level_key;
   for (size_t i = 0; i < entries.size(); ++i) {
     const RlsEntry& e = entries[i];
     final_key.assign(e.key).append("_").append(e.value);
@@ -412,7 +422,7 @@ RlsMatch RlsConfig::match(std::string_view domain_name, const std::vector<RlsEnt
     if (!next || next->children.empty()) break;
     node = next;
   }
-  if (!m.limit) return m;
+  if (!m.limit) return;
   m.counter.assign(domain_name).append("_");
   for (size_t i = 0; i < entries.size(); ++i) {
     m.counter.append(entries[i].key).append("_");
@@ -427,7 +437,6 @@ RlsMatch RlsConfig::match(std::string_view domain_name, const std::vector<RlsEnt
     }
     m.stats = book.get(domain_name, key, m.limit->stats);
   }
-  return m;
 }
 
 std::vector<std::string> RlsConfig::describe() const {

@@ -115,6 +115,9 @@ struct RlsMatch {
   // its pattern instead of its value), as upstream makes its cache key.
   std::string counter;
   RlsStats* stats = nullptr;  // a detailed_metric descriptor's own counters, else limit->stats
+  // (match's working space: an RlsMatch matched into again allocates nothing new)
+  std::vector<std::string_view> shared;
+  std::string level_key;
 };
 
 class RlsConfig {
@@ -126,6 +129,8 @@ class RlsConfig {
   // level, then "key" alone; the limit of the node the last entry reached, if any.
   RlsMatch match(std::string_view domain, const std::vector<RlsEntry>& entries,
                  RlsStatsBook& book) const;
+  void match(std::string_view domain, const std::vector<RlsEntry>& entries, RlsStatsBook& book,
+             RlsMatch& into) const;
   const RlsDomain* domain(std::string_view name) const;
   // The rules as FG.RLS CONFIG shows them: one line per limit.
   std::vector<std::string> describe() const;

@@ -2,19 +2,25 @@
 #include "rls_door.hpp"
 
 #include <absl/synchronization/mutex.h>
-#include <grpcpp/grpcpp.h>
-#include <grpcpp/health_check_service_interface.h>
-#include <grpcpp/resource_quota.h>
+#include <grpc/byte_buffer.h>
+#include <grpc/byte_buffer_reader.h>
+#include <grpc/grpc.h>
+#include <grpc/grpc_security.h>
+#include <grpc/support/log.h>
+#include <grpc/support/time.h>
+#include <grpcpp/support/status.h>
 #include <spdlog/spdlog.h>
 
 #include <algorithm>
 #include <limits>
+#include <mutex>
+#include <optional>
 #include <thread>
 
 #include "command_table.hpp"
-#include "envoy/service/ratelimit/v3/rls.grpc.pb.h"
+#include "envoy/service/ratelimit/v3/rls.pb.h"
 #include "errors.hpp"
-#include "grpc/health/v1/health.grpc.pb.h"
+#include "grpc/health/v1/health.pb.h"
 #include "io_batcher.hpp"
 #include "key_table.hpp"
 #include "request_job.hpp"
@@ -34,9 +40,8 @@ constexpr double kNearLimitRatio = 0.8;
 constexpr int kMaxDescriptors = 1024;
 constexpr int kMaxEntries = 64;
 constexpr int kMaxReceiveBytes = 1 << 20;
-// Completion queues (a thread each), and the calls each keeps awaited.
-constexpr int kQueues = 1;  // (Service keeps per-thread copies: one queue only)
-static_assert(kQueues == 1);
+// One completion queue, served by one thread (Service keeps that thread's copies of the
+// rules and the user), and the calls it keeps awaited.
 constexpr int kArmed = 64;
 constexpr size_t kBatchCalls = 256;  // calls in one request job, at most
 constexpr auto kLanePoll = std::chrono::microseconds(100);
@@ -59,40 +64,142 @@ RlsUnit unit_of_period(int64_t ns) {
 
 }  // namespace
 
-// What a completion queue hands back: a health check or a ShouldRateLimit call.
+// What the completion queue hands back: a call of one of the door's methods, a call of
+// any other method, or the end of the server's shutdown.
 struct DoorTag {
-  bool health = false;
+  enum class What : uint8_t { kRls, kHealth, kOther, kShutdown } what;
   bool finishing = false;  // its answer is on its way: the next completion is its last
+  explicit DoorTag(What w) : what(w) {}
+};
+
+// A call as gRPC's core API hands it over: its request (the method's one message), and its
+// answer sent with the close in one batch — the initial metadata, the message and the
+// status together.
+struct CoreCall : DoorTag {
+  grpc_call* call = nullptr;
+  gpr_timespec deadline{};
+  grpc_metadata_array metadata{};  // the client's (unread)
+  grpc_byte_buffer* payload = nullptr;
+  grpc_byte_buffer* out = nullptr;
+  grpc_slice details{};
+  int cancelled = 0;
+
+  explicit CoreCall(What w) : DoorTag(w) { grpc_metadata_array_init(&metadata); }
+  ~CoreCall() {
+    release();
+    grpc_metadata_array_destroy(&metadata);
+  }
+  CoreCall(const CoreCall&) = delete;
+  CoreCall& operator=(const CoreCall&) = delete;
+
+  // Answers with `message` (taken; null: none) and `code`, whose text is `text`.
+  void send(grpc_byte_buffer* message, grpc_status_code code, std::string_view text) {
+    finishing = true;
+    out = message;
+    grpc_op ops[4] = {};
+    grpc_op* op = ops;
+    op->op = GRPC_OP_SEND_INITIAL_METADATA;
+    ++op;
+    if (out) {
+      op->op = GRPC_OP_SEND_MESSAGE;
+      op->data.send_message.send_message = out;
+      ++op;
+    }
+    op->op = GRPC_OP_SEND_STATUS_FROM_SERVER;
+    op->data.send_status_from_server.status = code;
+    if (code != GRPC_STATUS_OK) {
+      details = grpc_slice_from_copied_buffer(text.data(), text.size());
+      op->data.send_status_from_server.status_details = &details;
+    }
+    ++op;
+    op->op = GRPC_OP_RECV_CLOSE_ON_SERVER;
+    op->data.recv_close_on_server.cancelled = &cancelled;
+    ++op;
+    if (grpc_call_start_batch(call, ops, static_cast<size_t>(op - ops), this, nullptr) !=
+        GRPC_CALL_OK) {
+      // (only a misuse of the API refuses a batch: the call is cancelled, never left open)
+      spdlog::error("gateway door: gRPC refused a call's answer");
+      grpc_call_cancel(call, nullptr);
+    }
+  }
+  void fail(const grpc::Status& st) {
+    send(nullptr, static_cast<grpc_status_code>(st.error_code()), st.error_message());
+  }
+  void answer(const google::protobuf::MessageLite& m) {
+    const size_t n = m.ByteSizeLong();
+    grpc_slice s = grpc_slice_malloc(n);
+    m.SerializeWithCachedSizesToArray(GRPC_SLICE_START_PTR(s));
+    grpc_byte_buffer* bb = grpc_raw_byte_buffer_create(&s, 1);
+    grpc_slice_unref(s);
+    send(bb, GRPC_STATUS_OK, {});
+  }
+
+  // The request's message into `m`; false when it is none. (No message: an empty one.)
+  bool parse(google::protobuf::MessageLite& m) const {
+    if (!payload) {
+      m.Clear();
+      return true;
+    }
+    if (payload->type == GRPC_BB_RAW && payload->data.raw.compression == GRPC_COMPRESS_NONE &&
+        payload->data.raw.slice_buffer.count == 1) {
+      const grpc_slice& s = payload->data.raw.slice_buffer.slices[0];
+      return m.ParseFromArray(GRPC_SLICE_START_PTR(s), static_cast<int>(GRPC_SLICE_LENGTH(s)));
+    }
+    grpc_byte_buffer_reader r;
+    if (!grpc_byte_buffer_reader_init(&r, payload)) return false;
+    grpc_slice all = grpc_byte_buffer_reader_readall(&r);
+    grpc_byte_buffer_reader_destroy(&r);
+    const bool ok =
+        m.ParseFromArray(GRPC_SLICE_START_PTR(all), static_cast<int>(GRPC_SLICE_LENGTH(all)));
+    grpc_slice_unref(all);
+    return ok;
+  }
+
+  // gRPC is done with it: ready to be asked for again.
+  void release() {
+    if (call) grpc_call_unref(call);
+    call = nullptr;
+    if (payload) grpc_byte_buffer_destroy(payload);
+    payload = nullptr;
+    if (out) grpc_byte_buffer_destroy(out);
+    out = nullptr;
+    grpc_slice_unref(details);
+    details = grpc_empty_slice();
+    metadata.count = 0;
+    cancelled = 0;
+    finishing = false;
+  }
 };
 
 // grpc.health.v1.Health/Check, answered at once.
-struct HealthCall : DoorTag {
-  grpc::ServerContext ctx;
-  grpc::health::v1::HealthCheckRequest request;
-  grpc::ServerAsyncResponseWriter<grpc::health::v1::HealthCheckResponse> responder{&ctx};
-  HealthCall() { health = true; }
+struct HealthCall : CoreCall {
+  HealthCall() : CoreCall(What::kHealth) {}
+};
+
+// A call of a method the door does not serve: UNIMPLEMENTED, as gRPC answers it.
+struct OtherCall : CoreCall {
+  grpc_call_details details_of{};
+  OtherCall() : CoreCall(What::kOther) { grpc_call_details_init(&details_of); }
+  ~OtherCall() { grpc_call_details_destroy(&details_of); }
 };
 
 // One call on its way: gRPC's side of it (the completion queue's tag), what each descriptor
-// matched and where its outcome will be.
-struct RlsCall : DoorTag {
-  // gRPC's: the call is this object's until its last completion (`finishing`), held by
-  // `self` until then (and by the request job while one runs).
-  grpc::ServerContext ctx;
-  grpc::ByteBuffer in;
-  grpc::ServerAsyncResponseWriter<grpc::ByteBuffer> responder{&ctx};
+// matched and where its outcome will be. Kept in a pool and used again (RlsCallPool): what a
+// call parses, matches and answers goes into the parts it had last time, so a gateway's
+// call costs no allocation of the door's own.
+struct RlsCall : CoreCall {
+  RlsCall() : CoreCall(What::kRls) {}
+  // The call is this object's until its last completion (`finishing`), held by `self`
+  // until then (and by the request job while one runs).
   std::shared_ptr<RlsCall> self;
-  void finish(const grpc::ByteBuffer& out) {
-    finishing = true;
-    responder.Finish(out, grpc::Status::OK, this);
-  }
-  void fail(const grpc::Status& st) {
-    finishing = true;
-    responder.FinishWithError(st, this);
-  }
 
+  // Parsed into again each call (Clear keeps its descriptors' entries and their strings);
+  // the answer is built in an arena whose first block is the call's own.
   rls::RateLimitRequest request;
-  rls::RateLimitResponse response;
+  size_t request_bytes = 0;
+  alignas(8) char block[2048];
+  google::protobuf::Arena arena{arena_options(block, sizeof block)};
+  rls::RateLimitResponse* response = nullptr;
   std::shared_ptr<const RlsConfig> cfg;
   std::shared_ptr<const AclUser> user;
   FailMode mode = FailMode::kError;
@@ -107,32 +214,101 @@ struct RlsCall : DoorTag {
     bool zero_limit = false;  // requests_per_unit 0: over, whatever the count
   };
   std::vector<Item> items;
-  std::vector<std::string> keys;  // the requests' keys (reserved: they stay put)
+  std::vector<std::string> keys;  // the requests' keys (sized before use: they stay put)
   std::vector<Request> requests;
+
+  // Ready for a call (from the pool or new).
+  void begin() {
+    response = google::protobuf::Arena::CreateMessage<rls::RateLimitResponse>(&arena);
+  }
+  // gRPC is done with it: back to how begin() wants it. A call that was large (a hostile
+  // one: 1 MiB, thousands of descriptors) leaves nothing of its size behind.
+  void end() {
+    release();
+    response = nullptr;
+    arena.Reset();
+    cfg.reset();
+    user.reset();
+    mode = FailMode::kError;
+    items.clear();
+    requests.clear();
+    constexpr size_t kKeep = 16;  // descriptors whose parts are kept
+    if (request_bytes > 4096 || keys.size() > kKeep || metadata.capacity > 64) {
+      request = rls::RateLimitRequest();
+      std::vector<Item>().swap(items);
+      std::vector<std::string>().swap(keys);
+      std::vector<Request>().swap(requests);
+      grpc_metadata_array_destroy(&metadata);
+      grpc_metadata_array_init(&metadata);
+    } else {
+      request.Clear();
+    }
+    request_bytes = 0;
+  }
+
+ private:
+  static google::protobuf::ArenaOptions arena_options(char* first, size_t size) {
+    google::protobuf::ArenaOptions o;
+    o.initial_block = first;
+    o.initial_block_size = size;
+    return o;
+  }
 };
 
-// The method takes raw bytes: a request that is no RateLimitRequest gets INVALID_ARGUMENT
-// (gRPC's own parsing would answer UNIMPLEMENTED, as if the method did not exist). Calls are
-// taken from completion queues by the door's own threads (the asynchronous API: no thread
-// per call, and no hand-over between gRPC's poller and executor threads per call).
-class RlsDoor::Service final
-    : public rls::RateLimitService::WithRawMethod_ShouldRateLimit<rls::RateLimitService::Service> {
+// Calls done with, for the next ones; bounded (a burst past it is freed as it ends).
+class RlsCallPool {
+ public:
+  std::shared_ptr<RlsCall> take(const std::shared_ptr<RlsCallPool>& self) {
+    std::unique_ptr<RlsCall> c;
+    {
+      std::lock_guard lock(mu_);
+      if (!free_.empty()) {
+        c = std::move(free_.back());
+        free_.pop_back();
+      }
+    }
+    if (!c) c = std::make_unique<RlsCall>();
+    c->begin();
+    return {c.release(), [pool = self](RlsCall* done) { pool->give_back(done); }};
+  }
+
+ private:
+  static constexpr size_t kKept = 256;
+  void give_back(RlsCall* done) {
+    std::unique_ptr<RlsCall> c(done);
+    c->end();
+    std::lock_guard lock(mu_);
+    if (free_.size() < kKept) free_.push_back(std::move(c));
+  }
+  std::mutex mu_;
+  std::vector<std::unique_ptr<RlsCall>> free_;
+};
+
+// ShouldRateLimit's calls: matched, decoded into the core's requests, answered. The method
+// takes raw bytes: a request that is no RateLimitRequest gets INVALID_ARGUMENT. Calls are
+// taken from the completion queue by the door's own thread (gRPC's core API, asynchronous:
+// no thread per call, no hand-over between gRPC's threads per call).
+class RlsDoor::Service final {
  public:
   Service(Services& svc, RlsRules& rules, const RlsDoorOptions& options)
       : svc_(svc), rules_(rules), options_(options) {}
 
-  // Waits for the next call on `cq`.
-  void arm(grpc::ServerCompletionQueue* cq) {
-    auto c = std::make_shared<RlsCall>();
+  // Waits for the next call of `method` on `cq`.
+  void arm(grpc_server* server, void* method, grpc_completion_queue* cq) {
+    std::shared_ptr<RlsCall> c = pool_->take(pool_);
     c->self = c;
-    RequestShouldRateLimit(&c->ctx, &c->in, &c->responder, cq, cq, c.get());
+    if (grpc_server_request_registered_call(server, method, &c->call, &c->deadline, &c->metadata,
+                                            &c->payload, cq, cq, c.get()) != GRPC_CALL_OK) {
+      c->self.reset();
+    }
   }
 
   // A call arrived: answered here (bad input, nothing to count), or its requests join
   // `batch` for the core.
   void handle(RlsCall& c, std::vector<std::shared_ptr<RlsCall>>& batch) {
     in_flight_.fetch_add(1, std::memory_order_relaxed);
-    if (!grpc::SerializationTraits<rls::RateLimitRequest>::Deserialize(&c.in, &c.request).ok()) {
+    c.request_bytes = c.payload ? grpc_byte_buffer_length(c.payload) : 0;
+    if (!c.parse(c.request)) {
       rules_.stats().invalid.fetch_add(1, std::memory_order_relaxed);
       return c.fail({grpc::StatusCode::INVALID_ARGUMENT, "the request is not a RateLimitRequest"});
     }
@@ -225,7 +401,9 @@ class RlsDoor::Service final
     std::vector<RlsEntry>& entries = entries_;
     std::vector<std::string_view>& replaced = replaced_;
     replaced.clear();
-    c.keys.reserve(static_cast<size_t>(req.descriptors_size()));
+    // (every key's string made before any is taken a view of; their capacity is kept)
+    if (c.keys.size() < c.items.size()) c.keys.resize(c.items.size());
+    size_t nkeys = 0;
     for (int i = 0; i < req.descriptors_size(); ++i) {
       const auto& d = req.descriptors(i);
       RlsCall::Item& it = c.items[i];
@@ -242,7 +420,8 @@ class RlsDoor::Service final
         return {grpc::StatusCode::INVALID_ARGUMENT,
                 "hits_addend of descriptor " + std::to_string(i) + " is too large"};
       }
-      std::string counter;
+      std::string& key = c.keys[nkeys];
+      key.assign(kKeyPrefix);
       if (d.has_limit()) {
         // The caller's own limit: never shadow, counted under the descriptor's key.
         const int unit = d.limit().unit();
@@ -253,18 +432,19 @@ class RlsDoor::Service final
         it.own.requests_per_unit = d.limit().requests_per_unit();
         it.own.unit = static_cast<RlsUnit>(unit);
         std::string stats_key;
-        counter.assign(req.domain()).append("_");
+        key.append(req.domain()).append("_");
         for (const RlsEntry& e : entries) {
           stats_key.append(stats_key.empty() ? "" : ".").append(e.key);
           if (!e.value.empty()) stats_key.append("_").append(e.value);
-          counter.append(e.key).append("_").append(e.value).append("_");
+          key.append(e.key).append("_").append(e.value).append("_");
         }
         it.own.full_key = req.domain() + "." + stats_key;
         it.stats = rules_.stats().get(req.domain(), stats_key,
                                       rules_.stats().get(req.domain(), "(limit override)"));
         it.limit = &it.own;
       } else {
-        RlsMatch m = c.cfg->match(req.domain(), entries, rules_.stats());
+        RlsMatch& m = match_;
+        c.cfg->match(req.domain(), entries, rules_.stats(), m);
         if (!m.limit) continue;
         for (const std::string& r : m.limit->replaces) replaced.push_back(r);
         if (m.limit->unlimited) {
@@ -273,16 +453,14 @@ class RlsDoor::Service final
         }
         it.limit = m.limit;
         it.stats = m.stats;
-        counter = std::move(m.counter);
+        key += m.counter;
       }
       // The counter's key: upstream's cache key without the window's start (the window is
       // the limiter's), with the unit (a changed unit is a new counter, as upstream's).
-      std::string key(kKeyPrefix);
-      key += counter;
       const RlsLimit& l = *it.limit;
       if (!l.policy.empty()) {
         if (!policies) policies = svc_.policies->snapshot();
-        key += "policy:" + l.policy;
+        key.append("policy:").append(l.policy);
         auto spec = policies->resolve(key, l.policy);
         if (!spec.ok()) {
           return {grpc::StatusCode::FAILED_PRECONDITION,
@@ -312,7 +490,7 @@ class RlsDoor::Service final
                     "keys and values) would pass " + std::to_string(kMaxKeyLen) + " bytes"};
       }
       it.job = 0;  // (numbered below, once replaces are known)
-      c.keys.push_back(std::move(key));
+      ++nkeys;
     }
     // A limit another matched limit replaces is dropped (OK, without current_limit).
     size_t key_index = 0;
@@ -393,7 +571,7 @@ class RlsDoor::Service final
 
   // `outcomes`: the call's requests' (null when it made none).
   void answer(RlsCall& c, const Outcome* outcomes) {
-    rls::RateLimitResponse& resp = c.response;
+    rls::RateLimitResponse& resp = *c.response;
     const int64_t now_s = svc_.clock->now_ns() / 1'000'000'000;
     int failed = 0, quota_total = 0, quota_failed = 0;
     const rls::RateLimitResponse::DescriptorStatus* nearest = nullptr;
@@ -479,12 +657,7 @@ class RlsDoor::Service final
       add("RateLimit-Remaining", nearest->limit_remaining());
       add("RateLimit-Reset", static_cast<uint64_t>(nearest->duration_until_reset().seconds()));
     }
-    grpc::ByteBuffer out;
-    bool own = false;
-    grpc::Status st =
-        grpc::SerializationTraits<rls::RateLimitResponse>::Serialize(resp, &out, &own);
-    if (!st.ok()) return c.fail(st);
-    c.finish(out);
+    c.answer(resp);
   }
 
   static grpc::Status status_of(const Outcome& o) {
@@ -507,6 +680,7 @@ class RlsDoor::Service final
   Services& svc_;
   RlsRules& rules_;
   const RlsDoorOptions& options_;
+  std::shared_ptr<RlsCallPool> pool_ = std::make_shared<RlsCallPool>();
   // The queue's thread's (there is one queue):
   std::shared_ptr<const AclUser> user_;
   uint64_t user_version_ = 0;
@@ -515,106 +689,165 @@ class RlsDoor::Service final
   std::vector<RlsEntry> entries_;
   std::vector<std::string_view> replaced_;
   std::vector<std::string_view> acl_words_;
+  RlsMatch match_;
   std::atomic<int64_t> in_flight_{0};  // calls taken and not yet finished
   int awaiting_ = 0;
 };
-
-class RlsDoor::HealthService final : public grpc::health::v1::Health::AsyncService {};
 
 RlsDoor::RlsDoor(Services& svc, RlsRules& rules, RlsDoorOptions options)
     : svc_(svc), rules_(rules), options_(std::move(options)) {}
 
 RlsDoor::~RlsDoor() { stop(); }
 
+namespace {
+
+grpc_arg int_arg(const char* name, int value) {
+  grpc_arg a{};
+  a.type = GRPC_ARG_INTEGER;
+  a.key = const_cast<char*>(name);
+  a.value.integer = value;
+  return a;
+}
+
+grpc_arg pointer_arg(const char* name, void* p, const grpc_arg_pointer_vtable* vtable) {
+  grpc_arg a{};
+  a.type = GRPC_ARG_POINTER;
+  a.key = const_cast<char*>(name);
+  a.value.pointer.p = p;
+  a.value.pointer.vtable = vtable;
+  return a;
+}
+
+constexpr char kRlsService[] = "envoy.service.ratelimit.v3.RateLimitService";
+constexpr char kRlsMethod[] = "/envoy.service.ratelimit.v3.RateLimitService/ShouldRateLimit";
+constexpr char kHealthMethod[] = "/grpc.health.v1.Health/Check";
+constexpr int kArmedOther = 4;  // calls of unknown methods awaited at once
+
+// gRPC's own messages (errors, unless GRPC_VERBOSITY asks for more) in the node's log.
+void log_grpc(gpr_log_func_args* a) {
+  const auto level = a->severity == GPR_LOG_SEVERITY_ERROR  ? spdlog::level::err
+                     : a->severity == GPR_LOG_SEVERITY_INFO ? spdlog::level::info
+                                                            : spdlog::level::debug;
+  spdlog::log(level, "gateway door: gRPC: {}", a->message);
+}
+
+}  // namespace
+
 Status RlsDoor::start(const std::string& host, int port) {
+  gpr_set_log_function(log_grpc);
   // gRPC's mutexes (Abseil's) look for lock-order cycles on every lock by default: a cost
   // per call for a check meant for debugging.
   absl::SetMutexDeadlockDetectionMode(absl::OnDeadlockCycle::kIgnore);
+  grpc_init();
   service_ = std::make_unique<Service>(svc_, rules_, options_);
-  health_ = std::make_unique<HealthService>();
-  // (the door's own Check, on its queue: gRPC's built-in one would start threads of its own
-  // that take the connections' reads over, a hand-over per call)
-  grpc::EnableDefaultHealthCheckService(false);
-  grpc::ServerBuilder b;
-  std::shared_ptr<grpc::ServerCredentials> creds = grpc::InsecureServerCredentials();
+  // What callers can make the door hold: the memory of all its connections, the streams one
+  // connection may open, one message's size. The port is this node's alone (no
+  // SO_REUSEPORT: a second node given the same port fails to start, it does not share it).
+  grpc_resource_quota* quota = grpc_resource_quota_create("rls-door");
+  grpc_resource_quota_resize(quota, static_cast<size_t>(options_.memory_bytes));
+  grpc_arg args[] = {
+      int_arg(GRPC_ARG_MAX_RECEIVE_MESSAGE_LENGTH, kMaxReceiveBytes),
+      int_arg(GRPC_ARG_MAX_CONCURRENT_STREAMS, options_.max_streams),
+      int_arg(GRPC_ARG_ALLOW_REUSEPORT, 0),
+      pointer_arg(GRPC_ARG_RESOURCE_QUOTA, quota, grpc_resource_quota_arg_vtable()),
+  };
+  const grpc_channel_args channel_args{std::size(args), args};
+  server_ = grpc_server_create(&channel_args, nullptr);
+  grpc_resource_quota_unref(quota);
+  cq_ = grpc_completion_queue_create_for_next(nullptr);
+  grpc_server_register_completion_queue(server_, cq_, nullptr);
+  rls_method_ = grpc_server_register_method(server_, kRlsMethod, nullptr,
+                                            GRPC_SRM_PAYLOAD_READ_INITIAL_BYTE_BUFFER, 0);
+  health_method_ = grpc_server_register_method(server_, kHealthMethod, nullptr,
+                                               GRPC_SRM_PAYLOAD_READ_INITIAL_BYTE_BUFFER, 0);
+  grpc_server_credentials* creds = nullptr;
   if (!options_.cert_pem.empty()) {
     using C = RlsDoorOptions::ClientCerts;
-    grpc::SslServerCredentialsOptions o(
+    grpc_ssl_pem_key_cert_pair pair{options_.key_pem.c_str(), options_.cert_pem.c_str()};
+    creds = grpc_ssl_server_credentials_create_ex(
+        options_.ca_pem.empty() ? nullptr : options_.ca_pem.c_str(), &pair, 1,
         options_.client_certs == C::kRequired
             ? GRPC_SSL_REQUEST_AND_REQUIRE_CLIENT_CERTIFICATE_AND_VERIFY
         : options_.client_certs == C::kOptional ? GRPC_SSL_REQUEST_CLIENT_CERTIFICATE_AND_VERIFY
-                                                : GRPC_SSL_DONT_REQUEST_CLIENT_CERTIFICATE);
-    o.pem_root_certs = options_.ca_pem;
-    o.pem_key_cert_pairs.push_back({options_.key_pem, options_.cert_pem});
-    creds = grpc::SslServerCredentials(o);
+                                                : GRPC_SSL_DONT_REQUEST_CLIENT_CERTIFICATE,
+        nullptr);
+  } else {
+    creds = grpc_insecure_server_credentials_create();
   }
   const std::string addr =
       (host.find(':') != std::string::npos ? "[" + host + "]" : host) + ":" + std::to_string(port);
-  b.AddListeningPort(addr, creds, &port_);
-  b.RegisterService(service_.get());
-  b.RegisterService(health_.get());
-  b.SetMaxReceiveMessageSize(kMaxReceiveBytes);
-  b.AddChannelArgument(GRPC_ARG_MAX_CONCURRENT_STREAMS, options_.max_streams);
-  grpc::ResourceQuota quota("rls-door");
-  quota.Resize(static_cast<size_t>(options_.memory_bytes));
-  b.SetResourceQuota(quota);
-  for (int i = 0; i < kQueues; ++i) queues_.push_back(b.AddCompletionQueue());
-  server_ = b.BuildAndStart();
-  if (!server_ || port_ == 0) {
-    server_.reset();
-    for (auto& q : queues_) q->Shutdown();
-    queues_.clear();
+  port_ = creds ? grpc_server_add_http2_port(server_, addr.c_str(), creds) : 0;
+  if (creds) grpc_server_credentials_release(creds);
+  if (port_ == 0) {
+    // (never started: nothing to shut down but the queue)
+    grpc_server_destroy(server_);
+    server_ = nullptr;
+    grpc_completion_queue_shutdown(cq_);
+    while (grpc_completion_queue_next(cq_, gpr_inf_future(GPR_CLOCK_REALTIME), nullptr).type !=
+           GRPC_QUEUE_SHUTDOWN) {
+    }
+    grpc_completion_queue_destroy(cq_);
+    cq_ = nullptr;
+    grpc_shutdown();
     return Error{"cannot listen on " + addr};
   }
+  grpc_server_start(server_);
   set_serving(false);
-  for (auto& q : queues_) {
-    // (a few calls awaited at once, so a burst of new streams is taken without a wait)
-    for (int i = 0; i < kArmed; ++i) service_->arm(q.get());
-    arm_health(q.get());
-    threads_.emplace_back([this, cq = q.get()] { serve(cq); });
-  }
+  // (a few calls awaited at once, so a burst of new streams is taken without a wait)
+  for (int i = 0; i < kArmed; ++i) service_->arm(server_, rls_method_, cq_);
+  arm_health();
+  for (int i = 0; i < kArmedOther; ++i) arm_other();
+  thread_ = std::thread([this] { serve(); });
   return {};
 }
 
-// A queue's thread is also the I/O lane its calls' requests run on: its own event loop and
+// The queue's thread is also the I/O lane its calls' requests run on: its own event loop and
 // flight batcher, polled between the queue's events. The requests of the calls the queue
 // had ready together join one flight, whose shards run in place here when idle — no
 // hand-over to another thread, and the answers are sent from here. While a flight is out
 // (a forward to another node, a busy shard, a slot's state awaited) the loop looks at its
 // event loop every 100 µs as well.
-void RlsDoor::serve(grpc::ServerCompletionQueue* cq) {
+void RlsDoor::serve() {
   asio::io_context io;
   IoBatcher batcher(io, svc_, svc_.settings.max_batch_commands * 4);  // (as an I/O thread's)
   Lane lane{&io, &batcher};
-  void* tag = nullptr;
-  bool ok = false;
   std::vector<std::shared_ptr<RlsCall>> batch;
-  auto take = [&] {
-    auto* t = static_cast<DoorTag*>(tag);
-    if (t->health) return health(static_cast<HealthCall*>(t), ok, cq);
+  auto take = [&](const grpc_event& ev) {
+    auto* t = static_cast<DoorTag*>(ev.tag);
+    const bool ok = ev.success != 0;
+    switch (t->what) {
+      case DoorTag::What::kShutdown:
+        shut_down_.store(true);
+        return;
+      case DoorTag::What::kHealth:
+        return health(static_cast<HealthCall*>(t), ok);
+      case DoorTag::What::kOther:
+        return other(static_cast<OtherCall*>(t), ok);
+      case DoorTag::What::kRls:
+        break;
+    }
     auto* c = static_cast<RlsCall*>(t);
     if (!ok || c->finishing) return service_->done(*c);
-    service_->arm(cq);
+    if (!stopping_.load(std::memory_order_relaxed)) service_->arm(server_, rls_method_, cq_);
     service_->handle(*c, batch);
   };
+  const gpr_timespec now = gpr_time_0(GPR_CLOCK_MONOTONIC);
   for (;;) {
-    bool got = false;
-    if (service_->awaiting() > 0) {
-      const auto st = cq->AsyncNext(&tag, &ok, std::chrono::system_clock::now() + kLanePoll);
-      if (st == grpc::CompletionQueue::SHUTDOWN) break;
-      got = st == grpc::CompletionQueue::GOT_EVENT;
-    } else {
-      if (!cq->Next(&tag, &ok)) break;
-      got = true;
-    }
-    if (got) {
+    const gpr_timespec until =
+        service_->awaiting() > 0
+            ? gpr_time_add(gpr_now(GPR_CLOCK_MONOTONIC),
+                           gpr_time_from_micros(kLanePoll.count(), GPR_TIMESPAN))
+            : gpr_inf_future(GPR_CLOCK_MONOTONIC);
+    grpc_event ev = grpc_completion_queue_next(cq_, until, nullptr);
+    if (ev.type == GRPC_QUEUE_SHUTDOWN) break;
+    if (ev.type == GRPC_OP_COMPLETE) {
       IoBatcher::Turn turn(batcher);  // (the flight leaves when it closes, in place)
-      take();
+      take(ev);
       // (and whatever else is ready now, without waiting)
-      while (batch.size() < kBatchCalls &&
-             cq->AsyncNext(&tag, &ok, gpr_time_0(GPR_CLOCK_MONOTONIC)) ==
-                 grpc::CompletionQueue::GOT_EVENT) {
-        take();
+      while (batch.size() < kBatchCalls) {
+        ev = grpc_completion_queue_next(cq_, now, nullptr);
+        if (ev.type != GRPC_OP_COMPLETE) break;
+        take(ev);
       }
       service_->submit(batch, lane);
     }
@@ -625,49 +858,88 @@ void RlsDoor::serve(grpc::ServerCompletionQueue* cq) {
 
 void RlsDoor::set_serving(bool serving) { serving_.store(serving, std::memory_order_relaxed); }
 
-void RlsDoor::arm_health(grpc::ServerCompletionQueue* cq) {
+void RlsDoor::arm_health() {
   auto* h = new HealthCall;
-  health_->RequestCheck(&h->ctx, &h->request, &h->responder, cq, cq, h);
+  if (grpc_server_request_registered_call(server_, health_method_, &h->call, &h->deadline,
+                                          &h->metadata, &h->payload, cq_, cq_, h) != GRPC_CALL_OK) {
+    delete h;
+  }
+}
+
+void RlsDoor::arm_other() {
+  auto* o = new OtherCall;
+  if (grpc_server_request_call(server_, &o->call, &o->details_of, &o->metadata, cq_, cq_, o) !=
+      GRPC_CALL_OK) {
+    delete o;
+  }
 }
 
 // "" (the server as a whole) and the rate-limit service: SERVING or NOT_SERVING; any other
 // name is unknown, as gRPC's own health service answers.
-void RlsDoor::health(HealthCall* h, bool ok, grpc::ServerCompletionQueue* cq) {
+void RlsDoor::health(HealthCall* h, bool ok) {
   if (!ok || h->finishing) {
     delete h;
     return;
   }
-  arm_health(cq);
-  h->finishing = true;
-  const std::string& name = h->request.service();
-  if (!name.empty() && name != rls::RateLimitService::service_full_name()) {
-    h->responder.FinishWithError({grpc::StatusCode::NOT_FOUND, "service name unknown"}, h);
-    return;
+  if (!stopping_.load(std::memory_order_relaxed)) arm_health();
+  grpc::health::v1::HealthCheckRequest req;
+  if (!h->parse(req)) {
+    return h->send(nullptr, GRPC_STATUS_INVALID_ARGUMENT,
+                   "the request is not a HealthCheckRequest");
+  }
+  const std::string& name = req.service();
+  if (!name.empty() && name != kRlsService) {
+    return h->send(nullptr, GRPC_STATUS_NOT_FOUND, "service name unknown");
   }
   grpc::health::v1::HealthCheckResponse r;
   r.set_status(serving_.load(std::memory_order_relaxed)
                    ? grpc::health::v1::HealthCheckResponse::SERVING
                    : grpc::health::v1::HealthCheckResponse::NOT_SERVING);
-  h->responder.Finish(r, grpc::Status::OK, h);
+  h->answer(r);
+}
+
+// Any other method (Health/Watch among them): UNIMPLEMENTED, with gRPC's words.
+void RlsDoor::other(OtherCall* o, bool ok) {
+  if (!ok || o->finishing) {
+    delete o;
+    return;
+  }
+  if (!stopping_.load(std::memory_order_relaxed)) arm_other();
+  o->send(nullptr, GRPC_STATUS_UNIMPLEMENTED, "");
 }
 
 void RlsDoor::stop() {
   if (!server_) return;
   set_serving(false);
   // New calls refused; those running get half a second, then are cancelled. Their request
-  // jobs still answer (into cancelled calls): the queues are shut only once none is left, as
-  // gRPC requires (bounded by the longest a job can wait: a forward's timeout, an awaited
-  // slot).
-  server_->Shutdown(std::chrono::system_clock::now() + std::chrono::milliseconds(500));
-  const auto until = std::chrono::steady_clock::now() + std::chrono::seconds(20);
-  while (service_->in_flight() > 0 && std::chrono::steady_clock::now() < until) {
-    std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  // jobs still answer (into cancelled calls): the server is gone, and the queue shut, only
+  // once none is left, as gRPC requires (bounded by the longest a job can wait: a forward's
+  // timeout, an awaited slot).
+  stopping_.store(true);
+  static DoorTag shutdown_tag(DoorTag::What::kShutdown);
+  grpc_server_shutdown_and_notify(server_, cq_, &shutdown_tag);
+  auto wait = [this](std::chrono::milliseconds most) {
+    const auto until = std::chrono::steady_clock::now() + most;
+    while (!shut_down_.load() && std::chrono::steady_clock::now() < until) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(2));
+    }
+    return shut_down_.load();
+  };
+  if (!wait(std::chrono::milliseconds(500))) {
+    grpc_server_cancel_all_calls(server_);
+    if (!wait(std::chrono::seconds(20))) {
+      // (a call still held: the server cannot be destroyed under it; the process is ending)
+      spdlog::error("gateway door: calls still open 20 s after the shutdown; left");
+      return;
+    }
   }
-  for (auto& q : queues_) q->Shutdown();
-  for (auto& t : threads_) t.join();
-  threads_.clear();
-  queues_.clear();
-  server_.reset();
+  grpc_server_destroy(server_);
+  server_ = nullptr;
+  grpc_completion_queue_shutdown(cq_);
+  thread_.join();
+  grpc_completion_queue_destroy(cq_);
+  cq_ = nullptr;
+  grpc_shutdown();
 }
 
 }  // namespace fg

@@ -3,9 +3,9 @@
 // grpc.health.v1.Health beside it. Each call's descriptors are matched against the loaded
 // envoyproxy/ratelimit configuration (rls_config), decoded into Requests for the request
 // core — routed, forwarded, replicated and failed over like every other door's — and the
-// outcomes encoded as a RateLimitResponse. gRPC's asynchronous API, its completion queue
-// served by the door's own thread (no thread per call); the core's work runs on the node's
-// I/O lanes.
+// outcomes encoded as a RateLimitResponse. gRPC's core API, asynchronous: its completion
+// queue served by the door's own thread (no thread per call), which is also the I/O lane the
+// calls' requests run on.
 #pragma once
 #include <atomic>
 #include <memory>
@@ -15,10 +15,8 @@
 
 #include "result.hpp"
 
-namespace grpc {
-class Server;
-class ServerCompletionQueue;
-}  // namespace grpc
+struct grpc_server;
+struct grpc_completion_queue;
 
 namespace fg {
 
@@ -54,23 +52,26 @@ class RlsDoor {
   void stop();  // refuses new calls, lets the ones running finish (briefly)
 
   class Service;
-  class HealthService;
 
  private:
-  void serve(grpc::ServerCompletionQueue* cq);  // a queue's thread
-  void arm_health(grpc::ServerCompletionQueue* cq);
-  void health(struct HealthCall* h, bool ok, grpc::ServerCompletionQueue* cq);
+  void serve();  // the queue's thread
+  void arm_health();
+  void arm_other();
+  void health(struct HealthCall* h, bool ok);
+  void other(struct OtherCall* o, bool ok);
 
   Services& svc_;
   RlsRules& rules_;
   RlsDoorOptions options_;
   std::unique_ptr<Service> service_;
-  std::unique_ptr<HealthService> health_;
-  std::unique_ptr<grpc::Server> server_;
-  std::vector<std::unique_ptr<grpc::ServerCompletionQueue>> queues_;
-  std::vector<std::thread> threads_;  // one per queue
+  grpc_server* server_ = nullptr;
+  grpc_completion_queue* cq_ = nullptr;
+  void* rls_method_ = nullptr;
+  void* health_method_ = nullptr;
+  std::thread thread_;  // the queue's
   int port_ = 0;
   std::atomic<bool> serving_{false};
+  std::atomic<bool> stopping_{false}, shut_down_{false};
 };
 
 }  // namespace fg

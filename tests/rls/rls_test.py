@@ -381,6 +381,35 @@ class Standalone(unittest.TestCase):
                     pass
         self.assertEqual(self.ask([("b", self.fresh())]).overall_code, OK)
 
+    def test_other_methods_are_unimplemented_and_the_node_keeps_serving(self):
+        for method in ("/grpc.health.v1.Health/Watch", "/no.Such/Method",
+                       "/envoy.service.ratelimit.v3.RateLimitService/Other"):
+            call = self.node.channel.unary_unary(method)
+            with self.assertRaises(grpc.RpcError) as e:
+                call(b"", timeout=5)
+            self.assertEqual(e.exception.code(), grpc.StatusCode.UNIMPLEMENTED, method)
+        watch = self.node.channel.unary_stream("/grpc.health.v1.Health/Watch")
+        with self.assertRaises(grpc.RpcError) as e:
+            list(watch(b"", timeout=5))
+        self.assertEqual(e.exception.code(), grpc.StatusCode.UNIMPLEMENTED)
+        # A call with no message at all is an empty RateLimitRequest: no domain.
+        empty = self.node.channel.stream_unary(RLS)
+        with self.assertRaises(grpc.RpcError) as e:
+            empty(iter(()), timeout=5)
+        self.assertEqual(e.exception.code(), grpc.StatusCode.INVALID_ARGUMENT)
+        self.assertEqual(self.ask([("b", self.fresh())]).overall_code, OK)
+
+    def test_the_port_is_one_nodes_alone(self):
+        # A second node given the same rls-port does not start (no shared SO_REUSEPORT port
+        # splitting a gateway's connections between two nodes).
+        other = subprocess.run([BIN, "--port", str(free_port()), "--native-port", "0",
+                                "--admin-port", "0", "--rls-port", str(self.node.rls_port),
+                                "--rls-config", self.node.args[self.node.args.index("--rls-config") + 1]],
+                               capture_output=True, text=True, timeout=30)
+        self.assertNotEqual(other.returncode, 0)
+        self.assertIn(str(self.node.rls_port), other.stdout + other.stderr)
+        self.assertEqual(self.ask([("b", self.fresh())]).overall_code, OK)
+
     def test_a_connection_may_open_at_most_1000_streams_at_once(self):
         # (the server's first HTTP/2 SETTINGS frame: SETTINGS_MAX_CONCURRENT_STREAMS, id 3)
         with socket.create_connection(("127.0.0.1", self.node.rls_port), timeout=5) as s:
