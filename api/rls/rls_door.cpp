@@ -5,13 +5,24 @@
 #include <grpc/byte_buffer.h>
 #include <grpc/byte_buffer_reader.h>
 #include <grpc/grpc.h>
+#include <grpc/grpc_posix.h>
 #include <grpc/grpc_security.h>
+#include <grpc/support/alloc.h>
 #include <grpc/support/log.h>
 #include <grpc/support/time.h>
 #include <grpcpp/support/status.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
 #include <spdlog/spdlog.h>
+#include <sys/socket.h>
+#include <unistd.h>
 
 #include <algorithm>
+#include <asio/ip/address.hpp>
+#include <asio/ip/tcp.hpp>
+#include <cerrno>
+#include <charconv>
+#include <cstring>
 #include <limits>
 #include <mutex>
 #include <optional>
@@ -83,6 +94,7 @@ struct CoreCall : DoorTag {
   grpc_byte_buffer* out = nullptr;
   grpc_slice details{};
   int cancelled = 0;
+  int fd = -1;  // its connection's socket, when the door accepted it (plain gRPC)
 
   explicit CoreCall(What w) : DoorTag(w) { grpc_metadata_array_init(&metadata); }
   ~CoreCall() {
@@ -167,6 +179,7 @@ struct CoreCall : DoorTag {
     details = grpc_empty_slice();
     metadata.count = 0;
     cancelled = 0;
+    fd = -1;
     finishing = false;
   }
 };
@@ -307,6 +320,7 @@ class RlsDoor::Service final {
   // `batch` for the core.
   void handle(RlsCall& c, std::vector<std::shared_ptr<RlsCall>>& batch) {
     in_flight_.fetch_add(1, std::memory_order_relaxed);
+    c.fd = socket_of(c.call);
     c.request_bytes = c.payload ? grpc_byte_buffer_length(c.payload) : 0;
     if (!c.parse(c.request)) {
       rules_.stats().invalid.fetch_add(1, std::memory_order_relaxed);
@@ -339,11 +353,54 @@ class RlsDoor::Service final {
     RequestJob::start_here(svc_, lane, std::move(requests), door, calls,
                            [this, calls, first = std::move(first)](std::vector<Outcome>& outcomes) {
                              --awaiting_;
+                             cork(*calls, true);
                              for (size_t i = 0; i < calls->size(); ++i) {
                                answer(*(*calls)[i], outcomes.data() + first[i]);
                              }
+                             cork(*calls, false);
                            });
   }
+  // gRPC writes each call's answer at once, a segment (and a wake-up of the gateway) per
+  // call, though a batch answers many calls of one connection together. The connections
+  // with two answers or more in the batch are corked while they are written: each sends its
+  // answers in one segment when uncorked. (A connection gRPC accepted itself — TLS — is
+  // not known by its socket, and is written as gRPC writes.)
+  void cork(const std::vector<std::shared_ptr<RlsCall>>& calls, bool on) {
+    if (on) {
+      corked_.clear();
+      for (const auto& c : calls) {
+        if (c->fd >= 0) corked_.push_back(c->fd);
+      }
+      std::sort(corked_.begin(), corked_.end());
+      size_t kept = 0;
+      for (size_t i = 0; i + 1 < corked_.size(); ++i) {
+        if (corked_[i] == corked_[i + 1] && (kept == 0 || corked_[kept - 1] != corked_[i])) {
+          corked_[kept++] = corked_[i];
+        }
+      }
+      corked_.resize(kept);
+    }
+    // (A socket is the connection's until gRPC destroys the connection, which the calls
+    // being answered keep alive; a connection the peer closed meanwhile fails the
+    // setsockopt harmlessly.)
+    const int value = on ? 1 : 0;
+    for (int fd : corked_) setsockopt(fd, IPPROTO_TCP, TCP_CORK, &value, sizeof value);
+    if (!on) corked_.clear();
+  }
+
+  // The socket of a call's connection, when the door accepted it (gRPC names such a
+  // connection's peer "fd:N"); else -1.
+  static int socket_of(grpc_call* call) {
+    char* peer = grpc_call_get_peer(call);
+    int fd = -1;
+    if (peer && std::strncmp(peer, "fd:", 3) == 0) {
+      const char* end = peer + std::strlen(peer);
+      if (std::from_chars(peer + 3, end, fd).ptr != end) fd = -1;
+    }
+    gpr_free(peer);
+    return fd;
+  }
+
   // Request jobs not yet back (touched by the queue's thread only).
   int awaiting() const { return awaiting_; }
 
@@ -690,6 +747,7 @@ class RlsDoor::Service final {
   std::vector<std::string_view> replaced_;
   std::vector<std::string_view> acl_words_;
   RlsMatch match_;
+  std::vector<int> corked_;
   std::atomic<int64_t> in_flight_{0};  // calls taken and not yet finished
   int awaiting_ = 0;
 };
@@ -776,9 +834,19 @@ Status RlsDoor::start(const std::string& host, int port) {
   }
   const std::string addr =
       (host.find(':') != std::string::npos ? "[" + host + "]" : host) + ":" + std::to_string(port);
-  port_ = creds ? grpc_server_add_http2_port(server_, addr.c_str(), creds) : 0;
-  if (creds) grpc_server_credentials_release(creds);
+  std::string why;
+  if (options_.cert_pem.empty()) {
+    // Plain gRPC: the door accepts the connections and hands them to gRPC, so it knows each
+    // one's socket (Service::cork).
+    port_ = listen_plain(host, port, why);
+    plain_creds_ = creds;
+  } else {
+    port_ = creds ? grpc_server_add_http2_port(server_, addr.c_str(), creds) : 0;
+    if (creds) grpc_server_credentials_release(creds);
+  }
   if (port_ == 0) {
+    if (plain_creds_) grpc_server_credentials_release(plain_creds_);
+    plain_creds_ = nullptr;
     // (never started: nothing to shut down but the queue)
     grpc_server_destroy(server_);
     server_ = nullptr;
@@ -789,9 +857,10 @@ Status RlsDoor::start(const std::string& host, int port) {
     grpc_completion_queue_destroy(cq_);
     cq_ = nullptr;
     grpc_shutdown();
-    return Error{"cannot listen on " + addr};
+    return Error{"cannot listen on " + addr + (why.empty() ? "" : ": " + why)};
   }
   grpc_server_start(server_);
+  if (listen_fd_ >= 0) acceptor_ = std::thread([this] { accept_loop(); });
   set_serving(false);
   // (a few calls awaited at once, so a burst of new streams is taken without a wait)
   for (int i = 0; i < kArmed; ++i) service_->arm(server_, rls_method_, cq_);
@@ -856,6 +925,50 @@ void RlsDoor::serve() {
   }
 }
 
+// A listening socket of the door's own on `host`:`port`; the port it got, or 0 (`why`).
+int RlsDoor::listen_plain(const std::string& host, int port, std::string& why) {
+  asio::error_code ec;
+  const asio::ip::address ip = asio::ip::make_address(host, ec);
+  if (ec) {
+    why = "not an IP address: " + host;
+    return 0;
+  }
+  asio::ip::tcp::endpoint ep(ip, static_cast<unsigned short>(port));
+  const int fd = ::socket(ep.protocol().family(), SOCK_STREAM | SOCK_CLOEXEC, 0);
+  const int one = 1;
+  if (fd < 0 || ::setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one) != 0 ||
+      ::bind(fd, ep.data(), static_cast<socklen_t>(ep.size())) != 0 || ::listen(fd, 1024) != 0) {
+    why = std::strerror(errno);
+    if (fd >= 0) ::close(fd);
+    return 0;
+  }
+  sockaddr_storage got{};
+  socklen_t len = sizeof got;
+  ::getsockname(fd, reinterpret_cast<sockaddr*>(&got), &len);
+  listen_fd_ = fd;
+  return got.ss_family == AF_INET6 ? ntohs(reinterpret_cast<sockaddr_in6*>(&got)->sin6_port)
+                                   : ntohs(reinterpret_cast<sockaddr_in*>(&got)->sin_port);
+}
+
+// The door's acceptor thread (plain gRPC): each connection to gRPC, as gRPC's own listener
+// would set it up (non-blocking, no Nagle delay).
+void RlsDoor::accept_loop() {
+  while (!stopping_.load()) {
+    const int fd = ::accept4(listen_fd_, nullptr, nullptr, SOCK_NONBLOCK | SOCK_CLOEXEC);
+    if (fd < 0) {
+      if (stopping_.load()) return;
+      if (errno == EINTR || errno == ECONNABORTED) continue;
+      // Out of descriptors or memory: the connection waits in the backlog a moment.
+      spdlog::warn("gateway door: accept: {}", std::strerror(errno));
+      std::this_thread::sleep_for(std::chrono::milliseconds(10));
+      continue;
+    }
+    const int one = 1;
+    ::setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
+    grpc_server_add_channel_from_fd(server_, fd, plain_creds_);
+  }
+}
+
 void RlsDoor::set_serving(bool serving) { serving_.store(serving, std::memory_order_relaxed); }
 
 void RlsDoor::arm_health() {
@@ -916,6 +1029,12 @@ void RlsDoor::stop() {
   // once none is left, as gRPC requires (bounded by the longest a job can wait: a forward's
   // timeout, an awaited slot).
   stopping_.store(true);
+  if (acceptor_.joinable()) {
+    ::shutdown(listen_fd_, SHUT_RDWR);  // (wakes the acceptor's accept)
+    acceptor_.join();
+  }
+  if (listen_fd_ >= 0) ::close(listen_fd_);
+  listen_fd_ = -1;
   static DoorTag shutdown_tag(DoorTag::What::kShutdown);
   grpc_server_shutdown_and_notify(server_, cq_, &shutdown_tag);
   auto wait = [this](std::chrono::milliseconds most) {
@@ -939,6 +1058,8 @@ void RlsDoor::stop() {
   thread_.join();
   grpc_completion_queue_destroy(cq_);
   cq_ = nullptr;
+  if (plain_creds_) grpc_server_credentials_release(plain_creds_);
+  plain_creds_ = nullptr;
   grpc_shutdown();
 }
 

@@ -17,6 +17,7 @@
 
 struct grpc_server;
 struct grpc_completion_queue;
+struct grpc_server_credentials;
 
 namespace fg {
 
@@ -55,6 +56,8 @@ class RlsDoor {
 
  private:
   void serve();  // the queue's thread
+  int listen_plain(const std::string& host, int port, std::string& why);
+  void accept_loop();
   void arm_health();
   void arm_other();
   void health(struct HealthCall* h, bool ok);
@@ -69,6 +72,11 @@ class RlsDoor {
   void* rls_method_ = nullptr;
   void* health_method_ = nullptr;
   std::thread thread_;  // the queue's
+  // Plain gRPC: the door's own listening socket, acceptor thread and gRPC's credentials for
+  // the connections it hands over.
+  int listen_fd_ = -1;
+  std::thread acceptor_;
+  grpc_server_credentials* plain_creds_ = nullptr;
   int port_ = 0;
   std::atomic<bool> serving_{false};
   std::atomic<bool> stopping_{false}, shut_down_{false};
