@@ -293,9 +293,17 @@ void Shard::set_owned(const SlotBits& slots, bool owned) {
   if (!owned_) return;
   if (owned) {
     *owned_ |= slots;
-  } else {
-    *owned_ &= ~slots;
+    return;
   }
+  *owned_ &= ~slots;
+  // Reservations on keys of slots that leave go with them: what they took went with the
+  // state (the next owner keeps it, as a take), and none may be given back here later —
+  // should the slots come back (a node declared stale, then given its slots again), their
+  // counts have been another node's meanwhile, and a refund would take admissions off them.
+  for (auto it = tickets_.begin(); it != tickets_.end();) {
+    it = slots.test(key_slot(it->second.key)) ? tickets_.erase(it) : std::next(it);
+  }
+  // (their expiry entries find no ticket, and go)
 }
 
 void Shard::publish() {

@@ -240,6 +240,34 @@ TEST_P(Reservation, ATicketOnlyWorksForItsKey) {
   EXPECT_EQ(s.open_reservations(), 1u);
 }
 
+// A node that lost a key's slot (declared stale, its state handed to the new owner) and
+// later got it back must not give back, when they expire, reservations it took before:
+// the count it holds now is the one the other owner kept, which never had them apart.
+TEST_P(Reservation, OnesOfASlotThatLeftAreNeverGivenBack) {
+  const LimitSpec spec = GetParam();
+  Shard s(100, 1);
+  s.enable_ownership();
+  SlotBits slot;
+  slot.set(key_slot("r"));
+  s.set_owned(slot, true);
+  const int64_t full = remaining_after(s, spec, kT0);
+  ASSERT_TRUE(reserve(s, spec, kT0, kS / 10).decision.allowed);  // never committed
+  // (as the shard's actor hands slots over: their keys out, then the slots)
+  std::vector<EntrySnapshot> state = s.extract([&](uint32_t x) { return slot.test(x); }, kT0, true);
+  s.set_owned(slot, false);
+  EXPECT_EQ(s.open_reservations(), 0u);
+  // Back, with the count the other owner kept (the reservation, and two takes more).
+  s.set_owned(slot, true);
+  s.install(state);
+  for (int i = 0; i < 2; ++i) {
+    auto t = op(OpCode::kTake, "r", spec);
+    s.execute(t, kT0 + 1);
+    ASSERT_TRUE(t.decision.allowed);
+  }
+  s.sweep(kT0 + kS, 1000);  // past the reservation's expiry
+  EXPECT_EQ(remaining_after(s, spec, kT0 + kS / 5), full - 4);
+}
+
 INSTANTIATE_TEST_SUITE_P(EveryKind, Reservation,
                          ::testing::Values(LimitSpec::token_bucket(10, 10, 60 * kS),
                                            LimitSpec::gcra(9, 10, 60 * kS),
