@@ -1373,12 +1373,14 @@ Verdict Run::go() {
     if (!has(kind)) continue;
     std::vector<std::pair<int64_t, int64_t>> where = healthy;
     if (kind == 'm') {
-      // (a reboot takes the key back to its last save: the answers since come again)
+      // (a reboot takes the key back to its last save: the answers since come again; one
+      // answered at the very instant of the reboot came from the nodes before it, and
+      // belongs to the stretch before)
       where = {{load_start, end}};
       for (const Span& s : spans_) {
         if (s.saved_at < 0) continue;
         where.back().second = s.start;
-        where.push_back({s.start, end});
+        where.push_back({s.start + 1, end});
       }
     }
     int64_t twice = 0, first = 0;
