@@ -153,6 +153,10 @@ void Shard::collect_dirty(ShardChanges& out, int64_t now_ns) {
       Entry* e = table_.find(k, hashes[i]);
       const size_t at = out.packed.size();
       if (!e || expire(e, now_ns)) {
+        // Idle (a window that just ended, say) is gone for the replicas; the entry may stay
+        // here until the sweep and be taken again in place — its next change must be listed
+        // again, so it is no longer "changed since the stream last took it".
+        if (e) e->flags &= static_cast<uint8_t>(~kEntryDirty);
         pack_gone(k, out.packed);  // (a replica sweeps idle state by itself; this is cheap)
       } else if (!(e->flags & kEntryDirty)) {
         continue;  // listed twice, already taken

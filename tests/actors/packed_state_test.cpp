@@ -120,6 +120,26 @@ TEST(PackedState, AReplicaHoldsWhatTheOwnerHolds) {
   EXPECT_TRUE(c.marks.empty());
 }
 
+// A window taken just before it ends and collected just after is gone for the replica; the
+// same entry, taken again in the next window, must reach the replica again (it stayed
+// marked as changed, unlisted, and every later take was dropped from the stream: a failover
+// then lost the new window's count).
+TEST(PackedState, AWindowThatEndedBeforeItsRoundIsSentAgainWhenTakenAgain) {
+  for (const LimitSpec& spec : {LimitSpec::window(Kind::kFixedWindow, 5, 10 * kS),
+                                LimitSpec::window(Kind::kSlidingWindow, 5, 10 * kS)}) {
+    Pair p;
+    const int64_t end = (kT0 / (10 * kS) + 1) * (10 * kS);  // the window's end
+    p.take("w", spec, end - kS / 1000);
+    for (int64_t t = end + kS; t < end + 60 * kS; t += 10 * kS) {
+      p.round(t);  // (first: the window has ended, the key is idle: gone for the replica)
+      p.take("w", spec, t + kS / 1000);
+      ShardChanges c = p.round(t + kS / 100);
+      EXPECT_EQ(c.marks.size(), 1u) << "a take " << (t - end) / kS << " s after the end";
+      EXPECT_EQ(Pair::state(p.replica).count("w"), 1u);
+    }
+  }
+}
+
 TEST(PackedState, ARecordForASlotTheReplicaServesIsNotApplied) {
   Pair p;
   p.data(DataCmd::kSet, {"set", "mine", "owner's"});
