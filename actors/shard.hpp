@@ -93,6 +93,8 @@ class Shard {
   // records saying so, snapshots of the kinds not packed), forgetting them. out.complete
   // turns false if more changed than could be tracked: replicas need a full copy.
   void collect_dirty(ShardChanges& out, int64_t now_ns);
+  // The most changed keys a round lists (past it, the replicas are sent whole copies).
+  void set_max_dirty(size_t keys) { max_dirty_ = keys; }
   // Another node's state kept here as its replica: installs `entries` and applies the
   // packed records of `packed` (packed_state.hpp; read and checked already): changed keys
   // and erased ones. Slots this shard serves are never touched.
@@ -276,6 +278,7 @@ class Shard {
   void prune_watches(int64_t now_ns);
 
   static constexpr size_t kMaxDirty = 1 << 22;
+  size_t max_dirty_ = kMaxDirty;
 
   KeyTable table_;
   HolderIndex holders_;

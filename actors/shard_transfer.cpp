@@ -121,7 +121,7 @@ size_t Shard::merge(std::vector<EntrySnapshot>& entries, int64_t now_ns,
 }
 
 void Shard::note_dirty(std::string_view key) {
-  if (dirty_count_ >= kMaxDirty) {
+  if (dirty_count_ >= max_dirty_) {
     dirty_overflow_ = true;  // the replicas will be sent everything instead
     return;
   }
@@ -174,7 +174,12 @@ void Shard::collect_dirty(ShardChanges& out, int64_t now_ns) {
   dirty_.clear();
   dirty_count_ = 0;
   if (dirty_.capacity() > (size_t{4} << 20)) dirty_.shrink_to_fit();
-  if (dirty_overflow_) out.complete = false;
+  if (dirty_overflow_) {
+    // Keys marked past the list were never listed: the replicas get whole copies instead,
+    // and every mark goes, so that each key's next change is listed again.
+    out.complete = false;
+    table_.for_each([](Entry* e) { e->flags &= static_cast<uint8_t>(~kEntryDirty); });
+  }
   dirty_overflow_ = false;
 }
 

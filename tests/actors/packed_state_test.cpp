@@ -140,6 +140,25 @@ TEST(PackedState, AWindowThatEndedBeforeItsRoundIsSentAgainWhenTakenAgain) {
   }
 }
 
+// More changed keys than a round lists: the round asks for whole copies, and every key's
+// next change is listed again (the keys past the list kept their marks, unlisted, and were
+// never sent again).
+TEST(PackedState, KeysPastARoundsListAreListedAgainWhenTheyChange) {
+  Pair p;
+  p.owner.set_max_dirty(2);
+  const LimitSpec spec = LimitSpec::token_bucket(5, 1, kS);
+  for (const char* k : {"a", "b", "c", "d"}) p.take(k, spec);
+  ShardChanges c = p.round();
+  EXPECT_FALSE(c.complete);
+  EXPECT_EQ(c.marks.size(), 2u);
+  for (const char* k : {"a", "b", "c", "d"}) {
+    p.take(k, spec);
+    c = p.round();
+    EXPECT_TRUE(c.complete);
+    ASSERT_EQ(c.marks.size(), 1u) << k;
+  }
+}
+
 TEST(PackedState, ARecordForASlotTheReplicaServesIsNotApplied) {
   Pair p;
   p.data(DataCmd::kSet, {"set", "mine", "owner's"});
