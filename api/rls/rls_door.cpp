@@ -320,7 +320,7 @@ class RlsDoor::Service final {
   // `batch` for the core.
   void handle(RlsCall& c, std::vector<std::shared_ptr<RlsCall>>& batch) {
     in_flight_.fetch_add(1, std::memory_order_relaxed);
-    c.fd = socket_of(c.call);
+    if (options_.cert_pem.empty()) c.fd = socket_of(c.call);  // (TLS: gRPC's own sockets)
     c.request_bytes = c.payload ? grpc_byte_buffer_length(c.payload) : 0;
     if (!c.parse(c.request)) {
       rules_.stats().invalid.fetch_add(1, std::memory_order_relaxed);
