@@ -35,11 +35,16 @@ int64_t SystemClock::now_ns() const {
   int64_t aimed = aimed_at_ns_.load(std::memory_order_relaxed);
   if (s - aimed >= kSlewEveryNs &&
       aimed_at_ns_.compare_exchange_strong(aimed, s, std::memory_order_relaxed)) {
-    const int64_t off = offset_ns_.load(std::memory_order_relaxed);
-    offset_ns_.store(slew_offset(off, wall_ns() - s, s - aimed, kMaxSlewPpm),
-                     std::memory_order_relaxed);
+    int64_t off = offset_ns_.load(std::memory_order_relaxed);
+    // (a shift() in between wins: this step is skipped, the next one aims again)
+    offset_ns_.compare_exchange_strong(off, slew_offset(off, wall_ns() - s, s - aimed, kMaxSlewPpm),
+                                       std::memory_order_relaxed);
   }
   return s + offset_ns_.load(std::memory_order_relaxed);
+}
+
+void SystemClock::shift(int64_t delta_ns) const {
+  offset_ns_.fetch_add(delta_ns, std::memory_order_relaxed);
 }
 
 SystemClock& SystemClock::process() {

@@ -12,6 +12,11 @@ class Clock {
   // Wall-clock nanoseconds since the Unix epoch. Wall time (not steady) because limiter state
   // is compared across requests and, later, across nodes.
   virtual int64_t now_ns() const = 0;
+  // Moves this clock by `delta_ns` at once: a process just started takes the cluster's time
+  // (gossip/clock_sync.hpp) before anything is judged by it. Const as reading is: every
+  // reader holds the clock const, and following a reference is the clock's own business
+  // (as its slewing is). After the move it follows the wall clock by slewing as before.
+  virtual void shift(int64_t delta_ns) const = 0;
 };
 
 // The node's clock follows the wall clock by slewing at most this fast (NTP's own limit), so
@@ -32,6 +37,7 @@ class SystemClock final : public Clock {
  public:
   SystemClock();
   int64_t now_ns() const override;
+  void shift(int64_t delta_ns) const override;
   // The one clock of this process (limiters, leases, membership, the settings book).
   static SystemClock& process();
 
@@ -45,12 +51,15 @@ class ManualClock final : public Clock {
  public:
   explicit ManualClock(int64_t start_ns = 1'700'000'000'000'000'000) : now_(start_ns) {}
   int64_t now_ns() const override { return now_.load(std::memory_order_relaxed); }
+  void shift(int64_t delta_ns) const override {
+    now_.fetch_add(delta_ns, std::memory_order_relaxed);
+  }
   void advance_ns(int64_t d) { now_.fetch_add(d, std::memory_order_relaxed); }
   void advance_ms(int64_t d) { advance_ns(d * 1'000'000); }
   void set_ns(int64_t t) { now_.store(t, std::memory_order_relaxed); }
 
  private:
-  std::atomic<int64_t> now_;
+  mutable std::atomic<int64_t> now_;
 };
 
 }  // namespace fg

@@ -66,6 +66,19 @@ void Cluster::start() {
   membership_ = std::make_unique<Membership>(cfg_.membership, cfg_.node_id, addr, resp_addr,
                                              *transport_, random_());
   membership_->set_native_port(cfg_.native_port);
+  membership_->begin_time(cfg_.seeds, now_ns());
+  membership_->on_time_settled([this](int64_t delta) {
+    if (delta != 0) {
+      clock_->shift(delta);
+      wake_.rebase(delta);
+      pulse_ns_->store(now_ns(), std::memory_order_release);
+      spdlog::warn(
+          "this node's clock was {:.3f} s {} the cluster's (its machine's wall clock was "
+          "stepped?): it takes the cluster's time, then follows its own by slewing",
+          static_cast<double>(std::llabs(delta)) / 1e9, delta < 0 ? "ahead of" : "behind");
+    }
+    dirty_ = true;
+  });
   if (cfg_.bus_key) {
     // Peer links and gossip name their receiver: this node is the one its bus address names.
     cfg_.bus_key->set_names({addr});
@@ -173,6 +186,13 @@ void Cluster::tick() {
     spdlog::warn(
         "this node did not run for a while; not serving until it hears from most of "
         "the cluster");
+  }
+  if (!membership_->time_settled()) {
+    // Starting: nothing but membership until this node has the cluster's time (it stands
+    // down meanwhile; publish()). A clock moved here counts from the next tick.
+    membership_->tick(now);
+    if (dirty_) publish();
+    return;
   }
   membership_->tick(now);
   agreement_->tick(now);
@@ -343,6 +363,11 @@ void Cluster::apply(const SlotKeeper::Actions& a) {
 }
 
 void Cluster::dispatch(uint32_t kind, std::string body, PeerServer::Respond respond) {
+  // Starting, not yet on the cluster's time: state judged by this clock would be judged
+  // wrong (clock_sync.hpp). The caller retries as it does for a node not up yet.
+  if (!membership_->time_settled()) {
+    return respond(PeerStatus::kUnavailable, {}, "starting: not on the cluster's time yet");
+  }
   if (kind == kPeerHandoff) return on_handoff(std::move(body), std::move(respond));
   if (kind == kPeerMerge) return on_merge(std::move(body), std::move(respond), false);
   if (kind == kPeerMergeIntoFresh) return on_merge(std::move(body), std::move(respond), true);
@@ -426,7 +451,7 @@ void Cluster::publish() {
   in.awaiting = keeper_.awaiting();
   in.lost = lost_;
   in.alive = quorum_view();
-  in.standing_down = standing_down_ || behind_;
+  in.standing_down = standing_down_ || behind_ || !membership_->time_settled();
   in.pulse_ns = pulse_ns_;
   hub_.publish(std::make_shared<Routing>(build_routing(in)));
 }

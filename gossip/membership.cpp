@@ -31,7 +31,7 @@ int rank(MemberState s) {
 
 Membership::Membership(MembershipConfig cfg, std::string id, std::string addr,
                        std::string resp_addr, Transport& transport, uint64_t seed)
-    : cfg_(cfg), transport_(transport), rng_(seed) {
+    : cfg_(cfg), transport_(transport), rng_(seed), time_(cfg.time) {
   self_.id = std::move(id);
   self_.addr = std::move(addr);
   self_.resp_addr = std::move(resp_addr);
@@ -66,7 +66,7 @@ void Membership::broadcast(const Member& m) {
 }
 
 void Membership::send(int kind, const std::string& to_addr, uint64_t seq, const std::string& target,
-                      const std::string& target_addr, bool full_view) {
+                      const std::string& target_addr, bool full_view, int64_t echo_ns) {
   wire::Envelope env;
   env.set_version(kWireVersion);
   env.set_kind(static_cast<wire::Envelope::Kind>(kind));
@@ -78,6 +78,9 @@ void Membership::send(int kind, const std::string& to_addr, uint64_t seq, const 
   env.set_table_epoch(advert_epoch_);
   env.set_table_planner(advert_planner_);
   env.set_book_digest(book_digest_);
+  env.set_sent_ns(now_);
+  if (echo_ns != 0) env.set_echo_ns(echo_ns);
+  env.set_time_settled(time_.settled());
   // Named receiver: a datagram recorded on its way to one node is not believed by another.
   // A join's SYNC_REQ to a seed goes unnamed: the seed may be a name (DNS) its node does not
   // know itself by.
@@ -139,9 +142,11 @@ void Membership::send(int kind, const std::string& to_addr, uint64_t seq, const 
 }
 
 void Membership::join(const std::vector<std::string>& seed_addrs, int64_t now_ns) {
+  now_ = now_ns;
   seeds_.clear();
   for (const auto& a : seed_addrs)
     if (a != self_.addr) seeds_.push_back(a);
+  begin_time(seed_addrs, now_ns);
   next_seed_ns_ = now_ns + cfg_.seed_retry_ns;
   broadcast(self_);
   for (const auto& a : seed_addrs) {
@@ -149,6 +154,12 @@ void Membership::join(const std::vector<std::string>& seed_addrs, int64_t now_ns
   }
   next_probe_ns_ = now_ns + cfg_.probe_interval_ns;
   next_sync_ns_ = now_ns + cfg_.sync_interval_ns;
+}
+
+void Membership::begin_time(const std::vector<std::string>& seed_addrs, int64_t now_ns) {
+  bool alone = true;  // with no seed but itself, this node starts a cluster
+  for (const auto& a : seed_addrs) alone = alone && a == self_.addr;
+  time_.begin(self_.id, now_ns, alone);
 }
 
 void Membership::sync_with(const std::string& addr) {
@@ -284,6 +295,12 @@ void Membership::receive(const std::string& from_addr, std::string_view bytes, i
     if (on_misaddressed_) on_misaddressed_();
     return;
   }
+  now_ = now;
+  if (!time_.settled() && !env.from().empty() && env.echo_ns() != 0 &&
+      (env.kind() == wire::Envelope::ACK || env.kind() == wire::Envelope::SYNC)) {
+    time_.sample(env.from(), env.sent_ns(), env.echo_ns(), now, env.time_settled());
+    now += settle_time(now);  // (before anything below is timed)
+  }
   for (const auto& w : env.updates()) {
     Member u;
     u.id = w.id();
@@ -299,13 +316,18 @@ void Membership::receive(const std::string& from_addr, std::string_view bytes, i
   if (!env.from().empty()) heard_epoch_[env.from()] = env.table_epoch();
   if (on_heard_ && env.kind() == wire::Envelope::ACK && !env.from().empty())
     on_heard_(env.from(), env.table_epoch(), env.seq());
-  if (on_advert_ && env.table_epoch() > 0)
+  // Until this node's time is the cluster's, it takes no table and no settings: what it
+  // would do with them is timed by a clock that is about to move. (Every message carries
+  // the adverts again.)
+  const bool timed = time_.settled();
+  if (on_advert_ && timed && env.table_epoch() > 0)
     on_advert_(reply_to, env.table_epoch(), env.table_planner());
-  if (on_book_advert_ && env.book_digest() != book_digest_)
+  if (on_book_advert_ && timed && env.book_digest() != book_digest_)
     on_book_advert_(reply_to, env.book_digest());
   switch (env.kind()) {
     case wire::Envelope::PING:
-      if (env.target() == self_.id) send(wire::Envelope::ACK, reply_to, env.seq(), "", "", false);
+      if (env.target() == self_.id)
+        send(wire::Envelope::ACK, reply_to, env.seq(), "", "", false, env.sent_ns());
       break;
     case wire::Envelope::ACK: {
       if (probe_ && probe_->seq == env.seq()) {
@@ -327,13 +349,13 @@ void Membership::receive(const std::string& from_addr, std::string_view bytes, i
       break;
     }
     case wire::Envelope::SYNC_REQ:
-      send(wire::Envelope::SYNC, reply_to, env.seq(), "", "", true);
+      send(wire::Envelope::SYNC, reply_to, env.seq(), "", "", true, env.sent_ns());
       break;
     case wire::Envelope::SYNC:
     case wire::Envelope::GOSSIP:
       break;  // their updates are already merged
     default:
-      if (on_other_) on_other_(reply_to, env.kind(), bytes);
+      if (on_other_ && timed) on_other_(reply_to, env.kind(), bytes);
       break;
   }
 }
@@ -360,7 +382,35 @@ uint64_t Membership::ping_all() {
   return first;
 }
 
+int64_t Membership::settle_time(int64_t now) {
+  std::vector<std::string> live;
+  for (const auto& [id, m] : members_)
+    if (m.live()) live.push_back(id);
+  const std::optional<int64_t> delta = time_.decide(now, live);
+  if (!delta) return 0;
+  if (*delta != 0) rebase(*delta);
+  if (on_time_) on_time_(*delta);
+  return *delta;
+}
+
+void Membership::rebase(int64_t d) {
+  now_ += d;
+  time_.rebase(d);
+  next_probe_ns_ += d;
+  next_sync_ns_ += d;
+  next_seed_ns_ += d;
+  next_gossip_ns_ += d;
+  if (probe_) probe_->sent_ns += d;
+  for (auto& [seq, r] : relays_) r.expires_ns += d;
+  for (auto& [id, m] : members_) {
+    m.changed_ns += d;
+    if (m.acked_ns != 0) m.acked_ns += d;
+  }
+}
+
 void Membership::tick(int64_t now) {
+  now_ = now;
+  if (!time_.settled()) now += settle_time(now);
   if (leaving_) return;
   // Probe: no ack by the end of its interval makes the target a suspect.
   if (probe_ && !probe_->acked && !probe_->indirect_sent &&

@@ -13,6 +13,7 @@
 #include <string_view>
 #include <vector>
 
+#include "clock_sync.hpp"
 #include "member.hpp"
 #include "transport.hpp"
 
@@ -42,6 +43,7 @@ struct MembershipConfig {
   // Believe messages that do not name their receiver, as the previous version sends them
   // (cluster-bus-legacy, for a rolling upgrade); otherwise only a join's SYNC_REQ may not.
   bool accept_unaddressed = false;
+  ClockSyncConfig time;  // how a starting node takes the cluster's time
 };
 
 class Membership {
@@ -55,6 +57,10 @@ class Membership {
 
   // Announces this node to the seeds (gossip addresses) and asks for their view.
   void join(const std::vector<std::string>& seed_addrs, int64_t now_ns);
+  // From now until it has taken the cluster's time, this node takes no table and no
+  // settings from messages (clock_sync.hpp); with no seed but itself, its time is the
+  // cluster's at once. Called by join(); before it, for messages that come first.
+  void begin_time(const std::vector<std::string>& seed_addrs, int64_t now_ns);
   // Tells the cluster this node is leaving on purpose (others mark it left, not dead).
   void leave(int64_t now_ns);
   void tick(int64_t now_ns);
@@ -93,6 +99,12 @@ class Membership {
   // A message addressed to another node (recorded on its way there and sent here) was
   // dropped.
   void on_misaddressed(std::function<void()> fn) { on_misaddressed_ = std::move(fn); }
+  // This node settled its time (clock_sync.hpp) by moving its clock `delta_ns` (0: it kept
+  // its own). Told once, before any later message is handled; the times membership keeps
+  // have moved with the clock already, and the handler must move the clock itself.
+  void on_time_settled(std::function<void(int64_t delta_ns)> fn) { on_time_ = std::move(fn); }
+  // Whether this node's time is the cluster's yet (a node with no seed but itself: at once).
+  bool time_settled() const { return time_.settled(); }
   Transport& transport() { return transport_; }
 
   const Member& self() const { return self_; }
@@ -124,8 +136,12 @@ class Membership {
   };
 
   void start_probe(int64_t now);
+  // `echo_ns`: an answer's copy of the clock the message it answers was sent at.
   void send(int kind, const std::string& to_addr, uint64_t seq, const std::string& target,
-            const std::string& target_addr, bool full_view);
+            const std::string& target_addr, bool full_view, int64_t echo_ns = 0);
+  // Settles this node's time when the samples say so; returns the clock's move (0: none).
+  int64_t settle_time(int64_t now);
+  void rebase(int64_t delta_ns);  // every time kept, moved with the clock
   void apply(const Member& u, int64_t now);
   void refute(uint64_t heard_incarnation);
   void set_state(Member& m, MemberState s, uint64_t inc, int64_t now);
@@ -163,6 +179,9 @@ class Membership {
   BookAdvertFn on_book_advert_;
   OtherFn on_other_;
   std::function<void()> on_misaddressed_;
+  ClockSync time_;
+  int64_t now_ = 0;  // the clock at the last tick or message: stamped on what is sent
+  std::function<void(int64_t)> on_time_;
 };
 
 }  // namespace fg

@@ -23,6 +23,10 @@ class WakeGuard {
   void on_heard(const std::string& id, uint64_t epoch);
   // Whether the node stands down, given its table; ends it once the condition is met.
   bool standing_down(uint64_t my_epoch, size_t table_members);
+  // The node's clock moved by `delta_ns` (clock_sync.hpp): not a stall.
+  void rebase(int64_t delta_ns) {
+    if (last_tick_ns_ != 0) last_tick_ns_ += delta_ns;
+  }
 
  private:
   int64_t stall_ns_;

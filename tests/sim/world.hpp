@@ -27,6 +27,7 @@ class SimClock final : public Clock {
  public:
   explicit SimClock(int64_t epoch_ns) : epoch_(epoch_ns) {}
   int64_t now_ns() const override;
+  void shift(int64_t delta_ns) const override { offset_ += delta_ns; }
   void step(int64_t d_ns) { target_ += d_ns; }  // the machine's wall clock jumps
   void restart();  // a process started again takes the wall clock at once
 
