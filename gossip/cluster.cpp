@@ -206,9 +206,14 @@ void Cluster::tick() {
   if (!down) pulse_ns_->store(now, std::memory_order_release);
   if (confirming_) {
     dirty_ = true;  // (each tick: has a quorum confirmed the table yet?)
-  } else if (const SlotTable& t = agreement_->table();
-             t.epoch() > 0 && t.members().size() >= 2 && !t.quorum(seen_alive(t))) {
-    dirty_ = true;  // (publish() notices it lost the quorum)
+  } else if (const SlotTable& t = agreement_->table(); t.epoch() > 0 && t.members().size() >= 2) {
+    // (Two members: who counts depends on how long a suspicion has run, so every tick.
+    // More: only when the membership or the table changed.)
+    const std::pair<uint64_t, uint64_t> seen{membership_->version(), t.epoch()};
+    if ((t.members().size() == 2 || seen != quorum_checked_) && !t.quorum(seen_alive(t))) {
+      dirty_ = true;  // (publish() notices it lost the quorum)
+    }
+    quorum_checked_ = seen;
   }
   if (agreement_->behind() != behind_) {
     behind_ = !behind_;

@@ -263,6 +263,7 @@ class Cluster {
   bool lost_on_leave_ = false;  // a hand-off failed while leaving: that state goes with us
   bool dirty_ = false;
   WakeGuard wake_;
+  std::pair<uint64_t, uint64_t> quorum_checked_{~uint64_t{0}, 0};  // (membership version, epoch)
   uint64_t wake_seq_ = ~uint64_t{0};  // acks to pings from this sequence number on count
   bool standing_down_ = false;
   std::shared_ptr<std::atomic<int64_t>> pulse_ns_;  // shared with every Routing published

@@ -37,20 +37,34 @@ Membership::Membership(MembershipConfig cfg, std::string id, std::string addr,
   self_.resp_addr = std::move(resp_addr);
 }
 
-std::vector<std::string> Membership::live_ids() const {
-  std::vector<std::string> out{self_.id};
-  for (const auto& [id, m] : members_)
-    if (m.live()) out.push_back(id);
-  std::sort(out.begin(), out.end());
+namespace {
+// The ids of `members` (a map: in order) that pass `keep`, with `self` in its place.
+template <class Keep>
+std::vector<std::string> ids_with(const std::string& self,
+                                  const std::map<std::string, Member>& members, Keep keep) {
+  std::vector<std::string> out;
+  out.reserve(members.size() + 1);
+  bool placed = false;
+  for (const auto& [id, m] : members) {
+    if (!keep(m)) continue;
+    if (!placed && self < id) {
+      out.push_back(self);
+      placed = true;
+    }
+    out.push_back(id);
+  }
+  if (!placed) out.push_back(self);
   return out;
+}
+}  // namespace
+
+std::vector<std::string> Membership::live_ids() const {
+  return ids_with(self_.id, members_, [](const Member& m) { return m.live(); });
 }
 
 std::vector<std::string> Membership::alive_ids() const {
-  std::vector<std::string> out{self_.id};
-  for (const auto& [id, m] : members_)
-    if (m.state == MemberState::kAlive) out.push_back(id);
-  std::sort(out.begin(), out.end());
-  return out;
+  return ids_with(self_.id, members_,
+                  [](const Member& m) { return m.state == MemberState::kAlive; });
 }
 
 int Membership::retransmit_limit() const {
@@ -60,9 +74,9 @@ int Membership::retransmit_limit() const {
 
 void Membership::broadcast(const Member& m) {
   queue_.erase(std::remove_if(queue_.begin(), queue_.end(),
-                              [&](const auto& q) { return q.first.id == m.id; }),
+                              [&](const auto& q) { return q.first->id == m.id; }),
                queue_.end());
-  queue_.emplace_back(m, retransmit_limit());
+  queue_.emplace_back(std::make_unique<const Member>(m), retransmit_limit());
 }
 
 void Membership::send(int kind, const std::string& to_addr, uint64_t seq, const std::string& target,
@@ -129,7 +143,7 @@ void Membership::send(int kind, const std::string& to_addr, uint64_t seq, const 
     size_t n = 0;
     for (auto& q : queue_) {
       if (n++ == cfg_.max_piggyback) break;
-      add(q.first);
+      add(*q.first);
       --q.second;
     }
     queue_.erase(
@@ -169,6 +183,7 @@ void Membership::sync_with(const std::string& addr) {
 void Membership::leave(int64_t now_ns) {
   leaving_ = true;
   self_.state = MemberState::kLeft;
+  ++version_;
   broadcast(self_);
   for (const Member* m : random_live(static_cast<size_t>(cfg_.indirect_checks) + 2, "")) {
     send(wire::Envelope::PING, m->addr, ++seq_, m->id, m->addr, false);
@@ -188,6 +203,7 @@ void Membership::set_state(Member& m, MemberState s, uint64_t inc, int64_t now) 
   const bool changed = m.state != s;
   m.incarnation = inc;
   if (changed) {
+    ++version_;
     m.state = s;
     if (s == MemberState::kAlive) {
       unsettled_.erase(m.id);
@@ -218,6 +234,7 @@ void Membership::apply(const Member& u, int64_t now) {
     Member m = u;
     m.changed_ns = now;
     members_.emplace(m.id, m);
+    ++version_;
     if (m.state != MemberState::kAlive) unsettled_.insert(m.id);
     probe_order_.insert(
         probe_order_.begin() + static_cast<long>(rng_() % (probe_order_.size() + 1)), m.id);
@@ -457,6 +474,7 @@ void Membership::tick(int64_t now) {
       probe_order_.erase(std::remove(probe_order_.begin(), probe_order_.end(), *it),
                          probe_order_.end());
       members_.erase(found);
+      ++version_;
       it = unsettled_.erase(it);
     } else {
       ++it;

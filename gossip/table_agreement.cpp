@@ -133,19 +133,24 @@ void TableAgreement::tick(int64_t now) {
   }
   // Plan, if we are the coordinator and the live set has settled on something new.
   if (m_.self().state == MemberState::kLeft) return;  // leaving: others plan without us
-  const auto live = m_.live_ids();
-  if (live != last_live_) {
-    last_live_ = live;
-    live_since_ns_ = now;
+  if (m_.version() != live_version_) {
+    live_version_ = m_.version();
+    auto live = m_.live_ids();
+    if (live != last_live_) {
+      last_live_ = std::move(live);
+      live_since_ns_ = now;
+    }
   }
+  const std::vector<std::string>& live = last_live_;
   // Joins wait for the live set to settle (several nodes starting together make one
   // table, not one each). Departures are final (a member is dead only after its
   // suspicion ran out, or it said it is leaving): replan sooner, its slots are unserved.
+  if (live.front() != m_.self().id) return;  // (the lowest live id plans)
   const auto& have = table_.members();
   const bool only_departures =
       table_.epoch() > 0 && std::includes(have.begin(), have.end(), live.begin(), live.end());
   const int64_t settle = only_departures ? settle_ns_ / 5 : settle_ns_;
-  if (live.front() != m_.self().id || now - live_since_ns_ < settle) return;
+  if (now - live_since_ns_ < settle) return;
   if (table_.members() == live && table_.epoch() > 0 &&
       (table_balanced_ || now - adopted_ns_ < settle_ns_ / 5)) {
     return;  // (an unbalanced failover table is evened out shortly after)

@@ -47,6 +47,7 @@ class TableAgreement {
   SlotTable table_;
   bool table_balanced_ = true;  // table_.balanced()
   std::vector<std::string> last_live_;
+  uint64_t live_version_ = ~uint64_t{0};  // the membership's version last_live_ is of
   int64_t live_since_ns_ = 0;
   // The best table seen advertised and not yet fetched, and when we last asked for it.
   uint64_t want_epoch_ = 0;
