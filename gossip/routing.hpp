@@ -54,7 +54,12 @@ struct Routing {
 
 class RoutingHub {
  public:
-  RoutingHub() : current_(std::make_shared<const Routing>()) {}
+  RoutingHub() : current_(std::make_shared<const Routing>()), version_(next_base()) {}
+  // A snapshot's version, unique in the process: readers that keep the snapshot they last
+  // read (per thread) compare versions alone, and nodes in one process (the simulator, on
+  // one thread) must never take each other's for their own. With versions counted from 1
+  // in every hub, a publishing thread took another node's snapshot, where it is not itself,
+  // and sent its own subscribers each message a second time (`floodgate-sim --load doors`).
   uint64_t version() const { return version_.load(std::memory_order_acquire); }
   std::shared_ptr<const Routing> get() const {
     std::lock_guard<std::mutex> lock(mu_);
@@ -69,9 +74,13 @@ class RoutingHub {
   }
 
  private:
+  static uint64_t next_base() {  // (2^32 publishes per hub before two could meet)
+    static std::atomic<uint64_t> hubs{0};
+    return (hubs.fetch_add(1, std::memory_order_relaxed) << 32) + 1;
+  }
   mutable std::mutex mu_;
   std::shared_ptr<const Routing> current_;
-  std::atomic<uint64_t> version_{1};
+  std::atomic<uint64_t> version_;
 };
 
 }  // namespace fg
