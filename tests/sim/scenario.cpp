@@ -8,6 +8,7 @@
 #include <functional>
 #include <map>
 #include <memory>
+#include <set>
 #include <sstream>
 #include <tuple>
 
@@ -83,6 +84,11 @@ struct Client {
   std::shared_ptr<MemoryClient> resp;  // 'R': its connection (null: none open)
   std::string rbuf;                    // ... what the node wrote not yet read as replies
   int sent = 0;                        // ... requests sent (MULTI and EVAL in turn)
+  // 'S', a subscriber: the open connection's number (1, 2, …) and when its subscription
+  // was confirmed (-1: not yet). 'P', a publisher: the last message's number.
+  int conn_no = 0;
+  int64_t sub_since = -1;
+  uint64_t seq = 0;
 };
 
 // A RESP command as a client sends it.
@@ -178,6 +184,33 @@ class Run {
   }
   void done(int c, size_t op, const std::vector<Outcome>& out);
   void issue_resp(int c);
+  // Pub/sub through the RESP door (the doors load): a subscriber per node, publishers on
+  // two nodes; checked for messages delivered twice, out of order, or — while healthy —
+  // not at all (check_pubsub).
+  void issue_sub(int c);
+  void end_subscription(Client& cl, int c);
+  void issue_pub(int c);
+  void read_pub(int c, size_t rec, std::shared_ptr<MemoryClient> conn, int64_t t0);
+  struct PubsubFigures {
+    int64_t expected = 0, delivered = 0;
+  };
+  PubsubFigures check_pubsub(const std::vector<std::pair<int64_t, int64_t>>& healthy, int64_t end);
+  struct Published {
+    int pub;
+    uint64_t seq;
+    int64_t sent, answered;  // answered -1: no answer (an error, the node gone)
+  };
+  struct Subscribed {
+    int sub;
+    int64_t from, to;  // confirmed, until the connection ended (-1: open)
+  };
+  struct Delivered {
+    int sub, conn_no, pub;
+    uint64_t seq;
+  };
+  std::vector<Published> published_;
+  std::vector<Subscribed> subscribed_;
+  std::vector<Delivered> delivered_;
   void read_resp(int c, size_t op, size_t replies, std::shared_ptr<MemoryClient> conn, int64_t t0);
   void close_connection(int c);
   void inject(Fault f, int64_t dur_ns);
@@ -313,6 +346,8 @@ void Run::setup_clients() {
   // Through the RESP door: MULTI INCR EXPIRE EXEC and an EVAL doing the same, in turn.
   if (opt_.load == Load::kDoors) {
     for (int i = 0; i < 2 * n; ++i) add('R', i, 50 * kMs, tag_ + ":resp", LimitSpec{});
+    for (int i = 0; i < n; ++i) add('S', i, 5 * kMs, tag_ + ":news", LimitSpec{});
+    for (int i = 0; i < 2; ++i) add('P', i, 50 * kMs, tag_ + ":news", LimitSpec{});
   }
   for (Client& c : clients_) {  // (views into the clients' own words, now they stay put)
     if (c.kind != 'd' && c.kind != 'm') continue;
@@ -327,6 +362,8 @@ void Run::issue(int c) {
   Client& cl = clients_[c];
   if (cl.kind == 'u' && cl.conn != 0) return close_connection(c);
   if (cl.kind == 'R') return issue_resp(c);
+  if (cl.kind == 'S') return issue_sub(c);
+  if (cl.kind == 'P') return issue_pub(c);
   SimNode& sn = world_.node(cl.node);
   const int64_t t0 = world_.now();
   std::vector<Request> reqs(1);
@@ -515,6 +552,149 @@ void Run::read_resp(int c, size_t op, size_t replies, std::shared_ptr<MemoryClie
     }
     next(c, cl.period_ns);
   });
+}
+
+void Run::end_subscription(Client& cl, int c) {
+  if (cl.sub_since >= 0) subscribed_.push_back({c, cl.sub_since, world_.now()});
+  cl.sub_since = -1;
+  if (cl.resp) cl.resp->close();
+  cl.resp.reset();
+  cl.rbuf.clear();
+}
+
+// A subscriber: (re)connects and subscribes, then reads what is pushed every 5 ms.
+void Run::issue_sub(int c) {
+  Client& cl = clients_[c];
+  SimNode& sn = world_.node(cl.node);
+  if (cl.resp && (!sn.up() || cl.resp->closed_by_node() || cl.conn_starts != sn.starts)) {
+    end_subscription(cl, c);
+  }
+  if (!cl.resp && sn.up()) {
+    cl.resp = std::make_shared<MemoryClient>();
+    world_.connect(cl.node, *cl.resp);
+    cl.conn_starts = sn.starts;
+    ++cl.conn_no;
+    cl.resp->send(command({"SUBSCRIBE", cl.key}));
+  }
+  if (cl.resp) {
+    cl.rbuf += cl.resp->take();
+    size_t pos = 0;
+    for (size_t end; (end = resp_end(cl.rbuf, pos)) != std::string::npos; pos = end) {
+      const std::string v = cl.rbuf.substr(pos, end - pos);
+      if (v.rfind("*3\r\n$9\r\nsubscribe\r\n", 0) == 0) {
+        const std::string confirm = "*3\r\n$9\r\nsubscribe\r\n$" + std::to_string(cl.key.size()) +
+                                    "\r\n" + cl.key + "\r\n:1\r\n";
+        check(v == confirm, "a subscription's confirmation: " + v);
+        if (cl.sub_since < 0) cl.sub_since = world_.now();
+        continue;
+      }
+      const std::string head =
+          "*3\r\n$7\r\nmessage\r\n$" + std::to_string(cl.key.size()) + "\r\n" + cl.key + "\r\n$";
+      int pub = -1;
+      unsigned long long seq = 0;
+      const size_t body = v.find("\r\n", head.size());
+      if (v.rfind(head, 0) != 0 || body == std::string::npos ||
+          std::sscanf(v.c_str() + body + 2, "P%d:%llu", &pub, &seq) != 2) {
+        check(false, "a push to a subscriber: " + v);
+        continue;
+      }
+      delivered_.push_back({c, cl.conn_no, pub, seq});
+    }
+    cl.rbuf.erase(0, pos);
+  }
+  next(c, cl.period_ns);
+}
+
+// A publisher: PUBLISH the channel "P<client>:<number>", one at a time.
+void Run::issue_pub(int c) {
+  Client& cl = clients_[c];
+  SimNode& sn = world_.node(cl.node);
+  if (!sn.up()) return next(c, cl.period_ns);  // connection refused
+  if (!cl.resp || cl.resp->closed_by_node() || cl.conn_starts != sn.starts) {
+    if (cl.resp) cl.resp->close();
+    cl.resp = std::make_shared<MemoryClient>();
+    world_.connect(cl.node, *cl.resp);
+    cl.conn_starts = sn.starts;
+    cl.rbuf.clear();
+  }
+  const uint64_t seq = ++cl.seq;
+  published_.push_back({c, seq, world_.now(), -1});
+  cl.resp->send(command({"PUBLISH", cl.key, "P" + std::to_string(c) + ":" + std::to_string(seq)}));
+  read_pub(c, published_.size() - 1, cl.resp, world_.now());
+}
+
+void Run::read_pub(int c, size_t rec, std::shared_ptr<MemoryClient> conn, int64_t t0) {
+  world_.at(world_.now() + kMs, [this, c, rec, conn, t0] {
+    Client& cl = clients_[c];
+    auto give_up = [&] {
+      if (cl.resp == conn) {
+        conn->close();
+        cl.resp.reset();
+      }
+      next(c, cl.period_ns);
+    };
+    if (cl.resp != conn) return give_up();
+    cl.rbuf += conn->take();
+    const size_t end = resp_end(cl.rbuf, 0);
+    if (end == std::string::npos) {
+      if (conn->closed_by_node() || world_.now() - t0 > kClientTimeoutNs) return give_up();
+      return read_pub(c, rec, conn, t0);
+    }
+    const std::string reply = cl.rbuf.substr(0, end);
+    cl.rbuf.erase(0, end);
+    if (reply[0] == ':') {
+      published_[rec].answered = world_.now();
+    } else if (!unavailable(reply)) {
+      check(false, "an error reply to PUBLISH: " + reply);
+    }
+    next(c, cl.period_ns);
+  });
+}
+
+Run::PubsubFigures Run::check_pubsub(const std::vector<std::pair<int64_t, int64_t>>& healthy,
+                                     int64_t end) {
+  PubsubFigures f;
+  // Never twice, and per subscriber connection in each publisher's order.
+  std::set<std::tuple<int, int, uint64_t>> seen;
+  std::map<std::tuple<int, int, int>, uint64_t> last;  // (sub, conn, pub) -> seq
+  for (const Delivered& d : delivered_) {
+    if (!seen.insert({d.sub, d.pub, d.seq}).second) {
+      check(false, "a message delivered twice: P" + std::to_string(d.pub) + ":" +
+                       std::to_string(d.seq) + " to S" + std::to_string(d.sub));
+    }
+    uint64_t& l = last[{d.sub, d.conn_no, d.pub}];
+    if (d.seq <= l) {
+      check(false, "messages delivered out of their publisher's order: P" + std::to_string(d.pub) +
+                       ":" + std::to_string(d.seq) + " after :" + std::to_string(l));
+    }
+    l = std::max(l, d.seq);
+  }
+  // While healthy: a message answered reaches every subscriber subscribed before it was
+  // sent and still connected a second after it was answered.
+  constexpr int64_t kDeliveryNs = kS;
+  for (const Published& p : published_) {
+    if (p.answered < 0) continue;
+    bool calm = false;
+    for (const auto& [a, b] : healthy)
+      calm = calm || (a <= p.sent && p.answered + kDeliveryNs <= b);
+    if (!calm) continue;
+    std::set<int> subs;
+    for (const Subscribed& s : subscribed_) {
+      const int64_t to = s.to < 0 ? end : s.to;
+      if (s.from <= p.sent && to >= p.answered + kDeliveryNs) subs.insert(s.sub);
+    }
+    for (int s : subs) {
+      ++f.expected;
+      if (seen.count({s, p.pub, p.seq})) {
+        ++f.delivered;
+      } else {
+        check(false, "a message published while healthy never reached a subscriber: P" +
+                         std::to_string(p.pub) + ":" + std::to_string(p.seq) + " to S" +
+                         std::to_string(s));
+      }
+    }
+  }
+  return f;
 }
 
 void Run::done(int c, size_t op, const std::vector<Outcome>& out) {
@@ -1092,6 +1272,9 @@ Verdict Run::go() {
     if (!read_counter(first_of(k.kind), k.count, k.read_start, k.read_end)) k.count = -1;
   }
   stopped_ = true;
+  for (size_t c = 0; c < clients_.size(); ++c) {  // (subscribers read nothing from now on)
+    if (clients_[c].kind == 'S') end_subscription(clients_[c], static_cast<int>(c));
+  }
   world_.run_until(world_.now() + kClientTimeoutNs + kS);
   for (Client& cl : clients_) {  // (the RESP connections hang up while their nodes run)
     if (cl.resp) cl.resp->close();
@@ -1435,6 +1618,7 @@ Verdict Run::go() {
   }
   // Every node serves at the end.
   check(world_.formed(), "the cluster formed at the end");
+  const PubsubFigures pubsub = check_pubsub(healthy, end);
 
   int64_t admitted = 0;
   for (const Op& o : ops) admitted += o.kind == 't' && o.res == Res::kOk;
@@ -1457,6 +1641,7 @@ Verdict Run::go() {
   line << "  leases";
   for (const Leases& l : leases) line << " " << l.acquire << ":" << l.most << "/" << kLeaseLimit;
   if (detect_worst_ >= 0) line << "  detect " << detect_worst_ / kMs << "ms";
+  if (opt_.load == Load::kDoors) line << "  pubsub " << pubsub.delivered << "/" << pubsub.expected;
   line << "  digest " << digest;
   for (const auto& f : failures_) line << "\n  failed: " << f;
   v.passed = failures_.empty();
