@@ -26,10 +26,11 @@ void usage(FILE* to) {
       "       floodgate-sim --scale N1,N2,... [--seeds A..B] [--keys K] [--rate R]\n"
       "           (how upkeep grows with the cluster's size: a line of figures per size and seed,\n"
       "           tests/sim/scale/README.md)\n"
-      "faults: %s (default: all but disk and rolling; 'none' for none)\n"
+      "faults: %s (default: kill to restart; disk, rolling, bounce and reboot only when\n"
+      "        named, so seeds found before them replay; 'none' for none)\n"
       "load: full (default: every limiter kind, reservations, data commands, leases with a\n"
       "      holder, without one and BOUND), doors (full, and clients speaking RESP to the\n"
-      "      nodes: MULTI/EXEC and EVAL over the connection shell) or basic (the sliding log,\n"
+      "      nodes: MULTI/EXEC, EVAL and pub/sub over the connection shell) or basic (the sliding log,\n"
       "      two counters, a holder's leases: the load seeds found before 'full' replay on)\n",
       fg::sim::fault_names().c_str());
 }
