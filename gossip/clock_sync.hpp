@@ -20,7 +20,8 @@ struct ClockSyncConfig {
   // How long a starting node waits for a peer whose time is the cluster's before it takes
   // the median of what it heard (or its own clock, having heard nobody).
   int64_t wait_ns = 1'000'000'000;
-  // Offsets within this are clock noise and the network's asymmetry: not worth a move.
+  // Offsets within this (beyond the measure's own error, half its round trip) are clock
+  // noise: not worth a move.
   int64_t tolerance_ns = 50'000'000;
   // A round trip longer than this says too little about the offset (half of it is the
   // error bound) to be taken at once; it still counts when the wait ends.
@@ -58,8 +59,8 @@ class ClockSync {
     int64_t rtt_ns = 0;
     bool settled = false;
   };
-  int64_t settle(int64_t offset_ns);
-  int64_t median() const;
+  int64_t settle(int64_t offset_ns, int64_t error_ns);
+  int64_t settle_on_median();
 
   ClockSyncConfig cfg_;
   std::string self_;

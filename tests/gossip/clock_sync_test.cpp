@@ -52,6 +52,16 @@ TEST(ClockSync, AnOffsetWithinTheToleranceMovesNothing) {
   EXPECT_TRUE(c.settled());
 }
 
+// Nodes on one clock (one process: tests) across a slow, lopsided trip — 280 ms there, 20 ms
+// back: the offset measured, 130 ms, is within the trip's own error. Nothing moves.
+TEST(ClockSync, OneClockNeverMovesHoweverLopsidedTheTrip) {
+  ClockSync c;
+  c.begin("a", kT, false);
+  c.sample("b", kT + 280 * kMs, kT, kT + 300 * kMs, true);
+  EXPECT_FALSE(c.decide(kT + 300 * kMs, {"b", "c"}));
+  EXPECT_EQ(c.decide(kT + kS, {"b", "c"}), std::optional<int64_t>(0));
+}
+
 TEST(ClockSync, ALongRoundTripWaitsForABetterOneOrTheEnd) {
   ClockSync c;
   c.begin("a", kT, false);
