@@ -92,9 +92,14 @@ void Membership::send(int kind, const std::string& to_addr, uint64_t seq, const 
   env.set_table_epoch(advert_epoch_);
   env.set_table_planner(advert_planner_);
   env.set_book_digest(book_digest_);
-  env.set_sent_ns(now_);
+  // Clocks travel only while they are asked for: a node not yet on the cluster's time stamps
+  // its own messages, and the answers to those echo them (a settled cluster's gossip
+  // carries no clock at all).
+  if (!time_.settled() || echo_ns != 0) {
+    env.set_sent_ns(now_);
+    env.set_time_settled(time_.settled());
+  }
   if (echo_ns != 0) env.set_echo_ns(echo_ns);
-  env.set_time_settled(time_.settled());
   // Named receiver: a datagram recorded on its way to one node is not believed by another.
   // A join's SYNC_REQ to a seed goes unnamed: the seed may be a name (DNS) its node does not
   // know itself by.
