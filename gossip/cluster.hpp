@@ -232,6 +232,7 @@ class Cluster {
   // once a quorum of them has told it themselves that they hold the same table — a rumour
   // that a member is alive again does not say the cluster has not gone on without us.
   bool confirming_ = false;
+  uint64_t confirm_heard_ = ~uint64_t{0};  // membership's heard_version() last looked at
   std::vector<std::string> quorum_view();
   std::vector<std::string> seen_alive(const SlotTable& t) const;  // (for the quorum)
   // Slots taken back from an unreachable receiver, by receiver, and the table then.

@@ -335,7 +335,13 @@ void Membership::receive(const std::string& from_addr, std::string_view bytes, i
     apply(u, now);
   }
   const std::string reply_to = env.from_addr().empty() ? from_addr : env.from_addr();
-  if (!env.from().empty()) heard_epoch_[env.from()] = env.table_epoch();
+  if (!env.from().empty()) {
+    auto [h, fresh] = heard_epoch_.try_emplace(env.from(), env.table_epoch());
+    if (fresh || h->second != env.table_epoch()) {
+      h->second = env.table_epoch();
+      ++heard_version_;
+    }
+  }
   if (on_heard_ && env.kind() == wire::Envelope::ACK && !env.from().empty())
     on_heard_(env.from(), env.table_epoch(), env.seq());
   // Until this node's time is the cluster's, it takes no table and no settings: what it

@@ -123,7 +123,12 @@ class Membership {
     auto it = heard_epoch_.find(id);
     return it == heard_epoch_.end() ? 0 : it->second;
   }
-  void forget_heard() { heard_epoch_.clear(); }
+  void forget_heard() {
+    heard_epoch_.clear();
+    ++heard_version_;
+  }
+  // Counts changes of what heard_epoch() answers.
+  uint64_t heard_version() const { return heard_version_; }
   const MembershipConfig& config() const { return cfg_; }
 
  private:
@@ -188,6 +193,7 @@ class Membership {
   std::function<void()> on_misaddressed_;
   ClockSync time_;
   uint64_t version_ = 0;
+  uint64_t heard_version_ = 0;
   int64_t now_ = 0;  // the clock at the last tick or message: stamped on what is sent
   std::function<void(int64_t)> on_time_;
 };
