@@ -184,6 +184,10 @@ class Run {
   }
   void done(int c, size_t op, const std::vector<Outcome>& out);
   void issue_resp(int c);
+  // Opens `cl`'s RESP connection to its node if it has none open to the node's current
+  // process; hangs a client's connection up and schedules its next request.
+  void connect_resp(Client& cl);
+  void hang_up(int c, const std::shared_ptr<MemoryClient>& conn);
   // Pub/sub through the RESP door (the doors load): a subscriber per node, publishers on
   // two nodes; checked for messages delivered twice, out of order, or — while healthy —
   // not at all (check_pubsub).
@@ -492,14 +496,7 @@ void Run::issue_resp(int c) {
     next(c, cl.period_ns);
     return;
   }
-  // A connection the node closed, or to its previous process, is opened again.
-  if (!cl.resp || cl.resp->closed_by_node() || cl.conn_starts != sn.starts) {
-    if (cl.resp) cl.resp->close();
-    cl.resp = std::make_shared<MemoryClient>();
-    world_.connect(cl.node, *cl.resp);
-    cl.conn_starts = sn.starts;
-    cl.rbuf.clear();
-  }
+  connect_resp(cl);
   const bool txn = cl.sent++ % 2 == 0;
   cl.resp->send(txn ? command({"MULTI"}) + command({"INCR", cl.key}) +
                           command({"EXPIRE", cl.key, "3600"}) + command({"EXEC"})
@@ -516,11 +513,7 @@ void Run::read_resp(int c, size_t op, size_t replies, std::shared_ptr<MemoryClie
     Client& cl = clients_[c];
     auto give_up = [&] {
       hist_.close(op, world_.now(), Res::kInfo);
-      if (cl.resp == conn) {
-        conn->close();
-        cl.resp.reset();
-      }
-      next(c, cl.period_ns);
+      hang_up(c, conn);
     };
     if (cl.resp != conn) return give_up();
     cl.rbuf += conn->take();
@@ -552,6 +545,26 @@ void Run::read_resp(int c, size_t op, size_t replies, std::shared_ptr<MemoryClie
     }
     next(c, cl.period_ns);
   });
+}
+
+void Run::connect_resp(Client& cl) {
+  // A connection the node closed, or to its previous process, is opened again.
+  const SimNode& sn = world_.node(cl.node);
+  if (cl.resp && !cl.resp->closed_by_node() && cl.conn_starts == sn.starts) return;
+  if (cl.resp) cl.resp->close();
+  cl.resp = std::make_shared<MemoryClient>();
+  world_.connect(cl.node, *cl.resp);
+  cl.conn_starts = sn.starts;
+  cl.rbuf.clear();
+}
+
+void Run::hang_up(int c, const std::shared_ptr<MemoryClient>& conn) {
+  Client& cl = clients_[c];
+  if (cl.resp == conn) {
+    conn->close();
+    cl.resp.reset();
+  }
+  next(c, cl.period_ns);
 }
 
 void Run::end_subscription(Client& cl, int c) {
@@ -610,13 +623,7 @@ void Run::issue_pub(int c) {
   Client& cl = clients_[c];
   SimNode& sn = world_.node(cl.node);
   if (!sn.up()) return next(c, cl.period_ns);  // connection refused
-  if (!cl.resp || cl.resp->closed_by_node() || cl.conn_starts != sn.starts) {
-    if (cl.resp) cl.resp->close();
-    cl.resp = std::make_shared<MemoryClient>();
-    world_.connect(cl.node, *cl.resp);
-    cl.conn_starts = sn.starts;
-    cl.rbuf.clear();
-  }
+  connect_resp(cl);
   const uint64_t seq = ++cl.seq;
   published_.push_back({c, seq, world_.now(), -1});
   cl.resp->send(command({"PUBLISH", cl.key, "P" + std::to_string(c) + ":" + std::to_string(seq)}));
@@ -626,13 +633,7 @@ void Run::issue_pub(int c) {
 void Run::read_pub(int c, size_t rec, std::shared_ptr<MemoryClient> conn, int64_t t0) {
   world_.at(world_.now() + kMs, [this, c, rec, conn, t0] {
     Client& cl = clients_[c];
-    auto give_up = [&] {
-      if (cl.resp == conn) {
-        conn->close();
-        cl.resp.reset();
-      }
-      next(c, cl.period_ns);
-    };
+    auto give_up = [&] { hang_up(c, conn); };
     if (cl.resp != conn) return give_up();
     cl.rbuf += conn->take();
     const size_t end = resp_end(cl.rbuf, 0);
