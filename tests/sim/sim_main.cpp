@@ -30,7 +30,8 @@ void usage(FILE* to) {
       "        named, so seeds found before them replay; 'none' for none)\n"
       "load: full (default: every limiter kind, reservations, data commands, leases with a\n"
       "      holder, without one and BOUND), doors (full, and clients speaking RESP to the\n"
-      "      nodes: MULTI/EXEC, EVAL and pub/sub over the connection shell) or basic (the sliding log,\n"
+      "      nodes: MULTI/EXEC, EVAL and pub/sub over the connection shell) or basic (the sliding "
+      "log,\n"
       "      two counters, a holder's leases: the load seeds found before 'full' replay on)\n",
       fg::sim::fault_names().c_str());
 }
