@@ -653,10 +653,10 @@ void Node::halt() {
   stop();
 }
 
-size_t Node::poll() {
+size_t Node::poll(bool (*has_ready)(asio::io_context&)) {
   if (stopped_) return 0;
-  size_t n = server_ ? server_->poll() : 0;
-  if (cluster_) n += cluster_->io().poll();
+  size_t n = server_ ? server_->poll(has_ready) : 0;
+  if (cluster_ && (!has_ready || has_ready(cluster_->io()))) n += cluster_->io().poll();
   return n;
 }
 

@@ -82,7 +82,8 @@ class Node {
   // Polled nodes (NodeRun::polled): runs what is ready on the node's I/O loops and its
   // cluster loop, without waiting; how many handlers ran. A polled node's stop() does not
   // hand its slots over; begin_leave() then left() until true does, before it.
-  size_t poll();
+  // `has_ready`, if given, says which loops have a handler ready: the others are skipped.
+  size_t poll(bool (*has_ready)(asio::io_context&) = nullptr);
   void begin_leave();
   bool left();
 

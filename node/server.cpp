@@ -105,9 +105,11 @@ void Server::run() {
   }
 }
 
-size_t Server::poll() {
+size_t Server::poll(bool (*has_ready)(asio::io_context&)) {
   size_t n = 0;
-  for (auto& ctx : contexts_) n += ctx->poll();
+  for (auto& ctx : contexts_) {
+    if (!has_ready || has_ready(*ctx)) n += ctx->poll();
+  }
   return n;
 }
 

@@ -42,8 +42,9 @@ class Server {
   void set_idle_poll(std::chrono::microseconds d) { idle_poll_ = d; }
   void run();  // starts the I/O threads; returns at once
   // Instead of run(), for an owner that drives the I/O loops itself (the simulator): runs
-  // what is ready on each loop, without waiting; how many handlers ran.
-  size_t poll();
+  // what is ready on each loop, without waiting; how many handlers ran. With `has_ready`,
+  // only the loops it says have a handler ready (an empty poll still takes the loop's lock).
+  size_t poll(bool (*has_ready)(asio::io_context&) = nullptr);
   void stop();  // closes listeners and stops the threads
   asio::io_context& main_context() { return *contexts_[0]; }
   // The I/O threads, for work that is no client's (forwarded requests, lease upkeep).
