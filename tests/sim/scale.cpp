@@ -16,6 +16,9 @@
 #include "request_job.hpp"
 #include "world.hpp"
 
+// tcmalloc's (weak: null when the simulator runs on glibc's malloc).
+extern "C" int MallocExtension_GetNumericProperty(const char*, size_t*) __attribute__((weak));
+
 namespace fg::sim {
 namespace {
 
@@ -28,7 +31,18 @@ double cpu_now_s() {
   return static_cast<double>(ts.tv_sec) + static_cast<double>(ts.tv_nsec) / 1e9;
 }
 
-double heap_now() { return static_cast<double>(mallinfo2().uordblks); }
+// Bytes the program holds: tcmalloc's count when the simulator is linked with it
+// (tests/CMakeLists.txt), which glibc's mallinfo2 would not see; else glibc's, large blocks
+// (mapped on their own, as a table's arrays are) included.
+double heap_now() {
+  size_t held = 0;
+  if (MallocExtension_GetNumericProperty != nullptr &&
+      MallocExtension_GetNumericProperty("generic.current_allocated_bytes", &held) != 0) {
+    return static_cast<double>(held);
+  }
+  const struct mallinfo2 m = mallinfo2();  // (mmapped blocks, hblkhd, are not in uordblks)
+  return static_cast<double>(m.uordblks + m.hblkhd);
+}
 
 struct Meter {
   uint64_t gossip = 0, peer = 0, handoff = 0;
