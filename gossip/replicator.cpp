@@ -347,8 +347,10 @@ void Replicator::on_update(std::string body, PeerServer::Respond respond) {
   // reply waiting for it is not acknowledged; the sender learns the new table soon).
   job->done = [this, complete, fenced, respond = std::move(respond)](ReplicaJob&) mutable {
     asio::post(io_, [this, complete, fenced, respond = std::move(respond)] {
-      complete_ |= complete & copies_;
-      complete_changed_ = true;
+      if (complete.any()) {  // (most updates complete nothing: no count to redo)
+        complete_ |= complete & copies_;
+        complete_changed_ = true;
+      }
       if (fenced) return respond(PeerStatus::kError, {}, "not the owner in this node's table");
       respond(PeerStatus::kOk, {}, {});
     });
