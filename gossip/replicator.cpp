@@ -91,7 +91,7 @@ void Replicator::round() {
   collecting_ = true;
   again_ = false;
   const uint64_t seq = rounds_started_.fetch_add(1, std::memory_order_acq_rel) + 1;
-  rounds_[seq] = {false, true};
+  rounds_.push_back({false, true});  // (at seq: first_round_ + its index)
   for (Waiter& w : next_waiters_) {
     w.until = seq;
     waiting_.push_back(std::move(w));
@@ -113,8 +113,7 @@ void Replicator::round() {
 }
 
 void Replicator::round_over(uint64_t seq, bool ok) {
-  auto it = rounds_.find(seq);
-  if (it != rounds_.end()) it->second = {true, ok};
+  if (auto* r = round_at(seq)) *r = {true, ok};
   answer_waiters();
 }
 
@@ -124,13 +123,13 @@ void Replicator::answer_waiters() {
     bool over = true, ok = true;
     // From the round that was the latest at the mark (it may have been collecting then).
     for (uint64_t r = std::max<uint64_t>(w->since, 1); r <= w->until && over; ++r) {
-      auto it = rounds_.find(r);
-      if (it == rounds_.end()) {
+      const auto* round = round_at(r);
+      if (round == nullptr) {
         ok = false;  // forgotten: it may have failed
         continue;
       }
-      over = it->second.first;
-      ok = ok && it->second.second;
+      over = round->first;
+      ok = ok && round->second;
     }
     if (!over) {
       ++w;
@@ -141,8 +140,10 @@ void Replicator::answer_waiters() {
     if (!ok) counters_.sync_failures.fetch_add(1, std::memory_order_relaxed);
     done(ok);
   }
-  while (rounds_.size() > kRoundsKept && rounds_.begin()->second.first)
-    rounds_.erase(rounds_.begin());
+  while (rounds_.size() > kRoundsKept && rounds_.front().first) {
+    rounds_.pop_front();
+    ++first_round_;
+  }
 }
 
 void Replicator::ship(std::vector<ShardChanges>& parts, uint64_t seq, int64_t started_us) {
@@ -160,16 +161,19 @@ void Replicator::ship(std::vector<ShardChanges>& parts, uint64_t seq, int64_t st
   };
   std::map<uint16_t, Out> out;  // by member index
   std::set<uint16_t> missed;    // replicas of changed slots not reachable now
+  // Every slot this node owns has the same replicas: found, and asked whether live, once
+  // per round rather than once per changed key.
+  std::vector<uint16_t> reachable, unreachable;
+  if (self_index_ >= 0) {
+    for (uint16_t r : table_.holders_of(static_cast<uint16_t>(self_index_))) {
+      if (static_cast<int>(r) == self_index_) continue;
+      (live_(table_.members()[r]) ? reachable : unreachable).push_back(r);
+    }
+  }
   auto targets = [&](uint32_t slot, auto&& fn) {
     if (self_index_ < 0 || table_.owner(slot) != self_index_) return;  // moved: hand-off has it
-    for (uint16_t r : table_.replicas(slot)) {
-      if (static_cast<int>(r) == self_index_) continue;
-      if (live_(table_.members()[r])) {
-        fn(out[r]);
-      } else {
-        missed.insert(r);
-      }
-    }
+    for (uint16_t r : reachable) fn(out[r]);
+    missed.insert(unreachable.begin(), unreachable.end());
   };
   for (const ShardChanges& p : parts) {
     for (const ShardChanges::Mark& m : p.marks) {
@@ -365,11 +369,13 @@ void Replicator::on_table(const SlotTable& before, const SlotTable& after) {
   for (auto& [id, d] : dests_) d.replicated.reset();
   whole_dirty_ = true;
   if (self_index_ >= 0) {
+    std::vector<Dest*> to;  // (the same replicas for every slot we own)
+    for (uint16_t r : after.holders_of(static_cast<uint16_t>(self_index_))) {
+      if (static_cast<int>(r) != self_index_) to.push_back(&dests_[after.members()[r]]);
+    }
     for (uint32_t s = 0; s < kSlotCount; ++s) {
       if (after.owner(s) != self_index_) continue;
-      for (uint16_t r : after.replicas(s)) {
-        if (static_cast<int>(r) != self_index_) dests_[after.members()[r]].replicated.set(s);
-      }
+      for (Dest* d : to) d->replicated.set(s);
     }
   }
   for (auto it = dests_.begin(); it != dests_.end();) {

@@ -17,6 +17,7 @@
 #include <asio.hpp>
 #include <atomic>
 #include <chrono>
+#include <deque>
 #include <functional>
 #include <map>
 #include <memory>
@@ -133,8 +134,14 @@ class Replicator {
   Waiters next_waiters_;  // wait for the next round that collects changes
   Waiters waiting_;       // their rounds are collected: wait for them to end
   std::atomic<uint64_t> rounds_started_{0};
-  // Recent rounds (seq -> over, acknowledged); older ones count as not acknowledged.
-  std::map<uint64_t, std::pair<bool, bool>> rounds_;
+  // Recent rounds, from seq first_round_ on, each (over, acknowledged); older ones count as
+  // not acknowledged. (Seqs are consecutive: a queue, not a tree looked up every round.)
+  std::deque<std::pair<bool, bool>> rounds_;
+  uint64_t first_round_ = 1;
+  std::pair<bool, bool>* round_at(uint64_t seq) {
+    return seq >= first_round_ && seq - first_round_ < rounds_.size() ? &rounds_[seq - first_round_]
+                                                                      : nullptr;
+  }
   std::vector<ShardChanges> parts_;  // the shards' changes: buffers kept between rounds
   ReplicationCounters counters_;
   bool stopped_ = false;

@@ -7,10 +7,13 @@
 namespace fg {
 
 std::vector<uint16_t> SlotTable::replicas(uint32_t slot) const {
+  return owner_[slot] == kNoOwner ? std::vector<uint16_t>{} : holders_of(owner_[slot]);
+}
+
+std::vector<uint16_t> SlotTable::holders_of(uint16_t o) const {
   std::vector<uint16_t> out;
-  const uint16_t o = owner_[slot];
-  if (o == kNoOwner) return out;
   const size_t n = members_.size();
+  if (o >= n) return out;
   for (size_t k = 0; k < std::min(r_, n); ++k) out.push_back(static_cast<uint16_t>((o + k) % n));
   return out;
 }

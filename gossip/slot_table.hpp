@@ -59,6 +59,8 @@ class SlotTable {
   // The owner first, then up to R-1 distinct replicas: the next members after the owner
   // in id order, so each member replicates its neighbours and replica load is even.
   std::vector<uint16_t> replicas(uint32_t slot) const;
+  // The same for every slot member `owner` owns (one look-up for all of them).
+  std::vector<uint16_t> holders_of(uint16_t owner) const;
   // Whether member index `m` keeps a copy of `slot` (as owner or replica).
   bool holds_copy(uint32_t slot, uint16_t m) const;
 
