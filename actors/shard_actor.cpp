@@ -106,7 +106,7 @@ shard_actor::behavior_type ShardActorImpl::make_behavior() {
       [this](replica_atom, const ReplicaJobPtr& j) {
         Hold hold(*cell_);
         auto run = [this, j] {
-          shard_.clear_unowned(j->clear);
+          if (j->clear) shard_.clear_unowned(*j->clear);
           shard_.apply_replica(j->per_shard[cfg_.id], j->packed[cfg_.id]);
           j->finish_one();
         };

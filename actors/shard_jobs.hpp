@@ -6,6 +6,7 @@
 #include <atomic>
 #include <functional>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -57,7 +58,7 @@ struct InstallJob : ShardJob<InstallJob> {
 // not serve) of `clear`, installs its entries (snapshots) and applies its packed records
 // (changed and erased keys). Slots a shard serves are never touched.
 struct ReplicaJob : ShardJob<ReplicaJob> {
-  SlotBits clear;
+  std::optional<SlotBits> clear;  // (none: nothing to clear, as in most updates)
   std::vector<std::vector<EntrySnapshot>> per_shard;
   std::vector<std::string> packed;  // per shard (or empty): packed records, checked already
 };

@@ -4,6 +4,7 @@
 #include <spdlog/spdlog.h>
 
 #include <algorithm>
+#include <cstring>
 #include <set>
 
 #include "state.pb.h"
@@ -46,7 +47,7 @@ void Replicator::arm() {
     // time, none does until a copy is lost or the slots move: only then look again (a look
     // reads every slot's bits for each replica).
     if (whole_dirty_ || counters_.copies_pending.load(std::memory_order_relaxed) > 0 ||
-        held_ != held_seen_) {
+        std::memcmp(&held_, &held_seen_, sizeof held_) != 0) {  // (bitset's == goes word by word)
       whole_dirty_ = false;
       held_seen_ = held_;
       const int64_t now = now_ms();
@@ -301,13 +302,17 @@ void Replicator::on_update(std::string body, PeerServer::Respond respond) {
   const std::string& from = m.from();
   const uint64_t epoch = m.epoch();
   bool fenced = false;
-  const SlotBits whole = clear | complete;  // (most updates carry neither: no slot to visit)
-  for (uint32_t s = whole.any() ? whole._Find_first() : kSlotCount; s < kSlotCount;
-       s = whole._Find_next(s)) {
-    if (!accepts(from, epoch, s)) {
-      clear.reset(s);
-      complete.reset(s);
-      fenced = true;
+  // Most updates carry neither bitmap: no slot to visit, no 2 KB bitmap to pass on.
+  const bool carries = !m.clear().empty() || !m.complete().empty();
+  if (carries) {
+    const SlotBits whole = clear | complete;
+    for (uint32_t s = whole.any() ? whole._Find_first() : kSlotCount; s < kSlotCount;
+         s = whole._Find_next(s)) {
+      if (!accepts(from, epoch, s)) {
+        clear.reset(s);
+        complete.reset(s);
+        fenced = true;
+      }
     }
   }
   std::vector<EntrySnapshot> keep;
@@ -343,16 +348,18 @@ void Replicator::on_update(std::string body, PeerServer::Respond respond) {
   if (fenced) counters_.fenced_updates.fetch_add(1, std::memory_order_relaxed);
   counters_.updates_received.fetch_add(1, std::memory_order_relaxed);
   counters_.keys_received.fetch_add(keep.size() + records, std::memory_order_relaxed);
-  copies_ |= clear | complete;
+  if (carries) copies_ |= clear | complete;
   for (const auto& e : keep) copies_.set(key_slot(e.key));
   auto job = std::make_shared<ReplicaJob>();
-  job->clear = clear;
+  if (clear.any()) job->clear = clear;
+  std::shared_ptr<const SlotBits> completes;
+  if (complete.any()) completes = std::make_shared<const SlotBits>(complete);
   // What was fenced off is not held here: the sender must not count it as replicated (a
   // reply waiting for it is not acknowledged; the sender learns the new table soon).
-  job->done = [this, complete, fenced, respond = std::move(respond)](ReplicaJob&) mutable {
-    asio::post(io_, [this, complete, fenced, respond = std::move(respond)] {
-      if (complete.any()) {  // (most updates complete nothing: no count to redo)
-        complete_ |= complete & copies_;
+  job->done = [this, completes, fenced, respond = std::move(respond)](ReplicaJob&) mutable {
+    asio::post(io_, [this, completes, fenced, respond = std::move(respond)] {
+      if (completes) {
+        complete_ |= *completes & copies_;
         complete_changed_ = true;
       }
       if (fenced) return respond(PeerStatus::kError, {}, "not the owner in this node's table");
