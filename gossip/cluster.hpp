@@ -233,6 +233,10 @@ class Cluster {
   // that a member is alive again does not say the cluster has not gone on without us.
   bool confirming_ = false;
   uint64_t confirm_heard_ = ~uint64_t{0};  // membership's heard_version() last looked at
+  // Confirming: members not heard at the table's epoch are pinged at once, then this often.
+  static constexpr int64_t kConfirmAskNs = 1'000'000'000;
+  int64_t confirm_asked_ns_ = 0;
+  void ask_unconfirmed(int64_t now);
   std::vector<std::string> quorum_view();
   std::vector<std::string> seen_alive(const SlotTable& t) const;  // (for the quorum)
   // Slots taken back from an unreachable receiver, by receiver, and the table then.

@@ -72,6 +72,14 @@ int Membership::retransmit_limit() const {
   return cfg_.retransmit_mult * std::max(1, static_cast<int>(std::ceil(std::log10(n + 1))));
 }
 
+bool Membership::backlogged() const {
+  const int64_t rounds = cfg_.sync_interval_ns / std::max<int64_t>(1, cfg_.gossip_interval_ns);
+  const int64_t carried = rounds * cfg_.gossip_fanout * static_cast<int64_t>(cfg_.max_piggyback);
+  int64_t waiting = 0;
+  for (const auto& q : queue_) waiting += q.second;
+  return waiting > carried;
+}
+
 void Membership::broadcast(const Member& m) {
   queue_.erase(std::remove_if(queue_.begin(), queue_.end(),
                               [&](const auto& q) { return q.first->id == m.id; }),
@@ -172,7 +180,12 @@ void Membership::join(const std::vector<std::string>& seed_addrs, int64_t now_ns
     if (a != self_.addr) send(wire::Envelope::SYNC_REQ, a, ++seq_, "", "", true);
   }
   next_probe_ns_ = now_ns + cfg_.probe_interval_ns;
-  next_sync_ns_ = now_ns + cfg_.sync_interval_ns;
+  // The first push-pull at a random point of the second half of the interval: nodes started
+  // together (a rollout, a whole cluster) would otherwise all swap views at the same instant,
+  // every interval after.
+  const int64_t half = cfg_.sync_interval_ns / 2;
+  next_sync_ns_ = now_ns + half + static_cast<int64_t>(rng_() % static_cast<uint64_t>(half + 1));
+  last_sync_ns_ = now_ns;
 }
 
 void Membership::begin_time(const std::vector<std::string>& seed_addrs, int64_t now_ns) {
@@ -410,6 +423,16 @@ uint64_t Membership::ping_all() {
   return first;
 }
 
+size_t Membership::ping_unheard(uint64_t epoch) {
+  size_t n = 0;
+  for (const auto& [id, m] : members_) {
+    if (!m.live() || heard_epoch(id) == epoch) continue;
+    send(wire::Envelope::PING, m.addr, ++seq_, id, m.addr, false);
+    ++n;
+  }
+  return n;
+}
+
 int64_t Membership::settle_time(int64_t now) {
   std::vector<std::string> live;
   for (const auto& [id, m] : members_)
@@ -426,6 +449,7 @@ void Membership::rebase(int64_t d) {
   time_.rebase(d);
   next_probe_ns_ += d;
   next_sync_ns_ += d;
+  last_sync_ns_ += d;
   next_seed_ns_ += d;
   next_gossip_ns_ += d;
   if (probe_) probe_->sent_ns += d;
@@ -506,7 +530,8 @@ void Membership::tick(int64_t now) {
   }
   // Anti-entropy: swap whole views with one random live member now and then, and with
   // one member we think dead, so both sides of a healed partition find each other.
-  if (now >= next_sync_ns_) {
+  if (now >= next_sync_ns_ || (now - last_sync_ns_ >= cfg_.backlog_sync_interval_ns &&
+                               version_ != version_at_sync_ && backlogged())) {
     for (const Member* m : random_live(1, "")) {
       send(wire::Envelope::SYNC_REQ, m->addr, ++seq_, "", "", true);
     }
@@ -518,6 +543,8 @@ void Membership::tick(int64_t now) {
       send(wire::Envelope::SYNC_REQ, m->addr, ++seq_, "", "", true);
     }
     next_sync_ns_ = now + cfg_.sync_interval_ns;
+    last_sync_ns_ = now;
+    version_at_sync_ = version_;
   }
   // Alone (the seeds were not up yet, or everyone else is gone): keep knocking.
   if (!seeds_.empty() && now >= next_seed_ns_) {

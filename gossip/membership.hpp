@@ -39,8 +39,13 @@ struct MembershipConfig {
   int retransmit_mult = 6;                   // each update rides ~mult*log10(n+1) messages
   size_t max_piggyback = 8;                  // updates per message
   int64_t sync_interval_ns = 5'000'000'000;  // push-pull with one random member
-  int64_t reap_after_ns = 60'000'000'000;    // forget dead/left members after this
-  int64_t seed_retry_ns = 500'000'000;       // a node that knows no live member asks the seeds
+  // While more updates wait to ride messages than gossip carries in a sync interval (a
+  // cluster of hundreds started at once: each node has hundreds of joins to spread), whole
+  // views spread them faster: push-pull this often instead, as long as the view keeps
+  // changing between push-pulls (the backlog itself outlives the news by a minute).
+  int64_t backlog_sync_interval_ns = 1'000'000'000;
+  int64_t reap_after_ns = 60'000'000'000;  // forget dead/left members after this
+  int64_t seed_retry_ns = 500'000'000;     // a node that knows no live member asks the seeds
   // Believe messages that do not name their receiver, as the previous version sends them
   // (cluster-bus-legacy, for a rolling upgrade); otherwise only a join's SYNC_REQ may not.
   bool accept_unaddressed = false;
@@ -92,6 +97,9 @@ class Membership {
   void on_heard(HeardFn fn) { on_heard_ = std::move(fn); }
   // Pings every live member now; returns the first sequence number used.
   uint64_t ping_all();
+  // Pings the live members not heard advertising table `epoch` since forget_heard() (their
+  // answers say it, or not): how many.
+  size_t ping_unheard(uint64_t epoch);
   // The settings book's digest, stamped on every message; told of every different one heard.
   void set_book_digest(uint64_t digest) { book_digest_ = digest; }
   using BookAdvertFn = std::function<void(const std::string& from_addr, uint64_t digest)>;
@@ -160,6 +168,8 @@ class Membership {
   int64_t suspicion_timeout(const Member& m) const;
   void broadcast(const Member& m);
   int retransmit_limit() const;
+  bool backlogged() const;  // (MembershipConfig::backlog_sync_interval_ns)
+
   std::vector<const Member*> random_live(size_t k, const std::string& except);
 
   MembershipConfig cfg_;
@@ -178,6 +188,8 @@ class Membership {
   uint64_t seq_ = 0;
   int64_t next_probe_ns_ = 0;
   int64_t next_sync_ns_ = 0;
+  int64_t last_sync_ns_ = 0;
+  uint64_t version_at_sync_ = 0;  // version_ at the last push-pull
   std::vector<std::string> seeds_;
   int64_t next_seed_ns_ = 0;
   int64_t next_gossip_ns_ = 0;

@@ -35,6 +35,51 @@ TEST(Membership, AWholeViewGoesInDatagramsThatFitOneFrame) {
   EXPECT_EQ(c.node(late).live_ids().size(), 151u);
 }
 
+// A cluster started whole: each node has every other's join to spread, more than messages
+// carry in a sync interval (here squeezed to 50 updates: one a message, one message a
+// gossip round), so it swaps whole views every second while its view keeps changing.
+TEST(Membership, AClusterStartedWholeSwapsViewsSoonerWhileGossipIsBacklogged) {
+  int sooner_ms = 0, later_ms = 0;
+  for (uint64_t seed = 1; seed <= 3; ++seed) {
+    int took[2] = {0, 0};
+    for (int backlog_sync = 0; backlog_sync < 2; ++backlog_sync) {
+      MembershipConfig cfg;
+      cfg.max_piggyback = 1;
+      cfg.gossip_fanout = 1;
+      if (!backlog_sync) cfg.backlog_sync_interval_ns = cfg.sync_interval_ns;  // (off)
+      SimCluster c(100, seed, cfg);
+      while (!c.converged() && took[backlog_sync] < 60'000) {
+        c.run_ms(100);
+        took[backlog_sync] += 100;
+      }
+      ASSERT_TRUE(c.converged()) << "seed " << seed;
+    }
+    EXPECT_LT(took[1], took[0]) << "seed " << seed;
+    sooner_ms += took[1];
+    later_ms += took[0];
+  }
+  EXPECT_LT(sooner_ms * 3, later_ms * 2) << sooner_ms << " ms against " << later_ms;
+}
+
+// A node that lost the quorum counts only members that confirm the table themselves: it asks
+// the ones it has not heard from instead of waiting for them to come by.
+TEST(Membership, PingUnheardAsksTheMembersNotHeardAtTheEpoch) {
+  SimCluster c(5, 4);
+  c.run_ms(3000);
+  ASSERT_TRUE(c.converged());
+  const uint64_t epoch = c.agreement(0).table().epoch();
+  ASSERT_GT(epoch, 0u);
+  c.crash(4);
+  c.run_ms(20);  // (what node 4 sent before is delivered)
+  c.node(0).forget_heard();
+  for (size_t i = 1; i < 5; ++i) EXPECT_EQ(c.node(0).heard_epoch(SimCluster::id(i)), 0u);
+  EXPECT_EQ(c.node(0).ping_unheard(epoch), 4u);  // (4 is still live to it: pinged too)
+  c.run_ms(20);  // (answers, before any probe or gossip round could have brought them)
+  for (size_t i = 1; i < 4; ++i) EXPECT_EQ(c.node(0).heard_epoch(SimCluster::id(i)), epoch) << i;
+  EXPECT_EQ(c.node(0).heard_epoch(SimCluster::id(4)), 0u);
+  EXPECT_EQ(c.node(0).ping_unheard(epoch), 1u);  // only the one that did not answer
+}
+
 TEST(Membership, ACrashIsSeenByEveryoneWithinThreeSeconds) {
   for (uint64_t seed = 1; seed <= 10; ++seed) {
     SimCluster c(5, seed);
@@ -66,9 +111,16 @@ TEST(Membership, ASuspectRefutesAndStaysAlive) {
   SimCluster c(5, 3);
   c.run_ms(3000);
   ASSERT_TRUE(c.converged());
-  // Node 4 hears nothing for 700 ms: it gets suspected, then refutes once it hears.
+  // Node 4 hears nothing until someone suspects it (a probe of it failed), then refutes once
+  // it hears.
   for (size_t i = 0; i < 4; ++i) c.net().cut(SimCluster::addr(i), SimCluster::addr(4));
-  c.run_ms(700);
+  auto suspected = [&c] {
+    for (size_t i = 0; i < 4; ++i)
+      if (c.sees(i, 4, MemberState::kSuspect)) return true;
+    return false;
+  };
+  for (int waited = 0; waited < 2000 && !suspected(); waited += 5) c.run_ms(5);
+  ASSERT_TRUE(suspected());
   c.net().heal();
   c.run_ms(3000);
   EXPECT_EQ(c.deaths_seen, 0);
