@@ -1,9 +1,11 @@
 #include "world.hpp"
 
+#include <signal.h>
 #include <spdlog/spdlog.h>
 #include <unistd.h>
 
 #include <algorithm>
+#include <cerrno>
 #include <filesystem>
 #include <fstream>
 
@@ -70,6 +72,26 @@ void SimClock::restart() {
   aimed_at_ = virtual_time::now_ns();
 }
 
+// A run killed before its end (a timeout, ^C) leaves its seeds' directories behind: the first
+// world of each run removes those of processes that are gone.
+static void remove_stale_disks(const std::filesystem::path& base) {
+  static bool done = false;
+  if (done) return;
+  done = true;
+  std::error_code ec;
+  for (const auto& entry : std::filesystem::directory_iterator(base, ec)) {
+    const std::string name = entry.path().filename().string();
+    const std::string prefix = "floodgate-sim.";
+    if (name.compare(0, prefix.size(), prefix) != 0) continue;
+    const size_t dot = name.find('.', prefix.size());
+    if (dot == std::string::npos) continue;
+    const pid_t pid = static_cast<pid_t>(std::atol(name.substr(prefix.size(), dot).c_str()));
+    if (pid <= 0 || pid == ::getpid()) continue;
+    if (::kill(pid, 0) == 0 || errno != ESRCH) continue;  // (that run is still going)
+    std::filesystem::remove_all(entry.path(), ec);
+  }
+}
+
 World::World(uint64_t seed, int nodes, bool disk)
     : seed_(seed), rng_(mix(seed)), start_ns_(kTimerStartNs) {
   if (disk) {
@@ -79,6 +101,7 @@ World::World(uint64_t seed, int nodes, bool disk)
                                            : std::filesystem::temp_directory_path();
     disk_ = (base / ("floodgate-sim." + std::to_string(::getpid()) + "." + std::to_string(seed)))
                 .string();
+    remove_stale_disks(base);
     std::filesystem::remove_all(disk_, ec);
   }
   virtual_time::enable(start_ns_);
