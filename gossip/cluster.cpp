@@ -216,7 +216,8 @@ void Cluster::tick() {
     // (Two members: who counts depends on how long a suspicion has run, so every tick.
     // More: only when the membership or the table changed.)
     const std::pair<uint64_t, uint64_t> seen{membership_->version(), t.epoch()};
-    if ((t.members().size() == 2 || seen != quorum_checked_) && !t.quorum(seen_alive(t))) {
+    if (((t.members().size() == 2 || seen != quorum_checked_) && !t.quorum(seen_alive(t))) ||
+        isolated(now)) {
       dirty_ = true;  // (publish() notices it lost the quorum)
     }
     quorum_checked_ = seen;
@@ -433,6 +434,11 @@ void Cluster::ask_unconfirmed(int64_t now) {
   membership_->ping_unheard(agreement_->table().epoch());
 }
 
+bool Cluster::isolated(int64_t now) const {
+  return agreement_->table().members().size() >= 3 &&
+         now - membership_->last_heard_ns() > membership_->config().isolated_after_ns;
+}
+
 std::vector<std::string> Cluster::quorum_view() {
   const SlotTable& t = agreement_->table();
   std::vector<std::string> alive = seen_alive(t);
@@ -441,7 +447,7 @@ std::vector<std::string> Cluster::quorum_view() {
     return alive;
   }
   if (!confirming_) {
-    if (t.quorum(alive)) return alive;
+    if (t.quorum(alive) && !isolated(now_ns())) return alive;
     confirming_ = true;  // (lost: from now on only what members say themselves counts)
     membership_->forget_heard();
     ask_unconfirmed(now_ns());

@@ -237,6 +237,7 @@ class Cluster {
   static constexpr int64_t kConfirmAskNs = 1'000'000'000;
   int64_t confirm_asked_ns_ = 0;
   void ask_unconfirmed(int64_t now);
+  bool isolated(int64_t now) const;  // heard no other node lately (isolated_after_ns)
   std::vector<std::string> quorum_view();
   std::vector<std::string> seen_alive(const SlotTable& t) const;  // (for the quorum)
   // Slots taken back from an unreachable receiver, by receiver, and the table then.

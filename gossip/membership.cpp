@@ -186,6 +186,7 @@ void Membership::join(const std::vector<std::string>& seed_addrs, int64_t now_ns
   const int64_t half = cfg_.sync_interval_ns / 2;
   next_sync_ns_ = now_ns + half + static_cast<int64_t>(rng_() % static_cast<uint64_t>(half + 1));
   last_sync_ns_ = now_ns;
+  last_heard_ns_ = now_ns;
 }
 
 void Membership::begin_time(const std::vector<std::string>& seed_addrs, int64_t now_ns) {
@@ -336,6 +337,7 @@ void Membership::receive(const std::string& from_addr, std::string_view bytes, i
     time_.sample(env.from(), env.sent_ns(), env.echo_ns(), now, env.time_settled());
     now += settle_time(now);  // (before anything below is timed)
   }
+  if (!env.from().empty() && env.from() != self_.id) last_heard_ns_ = now;
   for (const auto& w : env.updates()) {
     Member u;
     u.id = w.id();
@@ -450,6 +452,7 @@ void Membership::rebase(int64_t d) {
   next_probe_ns_ += d;
   next_sync_ns_ += d;
   last_sync_ns_ += d;
+  last_heard_ns_ += d;
   next_seed_ns_ += d;
   next_gossip_ns_ += d;
   if (probe_) probe_->sent_ns += d;

@@ -33,6 +33,11 @@ struct MembershipConfig {
   // accuser waits long; a member everyone fails to reach dies fast.
   int64_t suspicion_min_ns = 1'000'000'000;
   int64_t suspicion_max_ns = 4'000'000'000;
+  // A node that heard no other node this long stops serving (Cluster: it counts as out of
+  // touch with most of a table of 3 or more). A node that hears nobody — its inbound cut —
+  // sees the others fall one probe at a time, while they declare it dead at once, after
+  // suspicion_min: it must stop before that. (At rest a node hears ~10 messages a second.)
+  int64_t isolated_after_ns = 750'000'000;
   int suspicion_confirmations = 3;           // accusers beyond the first that reach min
   int64_t gossip_interval_ns = 100'000'000;  // pending updates go to a few members
   int gossip_fanout = 3;
@@ -137,6 +142,8 @@ class Membership {
   }
   // Counts changes of what heard_epoch() answers.
   uint64_t heard_version() const { return heard_version_; }
+  // When a message of any other node last arrived (the join, before any).
+  int64_t last_heard_ns() const { return last_heard_ns_; }
   const MembershipConfig& config() const { return cfg_; }
 
  private:
@@ -190,6 +197,7 @@ class Membership {
   int64_t next_sync_ns_ = 0;
   int64_t last_sync_ns_ = 0;
   uint64_t version_at_sync_ = 0;  // version_ at the last push-pull
+  int64_t last_heard_ns_ = 0;
   std::vector<std::string> seeds_;
   int64_t next_seed_ns_ = 0;
   int64_t next_gossip_ns_ = 0;
