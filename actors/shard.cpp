@@ -231,8 +231,8 @@ void Shard::execute(ShardOp& op, int64_t now_ns) {
 
 void Shard::execute_batch(std::vector<ShardOp>& ops, uint16_t id, int64_t now_ns) {
   auto mine = [id](const ShardOp& op) { return op.shard == id || op.shard == kAllShards; };
-  for (ShardOp& op : ops)
-    if (mine(op) && !op.key.empty()) op.hash = KeyTable::hash(op.key);
+  for (ShardOp& op : ops)  // (the empty key too: "" is a key like any other)
+    if (mine(op)) op.hash = KeyTable::hash(op.key);
   if (ops.size() > 2) {
     for (const ShardOp& op : ops)
       if (mine(op) && !op.key.empty()) table_.prefetch_slot(op.hash);
@@ -256,7 +256,7 @@ void Shard::run_op(ShardOp& op, int64_t now_ns) {
 
 void Shard::execute_step(std::vector<ShardOp>& ops, const Step& step, int64_t now_ns) {
   for (ShardOp& op : ops) {
-    if (!op.key.empty()) op.hash = KeyTable::hash(op.key);
+    op.hash = KeyTable::hash(op.key);
     if (op.code == OpCode::kData && op.data == DataCmd::kEval && op.shard == kAllShards) {
       // A script that may touch any key: once, with every shard of the step at hand.
       Shard* low = step.shards[__builtin_ctzll(step.mask)];
