@@ -1,9 +1,11 @@
 // Words as Redis reads them: strict decimal integers (string2ll's rules), case-insensitive
-// names and glob patterns (stringmatch's rules). Shared by nodes, commands and the CLI.
+// names; glob patterns are glob.hpp's. Shared by nodes, commands and the CLI.
 #pragma once
 #include <cstdint>
 #include <string>
 #include <string_view>
+
+#include "glob.hpp"  // (glob patterns: Redis's words too)
 
 namespace fg {
 
@@ -22,7 +24,5 @@ bool iequals(std::string_view a, std::string_view b);
 std::string to_hex(std::string_view bytes);
 // 1-16 hex digits, not zero: a lease id or reservation ticket as clients write it.
 bool parse_lease_id(std::string_view s, uint64_t& out);
-// Glob match as Redis's stringmatch (*, ?, [abc], [^a-z], \x), case-insensitive if asked.
-bool glob_match(std::string_view pattern, std::string_view s, bool nocase);
 
 }  // namespace fg

@@ -1,4 +1,4 @@
-// Words as Redis reads them: strict integers, lease ids, glob patterns.
+// Words as Redis reads them: strict integers, lease ids (glob patterns: glob_test.cpp).
 #include "words.hpp"
 
 #include <gtest/gtest.h>
@@ -34,16 +34,6 @@ TEST(Words, LeaseIds) {
   EXPECT_FALSE(parse_lease_id("0", id));
   EXPECT_FALSE(parse_lease_id("xyz", id));
   EXPECT_FALSE(parse_lease_id("1234567890abcdef0", id));
-}
-
-TEST(Words, GlobMatch) {
-  EXPECT_TRUE(glob_match("*", "save", true));
-  EXPECT_TRUE(glob_match("max*", "maxclients", true));
-  EXPECT_TRUE(glob_match("SAVE", "save", true));
-  EXPECT_TRUE(glob_match("s?ve", "save", true));
-  EXPECT_TRUE(glob_match("[st]ave", "save", true));
-  EXPECT_FALSE(glob_match("[^s]ave", "save", true));
-  EXPECT_FALSE(glob_match("max", "maxclients", true));
 }
 
 TEST(LimitWords, EveryDoorReadsALimitTheSameWay) {

@@ -830,6 +830,36 @@ TEST(DataDiff, SeededSequencesAnswerAsRedisServerDoes) {
   }
 }
 
+// Glob patterns, as redis-server reads them: one key at a time (so no order to sort out),
+// seeded patterns and names over the bytes that mean something to a glob (classes, ranges,
+// escapes, stars), through KEYS and SSCAN's MATCH — an empty name included, which "*" does
+// not match in Redis.
+TEST(GlobDiff, PatternsMatchAsRedisServerMatchesThem) {
+  RedisServer redis;
+  NodeProcess node;
+  ASSERT_TRUE(node.alive());
+  Client fg(node.port()), rc(redis.port());
+  ASSERT_TRUE(rc.connected()) << "redis-server did not start";
+  std::mt19937_64 rng(20261128);
+  const std::string pattern_bytes = "ab*?[]^-\\*a";
+  const std::string name_bytes = "abA-]^[*\\";
+  auto draw = [&](const std::string& from, size_t max) {
+    std::string out(rng() % (max + 1), ' ');
+    for (char& c : out) c = from[rng() % from.size()];
+    return out;
+  };
+  for (int i = 0; i < 1500; ++i) {
+    const std::string name = i % 50 == 0 ? "" : draw(name_bytes, 7);
+    const std::string p = i % 7 == 0 ? "*" : draw(pattern_bytes, 8);
+    const std::vector<std::vector<std::string>> steps = {
+        {"FLUSHALL"}, {"SET", name, "1"}, {"KEYS", p},
+        {"SADD", "s", name}, {"SSCAN", "s", "0", "MATCH", p, "COUNT", "10"}};
+    for (const auto& w : steps) {
+      ASSERT_EQ(ask(fg, w), ask(rc, w)) << "pattern '" << p << "' name '" << name << "'";
+    }
+  }
+}
+
 // A value grown a piece at a time (APPEND, SETRANGE) is held to proto-max-bulk-len, as
 // redis-server holds it: both at 1mb, the same replies at and past the edge.
 TEST(DataDiff, GrowingAStringStopsAtProtoMaxBulkLenAsRedisServerDoes) {
@@ -1029,6 +1059,34 @@ TEST(ScriptDiff, ScriptsAnswerAsRedisServerDoes) {
   const std::vector<std::vector<std::string>> cmds = {
       {"EVAL", "return 1", "0"},
       {"EVAL", "return redis.call('randomkey')", "0"},  // (none yet: nil)
+      // Errors and their handlers, bounded here by the budget, answer as redis-server's when
+      // they end: a raised table read through its metamethods, xpcall's handler (results,
+      // its own errors until it answers, "error in error handling"), sorting and repeating.
+      {"EVAL", "error(setmetatable({}, {__index = function(t, k) return 'ERR via ' .. k end}))",
+       "0"},
+      {"EVAL", "error({err = 'MYERR raised', source = 'elsewhere', line = 9})", "0"},
+      {"EVAL", "return {xpcall(function() error('x') end, function(e) error('y') end)}", "0"},
+      {"EVAL", "return {xpcall(function() error('x') end, function(e) return 'h:' .. e end)}",
+       "0"},
+      {"EVAL",
+       "local n = 0 return {xpcall(function() error('x') end, function(e) n = n + 1 "
+       "if n < 3 then error('again') end return n .. e end)}",
+       "0"},
+      {"EVAL", "return {xpcall(function() return 1, 2, 3 end, error)}", "0"},
+      {"EVAL", "return {pcall(xpcall, function() end)}", "0"},
+      {"EVAL", "return {xpcall(function() error({err = 'T'}) end, function(e) return e end)}",
+       "0"},
+      {"EVAL", "local t = {5, 3, 9, 1} table.sort(t) return t", "0"},
+      {"EVAL", "local t = {5, 3, 9, 1} table.sort(t, function(a, b) return a > b end) return t",
+       "0"},
+      {"EVAL", "return {pcall(table.sort, {1, 'a', 2})}", "0"},
+      {"EVAL", "return {pcall(table.sort, {3, 2, 1, 5, 4}, function(a, b) return true end)}", "0"},
+      {"EVAL", "return {pcall(table.sort, {1, 2}, 3)}", "0"},
+      {"EVAL", "return {string.rep('ab', 3), string.rep('x', 0), string.rep('x', -2)}", "0"},
+      {"EVAL", "return {pcall(string.rep)}", "0"},
+      {"EVAL", "return {pcall(string.rep, 'x', 'y')}", "0"},
+      {"EVAL", "return cjson.encode({1, 'a\\\"/\\n', {x = true}})", "0"},
+      {"EVAL", "return {pcall(cjson.decode, '[1, 2')}", "0"},
       // Redis 7's shebang line: its errors, its flags (no-writes makes a script read-only;
       // *_RO refuses a script that may write), and line numbers that still count it.
       {"EVAL", "#!lua\nreturn 1", "0"},
