@@ -49,9 +49,20 @@ void* lua_alloc(void* ud, void* ptr, size_t osize, size_t nsize) {
     }
     return nullptr;
   }
-  if (nsize > osize && st->used + (nsize - osize) > st->limit) {
-    st->out_of_memory = true;
-    return nullptr;
+  if (nsize > osize) {
+    if (st->used + (nsize - osize) > st->limit) {
+      st->out_of_memory = true;
+      return nullptr;
+    }
+    // A run past its deadline gets no more memory: a long C call that builds anything
+    // (table.concat, gsub, cjson.decode, a compile) stops within kAllocsPerClock allocations.
+    if (Run* r = t_run; r == &st->run) {
+      if (r->over_budget) return nullptr;
+      if (++r->allocs % kAllocsPerClock == 0 && mono_ns() >= r->deadline_ns) {
+        r->over_budget = true;
+        return nullptr;
+      }
+    }
   }
   void* p = ptr ? st->heap.resize(ptr, osize, nsize) : st->heap.alloc(nsize);
   if (!p) return nullptr;
@@ -307,16 +318,36 @@ int redis_acl_check_cmd(lua_State* L) {
   return 1;
 }
 
-// The pcall message handler: where the error happened, as Redis reports it.
+// The pcall message handler: the error as a plain table of text ({err, source, line}),
+// with where it happened, as Redis reports it. It is made here, under the budget's hook: a
+// table the script raised is read now (its metamethods run as any of its code does), and
+// the reply is made from the plain table after the run, when nothing of the script's runs.
+// Once the budget is spent the error is not looked at (the hook may be off here: Lua calls
+// the handler of an error the hook raised with hooks disabled).
 int error_handler(lua_State* L) {
+  if (t_run && t_run->over_budget) {
+    lua_settop(L, 1);
+    return 1;
+  }
   lua_Debug ar;
   bool where = lua_getstack(L, 1, &ar) && lua_getinfo(L, "nSl", &ar);
   if (where && std::strcmp(ar.what, "C") == 0) {
     where = lua_getstack(L, 2, &ar) && lua_getinfo(L, "nSl", &ar);
   }
-  if (!lua_istable(L, 1)) {
-    lua_newtable(L);
-    lua_pushstring(L, "err");
+  lua_settop(L, 1);
+  lua_createtable(L, 0, 3);                  // (2: the plain table)
+  auto copy_text = [&](const char* field) {  // the raised table's field, if text
+    lua_getfield(L, 1, field);
+    if (lua_type(L, -1) == LUA_TSTRING || lua_type(L, -1) == LUA_TNUMBER) {
+      lua_setfield(L, 2, field);
+    } else {
+      lua_pop(L, 1);
+    }
+  };
+  if (lua_istable(L, 1)) {
+    copy_text("err");
+    if (!where) copy_text("source"), copy_text("line");
+  } else {
     lua_pushstring(L, "ERR ");
     if (lua_isstring(L, 1)) {
       lua_pushvalue(L, 1);
@@ -328,18 +359,14 @@ int error_handler(lua_State* L) {
       lua_pushstring(L, luaL_typename(L, 1));
     }
     lua_concat(L, 2);
-    lua_settable(L, -3);
-    lua_replace(L, 1);
+    lua_setfield(L, 2, "err");
   }
   if (where) {
-    lua_pushstring(L, "source");
     lua_pushstring(L, ar.source);
-    lua_settable(L, 1);
-    lua_pushstring(L, "line");
+    lua_setfield(L, 2, "source");
     lua_pushnumber(L, ar.currentline);
-    lua_settable(L, 1);
+    lua_setfield(L, 2, "line");
   }
-  lua_settop(L, 1);
   return 1;
 }
 
@@ -420,6 +447,7 @@ std::unique_ptr<ScriptEngine::State> new_state(size_t cap) {
   lua_setglobal(L, "redis");
   lua_pushcfunction(L, error_handler);
   lua_setfield(L, LUA_REGISTRYINDEX, "fg_error_handler");
+  bound_long_calls(L);
   seal_sandbox(L, &st->marks);
   return st;
 }

@@ -86,13 +86,16 @@ int setup_call(lua_State* L) {
 // then which script and where).
 void error_reply(lua_State* L, const std::string& sha, DataReply& out) {
   std::string msg = err::kScriptFailure;
-  if (lua_istable(L, -1)) {
-    lua_getfield(L, -1, "err");
+  if (lua_istable(L, -1)) {  // (the handler's plain table: read raw all the same)
+    lua_pushliteral(L, "err");
+    lua_rawget(L, -2);
     if (lua_isstring(L, -1)) msg = lua_tostring(L, -1);
     lua_pop(L, 1);
     if (!msg.empty() && msg[0] == '-') msg.erase(0, 1);
-    lua_getfield(L, -1, "source");
-    lua_getfield(L, -2, "line");
+    lua_pushliteral(L, "source");
+    lua_rawget(L, -2);
+    lua_pushliteral(L, "line");
+    lua_rawget(L, -3);
     if (lua_isstring(L, -2) && lua_isnumber(L, -1)) {
       msg += " script: " + sha + ", on " + lua_tostring(L, -2) + ":" +
              std::to_string(static_cast<int64_t>(lua_tonumber(L, -1))) + ".";

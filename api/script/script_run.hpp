@@ -40,8 +40,10 @@ struct Run {
   bool allow_cross_slot = false;  // its shebang's allow-cross-slot-keys (cluster)
   int slot = -1;                  // cluster: the slot the script's keys are in, once known
   int64_t deadline_ns = 0;
-  bool over_budget = false;
-  int resp = 2;  // the replies redis.call gives the script (redis.setresp)
+  bool over_budget = false;  // past its deadline: every instruction and allocation fails
+  uint32_t long_calls = 0;   // calls of the bounded library functions (long_calls.cpp)
+  uint32_t allocs = 0;       // growing allocations, for the allocator's look at the clock
+  int resp = 2;              // the replies redis.call gives the script (redis.setresp)
   ScriptEngine::Callable callable = nullptr;
   const ScriptEngine::Publish* publish = nullptr;  // PUBLISH / SPUBLISH (null: refused)
   const ScriptCaller* caller = nullptr;  // whose rights redis.call runs with (null: anyone's)
@@ -65,12 +67,14 @@ struct Run {
   void reset() {
     slot = -1;
     over_budget = false;
+    long_calls = allocs = 0;
     resp = 2;
     saved.clear();
   }
 };
 
 constexpr int kHookEvery = 1000;            // instructions between budget checks
+constexpr uint32_t kAllocsPerClock = 64;    // growing allocations between budget checks
 constexpr size_t kAfterRunSlack = 1 << 20;  // heap past the cap for a run's aftermath
 constexpr int kMaxReplyDepth = 200;
 
@@ -88,6 +92,10 @@ void to_reply(lua_State* L, DataReply& out, int depth, bool resp3);
 
 // script_calls.cpp: what redis.call runs: r.words in, r.reply out.
 void call_command(Run& r);
+
+// long_calls.cpp: table.sort, string.rep, cjson.encode and xpcall held to the run's budget
+// and its heap's room (in a state whose libraries are open, before it is sealed).
+void bound_long_calls(lua_State* L);
 
 // redis_api.cpp
 int error_handler(lua_State* L);      // the pcall message handler

@@ -38,13 +38,40 @@ inline const std::vector<std::string>& values() {
   return v;
 }
 
+// Ways out of the budget: code that would run for ever inside an error's metamethods, an
+// xpcall handler (Lua 5.1 runs one with hooks off for an error the hook raised) or one C
+// call (a sort's comparisons, a repetition of nothing).
+inline const std::vector<std::string>& stalls() {
+  static const std::vector<std::string> v = {
+      "while true do end",
+      "error(setmetatable({}, {__index = function() while true do end end}))",
+      "error(setmetatable({}, {__index = function(t) error(t) end}))",
+      "local t = {} for i = 1, 100 do t[i] = i end "
+      "table.sort(t, function(a, b) while true do end end)",
+      "local _ = string.rep('', 2147483647)",
+      "local _ = string.rep('x', 1e9)",
+      "error('plain')",
+      "local _ = 1"};
+  return v;
+}
+
 // One attempt: `form` picks how (assignment, rawset, setmetatable, loadstring'd code, a
-// coroutine, a bare global), the others index the lists above (taken modulo their sizes).
+// coroutine, a bare global, a stall alone, in xpcall, in a coroutine's xpcall), the others
+// index the lists above (taken modulo their sizes).
 inline std::string attempt(uint64_t form, uint64_t target, uint64_t name, uint64_t value) {
   const std::string& t = targets()[target % targets().size()];
   const std::string& k = names()[name % names().size()];
   const std::string& v = values()[value % values().size()];
-  switch (form % 6) {
+  const std::string& a = stalls()[name % stalls().size()];
+  const std::string& b = stalls()[value % stalls().size()];
+  const std::string guarded = "xpcall(function() " + a + " end, function(e) " + b + " end)";
+  switch (form % 9) {
+    case 6:
+      return a;
+    case 7:
+      return guarded;
+    case 8:
+      return "coroutine.wrap(function() " + guarded + " end)()";
     case 0:
       return t + "['" + k + "'] = " + v;
     case 1:

@@ -238,13 +238,16 @@ class NodeProcess {
   int admin_port() const { return admin_port_; }
   pid_t pid() const { return pid_; }
   bool alive() const { return pid_ > 0 && kill(pid_, 0) == 0; }
-  long rss_kb() const {
+  long rss_kb() const { return status_kb("VmRSS:"); }
+  long peak_rss_kb() const { return status_kb("VmHWM:"); }  // the most it has held so far
+  long status_kb(const char* field) const {
     FILE* f = fopen(("/proc/" + std::to_string(pid_) + "/status").c_str(), "r");
     if (!f) return -1;
     char line[256];
     long kb = -1;
+    const size_t n = strlen(field);
     while (fgets(line, sizeof line, f))
-      if (strncmp(line, "VmRSS:", 6) == 0) kb = atol(line + 6);
+      if (strncmp(line, field, n) == 0) kb = atol(line + n);
     fclose(f);
     return kb;
   }

@@ -211,6 +211,103 @@ TEST(Sandbox, NoScriptOrArgumentsCanExhaustTheHeapOutsideARun) {
   EXPECT_TRUE(node.alive());
 }
 
+// The ways out of the budget an attacker found, each answered with the budget's error
+// within the client's 3 s (any of them used to keep the node from ever answering again),
+// and the node serving after: an error whose fields loop (they were read after the run),
+// an xpcall whose handler loops (Lua 5.1 runs a handler with hooks off when the hook raised
+// the error), and both inside a coroutine.
+TEST(Sandbox, ErrorsAndHandlersCannotRunPastTheBudget) {
+  NodeProcess node;
+  ASSERT_TRUE(node.alive());
+  Client c(node.port(), 3000);
+  const std::pair<const char*, const char*> cases[] = {
+      {"error(setmetatable({}, {__index = function() while true do end end}))",
+       "ran past its budget"},
+      {"return xpcall(function() while true do end end, function(e) while true do end end)",
+       "ran past its budget"},
+      {"return xpcall(function() error('x') end, function(e) while true do end end)",
+       "ran past its budget"},
+      {"return coroutine.wrap(function() return xpcall(function() while true do end end, "
+       "function() while true do end end) end)()",
+       "ran past its budget"},
+      // (an error whose field raises itself: the handler meets it again and again)
+      {"error(setmetatable({}, {__index = function(t) error(t) end}))", "C stack overflow"},
+  };
+  for (const auto& [script, want] : cases) {
+    const std::string r = ask(c, {"EVAL", script, "0"});
+    EXPECT_NE(r.find(want), std::string::npos) << script << ": " << r;
+    ASSERT_EQ(ask(c, {"PING"}), "+PONG\r\n") << "after " << script;
+  }
+  EXPECT_EQ(http_get(node.admin_port(), "/healthz").status, 200);
+}
+
+// One C call that runs long, where no instruction hook fires: a sort of arguments ordered
+// against Lua's quicksort (made by an adversary comparator on a node with a minute's
+// budget: quadratic, ~18M comparisons, 0.15 s), a repetition of nothing two billion times,
+// a JSON text longer than the budget can read, an encoding of shared megabyte strings that
+// would be gigabytes outside the Lua heap. The sort is done in n log n (the loop after it
+// would find a run past its 50 ms budget otherwise); the others stop at the budget or the
+// heap's room; ordinary ones of each still run.
+TEST(Sandbox, LongLibraryCallsStopAtTheBudgetOrTheHeapsRoom) {
+  NodeProcess maker({"--script-time-limit-ms", "60000"});
+  NodeProcess sorter({"--script-time-limit-ms", "50"});
+  NodeProcess node({"--max-query-bytes", "33554432", "--proto-max-bulk-len", "33554432",
+                    "--script-memory-limit", "536870912"});
+  ASSERT_TRUE(maker.alive() && sorter.alive() && node.alive());
+  Client m(maker.port(), 30000), so(sorter.port(), 3000), c(node.port(), 3000);
+  const std::string adversary =
+      "local n = tonumber(ARGV[1]) local gas = n + 1 local val, idx = {}, {} "
+      "local solid, candidate = 0, 1 "
+      "for i = 1, n do val[i] = gas idx[i] = i end "
+      "table.sort(idx, function(x, y) "
+      "  if val[x] == gas and val[y] == gas then solid = solid + 1 "
+      "    if x == candidate then val[x] = solid else val[y] = solid end end "
+      "  if val[x] == gas then candidate = x elseif val[y] == gas then candidate = y end "
+      "  return val[x] < val[y] end) "
+      "local out = {} for i = 1, n do out[i] = string.format('%06d', val[i]) end return out";
+  const std::string killer = ask(m, {"EVAL", adversary, "0", "6000"});
+  ASSERT_EQ(killer.substr(0, 7), "*6000\r\n") << killer.substr(0, 200);
+  const std::string sort_then_loop =
+      "table.sort(ARGV) local x = 0 for i = 1, 5000 do x = x + i end return ARGV[1]";
+  std::vector<std::string> sort = {"EVAL", sort_then_loop, "0"};
+  for (size_t at = 7; at < killer.size();) {  // ($6\r\nNNNNNN\r\n each)
+    sort.push_back(killer.substr(at + 4, 6));
+    at += 4 + 6 + 2;
+  }
+  ASSERT_EQ(sort.size(), 6003u);
+  EXPECT_EQ(ask(so, sort), "$6\r\n000001\r\n");
+  std::vector<std::string> by_lua = {"EVAL",
+                                     "table.sort(ARGV, function(a, b) return a > b end) "
+                                     "return ARGV[1]",
+                                     "0"};
+  for (int i = 0; i < 1000; ++i) by_lua.push_back(std::to_string(100000 + (i * 7919) % 1000));
+  EXPECT_EQ(ask(so, by_lua), "$6\r\n100999\r\n");
+
+  EXPECT_EQ(ask(c, {"EVAL", "return #string.rep('', 2147483647)", "0"}), ":0\r\n");
+  EXPECT_NE(ask(c, {"EVAL", "return #string.rep('x', 2e9)", "0"}).find("ran out of memory"),
+            std::string::npos);
+  EXPECT_EQ(ask(c, {"EVAL", "return #string.rep('ab', 1000)", "0"}), ":2000\r\n");
+
+  std::string json = "[";
+  for (int i = 0; i < 6'000'000; ++i) json += "1,";
+  json += "1]";
+  EXPECT_NE(
+      ask(c, {"EVAL", "return #cjson.decode(ARGV[1])", "0", json}).find("ran past its budget"),
+      std::string::npos);
+  EXPECT_EQ(ask(c, {"EVAL", "return #cjson.decode(ARGV[1])", "0", "[1,2,3]"}), ":3\r\n");
+
+  const long before_kb = node.peak_rss_kb();
+  EXPECT_NE(ask(c, {"EVAL",
+                    "local s = string.rep('x', 1000000) local t = {} "
+                    "for i = 1, 2000 do t[i] = s end return #cjson.encode(t)",
+                    "0"})
+                .find("ran "),
+            std::string::npos);
+  EXPECT_LT(node.peak_rss_kb() - before_kb, 256 * 1024) << "cjson built its text anyway";
+  EXPECT_EQ(ask(c, {"EVAL", "return cjson.encode({1, 'a'})", "0"}), "$7\r\n[1,\"a\"]\r\n");
+  EXPECT_EQ(ask(c, {"PING"}), "+PONG\r\n");
+}
+
 // Seeded generated escape attempts: assignments, rawset and setmetatable on every table a
 // script can reach, loadstring'd code doing the same, coroutines, pcall'd or not. Whatever
 // each answers, the world a later script sees is unchanged, and the node still serves.
