@@ -81,7 +81,13 @@ bool AdminHttp::allowed(std::string_view auth) const {
 
 AdminHttp::~AdminHttp() { stop(); }
 
-std::string AdminHttp::not_ready() const { return node_not_ready(svc_); }
+// (an unhealthy node is not ready either: a stuck thread serves none of its clients)
+std::string AdminHttp::not_ready() const {
+  if (health_) {
+    if (std::string why = health_(); !why.empty()) return why;
+  }
+  return node_not_ready(svc_);
+}
 
 std::string node_not_ready(const Services& svc) {
   if (!svc.routing) return "";

@@ -19,6 +19,9 @@ namespace {
 
 // How long past its budget a running script makes /healthz fail.
 constexpr int64_t kStuckScriptGraceMs = 2000;
+// How long an I/O thread may stay away from its loop (one handler that does not return)
+// before /healthz and /readyz fail.
+constexpr int64_t kStuckThreadMs = 3000;
 
 // A certificate that expires within two weeks is said at start and at each reload (and
 // /metrics has the date for alerts: floodgate_tls_certificate_expiry_timestamp_seconds).
@@ -397,7 +400,9 @@ int Node::start_admin(StartState& st, std::string& why) {
                      : cfg_.port == 0 && st.plain ? 0
                                                   : st.base_port + 2000;
     admin_ = std::make_unique<AdminHttp>(svc_, cluster_.get(), admin_counters_);
-    admin_->set_health_check([engine = scripts_.get()]() -> std::string {
+    admin_->set_health_check([engine = scripts_.get(), server = server_.get()]() -> std::string {
+      // A thread that does not come back to its loop serves none of its clients.
+      if (std::string why = server->stuck_thread(kStuckThreadMs); !why.empty()) return why;
       // A script is stopped by its budget at the next instruction; one still running long
       // after it is stuck inside a single C call, and so is its shard.
       const int64_t ms = engine ? engine->longest_run_ns() / 1'000'000 : 0;

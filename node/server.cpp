@@ -100,9 +100,45 @@ std::vector<Lane> Server::lanes() const {
 
 void Server::run() {
   if (polled_) return;  // (its owner polls the loops)
+  beat_ns_ = std::make_unique<std::atomic<int64_t>[]>(contexts_.size());
+  for (size_t i = 0; i < contexts_.size(); ++i) {
+    beats_.push_back(std::make_unique<asio::steady_timer>(*contexts_[i]));
+    beat(i);
+  }
   for (auto& ctx : contexts_) {
     threads_.emplace_back([c = ctx.get(), this] { run_io_loop(*c, idle_poll_, svc_.counters); });
   }
+}
+
+namespace {
+int64_t steady_now_ns() {
+  return std::chrono::duration_cast<std::chrono::nanoseconds>(
+             std::chrono::steady_clock::now().time_since_epoch())
+      .count();
+}
+}  // namespace
+
+// A thread's heartbeat: marked by a timer on its own loop, so it stops when a handler of
+// that loop does not return.
+void Server::beat(size_t i) {
+  beat_ns_[i].store(steady_now_ns(), std::memory_order_relaxed);
+  beats_[i]->expires_after(std::chrono::milliseconds(kHeartbeatMs));
+  beats_[i]->async_wait([this, i](asio::error_code ec) {
+    if (!ec) beat(i);
+  });
+}
+
+std::string Server::stuck_thread(int64_t bound_ms) const {
+  if (!beat_ns_) return "";
+  const int64_t now = steady_now_ns();
+  for (size_t i = 0; i < contexts_.size(); ++i) {
+    const int64_t ms = (now - beat_ns_[i].load(std::memory_order_relaxed)) / 1'000'000;
+    if (ms >= bound_ms) {
+      return "I/O thread " + std::to_string(i) + " has not come back to its loop for " +
+             std::to_string(ms) + " ms";
+    }
+  }
+  return "";
 }
 
 size_t Server::poll(bool (*has_ready)(asio::io_context&)) {

@@ -49,6 +49,11 @@ class Server {
   asio::io_context& main_context() { return *contexts_[0]; }
   // The I/O threads, for work that is no client's (forwarded requests, lease upkeep).
   std::vector<Lane> lanes() const;
+  // Empty while every I/O thread runs its loop; else which one has not come back to it for
+  // at least `bound_ms` (a handler that does not return: /healthz and /readyz say so).
+  // Each thread marks a heartbeat every kHeartbeatMs (after run()).
+  std::string stuck_thread(int64_t bound_ms) const;
+  static constexpr int64_t kHeartbeatMs = 250;
 
  private:
   int bind_all(const std::string& bind, int port, bool native, bool tls);
@@ -63,6 +68,10 @@ class Server {
   std::vector<asio::executor_work_guard<asio::io_context::executor_type>> guards_;
   std::vector<std::unique_ptr<asio::ip::tcp::acceptor>> acceptors_;
   std::vector<std::thread> threads_;
+  // Per I/O thread: its heartbeat timer, and when it last fired (steady clock ns).
+  std::vector<std::unique_ptr<asio::steady_timer>> beats_;
+  std::unique_ptr<std::atomic<int64_t>[]> beat_ns_;
+  void beat(size_t i);
   size_t next_ = 0;
   TlsContexts* tls_ = nullptr;
   int port_ = 0;

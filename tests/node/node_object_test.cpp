@@ -273,5 +273,48 @@ TEST(NodeObject, APortInUseFailsTheStartWithWhy) {
   EXPECT_EQ(ok.request({"PING"}), "+PONG");
 }
 
+
+// A handler that does not come back (an I/O thread stuck in one call): /healthz and /readyz
+// say which thread and for how long, within the bound (3 s), and go back to 200 once it
+// returns. The thread is held here by hand; nothing a client sends may do it.
+TEST(NodeObject, AThreadThatDoesNotComeBackFailsHealthAndReadiness) {
+  spdlog::set_level(spdlog::level::warn);
+  caf::actor_system sys{actor_config()};
+  NodeConfig c;
+  c.bind = "127.0.0.1";
+  c.port = 0;
+  c.native_port = 0;
+  c.admin_port = -1;
+  c.io_threads = 2;
+  c.shard_threads = 1;
+  resolve_defaults(c);
+  Node node(c, sys);
+  std::string why;
+  ASSERT_EQ(node.start(why), 0) << why;
+  ASSERT_EQ(http_get(node.admin_port(), "/healthz").status, 200);
+  std::atomic<bool> release{false};
+  asio::post(*node.services().lanes.at(1).io, [&release] {
+    while (!release.load()) std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  });
+  HttpReply health, ready;
+  for (int i = 0; i < 100 && health.status != 503; ++i) {  // (up to 10 s)
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+    health = http_get(node.admin_port(), "/healthz");
+  }
+  ready = http_get(node.admin_port(), "/readyz");
+  release = true;
+  EXPECT_EQ(health.status, 503);
+  EXPECT_NE(health.body.find("unhealthy: I/O thread 1 has not come back to its loop for"),
+            std::string::npos)
+      << health.body;
+  EXPECT_EQ(ready.status, 503) << ready.body;
+  for (int i = 0; i < 50 && health.status != 200; ++i) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+    health = http_get(node.admin_port(), "/healthz");
+  }
+  EXPECT_EQ(health.status, 200) << health.body;
+  node.stop();
+}
+
 }  // namespace
 }  // namespace fg::testing
