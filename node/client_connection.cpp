@@ -51,11 +51,12 @@ void ClientConnection<Session>::serve() {
     return;
   }
   session_ = std::make_unique<Session>(svc_, client_);
-  // The client registry wakes a connection it has chosen to evict (maxmemory-clients).
+  // The client registry wakes a connection it has chosen to evict (maxmemory-clients), and
+  // every connection when the users change.
   svc_.clients->set_wake(
       *client_, [weak = std::weak_ptr<ClientConnection>(self()), ex = stream_->executor()] {
         asio::post(ex, [weak] {
-          if (auto me = weak.lock(); me && !me->closed_) me->account();
+          if (auto me = weak.lock(); me && !me->closed_) me->on_wake();
         });
       });
   session_->set_push_wake(
@@ -67,6 +68,16 @@ void ClientConnection<Session>::serve() {
   clock_.last_read_ms = connection_now_ms();
   arm_timer();
   read();
+}
+
+template <class Session>
+void ClientConnection<Session>::on_wake() {
+  if (!account() || busy()) return;  // (busy: the flight's completion looks at the rights)
+  if (session_->rights_hold()) return;
+  spdlog::info("{} {} closed: its user was removed or disabled, or may no longer hear what it "
+               "listens to",
+               Session::kClientWord, client_->addr);
+  close();
 }
 
 template <class Session>

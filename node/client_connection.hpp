@@ -50,6 +50,7 @@ class ClientConnection final : public BatchWaiter,
   // Messages (pub/sub) arrived: written now, or after the write under way, or after the
   // batch in flight's replies.
   void on_pushes();
+  void on_wake();  // the registry asks: memory over the cap, or the users changed
   // Moves the messages that arrived into the output; false if none, or if they outgrew the
   // limit (the connection is closed).
   bool take_pushes();

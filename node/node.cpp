@@ -121,6 +121,7 @@ int Node::start_services(StartState& st, std::string& why) {
   svc_.bound = &bound_;
   svc_.settings.bind = cfg_.bind;
   svc_.acl = &acl_;
+  acl_.set_on_change([this] { clients_.wake_all(); });
   if (!cfg_.aclfile.empty()) {
     svc_.acl_load = [this] {  // (the path and requirepass never change)
       Status st = load_users(cfg_, acl_);

@@ -311,7 +311,6 @@ AclDenied AclUser::check(int entry, const std::vector<std::string_view>& words, 
       return AclDenied::kCommand;
     }
   }
-  // A subcommand's keys are its container's.
   const AclCommand* c = &catalog_->at(entry);
   const size_t n = words.size();
   if (c->channels != AclCommand::Channels::kNone && !all_channels_) {
@@ -325,6 +324,8 @@ AclDenied AclUser::check(int entry, const std::vector<std::string_view>& words, 
     }
   }
   if (all_keys_) return AclDenied::kNone;
+  // A subcommand's keys are its container's (OBJECT ENCODING key, MEMORY USAGE key).
+  if (c->parent >= 0) c = &catalog_->at(c->parent);
   bool reads = c->reads;
   if (c->reads_with_get) {
     for (size_t j = 3; j < n && !reads; ++j) reads = iequals(words[j], "get");
@@ -488,23 +489,30 @@ Status AclBook::load(const std::vector<std::string>& lines, const std::string& r
     std::lock_guard<std::mutex> lock(mu_);
     users_.swap(fresh);
   }
-  version_.fetch_add(1, std::memory_order_acq_rel);
+  changed();
   return {};
+}
+
+void AclBook::changed() {
+  version_.fetch_add(1, std::memory_order_acq_rel);
+  if (on_change_) on_change_();
 }
 
 Status AclBook::set_user(std::string_view name, const std::vector<std::string_view>& rules) {
   if (has_space(name)) return Error{err::kUsernameChars};
-  std::lock_guard<std::mutex> lock(mu_);
-  const auto it = users_.find(name);
-  // Every rule is tried on a copy; the user changes only when all of them apply.
-  auto u = it != users_.end() ? std::make_shared<AclUser>(*it->second)
-                              : std::make_shared<AclUser>(catalog_, std::string(name));
-  u->set_book(this);
-  for (std::string_view r : rules) {
-    if (const Status st = u->apply(r); !st) return Error{err::acl_modifier(r, st.error())};
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    const auto it = users_.find(name);
+    // Every rule is tried on a copy; the user changes only when all of them apply.
+    auto u = it != users_.end() ? std::make_shared<AclUser>(*it->second)
+                                : std::make_shared<AclUser>(catalog_, std::string(name));
+    u->set_book(this);
+    for (std::string_view r : rules) {
+      if (const Status st = u->apply(r); !st) return Error{err::acl_modifier(r, st.error())};
+    }
+    users_[std::string(name)] = std::move(u);
   }
-  users_[std::string(name)] = std::move(u);
-  version_.fetch_add(1, std::memory_order_acq_rel);
+  changed();
   return {};
 }
 
@@ -512,14 +520,16 @@ Result<int64_t> AclBook::del_users(const std::vector<std::string_view>& names) {
   int64_t deleted = 0;
   for (std::string_view n : names)
     if (n == "default") return Error{err::kDefaultUserStays};
-  std::lock_guard<std::mutex> lock(mu_);
-  for (std::string_view n : names) {
-    const auto it = users_.find(n);
-    if (it == users_.end()) continue;
-    users_.erase(it);
-    ++deleted;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    for (std::string_view n : names) {
+      const auto it = users_.find(n);
+      if (it == users_.end()) continue;
+      users_.erase(it);
+      ++deleted;
+    }
   }
-  if (deleted) version_.fetch_add(1, std::memory_order_acq_rel);
+  if (deleted) changed();
   return deleted;
 }
 

@@ -7,6 +7,7 @@
 #pragma once
 #include <atomic>
 #include <cstdint>
+#include <functional>
 #include <deque>
 #include <map>
 #include <memory>
@@ -207,6 +208,10 @@ class AclBook {
   std::shared_ptr<const AclUser> find(std::string_view name) const;
   std::vector<std::shared_ptr<const AclUser>> users() const;  // by name
   uint64_t version() const { return version_.load(std::memory_order_acquire); }
+  // Called (on the changing thread, no lock held) after every change of the users: the node
+  // wakes its connections, which close if their user went or can no longer hear what it
+  // listens to (AclSession, the doors).
+  void set_on_change(std::function<void()> f) { on_change_ = std::move(f); }
 
   // Refusals, for INFO (acl_access_denied_*) and /metrics.
   mutable std::atomic<uint64_t> denied_auth{0};
@@ -228,6 +233,8 @@ class AclBook {
   mutable std::mutex mu_;
   std::map<std::string, std::shared_ptr<const AclUser>, std::less<>> users_;
   std::atomic<uint64_t> version_{1};
+  std::function<void()> on_change_;
+  void changed();  // a new version, and on_change_
 };
 
 // Who a connection is: its user once authenticated (null before), refreshed when the
@@ -240,6 +247,8 @@ class AclSession {
   // After a reload or ACL SETUSER/DELUSER: the same user's new rules; false when the user
   // is gone or disabled (the connection is closed, as Redis does).
   bool refresh();
+  // Whether the book changed since this session last looked (refresh() would do work).
+  bool stale() const { return book_ && book_->version() != version_; }
   // AUTH / HELLO AUTH; false on a wrong pair or a disabled user (the caller logs it).
   bool authenticate(std::string_view user, std::string_view pass);
   bool authenticated() const { return user_ != nullptr; }

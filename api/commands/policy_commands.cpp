@@ -102,8 +102,20 @@ void override_key(CommandContext& s, Args& a) {
   reply_status(s, st->set_override(std::string(a[2]), o));
 }
 
+// Whether the caller may see `key` named: one of its key patterns covers it (with any
+// access). Overrides name keys, and which plan a key is on is a tenant's business.
+bool may_see(CommandContext& s, std::string_view key) {
+  const AclUser* u = s.acl().user();
+  return !u || u->unrestricted() || u->key_allowed(key, false, false);
+}
+
 void which(CommandContext& s, Args& a) {
   if (!arity(s, a, 3, 4)) return;
+  if (!may_see(s, a[2])) {  // (refused as any command on a key the user may not touch)
+    s.svc().acl->refused(AclDenied::kKey, "toplevel", a[2], s.acl().name(),
+                         s.svc().clients->describe(s.client(), s.svc().clock->now_ns() / 1'000'000));
+    return s.local().error(err::kNoPermKey);
+  }
   auto set = s.svc().policies->snapshot();
   PolicySet::Source source;
   const std::string_view named = a.size() == 4 ? a[3] : std::string_view();
@@ -178,8 +190,11 @@ void cmd_fg_policy(CommandContext& s, Args& a) {
   } else if (iequals(sub, "overrides")) {
     if (!arity(s, a, 2, 2)) return;
     RespWriter w = s.local();
-    w.array(set->overrides.size());
+    size_t shown = 0;
+    for (const auto& [key, o] : set->overrides) shown += may_see(s, key) ? 1 : 0;
+    w.array(shown);
     for (const auto& [key, o] : set->overrides) {
+      if (!may_see(s, key)) continue;
       w.array(2);
       w.bulk(key);
       w.bulk(o.policy.empty() ? policy_definition(o.spec) : o.policy);

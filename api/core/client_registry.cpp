@@ -141,4 +141,10 @@ std::string ClientRegistry::list(int64_t now_ms) const {
   return out;
 }
 
+void ClientRegistry::wake_all() {
+  std::lock_guard<std::mutex> g(mu_);
+  for (auto& [id, c] : clients_)
+    if (c->wake) c->wake();
+}
+
 }  // namespace fg

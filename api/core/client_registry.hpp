@@ -88,6 +88,9 @@ class ClientRegistry {
     std::lock_guard<std::mutex> g(mu_);
     c.wake = std::move(wake);
   }
+  // Wakes every connection to look at itself again now (the users changed: one whose user
+  // went, or that hears what its user may no longer, closes).
+  void wake_all();
 
  private:
   std::string describe_locked(const ClientInfo& c, int64_t now_ms) const;

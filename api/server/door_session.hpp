@@ -16,6 +16,10 @@
 //   blocked()                                     waits for a key (BLPOP): no idle timeout
 //   wants_turn()                                  blocked, and due to try again: process()
 //                                                 it, even with no input
+//   rights_hold()                                 after the users changed, with nothing in
+//                                                 flight: false when the connection must
+//                                                 close (its user went, or it hears what
+//                                                 its user may no longer)
 //
 // and, as static members, how the shell treats its input (kViewsInput, the buffer sizes),
 // how often it ticks (kTickMs), what a client over maxclients is told (refuse_full) and

@@ -68,6 +68,8 @@ class NativeSession {
   // Holding frames until a waiting take is due (TAKE with wait_ms): nothing more is read.
   bool blocked() const { return held_due_ns_ != 0; }
   bool wants_turn() const;
+  // False when its user was removed or disabled (closed, as Redis does).
+  bool rights_hold() { return acl_.refresh(); }
   const OutputLimit& output_limit() const { return svc_.settings.output_limits.normal; }
 
  private:

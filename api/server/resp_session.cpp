@@ -289,7 +289,7 @@ ProcessResult RespSession::process(const char* data, size_t len, Flight& flight)
   pending_ = 0;
   // (nothing in flight: the user's rules may change here) A connection whose user was
   // removed or disabled is closed, as Redis does.
-  if (!acl_.refresh()) close_ = true;
+  if (!rights_hold()) close_ = true;
   if (!held_.empty()) {
     // Replies held for a waiting take or an FG.TAKEALL: sent when it is due (or done), then
     // the input is read again.
@@ -643,6 +643,19 @@ void RespSession::closing() {
 void RespSession::set_push_wake(std::function<void()> wake) {
   push_wake_ = wake;  // (also what wakes a client blocked on keys)
   subs_.set_wake(std::move(wake), svc_.settings.output_limits.pubsub.hard_bytes);
+}
+
+bool RespSession::rights_hold() {
+  if (!acl_.stale()) return true;
+  if (!acl_.refresh()) return false;
+  const AclUser* u = acl_.user();
+  if (!u || !subs_.active()) return true;
+  for (const ChannelKind k : {ChannelKind::kChannel, ChannelKind::kShard})
+    for (const std::string& c : subs_.channels(k))
+      if (!u->channel_allowed(c, false)) return false;
+  for (const std::string& p : subs_.patterns())
+    if (!u->channel_allowed(p, true)) return false;
+  return true;
 }
 
 Pushes RespSession::take_pushes(size_t unsent) {

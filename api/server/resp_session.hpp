@@ -58,6 +58,9 @@ class RespSession final : public CommandContext {
   // Or holding replies until a waiting take is due (FG.TAKE ... WAIT): the same.
   bool blocked() const { return blocked_ || !held_.empty(); }
   bool wants_turn() const;
+  // Its user's rules changed (or not): false when its user was removed or disabled, or, as
+  // redis-server does, when it listens to a channel or pattern its user may no longer use.
+  bool rights_hold();
 
   std::string& output() { return out_; }
   // What the session holds besides its output: the commands queued in a MULTI, the

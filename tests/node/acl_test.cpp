@@ -73,6 +73,12 @@ TEST(AclDiff, UsersRightsAnswerAsRedisServerDoes) {
         {"EXEC"},
         {"WATCH", "other:w"},
         {"WATCH", "app:w"},
+        // A key's encoding and size are its own user's business (the key must be one of the
+        // user's, with any access: Redis's key specs for these say neither read nor write).
+        {"OBJECT", "ENCODING", "other:1"},
+        {"OBJECT", "REFCOUNT", "other:1"},
+        {"OBJECT", "ENCODING", "app:1"},
+        {"MEMORY", "USAGE", "other:1"},
         {"PING"},
         {"AUTH", "app", "wrong"},
         {"ACL", "WHOAMI"},
@@ -106,7 +112,9 @@ TEST(AclDiff, UsersRightsAnswerAsRedisServerDoes) {
         {"SET", "rw:1", "b", "GET"},
         {"EVAL", "return redis.call('get', 'w:1')", "0"},
         {"EVAL", "return redis.call('set', 'w:3', 'v')", "0"},
-        {"EVAL", "return redis.call('get', 'rw:1')", "0"}}},
+        {"EVAL", "return redis.call('get', 'rw:1')", "0"},
+        {"OBJECT", "ENCODING", "w:1"},  // (write access alone is enough)
+        {"OBJECT", "ENCODING", "rw:1"}}},
       {{"AUTH", "sub", "anything"},
        {{"ACL", "WHOAMI"},
         {"ACL", "USERS"},
@@ -385,6 +393,67 @@ TEST(Acl, AnApplicationTakesPermitsAndATenantOnlyItsKeys) {
     floodgate::Client c(o);
     EXPECT_TRUE(c.reset("tenant-a:n").ok());
   }
+}
+
+// A subscriber whose user can no longer hear its channels is closed when the rights go, as
+// redis-server closes it (ACL SETUSER … resetchannels, ACL DELUSER); one that still may
+// hears on. Both servers, side by side.
+TEST(AclDiff, ASubscriberWhoseRightsGoIsClosedAsRedisServerDoes) {
+  RedisServer redis;
+  NodeProcess node;
+  ASSERT_TRUE(node.alive());
+  for (int port : {redis.port(), node.port()}) {
+    const std::string who = port == node.port() ? "floodgate" : "redis-server";
+    Client admin(port);
+    ASSERT_EQ(ask(admin, {"ACL", "SETUSER", "ta", "on", ">pw", "~ta:*", "&ta:*", "+@all",
+                          "-@dangerous"}),
+              "+OK\r\n")
+        << who;
+    auto subscriber = [&](const std::string& what) {
+      auto c = std::make_unique<Client>(port, 2000);
+      EXPECT_EQ(ask(*c, {"AUTH", "ta", "pw"}), "+OK\r\n") << who;
+      EXPECT_EQ(ask(*c, {what == "p" ? "PSUBSCRIBE" : "SUBSCRIBE", "ta:*"}).substr(0, 4), "*3\r\n")
+          << who;
+      return c;
+    };
+    auto chan = subscriber("s"), pat = subscriber("p");
+    // More rights: both stay and hear.
+    ASSERT_EQ(ask(admin, {"ACL", "SETUSER", "ta", "&tb:*"}), "+OK\r\n");
+    ASSERT_EQ(ask(admin, {"PUBLISH", "ta:*", "hello"}), ":2\r\n") << who;
+    EXPECT_NE(read_value(*chan).find("hello"), std::string::npos) << who;
+    EXPECT_NE(read_value(*pat).find("hello"), std::string::npos) << who;
+    // The channels go: both are closed, and hear nothing more.
+    ASSERT_EQ(ask(admin, {"ACL", "SETUSER", "ta", "resetchannels"}), "+OK\r\n");
+    EXPECT_TRUE(chan->closed_by_peer()) << who << ": a subscriber kept its revoked channel";
+    EXPECT_TRUE(pat->closed_by_peer()) << who << ": a subscriber kept its revoked pattern";
+    // The user goes: its subscriber goes with it.
+    ASSERT_EQ(ask(admin, {"ACL", "SETUSER", "ta", "&ta:*"}), "+OK\r\n");
+    auto again = subscriber("s");
+    ASSERT_EQ(ask(admin, {"ACL", "DELUSER", "ta"}), ":1\r\n");
+    EXPECT_TRUE(again->closed_by_peer()) << who << ": a removed user's subscriber stayed";
+    EXPECT_EQ(ask(admin, {"PUBLISH", "ta:*", "after"}), ":0\r\n") << who;
+  }
+}
+
+// What plan a key is on, and which keys have plans of their own, are a tenant's own: WHICH
+// on another's key is refused as any command on it is, OVERRIDES lists only keys the caller
+// may use (an operator sees them all).
+TEST(Acl, PolicyOverridesAndWhichShowATenantOnlyItsKeys) {
+  NodeProcess node({"--user", "ta on >pw ~ta:* +@all -@dangerous", "--user",
+                    "tb on >pw ~tb:* +@all -@dangerous"});
+  ASSERT_TRUE(node.alive());
+  Client ops(node.port()), ta(node.port());
+  ASSERT_EQ(ask(ops, {"FG.POLICY", "SET", "gold", "sliding_log", "1000", "60000"}), "+OK\r\n");
+  ASSERT_EQ(ask(ops, {"FG.POLICY", "OVERRIDE", "ta:vip", "gold"}), "+OK\r\n");
+  ASSERT_EQ(ask(ops, {"FG.POLICY", "OVERRIDE", "tb:vip", "gold"}), "+OK\r\n");
+  ASSERT_EQ(ask(ta, {"AUTH", "ta", "pw"}), "+OK\r\n");
+  EXPECT_EQ(ask(ta, {"FG.POLICY", "OVERRIDES"}), "*1\r\n*2\r\n$6\r\nta:vip\r\n$4\r\ngold\r\n");
+  EXPECT_EQ(ask(ops, {"FG.POLICY", "OVERRIDES"}).substr(0, 4), "*2\r\n");
+  EXPECT_EQ(ask(ta, {"FG.POLICY", "WHICH", "tb:vip"}),
+            "-NOPERM this user has no permissions to access one of the keys used as arguments\r\n");
+  EXPECT_EQ(ask(ta, {"FG.POLICY", "WHICH", "ta:vip"}).substr(0, 18), "*2\r\n$8\r\noverride\r\n");
+  const std::string log = ask(ops, {"ACL", "LOG"});
+  EXPECT_NE(log.find("tb:vip"), std::string::npos) << log;
 }
 
 // The users file is read again on SIGHUP and on ACL LOAD: changed rights apply to
