@@ -218,6 +218,57 @@ struct DataCmdInfo {
   bool pairs_broken(size_t words) const { return step == 2 && words % 2 == 0; }
 };
 
+// Whether a command may grow what the keyspace holds — Redis's "denyoom" commands: past
+// maxmemory, or past its user's share of bytes, it is refused before it runs (-OOM). What
+// only reads, deletes, shrinks or moves is not (DEL, GETEX, SMOVE, RENAME).
+inline bool grows_memory(DataCmd c) {
+  switch (c) {
+    case DataCmd::kSet:
+    case DataCmd::kSetNx:
+    case DataCmd::kSetEx:
+    case DataCmd::kPSetEx:
+    case DataCmd::kIncr:
+    case DataCmd::kIncrBy:
+    case DataCmd::kIncrByFloat:
+    case DataCmd::kDecr:
+    case DataCmd::kDecrBy:
+    case DataCmd::kMSet:
+    case DataCmd::kMSetNx:
+    case DataCmd::kAppend:
+    case DataCmd::kSetRange:
+    case DataCmd::kGetSet:
+    case DataCmd::kHSet:
+    case DataCmd::kHSetNx:
+    case DataCmd::kHMSet:
+    case DataCmd::kHIncrBy:
+    case DataCmd::kHIncrByFloat:
+    case DataCmd::kSAdd:
+    case DataCmd::kSInterStore:
+    case DataCmd::kSUnionStore:
+    case DataCmd::kSDiffStore:
+    case DataCmd::kZAdd:
+    case DataCmd::kZIncrBy:
+    case DataCmd::kZUnionStore:
+    case DataCmd::kZInterStore:
+    case DataCmd::kZDiffStore:
+    case DataCmd::kZRangeStore:
+    case DataCmd::kLPush:
+    case DataCmd::kRPush:
+    case DataCmd::kLPushX:
+    case DataCmd::kRPushX:
+    case DataCmd::kLInsert:
+    case DataCmd::kLSet:
+    case DataCmd::kRPopLPush:
+    case DataCmd::kLMove:
+    case DataCmd::kBRPopLPush:
+    case DataCmd::kBLMove:
+    case DataCmd::kCopy:
+      return true;
+    default:
+      return false;
+  }
+}
+
 inline const DataCmdInfo& data_cmd_info(DataCmd c) {
   static constexpr DataCmdInfo kInfo[] = {
       {"", 1, Merge::kNone, false, false},

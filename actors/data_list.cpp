@@ -48,9 +48,9 @@ void Shard::data_list(ShardOp& op, int64_t now_ns) {
       }
       for (size_t j = 2; j < a.size(); ++j) {
         if (c == DataCmd::kLPush || c == DataCmd::kLPushX) {
-          l->items.emplace_front(a[j]);
+          l->push_front(a[j]);
         } else {
-          l->items.emplace_back(a[j]);
+          l->push_back(a[j]);
         }
       }
       mark(e, op.key);
@@ -68,15 +68,7 @@ void Shard::data_list(ShardOp& op, int64_t now_ns) {
       if (!l) return has_count ? r.null_array() : r.null();
       if (has_count && count == 0) return r.array(0);
       const bool head = c == DataCmd::kLPop;
-      auto pop = [&] {
-        std::string v = std::move(head ? l->items.front() : l->items.back());
-        if (head) {
-          l->items.pop_front();
-        } else {
-          l->items.pop_back();
-        }
-        return v;
-      };
+      auto pop = [&] { return l->pop(head); };
       if (!has_count) {
         r.bulk(pop());
       } else {
@@ -111,7 +103,7 @@ void Shard::data_list(ShardOp& op, int64_t now_ns) {
       const int64_t len = static_cast<int64_t>(l->items.size());
       if (index < 0) index += len;
       if (index < 0 || index >= len) return r.error(err::kIndexOutOfRange);
-      l->items[static_cast<size_t>(index)].assign(a[3].data(), a[3].size());
+      l->set(static_cast<size_t>(index), a[3]);
       mark(e, op.key);
       return r.ok();
     }
@@ -126,7 +118,7 @@ void Shard::data_list(ShardOp& op, int64_t now_ns) {
       if (l->items.size() + 1 > kMaxListElements) {
         return r.error(err::collection_full("a list", kMaxListElements, "elements"));
       }
-      l->items.emplace(after ? it + 1 : it, a[4]);
+      l->insert(after ? it + 1 : it, a[4]);
       mark(e, op.key);
       return r.integer(static_cast<int64_t>(l->items.size()));
     }
@@ -145,7 +137,7 @@ void Shard::data_list(ShardOp& op, int64_t now_ns) {
       if (count >= 0) {
         for (auto it = items.begin(); it != items.end() && removed < most;) {
           if (*it == a[3]) {
-            it = items.erase(it);
+            it = l->erase(it);
             ++removed;
           } else {
             ++it;
@@ -154,7 +146,7 @@ void Shard::data_list(ShardOp& op, int64_t now_ns) {
       } else {
         for (size_t k = items.size(); k-- > 0 && removed < most;) {
           if (items[k] == a[3]) {
-            items.erase(items.begin() + static_cast<std::ptrdiff_t>(k));
+            l->erase(items.begin() + static_cast<std::ptrdiff_t>(k));
             ++removed;
           }
         }
@@ -187,9 +179,9 @@ void Shard::data_list(ShardOp& op, int64_t now_ns) {
   }
   if (empty) {
     l->items.clear();
+    l->bytes = 0;
   } else {
-    l->items.erase(l->items.begin() + end + 1, l->items.end());
-    l->items.erase(l->items.begin(), l->items.begin() + start);
+    l->keep(static_cast<size_t>(start), static_cast<size_t>(end));
   }
   changed(e, *l);
   r.ok();

@@ -190,7 +190,7 @@ Entry* Shard::fresh_destination(ShardOp& op, std::string_view dst, Kind kind, bo
   }
   if (!had && !d.room_for_key(op, now_ns)) return nullptr;
   if (had) d.forget(dst, h);
-  return d.table_.insert(dst, h, kind);
+  return d.table_.insert(dst, h, kind, op.account);
 }
 
 // SMOVE source destination member.
@@ -218,7 +218,7 @@ void Shard::set_move(ShardOp& op, int64_t now_ns) {
   if (!de && !d.room_for_key(op, now_ns)) return;  // (before anything changes)
   from.erase(m);
   s.settle(se, src, sh, from.size() == 0);
-  if (!de) de = d.table_.insert(dst, dh, Kind::kSet);
+  if (!de) de = d.table_.insert(dst, dh, Kind::kSet, op.account);
   if (de->state<SetValue*>()->add(m, set_intset_max())) d.mark(de, dst);
   r.integer(1);
 }
@@ -309,22 +309,17 @@ void Shard::list_move(ShardOp& op, int64_t now_ns) {
     return r.error(err::collection_full("a list", kMaxListElements, "elements"));
   }
   if (!de && !d.room_for_key(op, now_ns)) return;
-  auto& from = se->state<ListValue*>()->items;
-  std::string value = from_left ? std::move(from.front()) : std::move(from.back());
-  if (from_left) {
-    from.pop_front();
-  } else {
-    from.pop_back();
-  }
-  if (!de) de = d.table_.insert(dst, dh, Kind::kList);
-  auto& to = de->state<ListValue*>()->items;
+  ListValue& from = *se->state<ListValue*>();
+  std::string value = from.pop(from_left);
+  if (!de) de = d.table_.insert(dst, dh, Kind::kList, op.account);
+  ListValue& to = *de->state<ListValue*>();
   if (to_left) {
     to.push_front(value);
   } else {
     to.push_back(value);
   }
   d.mark(de, dst);
-  if (from.empty()) {  // (never when source and destination are one list)
+  if (from.items.empty()) {  // (never when source and destination are one list)
     s.forget(src, sh);
     s.mark_gone(src);
   } else if (se != de) {

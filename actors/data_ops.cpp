@@ -212,7 +212,7 @@ Entry* Shard::overwrite_string(ShardOp& op, std::string_view key, uint64_t h,
   }
   if (!e) {
     if (!room_for_key(op, now_ns)) return nullptr;
-    e = table_.insert(key, h, Kind::kString);
+    e = table_.insert(key, h, Kind::kString, op.account);
   }
   string_set(*e, value);
   if (kept != e->deadline_ms()) e = table_.set_deadline(key, h, kept);
@@ -221,6 +221,7 @@ Entry* Shard::overwrite_string(ShardOp& op, std::string_view key, uint64_t h,
 }
 
 void Shard::data(ShardOp& op, int64_t now_ns) {
+  if (grows_memory(op.data) && !room_to_grow(op)) return;
   if (data_cmd_info(op.data).merge == Merge::kTogether) return data_together(op, now_ns);
   switch (op.data) {
     case DataCmd::kGet:
@@ -590,7 +591,7 @@ void Shard::data_incr(ShardOp& op, int64_t now_ns) {
   value += by;
   if (!e) {  // (a new string entry holds the integer 0; no second lookup)
     if (!room_for_key(op, now_ns)) return;
-    e = table_.insert(op.key, op.hash, Kind::kString);
+    e = table_.insert(op.key, op.hash, Kind::kString, op.account);
   }
   string_set_int(*e, value);
   mark(e, op.key);
@@ -729,7 +730,7 @@ void Shard::data_increx(ShardOp& op, int64_t now_ns) {
     inew = static_cast<int64_t>(kept);
     if (!e) {
       if (!room_for_key(op, now_ns)) return;
-      e = table_.insert(op.key, op.hash, Kind::kString);
+      e = table_.insert(op.key, op.hash, Kind::kString, op.account);
     }
     string_set_int(*e, inew);
     mark(e, op.key);
@@ -843,7 +844,7 @@ Entry* Shard::typed(ShardOp& op, Kind kind, bool create, int64_t now_ns) {
     return nullptr;
   }
   if (e || !create || !room_for_key(op, now_ns)) return e;
-  return table_.insert(op.key, op.hash, kind);
+  return table_.insert(op.key, op.hash, kind, op.account);
 }
 
 bool Shard::scan_key(ShardOp& op, Kind kind, int64_t now_ns, Entry*& e, std::string_view& pattern) {

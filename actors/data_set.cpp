@@ -22,6 +22,22 @@ namespace {
 // The most elements SRANDMEMBER with a negative count (members may repeat) answers in one
 // reply: each is held in memory before it is sent, so a count of a billion must not be.
 constexpr int64_t kMaxRandomReply = 1'000'000;
+// What one reply of repeated random picks (SRANDMEMBER, HRANDFIELD, ZRANDMEMBER with a
+// negative count) may hold: each pick copies its element, so a small set can be made to
+// answer gigabytes. Past it (or past what the connection's replies may still take under
+// maxmemory-clients) the reply is refused, not sent.
+constexpr int64_t kMaxRandomReplyBytes = 64 << 20;
+
+// Whether `bytes` more fit in a random reply (within kMaxRandomReplyBytes and the op's reply
+// room); else the reply becomes the error.
+bool random_reply_fits(ShardOp& op, int64_t bytes) {
+  int64_t most = kMaxRandomReplyBytes;
+  if (op.reply_room) most = std::min(most, op.reply_room->load(std::memory_order_relaxed));
+  if (bytes <= most) return true;
+  op.reply->clear();
+  op.reply->error(err::kRandomReplyTooBig);
+  return false;
+}
 
 }  // namespace
 
@@ -150,7 +166,13 @@ void Shard::set_random(ShardOp& op, int64_t now_ns) {
   }
   if (!distinct) {  // (SRANDMEMBER only)
     r.array(count);
-    for (int64_t k = 0; k < count; ++k) r.bulk(*s.members[next_random() % s.size()]);
+    int64_t bytes = 0;
+    for (int64_t k = 0; k < count; ++k) {
+      const std::string& m = *s.members[next_random() % s.size()];
+      bytes += static_cast<int64_t>(m.size()) + 16;
+      if (!random_reply_fits(op, bytes)) return;
+      r.bulk(m);
+    }
     return;
   }
   if (count >= size) {  // every member
@@ -243,9 +265,14 @@ void Shard::random_fields(ShardOp& op, int64_t now_ns) {
   if (!counted) return r.bulk(hash ? *fields[places[0]].first : *members[places[0]].first);
   const auto n = static_cast<int64_t>(places.size());
   r.array(values && !op.resp3 ? 2 * n : n);
+  int64_t bytes = 0;
   for (uint32_t i : places) {
     if (values && op.resp3) r.array(2);
-    r.bulk(hash ? *fields[i].first : *members[i].first);
+    const std::string& picked = hash ? *fields[i].first : *members[i].first;
+    bytes +=
+        static_cast<int64_t>(picked.size() + (values && hash ? fields[i].second->size() : 0)) + 32;
+    if (!distinct && !random_reply_fits(op, bytes)) return;
+    r.bulk(picked);
     if (!values) continue;
     if (hash) {
       r.bulk(*fields[i].second);

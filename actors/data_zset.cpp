@@ -788,13 +788,7 @@ void Shard::pop_first(ShardOp& op, size_t first, size_t end, bool zset, bool low
         r.dbl(m.first);
         z.erase(m.second);
       } else {
-        auto& items = e->state<ListValue*>()->items;
-        r.bulk(low ? items.front() : items.back());
-        if (low) {
-          items.pop_front();
-        } else {
-          items.pop_back();
-        }
+        r.bulk(e->state<ListValue*>()->pop(low));
       }
     }
     s.settle(e, key, h, n == size);

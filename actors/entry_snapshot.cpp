@@ -46,6 +46,7 @@ EntrySnapshot snapshot_of(Entry& e) {
   s.key = std::string(e.key());
   s.kind = e.kind;
   s.expires_ms = e.deadline_ms();
+  s.account = e.account();
   switch (e.kind) {
     case Kind::kTokenBucket:
       s.fields = {e.state<TokenBucketState>().full_at_ns};
@@ -141,6 +142,7 @@ void restore_into(Entry& e, const EntrySnapshot& s) {
       break;
     case Kind::kHash:
       e.state<HashValue*>()->fields = s.hash;
+      e.state<HashValue*>()->recount();
       break;
     case Kind::kZSet: {
       ZSetValue& z = *e.state<ZSetValue*>();
@@ -150,6 +152,7 @@ void restore_into(Entry& e, const EntrySnapshot& s) {
     }
     case Kind::kList:
       e.state<ListValue*>()->items.assign(s.list.begin(), s.list.end());
+      e.state<ListValue*>()->recount();
       break;
     case Kind::kSet: {
       SetValue& set = *e.state<SetValue*>();

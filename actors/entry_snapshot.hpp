@@ -25,6 +25,9 @@ struct EntrySnapshot {
   std::vector<std::pair<std::string, double>> zset;       // zset: members, by score
   std::vector<std::string> list;                          // list: head first; set: members
   int64_t expires_ms = 0;  // the key's deadline (EXPIRE), Unix ms; 0: none
+  // Whose the key was (accounts.hpp) when the snapshot was taken here; never sent or saved
+  // (a copy from elsewhere is no one's).
+  uint16_t account = 0;
 
   bool operator==(const EntrySnapshot& o) const {
     return key == o.key && kind == o.kind && fields == o.fields && log == o.log &&

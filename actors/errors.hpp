@@ -380,6 +380,26 @@ inline constexpr char kWrongType[] =
     "WRONGTYPE Operation against a key holding the wrong kind of value";
 inline constexpr char kKeyLimit[] =
     "OOM command not allowed when the node holds max-keys keys (idle keys expire on their own)";
+inline constexpr char kBusFull[] =
+    "ERR the cluster bus already carries 16 MB of messages to other nodes: publish again "
+    "shortly";
+inline constexpr char kRandomReplyTooBig[] =
+    "ERR the reply would be too large (repeated random picks are bounded by 64 MB and by what "
+    "maxmemory-clients leaves): ask for fewer";
+inline constexpr char kScriptCacheShare[] =
+    "ERR this user holds its share of the script cache (user-share, user-limits)";
+inline constexpr char kMaxSubscriptions[] =
+    "ERR max number of subscriptions reached (max-subscriptions, or this user's share: "
+    "user-share, user-limits)";
+inline constexpr char kUserMaxClients[] =
+    "ERR max number of clients reached for this user (user-share, user-limits)";
+inline constexpr char kOomMaxmemory[] = "OOM command not allowed when used memory > 'maxmemory'.";
+inline constexpr char kOomUserKeys[] =
+    "OOM command not allowed when this user holds its share of the node's keys (user-share, "
+    "user-limits)";
+inline constexpr char kOomUserMemory[] =
+    "OOM command not allowed when this user holds its share of the node's memory (user-share, "
+    "user-limits)";
 
 // --- connections -----------------------------------------------------------------------
 inline constexpr char kNoAuth[] = "NOAUTH Authentication required.";

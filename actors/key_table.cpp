@@ -90,7 +90,7 @@ Entry* KeyTable::find(std::string_view key, uint64_t h) const {
   }
 }
 
-Entry* KeyTable::insert(std::string_view key, uint64_t h, Kind kind) {
+Entry* KeyTable::insert(std::string_view key, uint64_t h, Kind kind, uint16_t account) {
   if ((size_ + 1) * 4 > slots_.size() * 3) rehash(slots_.size() * 2);
   const size_t state = Entry::state_size(kind);
   const size_t n = sizeof(Entry) + state + key.size();
@@ -99,7 +99,8 @@ Entry* KeyTable::insert(std::string_view key, uint64_t h, Kind kind) {
   e->kind = kind;
   e->flags = 0;
   e->key_len = static_cast<uint16_t>(key.size());
-  e->reserved2 = 0;
+  // (charged its allocation and a heap block's overhead until it is weighed whole)
+  e->charge = static_cast<uint32_t>(account & 0xfff) << 20 | encode_charge(n + 16);
   std::memset(e->state_bytes(), 0, state);
   if (!key.empty()) std::memcpy(e->state_bytes() + state, key.data(), key.size());
   if (kind == Kind::kSlidingLog) e->state<SlidingLogState*>() = new SlidingLogState();
@@ -115,6 +116,7 @@ Entry* KeyTable::insert(std::string_view key, uint64_t h, Kind kind) {
   slots_[i] = (tag_of(h) << kTagShift) | reinterpret_cast<uintptr_t>(e);
   ++size_;
   bytes_ += n;
+  if (accounts_) accounts_->charge_key(account, 1, static_cast<int64_t>(e->charged()));
   return e;
 }
 
@@ -143,6 +145,7 @@ void KeyTable::free_entry(Entry* e) {
   if (e->kind == Kind::kList) delete e->state<ListValue*>();
   if (e->kind == Kind::kSet) delete e->state<SetValue*>();
   bytes_ -= entry_bytes(e);
+  if (accounts_) accounts_->charge_key(e->account(), -1, -static_cast<int64_t>(e->charged()));
   std::free(e);
 }
 

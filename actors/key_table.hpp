@@ -7,6 +7,7 @@
 #include <string_view>
 #include <vector>
 
+#include "accounts.hpp"
 #include "limit_spec.hpp"
 
 namespace fg {
@@ -27,7 +28,9 @@ struct Entry {
   Kind kind;
   uint8_t flags;
   uint16_t key_len;
-  uint32_t reserved2;
+  // Its account (accounts.hpp) in the top 12 bits, and what it is charged in bytes in the
+  // low 20 (encode_charge): KeyTable's, kept right as the entry grows and goes.
+  uint32_t charge;
   // followed by state_size(kind) bytes of state, then (with kEntryDeadline) an int64 deadline
   // in Unix milliseconds (0: none), then key_len bytes of key
 
@@ -50,6 +53,8 @@ struct Entry {
   std::string_view key() const {
     return {reinterpret_cast<const char*>(state_bytes()) + key_offset(), key_len};
   }
+  uint16_t account() const { return static_cast<uint16_t>(charge >> 20); }
+  uint64_t charged() const { return decode_charge(charge & 0xfffff); }
   // The key's deadline in Unix milliseconds; 0 when it has none.
   int64_t deadline_ms() const {
     if (!(flags & kEntryDeadline)) return 0;
@@ -70,9 +75,20 @@ class KeyTable {
   static uint64_t hash(std::string_view key);
 
   Entry* find(std::string_view key, uint64_t h) const;
-  // Inserts a fresh entry of `kind` (state zeroed, or default-constructed for heap kinds).
-  // The key must not be present and must be at most kMaxKeyLen bytes.
-  Entry* insert(std::string_view key, uint64_t h, Kind kind);
+  // Inserts a fresh entry of `kind` (state zeroed, or default-constructed for heap kinds),
+  // charged to `account`. The key must not be present and must be at most kMaxKeyLen bytes.
+  Entry* insert(std::string_view key, uint64_t h, Kind kind, uint16_t account = Accounts::kNone);
+  // Where the table's keys are charged (null: nowhere; tests).
+  void set_accounts(Accounts* a) { accounts_ = a; }
+  // The entry holds `bytes` now (the entry's own allocation and what its value holds):
+  // its charge follows.
+  void recharge(Entry* e, uint64_t bytes) {
+    const uint32_t code = encode_charge(bytes);
+    if (code == (e->charge & 0xfffff)) return;
+    const auto delta = static_cast<int64_t>(decode_charge(code) - e->charged());
+    e->charge = (e->charge & ~uint32_t{0xfffff}) | code;
+    if (accounts_) accounts_->charge_key(e->account(), 0, delta);
+  }
   bool erase(std::string_view key, uint64_t h);
   // Gives `key`'s entry the deadline `ms` (0: none); an entry that had no room for one is
   // moved to a larger allocation, so the returned pointer replaces the old one.
@@ -143,6 +159,7 @@ class KeyTable {
   void free_entry(Entry* e);
 
   std::vector<uintptr_t> slots_;
+  Accounts* accounts_ = nullptr;
   size_t size_ = 0;
   size_t bytes_ = 0;  // bytes held by entries (not counting heap state of log/lease kinds)
   size_t cursor_ = 0;

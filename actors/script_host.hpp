@@ -20,6 +20,8 @@ class ScriptCaller {
   virtual const char* refuse(const std::vector<std::string_view>& words) const = 0;
   // Whether the caller may change `key` (FG.HEARTBEAT and FG.RELEASEALL skip the rest).
   virtual bool may_write(std::string_view key) const = 0;
+  // Its name, for what it owns (the scripts it loads into the cache).
+  virtual std::string_view caller_name() const = 0;
 };
 
 class ScriptHost {

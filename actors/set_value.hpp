@@ -22,6 +22,8 @@ struct SetValue {
   // holds it as a hash table for good; OBJECT ENCODING reports it so, and SMEMBERS lists an
   // integer set in ascending order as an intset does.
   bool hashtable = false;
+  size_t bytes = 0;  // what its members hold, for the key's charge (accounts.hpp)
+  static constexpr size_t kMemberBytes = 80;  // a member's node, slot and string, besides bytes
 
   size_t size() const { return members.size(); }
   bool contains(std::string_view m) const { return index.count(std::string(m)) != 0; }
@@ -30,6 +32,7 @@ struct SetValue {
     auto [it, fresh] = index.emplace(std::string(m), static_cast<uint32_t>(members.size()));
     if (!fresh) return false;
     members.push_back(&it->first);
+    bytes += m.size() + kMemberBytes;
     int64_t v;
     if (!hashtable && (!parse_int(m, v) || static_cast<int64_t>(members.size()) > intset_max))
       hashtable = true;
@@ -44,6 +47,7 @@ struct SetValue {
   // Removes the member at place `i` of `members`.
   void erase_at(uint32_t i) {
     auto gone = index.find(*members[i]);
+    bytes -= gone->first.size() + kMemberBytes;
     const std::string* last = members.back();
     members[i] = last;
     index.find(*last)->second = i;

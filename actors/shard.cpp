@@ -80,14 +80,46 @@ Entry* Shard::get_or_create(ShardOp& op, Kind kind, int64_t now_ns) {
     }
   }
   if (!room_for_key(op, now_ns)) return nullptr;
-  return table_.insert(op.key, op.hash, kind);
+  return table_.insert(op.key, op.hash, kind, op.account);
 }
 
+namespace {
+OpStatus status_of(Accounts::Room room) {
+  switch (room) {
+    case Accounts::Room::kNodeMemory:
+      return OpStatus::kNoMemory;
+    case Accounts::Room::kUserKeys:
+      return OpStatus::kUserKeys;
+    case Accounts::Room::kUserMemory:
+      return OpStatus::kUserMemory;
+    default:
+      return OpStatus::kOk;
+  }
+}
+}  // namespace
+
 bool Shard::room_for_key(ShardOp& op, int64_t now_ns) {
-  if (table_.size() < max_keys_) return true;
-  table_.sweep(table_.capacity(), [&](Entry* x) { return expire(x, now_ns); });
-  if (table_.size() < max_keys_) return true;
-  op.status = OpStatus::kKeyLimit;
+  if (table_.size() >= max_keys_) {
+    table_.sweep(table_.capacity(), [&](Entry* x) { return expire(x, now_ns); });
+    if (table_.size() >= max_keys_) {
+      op.status = OpStatus::kKeyLimit;
+      return false;
+    }
+  }
+  if (accounts_) {
+    if (const Accounts::Room room = accounts_->new_key(op.account); room != Accounts::Room::kOk) {
+      op.status = status_of(room);
+      return false;
+    }
+  }
+  return true;
+}
+
+bool Shard::room_to_grow(ShardOp& op) {
+  if (!accounts_) return true;
+  const Accounts::Room room = accounts_->grow(op.account);
+  if (room == Accounts::Room::kOk) return true;
+  op.status = status_of(room);
   return false;
 }
 

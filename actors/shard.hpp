@@ -13,7 +13,9 @@
 #include <unordered_map>
 #include <vector>
 
+#include "accounts.hpp"
 #include "entry_snapshot.hpp"
+#include "entry_weight.hpp"
 #include "holder_index.hpp"
 #include "key_slot.hpp"
 #include "key_table.hpp"
@@ -86,6 +88,15 @@ class Shard {
   // answered kNotOwner, never run. Out of cluster mode every slot is served. It also
   // remembers which keys requests changed, for the replication stream.
   void enable_ownership() { owned_ = std::make_unique<SlotBits>(); }
+  // Where keys are charged, and the caps held against the charges: maxmemory, each user's
+  // share of keys and bytes (accounts.hpp). Null: nothing charged or capped but max-keys.
+  // (Shared: a shard actor may outlive the node that made it, and its keys are given back
+  // as it goes.)
+  void set_accounts(std::shared_ptr<Accounts> a) {
+    accounts_owner_ = std::move(a);
+    accounts_ = accounts_owner_.get();
+    table_.set_accounts(accounts_);
+  }
   // The longest string APPEND and SETRANGE may make (proto-max-bulk-len: one argument can
   // be no longer, so neither can a value grown a piece at a time).
   void set_max_string(size_t bytes) { max_string_ = bytes; }
@@ -139,8 +150,12 @@ class Shard {
  private:
   // Dispatch (shard.cpp).
   Entry* get_or_create(ShardOp& op, Kind kind, int64_t now_ns);
-  // Whether a new key fits under the cap (sweeping idle ones first); else kKeyLimit.
+  // Whether a new key fits under the caps (sweeping idle ones first): max-keys, maxmemory,
+  // the asking user's shares; else the status says which (kKeyLimit, kNoMemory, ...).
   bool room_for_key(ShardOp& op, int64_t now_ns);
+  // Whether a data command that grows memory (Redis's denyoom) may run: the node under
+  // maxmemory, the asking user under its share of bytes; else the status says which.
+  bool room_to_grow(ShardOp& op);
   void take(ShardOp& op, int64_t now_ns);
   void reserve_wait(Entry& e, ShardOp& op, int64_t now_ns);  // FG.TAKE ... WAIT
   static void charge(Entry& e, const LimitSpec& spec, int64_t delta, int64_t now_ns);
@@ -240,13 +255,15 @@ class Shard {
   static int64_t expires_ms(const Entry& e);
 
   // Moving state (shard_transfer.cpp).
-  void install_one(const EntrySnapshot& s);  // erase, keeping the holder index right
+  void install_one(const EntrySnapshot& s);  // erase, keeping the holder index right (and
+                                             // charged to the snapshot's account)
   void install_packed(const PackedRecord& r,
                       uint64_t hash);  // in place when the key holds the same kind
   void note_dirty(std::string_view key);
 
   // A served key changed (or went): for the replication stream, and for WATCH.
   void mark(Entry* e, std::string_view key) {
+    if (weight_varies(e->kind)) table_.recharge(e, entry_weight(*e));
     if (owned_ && !(e->flags & kEntryDirty)) {
       e->flags |= kEntryDirty;
       note_dirty(key);
@@ -280,6 +297,7 @@ class Shard {
   static constexpr size_t kMaxDirty = 1 << 22;
   size_t max_dirty_ = kMaxDirty;
 
+  std::shared_ptr<Accounts> accounts_owner_;  // (before the table: it outlives the keys)
   KeyTable table_;
   HolderIndex holders_;
   // Open reservations (all-or-nothing checks over several keys): what each took, so it
@@ -295,6 +313,7 @@ class Shard {
   int64_t leases_ = 0;  // live leases held in table_
   ShardStats* stats_;
   std::unique_ptr<SlotBits> owned_;  // null: every slot
+  Accounts* accounts_ = nullptr;
   ScriptHost* scripts_ = nullptr;
   uint16_t id_ = 0;
   uint16_t pool_size_ = 1;

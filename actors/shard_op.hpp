@@ -60,7 +60,15 @@ enum class OpStatus : uint8_t {
   kKeyLimit,       // the shard is at its key cap
   kNotOwner,       // cluster: this node does not hold the key's slot (it moved, or is arriving)
   kNotReplicated,  // cluster: done here, but no replica acknowledged it in time (sync)
+  kNoMemory,       // the node's keyspace is at maxmemory (Redis's -OOM)
+  kUserKeys,       // the asking user holds its share of the node's keys
+  kUserMemory,     // the asking user holds its share of the node's memory
 };
+// Whether a status says there was no room for the op (a key cap, memory, a user's share).
+inline bool no_room(OpStatus s) {
+  return s == OpStatus::kKeyLimit || s == OpStatus::kNoMemory || s == OpStatus::kUserKeys ||
+         s == OpStatus::kUserMemory;
+}
 
 constexpr uint16_t kAllShards = 0xffff;
 constexpr size_t kMaxShards = 64;
@@ -93,6 +101,8 @@ struct ShardOp {
   // holder: whose keys' leases it may touch (null: unchecked). Kept alive by the sender
   // until the op is answered.
   const ScriptCaller* caller = nullptr;
+  // Whose keys it makes (accounts.hpp: the asking user's account; 0: no one's).
+  uint16_t account = 0;
   // kData: the bytes its connection's replies may still take in this batch (null: no cap).
   // Each reply is taken off it; once it is below zero, the connection's later ops are not
   // run (it is closed when the batch is back), except a transaction's, which stay whole.

@@ -17,6 +17,7 @@ ShardPool::ShardPool(caf::actor_system& sys, ShardPoolConfig cfg, const Clock* c
     sc.max_keys = (cfg_.max_keys + cfg_.shards - 1) / cfg_.shards;
     cells_.push_back(std::make_shared<ShardCell>(sc.max_keys, seed + (uint64_t{i} << 56)));
     cells_.back()->shard.set_max_string(cfg_.max_string_bytes);
+    if (cfg_.accounts) cells_.back()->shard.set_accounts(cfg_.accounts);
     cells_.back()->shard.set_place(static_cast<uint16_t>(i), static_cast<uint16_t>(cfg_.shards));
     sc.sweep_interval_ms = cfg_.sweep_interval_ms;
     sc.sweep_budget = cfg_.sweep_budget;

@@ -18,6 +18,7 @@ struct ShardPoolConfig {
   bool cluster = false;                 // shards start serving no slot; install() hands them slots
   uint64_t seed = 0;                    // of lease ids (0: one from the OS)
   size_t max_string_bytes = 512 << 20;  // Shard::set_max_string
+  std::shared_ptr<Accounts> accounts;   // Shard::set_accounts: where keys are charged
 };
 
 class ShardPool {

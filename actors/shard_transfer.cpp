@@ -63,9 +63,10 @@ void Shard::install_one(const EntrySnapshot& s) {
   }
   const uint64_t h = KeyTable::hash(s.key);
   forget(s.key, h);
-  Entry* e = table_.insert(s.key, h, s.kind);
+  Entry* e = table_.insert(s.key, h, s.kind, s.account);
   restore_into(*e, s);
-  if (s.expires_ms > 0) table_.set_deadline(s.key, h, s.expires_ms);
+  if (s.expires_ms > 0) e = table_.set_deadline(s.key, h, s.expires_ms);
+  table_.recharge(e, entry_weight(*e));
   for (const Lease& l : s.leases) holders_.add(l.holder, s.key);
   if (s.kind == Kind::kConcurrency) leases_ += static_cast<int64_t>(s.leases.size());
 }
@@ -78,7 +79,8 @@ void Shard::install_packed(const PackedRecord& r, uint64_t h) {
   }
   if (!e) e = table_.insert(r.key, h, r.kind);
   restore_packed(*e, r);
-  if (e->deadline_ms() != r.deadline_ms) table_.set_deadline(r.key, h, r.deadline_ms);
+  if (e->deadline_ms() != r.deadline_ms) e = table_.set_deadline(r.key, h, r.deadline_ms);
+  table_.recharge(e, entry_weight(*e));
 }
 
 void Shard::install(const std::vector<EntrySnapshot>& entries) {

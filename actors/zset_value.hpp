@@ -14,6 +14,8 @@ constexpr size_t kMaxZSetMembers = 100'000;
 struct ZSetValue {
   std::set<std::pair<double, std::string>> by_score;
   std::unordered_map<std::string, double> scores;
+  size_t bytes = 0;  // what its members hold, for the key's charge (accounts.hpp)
+  static constexpr size_t kMemberBytes = 128;  // a member's nodes in both indexes
 
   size_t size() const { return scores.size(); }
   const double* score(std::string_view m) const {
@@ -26,6 +28,8 @@ struct ZSetValue {
     if (!fresh) {
       by_score.erase({it->second, it->first});
       it->second = s;
+    } else {
+      bytes += 2 * m.size() + kMemberBytes;
     }
     by_score.emplace(s, it->first);
   }
@@ -33,6 +37,7 @@ struct ZSetValue {
     auto it = scores.find(std::string(m));
     if (it == scores.end()) return false;
     by_score.erase({it->second, it->first});
+    bytes -= 2 * it->first.size() + kMemberBytes;
     scores.erase(it);
     return true;
   }

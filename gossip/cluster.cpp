@@ -97,6 +97,11 @@ void Cluster::start() {
       auto p = peers_.find(m.addr);
       if (p != peers_.end()) p->second->abort_calls();
     }
+    if (m.state == MemberState::kDead)
+      counters_.members_dead.fetch_add(1, std::memory_order_relaxed);
+    if (m.state == MemberState::kSuspect) {
+      counters_.members_suspected.fetch_add(1, std::memory_order_relaxed);
+    }
     spdlog::info("member {} ({}) is {}", m.id, m.resp_addr, state_name(m.state));
   });
   membership_->on_heard([this](const std::string& id, uint64_t epoch, uint64_t seq) {
@@ -183,6 +188,7 @@ void Cluster::tick() {
     // Only answers to pings sent from now on count: what waited in the socket buffer while
     // the process was stopped may predate the others declaring it dead.
     wake_seq_ = membership_->ping_all();
+    counters_.not_serving.fetch_add(1, std::memory_order_relaxed);
     spdlog::warn(
         "this node did not run for a while; not serving until it hears from most of "
         "the cluster");
@@ -451,6 +457,7 @@ std::vector<std::string> Cluster::quorum_view() {
     confirming_ = true;  // (lost: from now on only what members say themselves counts)
     membership_->forget_heard();
     ask_unconfirmed(now_ns());
+    counters_.not_serving.fetch_add(1, std::memory_order_relaxed);
     spdlog::info("out of touch with most of the cluster (table epoch {}): not serving", t.epoch());
     return alive;
   }

@@ -89,6 +89,11 @@ struct ClusterCounters {
   std::atomic<uint64_t> restore_pending{0};  // restored keys not yet at their owner
   std::atomic<uint64_t> restore_dropped{0};  // restored keys given up on (no owner took them)
   std::atomic<uint64_t> restore_superseded{0};  // 1 when the cluster's copies were newer
+  // Times this node stopped serving for want of the cluster (out of touch with most of it,
+  // or back from not running), and members it saw declared dead or suspected.
+  std::atomic<uint64_t> not_serving{0};
+  std::atomic<uint64_t> members_dead{0};
+  std::atomic<uint64_t> members_suspected{0};
 };
 
 class Cluster {

@@ -74,9 +74,10 @@ template <class Session>
 void ClientConnection<Session>::on_wake() {
   if (!account() || busy()) return;  // (busy: the flight's completion looks at the rights)
   if (session_->rights_hold()) return;
-  spdlog::info("{} {} closed: its user was removed or disabled, or may no longer hear what it "
-               "listens to",
-               Session::kClientWord, client_->addr);
+  spdlog::info(
+      "{} {} closed: its user was removed or disabled, or may no longer hear what it "
+      "listens to",
+      Session::kClientWord, client_->addr);
   close();
 }
 
@@ -86,7 +87,12 @@ void ClientConnection<Session>::on_pushes() {
   // way they join the output and on_written sends them; the mailbox counts what waits
   // there against the hard limit)
   if (in_flight_) return;
-  if (take_pushes() && !writing_ && write()) pump();
+  const bool some = take_pushes();
+  if (closed_) return;
+  // (messages for a client that is not reading pile up in its output: counted against
+  // maxmemory-clients as they come, not at its next tick)
+  if (some && !account()) return;
+  if (some && !writing_ && write()) pump();
   if (!closed_ && !busy() && session_->wants_turn()) pump();  // (a key it waits on changed)
 }
 
@@ -239,7 +245,7 @@ template <class Session>
 bool ClientConnection<Session>::account() {
   const auto bytes =
       static_cast<int64_t>(in_.capacity() + session_->output().capacity() + stream_->held_bytes()) +
-      session_->held_bytes();
+      session_->held_bytes() + client_->bus_bytes->load(std::memory_order_relaxed);
   if (account_memory(svc_, *client_, bytes, reported_bytes_, connection_now_ms())) return true;
   close();
   return false;

@@ -20,7 +20,13 @@ struct NodeConfig {
   std::vector<std::string> users;  // ACL users: "name rules..." (Redis's `user` lines)
   std::string aclfile;             // or: a file of "user name rules..." lines (ACL LOAD)
   size_t maxclients = 10000;
-  int64_t maxmemory_clients = 0;        // bytes all clients' buffers may hold together (0: no cap)
+  int64_t maxmemory = 0;          // bytes the keyspace may hold (0: no cap)
+  int64_t maxmemory_clients = 0;  // bytes all clients' buffers may hold together (0: no cap)
+  // What one user may take of each node-wide cap (api/core/user_shares.hpp): a fraction,
+  // and per-user numbers ("name keys=N bytes=SIZE ...").
+  double user_share = 0.5;
+  std::vector<std::string> user_limits;
+  int64_t max_subscriptions = 100'000;  // channels, patterns, shard channels heard, node-wide
   OutputLimits output_limits;           // client-output-buffer-limit
   int64_t timeout_s = 0;                // close idle clients after this; 0 = never
   int64_t max_waiters = 10000;          // FG.TAKE ... WAIT: at once on this node
@@ -57,6 +63,10 @@ struct NodeConfig {
   bool rls_response_headers = false;
   std::string rls_user = "default";
   bool tls_rls = false;
+  int64_t rls_maxclients = 1000;              // the gateway door's connections at once
+  int64_t rls_max_keys_per_domain = 100'000;  // counters one domain may have made here
+  int64_t rls_idle_timeout_ms = 600'000;      // a connection with no call this long: closed
+  std::string rls_token_file;                 // set: callers send its bearer token
   std::string admin_bind;        // the admin port's address; empty: the first `bind` address
   std::string admin_token_file;  // set: /cluster, /status and / want its bearer token
   // TLS (node/OPERATIONS.md, "TLS"): the files, and where it is spoken.

@@ -244,6 +244,19 @@ std::string AdminHttp::metrics() const {
     t.one("floodgate_rls_domain_not_found_total", "counter",
           "ShouldRateLimit calls naming a domain no rls-config file has (answered OK)",
           load(b.domain_not_found));
+    t.one("floodgate_rls_connections", "gauge",
+          "The gateway door's connections (plain gRPC: rls-maxclients holds them)",
+          static_cast<double>(b.connections.load(std::memory_order_relaxed)));
+    t.family("floodgate_rls_refused_total", "counter",
+             "What the gateway door refused: connections past rls-maxclients, connections "
+             "that did not begin within query-deadline, calls without the rls-token-file's "
+             "token, calls needing more counters than rls-max-keys-per-domain leaves");
+    t.sample("floodgate_rls_refused_total", label("reason", "maxclients"),
+             load(b.connections_refused));
+    t.sample("floodgate_rls_refused_total", label("reason", "handshake"),
+             load(b.handshake_timeouts));
+    t.sample("floodgate_rls_refused_total", label("reason", "token"), load(b.unauthenticated));
+    t.sample("floodgate_rls_refused_total", label("reason", "keys"), load(b.keys_refused));
     t.family("floodgate_rls_config_loads_total", "counter",
              "rls-config loads, by result (a refused one keeps the rules in force)");
     t.sample("floodgate_rls_config_loads_total", label("result", "success"),

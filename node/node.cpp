@@ -121,7 +121,19 @@ int Node::start_services(StartState& st, std::string& why) {
   svc_.bound = &bound_;
   svc_.settings.bind = cfg_.bind;
   svc_.acl = &acl_;
-  acl_.set_on_change([this] { clients_.wake_all(); });
+  svc_.accounts = accounts_.get();
+  clients_.set_accounts(accounts_.get());
+  svc_.wait_room.set_accounts(accounts_.get());
+  accounts_->set_maxmemory(cfg_.maxmemory);
+  svc_.settings.max_subscriptions = cfg_.max_subscriptions;
+  for (const std::string& line : cfg_.user_limits) {
+    if (Result<UserLimits> l = parse_user_limits(line)) user_limits_.push_back(*l);
+  }
+  apply_shares();
+  acl_.set_on_change([this] {
+    apply_shares();  // (a new or changed user's caps, before its connections look again)
+    clients_.wake_all();
+  });
   if (!cfg_.aclfile.empty()) {
     svc_.acl_load = [this] {  // (the path and requirepass never change)
       Status st = load_users(cfg_, acl_);
@@ -157,10 +169,12 @@ int Node::start_shards(StartState& st, std::string& why) {
   pool_cfg.max_string_bytes = std::min(cfg_.proto_max_bulk_len, cfg_.max_query_bytes);
   pool_cfg.cluster = cfg_.cluster_enabled;
   pool_cfg.seed = run_.seed ? run_.seed + 2 : 0;
+  pool_cfg.accounts = accounts_;
   // (the engine outlives the shards that call it)
   ScriptLimits script_limits;
   script_limits.budget_ms = cfg_.script_time_limit_ms;
   script_limits.memory_bytes = cfg_.script_memory_limit;
+  script_limits.accounts = accounts_.get();
   if (cfg_.maxmemory_clients > 0) {  // (scripts' heaps stay within the clients' cap too)
     script_limits.memory_room = [this] { return clients_.max_memory() - clients_.memory(); };
   }
@@ -296,6 +310,10 @@ int Node::start_doors(StartState& st, std::string& why) {
     // (the cap on what clients make the node hold covers this door's gRPC memory too)
     if (cfg_.maxmemory_clients > 0) o.memory_bytes = cfg_.maxmemory_clients;
     o.user = cfg_.rls_user;
+    o.max_clients = cfg_.rls_maxclients;
+    o.handshake_ms = cfg_.query_deadline_ms;
+    o.idle_ms = cfg_.rls_idle_timeout_ms;
+    o.max_keys_per_domain = cfg_.rls_max_keys_per_domain;
     if (cfg_.tls_rls) {
       if (!cfg_.tls.key_file_pass.empty()) {
         return fail(why, 2, "tls-rls: the gateway door cannot read a key with a passphrase");
@@ -325,6 +343,11 @@ int Node::start_doors(StartState& st, std::string& why) {
       spdlog::warn("rls-port without rls-config: every descriptor is answered OK (no limits)");
     }
     rls_ = std::make_unique<RlsDoor>(svc_, *rls_rules_, std::move(o));
+    if (!cfg_.rls_token_file.empty()) {
+      const auto token = read_admin_token(cfg_.rls_token_file);  // (the same file format)
+      if (!token) return fail(why, 2, "rls-token-file: " + token.error());
+      rls_->set_token(*token);
+    }
     if (const Status started = rls_->start(st.bind_host, cfg_.rls_port); !started) {
       return fail(why, 1, "rls-port " + std::to_string(cfg_.rls_port) + ": " + started.error());
     }
@@ -554,6 +577,19 @@ void Node::reload_users(const std::vector<std::string>* from_file) {
   }
 }
 
+void Node::apply_shares() {
+  NodeCaps node;
+  node.of[Accounts::kKeys] = static_cast<int64_t>(cfg_.max_keys);
+  node.of[Accounts::kBytes] = cfg_.maxmemory;
+  node.of[Accounts::kScripts] = static_cast<int64_t>(cfg_.script_cache_max_scripts);
+  node.of[Accounts::kScriptBytes] = static_cast<int64_t>(cfg_.script_cache_max_bytes);
+  node.of[Accounts::kWaiters] = cfg_.max_waiters;
+  node.of[Accounts::kConnections] = static_cast<int64_t>(cfg_.maxclients);
+  node.of[Accounts::kSubscriptions] = cfg_.max_subscriptions;
+  std::lock_guard<std::mutex> lock(shares_mu_);
+  apply_user_shares(acl_, node, cfg_.user_share, user_limits_, *accounts_);
+}
+
 void Node::reload() {
   if (cluster_ && !cfg_.cluster_secret_file.empty()) {  // (rotation: gossip/README.md)
     const auto secrets = BusKey::read_file(cfg_.cluster_secret_file);
@@ -563,6 +599,14 @@ void Node::reload() {
                    secrets->size());
     } else {
       spdlog::error("SIGHUP: {}; keeping the cluster secret in force", st.error());
+    }
+  }
+  if (rls_ && !cfg_.rls_token_file.empty()) {  // (the gateway door's, likewise)
+    if (const auto token = read_admin_token(cfg_.rls_token_file)) {
+      rls_->set_token(*token);
+      spdlog::info("rls-token-file reloaded");
+    } else {
+      spdlog::error("SIGHUP: {}; keeping the gateway door's token in force", token.error());
     }
   }
   if (admin_ && !cfg_.admin_token_file.empty()) {  // (a rotated token, in force at once)
@@ -592,7 +636,7 @@ void Node::reload() {
   }
   if (cfg_.config_file.empty()) {
     if (cfg_.admin_token_file.empty() && cfg_.cluster_secret_file.empty() && cfg_.aclfile.empty() &&
-        !svc_.tls) {
+        cfg_.rls_token_file.empty() && !svc_.tls) {
       spdlog::warn("SIGHUP: no --config file to reload");
     }
     return;
@@ -601,7 +645,16 @@ void Node::reload() {
   try {
     load_config_file(cfg_.config_file, fresh);
     const size_t n = policy_store_.reload_file(policy_file(fresh));
+    {
+      std::vector<UserLimits> limits;
+      for (const std::string& line : fresh.user_limits) {
+        if (Result<UserLimits> l = parse_user_limits(line)) limits.push_back(*l);
+      }
+      std::lock_guard<std::mutex> lock(shares_mu_);
+      user_limits_ = std::move(limits);
+    }
     if (cfg_.aclfile.empty()) reload_users(&fresh.users);
+    apply_shares();
     if (fresh.log_level != cfg_.log_level) {
       cfg_.log_level = fresh.log_level;
       spdlog::set_level(spdlog::level::from_str(cfg_.log_level));

@@ -31,6 +31,7 @@
 #include "services.hpp"
 #include "snapshotter.hpp"
 #include "tls_context.hpp"
+#include "user_shares.hpp"
 
 namespace fg {
 
@@ -135,6 +136,12 @@ class Node {
   NodeNets nets_;
   NodeRun run_;
   AclBook acl_;
+  // What each user holds of the node, and its caps (declared before the shards that count
+  // into it and the doors that read it).
+  std::shared_ptr<Accounts> accounts_ = std::make_shared<Accounts>();
+  std::vector<UserLimits> user_limits_;
+  std::mutex shares_mu_;
+  void apply_shares();  // every user's caps, from user-share and user-limits
   PolicyRegistry policies_;
   Book book_;
   PolicyStore policy_store_;

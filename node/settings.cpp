@@ -4,6 +4,7 @@
 #include <sstream>
 
 #include "output_limits.hpp"
+#include "user_shares.hpp"
 #include "words.hpp"
 
 namespace fg {
@@ -137,6 +138,19 @@ std::vector<Setting> make_settings() {
              "The gateway door adds RateLimit-Limit, -Remaining and -Reset headers"),
       text("rls-user", "--rls-user", &NodeConfig::rls_user,
            "The ACL user whose rights the gateway door's requests run with (default: default)"),
+      integer("rls-maxclients", "--rls-maxclients", &NodeConfig::rls_maxclients, 1, 1'000'000,
+              "The gateway door's connections at once (plain gRPC); past it new ones are closed"),
+      integer("rls-max-keys-per-domain", "--rls-max-keys-per-domain",
+              &NodeConfig::rls_max_keys_per_domain, 1, int64_t{1} << 40,
+              "Counters one gateway domain may have made on this node and still alive; past "
+              "it a call that needs a new one is refused (RESOURCE_EXHAUSTED)"),
+      duration("rls-idle-timeout", "--rls-idle-timeout-ms", &NodeConfig::rls_idle_timeout_ms, 0,
+               86'400'000,
+               "The gateway door closes a connection with no call for this long (0: never)"),
+      text("rls-token-file", "--rls-token-file", &NodeConfig::rls_token_file,
+           "A file whose first line is a bearer token every gateway call must send "
+           "(authorization: Bearer <token>); none: the door is open, as upstream's; re-read on "
+           "SIGHUP"),
       yes_no("tls-rls", "--tls-rls", &NodeConfig::tls_rls,
              "The gateway door speaks TLS only (the node's certificate; client certificates "
              "per tls-auth-clients)"),
@@ -206,6 +220,51 @@ std::vector<Setting> make_settings() {
            "on ACL LOAD"),
       integer("maxclients", "--maxclients", &NodeConfig::maxclients, 1, 1'000'000,
               "Most simultaneous client connections"),
+      {"maxmemory", "--maxmemory",
+       "Most bytes the keyspace may hold (keys, values, limiter state, replicas' copies), as "
+       "bytes or a size such as 4gb; past it commands that grow memory answer -OOM (0 = no cap)",
+       "SIZE",
+       [](NodeConfig& c, const std::string& v) -> Status {
+         const int64_t n = parse_size(v);
+         if (n < 0) return Error{"must be a size such as 4gb, or bytes"};
+         c.maxmemory = n;
+         return {};
+       },
+       [](const NodeConfig& c) { return std::to_string(c.maxmemory); }},
+      {"user-share", "--user-share",
+       "What one user (not an operator: every command, key and channel) may take of each "
+       "node-wide cap, as a fraction (0.5) or a percentage (50%); 1 = no share",
+       "FRACTION",
+       [](NodeConfig& c, const std::string& v) -> Status {
+         std::string t = v;
+         const bool pct = !t.empty() && t.back() == '%';
+         if (pct) t.pop_back();
+         long double x = 0;
+         if (!parse_long_double(t, x)) return Error{"must be a fraction such as 0.5, or 50%"};
+         if (pct) x /= 100;
+         if (!(x > 0 && x <= 1)) return Error{"must be above 0 and at most 1 (100%)"};
+         c.user_share = static_cast<double>(x);
+         return {};
+       },
+       [](const NodeConfig& c) {
+         std::ostringstream o;
+         o << c.user_share;
+         return o.str();
+       }},
+      {"user-limits", "--user-limit",
+       "One user's own caps, \"name keys=N bytes=SIZE scripts=N script-bytes=SIZE waiters=N "
+       "connections=N subscriptions=N\" (any of them; repeatable; read again on SIGHUP)",
+       "TEXT",
+       [](NodeConfig& c, const std::string& v) -> Status {
+         if (Result<UserLimits> l = parse_user_limits(v); !l) return Error{l.error()};
+         c.user_limits.push_back(v);
+         return {};
+       },
+       [](const NodeConfig& c) { return join(c.user_limits, "; "); }, true,
+       [](NodeConfig& c) { c.user_limits.clear(); }},
+      integer("max-subscriptions", "--max-subscriptions", &NodeConfig::max_subscriptions, 0,
+              int64_t{1} << 40,
+              "Most channels, patterns and shard channels all clients hear at once (0 = none)"),
       {"maxmemory-clients", "--maxmemory-clients",
        "Most bytes all client connections' buffers may hold together, as bytes or a size such "
        "as 64mb; past it the biggest clients are disconnected (0 = no cap)",

@@ -473,6 +473,7 @@ Status AclBook::load(const std::vector<std::string>& lines, const std::string& r
     }
     auto u = std::make_shared<AclUser>(catalog_, w[1]);
     u->set_book(this);
+    u->set_account(account_for(w[1]));
     for (size_t j = 2; j < w.size(); ++j) {
       if (const Status st = u->apply(w[j]); !st) {
         return Error{at + "Error in user declaration '" + w[j] + "': " + st.error()};
@@ -483,6 +484,7 @@ Status AclBook::load(const std::vector<std::string>& lines, const std::string& r
   if (!fresh.count("default")) {
     auto u = default_user(catalog_, requirepass);
     u->set_book(this);
+    u->set_account(account_for("default"));
     fresh.emplace("default", std::move(u));
   }
   {
@@ -491,6 +493,17 @@ Status AclBook::load(const std::vector<std::string>& lines, const std::string& r
   }
   changed();
   return {};
+}
+
+uint16_t AclBook::account_for(std::string_view name) {
+  std::lock_guard<std::mutex> lock(account_mu_);
+  const auto it = accounts_.find(name);
+  if (it != accounts_.end()) return it->second;
+  // (past the last id, users share no account: counted in the node's totals only)
+  if (next_account_ >= Accounts::kMax) return Accounts::kNone;
+  const auto id = static_cast<uint16_t>(next_account_++);
+  accounts_.emplace(std::string(name), id);
+  return id;
 }
 
 void AclBook::changed() {
@@ -507,6 +520,7 @@ Status AclBook::set_user(std::string_view name, const std::vector<std::string_vi
     auto u = it != users_.end() ? std::make_shared<AclUser>(*it->second)
                                 : std::make_shared<AclUser>(catalog_, std::string(name));
     u->set_book(this);
+    if (it == users_.end()) u->set_account(account_for(name));
     for (std::string_view r : rules) {
       if (const Status st = u->apply(r); !st) return Error{err::acl_modifier(r, st.error())};
     }
@@ -612,11 +626,22 @@ bool AclSession::refresh() {
 }
 
 bool AclSession::authenticate(std::string_view user, std::string_view pass) {
+  auto u = verify(user, pass);
+  if (!u) return false;
+  adopt(std::move(u));
+  return true;
+}
+
+std::shared_ptr<const AclUser> AclSession::verify(std::string_view user,
+                                                  std::string_view pass) const {
   auto u = book_->find(user);
-  if (!u || !u->enabled() || !u->password_matches(pass)) return false;
+  if (!u || !u->enabled() || !u->password_matches(pass)) return nullptr;
+  return u;
+}
+
+void AclSession::adopt(std::shared_ptr<const AclUser> u) {
   version_ = book_->version();
   user_ = std::move(u);
-  return true;
 }
 
 const std::string& AclSession::name() const {

@@ -7,8 +7,8 @@
 #pragma once
 #include <atomic>
 #include <cstdint>
-#include <functional>
 #include <deque>
+#include <functional>
 #include <map>
 #include <memory>
 #include <mutex>
@@ -16,6 +16,7 @@
 #include <string_view>
 #include <vector>
 
+#include "accounts.hpp"
 #include "clock.hpp"
 #include "result.hpp"
 #include "script_host.hpp"
@@ -126,6 +127,9 @@ class AclUser : public ScriptCaller {
   Status apply(std::string_view rule);
 
   const std::string& name() const { return name_; }
+  // Whose keys its requests make (accounts.hpp): one per user name, for the process's life.
+  uint16_t account() const { return account_; }
+  void set_account(uint16_t a) { account_ = a; }
   bool enabled() const { return enabled_; }
   bool nopass() const { return nopass_; }
   // Whether `pass` is one of its passwords (or it has nopass); constant time per password.
@@ -151,6 +155,7 @@ class AclUser : public ScriptCaller {
   // ScriptCaller: what redis.call may run (a refusal goes to the book's ACL LOG).
   const char* refuse(const std::vector<std::string_view>& words) const override;
   bool may_write(std::string_view key) const override { return key_allowed(key, false, true); }
+  std::string_view caller_name() const override { return name_; }
   void set_book(const AclBook* book) { book_ = book; }
 
  private:
@@ -169,6 +174,7 @@ class AclUser : public ScriptCaller {
   const AclCatalog* catalog_;
   const AclBook* book_ = nullptr;  // where its scripts' refusals are logged
   std::string name_;
+  uint16_t account_ = 0;
   bool enabled_ = false;
   bool nopass_ = false;
   std::vector<std::string> passwords_;      // SHA-256, lower-case hex
@@ -235,6 +241,12 @@ class AclBook {
   std::atomic<uint64_t> version_{1};
   std::function<void()> on_change_;
   void changed();  // a new version, and on_change_
+  // Each user name's account, for the process's life (a user deleted and made again keeps
+  // its keys' account).
+  uint16_t account_for(std::string_view name);
+  std::mutex account_mu_;
+  std::map<std::string, uint16_t, std::less<>> accounts_;
+  size_t next_account_ = 1;
 };
 
 // Who a connection is: its user once authenticated (null before), refreshed when the
@@ -251,9 +263,15 @@ class AclSession {
   bool stale() const { return book_ && book_->version() != version_; }
   // AUTH / HELLO AUTH; false on a wrong pair or a disabled user (the caller logs it).
   bool authenticate(std::string_view user, std::string_view pass);
+  // The same in two steps: the user a pair names (null: wrong, or disabled), and signing
+  // in as it (when the caller has found room for it).
+  std::shared_ptr<const AclUser> verify(std::string_view user, std::string_view pass) const;
+  void adopt(std::shared_ptr<const AclUser> u);
   bool authenticated() const { return user_ != nullptr; }
   const AclUser* user() const { return user_.get(); }
   const std::string& name() const;  // "default" before AUTH
+  // Its user's account (accounts.hpp); no one's before AUTH.
+  uint16_t account() const { return user_ ? user_->account() : Accounts::kNone; }
   const AclBook* book() const { return book_; }
 
  private:

@@ -13,14 +13,20 @@ namespace {
 // error reply on failure.
 bool check_password(CommandContext& s, std::string_view command, std::string_view user,
                     std::string_view pass) {
-  if (!s.acl().authenticate(user, pass)) {
+  auto u = s.acl().verify(user, pass);
+  if (!u) {
     s.svc().acl->refused(
         AclDenied::kAuth, "toplevel", command, user,
         s.svc().clients->describe(s.client(), s.svc().clock->now_ns() / 1'000'000));
     s.local().error(err::kWrongPass);
     return false;
   }
-  s.svc().clients->set_user(s.client(), s.acl().name());
+  // (a user at its share of the node's connections signs in nowhere new)
+  if (!s.svc().clients->set_user(s.client(), u->name(), u->account())) {
+    s.local().error(err::kUserMaxClients);
+    return false;
+  }
+  s.acl().adopt(std::move(u));
   return true;
 }
 

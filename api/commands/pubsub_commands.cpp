@@ -52,11 +52,21 @@ bool shard_channels_here(CommandContext& s, const Args& a, size_t first, size_t 
   return false;
 }
 
+// Whether one more subscription fits (max-subscriptions, the user's share); else the error,
+// and the rest of the command's channels are not subscribed.
+bool room_for(CommandContext& s, Subscriptions& subs) {
+  subs.set_owner(s.svc().accounts, s.acl().account());
+  if (subs.room(s.svc().settings.max_subscriptions)) return true;
+  s.local().error(err::kMaxSubscriptions);
+  return false;
+}
+
 void subscribe(CommandContext& s, Args& a, ChannelKind k) {
   Subscriptions& subs = s.subscriptions();
   const bool shard = k == ChannelKind::kShard;
   if (shard && !shard_channels_here(s, a, 1, a.size() - 1)) return;
   for (size_t j = 1; j < a.size(); ++j) {
+    if (!subs.has(k, a[j]) && !room_for(s, subs)) return;
     subs.subscribe(k, a[j]);
     confirm(s, shard ? "ssubscribe" : "subscribe", &a[j],
             shard ? subs.shard_count() : subs.count());
@@ -111,6 +121,7 @@ void cmd_sunsubscribe(CommandContext& s, Args& a) { unsubscribe(s, a, ChannelKin
 void cmd_psubscribe(CommandContext& s, Args& a) {
   Subscriptions& subs = s.subscriptions();
   for (size_t j = 1; j < a.size(); ++j) {
+    if (!subs.has_pattern(a[j]) && !room_for(s, subs)) return;
     subs.psubscribe(a[j]);
     confirm(s, "psubscribe", &a[j], subs.count());
   }
@@ -136,12 +147,18 @@ void cmd_punsubscribe(CommandContext& s, Args& a) {
 
 // PUBLISH channel message: this node's receivers (as Redis Cluster counts: the node's own).
 void cmd_publish(CommandContext& s, Args& a) {
-  s.local().integer(s.svc().pubsub.publish_everywhere(ChannelKind::kChannel, a[1], a[2]));
+  const int64_t n =
+      s.svc().pubsub.publish_everywhere(ChannelKind::kChannel, a[1], a[2], s.client().bus_bytes);
+  if (n < 0) return s.local().error(err::kBusFull);
+  s.local().integer(n);
 }
 
 void cmd_spublish(CommandContext& s, Args& a) {
   if (!shard_channels_here(s, a, 1, 1)) return;
-  s.local().integer(s.svc().pubsub.publish_everywhere(ChannelKind::kShard, a[1], a[2]));
+  const int64_t n =
+      s.svc().pubsub.publish_everywhere(ChannelKind::kShard, a[1], a[2], s.client().bus_bytes);
+  if (n < 0) return s.local().error(err::kBusFull);
+  s.local().integer(n);
 }
 
 // PUBSUB CHANNELS | NUMSUB | NUMPAT | SHARDCHANNELS | SHARDNUMSUB | HELP: this node's.

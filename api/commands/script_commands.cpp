@@ -28,7 +28,15 @@ void cmd_script(CommandContext& s, Args& a) {
   if (!eng) return s.local().error(err::unknown_command(a));
   RespWriter w = s.local();
   if (iequals(a[1], "load") && a.size() == 3) {
-    Result<std::string> sha = eng->load(a[2]);
+    ScriptCache::Owner owner;  // (a restricted user's script counts against its share)
+    if (const AclUser* u = s.acl().user(); u && !u->unrestricted()) {
+      owner.name = u->name();
+      if (const Accounts* acc = s.svc().accounts) {
+        owner.max_scripts = acc->cap(u->account(), Accounts::kScripts);
+        owner.max_bytes = acc->cap(u->account(), Accounts::kScriptBytes);
+      }
+    }
+    Result<std::string> sha = eng->load(a[2], owner);
     if (!sha.ok()) return w.error(sha.error());
     return w.bulk(*sha);
   }

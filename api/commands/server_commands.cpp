@@ -89,18 +89,28 @@ std::vector<Section> info_sections(CommandContext& s) {
   kv(cl, "blocked_clients", n(static_cast<int64_t>(v.waiters.blocked())));
   out.emplace_back("clients", std::move(cl));
   std::string mem;
-  kv(mem, "used_memory", n(rss));
-  kv(mem, "mem_clients_normal", n(v.clients->memory()));
-  kv(mem, "maxmemory_clients", n(v.clients->max_memory()));
-  kv(mem, "used_memory_human", human_bytes(rss));
+  // used_memory: what the node reckons it holds (the keyspace, client buffers, Lua heaps,
+  // the script cache); maxmemory is held against the keyspace's part (used_memory_dataset).
+  const int64_t dataset = v.accounts ? v.accounts->total_bytes() : v.shards->bytes();
+  const int64_t scripts_heap = v.scripts ? v.scripts->heap_bytes() : 0;
+  const int64_t scripts_cache = v.scripts ? static_cast<int64_t>(v.scripts->cache_bytes()) : 0;
+  const int64_t used = dataset + v.clients->memory() + scripts_heap + scripts_cache;
+  const int64_t most = v.accounts ? v.accounts->maxmemory() : 0;
+  kv(mem, "used_memory", n(used));
+  kv(mem, "used_memory_human", human_bytes(used));
   kv(mem, "used_memory_rss", n(rss));
   kv(mem, "used_memory_rss_human", human_bytes(rss));
+  kv(mem, "used_memory_dataset", n(dataset));
+  kv(mem, "mem_clients_normal", n(v.clients->memory()));
+  kv(mem, "maxmemory_clients", n(v.clients->max_memory()));
   kv(mem, "limiter_state_bytes", n(v.shards->bytes()));
-  kv(mem, "maxmemory", "0");
+  kv(mem, "maxmemory", n(most));
+  kv(mem, "maxmemory_human", human_bytes(most));
+  kv(mem, "maxmemory_policy", "noeviction");
   if (v.scripts) {
     kv(mem, "number_of_cached_scripts", n(static_cast<int64_t>(v.scripts->scripts())));
-    kv(mem, "used_memory_scripts_eval", n(static_cast<int64_t>(v.scripts->cache_bytes())));
-    kv(mem, "used_memory_vm_eval", n(v.scripts->heap_bytes()));
+    kv(mem, "used_memory_scripts_eval", n(scripts_cache));
+    kv(mem, "used_memory_vm_eval", n(scripts_heap));
   }
   out.emplace_back("memory", std::move(mem));
   std::string pers;
@@ -139,6 +149,9 @@ std::vector<Section> info_sections(CommandContext& s) {
   kv(stats, "pubsub_channels", n(v.pubsub.channel_count(ChannelKind::kChannel)));
   kv(stats, "pubsub_patterns", n(v.pubsub.numpat()));
   kv(stats, "pubsubshard_channels", n(v.pubsub.channel_count(ChannelKind::kShard)));
+  kv(stats, "pubsub_subscriptions", n(v.pubsub.subscriptions.load()));
+  kv(stats, "pubsub_bus_bytes", n(v.pubsub.bus_bytes.load()));
+  kv(stats, "pubsub_bus_refused", n(static_cast<int64_t>(v.pubsub.bus_refused.load())));
   kv(stats, "expired_keys", n(v.shards->expired()));
   kv(stats, "protocol_errors", n(static_cast<int64_t>(v.counters.protocol_errors.load())));
   kv(stats, "clients_dropped_slow_reader", n(static_cast<int64_t>(v.counters.dropped_slow.load())));
@@ -235,6 +248,9 @@ std::vector<Section> info_sections(CommandContext& s) {
       kv(cs, "restored_keys_pending", n(static_cast<int64_t>(cc.restore_pending.load())));
       kv(cs, "restored_keys_dropped", n(static_cast<int64_t>(cc.restore_dropped.load())));
       kv(cs, "restored_snapshot_superseded", n(static_cast<int64_t>(cc.restore_superseded.load())));
+      kv(cs, "not_serving_episodes", n(static_cast<int64_t>(cc.not_serving.load())));
+      kv(cs, "members_declared_dead", n(static_cast<int64_t>(cc.members_dead.load())));
+      kv(cs, "members_suspected", n(static_cast<int64_t>(cc.members_suspected.load())));
       const ReplicationCounters& rc = v.cluster->replication();
       auto u = [&](const std::atomic<uint64_t>& x) { return n(static_cast<int64_t>(x.load())); };
       kv(cs, "cluster_replicas", n(static_cast<int64_t>(rt->replicas)));
@@ -400,7 +416,10 @@ std::vector<std::pair<std::string, std::string>> own_settings(CommandContext& s)
   if (std::none_of(params.begin(), params.end(), [](const auto& p) { return p.first == "save"; }))
     params.emplace_back("save", "");  // (no settings table: nothing is saved)
   params.emplace_back("appendonly", "no");
-  params.emplace_back("maxmemory", "0");
+  if (std::none_of(params.begin(), params.end(),
+                   [](const auto& p) { return p.first == "maxmemory"; }))
+    params.emplace_back("maxmemory", "0");  // (no settings table: no cap)
+  params.emplace_back("maxmemory-policy", "noeviction");
   return params;
 }
 

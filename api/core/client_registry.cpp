@@ -21,6 +21,7 @@ std::shared_ptr<ClientInfo> ClientRegistry::add(std::string addr, std::string la
   c->laddr = std::move(laddr);
   c->created_ms = now_ms;
   c->last_active_mono_ms = steady_ns() / 1'000'000;
+  if (accounts_) accounts_->add(c->account, Accounts::kConnections, 1);  // (no one's, yet)
   clients_[c->id] = c;
   return c;
 }
@@ -36,6 +37,7 @@ void ClientRegistry::remove(uint64_t id) {
   const auto it = clients_.find(id);
   if (it == clients_.end()) return;
   memory_.fetch_sub(it->second->mem_bytes.exchange(0), std::memory_order_relaxed);
+  if (accounts_) accounts_->add(it->second->account, Accounts::kConnections, -1);
   clients_.erase(it);
 }
 
@@ -121,9 +123,16 @@ std::string ClientRegistry::describe_locked(const ClientInfo& c, int64_t now_ms)
   return s;
 }
 
-void ClientRegistry::set_user(ClientInfo& c, std::string user) {
+bool ClientRegistry::set_user(ClientInfo& c, std::string user, uint16_t account) {
   std::lock_guard<std::mutex> g(mu_);
+  if (accounts_ && account != c.account) {
+    if (!accounts_->room(account, Accounts::kConnections)) return false;
+    accounts_->add(account, Accounts::kConnections, 1);
+    accounts_->add(c.account, Accounts::kConnections, -1);
+  }
+  c.account = account;
   c.user = std::move(user);
+  return true;
 }
 
 std::string ClientRegistry::describe(const ClientInfo& c, int64_t now_ms) const {

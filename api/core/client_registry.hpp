@@ -11,6 +11,8 @@
 #include <string>
 #include <string_view>
 
+#include "accounts.hpp"
+
 namespace fg {
 
 struct ClientInfo {
@@ -26,6 +28,8 @@ struct ClientInfo {
   // Bytes its buffers hold (query, replies), as its connection last reported them; set
   // when the node's client memory is over maxmemory-clients and this one is to go.
   std::atomic<int64_t> mem_bytes{0};
+  // Its PUBLISHed messages still on their way to other nodes (counted with its buffers).
+  std::shared_ptr<std::atomic<int64_t>> bus_bytes = std::make_shared<std::atomic<int64_t>>(0);
   std::atomic<bool> evict{false};
   std::atomic<bool> no_evict{false};  // CLIENT NO-EVICT ON: never chosen
   // Waiting in a blocking pop: its KeyWaiters ticket (0: not waiting), and what CLIENT
@@ -44,6 +48,7 @@ struct ClientInfo {
   std::string lib_name;
   std::string lib_ver;
   std::string user = "default";  // the ACL user it authenticated as
+  uint16_t account = 0;          // that user's account (accounts.hpp), for its share
 };
 
 class ClientRegistry {
@@ -66,7 +71,11 @@ class ClientRegistry {
   }
   void set_name(ClientInfo& c, std::string name);
   void set_lib(ClientInfo& c, bool is_name, std::string v);
-  void set_user(ClientInfo& c, std::string user);
+  // The connection is now signed in as `user` (its account `account`); false, and nothing
+  // changed, when that user already holds its share of the node's connections.
+  bool set_user(ClientInfo& c, std::string user, uint16_t account);
+  // Where each user's connections are counted (null: nowhere).
+  void set_accounts(Accounts* a) { accounts_ = a; }
   std::string name_of(const ClientInfo& c) const;
   std::string describe(const ClientInfo& c, int64_t now_ms) const;  // one CLIENT LIST line
   std::string list(int64_t now_ms) const;
@@ -99,6 +108,7 @@ class ClientRegistry {
 
   size_t max_clients_;
   int64_t max_memory_;
+  Accounts* accounts_ = nullptr;
   std::atomic<int64_t> memory_{0};
   std::atomic<uint64_t> evicted_{0};
   std::atomic<int64_t> last_pass_ms_{0};

@@ -140,11 +140,14 @@ int64_t PubSubHub::publish(ChannelKind k, std::string_view channel, std::string_
 }
 
 int64_t PubSubHub::publish_everywhere(ChannelKind k, std::string_view channel,
-                                      std::string_view message) {
+                                      std::string_view message,
+                                      std::shared_ptr<std::atomic<int64_t>> by) {
+  if (propagate_ && !propagate_(k, channel, message, std::move(by))) {
+    bus_refused.fetch_add(1, std::memory_order_relaxed);
+    return -1;
+  }
   published.fetch_add(1, std::memory_order_relaxed);
-  const int64_t n = publish(k, channel, message);
-  if (propagate_) propagate_(k, channel, message);
-  return n;
+  return publish(k, channel, message);
 }
 
 std::vector<std::string> PubSubHub::channels(ChannelKind k, const std::string_view* pattern) const {
@@ -186,11 +189,31 @@ void Subscriptions::set_proto(int proto) {
   if (sub_) sub_->set_proto(proto);
 }
 
+void Subscriptions::counted(int64_t n) {
+  hub_.subscriptions.fetch_add(n, std::memory_order_relaxed);
+  if (accounts_) accounts_->add(account_, Accounts::kSubscriptions, n);
+}
+
+void Subscriptions::set_owner(Accounts* accounts, uint16_t account) {
+  if (accounts == accounts_ && account == account_) return;
+  const int64_t n = count() + shard_count();
+  if (accounts_) accounts_->add(account_, Accounts::kSubscriptions, -n);
+  accounts_ = accounts;
+  account_ = account;
+  if (accounts_) accounts_->add(account_, Accounts::kSubscriptions, n);
+}
+
+bool Subscriptions::room(int64_t node_cap) const {
+  if (hub_.subscriptions.load(std::memory_order_relaxed) >= node_cap) return false;
+  return !accounts_ || accounts_->room(account_, Accounts::kSubscriptions);
+}
+
 bool Subscriptions::subscribe(ChannelKind k, std::string_view channel) {
   auto& mine = channels_[static_cast<int>(k)];
   if (mine.find(channel) != mine.end()) return false;
   mine.emplace(channel);
   held_bytes_ += kSubscriptionBytes + static_cast<int64_t>(channel.size()) * 2;
+  counted(1);
   return hub_.subscribe(&ensure(), k, channel);
 }
 
@@ -200,21 +223,25 @@ bool Subscriptions::unsubscribe(ChannelKind k, std::string_view channel) {
   if (it == mine.end()) return false;
   mine.erase(it);
   held_bytes_ -= kSubscriptionBytes + static_cast<int64_t>(channel.size()) * 2;
+  counted(-1);
   return hub_.unsubscribe(sub_.get(), k, channel);
 }
 
 bool Subscriptions::psubscribe(std::string_view pattern) {
-  if (std::find(patterns_.begin(), patterns_.end(), pattern) != patterns_.end()) return false;
+  if (!pattern_set_.emplace(pattern).second) return false;
   patterns_.emplace_back(pattern);
   held_bytes_ += kSubscriptionBytes + static_cast<int64_t>(pattern.size()) * 2;
+  counted(1);
   return hub_.psubscribe(&ensure(), pattern);
 }
 
 bool Subscriptions::punsubscribe(std::string_view pattern) {
-  const auto it = std::find(patterns_.begin(), patterns_.end(), pattern);
-  if (it == patterns_.end()) return false;
-  patterns_.erase(it);
+  const auto at = pattern_set_.find(pattern);
+  if (at == pattern_set_.end()) return false;
+  pattern_set_.erase(at);
+  patterns_.erase(std::find(patterns_.begin(), patterns_.end(), pattern));
   held_bytes_ -= kSubscriptionBytes + static_cast<int64_t>(pattern.size()) * 2;
+  counted(-1);
   return hub_.punsubscribe(sub_.get(), pattern);
 }
 
@@ -225,13 +252,16 @@ std::vector<std::string> Subscriptions::channels(ChannelKind k) const {
 
 void Subscriptions::clear() {
   if (!sub_) return;
+  const int64_t n = count() + shard_count();
   for (int k = 0; k < 2; ++k) {
     for (const std::string& c : channels_[k])
       hub_.unsubscribe(sub_.get(), static_cast<ChannelKind>(k), c);
     channels_[k].clear();
   }
   for (const std::string& p : patterns_) hub_.punsubscribe(sub_.get(), p);
+  counted(-n);
   patterns_.clear();
+  pattern_set_.clear();
   held_bytes_ = 0;
 }
 
@@ -248,25 +278,43 @@ void carry_publishes(Cluster& cluster, Services& svc) {
     respond(PeerStatus::kOk, {}, {});
   });
   RoutingHub* routing = svc.routing;
-  hub.set_propagate(
-      [&cluster, routing](ChannelKind k, std::string_view channel, std::string_view message) {
-        // (each publishing thread keeps the routing it last read, re-read when it changes)
-        thread_local std::shared_ptr<const Routing> rt;
-        thread_local uint64_t version = 0;
-        if (!rt || routing->version() != version) {
-          version = routing->version();
-          rt = routing->get();
-        }
-        if (rt->nodes.size() <= 1) return;
-        const std::string body = encode_published(k, channel, message);
-        for (const RouteNode& n : rt->nodes) {
-          if (n.self || n.state == MemberState::kDead || n.state == MemberState::kLeft) continue;
-          // (not acknowledged: a message is not kept anywhere, and a node that is down has
-          // no subscribers to tell)
-          cluster.call(n.peer_addr, kPeerPublish, body, std::chrono::milliseconds(2000),
-                       [](PeerStatus, std::string) {});
-        }
-      });
+  hub.set_propagate([&cluster, &hub, routing](ChannelKind k, std::string_view channel,
+                                              std::string_view message,
+                                              std::shared_ptr<std::atomic<int64_t>> by) {
+    // (each publishing thread keeps the routing it last read, re-read when it changes)
+    thread_local std::shared_ptr<const Routing> rt;
+    thread_local uint64_t version = 0;
+    if (!rt || routing->version() != version) {
+      version = routing->version();
+      rt = routing->get();
+    }
+    if (rt->nodes.size() <= 1) return true;
+    const std::string body = encode_published(k, channel, message);
+    const auto one = static_cast<int64_t>(body.size());
+    int64_t peers = 0;
+    for (const RouteNode& n : rt->nodes)
+      peers += n.self || n.state == MemberState::kDead || n.state == MemberState::kLeft ? 0 : 1;
+    // Room on the bus for a copy to each node, or none of them goes: bounded, and counted
+    // against the publisher's connection until each copy is out of the node.
+    if (hub.bus_bytes.fetch_add(one * peers, std::memory_order_relaxed) + one * peers >
+            PubSubHub::kMaxBusBytes &&
+        peers > 0) {
+      hub.bus_bytes.fetch_sub(one * peers, std::memory_order_relaxed);
+      return false;
+    }
+    if (by) by->fetch_add(one * peers, std::memory_order_relaxed);
+    for (const RouteNode& n : rt->nodes) {
+      if (n.self || n.state == MemberState::kDead || n.state == MemberState::kLeft) continue;
+      // (not acknowledged: a message is not kept anywhere, and a node that is down has
+      // no subscribers to tell)
+      cluster.call(n.peer_addr, kPeerPublish, body, std::chrono::milliseconds(2000),
+                   [&hub, by, one](PeerStatus, std::string) {
+                     hub.bus_bytes.fetch_sub(one, std::memory_order_relaxed);
+                     if (by) by->fetch_sub(one, std::memory_order_relaxed);
+                   });
+    }
+    return true;
+  });
 }
 
 std::string encode_published(ChannelKind k, std::string_view channel, std::string_view message) {

@@ -22,6 +22,8 @@
 #include <unordered_set>
 #include <vector>
 
+#include "accounts.hpp"
+
 namespace fg {
 
 class Cluster;
@@ -72,9 +74,21 @@ class PubSubHub {
   // Delivers to this node's subscribers: those of the channel, then (channels only) those
   // of each matching pattern; how many deliveries were made (PUBLISH's reply).
   int64_t publish(ChannelKind k, std::string_view channel, std::string_view message);
-  // publish(), then the message goes to the other nodes of the cluster, if any.
-  int64_t publish_everywhere(ChannelKind k, std::string_view channel, std::string_view message);
-  using Propagate = std::function<void(ChannelKind, std::string_view, std::string_view)>;
+  // publish(), then the message goes to the other nodes of the cluster, if any; -1 (and
+  // not published anywhere) when the bus already carries kMaxBusBytes of messages on their
+  // way. `by`: the publishing connection, whose memory (maxmemory-clients) counts its
+  // messages until every node took them.
+  int64_t publish_everywhere(ChannelKind k, std::string_view channel, std::string_view message,
+                             std::shared_ptr<std::atomic<int64_t>> by = nullptr);
+  // Sends a message to the other nodes; false when the bus has no room for it.
+  using Propagate = std::function<bool(ChannelKind, std::string_view, std::string_view,
+                                       std::shared_ptr<std::atomic<int64_t>>)>;
+  // Bytes of messages the cluster bus may carry towards other nodes at once (each copy to
+  // each node): past it a PUBLISH is refused rather than queued, so a flood cannot swamp the
+  // peer links and the cluster thread that gossip and forwards share.
+  static constexpr int64_t kMaxBusBytes = 16 << 20;
+  std::atomic<int64_t> bus_bytes{0};     // on their way now
+  std::atomic<uint64_t> bus_refused{0};  // PUBLISHes refused for it (INFO)
   // How a message reaches the other nodes (set once, before clients come).
   void set_propagate(Propagate p) { propagate_ = std::move(p); }
 
@@ -88,6 +102,9 @@ class PubSubHub {
   std::atomic<uint64_t> published{0};  // PUBLISH/SPUBLISH taken here (from clients, scripts)
   std::atomic<uint64_t> received{0};   // from other nodes
   std::atomic<uint64_t> delivered{0};  // messages handed to subscribers
+  // Subscriptions of every connection here (channels, patterns, shard channels), against
+  // max-subscriptions.
+  std::atomic<int64_t> subscriptions{0};
 
  private:
   mutable std::shared_mutex mu_;
@@ -116,6 +133,16 @@ class Subscriptions {
   bool unsubscribe(ChannelKind k, std::string_view channel);
   bool psubscribe(std::string_view pattern);
   bool punsubscribe(std::string_view pattern);
+  bool has(ChannelKind k, std::string_view channel) const {
+    return channels_[static_cast<int>(k)].count(channel) != 0;
+  }
+  bool has_pattern(std::string_view pattern) const { return pattern_set_.count(pattern) != 0; }
+  // Whose subscriptions these are (their user's account, in `accounts`): counted there
+  // against the user's share; a change of user moves what is counted.
+  void set_owner(Accounts* accounts, uint16_t account);
+  // Whether one more subscription fits: the node's (under `node_cap`, max-subscriptions)
+  // and its user's share of them.
+  bool room(int64_t node_cap) const;
   // UNSUBSCRIBE / SUNSUBSCRIBE / PUNSUBSCRIBE with no argument: what to let go of.
   std::vector<std::string> channels(ChannelKind k) const;
   std::vector<std::string> patterns() const { return patterns_; }
@@ -139,8 +166,12 @@ class Subscriptions {
   int proto_ = 2;
   std::unique_ptr<Subscriber> sub_;
   std::set<std::string, std::less<>> channels_[2];
-  std::vector<std::string> patterns_;  // in the order given (Redis's list)
+  std::vector<std::string> patterns_;               // in the order given (Redis's list)
+  std::set<std::string, std::less<>> pattern_set_;  // (the same, to look up)
   int64_t held_bytes_ = 0;
+  Accounts* accounts_ = nullptr;
+  uint16_t account_ = 0;
+  void counted(int64_t n);  // n subscriptions more (or fewer) for the node and the owner
 };
 
 // In a cluster: every message published here goes to every other live node over the bus

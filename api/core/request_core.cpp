@@ -81,6 +81,12 @@ bool ttl_ok(int64_t ttl_ms, Outcome& now) {
       return refuse(out, Code::kWrongType, err::kWrongType);
     case OpStatus::kKeyLimit:
       return refuse(out, Code::kKeyLimit, err::kKeyLimit);
+    case OpStatus::kNoMemory:
+      return refuse(out, Code::kKeyLimit, err::kOomMaxmemory);
+    case OpStatus::kUserKeys:
+      return refuse(out, Code::kKeyLimit, err::kOomUserKeys);
+    case OpStatus::kUserMemory:
+      return refuse(out, Code::kKeyLimit, err::kOomUserMemory);
     case OpStatus::kNotOwner:
       return refuse(out, Code::kTryAgain, err::kSlotMoving);
     case OpStatus::kNotReplicated:  // (an acquire's lease is given back: give_back_unreplicated)
@@ -291,6 +297,7 @@ Pending RequestCore::submit(const Request& r, const Door& d, Flight& f, Outcome&
   op.lease_id = r.lease;
   op.holder = holder;
   op.caller = r.user;  // (a holder's leases: only those on keys its user may change)
+  op.account = r.asker ? r.asker->account() : Accounts::kNone;
   op.abort = r.txn ? &f.aborts[r.txn - 1] : nullptr;
   p.at = Pending::At::kShard;
   p.index = static_cast<uint32_t>(f.batch->ops.size() - 1);
@@ -344,6 +351,7 @@ Pending RequestCore::serve_data(const Request& r, const Door& d, Flight& f, uint
     op.args = &w;
     op.reply = &f.replies.next();
     op.abort = r.txn ? &f.aborts[r.txn - 1] : nullptr;
+    op.account = r.asker ? r.asker->account() : Accounts::kNone;
     op.spec.sync = r.spec.sync;
     op.reply_room = d.reply_room;
     ++p.parts;
@@ -565,6 +573,19 @@ void RequestCore::finish(const Pending& p, Flight& f, const Door& d, Outcome& ou
     case Pending::At::kShard: {
       const ShardOp& op = f.batch->ops[p.index];
       from_op(op, out);
+      if (no_room(op.status) && op.spec.on_unavailable != FailMode::kError &&
+          (rate_verb(p.verb) || p.verb == Verb::kAcquire)) {
+        // No room for a new limiter key (max-keys, maxmemory, the user's share): the policy's
+        // stated fail mode answers, as when no copy of the state can be reached.
+        RouteDecision rd;
+        rd.code = out.code;
+        rd.error = std::string(out.error);
+        Request r;
+        r.verb = p.verb;
+        r.spec = op.spec;
+        out = Outcome{};
+        answer_unavailable(r, rd, d, out);
+      }
       policy = op.spec.policy;
       shadow = op.spec.shadow;
       key = op.key;

@@ -57,7 +57,8 @@ struct NodeSettings {
   // else forwarded; kAlways: always -MOVED; kNever: always forwarded.
   enum class Redirect { kAuto, kAlways, kNever } redirect = Redirect::kAuto;
   int64_t forward_timeout_ms = kDefaultForwardTimeoutMs;
-  bool data_sync = false;  // data-replication: sync
+  bool data_sync = false;               // data-replication: sync
+  int64_t max_subscriptions = 100'000;  // all clients' subscriptions at once (0: none)
 };
 
 struct NodeCounters {
@@ -112,6 +113,7 @@ struct Services {
   BoundLeases* bound = nullptr;      // null: BOUND leases are refused
   ScriptEngine* scripts = nullptr;   // null: EVAL and SCRIPT are refused
   AclBook* acl = nullptr;            // the users (always set)
+  Accounts* accounts = nullptr;      // what each user holds of the node, and its caps
   Snapshotter* snapshots = nullptr;  // null: no `dir`, state is not saved (SAVE is refused)
   RlsRules* rls = nullptr;           // the gateway door's rules (FG.RLS); null: no rls-config
   // SHUTDOWN: asks the node to stop as SIGTERM does (saving first when `save`); null: refused.

@@ -59,6 +59,12 @@ class RlsStatsBook {
   // Requests the door answered, by outcome, and configuration loads.
   std::atomic<uint64_t> ok{0}, over_limit{0}, unavailable{0}, invalid{0};
   std::atomic<uint64_t> domain_not_found{0};  // calls naming a domain no file has
+  // The door's connections now, and what it refused: connections past rls-maxclients,
+  // connections that did not begin in time, calls without the token, calls that needed
+  // more counters than their domain may hold.
+  std::atomic<int64_t> connections{0};
+  std::atomic<uint64_t> connections_refused{0}, handshake_timeouts{0}, unauthenticated{0};
+  std::atomic<uint64_t> keys_refused{0};
   std::atomic<uint64_t> config_load_success{0}, config_load_error{0};
 
  private:

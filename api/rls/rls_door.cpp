@@ -2,6 +2,7 @@
 #include "rls_door.hpp"
 
 #include <absl/synchronization/mutex.h>
+#include <fcntl.h>
 #include <grpc/byte_buffer.h>
 #include <grpc/byte_buffer_reader.h>
 #include <grpc/grpc.h>
@@ -13,6 +14,7 @@
 #include <grpcpp/support/status.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
+#include <openssl/crypto.h>
 #include <spdlog/spdlog.h>
 #include <sys/socket.h>
 #include <unistd.h>
@@ -36,6 +38,7 @@
 #include "key_table.hpp"
 #include "request_job.hpp"
 #include "rls_config.hpp"
+#include "rls_keys.hpp"
 #include "services.hpp"
 
 namespace fg {
@@ -303,8 +306,13 @@ class RlsCallPool {
 // no thread per call, no hand-over between gRPC's threads per call).
 class RlsDoor::Service final {
  public:
-  Service(Services& svc, RlsRules& rules, const RlsDoorOptions& options)
-      : svc_(svc), rules_(rules), options_(options) {}
+  using Token = std::function<std::shared_ptr<const std::string>()>;
+  Service(Services& svc, RlsRules& rules, const RlsDoorOptions& options, Token token)
+      : svc_(svc),
+        rules_(rules),
+        options_(options),
+        token_(std::move(token)),
+        keys_(static_cast<size_t>(options.max_keys_per_domain)) {}
 
   // Waits for the next call of `method` on `cq`.
   void arm(grpc_server* server, void* method, grpc_completion_queue* cq) {
@@ -322,6 +330,11 @@ class RlsDoor::Service final {
     in_flight_.fetch_add(1, std::memory_order_relaxed);
     if (options_.cert_pem.empty()) c.fd = socket_of(c.call);  // (TLS: gRPC's own sockets)
     c.request_bytes = c.payload ? grpc_byte_buffer_length(c.payload) : 0;
+    if (const auto token = token_(); token && !bearer(c.metadata, *token)) {
+      rules_.stats().unauthenticated.fetch_add(1, std::memory_order_relaxed);
+      return c.fail({grpc::StatusCode::UNAUTHENTICATED,
+                     "this gateway door wants authorization: Bearer <its rls-token-file's token>"});
+    }
     if (!c.parse(c.request)) {
       rules_.stats().invalid.fetch_add(1, std::memory_order_relaxed);
       return c.fail({grpc::StatusCode::INVALID_ARGUMENT, "the request is not a RateLimitRequest"});
@@ -399,6 +412,20 @@ class RlsDoor::Service final {
     }
     gpr_free(peer);
     return fd;
+  }
+
+  // Whether `md` carries "authorization: Bearer <token>" (compared in constant time).
+  static bool bearer(const grpc_metadata_array& md, const std::string& token) {
+    const std::string want = "Bearer " + token;
+    for (size_t i = 0; i < md.count; ++i) {
+      const grpc_slice& k = md.metadata[i].key;
+      const grpc_slice& v = md.metadata[i].value;
+      const std::string_view key(reinterpret_cast<const char*>(GRPC_SLICE_START_PTR(k)),
+                                 GRPC_SLICE_LENGTH(k));
+      if (key != "authorization" || GRPC_SLICE_LENGTH(v) != want.size()) continue;
+      if (CRYPTO_memcmp(GRPC_SLICE_START_PTR(v), want.data(), want.size()) == 0) return true;
+    }
+    return false;
   }
 
   // Request jobs not yet back (touched by the queue's thread only).
@@ -575,8 +602,26 @@ class RlsDoor::Service final {
       r.command = it.hits == 0 ? "fg.peek" : "fg.take";
       it.job = static_cast<int>(c.requests.size());
       c.requests.push_back(r);
+      if (r.verb == Verb::kTake) new_keys_.push_back({key, lifetime_of(*it.limit, it.spec)});
+    }
+    // What the call may make: bounded per domain (those no file names share one allowance)
+    // and per call, so an open door cannot be made to fill the node with counters.
+    std::string why;
+    const bool ok = keys_.note(domain ? req.domain() : std::string_view(), new_keys_,
+                               svc_.clock->now_ns(), why);
+    new_keys_.clear();
+    if (!ok) {
+      rules_.stats().keys_refused.fetch_add(1, std::memory_order_relaxed);
+      return {grpc::StatusCode::RESOURCE_EXHAUSTED, why};
     }
     return grpc::Status::OK;
+  }
+
+  // How long a counter lives at most: its window (a unit of the rule's, or its policy's).
+  static int64_t lifetime_of(const RlsLimit& l, const LimitSpec& spec) {
+    constexpr int64_t kSecondNs = 1'000'000'000;
+    int64_t ns = l.policy.empty() ? rls_unit_seconds(l.unit) * kSecondNs : spec.c;
+    return std::clamp<int64_t>(ns, kSecondNs, int64_t{366} * 86400 * kSecondNs);
   }
 
   // The door's user's rights on a take (or a check: a peek) of `key`, as the RESP door
@@ -745,6 +790,9 @@ class RlsDoor::Service final {
   uint64_t cfg_version_ = 0;
   std::vector<RlsEntry> entries_;
   std::vector<std::string_view> replaced_;
+  Token token_;
+  RlsKeys keys_;
+  std::vector<RlsKeys::Key> new_keys_;
   std::vector<std::string_view> acl_words_;
   RlsMatch match_;
   std::vector<int> corked_;
@@ -797,16 +845,28 @@ Status RlsDoor::start(const std::string& host, int port) {
   // per call for a check meant for debugging.
   absl::SetMutexDeadlockDetectionMode(absl::OnDeadlockCycle::kIgnore);
   grpc_init();
-  service_ = std::make_unique<Service>(svc_, rules_, options_);
+  service_ = std::make_unique<Service>(svc_, rules_, options_, [this] {
+    std::lock_guard<std::mutex> lock(token_mu_);
+    return token_;
+  });
   // What callers can make the door hold: the memory of all its connections, the streams one
   // connection may open, one message's size. The port is this node's alone (no
   // SO_REUSEPORT: a second node given the same port fails to start, it does not share it).
   grpc_resource_quota* quota = grpc_resource_quota_create("rls-door");
   grpc_resource_quota_resize(quota, static_cast<size_t>(options_.memory_bytes));
+  // A connection with no call for idle_ms is closed (for ever: INT_MAX); a TLS one must
+  // finish its handshake within handshake_ms (a plain one must begin within it:
+  // accept_loop).
+  const auto clamp = [](int64_t ms) {
+    return static_cast<int>(std::min<int64_t>(ms, std::numeric_limits<int>::max()));
+  };
   grpc_arg args[] = {
       int_arg(GRPC_ARG_MAX_RECEIVE_MESSAGE_LENGTH, kMaxReceiveBytes),
       int_arg(GRPC_ARG_MAX_CONCURRENT_STREAMS, options_.max_streams),
       int_arg(GRPC_ARG_ALLOW_REUSEPORT, 0),
+      int_arg(GRPC_ARG_MAX_CONNECTION_IDLE_MS,
+              options_.idle_ms > 0 ? clamp(options_.idle_ms) : std::numeric_limits<int>::max()),
+      int_arg(GRPC_ARG_SERVER_HANDSHAKE_TIMEOUT_MS, clamp(options_.handshake_ms)),
       pointer_arg(GRPC_ARG_RESOURCE_QUOTA, quota, grpc_resource_quota_arg_vtable()),
   };
   const grpc_channel_args channel_args{std::size(args), args};
@@ -937,7 +997,8 @@ int RlsDoor::listen_plain(const std::string& host, int port, std::string& why) {
   const int fd = ::socket(ep.protocol().family(), SOCK_STREAM | SOCK_CLOEXEC, 0);
   const int one = 1;
   if (fd < 0 || ::setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one) != 0 ||
-      ::bind(fd, ep.data(), static_cast<socklen_t>(ep.size())) != 0 || ::listen(fd, 1024) != 0) {
+      ::bind(fd, ep.data(), static_cast<socklen_t>(ep.size())) != 0 || ::listen(fd, 1024) != 0 ||
+      ::fcntl(fd, F_SETFL, ::fcntl(fd, F_GETFL) | O_NONBLOCK) != 0) {  // (polled: accept_loop)
     why = std::strerror(errno);
     if (fd >= 0) ::close(fd);
     return 0;
@@ -950,26 +1011,13 @@ int RlsDoor::listen_plain(const std::string& host, int port, std::string& why) {
                                    : ntohs(reinterpret_cast<sockaddr_in*>(&got)->sin_port);
 }
 
-// The door's acceptor thread (plain gRPC): each connection to gRPC, as gRPC's own listener
-// would set it up (non-blocking, no Nagle delay).
-void RlsDoor::accept_loop() {
-  while (!stopping_.load()) {
-    const int fd = ::accept4(listen_fd_, nullptr, nullptr, SOCK_NONBLOCK | SOCK_CLOEXEC);
-    if (fd < 0) {
-      if (stopping_.load()) return;
-      if (errno == EINTR || errno == ECONNABORTED) continue;
-      // Out of descriptors or memory: the connection waits in the backlog a moment.
-      spdlog::warn("gateway door: accept: {}", std::strerror(errno));
-      std::this_thread::sleep_for(std::chrono::milliseconds(10));
-      continue;
-    }
-    const int one = 1;
-    ::setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
-    grpc_server_add_channel_from_fd(server_, fd, plain_creds_);
-  }
-}
-
 void RlsDoor::set_serving(bool serving) { serving_.store(serving, std::memory_order_relaxed); }
+
+void RlsDoor::set_token(std::string token) {
+  auto t = token.empty() ? nullptr : std::make_shared<const std::string>(std::move(token));
+  std::lock_guard<std::mutex> lock(token_mu_);
+  token_ = std::move(t);
+}
 
 void RlsDoor::arm_health() {
   auto* h = new HealthCall;

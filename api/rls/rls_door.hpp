@@ -9,6 +9,7 @@
 #pragma once
 #include <atomic>
 #include <memory>
+#include <mutex>
 #include <string>
 #include <thread>
 #include <vector>
@@ -38,6 +39,14 @@ struct RlsDoorOptions {
   // streams one connection may have open at once.
   int64_t memory_bytes = 256 << 20;
   int max_streams = 1000;
+  // Connections at once (rls-maxclients; plain gRPC, whose connections the door accepts);
+  // how long one may take to begin (its HTTP/2 preface, or TLS handshake); how long one
+  // may stay with no call (0: for ever).
+  int64_t max_clients = 1000;
+  int64_t handshake_ms = 30'000;
+  int64_t idle_ms = 600'000;
+  // Counters one domain may have made here (rls_keys.hpp).
+  int64_t max_keys_per_domain = 100'000;
 };
 
 class RlsDoor {
@@ -49,6 +58,9 @@ class RlsDoor {
   int port() const { return port_; }
   // What grpc.health.v1.Health answers: SERVING or NOT_SERVING.
   void set_serving(bool serving);
+  // The bearer token every ShouldRateLimit call must carry ("authorization: Bearer <t>";
+  // empty: none needed). Any thread; in force for the next call.
+  void set_token(std::string token);
   bool serving() const { return serving_.load(); }
   void stop();  // refuses new calls, lets the ones running finish (briefly)
 
@@ -57,7 +69,7 @@ class RlsDoor {
  private:
   void serve();  // the queue's thread
   int listen_plain(const std::string& host, int port, std::string& why);
-  void accept_loop();
+  void accept_loop();  // rls_accept.cpp
   void arm_health();
   void arm_other();
   void health(struct HealthCall* h, bool ok);
@@ -79,6 +91,8 @@ class RlsDoor {
   grpc_server_credentials* plain_creds_ = nullptr;
   int port_ = 0;
   std::atomic<bool> serving_{false};
+  std::mutex token_mu_;
+  std::shared_ptr<const std::string> token_;
   std::atomic<bool> stopping_{false}, shut_down_{false};
 };
 

@@ -22,6 +22,13 @@
 
 namespace fg {
 
+// Who loads a script, and its share of the cache (the first to load a script owns it).
+struct ScriptOwner {
+  std::string_view name;  // empty: no one's (an operator's: counted in the cap only)
+  int64_t max_scripts = INT64_MAX;
+  int64_t max_bytes = INT64_MAX;
+};
+
 class ScriptCache {
  public:
   struct Catalog {
@@ -38,6 +45,8 @@ class ScriptCache {
     };
     std::unordered_map<Sha, std::string, ShaHash> bodies;
     size_t bytes = 0;  // the bodies' bytes
+    // Per user that loaded scripts: how many it loaded and their bytes (its share).
+    std::unordered_map<std::string, std::pair<size_t, size_t>> by_owner;
     // Moves on whenever a script left the cache (SCRIPT FLUSH anywhere): Lua states drop
     // the functions they compiled, so EVALSHA of a flushed script answers NOSCRIPT.
     uint64_t generation = 0;
@@ -50,9 +59,10 @@ class ScriptCache {
   ScriptCache(const ScriptCache&) = delete;
   ScriptCache& operator=(const ScriptCache&) = delete;
 
+  using Owner = ScriptOwner;
   // Keeps `body` (already compiled, its sha1 `sha`) cluster-wide; an error when the cache
-  // is at its cap. Known scripts cost nothing.
-  Status add(const std::string& sha, std::string_view body);
+  // is at its cap, or `owner` at its share. Known scripts cost nothing.
+  Status add(const std::string& sha, std::string_view body, const Owner& owner = {});
   // SCRIPT FLUSH: every script, on every node.
   void flush();
 

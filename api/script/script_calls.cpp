@@ -13,7 +13,11 @@ namespace script {
 
 void status_error(OpStatus st, DataReply& out) {
   out.clear();
-  out.error(st == OpStatus::kWrongType ? err::kWrongType : err::kKeyLimit);
+  out.error(st == OpStatus::kWrongType    ? err::kWrongType
+            : st == OpStatus::kNoMemory   ? err::kOomMaxmemory
+            : st == OpStatus::kUserKeys   ? err::kOomUserKeys
+            : st == OpStatus::kUserMemory ? err::kOomUserMemory
+                                          : err::kKeyLimit);
 }
 
 // Runs one data op on `shard` for the script.
@@ -24,7 +28,8 @@ void run_part(Run& r, Shard& shard, DataCmd c, std::string_view key, uint32_t sl
   o.code = OpCode::kData;
   o.data = c;
   o.key = key;
-  o.hash = key.empty() ? 0 : KeyTable::hash(key);
+  o.hash = KeyTable::hash(key);
+  o.account = r.account;
   o.slot = static_cast<uint16_t>(slot);
   o.args = &words;
   o.reply = &reply;
@@ -60,7 +65,8 @@ void call_command(Run& r) {
     if (const char* why = r.caller->refuse(r.words)) return out.error(std::string("ERR ") + why);
   }
   if ((name == "publish" || name == "spublish") && r.publish) {  // (a message, not data)
-    return out.integer((*r.publish)(name == "spublish", r.words[1], r.words[2]));
+    const int64_t n = (*r.publish)(name == "spublish", r.words[1], r.words[2]);
+    return n < 0 ? out.error(err::kBusFull) : out.integer(n);
   }
   if (callable.data == DataCmd::kNone) return out.error(err::kScriptNotAllowed);
   const DataCmd c = callable.data;

@@ -192,7 +192,7 @@ Result<ScriptFlags> parse_shebang(std::string_view body) {
   return f;
 }
 
-Result<std::string> ScriptEngine::load(std::string_view body) {
+Result<std::string> ScriptEngine::load(std::string_view body, const ScriptCache::Owner& owner) {
   const std::string sha = sha1_hex(body);
   if (cache_.snapshot()->has(sha)) return sha;
   const Result<ScriptFlags> flags = parse_shebang(body);
@@ -211,7 +211,7 @@ Result<std::string> ScriptEngine::load(std::string_view body) {
     lua_pop(L, 1);
     lua_gc(L, LUA_GCCOLLECT, 0);
   }
-  if (Status st = cache_.add(sha, body); !st.ok()) return Error{st.error()};
+  if (Status st = cache_.add(sha, body, owner); !st.ok()) return Error{st.error()};
   return sha;
 }
 
@@ -321,7 +321,15 @@ void ScriptEngine::run(ShardOp& op, const Step& step, int64_t now_ns) {
   if (rc == 0) {
     setup.keep = known != nullptr && setup.compiled;
     if (!by_sha && !known) {
-      if (Status kept = cache_.add(std::string(sha), a[1]); !kept.ok()) {
+      ScriptCache::Owner owner;  // (a restricted user's script counts against its share)
+      if (op.caller) {
+        owner.name = op.caller->caller_name();
+        if (limits_.accounts) {
+          owner.max_scripts = limits_.accounts->cap(op.account, Accounts::kScripts);
+          owner.max_bytes = limits_.accounts->cap(op.account, Accounts::kScriptBytes);
+        }
+      }
+      if (Status kept = cache_.add(std::string(sha), a[1], owner); !kept.ok()) {
         counters_.not_kept.fetch_add(1, std::memory_order_relaxed);
         static std::atomic<int64_t> warned_ns{0};
         const int64_t t = mono_ns();
@@ -359,6 +367,7 @@ void ScriptEngine::run(ShardOp& op, const Step& step, int64_t now_ns) {
   r.callable = callable_;
   r.publish = publish_ ? &publish_ : nullptr;
   r.caller = op.caller;
+  r.account = op.account;
   if (cluster_ && numkeys > 0) r.slot = static_cast<int>(key_slot(a[3]));
   const int64_t started_ns = mono_ns();
   r.deadline_ns = started_ns + limits_.budget_ms * 1'000'000;

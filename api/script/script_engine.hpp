@@ -31,6 +31,8 @@ struct ScriptLimits {
   // cap.
   std::function<int64_t()> memory_room;
   static constexpr int64_t kMinRunRoom = 1 << 20;
+  // Each user's share of the script cache (accounts.hpp; null: none).
+  const Accounts* accounts = nullptr;
 };
 
 struct ScriptCounters {
@@ -68,7 +70,7 @@ class ScriptEngine : public ScriptHost {
 
   // SCRIPT LOAD: the script's SHA1, once it compiles and is kept; else Redis's compile
   // error text, or the cache's.
-  Result<std::string> load(std::string_view body);
+  Result<std::string> load(std::string_view body, const ScriptCache::Owner& owner = {});
   bool exists(std::string_view sha) const;  // case-insensitive, as Redis
   void flush();                             // SCRIPT FLUSH (cluster-wide)
   size_t scripts() const;

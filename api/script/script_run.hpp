@@ -47,6 +47,7 @@ struct Run {
   ScriptEngine::Callable callable = nullptr;
   const ScriptEngine::Publish* publish = nullptr;  // PUBLISH / SPUBLISH (null: refused)
   const ScriptCaller* caller = nullptr;  // whose rights redis.call runs with (null: anyone's)
+  uint16_t account = 0;                  // whose the keys it makes are (accounts.hpp)
   // The command redis.call is running: its words, and its reply.
   std::vector<std::string> strs;
   std::vector<std::string_view> words;

@@ -228,12 +228,15 @@ void NativeSession::serve(Frame& f, Flight& flight) {
     } else {
       if (!h.password().empty() || !h.user().empty()) {
         const std::string_view user = h.user().empty() ? "default" : std::string_view(h.user());
-        bad_password = !acl_.authenticate(user, h.password());
+        auto u = acl_.verify(user, h.password());
+        bad_password = !u;
         if (bad_password) {
           svc_.acl->refused(AclDenied::kAuth, "toplevel", "hello", user,
                             svc_.clients->describe(*client_, svc_.clock->now_ns() / 1'000'000));
+        } else if (!svc_.clients->set_user(*client_, u->name(), u->account())) {
+          bad_hello = err::kUserMaxClients;
         } else {
-          svc_.clients->set_user(*client_, acl_.name());
+          acl_.adopt(std::move(u));
         }
       }
       if (!h.client_name().empty()) svc_.clients->set_lib(*client_, true, h.client_name());
@@ -433,7 +436,7 @@ void NativeSession::finish(Frame& f, Flight* flight) {
     if (o.ok() && o.decision.wait_ns > 0) {  // (a TAKE with wait_ms: due later)
       auto it =
           std::find_if(f.waits.begin(), f.waits.end(), [i](const auto& x) { return x.first == i; });
-      if (it != f.waits.end() && svc_.wait_room.enter(it->second.key)) {
+      if (it != f.waits.end() && svc_.wait_room.enter(it->second.key, acl_.account())) {
         held_due_ns_ = std::max(held_due_ns_, steady_ns() + o.decision.wait_ns);
         held_waiters_.push_back(std::move(it->second));
         waits = true;
@@ -470,7 +473,7 @@ void NativeSession::hold() {
 bool NativeSession::wants_turn() const { return held_due_ns_ != 0 && steady_ns() >= held_due_ns_; }
 
 void NativeSession::release_held() {
-  for (const Waiter& w : held_waiters_) svc_.wait_room.leave(w.key);
+  for (const Waiter& w : held_waiters_) svc_.wait_room.leave(w.key, acl_.account());
   held_waiters_.clear();
   held_.clear();
   held_.shrink_to_fit();

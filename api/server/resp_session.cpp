@@ -553,7 +553,7 @@ void RespSession::reset() {
   subs_.clear();  // (no unsubscribe pushes: Redis sends none either)
   set_proto(2);
   acl_.start(svc_.acl);
-  svc_.clients->set_user(*client_, acl_.name());
+  svc_.clients->set_user(*client_, acl_.name(), acl_.account());
   svc_.clients->set_name(*client_, {});
   set_reply_mode(ReplyMode::kOn);
   local().simple("RESET");
@@ -585,12 +585,14 @@ void RespSession::release_watches() {
   }
   txn_ = txn;
   watched_.clear();
+  watched_bytes_ = 0;
 }
 
 std::vector<std::string> RespSession::take_watched() {
   std::vector<std::string> keys;
   for (Watched& w : watched_) keys.push_back(std::move(w.key));
   watched_.clear();
+  watched_bytes_ = 0;
   return keys;
 }
 
@@ -602,7 +604,7 @@ void RespSession::input_too_large() {
 }
 
 void RespSession::release_held() {
-  for (const Waiter& w : held_waiters_) svc_.wait_room.leave(w.key);
+  for (const Waiter& w : held_waiters_) svc_.wait_room.leave(w.key, acl_.account());
   held_waiters_.clear();
   held_.clear();
   held_due_ns_ = 0;
@@ -675,7 +677,7 @@ int64_t RespSession::held_bytes() const {
   const Subscriber* sub = subs_.subscriber();
   int64_t held = 0;  // (replies held for a waiting take or an FG.TAKEALL)
   for (const HeldPart& p : held_) held += static_cast<int64_t>(p.bytes.capacity());
-  return held + queued_bytes_ + subs_.held_bytes() +
+  return held + queued_bytes_ + watched_bytes_ + subs_.held_bytes() +
          (sub ? static_cast<int64_t>(sub->waiting_bytes()) : 0);
 }
 
@@ -732,6 +734,7 @@ void RespSession::exec() {
     request_as(r, Slot::Type::kCheck);
   }
   watched_.clear();  // (the checks let go of them)
+  watched_bytes_ = 0;
   size_t start = local_.size();
   local().array(executing_.size());
   end_local_slot(start);
@@ -877,6 +880,8 @@ void RespSession::complete(Flight& flight) {
         size_t k = 0;
         for (const ReplyItem& i : o.reply->items) {
           if (i.type == ReplyItem::Type::kInt && k < keys.size()) {
+            // (held twice: here, and in its shard's table of watched keys)
+            watched_bytes_ += 2 * (static_cast<int64_t>(keys[k].size()) + kWatchedBytes);
             watched_.push_back(Watched{keys[k++], i.n});
           }
         }
@@ -885,7 +890,7 @@ void RespSession::complete(Flight& flight) {
     } else if (s.aux != 0 && o.ok() && o.decision.wait_ns > 0) {
       // A take admitted when it is due: from its reply on, the replies wait for it.
       Waiter& wt = wait_takes_[s.aux - 1];
-      if (svc_.wait_room.enter(wt.key)) {
+      if (svc_.wait_room.enter(wt.key, acl_.account())) {
         if (hold_from == SIZE_MAX) hold_from = out_.size();
         held_due_ns_ = std::max(held_due_ns_, steady_ns() + o.decision.wait_ns);
         held_waiters_.push_back(std::move(wt));

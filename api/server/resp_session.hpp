@@ -172,6 +172,8 @@ class RespSession final : public CommandContext {
     int64_t token;
   };
   std::vector<Watched> watched_;
+  int64_t watched_bytes_ = 0;  // what its watched keys make the node hold (maxmemory-clients)
+  static constexpr int64_t kWatchedBytes = 64;  // a watched key's entry, besides its name
   std::deque<std::vector<std::string>> watching_;
   std::deque<std::vector<std::string>> watch_words_;  // requests' words until the flight is back
   bool watch_pending_ = false;

@@ -518,6 +518,54 @@ TEST(Cluster, AMessagePublishedOnOneNodeReachesSubscribersOnEveryNode) {
   EXPECT_EQ(read_value(aware), "-CROSSSLOT Keys in request don't hash to the same slot\r\n");
 }
 
+// A tenant pipelining megabyte PUBLISHes to a channel nobody hears, through one node of
+// three. The bus carries at most 16 MB of messages at once (more is refused at once, not
+// queued), so the peer links and the cluster thread that gossip and forwards share are
+// never swamped: while it lasts another client's forwarded takes are answered, no node
+// stops serving or declares another dead, and the node holds no gigabyte for it.
+TEST(Cluster, APublishFloodDisturbsNeitherMembershipNorForwards) {
+  TestCluster c(3);
+  ASSERT_TRUE(c.formed(3));
+  const long before = c.node(0).rss_kb();
+  const std::vector<std::string> far = c.keys_of(1, "far", 20);
+  ASSERT_EQ(far.size(), 20u);
+  std::atomic<bool> done{false};
+  std::atomic<int> refused{0}, published{0};
+  std::thread flood([&] {
+    Client f(c.node(0).port(), 20000);
+    const std::string one = encode({"PUBLISH", "nobody", std::string(1 << 20, 'x')});
+    std::string pipeline;
+    for (int i = 0; i < 50; ++i) pipeline += one;
+    for (int round = 0; round < 20 && f.send(pipeline); ++round) {
+      for (int i = 0; i < 50; ++i) {
+        const std::string r = read_value(f);
+        if (r.empty()) return;
+        (r[0] == '-' ? refused : published).fetch_add(1);
+      }
+    }
+    done = true;
+  });
+  Client other(c.node(0).port(), 5000);
+  int answered = 0, asked = 0;
+  while (!done && asked < 2000) {
+    const std::string r = ask(other, {"FG.TAKE", far[static_cast<size_t>(asked) % far.size()],
+                                      "token_bucket", "100", "100", "1000"});
+    ++asked;
+    answered += r.substr(0, 1) == "*" ? 1 : 0;
+  }
+  flood.join();
+  EXPECT_EQ(answered, asked) << "forwarded takes were refused during the flood";
+  EXPECT_GT(refused.load(), 0) << "the bus took every message (" << published << ")";
+  EXPECT_GT(published.load(), 0);
+  for (size_t i = 0; i < 3; ++i) {
+    Client q(c.node(i).port());
+    const std::string info = q.request({"INFO", "cluster"});
+    EXPECT_EQ(field(info, "not_serving_episodes"), "0") << "node " << i;
+    EXPECT_EQ(field(info, "members_declared_dead"), "0") << "node " << i;
+  }
+  EXPECT_LT(c.node(0).peak_rss_kb() - before, 512 * 1024);
+}
+
 TEST(Cluster, RedisCliClusterCheckFindsItHealthy) {
   TestCluster cl(3);
   ASSERT_TRUE(cl.formed(3));

@@ -539,6 +539,101 @@ class Users(unittest.TestCase):
             node.stop()
 
 
+class Bounds(unittest.TestCase):
+    """What a caller can make the open door do is bounded: connections (rls-maxclients),
+    connections that never begin (query-deadline), counters per domain
+    (rls-max-keys-per-domain) and per call; and the door can want a token."""
+
+    @classmethod
+    def setUpClass(cls):
+        cls.dir = tempfile.mkdtemp(prefix="rls-bounds-")
+        with open(os.path.join(cls.dir, "rls.yaml"), "w") as f:
+            f.write("domain: b\ndescriptors:\n  - key: k\n    rate_limit: {unit: hour, "
+                    "requests_per_unit: 100}\n")
+        cls.token = os.path.join(cls.dir, "token")
+        with open(cls.token, "w") as f:
+            f.write("s3cret-gateway-token\n")
+        # (a gRPC client may open its connection well before it speaks: a deadline of a few
+        # seconds, not the default 30, but no shorter)
+        cls.node = Node(cls.dir, ["--rls-maxclients", "20", "--query-deadline-ms", "5000",
+                                  "--rls-max-keys-per-domain", "10", "--rls-token-file",
+                                  cls.token])
+        cls.node.wait_serving()
+        cls.md = [("authorization", "Bearer s3cret-gateway-token")]
+
+    @classmethod
+    def tearDownClass(cls):
+        cls.node.stop()
+
+    def status(self, req, md=None):
+        try:
+            self.node.call(req, timeout=5, metadata=self.md if md is None else md)
+            return grpc.StatusCode.OK, ""
+        except grpc.RpcError as e:
+            return e.code(), e.details()
+
+    def test_a_token_is_wanted_when_one_is_set(self):
+        req = request("b", [("k", "v")], hits=1)
+        self.assertEqual(self.status(req)[0], grpc.StatusCode.OK)
+        code, why = self.status(req, md=[])
+        self.assertEqual(code, grpc.StatusCode.UNAUTHENTICATED)
+        self.assertIn("Bearer", why)
+        self.assertEqual(self.status(req, md=[("authorization", "Bearer wrong")])[0],
+                         grpc.StatusCode.UNAUTHENTICATED)
+        self.assertEqual(self.node.health(), health_pb2.HealthCheckResponse.SERVING)  # (open)
+        self.assertGreater(metric(self.node.metrics(), "floodgate_rls_refused_total",
+                                  'reason="token"'), 0)
+
+    def test_connections_past_the_cap_and_silent_ones_are_closed(self):
+        held = []
+        for _ in range(40):  # (silent: never a preface)
+            s = socket.create_connection(("127.0.0.1", self.node.rls_port), timeout=5)
+            held.append(s)
+        closed = 0
+        for s in held[20:]:
+            s.settimeout(2)
+            try:
+                closed += 1 if s.recv(1) == b"" else 0
+            except (ConnectionResetError, socket.timeout):
+                closed += 1
+        self.assertGreaterEqual(closed, 19)  # (past 20: refused at once)
+        # The silent ones within the cap go after query-deadline (5 s).
+        time.sleep(6)
+        gone = 0
+        for s in held[:20]:
+            s.settimeout(1)
+            try:
+                gone += 1 if s.recv(1) == b"" else 0
+            except (ConnectionResetError, socket.timeout):
+                gone += 1
+        for s in held:
+            s.close()
+        self.assertEqual(gone, 20)
+        self.assertEqual(self.status(request("b", [("k", "v")], hits=1))[0], grpc.StatusCode.OK)
+        m = self.node.metrics()
+        self.assertGreater(metric(m, "floodgate_rls_refused_total", 'reason="maxclients"'), 0)
+        # (the test's own gRPC connection is one of the 20)
+        self.assertGreaterEqual(metric(m, "floodgate_rls_refused_total", 'reason="handshake"'), 19)
+
+    def test_counters_are_bounded_per_domain_and_per_call(self):
+        def own(i):  # a descriptor with a limit of its own: a counter of its own
+            return {"entries": [("own", str(i))], "limit": (5, 6)}  # (6: YEAR)
+        for i in range(10):
+            self.assertEqual(self.status(request("free-for-all", own(i), hits=1))[0],
+                             grpc.StatusCode.OK)
+        code, why = self.status(request("free-for-all", own(10), hits=1))
+        self.assertEqual(code, grpc.StatusCode.RESOURCE_EXHAUSTED)
+        self.assertIn("rls-max-keys-per-domain", why)
+        self.assertEqual(self.status(request("free-for-all", own(3), hits=1))[0],
+                         grpc.StatusCode.OK)  # (one it has: no new counter)
+        self.assertEqual(self.status(request("b", [("k", "other")], hits=1))[0],
+                         grpc.StatusCode.OK)  # (a configured domain: its own allowance)
+        code, why = self.status(request("b", *[{"entries": [("k", "m%d" % i)]}
+                                               for i in range(65)], hits=1))
+        self.assertEqual(code, grpc.StatusCode.RESOURCE_EXHAUSTED)
+        self.assertIn("at most 64 new counters", why)
+
+
 class Tls(unittest.TestCase):
     """tls-rls: the door speaks TLS only, with the node's certificate; with tls-auth-clients
     yes, a caller must show a certificate the CA signed."""

@@ -1,0 +1,129 @@
+// The gateway door's acceptor (plain gRPC): each connection is held until it begins — its
+// first bytes, the HTTP/2 preface — within the handshake deadline, then handed to gRPC; at
+// most rls-maxclients are open at once. gRPC owns a connection once it has it and says
+// nothing when it closes one, so the door keeps each one's socket number and inode, and a
+// socket whose number is closed or now names another socket is gone.
+#include <grpc/grpc_posix.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <poll.h>
+#include <spdlog/spdlog.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <chrono>
+#include <cstring>
+#include <thread>
+#include <vector>
+
+#include "rls_config.hpp"
+#include "rls_door.hpp"
+
+namespace fg {
+
+namespace {
+
+int64_t mono_ms() {
+  return std::chrono::duration_cast<std::chrono::milliseconds>(
+             std::chrono::steady_clock::now().time_since_epoch())
+      .count();
+}
+
+constexpr int64_t kSweepMs = 1000;  // how often the connections gRPC has are looked at
+
+struct Waiting {  // accepted, not yet begun
+  int fd;
+  int64_t until_ms;
+};
+struct Handed {  // gRPC's
+  int fd;
+  ino_t ino;
+};
+
+}  // namespace
+
+void RlsDoor::accept_loop() {
+  RlsStatsBook& stats = rules_.stats();
+  std::vector<Waiting> waiting;
+  std::vector<Handed> handed;
+  std::vector<pollfd> fds;
+  int64_t swept_ms = 0;
+  auto sweep = [&] {
+    handed.erase(std::remove_if(handed.begin(), handed.end(),
+                                [](const Handed& h) {
+                                  struct stat st {};
+                                  return ::fstat(h.fd, &st) != 0 || st.st_ino != h.ino;
+                                }),
+                 handed.end());
+    swept_ms = mono_ms();
+  };
+  auto hand = [&](int fd) {
+    struct stat st {};
+    if (::fstat(fd, &st) == 0) handed.push_back({fd, st.st_ino});
+    grpc_server_add_channel_from_fd(server_, fd, plain_creds_);
+  };
+  while (!stopping_.load()) {
+    fds.clear();
+    fds.push_back({listen_fd_, POLLIN, 0});
+    int64_t now = mono_ms();
+    int64_t wait_ms = kSweepMs;
+    for (const Waiting& w : waiting) {
+      fds.push_back({w.fd, POLLIN, 0});
+      wait_ms = std::min(wait_ms, std::max<int64_t>(0, w.until_ms - now));
+    }
+    const int n = ::poll(fds.data(), fds.size(), static_cast<int>(wait_ms));
+    if (stopping_.load()) break;
+    if (n < 0 && errno != EINTR) {
+      spdlog::warn("gateway door: poll: {}", std::strerror(errno));
+      std::this_thread::sleep_for(std::chrono::milliseconds(10));
+      continue;
+    }
+    now = mono_ms();
+    // Those that began go to gRPC; those still silent past the deadline are closed.
+    size_t kept = 0;
+    for (size_t i = 0; i < waiting.size(); ++i) {
+      const short ev = fds[i + 1].revents;
+      if (ev & (POLLIN | POLLHUP | POLLERR)) {
+        hand(waiting[i].fd);
+      } else if (now >= waiting[i].until_ms) {
+        ::close(waiting[i].fd);
+        stats.handshake_timeouts.fetch_add(1, std::memory_order_relaxed);
+      } else {
+        waiting[kept++] = waiting[i];
+      }
+    }
+    waiting.resize(kept);
+    if (fds[0].revents & POLLIN) {
+      for (;;) {
+        const int fd = ::accept4(listen_fd_, nullptr, nullptr, SOCK_NONBLOCK | SOCK_CLOEXEC);
+        if (fd < 0) {
+          if (errno == EINTR || errno == ECONNABORTED) continue;
+          if (errno != EAGAIN && errno != EWOULDBLOCK) {
+            // Out of descriptors or memory: the connection waits in the backlog a moment.
+            spdlog::warn("gateway door: accept: {}", std::strerror(errno));
+            std::this_thread::sleep_for(std::chrono::milliseconds(10));
+          }
+          break;
+        }
+        if (waiting.size() + handed.size() >= static_cast<size_t>(options_.max_clients)) sweep();
+        if (waiting.size() + handed.size() >= static_cast<size_t>(options_.max_clients)) {
+          ::close(fd);  // (at rls-maxclients: refused at once, as RESP's maxclients)
+          stats.connections_refused.fetch_add(1, std::memory_order_relaxed);
+          continue;
+        }
+        const int one = 1;
+        ::setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
+        waiting.push_back({fd, now + options_.handshake_ms});
+      }
+    }
+    if (now - swept_ms >= kSweepMs) sweep();
+    stats.connections.store(static_cast<int64_t>(waiting.size() + handed.size()),
+                            std::memory_order_relaxed);
+  }
+  for (const Waiting& w : waiting) ::close(w.fd);
+}
+
+}  // namespace fg
