@@ -2,6 +2,7 @@
 // table that has seen churn costs no more to probe than a fresh one.
 #include "key_table.hpp"
 
+#include <algorithm>
 #include <cstdlib>
 #include <functional>
 #include <new>
@@ -115,6 +116,7 @@ Entry* KeyTable::insert(std::string_view key, uint64_t h, Kind kind, uint16_t ac
   while (slots_[i]) i = (i + 1) & mask;
   slots_[i] = (tag_of(h) << kTagShift) | reinterpret_cast<uintptr_t>(e);
   ++size_;
+  ++inserts_;
   bytes_ += n;
   if (accounts_) accounts_->charge_key(account, 1, static_cast<int64_t>(e->charged()));
   return e;
@@ -198,6 +200,55 @@ void KeyTable::erase_slot(size_t i) {
     }
   }
   slots_[hole] = 0;
+}
+
+void KeyTable::compact_run(size_t start, size_t len, size_t first_hole) {
+  // Every entry past the first hole is lifted out, then put back in the order they stood,
+  // each in the first free slot from its home on (where a probe from its home finds it).
+  // Which slots are free is a union-find over the run's offsets, so a run costs about its
+  // length whatever the number of holes (erase_slot's shift per hole costs the run each).
+  const size_t mask = slots_.size() - 1;
+  moved_.clear();
+  for (size_t q = first_hole + 1; q < len; ++q) {
+    const size_t i = (start + q) & mask;
+    const uintptr_t s = slots_[i];
+    if (!s) continue;
+    size_t home = (this->home(hash(entry_of(s)->key())) - start) & mask;
+    if (home > q) home = 0;  // (home before the run's part visited: every slot up to it is full)
+    moved_.push_back({static_cast<uint32_t>(std::max(home, first_hole)), s});
+    slots_[i] = 0;
+  }
+  next_free_.resize(len + 1);
+  for (size_t q = first_hole; q <= len; ++q) next_free_[q] = static_cast<uint32_t>(q);
+  auto find = [&](uint32_t x) {
+    while (next_free_[x] != x) {
+      next_free_[x] = next_free_[next_free_[x]];  // (path halving)
+      x = next_free_[x];
+    }
+    return x;
+  };
+  for (const Moved& m : moved_) {
+    const uint32_t t = find(m.home);
+    // An entry never moves forward: its own old slot is free unless an earlier one took it,
+    // and then so was one before it.
+    size_t i = (start + t) & mask;
+    if (t == len) {  // (cannot happen; a probe is right whatever)
+      while (slots_[i]) i = (i + 1) & mask;
+    } else {
+      next_free_[t] = t + 1;
+    }
+    slots_[i] = m.slot;
+  }
+}
+
+size_t KeyTable::longest_run() const {
+  size_t longest = 0, run = 0;
+  // Twice round, so a run that wraps past the end is measured whole.
+  for (size_t k = 0; k < 2 * slots_.size(); ++k) {
+    run = slots_[k & (slots_.size() - 1)] ? run + 1 : 0;
+    longest = std::max(longest, std::min(run, size_));
+  }
+  return longest;
 }
 
 void KeyTable::shrink_to_fit() {

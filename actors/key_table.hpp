@@ -102,10 +102,23 @@ class KeyTable {
     if (s) __builtin_prefetch(entry_of(s));
   }
 
-  // Visits up to `budget` slots from a rotating cursor and erases entries for which
-  // `idle(entry)` holds. Returns the number erased. Shrinks the table when mostly empty.
+  // Visits about `budget` slots from a rotating cursor and erases entries for which
+  // `idle(entry)` holds (asked once per entry). Returns the number erased. Shrinks the table
+  // when mostly empty. A run of occupied slots is visited whole (possibly past the budget),
+  // and however many of its entries go, the rest are put back in one pass over it
+  // (compact_run): erasing them one at a time, each with its own backward shift to the end
+  // of the run, costs the run's length per entry, and a run grown long ahead of the cursor
+  // (churn faster than the sweep) then takes seconds to clear.
   template <class IdleFn>
   size_t sweep(size_t budget, IdleFn&& idle);
+  // New keys since the last call: how fast the table churns (the sweeper keeps pace).
+  size_t take_inserts() {
+    const size_t n = inserts_;
+    inserts_ = 0;
+    return n;
+  }
+  // The longest run of occupied slots (tests: how far a probe can have to go).
+  size_t longest_run() const;
 
   // Visits the entries whose hash falls in part `part` of `parts` (a power of two, at most
   // 256), by the top bits of the hash kept in each slot: every entry is in exactly one part,
@@ -157,29 +170,55 @@ class KeyTable {
   void shrink_to_fit();  // when at most 1/8 full: down to the smallest size that fits
   void erase_slot(size_t i);
   void free_entry(Entry* e);
+  // The run of `len` slots from `start` (cyclic) had the entries at the offsets where it
+  // now holds 0 erased (the first at `first_hole`): moves the others back so that every
+  // entry is again reached from its home without crossing an empty slot.
+  void compact_run(size_t start, size_t len, size_t first_hole);
 
   std::vector<uintptr_t> slots_;
   Accounts* accounts_ = nullptr;
   size_t size_ = 0;
   size_t bytes_ = 0;  // bytes held by entries (not counting heap state of log/lease kinds)
   size_t cursor_ = 0;
+  size_t inserts_ = 0;
+  // Scratch of compact_run, kept between calls.
+  struct Moved {
+    uint32_t home;  // the first offset in the run it may stand at
+    uintptr_t slot;
+  };
+  std::vector<Moved> moved_;
+  std::vector<uint32_t> next_free_;
 };
 
 template <class IdleFn>
 size_t KeyTable::sweep(size_t budget, IdleFn&& idle) {
   size_t erased = 0;
-  for (size_t n = 0; n < budget && size_ > 0; ++n) {
+  for (size_t visited = 0; visited < budget && size_ > 0;) {
     if (cursor_ >= slots_.size()) {
       cursor_ = 0;
       shrink_to_fit();  // only between passes, so a pass is never restarted half-way
     }
-    const uintptr_t s = slots_[cursor_];
-    if (s && idle(entry_of(s))) {
-      erase_slot(cursor_);  // a later entry may shift into this slot: look at it next
-      ++erased;
-    } else {
+    if (!slots_[cursor_]) {
       ++cursor_;
+      ++visited;
+      continue;
     }
+    // The run from here to the next empty slot (it may wrap past the table's end).
+    const size_t mask = slots_.size() - 1;
+    const size_t start = cursor_;
+    size_t len = 0, first_hole = SIZE_MAX;
+    for (size_t i = start; slots_[i]; i = (i + 1) & mask, ++len) {
+      Entry* e = entry_of(slots_[i]);
+      if (!idle(e)) continue;
+      free_entry(e);
+      --size_;
+      ++erased;
+      slots_[i] = 0;
+      if (first_hole == SIZE_MAX) first_hole = len;
+    }
+    if (first_hole != SIZE_MAX) compact_run(start, len, first_hole);
+    visited += len + 1;
+    cursor_ = start + len + 1;  // past the table's end when the run wrapped: the pass ends
   }
   if (size_ == 0) shrink_to_fit();
   return erased;

@@ -100,7 +100,14 @@ OpStatus status_of(Accounts::Room room) {
 
 bool Shard::room_for_key(ShardOp& op, int64_t now_ns) {
   if (table_.size() >= max_keys_) {
-    table_.sweep(table_.capacity(), [&](Entry* x) { return expire(x, now_ns); });
+    // A whole sweep costs the table: paid for when it frees many keys, not repeated within
+    // 100 ms after one that freed few (else a table of live keys at its cap is swept whole
+    // for every new key asked for).
+    if (full_sweep_freed_ * 64 >= max_keys_ || now_ns - full_sweep_ns_ >= 100'000'000) {
+      full_sweep_ns_ = now_ns;
+      full_sweep_freed_ =
+          table_.sweep(table_.capacity(), [&](Entry* x) { return expire(x, now_ns); });
+    }
     if (table_.size() >= max_keys_) {
       op.status = OpStatus::kKeyLimit;
       return false;

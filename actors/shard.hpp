@@ -61,6 +61,15 @@ class Shard {
   void execute_batch(std::vector<ShardOp>& ops, uint16_t id, int64_t now_ns);
   // Erases up to `budget` slots' worth of idle keys; returns how many went.
   size_t sweep(int64_t now_ns, size_t budget);
+  // The sweeper's pace (the actor's timer): a tick owes `budget` slots, or four for every
+  // key inserted since the last tick if more, so that a pass over the table ends before the
+  // keys new in it fill a quarter of it — else the part ahead of the cursor fills with dead
+  // keys, its runs grow without bound and every probe there with them — and at most the
+  // whole table. The tick is paid a round at a time (the gate is let go between rounds so
+  // batches run); a round that finds plenty to reclaim earns another, up to 16 a tick.
+  void sweep_tick(size_t budget);
+  // One round of up to `budget` slots; whether another is due at once.
+  bool sweep_round(int64_t now_ns, size_t budget);
   void publish();
 
   // The live state of every key whose slot satisfies `want`; with `remove`, those keys
@@ -310,7 +319,11 @@ class Shard {
   uint64_t lease_seed_;
   uint64_t lease_counter_ = 0;
   uint64_t random_counter_ = 0;
-  int64_t leases_ = 0;  // live leases held in table_
+  int64_t leases_ = 0;                     // live leases held in table_
+  size_t sweep_owed_ = 0;                  // slots the sweeper still owes this tick
+  int sweep_extra_ = 0;                    // rounds earned this tick by finding plenty
+  int64_t full_sweep_ns_ = INT64_MIN / 2;  // when room_for_key last swept the whole table
+  size_t full_sweep_freed_ = 0;            // and how many keys that freed
   ShardStats* stats_;
   std::unique_ptr<SlotBits> owned_;  // null: every slot
   Accounts* accounts_ = nullptr;

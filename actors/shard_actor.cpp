@@ -41,14 +41,12 @@ shard_actor::behavior_type ShardActorImpl::make_behavior() {
       },
       [this](sweep_atom) {
         Hold hold(*cell_);
-        if (!cell_->parked) {
-          // Keep sweeping while a tick finds plenty to reclaim, within a bound.
-          const int64_t now = clock_->now_ns();
-          size_t budget = cfg_.sweep_budget;
-          for (int round = 0; round < 16 && shard_.sweep(now, budget) * 4 > budget; ++round) {
-          }
-        }  // (parked: this tick is skipped)
-        delayed_send(this, std::chrono::milliseconds(cfg_.sweep_interval_ms), sweep_atom::value);
+        if (!cell_->parked) shard_.sweep_tick(cfg_.sweep_budget);  // (parked: skipped)
+        sweep_round();
+      },
+      [this](sweep_more_atom) {
+        Hold hold(*cell_);
+        sweep_round();
       },
       [this](extract_atom, const ExtractJobPtr& j) {
         Hold hold(*cell_);
@@ -113,6 +111,16 @@ shard_actor::behavior_type ShardActorImpl::make_behavior() {
         if (!deferred(run)) run();
       },
   };
+}
+
+void ShardActorImpl::sweep_round() {
+  // A round at a time, each its own message: what queued meanwhile (batches that found the
+  // gate held) runs between two rounds, so a tick's sweeping delays nobody by more than one.
+  if (!cell_->parked && shard_.sweep_round(clock_->now_ns(), cfg_.sweep_budget)) {
+    send(this, sweep_more_atom::value);
+    return;
+  }
+  delayed_send(this, std::chrono::milliseconds(cfg_.sweep_interval_ms), sweep_atom::value);
 }
 
 void ShardActorImpl::on_extract(const ExtractJobPtr& j) {

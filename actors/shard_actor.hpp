@@ -27,6 +27,7 @@ namespace fg {
 
 using batch_atom = caf::atom_constant<caf::atom("batch")>;
 using sweep_atom = caf::atom_constant<caf::atom("sweep")>;
+using sweep_more_atom = caf::atom_constant<caf::atom("sweepmore")>;
 using extract_atom = caf::atom_constant<caf::atom("extract")>;
 using install_atom = caf::atom_constant<caf::atom("install")>;
 using collect_atom = caf::atom_constant<caf::atom("collect")>;
@@ -39,9 +40,9 @@ using copy_atom = caf::atom_constant<caf::atom("copy")>;
 using shard_actor = caf::typed_actor<
     caf::reacts_to<batch_atom, BatchPtr>,  //
     caf::reacts_to<step_atom, BatchPtr>, caf::reacts_to<resume_atom>, caf::reacts_to<sweep_atom>,
-    caf::reacts_to<extract_atom, ExtractJobPtr>, caf::reacts_to<collect_atom, CollectJobPtr>,
-    caf::reacts_to<install_atom, InstallJobPtr>, caf::reacts_to<replica_atom, ReplicaJobPtr>,
-    caf::reacts_to<merge_atom, MergeJobPtr>,
+    caf::reacts_to<sweep_more_atom>, caf::reacts_to<extract_atom, ExtractJobPtr>,
+    caf::reacts_to<collect_atom, CollectJobPtr>, caf::reacts_to<install_atom, InstallJobPtr>,
+    caf::reacts_to<replica_atom, ReplicaJobPtr>, caf::reacts_to<merge_atom, MergeJobPtr>,
     caf::reacts_to<copy_atom, CopyJobPtr, uint32_t, uint32_t>>;
 
 // A shard's state and who runs it. Whoever runs the shard holds `gate`: its actor for every
@@ -92,6 +93,8 @@ class ShardActorImpl : public shard_actor::base {
   // as its highest shard, run it and wake the others.
   void on_step(const BatchPtr& b);
   void on_extract(const ExtractJobPtr& j);
+  // One round of the sweeper (Shard::sweep_round), then the next: at once, or at the next tick.
+  void sweep_round();
   // While parked for a step, every message waits here, in order, for the step to end.
   template <class F>
   bool deferred(F&& f) {

@@ -1,6 +1,8 @@
 // A shard's expiry: whether a key's state is as good as absent (idle, a query), the expire
 // step that lets expired leases go, forgetting a key, and the sweep that erases idle keys
 // a few table slots at a time.
+#include <algorithm>
+
 #include "fixed_window.hpp"
 #include "gcra.hpp"
 #include "hash_value.hpp"
@@ -91,6 +93,24 @@ size_t Shard::sweep(int64_t now_ns, size_t budget) {
   if (stats_ && n) stats_->expired.fetch_add(static_cast<int64_t>(n), std::memory_order_relaxed);
   publish();
   return n;
+}
+
+void Shard::sweep_tick(size_t budget) {
+  const size_t due = std::max(budget, 4 * table_.take_inserts());
+  sweep_owed_ = std::min(due, std::max(budget, table_.capacity()));
+  sweep_extra_ = 0;
+}
+
+bool Shard::sweep_round(int64_t now_ns, size_t budget) {
+  if (sweep_owed_ == 0) return false;
+  const size_t n = std::min(budget, sweep_owed_);
+  const size_t erased = sweep(now_ns, n);
+  sweep_owed_ -= n;
+  if (sweep_owed_ == 0 && erased * 4 > n && sweep_extra_ < 16) {
+    ++sweep_extra_;
+    sweep_owed_ = budget;
+  }
+  return sweep_owed_ > 0;
 }
 
 }  // namespace fg

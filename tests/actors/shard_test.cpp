@@ -99,6 +99,61 @@ TEST(Shard, SweepReturnsIdleKeys) {
   EXPECT_EQ(stats.expired.load(), 500);
 }
 
+// Keys that go idle a tick after they were made, 60,000 new ones a 100 ms tick (a node taking
+// 600k new keys a second, as random keys under load make it): the sweeper's pace follows the
+// churn, so the table holds about two ticks of keys and no run of occupied
+// slots grows long (a sweeper at a fixed pace falls behind, the table ahead of its cursor
+// fills solid, and one probe or erase there walks tens of thousands of slots).
+TEST(Shard, TheSweeperKeepsPaceWithChurn) {
+  constexpr int64_t kTick = kS / 10;
+  constexpr int kPerTick = 60000;
+  constexpr size_t kBudget = 4096;
+  Shard s(10'000'000, 1);
+  const LimitSpec spec = LimitSpec::token_bucket(2, 1, kTick);  // full again a tick later
+  size_t most_keys = 0, longest = 0;
+  int next = 0;
+  for (int tick = 0; tick < 40; ++tick) {
+    const int64_t now = kT0 + tick * kTick;
+    for (int i = 0; i < kPerTick; ++i) {
+      const std::string k = "k:" + std::to_string(next++);
+      auto t = op(OpCode::kTake, k, spec);
+      s.execute(t, now);
+      ASSERT_EQ(t.status, OpStatus::kOk);
+    }
+    s.sweep_tick(kBudget);
+    int rounds = 0;
+    while (s.sweep_round(now, kBudget)) ASSERT_LT(++rounds, 1000);
+    most_keys = std::max(most_keys, s.key_count());
+    longest = std::max(longest, s.table().longest_run());
+  }
+  EXPECT_LT(most_keys, 4u * kPerTick);
+  EXPECT_LT(longest, 300u);
+}
+
+// At the key cap, the whole table is swept for a new key only when the last such sweep freed
+// plenty or is 100 ms old: a table of live keys is not swept whole again for every refusal.
+TEST(Shard, AFullTableOfLiveKeysIsNotSweptPerRefusal) {
+  constexpr int64_t kMs = kS / 1000;
+  Shard s(1000, 1);
+  const LimitSpec slow = LimitSpec::token_bucket(2, 1, 1000 * kS);
+  const LimitSpec quick = LimitSpec::token_bucket(2, 1, 50 * kMs);  // idle 50 ms on
+  for (int i = 0; i < 1000; ++i) {
+    auto t = op(OpCode::kTake, "live:" + std::to_string(i), i < 10 ? quick : slow);
+    s.execute(t, kT0);
+    ASSERT_EQ(t.status, OpStatus::kOk);
+  }
+  auto a = op(OpCode::kTake, "new:a", slow);
+  s.execute(a, kT0);  // swept: nothing idle
+  EXPECT_EQ(a.status, OpStatus::kKeyLimit);
+  auto b = op(OpCode::kTake, "new:b", slow);
+  s.execute(b, kT0 + 60 * kMs);  // ten idle now, but the last sweep is 60 ms old and freed none
+  EXPECT_EQ(b.status, OpStatus::kKeyLimit);
+  auto c = op(OpCode::kTake, "new:c", slow);
+  s.execute(c, kT0 + 101 * kMs);  // swept again: the ten go
+  EXPECT_EQ(c.status, OpStatus::kOk);
+  EXPECT_EQ(s.key_count(), 991u);
+}
+
 TEST(Shard, LeasesWithHoldersAndHeartbeat) {
   Shard s(100, 1);
   std::vector<uint64_t> ids;
