@@ -138,12 +138,36 @@ void ClientConnection<Session>::on_read(asio::error_code ec, size_t n) {
   if (closed_) return;
   in_.filled(n);
   clock_.last_read_ms = connection_now_ms();
+  // A read of more than a little: this connection has a backlog, and takes its batches
+  // through the queue from now on; a small one again, and it is served at once.
+  if (n > kQuickRead) {
+    backlogged_ = true;
+  } else if (!queued_) {
+    backlogged_ = false;
+  }
   IoBatcher::Turn turn(batcher_);
   pump();
 }
 
 template <class Session>
+void ClientConnection<Session>::take_turn() {
+  queued_ = false;
+  if (closed_) return;
+  in_turn_ = true;
+  pump();
+  in_turn_ = false;
+}
+
+template <class Session>
 void ClientConnection<Session>::pump() {
+  if (backlogged_ && !in_turn_ && !busy() && !in_.empty() && !closed_) {
+    // Its input waits for its turn in the backlog queue (fair reading).
+    if (!queued_) {
+      queued_ = true;
+      batcher_.queue_backlog(self());
+    }
+    return;
+  }
   // (a blocked client takes its turns with no input: its next attempt, or its timeout, or
   // when neither is due the timer for them)
   while (!closed_ && !busy() && (!in_.empty() || session_->blocked())) {

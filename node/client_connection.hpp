@@ -7,7 +7,9 @@
 //
 // Only one batch is in flight per connection, and a new batch waits until the last one's
 // replies are written: pipelined replies stay in order, and a client that does not read
-// cannot make the node hold more than one batch of replies and its input cap.
+// cannot make the node hold more than one batch of replies and its input cap. A connection
+// that reads much at a time takes its batches in turn with the others that do, through the
+// I/O thread's backlog queue, while one that says little is served at once (fair reading).
 #pragma once
 #include <memory>
 #include <string>
@@ -22,6 +24,7 @@ namespace fg {
 
 template <class Session>
 class ClientConnection final : public BatchWaiter,
+                               public Backlogged,
                                public ClientStream::Owner,
                                public std::enable_shared_from_this<ClientConnection<Session>> {
  public:
@@ -34,6 +37,8 @@ class ClientConnection final : public BatchWaiter,
   void batch_complete(Flight& flight) override;
   void on_read(asio::error_code ec, size_t n) override;
   void on_written(asio::error_code ec) override;
+  // Its turn in the I/O thread's backlog queue (IoBatcher::queue_backlog).
+  void take_turn() override;
 
  private:
   void serve();
@@ -74,6 +79,12 @@ class ClientConnection final : public BatchWaiter,
   bool in_flight_ = false;       // a batch is in the shards
   bool writing_ = false;         // the stream writes in the background: the client is slow
   bool stalled_ = false;         // waiting for a slot's state to arrive
+  // Fair reading: a connection whose last read brought more than kQuickRead bytes is served
+  // through the backlog queue (queued_ while it waits there, in_turn_ during its turn).
+  static constexpr size_t kQuickRead = 4096;
+  bool backlogged_ = false;
+  bool queued_ = false;
+  bool in_turn_ = false;
   bool closed_ = false;
   bool pending_close_ = false;      // close once the flight's replies are written
   bool close_after_write_ = false;  // close once the output is written

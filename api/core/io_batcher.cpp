@@ -105,6 +105,32 @@ void IoBatcher::settle() {
   --turns_;
 }
 
+void IoBatcher::queue_backlog(std::shared_ptr<Backlogged> c) {
+  backlog_.push_back(std::move(c));
+  if (backlog_posted_) return;
+  backlog_posted_ = true;
+  asio::post(io_, [this] { serve_backlog(); });
+}
+
+void IoBatcher::serve_backlog() {
+  backlog_posted_ = false;
+  // Only those queued before this slice: one that queues again waits for the next slice.
+  const int64_t until_ns = svc_.clock->now_ns() + kBacklogSliceNs;
+  for (size_t n = backlog_.size(); n > 0 && !backlog_.empty(); --n) {
+    auto c = std::move(backlog_.front());
+    backlog_.pop_front();
+    {
+      Turn turn(*this);  // (its flight leaves, and mostly completes, before the next)
+      c->take_turn();
+    }
+    if (svc_.clock->now_ns() > until_ns) break;
+  }
+  if (!backlog_.empty() && !backlog_posted_) {
+    backlog_posted_ = true;
+    asio::post(io_, [this] { serve_backlog(); });  // (after what became ready meanwhile)
+  }
+}
+
 void IoBatcher::post_flush() {
   if (flush_posted_) return;
   flush_posted_ = true;

@@ -3,6 +3,7 @@
 // turn, and one completion posted back, however many connections took part.
 #pragma once
 #include <asio.hpp>
+#include <deque>
 #include <memory>
 #include <vector>
 
@@ -20,6 +21,14 @@ class BatchWaiter {
   virtual void batch_complete(Flight& flight) = 0;
 };
 
+// A connection with a backlog (IoBatcher's queue of them): takes one turn — what its input
+// holds, up to one batch — when the queue comes to it.
+class Backlogged {
+ public:
+  virtual ~Backlogged() = default;
+  virtual void take_turn() = 0;
+};
+
 class IoBatcher {
  public:
   IoBatcher(asio::io_context& io, Services& svc, size_t max_ops);
@@ -32,6 +41,14 @@ class IoBatcher {
   asio::io_context& io() { return io_; }
   // A handler that sends the filling flight is queued on the event loop.
   bool flush_queued() const { return flush_posted_; }
+
+  // Fair reading. A connection that reads more than a little at a time (a flood, a deep
+  // pipeline) is not served from its own read handler but queued here, and the queue is
+  // served by one posted handler a slice (about kBacklogSliceNs) at a time, a turn per
+  // connection in order, the rest after the event loop has polled again: a connection with
+  // a few requests is then answered after one slice, not after every backlog's turn (64
+  // flooding connections made that a round of tens of milliseconds on one thread).
+  void queue_backlog(std::shared_ptr<Backlogged> c);
 
   // Held by a socket's read handler around its processing: what joins meanwhile leaves
   // when the outermost Turn closes, on this thread, instead of in a posted handler. Its
@@ -70,6 +87,10 @@ class IoBatcher {
   bool flush_posted_ = false;
   int turns_ = 0;                                       // open Turns
   static constexpr int64_t kSettleSliceNs = 1'000'000;  // settle()'s in-place work per turn
+  void serve_backlog();
+  std::deque<std::shared_ptr<Backlogged>> backlog_;
+  bool backlog_posted_ = false;
+  static constexpr int64_t kBacklogSliceNs = 500'000;
 };
 
 }  // namespace fg

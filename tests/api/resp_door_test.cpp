@@ -448,5 +448,43 @@ TEST_F(SessionTest, ATurnSendsItsRequestsWhenItClosesWithoutAPost) {
   EXPECT_EQ(w->completions, 1);
   EXPECT_EQ(w->session->output(), ":4\r\n");
 }
+
+// Fair reading: connections with a backlog take their turns from the I/O thread's queue, a
+// slice (500 us) at a time, so a handler that became ready meanwhile — a quiet connection's
+// read — runs after one slice, not after every backlog's turn; one that queues again during
+// its turn waits for the next slice.
+struct SlowTurn : Backlogged {
+  ManualClock* clock = nullptr;
+  IoBatcher* batcher = nullptr;
+  std::vector<int>* order = nullptr;
+  std::shared_ptr<SlowTurn> again;  // queued once more during its turn
+  int id = 0;
+  void take_turn() override {
+    order->push_back(id);
+    clock->advance_ns(300'000);  // (a turn's work: two make a slice)
+    if (again) batcher->queue_backlog(std::move(again));
+  }
+};
+
+TEST(FairReading, AQuietConnectionWaitsOneSliceNotEveryBacklog) {
+  asio::io_context io;
+  ManualClock clock;
+  Services svc;
+  svc.clock = &clock;
+  IoBatcher batcher(io, svc, 4096);
+  std::vector<int> order;
+  for (int i = 0; i < 10; ++i) {
+    auto c = std::make_shared<SlowTurn>();
+    c->clock = &clock;
+    c->batcher = &batcher;
+    c->order = &order;
+    c->id = i;
+    if (i == 0) c->again = c;
+    batcher.queue_backlog(c);
+  }
+  asio::post(io, [&] { order.push_back(-1); });  // the quiet connection's read handler
+  io.run();
+  EXPECT_EQ(order, (std::vector<int>{0, 1, -1, 2, 3, 4, 5, 6, 7, 8, 9, 0}));
+}
 }  // namespace
 }  // namespace fg
