@@ -508,14 +508,22 @@ int Node::start_serving(StartState& st, std::string& why) {
 }
 
 // Thousands of connections closing leave their buffers free in the middle of malloc's
-// heaps, where glibc does not return them by itself: hand those pages back.
+// heaps, where glibc does not return them by itself: hand those pages back. The trim walks
+// every arena (tens of milliseconds on a large heap), so it runs on a thread of its own,
+// never on the I/O thread whose clients would wait for it (one at a time; a polled node,
+// the simulator's, trims in place).
 void Node::schedule_trim() {
   trim_timer_->expires_after(std::chrono::seconds(1));
   trim_timer_->async_wait([this](asio::error_code ec) {
     if (ec) return;
     const uint64_t closed = svc_.counters.connections_closed.load(std::memory_order_relaxed);
-    if (closed - closed_at_trim_ >= 64) {
-      malloc_trim(0);
+    const bool idle = !trimming_.valid() ||
+                      trimming_.wait_for(std::chrono::seconds(0)) == std::future_status::ready;
+    if (closed - closed_at_trim_ >= 64 && idle) {
+      if (run_.polled)
+        malloc_trim(0);
+      else
+        trimming_ = std::async(std::launch::async, [] { malloc_trim(0); });
       closed_at_trim_ = closed;
     }
     schedule_trim();
@@ -696,6 +704,7 @@ void Node::stop() {
   }
   if (renew_timer_) renew_timer_->cancel();
   if (trim_timer_) trim_timer_->cancel();
+  if (trimming_.valid()) trimming_.wait();
   if (rls_timer_) rls_timer_->cancel();
   if (rls_) rls_->stop();
   if (admin_) admin_->stop();

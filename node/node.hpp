@@ -8,6 +8,7 @@
 #include <atomic>
 #include <caf/all.hpp>
 #include <functional>
+#include <future>
 #include <memory>
 #include <mutex>
 #include <string>
@@ -162,6 +163,7 @@ class Node {
   std::unique_ptr<RlsRules> rls_rules_;  // rls-config's rules (or none, with rls-port alone)
   std::unique_ptr<RlsDoor> rls_;
   uint64_t closed_at_trim_ = 0;
+  std::future<void> trimming_;  // a malloc_trim under way (schedule_trim)
   AdminCounters admin_counters_;
   std::unique_ptr<AdminHttp> admin_;
   int cluster_port_ = 0;
