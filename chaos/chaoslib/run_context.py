@@ -166,22 +166,67 @@ class Run:
                            worst <= DETECT_BOUND_S, None if worst is None else "%.2fs" % worst,
                            "%gs" % DETECT_BOUND_S, "%d of %d observers" % (len(seen), total))
 
-    def watch_false_dead(self, until_s):
-        """Records every time any node reports any running member dead."""
+    def watch_false_dead(self, until_s, ignore=()):
+        """Records every time any node reports any running member dead (`ignore`: ids not
+        to count, a container the scenario may add to as it kills on purpose)."""
         self.false_dead = []
 
         def poll():
             while self.hist.t() < until_s and not self.stop.is_set():
                 for o in self.cluster.live():
+                    if o.id in ignore:
+                        continue
                     st = self.cluster.node_states(o) or {}
                     for nid, s in st.items():
-                        if s == "dead" and nid != o.id:
+                        if s == "dead" and nid != o.id and nid not in ignore:
                             self.false_dead.append((round(self.hist.t(), 2), o.id, nid))
                 time.sleep(0.2)
 
         th = threading.Thread(target=poll, daemon=True)
         th.start()
         self.monitors.append(th)
+
+    # ------------------------------------------------------------------ floods
+
+    def _open_loop(self, args, timeout_s):
+        """Runs tests/bench/open_loop (built with the tree) against every node; its figures."""
+        import subprocess
+        binary = os.path.join(self.ctx.build, "tests", "open_loop")
+        if not os.path.exists(binary):
+            raise SetupError("%s is not built" % binary)
+        targets = ",".join("%s:%d" % (n.host, n.port) for n in self.cluster.live())
+        out = subprocess.run([binary, "--ports", targets] + [str(a) for a in args],
+                             capture_output=True, text=True, timeout=timeout_s)
+        if out.returncode != 0:
+            raise SetupError("open_loop failed: %s" % out.stderr.strip()[:200])
+        f = out.stdout.split()
+        return {f[i].rstrip(":"): f[i + 1] for i in range(0, len(f) - 1, 2)}
+
+    def capacity(self, seconds=3):
+        """Decisions a second the cluster serves to a closed loop (64 connections over every
+        node, 128 in flight each — a cluster forwarding two thirds of its requests needs that many
+        in flight to be saturated —, random keys): what a flood is sized from."""
+        r = self._open_loop(["--conns", 64, "--pipeline", 128, "--rate", 1, "--seconds", seconds,
+                             "--drain", 5, "--label", "capacity"], seconds + 30)
+        return float(r["served_rate"])
+
+    def flood(self, rate, seconds):
+        """An open-loop flood at `rate` over every node for `seconds` (a thread); its figures
+        land in self.flood_result."""
+        self.flood_result = None
+
+        def go():
+            try:
+                self.flood_result = self._open_loop(
+                    ["--conns", 64, "--rate", int(rate), "--seconds", seconds, "--drain", 5,
+                     "--label", "flood", "--seed", self.seed], seconds + 60)
+            except Exception as e:  # judged by the scenario (no result)
+                self.flood_error = str(e)
+
+        th = threading.Thread(target=go, daemon=True)
+        th.start()
+        self.monitors.append(th)
+        return th
 
     def read_counter(self, key, policy):
         """FG.PEEK through any live node: (start, end, count) or None."""

@@ -3,15 +3,18 @@
 // closed-loop client (redis-benchmark) sends the next request only when a reply comes, so
 // a server that falls behind slows the load down and the queue it makes is never seen.
 //
-//   open_loop --ports P[,P...] --conns N --rate R --seconds S [--drain D] [--keys K]
-//             [--seed X] [--label L] [--incr]
+//   open_loop --ports [HOST:]P[,...] --conns N --rate R --seconds S [--drain D] [--keys K]
+//             [--seed X] [--label L] [--incr] [--pipeline P]
 //
-// N connections (spread over the ports in turn) share R requests a second, each connection
-// sending its share on its own schedule: `CL.THROTTLE k:<random of K> 100 1000 60 1`, or
-// with --incr `INCR k:<random of K>` (what redis-server is measured with). For S
-// seconds, then up to D seconds (default 5) for the replies still owed. Prints one line:
+// N connections (spread over the addresses in turn; HOST defaults to 127.0.0.1) share R
+// requests a second, each connection sending its share on its own schedule: `CL.THROTTLE k:<random
+// of K> 100 1000 60 1`, or with --incr `INCR k:<random of K>` (what redis-server is measured with).
+// For S seconds, then up to D seconds (default 5) for the replies still owed. With --pipeline P it
+// is a closed loop instead (what capacity is measured with): each connection keeps P requests
+// outstanding, R is ignored, and latency counts from the send. A connection the server closes (a
+// node killed) stops; the rest go on. Prints one line:
 //   label: L  offered: R  sent: N  answered: A  errors: E  unanswered: U  served_rate: X
-//   p50_ms: .. p99_ms: .. max_ms: ..
+//   p50_ms: .. p99_ms: .. max_ms: ..  closed: C
 // `served_rate` counts replies that were decisions (not errors) and came within the S
 // seconds; `errors` counts error replies (refusals, -BUSY); `unanswered` requests were sent
 // and had no reply D seconds after the end. Single-threaded (run several for more load);
@@ -73,6 +76,9 @@ size_t reply_length(const char* p, const char* end) {
 
 struct Conn {
   int fd = -1;
+  bool dead = false;             // closed by the server
+  std::vector<int64_t> sent_at;  // closed loop: when each outstanding request left
+  size_t sent_at_head = 0;
   int64_t interval_ns = 0;  // between two of its requests
   int64_t first_due_ns = 0;
   uint64_t sent = 0;      // requests written (their due times follow from their numbers)
@@ -98,15 +104,16 @@ uint64_t next_random(uint64_t& s) {
 
 void usage() {
   std::fprintf(stderr,
-               "usage: open_loop --ports P[,P...] --conns N --rate R --seconds S [--drain D] "
-               "[--keys K] [--seed X] [--label L] [--incr]\n");
+               "usage: open_loop --ports [HOST:]P[,...] --conns N --rate R --seconds S [--drain D] "
+               "[--keys K] [--seed X] [--label L] [--incr] [--pipeline P]\n");
   std::exit(2);
 }
 
 }  // namespace
 
 int main(int argc, char** argv) {
-  std::vector<int> ports;
+  std::vector<sockaddr_in> targets;
+  int pipeline = 0;  // 0: open loop
   int conns = 1;
   double rate = 1000, seconds = 5, drain = 5;
   uint64_t keys = 1000000, seed = 1;
@@ -121,12 +128,26 @@ int main(int argc, char** argv) {
     if (i + 1 >= argc) usage();
     const char* v = argv[++i];
     if (a == "--ports") {
-      for (const char* p = v; *p;) {
-        ports.push_back(std::atoi(p));
-        p = std::strchr(p, ',');
-        if (!p) break;
-        ++p;
+      std::string list = v;
+      for (size_t at = 0; at <= list.size();) {
+        size_t comma = list.find(',', at);
+        if (comma == std::string::npos) comma = list.size();
+        const std::string item = list.substr(at, comma - at);
+        at = comma + 1;
+        if (item.empty()) continue;
+        sockaddr_in sa{};
+        sa.sin_family = AF_INET;
+        sa.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+        const size_t colon = item.rfind(':');
+        if (colon != std::string::npos &&
+            inet_pton(AF_INET, item.substr(0, colon).c_str(), &sa.sin_addr) != 1)
+          usage();
+        sa.sin_port = htons(static_cast<uint16_t>(
+            std::atoi(item.c_str() + (colon == std::string::npos ? 0 : colon + 1))));
+        targets.push_back(sa);
       }
+    } else if (a == "--pipeline") {
+      pipeline = std::atoi(v);
     } else if (a == "--conns") {
       conns = std::atoi(v);
     } else if (a == "--rate") {
@@ -145,8 +166,8 @@ int main(int argc, char** argv) {
       usage();
     }
   }
-  if (ports.empty() || conns < 1 || rate <= 0 || seconds <= 0 || seconds > 600 || drain < 0 ||
-      drain > 600 || keys < 1)
+  if (targets.empty() || pipeline < 0 || conns < 1 || rate <= 0 || seconds <= 0 || seconds > 600 ||
+      drain < 0 || drain > 600 || keys < 1)
     usage();
 
   const int ep = epoll_create1(0);
@@ -159,10 +180,7 @@ int main(int argc, char** argv) {
     Conn& c = cs[static_cast<size_t>(i)];
     c.fd = socket(AF_INET, SOCK_STREAM, 0);
     if (c.fd < 0) die("socket");
-    sockaddr_in sa{};
-    sa.sin_family = AF_INET;
-    sa.sin_port = htons(static_cast<uint16_t>(ports[static_cast<size_t>(i) % ports.size()]));
-    sa.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    sockaddr_in sa = targets[static_cast<size_t>(i) % targets.size()];
     if (connect(c.fd, reinterpret_cast<sockaddr*>(&sa), sizeof sa) != 0) die("connect");
     const int one = 1;
     setsockopt(c.fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
@@ -179,14 +197,23 @@ int main(int argc, char** argv) {
 
   std::vector<uint32_t> latency_us;  // of every reply, in microseconds
   latency_us.reserve(static_cast<size_t>(std::min(rate * seconds, 5e7)));
-  uint64_t errors = 0, served_in_time = 0;
+  uint64_t errors = 0, served_in_time = 0, closed = 0;
+  auto drop = [&](Conn& c) {
+    if (c.dead) return;
+    c.dead = true;
+    ++closed;
+    epoll_ctl(ep, EPOLL_CTL_DEL, c.fd, nullptr);
+    close(c.fd);
+    c.out.clear();
+    c.out_off = 0;
+  };
   auto flush = [&](Conn& c) {
-    while (c.out_off < c.out.size()) {
+    while (!c.dead && c.out_off < c.out.size()) {
       const ssize_t n =
           send(c.fd, c.out.data() + c.out_off, c.out.size() - c.out_off, MSG_NOSIGNAL);
       if (n < 0) {
         if (errno == EAGAIN || errno == EWOULDBLOCK) break;
-        die("send");
+        return drop(c);
       }
       c.out_off += static_cast<size_t>(n);
     }
@@ -210,11 +237,15 @@ int main(int argc, char** argv) {
     const int64_t now = now_ns();
     bool owed = false;
     for (Conn& c : cs) {
+      if (c.dead) continue;
       // Every request due by now (and before the end) is rendered; what the socket does
-      // not take waits in `out` (its latency counts from its due time all the same).
+      // not take waits in `out` (its latency counts from its due time all the same). A
+      // closed loop keeps `pipeline` outstanding instead.
       const int64_t upto = std::min(now, end_ns - 1);
       if (upto >= c.first_due_ns) {
-        const uint64_t due = static_cast<uint64_t>((upto - c.first_due_ns) / c.interval_ns) + 1;
+        const uint64_t due =
+            pipeline > 0 ? (now < end_ns ? c.answered + static_cast<uint64_t>(pipeline) : c.sent)
+                         : static_cast<uint64_t>((upto - c.first_due_ns) / c.interval_ns) + 1;
         if (due > c.sent && c.out.size() < (64u << 20)) {
           for (; c.sent < due; ++c.sent) {
             char key[24];
@@ -228,6 +259,7 @@ int main(int argc, char** argv) {
                                      "1000\r\n$2\r\n60\r\n$1\r\n1\r\n",
                                      kl, key);
             c.out.append(cmd, static_cast<size_t>(n));
+            if (pipeline > 0) c.sent_at.push_back(now);
           }
           flush(c);
         }
@@ -238,7 +270,7 @@ int main(int argc, char** argv) {
     // Sleep until the next request falls due (at least 20 us, at most 1 ms), or a reply.
     int64_t next_due = now + 1'000'000;
     for (const Conn& c : cs)
-      if (c.out.empty())
+      if (c.out.empty() && !c.dead && pipeline == 0)
         next_due =
             std::min(next_due, c.first_due_ns + static_cast<int64_t>(c.sent) * c.interval_ns);
     const int64_t wait_ns = std::clamp<int64_t>(next_due - now, 20'000, 1'000'000);
@@ -246,16 +278,15 @@ int main(int argc, char** argv) {
     const int n = epoll_pwait2(ep, evs.data(), static_cast<int>(evs.size()), &ts, nullptr);
     for (int k = 0; k < n; ++k) {
       Conn& c = cs[evs[static_cast<size_t>(k)].data.u32];
+      if (c.dead) continue;
       if (evs[static_cast<size_t>(k)].events & EPOLLOUT) flush(c);
+      if (c.dead) continue;
       if (!(evs[static_cast<size_t>(k)].events & (EPOLLIN | EPOLLHUP | EPOLLERR))) continue;
       const ssize_t got = recv(c.fd, buf, sizeof buf, 0);
-      if (got == 0) {
-        std::fprintf(stderr, "open_loop: the server closed a connection\n");
-        return 1;
-      }
-      if (got < 0) {
-        if (errno == EAGAIN || errno == EWOULDBLOCK) continue;
-        die("recv");
+      if (got < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) continue;
+      if (got <= 0) {
+        drop(c);
+        continue;
       }
       c.in.append(buf, static_cast<size_t>(got));
       const int64_t at = now_ns();
@@ -263,7 +294,9 @@ int main(int argc, char** argv) {
       while (off < c.in.size()) {
         const size_t len = reply_length(c.in.data() + off, c.in.data() + c.in.size());
         if (len == 0) break;
-        const int64_t due = c.first_due_ns + static_cast<int64_t>(c.answered) * c.interval_ns;
+        const int64_t due = pipeline > 0
+                                ? c.sent_at[c.sent_at_head++]
+                                : c.first_due_ns + static_cast<int64_t>(c.answered) * c.interval_ns;
         latency_us.push_back(static_cast<uint32_t>(std::max<int64_t>(0, at - due) / 1000));
         if (c.in[off] == '-') {
           ++errors;
@@ -274,13 +307,17 @@ int main(int argc, char** argv) {
         off += len;
       }
       c.in.erase(0, off);
+      if (c.sent_at_head > 4096) {
+        c.sent_at.erase(c.sent_at.begin(), c.sent_at.begin() + static_cast<long>(c.sent_at_head));
+        c.sent_at_head = 0;
+      }
     }
   }
   uint64_t sent = 0, answered = 0;
   for (const Conn& c : cs) {
     sent += c.sent;
     answered += c.answered;
-    close(c.fd);
+    if (!c.dead) close(c.fd);
   }
   auto pct = [&](double q) -> double {
     if (latency_us.empty()) return 0;
@@ -292,9 +329,10 @@ int main(int argc, char** argv) {
   const double p50 = pct(0.50), p99 = pct(0.99), mx = pct(1.0);
   std::printf(
       "label: %s  offered: %.0f  sent: %llu  answered: %llu  errors: %llu  unanswered: %llu  "
-      "served_rate: %.0f  p50_ms: %.2f  p99_ms: %.2f  max_ms: %.2f\n",
+      "served_rate: %.0f  p50_ms: %.2f  p99_ms: %.2f  max_ms: %.2f  closed: %llu\n",
       label.c_str(), rate, static_cast<unsigned long long>(sent),
       static_cast<unsigned long long>(answered), static_cast<unsigned long long>(errors),
-      static_cast<unsigned long long>(sent - answered), served_in_time / seconds, p50, p99, mx);
+      static_cast<unsigned long long>(sent - answered), served_in_time / seconds, p50, p99, mx,
+      static_cast<unsigned long long>(closed));
   return 0;
 }
