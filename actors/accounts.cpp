@@ -33,16 +33,17 @@ int64_t Accounts::cap(uint16_t account, Meter m) const {
   return t ? t->cap[m].load(std::memory_order_relaxed) : INT64_MAX;
 }
 
-Accounts::Room Accounts::grow(uint16_t account) const {
+Accounts::Room Accounts::grow(uint16_t account, int64_t extra_bytes, int64_t extra_total) const {
   const int64_t most = maxmemory();
-  if (most > 0 && total_bytes() >= most) return Room::kNodeMemory;
-  if (!room(account, kBytes)) return Room::kUserMemory;
+  if (most > 0 && total_bytes() + extra_total >= most) return Room::kNodeMemory;
+  if (!room(account, kBytes, 1 + extra_bytes)) return Room::kUserMemory;
   return Room::kOk;
 }
 
-Accounts::Room Accounts::new_key(uint16_t account) const {
-  if (!room(account, kKeys)) return Room::kUserKeys;
-  return grow(account);
+Accounts::Room Accounts::new_key(uint16_t account, int64_t extra_keys, int64_t extra_bytes,
+                                 int64_t extra_total) const {
+  if (!room(account, kKeys, 1 + extra_keys)) return Room::kUserKeys;
+  return grow(account, extra_bytes, extra_total);
 }
 
 }  // namespace fg

@@ -74,9 +74,12 @@ class Accounts {
 
   // Whether `account` may make a new key now: the node under maxmemory, the account under
   // its share of keys and of bytes.
-  Room new_key(uint16_t account) const;
+  // `extra_*`: the caller's own changes not yet charged (KeyTable::pending), counted as if
+  // they were.
+  Room new_key(uint16_t account, int64_t extra_keys = 0, int64_t extra_bytes = 0,
+               int64_t extra_total = 0) const;
   // Whether a command may grow what `account` holds (Redis's denyoom commands).
-  Room grow(uint16_t account) const;
+  Room grow(uint16_t account, int64_t extra_bytes = 0, int64_t extra_total = 0) const;
 
  private:
   struct Tally {

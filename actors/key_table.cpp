@@ -58,7 +58,18 @@ size_t entry_bytes(const Entry* e) { return sizeof(Entry) + e->key_offset() + e-
 
 KeyTable::KeyTable() : slots_(64, 0) {}
 
-KeyTable::~KeyTable() { clear(); }
+KeyTable::~KeyTable() {
+  clear();
+  flush_charges();
+}
+
+void KeyTable::flush_charges() {
+  if (accounts_)
+    for (size_t i = 0; i < n_pending_; ++i)
+      if (pending_[i].keys || pending_[i].bytes)
+        accounts_->charge_key(pending_[i].account, pending_[i].keys, pending_[i].bytes);
+  n_pending_ = 0;
+}
 
 void KeyTable::clear() {
   for (uintptr_t& s : slots_) {
@@ -118,7 +129,7 @@ Entry* KeyTable::insert(std::string_view key, uint64_t h, Kind kind, uint16_t ac
   ++size_;
   ++inserts_;
   bytes_ += n;
-  if (accounts_) accounts_->charge_key(account, 1, static_cast<int64_t>(e->charged()));
+  charge(account, 1, static_cast<int64_t>(e->charged()));
   return e;
 }
 
@@ -147,7 +158,7 @@ void KeyTable::free_entry(Entry* e) {
   if (e->kind == Kind::kList) delete e->state<ListValue*>();
   if (e->kind == Kind::kSet) delete e->state<SetValue*>();
   bytes_ -= entry_bytes(e);
-  if (accounts_) accounts_->charge_key(e->account(), -1, -static_cast<int64_t>(e->charged()));
+  charge(e->account(), -1, -static_cast<int64_t>(e->charged()));
   std::free(e);
 }
 

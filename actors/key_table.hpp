@@ -79,7 +79,29 @@ class KeyTable {
   // charged to `account`. The key must not be present and must be at most kMaxKeyLen bytes.
   Entry* insert(std::string_view key, uint64_t h, Kind kind, uint16_t account = Accounts::kNone);
   // Where the table's keys are charged (null: nowhere; tests).
-  void set_accounts(Accounts* a) { accounts_ = a; }
+  void set_accounts(Accounts* a) {
+    flush_charges();
+    accounts_ = a;
+  }
+  // Charges to accounts are gathered here and handed to Accounts by flush_charges() (the
+  // shard's publish(), once per batch): Accounts' tallies are shared by every thread, and an
+  // atomic add per key made or gone put one contended cache line in every request on new
+  // keys. What is gathered and not yet handed over, for `account` and in all, so a check
+  // against a share or maxmemory counts this table's own changes of the batch too.
+  void flush_charges();
+  struct Pending {
+    int64_t keys = 0, bytes = 0;
+  };
+  Pending pending(uint16_t account) const {
+    for (size_t i = 0; i < n_pending_; ++i)
+      if (pending_[i].account == account) return {pending_[i].keys, pending_[i].bytes};
+    return {};
+  }
+  int64_t pending_bytes() const {
+    int64_t n = 0;
+    for (size_t i = 0; i < n_pending_; ++i) n += pending_[i].bytes;
+    return n;
+  }
   // The entry holds `bytes` now (the entry's own allocation and what its value holds):
   // its charge follows.
   void recharge(Entry* e, uint64_t bytes) {
@@ -87,7 +109,7 @@ class KeyTable {
     if (code == (e->charge & 0xfffff)) return;
     const auto delta = static_cast<int64_t>(decode_charge(code) - e->charged());
     e->charge = (e->charge & ~uint32_t{0xfffff}) | code;
-    if (accounts_) accounts_->charge_key(e->account(), 0, delta);
+    charge(e->account(), 0, delta);
   }
   bool erase(std::string_view key, uint64_t h);
   // Gives `key`'s entry the deadline `ms` (0: none); an entry that had no room for one is
@@ -174,6 +196,18 @@ class KeyTable {
   // now holds 0 erased (the first at `first_hole`): moves the others back so that every
   // entry is again reached from its home without crossing an empty slot.
   void compact_run(size_t start, size_t len, size_t first_hole);
+  void charge(uint16_t account, int64_t keys, int64_t bytes) {
+    if (!accounts_) return;
+    for (size_t i = 0; i < n_pending_; ++i) {
+      if (pending_[i].account == account) {
+        pending_[i].keys += keys;
+        pending_[i].bytes += bytes;
+        return;
+      }
+    }
+    if (n_pending_ == kPendingAccounts) flush_charges();
+    pending_[n_pending_++] = {account, keys, bytes};
+  }
 
   std::vector<uintptr_t> slots_;
   Accounts* accounts_ = nullptr;
@@ -181,6 +215,14 @@ class KeyTable {
   size_t bytes_ = 0;  // bytes held by entries (not counting heap state of log/lease kinds)
   size_t cursor_ = 0;
   size_t inserts_ = 0;
+  // Charges not yet handed to accounts_ (flush_charges), by account: a batch touches few.
+  struct PendingCharge {
+    uint16_t account;
+    int64_t keys, bytes;
+  };
+  static constexpr size_t kPendingAccounts = 4;
+  PendingCharge pending_[kPendingAccounts];
+  size_t n_pending_ = 0;
   // Scratch of compact_run, kept between calls.
   struct Moved {
     uint32_t home;  // the first offset in the run it may stand at

@@ -114,7 +114,10 @@ bool Shard::room_for_key(ShardOp& op, int64_t now_ns) {
     }
   }
   if (accounts_) {
-    if (const Accounts::Room room = accounts_->new_key(op.account); room != Accounts::Room::kOk) {
+    const KeyTable::Pending mine = table_.pending(op.account);
+    if (const Accounts::Room room =
+            accounts_->new_key(op.account, mine.keys, mine.bytes, table_.pending_bytes());
+        room != Accounts::Room::kOk) {
       op.status = status_of(room);
       return false;
     }
@@ -124,7 +127,8 @@ bool Shard::room_for_key(ShardOp& op, int64_t now_ns) {
 
 bool Shard::room_to_grow(ShardOp& op) {
   if (!accounts_) return true;
-  const Accounts::Room room = accounts_->grow(op.account);
+  const Accounts::Room room =
+      accounts_->grow(op.account, table_.pending(op.account).bytes, table_.pending_bytes());
   if (room == Accounts::Room::kOk) return true;
   op.status = status_of(room);
   return false;
@@ -228,7 +232,7 @@ void Shard::adjust(ShardOp& op, int64_t now_ns) {
   mark(e, op.key);
 }
 
-void Shard::execute(ShardOp& op, int64_t now_ns) {
+void Shard::execute_one(ShardOp& op, int64_t now_ns) {
   switch (op.code) {
     case OpCode::kTake:
     case OpCode::kPeek:
@@ -290,7 +294,7 @@ void Shard::run_op(ShardOp& op, int64_t now_ns) {
   }
   // (a check still runs after its transaction was aborted: it lets go of its watch)
   if (op.abort && *op.abort && op.data != DataCmd::kWatchCheck) return;
-  execute(op, now_ns);
+  execute_one(op, now_ns);
 }
 
 void Shard::execute_step(std::vector<ShardOp>& ops, const Step& step, int64_t now_ns) {
@@ -346,6 +350,7 @@ void Shard::set_owned(const SlotBits& slots, bool owned) {
 }
 
 void Shard::publish() {
+  table_.flush_charges();
   if (!stats_) return;
   stats_->keys.store(static_cast<int64_t>(table_.size()), std::memory_order_relaxed);
   stats_->bytes.store(static_cast<int64_t>(table_.bytes()), std::memory_order_relaxed);

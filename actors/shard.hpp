@@ -49,9 +49,14 @@ class Shard {
  public:
   Shard(size_t max_keys, uint64_t lease_seed, ShardStats* stats = nullptr);
 
-  void execute(ShardOp& op, int64_t now_ns);  // op.hash must be KeyTable::hash(op.key)
+  // One op (op.hash must be KeyTable::hash(op.key)), its charges to accounts handed over.
+  void execute(ShardOp& op, int64_t now_ns) {
+    execute_one(op, now_ns);
+    table_.flush_charges();
+  }
   // Runs one op of a batch here (op.hash set): answers kNotOwner for a slot this shard
   // does not serve, skips it if its transaction was aborted, else executes it.
+  void execute_one(ShardOp& op, int64_t now_ns);  // (a batch's: charges gathered)
   void run_op(ShardOp& op, int64_t now_ns);
   // Runs a multi-shard step (shard_op.hpp's Step): every op of `ops` that belongs to one of
   // `step`'s shards, in order, on that shard — each of which must be parked.

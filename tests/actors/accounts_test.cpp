@@ -96,5 +96,32 @@ TEST(Accounts, AShardsKeysAreChargedAsTheyGrowAndGiveItAllBackWhenGone) {
   EXPECT_EQ(acc.total_bytes(), 0);
 }
 
+// A batch's charges reach Accounts once, when the batch ends (the tallies are shared by every
+// thread): within the batch, a share is still checked against what the batch itself made.
+TEST(Accounts, ABatchsChargesLandAtItsEndAndItsOwnKeysCountAgainstTheShare) {
+  auto owner = std::make_shared<Accounts>();
+  Accounts& acc = *owner;
+  acc.set_cap(5, Accounts::kKeys, 10);
+  Shard s(1'000'000, 1);
+  s.set_accounts(owner);
+  std::vector<std::string> keys;
+  for (int i = 0; i < 20; ++i) keys.push_back("k" + std::to_string(i));
+  std::vector<ShardOp> ops(keys.size());
+  for (size_t i = 0; i < keys.size(); ++i) {
+    ops[i].code = OpCode::kTake;
+    ops[i].key = keys[i];
+    ops[i].spec = LimitSpec::token_bucket(10, 1, 1'000'000'000);
+    ops[i].account = 5;
+    ops[i].shard = 0;
+  }
+  s.execute_batch(ops, 0, 1'000'000'000);
+  int made = 0;
+  for (const ShardOp& op : ops) made += op.status == OpStatus::kOk;
+  EXPECT_EQ(made, 10);
+  EXPECT_EQ(acc.used(5, Accounts::kKeys), 10);
+  EXPECT_GT(acc.used(5, Accounts::kBytes), 0);
+  EXPECT_EQ(acc.total_bytes(), acc.used(5, Accounts::kBytes));
+}
+
 }  // namespace
 }  // namespace fg
