@@ -203,6 +203,58 @@ void BM_NativeTakeGcra(benchmark::State& state) {
   });
 }
 
+// What threads share on the request path: two I/O threads, each running a shard of its own
+// in place, making and forgetting keys (batches of 8 takes on new keys and 8 resets of the
+// last batch's), with the node's one Accounts between them. Its time is per batch of 16 and
+// per thread: Threads(2) should cost what Threads(1) does: a line both write per key (as the
+// account tallies were before they were gathered per batch) shows as the difference
+// (tests/bench/README.md).
+void BM_ShardsSharingAccounts(benchmark::State& state) {
+  static std::shared_ptr<Accounts> accounts = std::make_shared<Accounts>();
+  Shard shard(10'000'000, 1);
+  shard.set_accounts(accounts);
+  const std::string prefix = "t" + std::to_string(state.thread_index()) + ":";
+  std::vector<std::string> keys(16);
+  std::vector<ShardOp> ops(16);
+  uint64_t n = 0;
+  const LimitSpec spec = LimitSpec::token_bucket(100, 1, 60'000'000'000);
+  for (auto _ : state) {
+    for (size_t i = 0; i < 8; ++i) {
+      keys[8 + i] = keys[i];  // last batch's, to forget
+      keys[i] = prefix + std::to_string(n++);
+    }
+    for (size_t i = 0; i < 16; ++i) {
+      ops[i] = ShardOp();
+      ops[i].code = i < 8 || keys[i].empty() ? OpCode::kTake : OpCode::kReset;
+      ops[i].key = keys[i].empty() ? keys[0] : keys[i];
+      ops[i].spec = spec;
+      ops[i].shard = 0;
+    }
+    shard.execute_batch(ops, 0, 1'700'000'000'000'000'000);
+  }
+}
+
+// The same shared line alone: a charge per key made or gone, on one tally both threads add
+// to, against the same amount gathered and added once per 16 (time per 16 keys, per thread).
+void BM_AccountsChargePerKey(benchmark::State& state) {
+  static Accounts accounts;
+  for (auto _ : state) {
+    for (int i = 0; i < 16; ++i) accounts.charge_key(0, 1, 80);
+  }
+}
+void BM_AccountsChargePerBatch(benchmark::State& state) {
+  static Accounts accounts;
+  for (auto _ : state) {
+    int64_t keys = 0, bytes = 0;
+    for (int i = 0; i < 16; ++i) {
+      keys += 1;
+      bytes += 80;
+      benchmark::DoNotOptimize(bytes);
+    }
+    accounts.charge_key(0, keys, bytes);
+  }
+}
+
 BENCHMARK(BM_RespPing)->Arg(1)->Arg(16);
 BENCHMARK(BM_RespIncr)->Arg(1)->Arg(16);
 BENCHMARK(BM_RespClThrottle)->Arg(1)->Arg(16);
@@ -210,6 +262,9 @@ BENCHMARK(BM_RespFgTakeSlidingLog)->Arg(16);
 BENCHMARK(BM_RespClThrottleCluster)->Arg(16);
 BENCHMARK(BM_RespClThrottleDenied)->Arg(16);
 BENCHMARK(BM_NativeTakeGcra)->Arg(16)->Arg(256);
+BENCHMARK(BM_ShardsSharingAccounts)->Threads(1)->Threads(2)->UseRealTime();
+BENCHMARK(BM_AccountsChargePerKey)->Threads(1)->Threads(2)->UseRealTime();
+BENCHMARK(BM_AccountsChargePerBatch)->Threads(1)->Threads(2)->UseRealTime();
 
 }  // namespace
 }  // namespace fg
