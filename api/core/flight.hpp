@@ -3,6 +3,8 @@
 // and one peer request per owner, and comes back as one completion, however many
 // connections took part.
 #pragma once
+#include <google/protobuf/arena.h>
+
 #include <cstdint>
 #include <deque>
 #include <memory>
@@ -16,11 +18,15 @@
 
 namespace fg {
 
-// The requests of one flight for one other node.
+// The requests of one flight for one other node. Its messages live on an arena whose first
+// block the call keeps: building a batch of a hundred requests and reading their answers
+// costs no allocation per request (a heap message would allocate each request's limit
+// afresh after every Clear()), and readying the call for the next flight is one Reset().
 struct ForwardCall {
+  ForwardCall() : m_(std::make_unique<Messages>()) {}
+
   std::string node_id;
   std::string peer_addr;
-  forward::ForwardBatch batch;   // what goes out
   std::vector<LimitSpec> specs;  // per request: the limit it was resolved to (fail modes,
                                  // metrics), kept here rather than sent
   // Set once the call completes (on any thread; read after the flight completes):
@@ -28,18 +34,18 @@ struct ForwardCall {
   std::string body;  // ok: the owner's ForwardOutcomes; else why there is none
   // Decoded on the I/O thread, on first use.
   bool decoded = false;
-  forward::ForwardOutcomes outcomes;
 
-  // Ready for the next flight, keeping what its messages and buffers allocated (within
+  forward::ForwardBatch& batch() { return *m_->batch; }  // what goes out
+  const forward::ForwardBatch& batch() const { return *m_->batch; }
+  forward::ForwardOutcomes& outcomes() { return *m_->outcomes; }
+  const forward::ForwardOutcomes& outcomes() const { return *m_->outcomes; }
+
+  // Ready for the next flight, keeping its arena's first block and its buffers (within
   // bounds: what grew large is let go).
   void reset() {
     node_id.clear();
     peer_addr.clear();
-    if (batch.requests_size() > 1024) {
-      batch = forward::ForwardBatch();
-    } else {
-      batch.Clear();
-    }
+    m_->reset();
     specs.clear();
     ok = false;
     if (body.capacity() > 65536) {
@@ -48,12 +54,35 @@ struct ForwardCall {
       body.clear();
     }
     decoded = false;
-    if (outcomes.outcomes_size() > 1024) {
-      outcomes = forward::ForwardOutcomes();
-    } else {
-      outcomes.Clear();
-    }
   }
+
+ private:
+  struct Messages {
+    static constexpr size_t kFirstBlock = 16384;
+    alignas(16) char first[kFirstBlock];
+    google::protobuf::Arena arena{options(first)};
+    forward::ForwardBatch* batch = make<forward::ForwardBatch>();
+    forward::ForwardOutcomes* outcomes = make<forward::ForwardOutcomes>();
+
+    static google::protobuf::ArenaOptions options(char* block) {
+      google::protobuf::ArenaOptions o;
+      o.initial_block = block;
+      o.initial_block_size = kFirstBlock;
+      o.start_block_size = 16384;
+      o.max_block_size = 65536;
+      return o;
+    }
+    template <class M>
+    M* make() {
+      return google::protobuf::Arena::CreateMessage<M>(&arena);
+    }
+    void reset() {
+      arena.Reset();  // (blocks past the first go back to the heap)
+      batch = make<forward::ForwardBatch>();
+      outcomes = make<forward::ForwardOutcomes>();
+    }
+  };
+  std::unique_ptr<Messages> m_;
 };
 
 // A flight's forward calls: a vector whose elements outlive clear(). emplace_back hands a

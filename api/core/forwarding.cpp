@@ -99,6 +99,10 @@ void serve_forwarded(Services& svc, std::string body,
   auto refused = std::make_shared<std::vector<std::pair<int, std::string>>>();
   std::vector<Request> requests;
   std::vector<int> index;  // request -> its place in the batch
+  requests.reserve(static_cast<size_t>(n));
+  index.reserve(static_cast<size_t>(n));
+  // (a batch's requests are mostly one user's: looked up once per run of the same name)
+  std::shared_ptr<const AclUser> last_user;
   for (int i = 0; i < n; ++i) {
     Result<Request> r = decode_forwarded(batch->requests(i), kept->argvs);
     if (!r.ok()) {
@@ -110,7 +114,8 @@ void serve_forwarded(Services& svc, std::string body,
       // It runs with its user's rights as this node knows them (every node reads the same
       // users file): checked again here, and a script's calls likewise; a user this node
       // does not have runs nothing.
-      auto u = svc.acl->find(name);
+      const bool same = last_user && last_user->name() == name;
+      std::shared_ptr<const AclUser> u = same ? last_user : svc.acl->find(name);
       if (!u || !u->enabled()) {
         refused->emplace_back(i, err::unknown_user_at_owner(name));
         continue;
@@ -122,7 +127,10 @@ void serve_forwarded(Services& svc, std::string body,
       r.value().asker = u.get();
       r.value().command = in.command();
       if (!u->unrestricted()) r.value().user = u.get();
-      kept->users.push_back(std::move(u));
+      if (!same) {
+        kept->users.push_back(u);
+        last_user = std::move(u);
+      }
     } else if (!in.by_node() && !legacy) {
       refused->emplace_back(i, err::kForwardWithoutUser);
       continue;

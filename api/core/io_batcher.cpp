@@ -158,7 +158,8 @@ void IoBatcher::flush(bool own_handler) {
     return f->complete();
   }
   for (ForwardCall& c : fl.forwards) {
-    svc_.forwarder->send(c.peer_addr, c.batch.SerializeAsString(), svc_.settings.forward_timeout_ms,
+    svc_.forwarder->send(c.peer_addr, c.batch().SerializeAsString(),
+                         svc_.settings.forward_timeout_ms,
                          [batch = fl.batch, call = &c](bool ok, std::string body) {
                            call->ok = ok;
                            call->body = std::move(body);

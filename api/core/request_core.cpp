@@ -506,22 +506,22 @@ Pending RequestCore::forward(const Request& r, std::string_view holder, const Do
   const uint32_t hops = d.hops + 1;
   uint32_t ci = 0;
   while (ci < f.forwards.size() &&
-         (f.forwards[ci].node_id != to.id || f.forwards[ci].batch.hops() != hops)) {
+         (f.forwards[ci].node_id != to.id || f.forwards[ci].batch().hops() != hops)) {
     ++ci;
   }
   if (ci == f.forwards.size()) {
     ForwardCall& c = f.forwards.emplace_back();
     c.node_id = to.id;
     c.peer_addr = to.peer_addr;
-    c.batch.set_hops(hops);
+    c.batch().set_hops(hops);
   }
   ForwardCall& c = f.forwards[ci];
-  encode_forwarded(r, holder, *c.batch.add_requests());
+  encode_forwarded(r, holder, *c.batch().add_requests());
   c.specs.push_back(r.spec);
   svc_.counters.forwarded.fetch_add(1, std::memory_order_relaxed);
   p.at = Pending::At::kForward;
   p.index = ci;
-  p.item = static_cast<uint32_t>(c.batch.requests_size() - 1);
+  p.item = static_cast<uint32_t>(c.batch().requests_size() - 1);
   return p;
 }
 
@@ -546,11 +546,11 @@ bool RequestCore::from_forward(Flight& f, uint32_t call, uint32_t item, Outcome&
   ForwardCall& c = f.forwards[call];
   if (c.ok && !c.decoded) {
     c.decoded = true;
-    if (!c.outcomes.ParseFromString(c.body)) c.outcomes.Clear();
+    if (!c.outcomes().ParseFromString(c.body)) c.outcomes().Clear();
   }
-  const Verb verb = static_cast<Verb>(c.batch.requests(static_cast<int>(item)).verb());
-  if (c.ok && static_cast<int>(item) < c.outcomes.outcomes_size()) {
-    decode_outcome(c.outcomes.outcomes(static_cast<int>(item)), verb, out, f.forwarded);
+  const Verb verb = static_cast<Verb>(c.batch().requests(static_cast<int>(item)).verb());
+  if (c.ok && static_cast<int>(item) < c.outcomes().outcomes_size()) {
+    decode_outcome(c.outcomes().outcomes(static_cast<int>(item)), verb, out, f.forwarded);
     return true;
   }
   svc_.counters.forward_failures.fetch_add(1, std::memory_order_relaxed);
@@ -605,7 +605,7 @@ void RequestCore::finish(const Pending& p, Flight& f, const Door& d, Outcome& ou
       }
       policy = c.specs[p.item].policy;
       shadow = c.specs[p.item].shadow;
-      key = c.batch.requests(static_cast<int>(p.item)).key();
+      key = c.batch().requests(static_cast<int>(p.item)).key();
       break;
     }
     case Pending::At::kData:

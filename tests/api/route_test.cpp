@@ -127,13 +127,13 @@ TEST(ForwardCallsReuse, AReusedCallStartsEmpty) {
   ForwardCall& c = calls.emplace_back();
   c.node_id = "n1";
   c.peer_addr = "127.0.0.1:1";
-  c.batch.set_hops(1);
-  c.batch.add_requests()->set_key("k");
+  c.batch().set_hops(1);
+  c.batch().add_requests()->set_key("k");
   c.specs.emplace_back();
   c.ok = true;
   c.body = "answer";
   c.decoded = true;
-  c.outcomes.add_outcomes()->set_allowed(true);
+  c.outcomes().add_outcomes()->set_allowed(true);
   EXPECT_EQ(calls.size(), 1u);
   const ForwardCall* first = &c;
   calls.clear();
@@ -142,13 +142,13 @@ TEST(ForwardCallsReuse, AReusedCallStartsEmpty) {
   EXPECT_EQ(&d, first);  // the same object, with what it allocated
   EXPECT_TRUE(d.node_id.empty());
   EXPECT_TRUE(d.peer_addr.empty());
-  EXPECT_EQ(d.batch.hops(), 0u);
-  EXPECT_EQ(d.batch.requests_size(), 0);
+  EXPECT_EQ(d.batch().hops(), 0u);
+  EXPECT_EQ(d.batch().requests_size(), 0);
   EXPECT_TRUE(d.specs.empty());
   EXPECT_FALSE(d.ok);
   EXPECT_TRUE(d.body.empty());
   EXPECT_FALSE(d.decoded);
-  EXPECT_EQ(d.outcomes.outcomes_size(), 0);
+  EXPECT_EQ(d.outcomes().outcomes_size(), 0);
   size_t n = 0;
   for (const ForwardCall& x : calls) n += &x == first;
   EXPECT_EQ(n, 1u);
