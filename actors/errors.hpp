@@ -30,6 +30,12 @@ inline constexpr char kNumkeysPositive[] = "ERR numkeys should be greater than 0
 inline constexpr char kLimitNegative[] = "ERR LIMIT can't be negative";
 inline constexpr char kUnblockReason[] = "ERR CLIENT UNBLOCK reason should be TIMEOUT or ERROR";
 inline constexpr char kUnblocked[] = "UNBLOCKED client unblocked via CLIENT UNBLOCK";
+// A limiter command that waited past its connection's deadline (request-deadline,
+// FG.DEADLINE): refused, not decided.
+inline std::string past_deadline(int64_t waited_ms, int64_t deadline_ms) {
+  return "BUSY waited " + std::to_string(waited_ms) + " ms, past its " +
+         std::to_string(deadline_ms) + " ms deadline: not decided";
+}
 inline constexpr char kTimeoutNotFloat[] = "ERR timeout is not a float or out of range";
 inline constexpr char kTimeoutNegative[] = "ERR timeout is negative";
 inline constexpr char kTimeoutRange[] = "ERR timeout is out of range";

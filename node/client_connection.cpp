@@ -127,6 +127,13 @@ void ClientConnection<Session>::read() {
     return;
   }
   if (!account()) return;
+  // A deadline stated (request-deadline, FG.DEADLINE): from now on the kernel tells when
+  // the input arrived, so what waited past it is refused undecided (api/COMMANDS.md).
+  if (!stamping_ && (svc_.settings.request_deadline_ms > 0 ||
+                     client_->deadline_ms.load(std::memory_order_relaxed) > 0)) {
+    stamping_ = true;
+    stream_->stamp_input();
+  }
   reading_ = true;
   stream_->read_some(in_.space(), in_.space_size(), self());
 }
@@ -138,6 +145,7 @@ void ClientConnection<Session>::on_read(asio::error_code ec, size_t n) {
   if (closed_) return;
   in_.filled(n);
   clock_.last_read_ms = connection_now_ms();
+  if (stamping_) client_->received_ns = stream_->received_ns();
   // A read of more than a little: this connection has a backlog, and takes its batches
   // through the queue from now on; a small one again, and it is served at once.
   if (n > kQuickRead) {

@@ -86,6 +86,7 @@ class ClientConnection final : public BatchWaiter,
   bool queued_ = false;
   bool in_turn_ = false;
   bool closed_ = false;
+  bool stamping_ = false;           // the stream was asked for the input's receive stamps
   bool pending_close_ = false;      // close once the flight's replies are written
   bool close_after_write_ = false;  // close once the output is written
   int64_t reported_bytes_ = 0;

@@ -47,6 +47,11 @@ class ClientStream {
   virtual size_t held_bytes() const = 0;
   // Closes both directions (errors no longer matter); pending operations end with errors.
   virtual void shut() = 0;
+  // From the next read on, learn when the input reached the host (the kernel's receive
+  // stamp); false if this stream cannot (TLS, in-memory streams).
+  virtual bool stamp_input() { return false; }
+  // When the newest bytes of the last read reached the host: CLOCK_REALTIME ns, 0 unknown.
+  virtual int64_t received_ns() const { return 0; }
 };
 
 // A TCP connection the node accepted, with TLS over it when `tls` is set.

@@ -32,6 +32,7 @@ struct NodeConfig {
   int64_t max_waiters = 10000;          // FG.TAKE ... WAIT: at once on this node
   int64_t max_waiters_per_key = 1000;   // ... and on one key
   int64_t query_deadline_ms = 30000;    // a half-received command must complete by then
+  int64_t request_deadline_ms = 0;      // a deciding command that waited longer is refused
   int64_t output_timeout_ms = 30000;    // a client not reading its replies is dropped then
   size_t max_query_bytes = 8 << 20;     // one buffered command, at most
   size_t proto_max_bulk_len = 1 << 20;  // one argument, at most

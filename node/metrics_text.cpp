@@ -213,6 +213,9 @@ std::string AdminHttp::metrics() const {
   t.one("floodgate_forwards_served_total", "counter", "Commands run here for other nodes",
         load(n.forwards_served));
   t.one("floodgate_moved_total", "counter", "-MOVED redirections answered", load(n.moved));
+  t.one("floodgate_past_deadline_total", "counter",
+        "Limiter commands refused undecided: they waited past their deadline",
+        load(n.past_deadline));
   t.family("floodgate_unavailable_total", "counter",
            "Requests whose key's state no copy could serve, by the policy's on_unavailable mode");
   t.sample("floodgate_unavailable_total", label("mode", "fail_open"), load(n.fail_open));

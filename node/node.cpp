@@ -142,6 +142,7 @@ int Node::start_services(StartState& st, std::string& why) {
     };
   }
   svc_.settings.output_limits = cfg_.output_limits;
+  svc_.settings.request_deadline_ms = cfg_.request_deadline_ms;
   svc_.wait_room.set_limits(cfg_.max_waiters, cfg_.max_waiters_per_key);
   svc_.settings.data_sync = cfg_.data_replication == "sync";  // (standalone: nothing to wait for)
   svc_.settings.parser.max_bulk_len = cfg_.proto_max_bulk_len;

@@ -291,6 +291,10 @@ std::vector<Setting> make_settings() {
               "Close clients idle this many seconds (0 = never)"),
       duration("query-deadline", "--query-deadline-ms", &NodeConfig::query_deadline_ms, 1,
                86'400'000, "Drop a client whose half-sent command is not complete after this"),
+      duration("request-deadline", "--request-deadline-ms", &NodeConfig::request_deadline_ms, 0,
+               86'400'000,
+               "Refuse, undecided, a limiter command that waited this long since it arrived "
+               "(0 = off; a connection may state its own with FG.DEADLINE)"),
       duration("output-timeout", "--output-timeout-ms", &NodeConfig::output_timeout_ms, 1,
                86'400'000, "Drop a client that has not read its replies after this"),
       duration("script-time-limit", "--script-time-limit-ms", &NodeConfig::script_time_limit_ms, 1,

@@ -1,8 +1,11 @@
 // A client connection's TCP socket, plain or with TLS over it (ByteStream), as a
 // ClientStream.
 #include <spdlog/spdlog.h>
+#include <sys/socket.h>
 
 #include <algorithm>
+#include <cerrno>
+#include <cstring>
 
 #include "byte_stream.hpp"
 #include "client_stream.hpp"
@@ -39,6 +42,7 @@ class SocketStream final : public ClientStream {
               std::function<void(bool)> done) override;
 
   void read_some(char* into, size_t n, std::shared_ptr<Owner> owner) override {
+    if (stamped_) return read_stamped(into, n, std::move(owner));
     stream_.async_read_some(
         asio::buffer(into, n),
         [owner = std::move(owner)](asio::error_code ec, size_t got) { owner->on_read(ec, got); });
@@ -69,6 +73,17 @@ class SocketStream final : public ClientStream {
                             });
     return false;
   }
+  // Plain TCP only: under TLS the bytes the kernel stamps are records, read ahead by the
+  // TLS layer.
+  bool stamp_input() override {
+    if (stream_.tls()) return false;
+    const int on = 1;
+    stamped_ = ::setsockopt(stream_.socket().native_handle(), SOL_SOCKET, SO_TIMESTAMPNS, &on,
+                            sizeof on) == 0;
+    return stamped_;
+  }
+  int64_t received_ns() const override { return received_ns_; }
+
   size_t unsent_bytes() const override { return wbuf_.size(); }
   size_t held_bytes() const override { return wbuf_.capacity(); }
 
@@ -79,8 +94,53 @@ class SocketStream final : public ClientStream {
   }
 
  private:
+  // A read through recvmsg(), which hands over the kernel's receive stamp with the bytes: once
+  // the socket is readable (so the handler runs from the event loop, never inside read_some).
+  void read_stamped(char* into, size_t n, std::shared_ptr<Owner> owner) {
+    stream_.socket().async_wait(
+        asio::ip::tcp::socket::wait_read,
+        [this, into, n, owner = std::move(owner)](asio::error_code ec) mutable {
+          if (ec) return owner->on_read(ec, 0);
+          size_t got = 0;
+          ec = receive(into, n, got);
+          if (ec == asio::error::would_block) return read_stamped(into, n, std::move(owner));
+          owner->on_read(ec, got);
+        });
+  }
+
+  asio::error_code receive(char* into, size_t n, size_t& got) {
+    iovec iov{into, n};
+    alignas(cmsghdr) char control[CMSG_SPACE(sizeof(timespec))];
+    msghdr m{};
+    m.msg_iov = &iov;
+    m.msg_iovlen = 1;
+    m.msg_control = control;
+    m.msg_controllen = sizeof control;
+    ssize_t r;
+    do {
+      r = ::recvmsg(stream_.socket().native_handle(), &m, MSG_DONTWAIT);
+    } while (r < 0 && errno == EINTR);
+    if (r < 0) {
+      if (errno == EAGAIN || errno == EWOULDBLOCK) return asio::error::would_block;
+      return asio::error_code(errno, asio::error::get_system_category());
+    }
+    if (r == 0) return asio::error::eof;
+    received_ns_ = 0;  // (bytes that came before stamping was on carry none)
+    for (cmsghdr* c = CMSG_FIRSTHDR(&m); c; c = CMSG_NXTHDR(&m, c)) {
+      if (c->cmsg_level == SOL_SOCKET && c->cmsg_type == SCM_TIMESTAMPNS) {
+        timespec ts;
+        std::memcpy(&ts, CMSG_DATA(c), sizeof ts);
+        received_ns_ = static_cast<int64_t>(ts.tv_sec) * 1'000'000'000 + ts.tv_nsec;
+      }
+    }
+    got = static_cast<size_t>(r);
+    return {};
+  }
+
   ByteStream stream_;
   std::string wbuf_;  // what a background write is sending
+  bool stamped_ = false;
+  int64_t received_ns_ = 0;
 };
 
 void SocketStream::secure(std::shared_ptr<Owner> owner, int64_t deadline_ms, TlsCounters* counters,

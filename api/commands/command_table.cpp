@@ -57,6 +57,7 @@ std::vector<CommandSpec> make_rows() {
   // Floodgate's own commands take @limiter (an application's), or @admin and @dangerous
   // (an operator's).
   const uint32_t kW = kWrite, kF = kFast, kWF = kWrite | kFast;
+  const uint32_t kD = kDecides;
   KeySpec kSetKey = key1(kWrites);
   // A source and a destination (RENAME, SMOVE, LMOVE): one is read, both are written.
   const KeySpec kTwoKeys{1, 2, 1, 0, kReadsWrites, false};
@@ -178,27 +179,27 @@ std::vector<CommandSpec> make_rows() {
       {"slots", "slow"}};
   std::vector<CommandSpec> t = {
       // Floodgate's limiters
-      {"cl.throttle", -5, kWF, "limiter", key1(kReadsWrites), cmd_cl_throttle, "floodgate", "0.1.0",
-       "GCRA rate limit with redis-cell's semantics and reply",
+      {"cl.throttle", -5, kWF | kD, "limiter", key1(kReadsWrites), cmd_cl_throttle, "floodgate",
+       "0.1.0", "GCRA rate limit with redis-cell's semantics and reply",
        "key max_burst count period [quantity]"},
-      {"rl.throttle", -5, kWF, "limiter", key1(kReadsWrites), cmd_cl_throttle, "floodgate", "0.1.0",
-       "CL.THROTTLE by the name managed servers without modules give it",
+      {"rl.throttle", -5, kWF | kD, "limiter", key1(kReadsWrites), cmd_cl_throttle, "floodgate",
+       "0.1.0", "CL.THROTTLE by the name managed servers without modules give it",
        "key max_burst count period [quantity]"},
-      {"fg.take", -2, kWF, "limiter", key1(kReadsWrites), cmd_fg_take, "floodgate", "0.1.0",
+      {"fg.take", -2, kWF | kD, "limiter", key1(kReadsWrites), cmd_fg_take, "floodgate", "0.1.0",
        "Consume from a key's limiter (named policy or inline kind and parameters)",
        "key [policy|kind params...] [COST n] [WAIT ms]"},
-      {"fg.takeall", -3, kW, "limiter", kNoKeys, cmd_fg_takeall, "floodgate", "0.3.0",
+      {"fg.takeall", -3, kW | kD, "limiter", kNoKeys, cmd_fg_takeall, "floodgate", "0.3.0",
        "Consume from several limiters only if every one allows (reserve, then commit or cancel)",
        "[COST n] key policy|kind params... [key policy|kind params... ...]"},
-      {"fg.peek", -2, kF, "read limiter", key1(kReads), cmd_fg_peek, "floodgate", "0.1.0",
+      {"fg.peek", -2, kF | kD, "read limiter", key1(kReads), cmd_fg_peek, "floodgate", "0.1.0",
        "Evaluate a key's limiter without consuming", "key [policy|kind params...] [COST n]"},
       {"fg.adjust", -3, kWF, "limiter", key1(kReadsWrites), cmd_fg_adjust, "floodgate", "0.2.0",
        "Charge (delta > 0, into debt) or refund (delta < 0) a cost known only after the request",
        "key [policy|kind params...] delta"},
       {"fg.reset", 2, kWF, "keyspace admin dangerous", key1(kWrites), cmd_fg_reset, "floodgate",
        "0.1.0", "Forget a key's limiter state", "key"},
-      {"fg.acquire", -2, kWF, "limiter", key1(kReadsWrites), cmd_fg_acquire, "floodgate", "0.1.0",
-       "Take a concurrency lease", "key [limit ttl_ms|policy] [HOLDER id | BOUND]"},
+      {"fg.acquire", -2, kWF | kD, "limiter", key1(kReadsWrites), cmd_fg_acquire, "floodgate",
+       "0.1.0", "Take a concurrency lease", "key [limit ttl_ms|policy] [HOLDER id | BOUND]"},
       {"fg.renew", 4, kWF, "limiter", key1(kReadsWrites), cmd_fg_renew, "floodgate", "0.1.0",
        "Extend one lease", "key lease ttl_ms"},
       {"fg.release", 3, kWF, "limiter", key1(kReadsWrites), cmd_fg_release, "floodgate", "0.1.0",
@@ -631,6 +632,9 @@ std::vector<CommandSpec> make_rows() {
        cmd_reset, "connection", "6.2.0", "Resets the connection", ""},
       {"select", 2, kF, "connection", kNoKeys, cmd_select, "connection", "1.0.0",
        "Selects the database (only 0 exists)", "index"},
+      {"fg.deadline", -1, kF, "connection", kNoKeys, cmd_fg_deadline, "floodgate", "0.3.0",
+       "Refuse this connection's limiter commands, undecided, once they waited this long",
+       "[ms | DEFAULT]"},
       {"client", -2, 0, "", kNoKeys, cmd_client, "connection", "2.4.0",
        "Client connection commands", "SETNAME|GETNAME|ID|SETINFO|LIST|INFO|HELP ...", kClientSubs},
       // pub/sub (subscriptions are the connection's; messages reach every node's subscribers)

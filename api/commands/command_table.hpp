@@ -32,6 +32,9 @@ enum CommandFlag : uint32_t {
   kSubscribeMode = 256,
   // Its replies are pushes (pub/sub confirmations): sent even under CLIENT REPLY OFF.
   kPushes = 512,
+  // A limiter's decision, worthless once late: refused undecided when it waited past the
+  // connection's deadline (request-deadline, FG.DEADLINE).
+  kDecides = 1024,
 };
 
 // What a command does with its keys (Redis's key-spec flags): reads them (ACL %R~), writes

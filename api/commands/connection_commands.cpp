@@ -129,6 +129,25 @@ void cmd_quit(CommandContext& s, Args& a) {
 
 void cmd_reset(CommandContext& s, Args& a) { s.reset(); }
 
+// FG.DEADLINE [ms | DEFAULT]: the deadline this connection's limiter commands have (ms since
+// they reached the host; past it they are refused undecided), or, with no argument, the one
+// in force (0: none).
+void cmd_fg_deadline(CommandContext& s, Args& a) {
+  std::atomic<int64_t>& mine = s.client().deadline_ms;
+  if (a.size() == 1) {
+    const int64_t d = mine.load(std::memory_order_relaxed);
+    s.local().integer(d >= 0 ? d : s.svc().settings.request_deadline_ms);
+    return;
+  }
+  if (a.size() > 2) return s.local().error(err::wrong_arity("fg.deadline"));
+  int64_t ms = -1;
+  if (!iequals(a[1], "default") && (!parse_int(a[1], ms) || ms < 0 || ms > kMaxDeadlineMs)) {
+    return s.local().error(err::kNotInteger);
+  }
+  mine.store(ms, std::memory_order_relaxed);
+  s.local().ok();
+}
+
 void cmd_select(CommandContext& s, Args& a) {
   int64_t db;
   if (!parse_int(a[1], db)) {

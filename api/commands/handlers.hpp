@@ -34,6 +34,7 @@ void cmd_quit(CommandContext& s, Args& a);
 void cmd_reset(CommandContext& s, Args& a);
 void cmd_select(CommandContext& s, Args& a);
 void cmd_client(CommandContext& s, Args& a);
+void cmd_fg_deadline(CommandContext& s, Args& a);
 
 void cmd_function(CommandContext& s, Args& a);
 void cmd_object(CommandContext& s, Args& a);  // data_commands.cpp

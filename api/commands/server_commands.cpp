@@ -139,6 +139,7 @@ std::vector<Section> info_sections(CommandContext& s) {
   kv(stats, "total_commands_processed", n(static_cast<int64_t>(v.counters.commands.load())));
   kv(stats, "total_error_replies", n(static_cast<int64_t>(v.errors.total())));
   kv(stats, "rejected_connections", n(static_cast<int64_t>(v.clients->rejected())));
+  kv(stats, "past_deadline_refused", n(static_cast<int64_t>(v.counters.past_deadline.load())));
   kv(stats, "evicted_clients", n(static_cast<int64_t>(v.clients->evicted())));
   if (v.acl) {
     kv(stats, "acl_access_denied_auth", n(static_cast<int64_t>(v.acl->denied_auth.load())));

@@ -36,6 +36,12 @@ struct ClientInfo {
   // UNBLOCK asked of it (1: answer as timed out, 2: with -UNBLOCKED).
   std::atomic<uint64_t> block_ticket{0};
   std::atomic<uint8_t> unblock{0};
+  // FG.DEADLINE: the deadline this connection stated for its deciding commands, in ms (0:
+  // none; -1: the node's request-deadline).
+  std::atomic<int64_t> deadline_ms{-1};
+  // Its connection's thread only: when the newest input it read reached the host
+  // (CLOCK_REALTIME ns, the kernel's receive stamp; 0: not known).
+  int64_t received_ns = 0;
   // What CLIENT LIST shows of its session (stored by its connection after each command):
   // channels, patterns and shard channels it hears; commands queued in MULTI (-1: none).
   std::atomic<int32_t> sub{0}, psub{0}, ssub{0}, multi{-1};

@@ -190,13 +190,13 @@ RequestMetrics::Block& RequestMetrics::local_slow() {
   return *mine;
 }
 
-void RequestMetrics::record(uint16_t command, RequestResult r, int64_t latency_us) {
-  if (command >= kMaxCommandIds) return;
+void RequestMetrics::record(uint16_t command, RequestResult r, int64_t latency_us, uint64_t n) {
+  if (command >= kMaxCommandIds || n == 0) return;
   Block& b = local();
-  bump(b.requests[command][static_cast<size_t>(r)]);
+  bump(b.requests[command][static_cast<size_t>(r)], n);
   if (latency_us < 0) latency_us = 0;
-  bump(b.latency[command][bucket_of(latency_us)]);
-  bump(b.latency_sum_us[command], static_cast<uint64_t>(latency_us));
+  bump(b.latency[command][bucket_of(latency_us)], n);
+  bump(b.latency_sum_us[command], static_cast<uint64_t>(latency_us) * n);
 }
 
 void RequestMetrics::decision(uint16_t policy, bool allowed, bool shadow_denied) {
@@ -242,8 +242,9 @@ void RequestMetrics::reset_view() {
   base_ = std::move(now);
 }
 
-void ErrorStats::count(std::string_view reply) {
-  total_.fetch_add(1, std::memory_order_relaxed);
+void ErrorStats::count(std::string_view reply, uint64_t n) {
+  if (n == 0) return;
+  total_.fetch_add(n, std::memory_order_relaxed);
   // Redis's rule: the code is what comes before the first space within 32 bytes; else ERR.
   std::string_view code = "ERR";
   const size_t space = reply.substr(0, 32).find(' ');
@@ -257,7 +258,7 @@ void ErrorStats::count(std::string_view reply) {
     if (codes_.size() >= kMaxCodes) code = "ERRORSTATS_OVERFLOW";
     it = codes_.emplace(std::string(code), 0).first;
   }
-  ++it->second;
+  it->second += n;
 }
 
 std::vector<std::pair<std::string, uint64_t>> ErrorStats::codes() const {

@@ -59,7 +59,8 @@ class RequestMetrics {
   static RequestMetrics& get();
 
   // One command's outcome, `latency_us` from its arrival to its reply.
-  void record(uint16_t command, RequestResult r, int64_t latency_us);
+  // `n` requests of one command with one result and latency (a run of them answered alike).
+  void record(uint16_t command, RequestResult r, int64_t latency_us, uint64_t n = 1);
   void decision(uint16_t policy, bool allowed, bool shadow_denied = false);
   // A denied key (the most-denied list covers about the last two minutes).
   void denied(std::string_view key, int64_t now_s);
@@ -90,7 +91,8 @@ class ErrorStats {
  public:
   static constexpr size_t kMaxCodes = 128;
   // `reply`: the error as written, from its '-' ("-WRONGTYPE Operation ...\r\n").
-  void count(std::string_view reply);
+  // `n` replies alike.
+  void count(std::string_view reply, uint64_t n = 1);
   std::vector<std::pair<std::string, uint64_t>> codes() const;  // in code order
   uint64_t total() const { return total_.load(std::memory_order_relaxed); }
   void reset();

@@ -41,6 +41,9 @@ constexpr int64_t kDefaultForwardTimeoutMs = 5000;
 
 // What the doors and commands read of the node's settings (CONFIG GET reads the settings
 // table instead: Services::config_values).
+// The longest deadline request-deadline or FG.DEADLINE may state: a day.
+constexpr int64_t kMaxDeadlineMs = 86'400'000;
+
 struct NodeSettings {
   std::string version = FLOODGATE_VERSION;
   std::string run_id;
@@ -59,6 +62,9 @@ struct NodeSettings {
   int64_t forward_timeout_ms = kDefaultForwardTimeoutMs;
   bool data_sync = false;               // data-replication: sync
   int64_t max_subscriptions = 100'000;  // all clients' subscriptions at once (0: none)
+  // request-deadline: a deciding command that waited longer since it reached the host is
+  // refused undecided (0: none); a connection may state its own (FG.DEADLINE).
+  int64_t request_deadline_ms = 0;
 };
 
 struct NodeCounters {
@@ -77,6 +83,7 @@ struct NodeCounters {
   std::atomic<uint64_t> fail_closed{0};         // answered "denied" with no copy reachable
   std::atomic<uint64_t> unavailable{0};         // answered an error with no copy reachable
   std::atomic<uint64_t> connections_closed{0};  // both doors; drives the memory trim
+  std::atomic<uint64_t> past_deadline{0};       // deciding commands refused, late, undecided
 };
 
 // How forwarded requests leave this node: over the cluster's peer links in a node, straight

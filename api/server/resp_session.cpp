@@ -3,6 +3,7 @@
 #include "resp_session.hpp"
 
 #include <algorithm>
+#include <ctime>
 
 #include "command_table.hpp"
 #include "errors.hpp"
@@ -265,6 +266,7 @@ ProcessResult RespSession::process(const char* data, size_t len, Flight& flight)
   }
   arrived_ns_ = steady_ns();
   scripts_ = 0;
+  late_ms_ = waited_past_deadline();
   // With maxmemory-clients, a batch's data replies may take what the cap leaves (at least
   // kMinReplyRoom, so a lone big reply still goes out), and with client-output-buffer-limit
   // no more than its hard limit; past that the connection is closed.
@@ -347,8 +349,15 @@ ProcessResult RespSession::process(const char* data, size_t len, Flight& flight)
       return r;
     }
   }
-  size_t taken = 0;
+  size_t taken = 0, late = 0;
   while (r.consumed < len && taken < svc_.settings.max_batch_commands && !close_) {
+    if (late_ms_ > 0 && late < 16 * svc_.settings.max_batch_commands) {
+      if (const size_t n = refuse_late(data + r.consumed, len - r.consumed)) {
+        r.consumed += n;
+        late += slots_.back().aux;
+        continue;
+      }
+    }
     ParseResult pr = parser_.parse(data + r.consumed, len - r.consumed, args_, arena_);
     if (pr.status == ParseStatus::kNeedMore) break;
     if (pr.status == ParseStatus::kError) {
@@ -407,7 +416,12 @@ ProcessResult RespSession::process(const char* data, size_t len, Flight& flight)
     skip_this_ = false;
     replies_turned_on_ = false;
     const size_t first_slot = slots_.size();
-    if (!refused(spec)) {
+    if (refused(spec)) {
+    } else if (late_ms_ > 0 && (spec->flags & kDecides)) {
+      // Waited past the caller's deadline: a decision now would come too late to matter.
+      local().error(err::past_deadline(late_ms_, deadline_ms()));
+      svc_.counters.past_deadline.fetch_add(1, std::memory_order_relaxed);
+    } else {
       client_->last_cmd.store(spec->name, std::memory_order_relaxed);
       run_command(*spec, *this, args_);
     }
@@ -426,6 +440,8 @@ ProcessResult RespSession::process(const char* data, size_t len, Flight& flight)
       break;
     }
   }
+  if (late > 0) svc_.counters.past_deadline.fetch_add(late, std::memory_order_relaxed);
+  taken += late;
   if (taken > 0) {
     svc_.counters.commands.fetch_add(taken, std::memory_order_relaxed);
     client_->last_active_mono_ms.store(arrived_ns_ / 1'000'000, std::memory_order_relaxed);
@@ -436,6 +452,105 @@ ProcessResult RespSession::process(const char* data, size_t len, Flight& flight)
   flight_ = nullptr;
   policies_checked_ = false;  // the next read sees policy changes
   return r;
+}
+
+namespace {
+// A length line's number ("6\r\n"), at most 10 digits; q moves past it.
+bool scan_number(const char*& q, const char* end, int64_t& n) {
+  n = 0;
+  const char* start = q;
+  while (q < end && *q >= '0' && *q <= '9' && q - start < 10) n = n * 10 + (*q++ - '0');
+  if (q == start || end - q < 2 || q[0] != '\r' || q[1] != '\n') return false;
+  q += 2;
+  return true;
+}
+
+// One whole command at p, a RESP array of bulk strings: its length, its name and how many
+// words it has; 0 if it is not whole here or not that plain (the parser then takes it, and
+// answers whatever is wrong with it).
+size_t scan_command(const char* p, size_t len, size_t max_bulk, std::string_view& name,
+                    size_t& words) {
+  const char* q = p;
+  const char* end = p + len;
+  int64_t n;
+  if (q == end || *q++ != '*' || !scan_number(q, end, n) || n < 1 || n > 64) return 0;
+  for (int64_t i = 0; i < n; ++i) {
+    int64_t l;
+    if (q == end || *q++ != '$' || !scan_number(q, end, l) || static_cast<size_t>(l) > max_bulk ||
+        end - q < l + 2 || q[l] != '\r' || q[l + 1] != '\n') {
+      return 0;
+    }
+    if (i == 0) name = std::string_view(q, static_cast<size_t>(l));
+    q += l + 2;
+  }
+  words = static_cast<size_t>(n);
+  return static_cast<size_t>(q - p);
+}
+}  // namespace
+
+size_t RespSession::refuse_late(const char* data, size_t len) {
+  // (only where a refusal is all a command would get: a transaction queues, a subscribed
+  // RESP2 connection and a user with limits answer their own way, CLIENT REPLY its own)
+  // (nor while the parser holds part of a command: it goes on from where it stopped)
+  if (parser_.in_progress() || in_multi_ || watch_pending_ || reply_mode_ != ReplyMode::kOn ||
+      skip_this_ || in_subscribe_mode() || !acl_.authenticated() || !acl_.user()->unrestricted()) {
+    return 0;
+  }
+  const size_t max_bulk = svc_.settings.parser.max_bulk_len;
+  const CommandSpec* run = nullptr;
+  size_t taken = 0;
+  uint32_t count = 0;
+  while (taken < len) {
+    std::string_view name;
+    size_t words = 0;
+    const size_t n = scan_command(data + taken, len - taken, max_bulk, name, words);
+    if (n == 0) break;
+    if (name != last_name_) {
+      last_spec_ = find_command(name);
+      last_name_.assign(name.substr(0, 32));
+    }
+    const CommandSpec* spec = last_spec_;
+    if (!spec || !(spec->flags & kDecides) || (run && spec != run) ||
+        (spec->arity > 0 && words != static_cast<size_t>(spec->arity)) ||
+        (spec->arity < 0 && words < static_cast<size_t>(-spec->arity))) {
+      break;
+    }
+    run = spec;
+    taken += n;
+    ++count;
+  }
+  if (count == 0) return 0;
+  const size_t start = local_.size();
+  local().error(err::past_deadline(late_ms_, deadline_ms()));
+  slots_.push_back(Slot{Slot::Type::kLate,
+                        ReplyStyle::kInteger,
+                        command_id(run),
+                        false,
+                        static_cast<uint32_t>(start),
+                        static_cast<uint32_t>(local_.size() - start),
+                        {},
+                        count});
+  client_->last_cmd.store(run->name, std::memory_order_relaxed);
+  return taken;
+}
+
+int64_t RespSession::deadline_ms() const {
+  const int64_t mine = client_->deadline_ms.load(std::memory_order_relaxed);
+  return mine >= 0 ? mine : svc_.settings.request_deadline_ms;
+}
+
+// How long the input waited since it reached the host, when that is past the deadline; else
+// 0. (The kernel stamps the newest bytes read: what is older waited at least as long.)
+int64_t RespSession::waited_past_deadline() const {
+  const int64_t rx = client_->received_ns;
+  if (rx <= 0) return 0;
+  const int64_t deadline = deadline_ms();
+  if (deadline <= 0) return 0;
+  timespec now;
+  clock_gettime(CLOCK_REALTIME, &now);
+  const int64_t waited_ms =
+      (static_cast<int64_t>(now.tv_sec) * 1'000'000'000 + now.tv_nsec - rx) / 1'000'000;
+  return waited_ms > deadline ? waited_ms : 0;
 }
 
 bool RespSession::refused(const CommandSpec* spec) {
@@ -556,6 +671,7 @@ void RespSession::reset() {
   svc_.clients->set_user(*client_, acl_.name(), acl_.account());
   svc_.clients->set_name(*client_, {});
   set_reply_mode(ReplyMode::kOn);
+  client_->deadline_ms.store(-1, std::memory_order_relaxed);
   local().simple("RESET");
 }
 
@@ -820,6 +936,13 @@ void RespSession::complete(Flight& flight) {
         continue;
       case Slot::Type::kHidden:
         continue;
+      case Slot::Type::kLate: {
+        for (uint32_t k = 0; k < s.aux; ++k) out_.append(local_, s.start, s.len);
+        metrics.record(s.cmd, RequestResult::kError, d.latency_us, s.aux);
+        // (the Cut counts the first)
+        svc_.errors.count(std::string_view(local_).substr(s.start, s.len), s.aux - 1);
+        continue;
+      }
       case Slot::Type::kTakeAll: {
         std::shared_ptr<TakeAllWait>& st = take_alls_[s.aux];
         if (s.silent) continue;  // (its rounds run all the same; nobody waits for the reply)

@@ -98,7 +98,8 @@ class RespSession final : public CommandContext {
       kExec,
       kHidden,
       kBlock,
-      kTakeAll  // FG.TAKEALL: its rounds run apart (take_alls_[aux])
+      kTakeAll,  // FG.TAKEALL: its rounds run apart (take_alls_[aux])
+      kLate      // aux commands alike refused past their deadline: the one reply, aux times
     } type;
     ReplyStyle style;
     uint16_t cmd;    // the command's id for metrics
@@ -115,6 +116,14 @@ class RespSession final : public CommandContext {
   bool queue(const CommandSpec* spec);
   // Answers why the command cannot run (unknown, wrong arity, needs AUTH), if it cannot.
   bool refused(const CommandSpec* spec);
+  // The deadline in force for limiter commands (FG.DEADLINE, else request-deadline; 0: none),
+  // and how long this read's input waited when that is past it (0: not late).
+  int64_t deadline_ms() const;
+  int64_t waited_past_deadline() const;
+  // Late input: answers the run of like limiter commands at its start, each with the same
+  // refusal and none parsed into words or run (what is late must cost little, or an
+  // overloaded node falls further behind answering it); the bytes taken, 0 if none.
+  size_t refuse_late(const char* data, size_t len);
   // Whether the queued commands' keys and the watched keys lie in more than one slot
   // (cluster mode).
   bool queued_cross_slot() const;
@@ -144,6 +153,7 @@ class RespSession final : public CommandContext {
   std::string last_name_;  // the last command looked up, as sent, and its table entry
   const CommandSpec* last_spec_ = nullptr;
   int64_t arrived_ns_ = 0;  // when this read's commands were parsed (steady clock)
+  int64_t late_ms_ = 0;     // this read's input waited that long, past the deadline
   // Scripts: how many one batch may carry, so that a batch's scripts take about one script
   // budget (a pipeline of slow scripts cannot hold a shard for seconds), learnt from what
   // this connection's last batch of scripts took; and how many this batch carries.

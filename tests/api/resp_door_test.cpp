@@ -2,6 +2,7 @@
 // errors worded as Redis words them, auth, RESP3.
 #include <gtest/gtest.h>
 
+#include <ctime>
 #include <set>
 
 #include "policy_ids.hpp"
@@ -388,6 +389,63 @@ TEST_F(SessionTest, RandomKeyAnswersEveryLiveKeyAndNeverAnExpiredOne) {
 // A socket's read handler holds an IoBatcher::Turn: what joins meanwhile is sent when the
 // Turn closes, on the I/O thread, with no handler posted (the event loop's next poll may
 // then sleep), and a waiter that joins again as it completes is served in the same loop.
+// FG.DEADLINE: input that reached the host longer ago than the connection's deadline has its
+// limiter commands refused undecided — each one, in order among the other replies, nothing
+// charged — while every other command runs; a fresh read, no deadline, or none known when
+// the input came are decided as ever.
+TEST_F(SessionTest, LimiterCommandsPastTheirDeadlineAreRefusedUndecided) {
+  auto wall_ns = [] {
+    timespec t;
+    clock_gettime(CLOCK_REALTIME, &t);
+    return static_cast<int64_t>(t.tv_sec) * kS + t.tv_nsec;
+  };
+  const std::string take = RespConn::resp({"CL.THROTTLE", "late", "9", "1", "60"});
+  EXPECT_EQ(cmd({"FG.DEADLINE"}), ":0\r\n");
+  EXPECT_EQ(cmd({"FG.DEADLINE", "20"}), "+OK\r\n");
+  EXPECT_EQ(cmd({"FG.DEADLINE"}), ":20\r\n");
+  EXPECT_EQ(cmd({"FG.DEADLINE", "-1"}), "-ERR value is not an integer or out of range\r\n");
+  EXPECT_EQ(cmd({"FG.DEADLINE", "86400001"}), "-ERR value is not an integer or out of range\r\n");
+
+  // Waited 50 ms: the run of takes is refused (the fast path), PING and SET run between
+  // them, FG.TAKE after them is refused too, a take with the wrong arity gets its own error.
+  conn_->client().received_ns = wall_ns() - 50'000'000;
+  const std::string busy = "-BUSY waited 50 ms, past its 20 ms deadline: not decided\r\n";
+  const std::string got =
+      raw(take + take + RespConn::resp({"PING"}) + RespConn::resp({"SET", "s", "1"}) + take +
+          RespConn::resp({"FG.TAKE", "late2", "token_bucket", "5", "1"}) +
+          RespConn::resp({"CL.THROTTLE", "late"}) + take);
+  // (a millisecond may pass between the stamp and the check)
+  std::string want = busy + busy + "+PONG\r\n+OK\r\n" + busy + busy +
+                     "-ERR wrong number of arguments for 'cl.throttle' command\r\n" + busy;
+  if (got != want) {
+    const std::string busy51 = "-BUSY waited 51 ms, past its 20 ms deadline: not decided\r\n";
+    for (size_t at; (at = want.find(busy)) != std::string::npos;)
+      want.replace(at, busy.size(), busy51);
+  }
+  EXPECT_EQ(got, want);
+  EXPECT_EQ(node_->svc.counters.past_deadline.load(), 5u);
+  EXPECT_EQ(cmd({"GET", "s"}), "$1\r\n1\r\n");
+
+  // Fresh input is decided; nothing was charged before (9 + 1 remain, then 8 + 1).
+  conn_->client().received_ns = wall_ns();
+  EXPECT_EQ(raw(take), "*5\r\n:0\r\n:10\r\n:9\r\n:-1\r\n:60\r\n");
+  // No receive time known: decided.
+  conn_->client().received_ns = 0;
+  EXPECT_EQ(raw(take), "*5\r\n:0\r\n:10\r\n:8\r\n:-1\r\n:120\r\n");
+  // Inside MULTI the take is queued and runs at EXEC, late or not.
+  conn_->client().received_ns = wall_ns() - 50'000'000;
+  EXPECT_EQ(raw(RespConn::resp({"MULTI"}) + take + RespConn::resp({"EXEC"})),
+            "+OK\r\n+QUEUED\r\n*1\r\n*5\r\n:0\r\n:10\r\n:7\r\n:-1\r\n:180\r\n");
+  // No deadline (0), then RESET back to the node's (none here): decided.
+  EXPECT_EQ(cmd({"FG.DEADLINE", "0"}), "+OK\r\n");
+  EXPECT_EQ(raw(take), "*5\r\n:0\r\n:10\r\n:6\r\n:-1\r\n:240\r\n");
+  EXPECT_EQ(cmd({"FG.DEADLINE", "20"}), "+OK\r\n");
+  EXPECT_EQ(cmd({"RESET"}), "+RESET\r\n");
+  EXPECT_EQ(cmd({"FG.DEADLINE"}), ":0\r\n");
+  EXPECT_EQ(raw(take), "*5\r\n:0\r\n:10\r\n:5\r\n:-1\r\n:300\r\n");
+  EXPECT_EQ(node_->svc.counters.past_deadline.load(), 5u);
+}
+
 struct TurnWaiter : BatchWaiter, std::enable_shared_from_this<TurnWaiter> {
   std::shared_ptr<RespSession> session;
   IoBatcher* batcher = nullptr;

@@ -192,6 +192,7 @@ class RespConn {
   }
   const ProcessResult& last() const { return last_; }
   bool closed() const { return closed_; }
+  ClientInfo& client() { return session_->client(); }
 
  private:
   struct Pump : BatchWaiter, std::enable_shared_from_this<Pump> {

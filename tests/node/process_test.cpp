@@ -167,6 +167,48 @@ TEST(Process, HotKeyNeverOverAdmitsUnderConcurrency) {
   EXPECT_EQ(allowed.load(), 250);  // 800 attempts, exactly the limit admitted
 }
 
+// request-deadline on the real socket path: the kernel stamps when the bytes reached the
+// host, so limiter commands that sat in the socket while the node was stopped (SIGSTOP, as
+// an overloaded node's backlog sits there) are refused undecided when it reads them; what
+// is sent after it resumes is decided, and so is everything on a connection that said
+// FG.DEADLINE 0.
+TEST(Process, ALimiterCommandThatWaitedPastTheDeadlineInTheKernelIsRefused) {
+  NodeProcess node({"--request-deadline-ms", "50"});
+  Client late(node.port());
+  Client patient(node.port());
+  const std::string take =
+      "*5\r\n$11\r\nCL.THROTTLE\r\n$4\r\nslow\r\n$1\r\n9\r\n$1\r\n1\r\n$2\r\n60\r\n";
+  const std::string ping = "*1\r\n$4\r\nPING\r\n";
+  ASSERT_TRUE(patient.send("*2\r\n$11\r\nFG.DEADLINE\r\n$1\r\n0\r\n"));
+  ASSERT_EQ(patient.recv_until("+OK\r\n"), "+OK\r\n");
+  ASSERT_TRUE(late.send(ping));  // (both connections read once: stamping is on from then)
+  ASSERT_EQ(late.recv_until("+PONG\r\n"), "+PONG\r\n");
+  ::kill(node.pid(), SIGSTOP);
+  // (the signal is delivered asynchronously: wait until the process is seen stopped)
+  for (int i = 0; i < 1000; ++i) {
+    std::ifstream stat("/proc/" + std::to_string(node.pid()) + "/stat");
+    std::string pid, comm, state;
+    stat >> pid >> comm >> state;
+    if (state == "T") break;
+    std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  }
+  late.send(take + take + ping);
+  patient.send(take + ping);
+  std::this_thread::sleep_for(std::chrono::milliseconds(300));
+  ::kill(node.pid(), SIGCONT);
+  const std::string got = late.recv_until("+PONG\r\n");
+  EXPECT_EQ(got.rfind("-BUSY waited ", 0), 0u) << got;
+  EXPECT_NE(got.find("past its 50 ms deadline: not decided\r\n-BUSY waited "), std::string::npos)
+      << got;
+  EXPECT_EQ(got.substr(got.size() - 7), "+PONG\r\n");
+  // The patient connection's take was decided, the first charge of the key.
+  EXPECT_EQ(patient.recv_until("+PONG\r\n"), "*5\r\n:0\r\n:10\r\n:9\r\n:-1\r\n:60\r\n+PONG\r\n");
+  // Sent after the node resumed: decided.
+  late.send(take);
+  EXPECT_EQ(late.recv_until(":120\r\n"), "*5\r\n:0\r\n:10\r\n:8\r\n:-1\r\n:120\r\n");
+  EXPECT_NE(cli(node.port(), "INFO stats").find("past_deadline_refused:2"), std::string::npos);
+}
+
 TEST(Process, ProtocolErrorClosesOnlyThatClient) {
   NodeProcess node;
   Client good(node.port());
