@@ -4,7 +4,7 @@
 // a server that falls behind slows the load down and the queue it makes is never seen.
 //
 //   open_loop --ports [HOST:]P[,...] --conns N --rate R --seconds S [--drain D] [--keys K]
-//             [--seed X] [--label L] [--incr] [--pipeline P]
+//             [--seed X] [--label L] [--incr] [--pipeline P] [--deadline MS]
 //
 // N connections (spread over the addresses in turn; HOST defaults to 127.0.0.1) share R
 // requests a second, each connection sending its share on its own schedule: `CL.THROTTLE k:<random
@@ -12,7 +12,8 @@
 // For S seconds, then up to D seconds (default 5) for the replies still owed. With --pipeline P it
 // is a closed loop instead (what capacity is measured with): each connection keeps P requests
 // outstanding, R is ignored, and latency counts from the send. A connection the server closes (a
-// node killed) stops; the rest go on. Prints one line:
+// node killed) stops; the rest go on. With --deadline MS each connection first states that
+// deadline (FG.DEADLINE). Prints one line:
 //   label: L  offered: R  sent: N  answered: A  errors: E  unanswered: U  served_rate: X
 //   p50_ms: .. p99_ms: .. max_ms: ..  closed: C
 // `served_rate` counts replies that were decisions (not errors) and came within the S
@@ -105,7 +106,7 @@ uint64_t next_random(uint64_t& s) {
 void usage() {
   std::fprintf(stderr,
                "usage: open_loop --ports [HOST:]P[,...] --conns N --rate R --seconds S [--drain D] "
-               "[--keys K] [--seed X] [--label L] [--incr] [--pipeline P]\n");
+               "[--keys K] [--seed X] [--label L] [--incr] [--pipeline P] [--deadline MS]\n");
   std::exit(2);
 }
 
@@ -119,6 +120,7 @@ int main(int argc, char** argv) {
   uint64_t keys = 1000000, seed = 1;
   std::string label = "load";
   bool incr = false;
+  int deadline_ms = -1;  // each connection states it first (FG.DEADLINE); -1: not
   for (int i = 1; i < argc; ++i) {
     const std::string a = argv[i];
     if (a == "--incr") {
@@ -148,6 +150,8 @@ int main(int argc, char** argv) {
       }
     } else if (a == "--pipeline") {
       pipeline = std::atoi(v);
+    } else if (a == "--deadline") {
+      deadline_ms = std::atoi(v);
     } else if (a == "--conns") {
       conns = std::atoi(v);
     } else if (a == "--rate") {
@@ -184,6 +188,15 @@ int main(int argc, char** argv) {
     if (connect(c.fd, reinterpret_cast<sockaddr*>(&sa), sizeof sa) != 0) die("connect");
     const int one = 1;
     setsockopt(c.fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
+    if (deadline_ms >= 0) {  // (before the schedule starts; its +OK is not a reply counted)
+      const std::string ms = std::to_string(deadline_ms);
+      const std::string req =
+          "*2\r\n$11\r\nFG.DEADLINE\r\n$" + std::to_string(ms.size()) + "\r\n" + ms + "\r\n";
+      char ok[8];
+      if (send(c.fd, req.data(), req.size(), MSG_NOSIGNAL) != static_cast<ssize_t>(req.size()) ||
+          recv(c.fd, ok, 5, MSG_WAITALL) != 5 || std::memcmp(ok, "+OK\r\n", 5) != 0)
+        die("FG.DEADLINE");
+    }
     fcntl(c.fd, F_SETFL, fcntl(c.fd, F_GETFL) | O_NONBLOCK);
     c.interval_ns = static_cast<int64_t>(1e9 * conns / rate);
     // The connections' schedules are staggered over one interval, so the load is smooth.
