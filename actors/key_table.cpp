@@ -106,7 +106,7 @@ Entry* KeyTable::insert(std::string_view key, uint64_t h, Kind kind, uint16_t ac
   if ((size_ + 1) * 4 > slots_.size() * 3) rehash(slots_.size() * 2);
   const size_t state = Entry::state_size(kind);
   const size_t n = sizeof(Entry) + state + key.size();
-  auto* e = static_cast<Entry*>(std::malloc(n));
+  auto* e = static_cast<Entry*>(pool_.alloc(n));
   if (!e) throw std::bad_alloc();
   e->kind = kind;
   e->flags = 0;
@@ -150,6 +150,7 @@ bool KeyTable::erase(std::string_view key, uint64_t h) {
 }
 
 void KeyTable::free_entry(Entry* e) {
+  const size_t n = entry_bytes(e);  // (what it was allocated with)
   if (e->kind == Kind::kSlidingLog) delete e->state<SlidingLogState*>();
   if (e->kind == Kind::kConcurrency) delete e->state<LeaseSet*>();
   if (e->kind == Kind::kString) string_free(*e);
@@ -157,9 +158,9 @@ void KeyTable::free_entry(Entry* e) {
   if (e->kind == Kind::kZSet) delete e->state<ZSetValue*>();
   if (e->kind == Kind::kList) delete e->state<ListValue*>();
   if (e->kind == Kind::kSet) delete e->state<SetValue*>();
-  bytes_ -= entry_bytes(e);
+  bytes_ -= n;
   charge(e->account(), -1, -static_cast<int64_t>(e->charged()));
-  std::free(e);
+  pool_.free(e, n);
 }
 
 Entry* KeyTable::set_deadline(std::string_view key, uint64_t h, int64_t ms) {
@@ -177,13 +178,13 @@ Entry* KeyTable::set_deadline(std::string_view key, uint64_t h, int64_t ms) {
       // Room for the deadline between the state and the key: the entry moves (heap state
       // is owned through pointers in it, which move with it).
       const size_t before = entry_bytes(e);
-      auto* n = static_cast<Entry*>(std::malloc(before + sizeof(int64_t)));
+      auto* n = static_cast<Entry*>(pool_.alloc(before + sizeof(int64_t)));
       if (!n) throw std::bad_alloc();
       std::memcpy(n, e, sizeof(Entry) + at);
       if (e->key_len)
         std::memcpy(n->state_bytes() + at + sizeof(int64_t), e->state_bytes() + at, e->key_len);
       n->flags = static_cast<uint8_t>(n->flags | kEntryDeadline);
-      std::free(e);
+      pool_.free(e, before);
       e = n;
       slots_[i] = (tag << kTagShift) | reinterpret_cast<uintptr_t>(e);
       bytes_ += sizeof(int64_t);

@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "accounts.hpp"
+#include "entry_pool.hpp"
 #include "limit_spec.hpp"
 
 namespace fg {
@@ -179,6 +180,7 @@ class KeyTable {
 
   size_t size() const { return size_; }
   size_t capacity() const { return slots_.size(); }
+  const EntryPool& pool() const { return pool_; }
   size_t bytes() const { return bytes_ + slots_.size() * sizeof(uintptr_t); }
   void clear();
 
@@ -215,6 +217,7 @@ class KeyTable {
   size_t bytes_ = 0;  // bytes held by entries (not counting heap state of log/lease kinds)
   size_t cursor_ = 0;
   size_t inserts_ = 0;
+  EntryPool pool_;  // the entries' memory
   // Charges not yet handed to accounts_ (flush_charges), by account: a batch touches few.
   struct PendingCharge {
     uint16_t account;

@@ -4,10 +4,13 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
+#include <cstring>
 #include <random>
 #include <set>
 #include <string>
 
+#include "entry_pool.hpp"
 #include "token_bucket.hpp"
 
 namespace fg {
@@ -120,6 +123,61 @@ TEST(KeyTable, SmallFootprintPerKey) {
   }
   // header + state + key bytes, plus the slot array: well under 64 bytes a key.
   EXPECT_LT(t.bytes() / t.size(), 48u);
+}
+
+// The entries' pool: every size a chunk of its own (no two live chunks overlap, each keeps
+// what was written to it), 16-byte aligned, chunks given back are used again, and once
+// every chunk of a burst is freed its slabs go back to the heap but one spare per class.
+TEST(EntryPool, ChunksAreDistinctReusedAndSlabsGoBackWhenEmpty) {
+  EntryPool pool;
+  std::mt19937_64 rng(7);
+  struct Live {
+    unsigned char* p;
+    size_t n;
+    unsigned char fill;
+  };
+  std::vector<Live> live;
+  for (int round = 0; round < 20; ++round) {
+    for (int i = 0; i < 5000; ++i) {
+      const size_t n = 1 + rng() % 300;  // (past 256: the heap's)
+      auto* p = static_cast<unsigned char*>(pool.alloc(n));
+      ASSERT_NE(p, nullptr);
+      ASSERT_EQ(reinterpret_cast<uintptr_t>(p) % 16, 0u);
+      const auto fill = static_cast<unsigned char>(rng());
+      std::memset(p, fill, n);
+      live.push_back({p, n, fill});
+    }
+    std::shuffle(live.begin(), live.end(), rng);
+    const size_t keep = live.size() / 3;
+    for (size_t i = keep; i < live.size(); ++i) {
+      for (size_t b = 0; b < live[i].n; ++b) ASSERT_EQ(live[i].p[b], live[i].fill);
+      pool.free(live[i].p, live[i].n);
+    }
+    live.resize(keep);
+  }
+  for (const Live& l : live)
+    for (size_t b = 0; b < l.n; ++b) ASSERT_EQ(l.p[b], l.fill);
+  // A freed chunk is handed out again before a new one is cut.
+  void* a = pool.alloc(40);
+  pool.free(a, 40);
+  EXPECT_EQ(pool.alloc(40), a);
+  pool.free(a, 40);
+  const size_t busy = pool.slabs();
+  EXPECT_GT(busy, 16u);
+  for (const Live& l : live) pool.free(l.p, l.n);
+  EXPECT_LE(pool.slabs(), EntryPool::kMaxPooled / EntryPool::kStep);  // the spares
+}
+
+// A table under churn holds slabs for what it holds, not for what it once held.
+TEST(KeyTable, EntriesMemoryGoesBackAfterABurst) {
+  KeyTable t;
+  std::vector<std::string> keys;
+  for (int i = 0; i < 200000; ++i) keys.push_back("burst:" + std::to_string(i));
+  for (const auto& k : keys) t.insert(k, KeyTable::hash(k), Kind::kTokenBucket);
+  EXPECT_GT(t.pool().slabs(), 50u);  // (200,000 entries of 32 bytes: 98 slabs)
+  for (const auto& k : keys) ASSERT_TRUE(t.erase(k, KeyTable::hash(k)));
+  EXPECT_EQ(t.size(), 0u);
+  EXPECT_LE(t.pool().slabs(), 1u);  // the spare
 }
 
 }  // namespace
