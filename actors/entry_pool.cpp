@@ -1,5 +1,8 @@
 #include "entry_pool.hpp"
 
+#include <sys/mman.h>
+#include <unistd.h>
+
 #include <cstdlib>
 #include <new>
 
@@ -20,18 +23,11 @@ struct EntryPool::Slab {
 
 namespace {
 constexpr uint32_t kHeader = 64;
-static_assert(sizeof(void*) == 8);
 }  // namespace
 
 EntryPool::~EntryPool() {
-  // (the table frees every entry first: no slab is in use any more)
-  for (size_t c = 0; c < kClasses; ++c) {
-    while (Slab* s = partial_[c]) {
-      unlink(s);
-      std::free(s);
-    }
-    std::free(spare_[c]);
-  }
+  // (the table frees every entry first: nothing in the regions is in use any more)
+  for (void* r : regions_) munmap(r, kRegionBytes + kSlabBytes);
 }
 
 void* EntryPool::alloc(size_t n) {
@@ -61,21 +57,9 @@ void EntryPool::free(void* p, size_t n) {
   auto* c = static_cast<Chunk*>(p);
   c->next = s->free;
   s->free = c;
-  --s->live;
-  const size_t cls = s->cls;
-  if (s->live == 0) {
-    unlink(s);
-    if (spare_[cls]) {
-      std::free(s);
-      --slabs_;
-    } else {
-      s->free = nullptr;
-      s->fresh = kHeader;
-      spare_[cls] = s;
-    }
-    return;
-  }
+  if (--s->live == 0) return retire(s);
   if (!s->listed) {  // it was full: it has a chunk to give again
+    const size_t cls = s->cls;
     s->prev = nullptr;
     s->next = partial_[cls];
     if (s->next) s->next->prev = s;
@@ -84,14 +68,50 @@ void EntryPool::free(void* p, size_t n) {
   }
 }
 
+void EntryPool::retire(Slab* s) {
+  unlink(s);
+  s->free = nullptr;
+  s->fresh = kHeader;
+  if (!spare_[s->cls]) {
+    spare_[s->cls] = s;
+    return;
+  }
+  --slabs_;
+  if (free_count_ >= kKeptFree) {
+    // (the header's page stays: it links the slab into the free list)
+    const size_t page = static_cast<size_t>(sysconf(_SC_PAGESIZE));
+    madvise(reinterpret_cast<char*>(s) + page, kSlabBytes - page, MADV_DONTNEED);
+  }
+  s->next = free_;
+  free_ = s;
+  ++free_count_;
+}
+
 EntryPool::Slab* EntryPool::grow(size_t cls) {
   Slab* s = spare_[cls];
   if (s) {
     spare_[cls] = nullptr;
   } else {
-    void* m = std::aligned_alloc(kSlabBytes, kSlabBytes);
-    if (!m) return nullptr;
-    s = new (m) Slab;
+    if (!free_) {
+      // A region, aligned to a slab (mapped a slab longer, its start rounded up), cut into
+      // free slabs.
+      void* m = mmap(nullptr, kRegionBytes + kSlabBytes, PROT_READ | PROT_WRITE,
+                     MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+      if (m == MAP_FAILED) return nullptr;
+      regions_.push_back(m);
+      const uintptr_t start =
+          (reinterpret_cast<uintptr_t>(m) + kSlabBytes - 1) & ~uintptr_t{kSlabBytes - 1};
+      for (size_t i = kRegionBytes / kSlabBytes; i-- > 0;) {
+        auto* f = reinterpret_cast<Slab*>(start + i * kSlabBytes);
+        f->next = free_;
+        free_ = f;
+        ++free_count_;
+      }
+    }
+    s = free_;
+    free_ = s->next;
+    --free_count_;
+    s = new (s) Slab;
     s->size = static_cast<uint32_t>((cls + 1) * kStep);
     s->cls = static_cast<uint32_t>(cls);
     s->fresh = kHeader;

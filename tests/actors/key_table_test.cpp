@@ -127,7 +127,7 @@ TEST(KeyTable, SmallFootprintPerKey) {
 
 // The entries' pool: every size a chunk of its own (no two live chunks overlap, each keeps
 // what was written to it), 16-byte aligned, chunks given back are used again, and once
-// every chunk of a burst is freed its slabs go back to the heap but one spare per class.
+// every chunk of a burst is freed its slabs are free for any class but one spare per class.
 TEST(EntryPool, ChunksAreDistinctReusedAndSlabsGoBackWhenEmpty) {
   EntryPool pool;
   std::mt19937_64 rng(7);
