@@ -92,25 +92,24 @@ EntryPool::Slab* EntryPool::grow(size_t cls) {
   if (s) {
     spare_[cls] = nullptr;
   } else {
-    if (!free_) {
-      // A region, aligned to a slab (mapped a slab longer, its start rounded up), cut into
-      // free slabs.
-      void* m = mmap(nullptr, kRegionBytes + kSlabBytes, PROT_READ | PROT_WRITE,
-                     MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-      if (m == MAP_FAILED) return nullptr;
-      regions_.push_back(m);
-      const uintptr_t start =
-          (reinterpret_cast<uintptr_t>(m) + kSlabBytes - 1) & ~uintptr_t{kSlabBytes - 1};
-      for (size_t i = kRegionBytes / kSlabBytes; i-- > 0;) {
-        auto* f = reinterpret_cast<Slab*>(start + i * kSlabBytes);
-        f->next = free_;
-        free_ = f;
-        ++free_count_;
+    if (free_) {
+      s = free_;
+      free_ = s->next;
+      --free_count_;
+    } else {
+      if (uncut_ == uncut_end_) {
+        // A region, aligned to a slab (mapped a slab longer, its start rounded up); its
+        // slabs are cut as they are needed (an untouched page costs nothing).
+        void* m = mmap(nullptr, kRegionBytes + kSlabBytes, PROT_READ | PROT_WRITE,
+                       MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+        if (m == MAP_FAILED) return nullptr;
+        regions_.push_back(m);
+        uncut_ = (reinterpret_cast<uintptr_t>(m) + kSlabBytes - 1) & ~uintptr_t{kSlabBytes - 1};
+        uncut_end_ = uncut_ + kRegionBytes;
       }
+      s = reinterpret_cast<Slab*>(uncut_);
+      uncut_ += kSlabBytes;
     }
-    s = free_;
-    free_ = s->next;
-    --free_count_;
     s = new (s) Slab;
     s->size = static_cast<uint32_t>((cls + 1) * kStep);
     s->cls = static_cast<uint32_t>(cls);

@@ -50,8 +50,9 @@ class EntryPool {
   Slab* spare_[kClasses] = {};    // an empty slab kept back
   Slab* free_ = nullptr;          // free slabs, of no class (linked through `next`)
   size_t free_count_ = 0;
-  size_t slabs_ = 0;            // slabs of a class (in use or spare)
-  std::vector<void*> regions_;  // what was mapped, to unmap
+  uintptr_t uncut_ = 0, uncut_end_ = 0;  // the newest region's slabs not used yet
+  size_t slabs_ = 0;                     // slabs of a class (in use or spare)
+  std::vector<void*> regions_;           // what was mapped, to unmap
 };
 
 }  // namespace fg
