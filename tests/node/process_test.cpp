@@ -167,6 +167,18 @@ TEST(Process, HotKeyNeverOverAdmitsUnderConcurrency) {
   EXPECT_EQ(allowed.load(), 250);  // 800 attempts, exactly the limit admitted
 }
 
+// Stops a node and waits until it is seen stopped (the signal is delivered asynchronously).
+void stop_and_wait(pid_t pid) {
+  ::kill(pid, SIGSTOP);
+  for (int i = 0; i < 1000; ++i) {
+    std::ifstream stat("/proc/" + std::to_string(pid) + "/stat");
+    std::string id, comm, state;
+    stat >> id >> comm >> state;
+    if (state == "T") return;
+    std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  }
+}
+
 // request-deadline on the real socket path: the kernel stamps when the bytes reached the
 // host, so limiter commands that sat in the socket while the node was stopped (SIGSTOP, as
 // an overloaded node's backlog sits there) are refused undecided when it reads them; what
@@ -183,15 +195,7 @@ TEST(Process, ALimiterCommandThatWaitedPastTheDeadlineInTheKernelIsRefused) {
   ASSERT_EQ(patient.recv_until("+OK\r\n"), "+OK\r\n");
   ASSERT_TRUE(late.send(ping));  // (both connections read once: stamping is on from then)
   ASSERT_EQ(late.recv_until("+PONG\r\n"), "+PONG\r\n");
-  ::kill(node.pid(), SIGSTOP);
-  // (the signal is delivered asynchronously: wait until the process is seen stopped)
-  for (int i = 0; i < 1000; ++i) {
-    std::ifstream stat("/proc/" + std::to_string(node.pid()) + "/stat");
-    std::string pid, comm, state;
-    stat >> pid >> comm >> state;
-    if (state == "T") break;
-    std::this_thread::sleep_for(std::chrono::milliseconds(1));
-  }
+  stop_and_wait(node.pid());
   late.send(take + take + ping);
   patient.send(take + ping);
   std::this_thread::sleep_for(std::chrono::milliseconds(300));
@@ -207,6 +211,34 @@ TEST(Process, ALimiterCommandThatWaitedPastTheDeadlineInTheKernelIsRefused) {
   late.send(take);
   EXPECT_EQ(late.recv_until(":120\r\n"), "*5\r\n:0\r\n:10\r\n:8\r\n:-1\r\n:120\r\n");
   EXPECT_NE(cli(node.port(), "INFO stats").find("past_deadline_refused:2"), std::string::npos);
+}
+
+// A command whose first half came fresh and whose rest came late, with more behind it: the
+// parser goes on with the half it holds (late: refused, its words read whole), the rest are
+// refused from their bytes, and the connection stays sound — the byte scan never starts in
+// the middle of a command the parser has begun.
+TEST(Process, ALateReadAfterAHalfCommandIsReadWhole) {
+  NodeProcess node({"--request-deadline-ms", "50"});
+  Client c(node.port());
+  const std::string take =
+      "*5\r\n$11\r\nCL.THROTTLE\r\n$4\r\nhalf\r\n$1\r\n9\r\n$1\r\n1\r\n$2\r\n60\r\n";
+  ASSERT_TRUE(c.send("*1\r\n$4\r\nPING\r\n"));
+  ASSERT_EQ(c.recv_until("+PONG\r\n"), "+PONG\r\n");
+  ASSERT_TRUE(c.send(take.substr(0, 20)));
+  std::this_thread::sleep_for(std::chrono::milliseconds(100));  // (read, and half parsed)
+  stop_and_wait(node.pid());
+  c.send(take.substr(20) + take + take + "*1\r\n$4\r\nPING\r\n");
+  std::this_thread::sleep_for(std::chrono::milliseconds(300));
+  ::kill(node.pid(), SIGCONT);
+  const std::string got = c.recv_until("+PONG\r\n");
+  size_t busy = 0;
+  for (size_t at = 0; (at = got.find("-BUSY waited ", at)) != std::string::npos; ++at) ++busy;
+  EXPECT_EQ(busy, 3u) << got;
+  EXPECT_EQ(got.substr(got.size() - 7), "+PONG\r\n") << got;
+  EXPECT_EQ(got.find("Protocol error"), std::string::npos) << got;
+  // Nothing was charged: the key's first take now leaves 9.
+  c.send(take);
+  EXPECT_EQ(c.recv_until(":60\r\n"), "*5\r\n:0\r\n:10\r\n:9\r\n:-1\r\n:60\r\n");
 }
 
 TEST(Process, ProtocolErrorClosesOnlyThatClient) {
