@@ -93,6 +93,17 @@ size_t ClientRegistry::count() const {
   return clients_.size();
 }
 
+size_t ClientRegistry::count_on_port(int port) const {
+  const std::string tail = ":" + std::to_string(port);
+  std::lock_guard<std::mutex> g(mu_);
+  size_t n = 0;
+  for (const auto& [id, c] : clients_) {
+    n += c->laddr.size() > tail.size() &&
+         c->laddr.compare(c->laddr.size() - tail.size(), tail.size(), tail) == 0;
+  }
+  return n;
+}
+
 namespace {
 
 // Redis's flag letters, in its order: P subscribed, x in MULTI, b blocked, e NO-EVICT; N none.

@@ -86,6 +86,8 @@ class ClientRegistry {
   std::string describe(const ClientInfo& c, int64_t now_ms) const;  // one CLIENT LIST line
   std::string list(int64_t now_ms) const;
   size_t count() const;
+  // Those that came in on local port `port` (the native door's, say).
+  size_t count_on_port(int port) const;
   size_t max_clients() const { return max_clients_; }
   uint64_t total_accepted() const { return next_id_.load() - 1; }
   uint64_t rejected() const { return rejected_.load(); }

@@ -666,6 +666,7 @@ void RequestCore::conclude(const Pending& p, Outcome& out, bool shadow, uint16_t
   metrics_.record(p.metric, allowed ? RequestResult::kAllowed : RequestResult::kDenied, latency_us);
   metrics_.decision(policy, allowed, out.shadow_denied);
   if (!allowed) metrics_.denied(key, svc_.clock->now_ns() / kNsPerSec);
+  if (RequestMetrics::sample_hot()) metrics_.hot(key, svc_.clock->now_ns() / kNsPerSec);
 }
 
 }  // namespace fg

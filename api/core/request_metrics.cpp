@@ -146,15 +146,46 @@ class DeniedTop {
 };
 }  // namespace
 
+namespace {
+// Keys counted in this minute and the one before.
+struct MinuteTop {
+  int64_t minute = 0;
+  DeniedTop now, before;
+
+  void add(std::string_view key, int64_t now_s) {
+    const int64_t m = now_s / 60;
+    if (m != minute) {
+      if (m == minute + 1) {
+        std::swap(before, now);
+      } else {
+        before.clear();
+      }
+      now.clear();
+      minute = m;
+    }
+    now.add(key);
+  }
+  // Each key's count over the last minute or two, times `scale`, added into `all`.
+  void sum(int64_t now_s, uint64_t scale, std::unordered_map<std::string, uint64_t>& all) const {
+    auto add = [&all, scale](const std::string& k, uint64_t v) { all[k] += v * scale; };
+    if (minute == now_s / 60) {
+      now.each(add);
+      before.each(add);
+    } else if (minute + 1 == now_s / 60) {
+      now.each(add);
+    }
+  }
+};
+}  // namespace
+
 struct RequestMetrics::Block {
   std::atomic<uint64_t> requests[kMaxCommandIds][kResults] = {};
   std::atomic<uint64_t> latency[kMaxCommandIds][kLatencyBuckets] = {};
   std::atomic<uint64_t> latency_sum_us[kMaxCommandIds] = {};
   std::atomic<uint64_t> policy[kMaxPolicyIds][3] = {};
-  // Most-denied keys of this minute and the one before.
+  // Most-denied keys of this minute and the one before; the hottest (sampled), likewise.
   mutable std::mutex denied_mu;
-  int64_t minute = 0;
-  DeniedTop now, before;
+  MinuteTop denied, hot;
 };
 
 namespace {
@@ -209,17 +240,13 @@ void RequestMetrics::decision(uint16_t policy, bool allowed, bool shadow_denied)
 void RequestMetrics::denied(std::string_view key, int64_t now_s) {
   Block& b = local();
   std::lock_guard<std::mutex> lock(b.denied_mu);
-  const int64_t minute = now_s / 60;
-  if (minute != b.minute) {
-    if (minute == b.minute + 1) {
-      std::swap(b.before, b.now);
-    } else {
-      b.before.clear();
-    }
-    b.now.clear();
-    b.minute = minute;
-  }
-  b.now.add(key);
+  b.denied.add(key, now_s);
+}
+
+void RequestMetrics::hot(std::string_view key, int64_t now_s) {
+  Block& b = local();
+  std::lock_guard<std::mutex> lock(b.denied_mu);
+  b.hot.add(key, now_s);
 }
 
 RequestMetrics::Counts RequestMetrics::counts_since_reset() const {
@@ -293,19 +320,17 @@ RequestMetrics::Counts RequestMetrics::counts() const {
   return c;
 }
 
-std::vector<RequestMetrics::DeniedKey> RequestMetrics::top_denied(size_t n, int64_t now_s) const {
+std::vector<RequestMetrics::DeniedKey> RequestMetrics::top(size_t n, int64_t now_s,
+                                                           bool hot) const {
   std::unordered_map<std::string, uint64_t> all;
   {
     std::lock_guard<std::mutex> lock(mu_);
-    const int64_t minute = now_s / 60;
     for (const auto& b : blocks_) {
       std::lock_guard<std::mutex> lock2(b->denied_mu);
-      auto add = [&all](const std::string& k, uint64_t v) { all[k] += v; };
-      if (b->minute == minute) {
-        b->now.each(add);
-        b->before.each(add);
-      } else if (b->minute + 1 == minute) {
-        b->now.each(add);
+      if (hot) {
+        b->hot.sum(now_s, kHotSample, all);
+      } else {
+        b->denied.sum(now_s, 1, all);
       }
     }
   }

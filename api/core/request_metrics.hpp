@@ -1,5 +1,6 @@
 // What the request path counts for /metrics and the status page: requests per command and
-// result, a latency histogram per command, decisions per policy, and the most-denied keys.
+// result, a latency histogram per command, decisions per policy, the most-denied keys and
+// the hottest ones.
 // Each thread writes its own block (relaxed atomics, no shared cache lines); readers add
 // the blocks up. One per node (Services::metrics); `get()` is the process's default, for
 // what runs without a node around it.
@@ -64,18 +65,29 @@ class RequestMetrics {
   void decision(uint16_t policy, bool allowed, bool shadow_denied = false);
   // A denied key (the most-denied list covers about the last two minutes).
   void denied(std::string_view key, int64_t now_s);
+  // Hot keys: one decision in kHotSample on each thread is counted by its key, so the
+  // hottest keys of about the last two minutes cost a counter per decision. True when this
+  // decision's key is to be counted (then call hot()).
+  static constexpr uint64_t kHotSample = 16;
+  static bool sample_hot() { return (++hot_tick_ & (kHotSample - 1)) == 0; }
+  void hot(std::string_view key, int64_t now_s);
 
   Counts counts() const;
   // INFO commandstats' view: the counts since the last CONFIG RESETSTAT (/metrics keeps
   // counting from the start, as a Prometheus counter must).
   Counts counts_since_reset() const;
   void reset_view();
-  std::vector<DeniedKey> top_denied(size_t n, int64_t now_s) const;
+  std::vector<DeniedKey> top_denied(size_t n, int64_t now_s) const { return top(n, now_s, false); }
+  // The keys decided most often (`denials` holds the estimated decisions: sampled ones
+  // times kHotSample).
+  std::vector<DeniedKey> top_hot(size_t n, int64_t now_s) const { return top(n, now_s, true); }
 
  private:
   struct Block;
   Block& local();
   Block& local_slow();
+  std::vector<DeniedKey> top(size_t n, int64_t now_s, bool hot) const;
+  static inline thread_local uint64_t hot_tick_ = 0;  // (per thread, whichever node)
   const uint64_t id_;  // unique for the process's life: a thread's cached block is keyed by it
   mutable std::mutex mu_;
   std::vector<std::unique_ptr<Block>> blocks_;
