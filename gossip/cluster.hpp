@@ -40,6 +40,9 @@ constexpr uint32_t kPeerPublish = 7;
 // A CopyBack (state.proto) asking a replica for its copy of slots the asker owns -> a CopyBack
 // naming those it will send, as a hand-off (copy_back.cpp).
 constexpr uint32_t kPeerCopyBack = 8;
+// What the node serves and has served lately, for an operator's view of the whole cluster
+// (node/history.hpp): a request naming what to include -> the node's report (JSON).
+constexpr uint32_t kPeerReport = 9;
 
 struct ClusterConfig {
   std::string node_id;

@@ -9,31 +9,14 @@
 
 #include "bus_key.hpp"
 #include "cluster.hpp"
+#include "history.hpp"
+#include "json_text.hpp"
 #include "policy_ids.hpp"
 #include "request_metrics.hpp"
 #include "services.hpp"
 #include "status_page.hpp"
 
 namespace fg {
-
-namespace {
-std::string json_str(std::string_view s) {
-  std::string out = "\"";
-  for (unsigned char c : s) {
-    if (c == '"' || c == '\\') {
-      out += '\\';
-      out += static_cast<char>(c);
-    } else if (c < 0x20 || c >= 0x7f) {
-      char buf[8];
-      std::snprintf(buf, sizeof buf, "\\u%04x", c);
-      out += buf;
-    } else {
-      out += static_cast<char>(c);
-    }
-  }
-  return out + "\"";
-}
-}  // namespace
 
 AdminHttp::AdminHttp(Services& svc, Cluster* cluster, AdminCounters& counters, AdminLimits limits)
     : svc_(svc), cluster_(cluster), counters_(counters), limits_(limits) {}
@@ -172,23 +155,16 @@ std::string AdminHttp::status_json(bool with_keys) const {
   j += ",\"keys\":" + std::to_string(svc_.shards->keys());
   j += ",\"leases\":" + std::to_string(svc_.shards->leases());
   j += ",\"clients\":" + std::to_string(svc_.clients->count());
-  const auto policies = svc_.policies->snapshot();
-  j += ",\"policy_digest\":\"" + std::to_string(policies->digest) + "\"";
+  j += ",\"policy_digest\":\"" + std::to_string(svc_.policies->snapshot()->digest) + "\"";
   // Shadow policies' would-be denials: those in shadow mode now, and any that denied in
   // shadow mode before.
   j += ",\"shadow\":[";
-  {
-    const auto names = PolicyIds::get().names();
-    bool first_shadow = true;
-    for (size_t p = 1; p < counts.policy.size() && p < names.size(); ++p) {
-      const auto it = policies->policies.find(names[p]);
-      const bool now = it != policies->policies.end() && it->second.shadow;
-      if (!now && !counts.policy[p][2]) continue;
-      j += (first_shadow ? "" : ",") + std::string("{\"policy\":") + json_str(names[p]) +
-           ",\"shadow\":" + (now ? "true" : "false") +
-           ",\"would_deny\":" + std::to_string(counts.policy[p][2]) + "}";
-      first_shadow = false;
-    }
+  bool first_shadow = true;
+  for (const NodeReport::Shadow& p : shadow_policies(svc_, counts)) {
+    j += (first_shadow ? "" : ",") + std::string("{\"policy\":") + json_str(p.policy) +
+         ",\"shadow\":" + (p.now ? "true" : "false") +
+         ",\"would_deny\":" + std::to_string(p.would_deny) + "}";
+    first_shadow = false;
   }
   j += "]";
   if (!with_keys) return j + ",\"keys_hidden\":true,\"top_denied\":[]}";
@@ -202,6 +178,14 @@ std::string AdminHttp::status_json(bool with_keys) const {
   return j + "]}";
 }
 
+AdminHttp::Reply AdminHttp::unauthorized() {
+  Reply r;
+  r.status = 401;
+  r.extra_headers = "WWW-Authenticate: Bearer realm=\"floodgate admin\"\r\n";
+  r.body = "unauthorized: send Authorization: Bearer <admin token>\n";
+  return r;
+}
+
 AdminHttp::Reply AdminHttp::answer(std::string_view method, std::string_view target,
                                    std::string_view auth, bool loopback) const {
   Reply r;
@@ -213,11 +197,7 @@ AdminHttp::Reply AdminHttp::answer(std::string_view method, std::string_view tar
   }
   const std::string_view path = target.substr(0, target.find('?'));
   // What shows keys and the cluster's layout may want a token; probes and scrapes never do.
-  auto refuse = [&r] {
-    r.status = 401;
-    r.extra_headers = "WWW-Authenticate: Bearer realm=\"floodgate admin\"\r\n";
-    r.body = "unauthorized: send Authorization: Bearer <admin token>\n";
-  };
+  auto refuse = [&r] { r = unauthorized(); };
   if (path == "/healthz") {
     const std::string why = health_ ? health_() : std::string();
     r.status = why.empty() ? 200 : 503;
@@ -353,7 +333,18 @@ class AdminHttp::Conn : public std::enable_shared_from_this<Conn> {
     if (sp2 == std::string_view::npos) return reply_error(400);
     const std::string_view method = line.substr(0, sp1);
     const std::string_view target = line.substr(sp1 + 1, sp2 - sp1 - 1);
-    send(http_.answer(method, target, header(head, "authorization"), loopback_), method == "HEAD");
+    const std::string_view auth = header(head, "authorization");
+    const size_t q = target.find('?');
+    if (target.substr(0, q) == "/overview" && (method == "GET" || method == "HEAD")) {
+      if (!http_.allowed(auth)) return send(unauthorized(), method == "HEAD");
+      auto self = shared_from_this();
+      const bool head_only = method == "HEAD";
+      return http_.overview(q == std::string_view::npos ? "" : target.substr(q + 1),
+                            http_.has_token() || loopback_, [self, head_only](Reply r) {
+                              if (!self->closed_) self->send(r, head_only);
+                            });
+    }
+    send(http_.answer(method, target, auth, loopback_), method == "HEAD");
   }
 
   void reply_error(int status) {
@@ -400,6 +391,10 @@ void AdminHttp::start(const std::string& host, int port) {
     throw std::runtime_error("cannot bind admin port " + std::to_string(port) + " on " + host +
                              ": " + e.what());
   }
+  {
+    std::lock_guard<std::mutex> lock(postbox_->mu);
+    postbox_->io = &io_;
+  }
   accept();
   thread_ = std::thread([this] { io_.run(); });
 }
@@ -436,6 +431,10 @@ void AdminHttp::admit(std::shared_ptr<Conn> c) {
 }
 
 void AdminHttp::stop() {
+  {
+    std::lock_guard<std::mutex> lock(postbox_->mu);
+    postbox_->io = nullptr;
+  }
   if (!thread_.joinable()) return;
   asio::post(io_, [this] {  // (on the admin thread, which owns the connections)
     asio::error_code ec;

@@ -1,5 +1,6 @@
 // The admin HTTP port: Prometheus /metrics, /healthz, /readyz, /cluster (JSON), /status
-// (JSON for the page) and the live status page at /. One thread of its own running an Asio
+// (JSON: this node now), /overview (JSON: every node's figures and recent past, gathered
+// over the peer links) and the cluster page at /. One thread of its own running an Asio
 // loop: a slow or idle client holds a socket, never a worker, so probes are answered while
 // any number of them dawdle; each connection has a deadline for its request and for its
 // reply, and their number is capped. Reads only snapshots and counters, never a shard.
@@ -8,6 +9,7 @@
 #include <atomic>
 #include <deque>
 #include <functional>
+#include <map>
 #include <memory>
 #include <mutex>
 #include <optional>
@@ -21,6 +23,7 @@ namespace fg {
 struct Services;
 
 class Cluster;
+class NodeHistory;
 
 struct AdminCounters {
   std::atomic<uint64_t> reloads_ok{0};
@@ -56,6 +59,8 @@ class AdminHttp {
   void set_token(std::string token);
   // /healthz answers 503 with this text while it says something (e.g. a stuck script).
   void set_health_check(std::function<std::string()> check) { health_ = std::move(check); }
+  // The node's recent past, for /overview (before start(); it must outlive the port).
+  void set_history(const NodeHistory* h) { history_ = h; }
 
   // The bodies, separately callable (tests). `with_keys`: /status names the most-denied
   // keys (with a token, or to a loopback client when no token is set).
@@ -75,14 +80,36 @@ class AdminHttp {
   // the client is on loopback.
   Reply answer(std::string_view method, std::string_view target, std::string_view auth,
                bool loopback) const;
+  // /overview: this node's report and every other live member's, asked over the peer links
+  // (each given at most kOverviewWaitMs), merged; `done` runs on the admin thread.
+  // `query`: the target's part after '?' (history=minutes|hour: the rings to include).
+  // Requests alike share one gathering, and its answer serves them for kOverviewReuseMs:
+  // however many ask, the members are asked a few times a second at most.
+  static constexpr int64_t kOverviewWaitMs = 1000;
+  static constexpr int64_t kOverviewReuseMs = 500;
+  void overview(std::string_view query, bool with_keys, std::function<void(Reply)> done);
 
  private:
   class Conn;
+  struct Gather;
+  static Reply unauthorized();
+  void finish(const std::shared_ptr<Gather>& g);
+  // (the admin thread's alone) gatherings under way, and the last answers, by what they ask
+  std::map<std::string, std::shared_ptr<Gather>> gathering_;
+  std::map<std::string, std::pair<int64_t, Reply>> gathered_;  // (steady ms, answer)
   Services& svc_;
   Cluster* cluster_;
   AdminCounters& counters_;
   AdminLimits limits_;
   std::function<std::string()> health_;
+  const NodeHistory* history_ = nullptr;
+  // Where peer answers are posted to the admin thread; emptied when the port stops (an
+  // answer may come from the cluster thread after that).
+  struct PostBox {
+    std::mutex mu;
+    asio::io_context* io = nullptr;
+  };
+  std::shared_ptr<PostBox> postbox_ = std::make_shared<PostBox>();
   // Whether the request carries the token (or none is set); counts and logs refusals.
   bool allowed(std::string_view auth) const;
   bool has_token() const;

@@ -2,6 +2,7 @@
 #include "admin_http.hpp"
 #include "cluster.hpp"
 #include "command_table.hpp"
+#include "history.hpp"
 #include "request_metrics.hpp"
 #include "rls_config.hpp"
 #include "script_engine.hpp"
@@ -177,6 +178,9 @@ std::string AdminHttp::metrics() const {
   t.one("floodgate_client_memory_bytes", "gauge",
         "Bytes all client connections' buffers hold (maxmemory-clients caps it)",
         static_cast<double>(svc_.clients->memory()));
+  t.one("floodgate_client_memory_limit_bytes", "gauge",
+        "maxmemory-clients: the most bytes all client connections' buffers may hold (0: no cap)",
+        static_cast<double>(svc_.clients->max_memory()));
   t.family("floodgate_acl_denied_total", "counter",
            "Requests refused by the users' rights: a wrong user or password (auth), a "
            "command (command) or key (key) the user may not use");
@@ -234,6 +238,11 @@ std::string AdminHttp::metrics() const {
            load(counters_.reloads_failed));
   t.one("floodgate_uptime_seconds", "gauge", "Seconds since the node started",
         static_cast<double>(svc_.clock->now_ns() / 1'000'000 - svc_.settings.start_ms) / 1e3);
+  // The process's own, by the names every Prometheus client library gives them.
+  t.one("process_cpu_seconds_total", "counter", "User and system CPU time the process spent",
+        static_cast<double>(process_cpu_ns()) / 1e9);
+  t.one("process_resident_memory_bytes", "gauge", "Memory the process holds in RAM",
+        static_cast<double>(process_rss_bytes()));
   t.family("floodgate_build_info", "gauge", "Version of this node");
   t.sample("floodgate_build_info", label("version", svc_.settings.version), 1);
   if (svc_.rls) {
@@ -316,6 +325,10 @@ std::string AdminHttp::metrics() const {
   t.one("floodgate_replication_round_seconds", "gauge",
         "Replication lag: the last round from changes collected to every replica's ack",
         static_cast<double>(r.last_round_us.load()) / 1e6);
+  t.one("floodgate_replication_lag_bound_seconds", "gauge",
+        "replication-lag (Δ): what a failover may lose of a policy that is not sync is what was "
+        "admitted in the last Δ, as long as rounds keep within it",
+        static_cast<double>(cluster_->config().replication_lag_ms) / 1e3);
   t.one("floodgate_replication_copies_pending", "gauge",
         "Slot copies held here that a replica does not yet hold whole (0: any replica can take "
         "over without loss)",

@@ -419,12 +419,27 @@ int Node::start_admin(StartState& st, std::string& why) {
     rls_timer_ = std::make_unique<SteadyTimer>(server_->main_context());
     schedule_rls();
   }
+  if (!run_.polled) {
+    history_ = std::make_unique<NodeHistory>(
+        svc_, cluster_.get(), cluster_ ? cluster_->config().node_id : std::string("standalone"));
+    history_timer_ = std::make_unique<SteadyTimer>(server_->main_context());
+    history_->tick();
+    schedule_history();
+    if (cluster_) {
+      // (answered on the cluster thread, from the rings and counters: no shard is asked)
+      cluster_->on_request(
+          kPeerReport, [h = history_.get()](uint32_t, std::string body, PeerRespond respond) {
+            respond(PeerStatus::kOk, h->report(ReportAsk::decode(body)).encode(), {});
+          });
+    }
+  }
 
   if (cfg_.admin_port != 0 && !run_.polled) {
     const int want = cfg_.admin_port > 0          ? cfg_.admin_port
                      : cfg_.port == 0 && st.plain ? 0
                                                   : st.base_port + 2000;
     admin_ = std::make_unique<AdminHttp>(svc_, cluster_.get(), admin_counters_);
+    admin_->set_history(history_.get());
     admin_->set_health_check([engine = scripts_.get(), server = server_.get()]() -> std::string {
       // A thread that does not come back to its loop serves none of its clients.
       if (std::string why = server->stuck_thread(kStuckThreadMs); !why.empty()) return why;
@@ -513,6 +528,15 @@ int Node::start_serving(StartState& st, std::string& why) {
 // every arena (tens of milliseconds on a large heap), so it runs on a thread of its own,
 // never on the I/O thread whose clients would wait for it (one at a time; a polled node,
 // the simulator's, trims in place).
+void Node::schedule_history() {
+  history_timer_->expires_after(std::chrono::seconds(1));
+  history_timer_->async_wait([this](asio::error_code ec) {
+    if (ec) return;
+    history_->tick();
+    schedule_history();
+  });
+}
+
 void Node::schedule_trim() {
   trim_timer_->expires_after(std::chrono::seconds(1));
   trim_timer_->async_wait([this](asio::error_code ec) {
@@ -707,6 +731,7 @@ void Node::stop() {
   if (trim_timer_) trim_timer_->cancel();
   if (trimming_.valid()) trimming_.wait();
   if (rls_timer_) rls_timer_->cancel();
+  if (history_timer_) history_timer_->cancel();
   if (rls_) rls_->stop();
   if (admin_) admin_->stop();
   if (server_) server_->stop();

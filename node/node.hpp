@@ -24,6 +24,7 @@
 #include "cluster.hpp"
 #include "config.hpp"
 #include "forwarding.hpp"
+#include "history.hpp"
 #include "policy_store.hpp"
 #include "rls_config.hpp"
 #include "rls_door.hpp"
@@ -108,7 +109,8 @@ class Node {
   void schedule_trim();
   void schedule_save();
   void schedule_renew();
-  void schedule_rls();  // the gateway door: its files watched, its health kept
+  void schedule_rls();      // the gateway door: its files watched, its health kept
+  void schedule_history();  // a point of the node's history each second
   void reload_users(const std::vector<std::string>* from_file);
   int fail(std::string& why, int code, std::string text);
   // start()'s steps, in order, and what they hand each other.
@@ -157,9 +159,12 @@ class Node {
   std::unique_ptr<Server> server_;
   TlsContexts tls_;
   BusKey bus_key_;
+  // The node's recent past (the admin port's /overview, other nodes' cluster views);
+  // destroyed after the cluster whose thread answers from it.
+  std::unique_ptr<NodeHistory> history_;
   std::unique_ptr<Cluster> cluster_;
   std::unique_ptr<ClusterForwarder> forwarder_;
-  std::unique_ptr<SteadyTimer> trim_timer_, save_timer_, renew_timer_, rls_timer_;
+  std::unique_ptr<SteadyTimer> trim_timer_, save_timer_, renew_timer_, rls_timer_, history_timer_;
   std::unique_ptr<RlsRules> rls_rules_;  // rls-config's rules (or none, with rls-port alone)
   std::unique_ptr<RlsDoor> rls_;
   uint64_t closed_at_trim_ = 0;

@@ -41,9 +41,19 @@ TEST(Admin, HealthReadinessAndThePage) {
   EXPECT_EQ(http_get(node.admin_port(), "/readyz").status, 200);  // standalone: at once
   const HttpReply page = http_get(node.admin_port(), "/");
   EXPECT_EQ(page.status, 200);
-  EXPECT_NE(page.body.find("<title>Floodgate status</title>"), std::string::npos);
+  EXPECT_NE(page.body.find("<title>Floodgate cluster</title>"), std::string::npos);
   const HttpReply cluster = http_get(node.admin_port(), "/cluster");
   EXPECT_NE(cluster.body.find("\"cluster_enabled\":false"), std::string::npos) << cluster.body;
+  // A standalone node's overview is itself, with its rings when asked.
+  const HttpReply overview = http_get(node.admin_port(), "/overview?history=minutes");
+  EXPECT_EQ(overview.status, 200);
+  EXPECT_NE(
+      overview.body.find("\"nodes\":[{\"id\":\"standalone\",\"state\":\"alive\",\"self\":true,"
+                         "\"reachable\":true"),
+      std::string::npos)
+      << overview.body;
+  EXPECT_NE(overview.body.find("\"minutes\":{\"step_s\":1,\"t\":["), std::string::npos);
+  EXPECT_EQ(http_get(node.admin_port(), "/overview").body.find("\"minutes\""), std::string::npos);
   EXPECT_EQ(http_get(node.admin_port(), "/nothing").status, 404);
 }
 
@@ -212,7 +222,7 @@ TEST(Admin, ClusterAndStatusWantTheTokenProbesAndMetricsDoNot) {
   EXPECT_EQ(get("/readyz").status, 200);
   EXPECT_EQ(get("/metrics").status, 200);
   EXPECT_EQ(get("/").status, 200);  // (the page holds no data)
-  for (const char* path : {"/cluster", "/status"}) {
+  for (const char* path : {"/cluster", "/status", "/overview"}) {
     EXPECT_EQ(get(path).status, 401) << path;
     EXPECT_EQ(get(path, "wrong").status, 401) << path;
     EXPECT_EQ(get(path, "first-token-12345").status, 401) << path;
@@ -220,7 +230,7 @@ TEST(Admin, ClusterAndStatusWantTheTokenProbesAndMetricsDoNot) {
   }
   EXPECT_NE(get("/cluster", "first-token-1234").body.find("\"cluster_enabled\":false"),
             std::string::npos);
-  EXPECT_EQ(sample(get("/metrics").body, "floodgate_admin_refused_total"), 6);
+  EXPECT_EQ(sample(get("/metrics").body, "floodgate_admin_refused_total"), 9);
   temp_file("admin.token", "second-token\n");
   kill(node.pid(), SIGHUP);
   bool rotated = false;
