@@ -1,5 +1,6 @@
 // floodgate-cli: the native client from a shell. One request per invocation (take, peek,
-// reset, acquire, release, renew, heartbeat, count, cluster) or a load generator (bench).
+// reset, acquire, release, renew, heartbeat, count, cluster), a load generator (bench), or
+// a live view of the cluster from a node's admin port (top).
 // Exit status: 0 allowed / done, 1 denied, 2 error.
 #include <CLI/CLI.hpp>
 #include <algorithm>
@@ -18,6 +19,7 @@
 #include "errors.hpp"
 #include "floodgate/client.hpp"
 #include "limit_spec.hpp"
+#include "top.hpp"
 
 namespace {
 
@@ -319,7 +321,18 @@ int main(int argc, char** argv) {
       ->capture_default_str();
   benchc->add_flag("-q,--quiet", bo.quiet, "No progress line");
 
+  fgcli::TopOptions to;
+  auto* top =
+      app.add_subcommand("top", "A live view of the cluster from a node's admin port (q quits)");
+  top->add_option("--admin", to.admin, "A node's admin port, host:port")->capture_default_str();
+  top->add_option("--token-file", to.token_file, "The admin token, if the node wants one");
+  top->add_option("--interval", to.interval_s, "Seconds between refreshes")
+      ->check(CLI::Range(0.1, 60.0))
+      ->capture_default_str();
+  top->add_flag("--once", to.once, "Print one frame and exit");
+
   CLI11_PARSE(app, argc, argv);
+  if (top->parsed()) return fgcli::run_top(to);  // (the admin port: no native connection)
 
   copt.seeds.clear();
   std::stringstream ss(seeds);
