@@ -70,11 +70,14 @@ class Shard {
   // key inserted since the last tick if more, so that a pass over the table ends before the
   // keys new in it fill a quarter of it — else the part ahead of the cursor fills with dead
   // keys, its runs grow without bound and every probe there with them — and at most the
-  // whole table. The tick is paid a round at a time (the gate is let go between rounds so
-  // batches run); a round that finds plenty to reclaim earns another, up to 16 a tick.
+  // whole table, plus what the last tick left unpaid. The tick is paid a round at a time (the
+  // gate is let go between rounds so batches run) — by the actor, or on a busy node by the
+  // batches run in place, a round after each; a round that finds plenty to reclaim earns
+  // another, up to 16 a tick.
   void sweep_tick(size_t budget);
   // One round of up to `budget` slots; whether another is due at once.
   bool sweep_round(int64_t now_ns, size_t budget);
+  bool sweep_owed() const { return sweep_owed_ > 0; }
   void publish();
 
   // The live state of every key whose slot satisfies `want`; with `remove`, those keys

@@ -41,7 +41,16 @@ shard_actor::behavior_type ShardActorImpl::make_behavior() {
       },
       [this](sweep_atom) {
         Hold hold(*cell_);
-        if (!cell_->parked) shard_.sweep_tick(cfg_.sweep_budget);  // (parked: skipped)
+        if (cell_->parked) return sweep_round();  // (parked: skipped)
+        // Batches running in place pay the rounds while they come (ShardPool::run_in_place),
+        // as long as they keep up: what the last tick left unpaid is paid here, at once.
+        const bool behind = shard_.sweep_owed();
+        shard_.sweep_tick(cfg_.sweep_budget);
+        const int64_t now_ns = clock_->now_ns();
+        if (!behind && now_ns - cell_->ran_in_place_ns < cfg_.sweep_interval_ms * 1'000'000) {
+          delayed_send(this, std::chrono::milliseconds(cfg_.sweep_interval_ms), sweep_atom::value);
+          return;
+        }
         sweep_round();
       },
       [this](sweep_more_atom) {

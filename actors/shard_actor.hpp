@@ -60,6 +60,7 @@ struct ShardCell {
   std::atomic<bool> actor_waiting{false};
   Shard shard;
   bool parked = false;  // in a multi-shard step: only the step's last shard runs it (gate)
+  int64_t ran_in_place_ns = INT64_MIN / 2;  // (gate) when a batch last ran in place
 
   // The actor takes the gate: at once if free, else it says it waits and blocks.
   void actor_lock() {

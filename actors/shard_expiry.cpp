@@ -96,7 +96,9 @@ size_t Shard::sweep(int64_t now_ns, size_t budget) {
 }
 
 void Shard::sweep_tick(size_t budget) {
-  const size_t due = std::max(budget, 4 * table_.take_inserts());
+  // (what the last tick left unpaid is owed still: the batches that pay it in place may
+  // have fallen behind)
+  const size_t due = std::max(budget, 4 * table_.take_inserts()) + sweep_owed_;
   sweep_owed_ = std::min(due, std::max(budget, table_.capacity()));
   sweep_extra_ = 0;
 }

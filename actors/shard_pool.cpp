@@ -42,7 +42,16 @@ bool ShardPool::run_in_place(size_t i, const BatchPtr& b) {
   if (!c.try_in_place()) return false;
   std::unique_lock<std::mutex> hold(c.gate, std::adopt_lock);
   if (c.parked) return false;
-  c.shard.execute_batch(b->ops, static_cast<uint16_t>(i), clock_->now_ns());
+  const int64_t now_ns = clock_->now_ns();
+  c.shard.execute_batch(b->ops, static_cast<uint16_t>(i), now_ns);
+  c.ran_in_place_ns = now_ns;
+  // On a busy node the sweeper's rounds are paid here, one after each batch run in place
+  // (ShardActorImpl::sweep_round), so the shard stays with the thread that submits to it.
+  // Paid by the actor, a round took the shard to the actor's thread, the batches submitted
+  // meanwhile followed it into the mailbox, and on a core the two threads shared they took
+  // turns at the kernel's pace (milliseconds): a light caller's request waited that long
+  // behind a flood.
+  if (c.shard.sweep_owed()) c.shard.sweep_round(now_ns, cfg_.sweep_budget);
   return true;
 }
 

@@ -130,6 +130,40 @@ TEST(Shard, TheSweeperKeepsPaceWithChurn) {
   EXPECT_LT(longest, 300u);
 }
 
+// The same churn with the rounds paid as a busy node pays them: one after each batch run in
+// place (ShardPool::run_in_place), 40 batches a tick — fewer than the rounds a tick owes —
+// and the actor paying at a tick only what the last one left unpaid, with the new tick's due
+// (ShardActorImpl). What a tick leaves unpaid is owed on the next: the pace still follows
+// the churn.
+TEST(Shard, TheSweeperKeepsPaceWhenBatchesPayItsRounds) {
+  constexpr int64_t kTick = kS / 10;
+  constexpr int kBatches = 40, kPerBatch = 1500;
+  constexpr size_t kBudget = 4096;
+  Shard s(10'000'000, 1);
+  const LimitSpec spec = LimitSpec::token_bucket(2, 1, kTick);
+  size_t most_keys = 0, longest = 0;
+  int next = 0;
+  for (int tick = 0; tick < 40; ++tick) {
+    const bool behind = s.sweep_owed();
+    s.sweep_tick(kBudget);
+    int rounds = 0;
+    while (behind && s.sweep_round(kT0 + tick * kTick, kBudget)) ASSERT_LT(++rounds, 1000);
+    for (int b = 0; b < kBatches; ++b) {
+      const int64_t now = kT0 + tick * kTick + b * (kTick / kBatches);
+      for (int i = 0; i < kPerBatch; ++i) {
+        auto t = op(OpCode::kTake, "k:" + std::to_string(next++), spec);
+        s.execute(t, now);
+        ASSERT_EQ(t.status, OpStatus::kOk);
+      }
+      if (s.sweep_owed()) s.sweep_round(now, kBudget);
+    }
+    most_keys = std::max(most_keys, s.key_count());
+    longest = std::max(longest, s.table().longest_run());
+  }
+  EXPECT_LT(most_keys, 4u * kBatches * kPerBatch);
+  EXPECT_LT(longest, 300u);
+}
+
 // At the key cap, the whole table is swept for a new key only when the last such sweep freed
 // plenty or is 100 ms old: a table of live keys is not swept whole again for every refusal.
 TEST(Shard, AFullTableOfLiveKeysIsNotSweptPerRefusal) {
