@@ -28,8 +28,9 @@ class NodeHistory;
 struct AdminCounters {
   std::atomic<uint64_t> reloads_ok{0};
   std::atomic<uint64_t> reloads_failed{0};
-  std::atomic<uint64_t> refused{0};  // admin requests without the right bearer token
-  std::atomic<uint64_t> dropped{0};  // connections closed past a deadline or over the cap
+  std::atomic<uint64_t> refused{0};   // admin requests without the right bearer token
+  std::atomic<uint64_t> dropped{0};   // connections closed past a deadline or over the cap
+  std::atomic<uint64_t> gathered{0};  // /overview gatherings (requests alike share one)
 };
 
 // The bearer token in `path` (its first non-blank line, surrounding white space dropped);

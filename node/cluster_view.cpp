@@ -74,6 +74,7 @@ void AdminHttp::overview(std::string_view query, bool with_keys, std::function<v
   if (auto it = gathering_.find(what); it != gathering_.end()) {
     return it->second->waiting.push_back(std::move(done));
   }
+  counters_.gathered.fetch_add(1, std::memory_order_relaxed);
   auto g = std::make_shared<Gather>();
   g->with_keys = with_keys;
   g->what = what;

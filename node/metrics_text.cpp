@@ -172,6 +172,9 @@ std::string AdminHttp::metrics() const {
         load(n.protocol_errors));
   t.one("floodgate_admin_refused_total", "counter",
         "Admin HTTP requests refused without the bearer token", load(counters_.refused));
+  t.one("floodgate_admin_overviews_gathered_total", "counter",
+        "/overview gatherings from every member (requests alike within 500 ms share one)",
+        load(counters_.gathered));
   t.one("floodgate_admin_dropped_total", "counter",
         "Admin HTTP connections closed past their request or reply deadline, or over the cap",
         load(counters_.dropped));

@@ -54,6 +54,20 @@ TEST(Admin, HealthReadinessAndThePage) {
       << overview.body;
   EXPECT_NE(overview.body.find("\"minutes\":{\"step_s\":1,\"t\":["), std::string::npos);
   EXPECT_EQ(http_get(node.admin_port(), "/overview").body.find("\"minutes\""), std::string::npos);
+  // A crowd asking the same thing shares gatherings: every member is asked a few times a
+  // second at most, however many ask (each gathering asks every member of a cluster).
+  const auto gathered = [&] {
+    return sample(http_get(node.admin_port(), "/metrics").body,
+                  "floodgate_admin_overviews_gathered_total");
+  };
+  const double before = gathered();
+  const auto start = std::chrono::steady_clock::now();
+  for (int i = 0; i < 40; ++i) {
+    EXPECT_EQ(http_get(node.admin_port(), "/overview?history=hour").status, 200);
+  }
+  const double seconds =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  EXPECT_LE(gathered() - before, 2 * seconds + 2) << "40 requests alike, " << seconds << " s";
   EXPECT_EQ(http_get(node.admin_port(), "/nothing").status, 404);
 }
 
