@@ -1,7 +1,7 @@
 // One flight: the shard ops and the forwarded requests that the doors of one I/O thread
 // produced during one turn of its event loop. It goes out as one message per touched shard
-// and one peer request per owner, and comes back as one completion, however many
-// connections took part.
+// and one peer request per owner, however many connections took part; each of them hears
+// back once the parts its own requests ride in are done.
 #pragma once
 #include <google/protobuf/arena.h>
 
@@ -150,6 +150,11 @@ struct Flight {
   Recycled<DataReply> replies;                    // data commands' answers
   std::deque<DataReply> forwarded;                // data commands' answers from other nodes
   std::deque<uint8_t> aborts;  // per transaction (Request::txn - 1): a watched key changed
+  // The calls requests joined since the last waiter joined (a bit per call; the last bit
+  // stands for every call past the 63rd): the calls the next waiter to join waits for.
+  uint64_t touched_calls = 0;
+
+  void touch_call(size_t call) { touched_calls |= uint64_t{1} << (call < 63 ? call : 63); }
 
   // A transaction of this flight: its id for Request::txn.
   uint32_t open_txn() {
@@ -180,6 +185,7 @@ struct Flight {
     batch->ops.clear();
     batch->step_shards = 0;
     aborts.clear();
+    touched_calls = 0;
     forwards.clear();
     fanout.clear();
     strings.clear();

@@ -18,10 +18,19 @@ thread_local const void* submitting_here = nullptr;
 struct IoBatcher::InFlight : BatchSink, std::enable_shared_from_this<InFlight> {
   IoBatcher* owner = nullptr;
   Flight flight;
-  std::vector<std::shared_ptr<BatchWaiter>> waiters;
+  struct Waiter {
+    std::shared_ptr<BatchWaiter> w;
+    uint64_t calls;  // the forward calls its requests ride in (Flight::touched_calls)
+  };
+  std::vector<Waiter> waiters;
+  size_t told = 0;           // waiters told so far (those told are null)
+  bool shards_done = false;  // the node's own part: its shards (and, if asked, its replicas)
+  int calls_left = 0;        // forward calls still out
+  uint64_t calls_back = 0;   // those back (a bit each; the last bit once every call is)
+  bool done_here = false;
 
-  // Called by the last shard or peer answer to finish; everything else happens on the I/O
-  // thread.
+  // Called by the last shard to finish its part (or by the pool at once when there is
+  // none); everything else happens on the I/O thread.
   void batch_done() override {
     if (owner->svc_.cluster && needs_replica_ack(*flight.batch)) {
       return await_replicas(*owner->svc_.cluster, flight.batch, [self = shared_from_this()] {
@@ -34,23 +43,50 @@ struct IoBatcher::InFlight : BatchSink, std::enable_shared_from_this<InFlight> {
 
   void finish() {
     if (submitting_here == this) {
-      // Done in place while its own flush handler sends it: that handler completes it
-      // when it has finished sending (no post, no extra turn of the event loop).
+      // Done in place while its own flush handler sends it: that handler goes on when it has
+      // finished sending (no post, no extra turn of the event loop).
       done_here = true;
       return;
     }
-    asio::post(owner->io_, [self = shared_from_this()] { self->complete(); });
+    asio::post(owner->io_, [self = shared_from_this()] {
+      self->shards_done = true;
+      self->progress();
+    });
   }
 
-  void complete() {
+  // A forward call is back (on the I/O thread).
+  void call_back(size_t i, bool ok, std::string body) {
+    ForwardCall& c = flight.forwards[i];
+    c.ok = ok;
+    c.body = std::move(body);
+    if (i < 63) calls_back |= uint64_t{1} << i;
+    if (--calls_left == 0) calls_back = ~uint64_t{0};
+    progress();
+  }
+
+  // Each waiter is told as soon as its own parts are back: the node's shards and the calls
+  // its requests ride in. A connection whose keys are all here is not held by another's
+  // forwards in the same flight, nor is a forwarded batch by this node's own forwards
+  // (which would chain nodes' round trips into each other). The flight is reused once all
+  // are told and every call is back.
+  void progress() {
+    if (!shards_done) return;
+    for (size_t i = 0; i < waiters.size(); ++i) {
+      Waiter& x = waiters[i];
+      if (!x.w || (x.calls & ~calls_back) != 0) continue;
+      std::shared_ptr<BatchWaiter> w = std::move(x.w);
+      ++told;
+      w->batch_complete(flight);
+    }
+    if (told < waiters.size() || calls_left > 0) return;
     flight.batch->sink.reset();
-    for (auto& w : waiters) w->batch_complete(flight);
     waiters.clear();
+    told = 0;
+    shards_done = false;
+    calls_back = 0;
     flight.clear();
     owner->spare_.push_back(shared_from_this());
   }
-
-  bool done_here = false;
 };
 
 IoBatcher::IoBatcher(asio::io_context& io, Services& svc, size_t max_ops)
@@ -73,8 +109,9 @@ Flight& IoBatcher::current() {
 }
 
 void IoBatcher::join(std::shared_ptr<BatchWaiter> w) {
-  filling_->waiters.push_back(std::move(w));
-  const Flight& f = filling_->flight;
+  Flight& f = filling_->flight;
+  filling_->waiters.push_back({std::move(w), f.touched_calls});
+  f.touched_calls = 0;
   if (f.batch->ops.size() + f.forwards.size() >= max_ops_) {
     flush();
   } else if (turns_ == 0) {
@@ -146,25 +183,28 @@ void IoBatcher::flush(bool own_handler) {
   auto f = std::move(filling_);
   Flight& fl = f->flight;
   fl.batch->sink = f;  // released when the flight completes
-  const int calls = static_cast<int>(fl.forwards.size());
+  f->calls_left = static_cast<int>(fl.forwards.size());
+  if (f->calls_left == 0) f->calls_back = ~uint64_t{0};
   // Flushed by its own handler (not from inside a waiter's join), a flight whose shards
-  // all ran in place is complete when submit returns: its waiters hear it here and now.
+  // all ran in place has its own part done when submit returns: its waiters hear it here
+  // and now, once the calls are on their way.
   if (svc_.cluster) fl.batch->replication_mark = replication_mark(*svc_.cluster);
   if (own_handler) submitting_here = f.get();
-  svc_.shards->submit(fl.batch, calls);
+  svc_.shards->submit(fl.batch, 0);
   submitting_here = nullptr;
+  for (size_t i = 0; i < fl.forwards.size(); ++i) {
+    ForwardCall& c = fl.forwards[i];
+    svc_.forwarder->send(c.peer_addr, c.batch().SerializeAsString(),
+                         svc_.settings.forward_timeout_ms, [f, i](bool ok, std::string body) {
+                           asio::post(f->owner->io_, [f, i, ok, body = std::move(body)]() mutable {
+                             f->call_back(i, ok, std::move(body));
+                           });
+                         });
+  }
   if (f->done_here) {
     f->done_here = false;
-    return f->complete();
-  }
-  for (ForwardCall& c : fl.forwards) {
-    svc_.forwarder->send(c.peer_addr, c.batch().SerializeAsString(),
-                         svc_.settings.forward_timeout_ms,
-                         [batch = fl.batch, call = &c](bool ok, std::string body) {
-                           call->ok = ok;
-                           call->body = std::move(body);
-                           batch->finish_one();
-                         });
+    f->shards_done = true;
+    f->progress();
   }
 }
 

@@ -1,6 +1,8 @@
 // Gathers what every door of one I/O thread submits during one turn of its event loop into
 // one flight (flight.hpp): one message per touched shard and one peer request per owner per
-// turn, and one completion posted back, however many connections took part.
+// turn, however many connections took part. Each waiter is told as soon as its own parts are
+// back (the node's shards, and the forward calls its requests ride in), not when the slowest
+// owner of the flight has answered.
 #pragma once
 #include <asio.hpp>
 #include <deque>
@@ -35,8 +37,9 @@ class IoBatcher {
 
   // The flight requests join during this turn.
   Flight& current();
-  // `w` submitted to current(): it is told through batch_complete. The flight leaves at the
-  // end of this turn, or now if it has grown large.
+  // `w` submitted to current(): it is told through batch_complete, once the shards and
+  // the forward calls its requests joined (Flight::touched_calls) are done. The flight
+  // leaves at the end of this turn, or now if it has grown large.
   void join(std::shared_ptr<BatchWaiter> w);
   asio::io_context& io() { return io_; }
   // A handler that sends the filling flight is queued on the event loop.

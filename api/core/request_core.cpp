@@ -516,6 +516,7 @@ Pending RequestCore::forward(const Request& r, std::string_view holder, const Do
     c.batch().set_hops(hops);
   }
   ForwardCall& c = f.forwards[ci];
+  f.touch_call(ci);
   encode_forwarded(r, holder, *c.batch().add_requests());
   c.specs.push_back(r.spec);
   svc_.counters.forwarded.fetch_add(1, std::memory_order_relaxed);

@@ -3,6 +3,9 @@
 // -MOVED, the waits for arriving slots, and the CLUSTER commands' replies.
 #include <gtest/gtest.h>
 
+#include <atomic>
+#include <future>
+
 #include "errors.hpp"
 #include "forward_codec.hpp"
 #include "test_node.hpp"
@@ -111,6 +114,98 @@ TEST_F(ClusterSessionTest, ForwardsOfOnePollsSocketsShareOnePeerRequest) {
   const auto sent = net_.sent();
   ASSERT_EQ(sent.size(), 1u);
   EXPECT_EQ(sent[0].requests_size(), 3);
+}
+
+// A flight's waiters hear back as soon as their own parts are back: a connection whose keys
+// are all here is not held by another connection's forwards in the same flight (a flood's
+// round trips to a slow owner would otherwise hold every caller of the node).
+TEST_F(ClusterSessionTest, AConnectionIsNotHeldByAnothersForwardsInTheSameFlight) {
+  struct Sock : BatchWaiter {
+    std::shared_ptr<RespSession> session;
+    std::string out;
+    std::atomic<bool> answered{false};
+    void batch_complete(Flight& f) override {
+      session->complete(f);
+      out.swap(session->output());
+      answered = true;
+    }
+  };
+  auto here = std::make_shared<Sock>(), there = std::make_shared<Sock>();
+  for (auto* s : {&here, &there}) {
+    (*s)->session =
+        std::make_shared<RespSession>(n1_.svc, n1_.clients.add("127.0.0.1:9", "127.0.0.1:2", 0));
+  }
+  const std::string in_there = resp({"INCR", key_in(5461, 10922)});
+  const std::string in_here = resp({"INCR", key_in(0, 5460)});
+  net_.hold();
+  n1_.run([&] {
+    IoBatcher::Turn turn(*n1_.batcher);  // (one poll: both join one flight)
+    for (auto [s, in] : {std::pair{there, &in_there}, std::pair{here, &in_here}}) {
+      ProcessResult r = s->session->process(in->data(), in->size(), n1_.batcher->current());
+      ASSERT_TRUE(r.submitted);
+      n1_.batcher->join(s);
+    }
+  });
+  const auto until = std::chrono::steady_clock::now() + std::chrono::seconds(5);
+  while (!here->answered && std::chrono::steady_clock::now() < until)
+    std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  EXPECT_TRUE(here->answered);
+  EXPECT_FALSE(there->answered);  // its owner has not answered yet
+  ASSERT_EQ(net_.sent().size(), 1u);
+  net_.release();
+  while (!there->answered && std::chrono::steady_clock::now() < until)
+    std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  n1_.run([] {});
+  EXPECT_EQ(here->out, ":1\r\n");
+  EXPECT_EQ(there->out, ":1\r\n");
+}
+
+// The owner's side of the same: a forwarded batch is answered when its shards are done, not
+// when the flight it joined there brings back that node's own forwards (two nodes' round
+// trips would chain into each other).
+TEST_F(ClusterSessionTest, AForwardedBatchIsNotHeldByTheOwnersOwnForwards) {
+  struct Sock : BatchWaiter {
+    std::shared_ptr<RespSession> session;
+    std::atomic<bool> answered{false};
+    void batch_complete(Flight& f) override {
+      session->complete(f);
+      answered = true;
+    }
+  };
+  auto own = std::make_shared<Sock>();
+  own->session =
+      std::make_shared<RespSession>(n2_.svc, n2_.clients.add("127.0.0.1:9", "127.0.0.1:2", 0));
+  const std::string to_n1 = resp({"INCR", key_in(0, 5460)});
+  net_.hold();
+  // n1's client asks for a key of n2's: the forward waits in the network.
+  auto got = std::async(std::launch::async, [&] {
+    return conn_.send(resp({"INCR", key_in(5461, 10922)}));
+  });
+  const auto until = std::chrono::steady_clock::now() + std::chrono::seconds(5);
+  while (net_.sent().empty() && std::chrono::steady_clock::now() < until)
+    std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  ASSERT_EQ(net_.sent().size(), 1u);
+  n2_.run([&] {
+    // n1's batch reaches n2 (its job is queued on n2's lane), and n2's own client then asks
+    // for a key of n1's: both join n2's next flight, whose forward to n1 is held.
+    net_.release();
+    net_.hold();
+    asio::post(n2_.io, [&] {
+      ProcessResult r = own->session->process(to_n1.data(), to_n1.size(), n2_.batcher->current());
+      if (r.submitted) n2_.batcher->join(own);
+    });
+  });
+  const bool answered = got.wait_for(std::chrono::seconds(5)) == std::future_status::ready;
+  const bool own_was_answered = own->answered;
+  net_.release();
+  EXPECT_TRUE(answered) << "n1's forward waited for n2's own forward to n1";
+  EXPECT_FALSE(own_was_answered);
+  EXPECT_EQ(got.get(), ":1\r\n");
+  ASSERT_EQ(net_.sent().size(), 2u);
+  EXPECT_EQ(net_.sent()[1].requests_size(), 1);  // n2's own, sent while n1's was in its flight
+  while (!own->answered && std::chrono::steady_clock::now() < until)
+    std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  EXPECT_TRUE(own->answered);
 }
 
 TEST_F(ClusterSessionTest, ForwardedRequestsTravelDecodedAndRunOnTheOwnersLane) {

@@ -46,6 +46,20 @@ class MemoryForwarder : public Forwarder {
     std::lock_guard<std::mutex> lock(mu_);
     cut_.clear();
   }
+  // While held, what is sent waits (recorded as sent) until release() delivers it, in order.
+  void hold() {
+    std::lock_guard<std::mutex> lock(mu_);
+    held_ = true;
+  }
+  void release() {
+    std::vector<Held> held;
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      held_ = false;
+      held.swap(waiting_);
+    }
+    for (Held& h : held) deliver(h.node, std::move(h.batch), std::move(h.done));
+  }
   // Every batch sent so far, as the owner received it.
   std::vector<forward::ForwardBatch> sent() {
     std::lock_guard<std::mutex> lock(mu_);
@@ -62,7 +76,15 @@ class MemoryForwarder : public Forwarder {
  private:
   std::mutex mu_;
   std::map<std::string, TestNode*> nodes_;
+  struct Held {
+    TestNode* node;
+    std::string batch;
+    std::function<void(bool ok, std::string body)> done;
+  };
+  void deliver(TestNode* node, std::string batch, std::function<void(bool, std::string)> done);
   std::set<std::string> cut_;
+  bool held_ = false;
+  std::vector<Held> waiting_;
   std::vector<forward::ForwardBatch> sent_;
   std::set<std::thread::id> answered_on_;
 };
@@ -149,8 +171,14 @@ inline void MemoryForwarder::send(const std::string& peer_addr, std::string batc
     sent_.push_back(b);
     auto it = nodes_.find(peer_addr);
     if (it != nodes_.end() && !cut_.count(peer_addr)) node = it->second;
+    if (node && held_) return waiting_.push_back({node, std::move(batch), std::move(done)});
   }
   if (!node) return done(false, "unreachable");
+  deliver(node, std::move(batch), std::move(done));
+}
+
+inline void MemoryForwarder::deliver(TestNode* node, std::string batch,
+                                     std::function<void(bool ok, std::string body)> done) {
   serve_forwarded(node->svc, std::move(batch), [this, done](bool ok, std::string body) {
     {
       std::lock_guard<std::mutex> lock(mu_);
