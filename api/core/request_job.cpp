@@ -16,7 +16,12 @@ void RequestJob::start(Services& svc, Lane& lane, std::vector<Request> requests,
                        std::shared_ptr<const void> keep, Done done) {
   auto job = std::make_shared<RequestJob>(svc, lane, std::move(requests), door, std::move(keep),
                                           std::move(done));
-  asio::post(*lane.io, [job] { job->run(); });
+  asio::post(*lane.io, [job, batcher = lane.batcher] {
+    // As a socket's read handler does: a flight holding only shard work leaves, and is
+    // answered, in place when this closes, not a turn of the event loop later.
+    IoBatcher::Turn turn(*batcher);
+    job->run();
+  });
 }
 
 void RequestJob::start_here(Services& svc, Lane& lane, std::vector<Request> requests, Door door,
