@@ -208,6 +208,29 @@ TEST_F(ClusterSessionTest, AForwardedBatchIsNotHeldByTheOwnersOwnForwards) {
   EXPECT_TRUE(own->answered);
 }
 
+// The owner runs a forwarded batch as a socket's read handler runs: a batch of keys it
+// holds is answered before the handler returns, not a turn of the event loop later from a
+// posted flush (a turn that past capacity holds every other connection's work first).
+TEST_F(ClusterSessionTest, AForwardedBatchOfKeysHereIsAnsweredInItsOwnHandler) {
+  net_.hold();
+  auto got = std::async(std::launch::async, [&] {
+    return conn_.send(resp({"INCR", key_in(5461, 10922)}));
+  });
+  const auto until = std::chrono::steady_clock::now() + std::chrono::seconds(5);
+  while (net_.sent().empty() && std::chrono::steady_clock::now() < until)
+    std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  ASSERT_EQ(net_.sent().size(), 1u);
+  bool answered_before_next = false;
+  n2_.run([&] {
+    net_.release();  // the batch's job is queued on n2's lane, then this handler after it
+    asio::post(n2_.io, [&] { answered_before_next = !net_.answered_on().empty(); });
+  });
+  n2_.run([] {});
+  EXPECT_TRUE(answered_before_next);
+  ASSERT_EQ(got.wait_for(std::chrono::seconds(5)), std::future_status::ready);
+  EXPECT_EQ(got.get(), ":1\r\n");
+}
+
 TEST_F(ClusterSessionTest, ForwardedRequestsTravelDecodedAndRunOnTheOwnersLane) {
   const std::string there = key_in(5461, 10922);
   EXPECT_EQ(run(resp({"FG.TAKE", there, "sliding_log", "5", "60000", "COST", "2"})),
