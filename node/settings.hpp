@@ -20,14 +20,14 @@ struct Setting {
   const char* type;  // what --help shows for its value: "INT", "DURATION", "yes|no", ...
   // Reads one value (a flag's, or a YAML scalar's text) into the config; or why not, in
   // words that follow the key ("must be between 0 and 65535").
-  std::function<Status(NodeConfig&, const std::string&)> set;
+  std::function<Status(NodeConfig&, const std::string&)> set = nullptr;
   // The value in force, as CONFIG GET answers and --help shows the default ("" : none).
-  std::function<std::string(const NodeConfig&)> get;
+  std::function<std::string(const NodeConfig&)> get = nullptr;
   // A list (a repeatable flag, a YAML sequence): `clear` empties it before a new list is
   // read, unless null (then each value is applied on top: client-output-buffer-limit's
   // classes).
   bool list = false;
-  std::function<void(NodeConfig&)> clear;
+  std::function<void(NodeConfig&)> clear = nullptr;
   bool presence = false;  // the flag takes no value: given means yes
   bool shown = true;      // CONFIG GET answers it (not for secrets)
 };
