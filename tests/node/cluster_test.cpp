@@ -140,9 +140,13 @@ class TestCluster {
         if (!node->alive()) continue;
         Client c(node->port(), 1000);
         const std::string info = c.request({"CLUSTER", "INFO"});
+        // (each serving slots of its own: a node that joined, or the survivors of one that
+        // died, can read the last table's size before the table that names them is made)
+        const std::string served = field(info, "cluster_slots_served_here");
         ok = ok && field(info, "cluster_state") == "ok" &&
              field(info, "cluster_size") == std::to_string(n) &&
-             field(info, "cluster_slots_awaited_here") == "0";
+             field(info, "cluster_slots_awaited_here") == "0" && !served.empty() &&
+             served != "0";
         epochs.insert(field(info, "cluster_current_epoch"));
       }
       if (ok && epochs.size() == 1) return true;
@@ -1669,7 +1673,8 @@ TEST(Operations, AScriptLoadedOnOneNodeRunsOnEveryNodeAndOutlivesARestart) {
   Client cf(fresh.port());
   cf.send(resp({"SCRIPT", "EXISTS", hex}));
   EXPECT_EQ(read_replies(cf, 1), "*1\r\n:1\r\n");
-  EXPECT_EQ(cf.request({"EVALSHA", hex, "1", "script-counter"}).substr(0, 1), ":");
+  const std::string counted = cf.request({"EVALSHA", hex, "1", "script-counter"});
+  EXPECT_EQ(counted.substr(0, 1), ":") << counted;
 }
 
 // With tls-cluster every peer link is mutual TLS: the cluster forms, a command sent to a
