@@ -124,8 +124,7 @@ inline std::string unknown_subcommand(std::string_view sub, std::string_view hel
 }
 inline std::string config_get_only(std::string_view sub) {
   return "ERR unknown subcommand '" + std::string(sub.substr(0, 128)) +
-         "'. Floodgate supports CONFIG GET, CONFIG RESETSTAT and CONFIG SET of redis-server's "
-         "encoding thresholds only.";
+         "'. Floodgate supports CONFIG GET, CONFIG SET, CONFIG REWRITE and CONFIG RESETSTAT.";
 }
 inline std::string config_unknown(std::string_view name) {
   return "ERR Unknown option or number of arguments for CONFIG SET - '" + std::string(name) + "'";

@@ -12,15 +12,16 @@ namespace fg {
 
 template <class Session>
 ClientConnection<Session>::ClientConnection(std::unique_ptr<ClientStream> stream, Services& svc,
-                                            ConnectionLimits limits, IoBatcher& batcher)
+                                            std::shared_ptr<const ConnectionLimits> limits,
+                                            IoBatcher& batcher)
     : stream_(std::move(stream)),
       timer_(stream_->executor()),
       stall_timer_(stream_->executor()),
       block_timer_(stream_->executor()),
       svc_(svc),
-      limits_(limits),
+      limits_(std::move(limits)),
       batcher_(batcher),
-      in_(Session::kInitialInput, Session::max_input(limits.max_query_bytes)) {}
+      in_(Session::kInitialInput, Session::max_input(limits_->max_query_bytes)) {}
 
 template <class Session>
 ClientConnection<Session>::~ClientConnection() {
@@ -32,8 +33,8 @@ ClientConnection<Session>::~ClientConnection() {
 template <class Session>
 void ClientConnection<Session>::start() {
   auto me = self();
-  stream_->secure(me, limits_.query_deadline_ms, svc_.tls ? &svc_.tls->counters : nullptr,
-                  [me](bool ok) {
+  stream_->secure(me, limits_->query_deadline_ms.load(std::memory_order_relaxed),
+                  svc_.tls ? &svc_.tls->counters : nullptr, [me](bool ok) {
                     if (ok) me->serve();
                   });
 }
@@ -315,7 +316,7 @@ void ClientConnection<Session>::tick() {
   st.waiting_for_input = !busy();
   st.input_empty = in_.empty();
   st.subscribed = session_->subscribed() || session_->blocked();  // (waits for the server)
-  const char* why = deadline_breach(limits_, clock_, st, connection_now_ms(), svc_.counters);
+  const char* why = deadline_breach(*limits_, clock_, st, connection_now_ms(), svc_.counters);
   if (!why) why = output_breach();
   if (!why) return;
   if (*why) spdlog::info("{} {} dropped: {}", Session::kClientWord, client_->addr, why);

@@ -28,8 +28,8 @@ class ClientConnection final : public BatchWaiter,
                                public ClientStream::Owner,
                                public std::enable_shared_from_this<ClientConnection<Session>> {
  public:
-  ClientConnection(std::unique_ptr<ClientStream> stream, Services& svc, ConnectionLimits limits,
-                   IoBatcher& batcher);
+  ClientConnection(std::unique_ptr<ClientStream> stream, Services& svc,
+                   std::shared_ptr<const ConnectionLimits> limits, IoBatcher& batcher);
   ~ClientConnection() override;
   // Secures the stream (TLS), registers the client, then serves it.
   void start();
@@ -69,7 +69,7 @@ class ClientConnection final : public BatchWaiter,
   SteadyTimer stall_timer_;
   SteadyTimer block_timer_;  // a blocked client's next attempt, or its timeout
   Services& svc_;
-  ConnectionLimits limits_;
+  std::shared_ptr<const ConnectionLimits> limits_;
   IoBatcher& batcher_;
   std::shared_ptr<ClientInfo> client_;
   std::unique_ptr<Session> session_;

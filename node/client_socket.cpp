@@ -14,17 +14,19 @@ namespace fg {
 
 const char* deadline_breach(const ConnectionLimits& limits, const ConnectionClock& c,
                             ConnectionState s, int64_t now, NodeCounters& counters) {
-  if (s.writing && now - c.write_since_ms > limits.output_timeout_ms) {
+  if (s.writing &&
+      now - c.write_since_ms > limits.output_timeout_ms.load(std::memory_order_relaxed)) {
     counters.dropped_slow.fetch_add(1, std::memory_order_relaxed);
     return "not reading its replies";
   }
   if (!s.waiting_for_input) return nullptr;
-  if (c.partial_since_ms != 0 && now - c.partial_since_ms > limits.query_deadline_ms) {
+  if (c.partial_since_ms != 0 &&
+      now - c.partial_since_ms > limits.query_deadline_ms.load(std::memory_order_relaxed)) {
     counters.dropped_timeout.fetch_add(1, std::memory_order_relaxed);
     return "request not completed within the query deadline";
   }
-  if (limits.timeout_s > 0 && s.input_empty && !s.subscribed &&
-      now - c.last_read_ms > limits.timeout_s * 1000) {
+  const int64_t idle_s = limits.timeout_s.load(std::memory_order_relaxed);
+  if (idle_s > 0 && s.input_empty && !s.subscribed && now - c.last_read_ms > idle_s * 1000) {
     counters.dropped_timeout.fetch_add(1, std::memory_order_relaxed);
     return "";
   }

@@ -5,6 +5,7 @@
 // deadline_breach()).
 #pragma once
 #include <asio.hpp>
+#include <atomic>
 #include <cstdint>
 #include <functional>
 #include <memory>
@@ -18,11 +19,13 @@ namespace fg {
 struct Services;
 struct NodeCounters;
 
+// What each connection may take. One set for every connection of a node: the durations
+// change at runtime (CONFIG SET) and are read where they are used.
 struct ConnectionLimits {
   size_t max_query_bytes = 8 << 20;
-  int64_t query_deadline_ms = 30000;
-  int64_t output_timeout_ms = 30000;
-  int64_t timeout_s = 0;
+  std::atomic<int64_t> query_deadline_ms{30000};
+  std::atomic<int64_t> output_timeout_ms{30000};
+  std::atomic<int64_t> timeout_s{0};
 };
 
 // When things last happened on a connection.

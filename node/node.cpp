@@ -4,12 +4,16 @@
 #include <spdlog/spdlog.h>
 
 #include <algorithm>
+#include <cstdio>
+#include <cstring>
 #include <ctime>
 #include <filesystem>
+#include <fstream>
 #include <future>
 #include <random>
 
 #include "command_table.hpp"
+#include "errors.hpp"
 #include "lease_upkeep.hpp"
 #include "settings.hpp"
 #include "state_file.hpp"
@@ -245,12 +249,12 @@ int Node::start_storage(StartState& st, std::string& why) {
 
 // The client ports: RESP, RESP over TLS, native.
 int Node::start_doors(StartState& st, std::string& why) {
-  ConnectionLimits limits;
-  limits.max_query_bytes = cfg_.max_query_bytes;
-  limits.query_deadline_ms = cfg_.query_deadline_ms;
-  limits.output_timeout_ms = cfg_.output_timeout_ms;
-  limits.timeout_s = cfg_.timeout_s;
-  server_ = std::make_unique<Server>(svc_, limits, cfg_.io_threads, run_.polled);
+  conn_limits_ = std::make_shared<ConnectionLimits>();
+  conn_limits_->max_query_bytes = cfg_.max_query_bytes;
+  conn_limits_->query_deadline_ms = cfg_.query_deadline_ms;
+  conn_limits_->output_timeout_ms = cfg_.output_timeout_ms;
+  conn_limits_->timeout_s = cfg_.timeout_s;
+  server_ = std::make_unique<Server>(svc_, conn_limits_, cfg_.io_threads, run_.polled);
   server_->set_idle_poll(std::chrono::microseconds(cfg_.io_idle_poll_us));
   // TLS: the contexts every TLS door and peer link takes (node/OPERATIONS.md, "TLS").
   const bool tls_used =
@@ -508,6 +512,10 @@ int Node::start_serving(StartState& st, std::string& why) {
     std::lock_guard<std::mutex> lock(shown_mu_);
     return config_values(shown_);
   };
+  svc_.config_set = [this](const std::vector<std::pair<std::string, std::string>>& pairs) {
+    return config_set(pairs);
+  };
+  svc_.config_rewrite = [this] { return config_rewrite(); };
   svc_.shutdown = [this](bool save) {
     spdlog::info("SHUTDOWN{} received, shutting down", save ? "" : " NOSAVE");
     request_stop(save);
@@ -623,7 +631,139 @@ void Node::apply_shares() {
   apply_user_shares(acl_, node, cfg_.user_share, user_limits_, *accounts_);
 }
 
+struct Node::Running : RunningNode {
+  explicit Running(Node& n) : node(n) {}
+  Services& services() override { return node.svc_; }
+  ClientRegistry& clients() override { return node.clients_; }
+  ConnectionLimits& connection_limits() override { return *node.conn_limits_; }
+  Accounts& accounts() override { return *node.accounts_; }
+  void set_default_password(const std::string& pw) override {
+    // (as Redis: the default user's passwords become this one, or none; its rules stay)
+    const std::string pass = ">" + pw;
+    std::vector<std::string_view> rules{"resetpass"};
+    rules.push_back(pw.empty() ? std::string_view("nopass") : std::string_view(pass));
+    if (const Status st = node.acl_.set_user("default", rules); !st)
+      spdlog::error("CONFIG SET requirepass: {}", st.error());
+  }
+  void shares_changed() override { node.apply_shares(); }
+  Node& node;
+};
+
+std::string Node::config_set(const std::vector<std::pair<std::string, std::string>>& pairs) {
+  std::lock_guard<std::mutex> lock(set_mu_);
+  NodeConfig next = cfg_;
+  std::vector<const Setting*> rows;
+  for (const auto& [name, value] : pairs) {
+    const Setting* s = find_setting_named(name);
+    if (!s) return err::config_unknown(name);
+    if (std::find(rows.begin(), rows.end(), s) != rows.end())
+      return err::config_set_failed(name) + " - duplicate parameter";
+    if (!s->apply) return err::config_immutable(name);
+    if (s->list && s->clear) s->clear(next);
+    if (const Status st = s->set(next, value); !st) {
+      // (in Redis's words where Redis has them)
+      std::string why = st.error();
+      if (why == "must be an integer") why = "argument couldn't be parsed into an integer";
+      if (why.rfind("must be between ", 0) == 0) why = "argument " + why + " inclusive";
+      return err::config_set_failed(name) + " - " + why;
+    }
+    rows.push_back(s);
+  }
+  // (only the fields named change: other threads read the rest of cfg_ meanwhile)
+  for (size_t i = 0; i < rows.size(); ++i) {
+    if (rows[i]->list && rows[i]->clear) rows[i]->clear(cfg_);
+    (void)rows[i]->set(cfg_, pairs[i].second);
+  }
+  for (const Setting* s : rows)
+    if (std::find(set_at_runtime_.begin(), set_at_runtime_.end(), s) == set_at_runtime_.end())
+      set_at_runtime_.push_back(s);
+  Running running(*this);
+  for (const Setting* s : rows) {
+    s->apply(running, cfg_);
+    spdlog::info("CONFIG SET {} {}", s->key, s->shown ? s->get(cfg_) : "(secret)");
+  }
+  std::lock_guard<std::mutex> shown(shown_mu_);
+  for (const Setting* s : rows) {
+    // (CONFIG GET answers what is now in force)
+    if (s->get && s->shown) (void)s->set(shown_, s->get(cfg_));
+  }
+  shown_.requirepass = cfg_.requirepass;
+  return "";
+}
+
+namespace {
+// A YAML double-quoted scalar: any text reads back as itself.
+std::string yaml_quoted(const std::string& v) {
+  std::string out = "\"";
+  for (char c : v) {
+    if (c == '"' || c == '\\') {
+      out += '\\';
+      out += c;
+    } else if (static_cast<unsigned char>(c) < 0x20) {
+      char hex[8];
+      std::snprintf(hex, sizeof hex, "\\x%02x", static_cast<unsigned char>(c));
+      out += hex;
+    } else {
+      out += c;
+    }
+  }
+  return out + "\"";
+}
+}  // namespace
+
+std::string Node::config_rewrite() {
+  std::lock_guard<std::mutex> lock(set_mu_);
+  if (cfg_.config_file.empty()) return "ERR The server is running without a config file";
+  std::vector<std::string> lines;
+  {
+    std::ifstream in(cfg_.config_file);
+    if (!in) return std::string("ERR Rewriting config file: ") + std::strerror(errno);
+    for (std::string line; std::getline(in, line);) lines.push_back(line);
+  }
+  for (const Setting* s : set_at_runtime_) {
+    const std::string key = s->key;
+    const std::string line = key + ": " + yaml_quoted(s->get(cfg_));
+    bool found = false;
+    for (size_t i = 0; i < lines.size() && !found; ++i) {
+      const std::string& l = lines[i];
+      if (l.compare(0, key.size(), key) != 0) continue;
+      const size_t colon = l.find_first_not_of(' ', key.size());
+      if (colon == std::string::npos || l[colon] != ':') continue;
+      lines[i] = line;
+      // (a value continued on indented lines goes with it)
+      size_t j = i + 1;
+      while (j < lines.size() && !lines[j].empty() && lines[j][0] == ' ' &&
+             lines[j].find_first_not_of(' ') != std::string::npos &&
+             lines[j][lines[j].find_first_not_of(' ')] != '#')
+        ++j;
+      lines.erase(lines.begin() + static_cast<std::ptrdiff_t>(i + 1),
+                  lines.begin() + static_cast<std::ptrdiff_t>(j));
+      found = true;
+    }
+    if (!found) lines.push_back(line);
+  }
+  const std::string tmp = cfg_.config_file + ".rewrite.tmp";
+  {
+    std::ofstream out(tmp, std::ios::trunc);
+    for (const std::string& l : lines) out << l << '\n';
+    out.flush();
+    if (!out) {
+      std::remove(tmp.c_str());
+      return std::string("ERR Rewriting config file: ") + std::strerror(errno);
+    }
+  }
+  if (std::rename(tmp.c_str(), cfg_.config_file.c_str()) != 0) {
+    const std::string why = std::strerror(errno);
+    std::remove(tmp.c_str());
+    return "ERR Rewriting config file: " + why;
+  }
+  spdlog::info("CONFIG REWRITE: {} setting(s) written to {}", set_at_runtime_.size(),
+               cfg_.config_file);
+  return "";
+}
+
 void Node::reload() {
+  std::lock_guard<std::mutex> config_lock(set_mu_);
   if (cluster_ && !cfg_.cluster_secret_file.empty()) {  // (rotation: gossip/README.md)
     const auto secrets = BusKey::read_file(cfg_.cluster_secret_file);
     const Status st = secrets ? bus_key_.set(*secrets) : Status(Error{secrets.error()});

@@ -37,6 +37,8 @@
 
 namespace fg {
 
+struct Setting;
+
 // Where a node's cluster traffic travels (null: the real networks, TCP and UDP). Each
 // must outlive the node.
 struct NodeNets {
@@ -72,6 +74,13 @@ class Node {
   // renewed TLS certificates, a rotated cluster secret and admin token, each kept as it
   // is when its file is bad.
   void reload();
+  // CONFIG SET: each (name, value) read by its settings row, all checked before any is put
+  // in force on this running node; "" when done, else the error Redis would answer.
+  std::string config_set(const std::vector<std::pair<std::string, std::string>>& pairs);
+  // CONFIG REWRITE: the settings CONFIG SET changed, written into the config file in place
+  // (each one's top-level line replaced, or added at the end; the rest, comments included,
+  // kept); "" when done, else the error Redis would answer.
+  std::string config_rewrite();
   // Set by SHUTDOWN (and by request_stop): the owner of the node should call stop().
   bool stop_requested() const { return stopping_.load(); }
   void request_stop(bool save = true);
@@ -131,6 +140,10 @@ class Node {
   int join_cluster(StartState& st, std::string& why);
   int start_serving(StartState& st, std::string& why);
 
+  struct Running;      // what the settings rows' apply hooks reach (settings.hpp, RunningNode)
+  std::mutex set_mu_;  // one CONFIG SET, REWRITE or SIGHUP reload at a time
+  std::vector<const Setting*> set_at_runtime_;  // what CONFIG SET changed (for REWRITE)
+  std::shared_ptr<ConnectionLimits> conn_limits_;
   NodeConfig cfg_;
   NodeConfig shown_;  // the settings in force, as CONFIG GET answers them (ports bound, ...)
   std::mutex shown_mu_;

@@ -7,8 +7,9 @@
 
 namespace fg {
 
-Server::Server(Services& svc, ConnectionLimits limits, int io_threads, bool polled)
-    : svc_(svc), limits_(limits), polled_(polled) {
+Server::Server(Services& svc, std::shared_ptr<const ConnectionLimits> limits, int io_threads,
+               bool polled)
+    : svc_(svc), limits_(std::move(limits)), polled_(polled) {
   for (int i = 0; i < io_threads; ++i) {
     contexts_.push_back(std::make_unique<asio::io_context>(1));
     guards_.push_back(asio::make_work_guard(*contexts_.back()));

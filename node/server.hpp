@@ -18,7 +18,8 @@ class Server {
  public:
   // `polled`: the simulator's node (node.hpp, NodeRun): the listen calls bind nothing and
   // take their ports as names, and the owner polls the loops instead of run().
-  Server(Services& svc, ConnectionLimits limits, int io_threads, bool polled = false);
+  Server(Services& svc, std::shared_ptr<const ConnectionLimits> limits, int io_threads,
+         bool polled = false);
   ~Server();
 
   // Binds every address in `bind` (space-separated, as redis.conf) on `port`.
@@ -62,7 +63,7 @@ class Server {
                         std::unique_ptr<ClientStream> stream, bool native);
 
   Services& svc_;
-  ConnectionLimits limits_;
+  std::shared_ptr<const ConnectionLimits> limits_;
   std::vector<std::unique_ptr<asio::io_context>> contexts_;
   std::vector<std::unique_ptr<IoBatcher>> batchers_;  // one per I/O thread
   std::vector<asio::executor_work_guard<asio::io_context::executor_type>> guards_;

@@ -1,9 +1,15 @@
 // The rows of the settings table, and the readers each kind of value shares.
 #include "settings.hpp"
 
+#include <spdlog/spdlog.h>
+
 #include <sstream>
 
+#include "accounts.hpp"
+#include "client_registry.hpp"
+#include "client_socket.hpp"
 #include "output_limits.hpp"
+#include "services.hpp"
 #include "user_shares.hpp"
 #include "words.hpp"
 
@@ -113,6 +119,12 @@ Setting choice(const char* key, const char* flag, Field<std::string> f,
   return s;
 }
 
+// A row a running node can change (CONFIG SET): `apply` puts the value in force.
+Setting live(Setting s, std::function<void(RunningNode&, const NodeConfig&)> apply) {
+  s.apply = std::move(apply);
+  return s;
+}
+
 std::string join(const std::vector<std::string>& v, const char* sep) {
   std::string out;
   for (const std::string& s : v) out += (out.empty() ? "" : sep) + s;
@@ -205,8 +217,9 @@ std::vector<Setting> make_settings() {
       yes_no("tls-prefer-server-ciphers", "--tls-prefer-server-ciphers",
              &TlsFiles::prefer_server_ciphers,
              "Choose the cipher by this node's preference, not the client's"),
-      text("requirepass", "--requirepass", &NodeConfig::requirepass,
-           "The default user's password (clients AUTH with it)"),
+      live(text("requirepass", "--requirepass", &NodeConfig::requirepass,
+                "The default user's password (clients AUTH with it)"),
+           [](RunningNode& n, const NodeConfig& c) { n.set_default_password(c.requirepass); }),
       {"users", "--user",
        "An ACL user, as \"name rules...\" in Redis's words (repeatable; node/OPERATIONS.md, Users)",
        "TEXT",
@@ -218,39 +231,52 @@ std::vector<Setting> make_settings() {
       text("aclfile", "--aclfile", &NodeConfig::aclfile,
            "A file of ACL users (\"user name rules...\" lines), read at start, on SIGHUP and "
            "on ACL LOAD"),
-      integer("maxclients", "--maxclients", &NodeConfig::maxclients, 1, 1'000'000,
-              "Most simultaneous client connections"),
-      {"maxmemory", "--maxmemory",
-       "Most bytes the keyspace may hold (keys, values, limiter state, replicas' copies), as "
-       "bytes or a size such as 4gb; past it commands that grow memory answer -OOM (0 = no cap)",
-       "SIZE",
-       [](NodeConfig& c, const std::string& v) -> Status {
-         const int64_t n = parse_size(v);
-         if (n < 0) return Error{"must be a size such as 4gb, or bytes"};
-         c.maxmemory = n;
-         return {};
-       },
-       [](const NodeConfig& c) { return std::to_string(c.maxmemory); }},
-      {"user-share", "--user-share",
-       "What one user (not an operator: every command, key and channel) may take of each "
-       "node-wide cap, as a fraction (0.5) or a percentage (50%); 1 = no share",
-       "FRACTION",
-       [](NodeConfig& c, const std::string& v) -> Status {
-         std::string t = v;
-         const bool pct = !t.empty() && t.back() == '%';
-         if (pct) t.pop_back();
-         long double x = 0;
-         if (!parse_long_double(t, x)) return Error{"must be a fraction such as 0.5, or 50%"};
-         if (pct) x /= 100;
-         if (!(x > 0 && x <= 1)) return Error{"must be above 0 and at most 1 (100%)"};
-         c.user_share = static_cast<double>(x);
-         return {};
-       },
-       [](const NodeConfig& c) {
-         std::ostringstream o;
-         o << c.user_share;
-         return o.str();
-       }},
+      live(integer("maxclients", "--maxclients", &NodeConfig::maxclients, 1, 1'000'000,
+                   "Most simultaneous client connections"),
+           [](RunningNode& n, const NodeConfig& c) {
+             n.clients().set_max_clients(c.maxclients);
+             n.shares_changed();
+           }),
+      live(Setting{"maxmemory", "--maxmemory",
+                   "Most bytes the keyspace may hold (keys, values, limiter state, replicas' "
+                   "copies), as "
+                   "bytes or a size such as 4gb; past it commands that grow memory answer -OOM (0 "
+                   "= no cap)",
+                   "SIZE",
+                   [](NodeConfig& c, const std::string& v) -> Status {
+                     const int64_t n = parse_size(v);
+                     if (n < 0) return Error{"must be a size such as 4gb, or bytes"};
+                     c.maxmemory = n;
+                     return {};
+                   },
+                   [](const NodeConfig& c) { return std::to_string(c.maxmemory); }},
+           [](RunningNode& n, const NodeConfig& c) {
+             n.accounts().set_maxmemory(c.maxmemory);
+             n.shares_changed();
+           }),
+      live(Setting{
+               "user-share", "--user-share",
+               "What one user (not an operator: every command, key and channel) may take of each "
+               "node-wide cap, as a fraction (0.5) or a percentage (50%); 1 = no share",
+               "FRACTION",
+               [](NodeConfig& c, const std::string& v) -> Status {
+                 std::string t = v;
+                 const bool pct = !t.empty() && t.back() == '%';
+                 if (pct) t.pop_back();
+                 long double x = 0;
+                 if (!parse_long_double(t, x))
+                   return Error{"must be a fraction such as 0.5, or 50%"};
+                 if (pct) x /= 100;
+                 if (!(x > 0 && x <= 1)) return Error{"must be above 0 and at most 1 (100%)"};
+                 c.user_share = static_cast<double>(x);
+                 return {};
+               },
+               [](const NodeConfig& c) {
+                 std::ostringstream o;
+                 o << c.user_share;
+                 return o.str();
+               }},
+           [](RunningNode& n, const NodeConfig& c) { n.shares_changed(); }),
       {"user-limits", "--user-limit",
        "One user's own caps, \"name keys=N bytes=SIZE scripts=N script-bytes=SIZE waiters=N "
        "connections=N subscriptions=N\" (any of them; repeatable; read again on SIGHUP)",
@@ -265,17 +291,21 @@ std::vector<Setting> make_settings() {
       integer("max-subscriptions", "--max-subscriptions", &NodeConfig::max_subscriptions, 0,
               int64_t{1} << 40,
               "Most channels, patterns and shard channels all clients hear at once (0 = none)"),
-      {"maxmemory-clients", "--maxmemory-clients",
-       "Most bytes all client connections' buffers may hold together, as bytes or a size such "
-       "as 64mb; past it the biggest clients are disconnected (0 = no cap)",
-       "SIZE",
-       [](NodeConfig& c, const std::string& v) -> Status {
-         const int64_t n = parse_size(v);
-         if (n < 0) return Error{"must be a size such as 64mb, or bytes"};
-         c.maxmemory_clients = n;
-         return {};
-       },
-       [](const NodeConfig& c) { return std::to_string(c.maxmemory_clients); }},
+      live(Setting{"maxmemory-clients", "--maxmemory-clients",
+                   "Most bytes all client connections' buffers may hold together, as bytes or a "
+                   "size such "
+                   "as 64mb; past it the biggest clients are disconnected (0 = no cap)",
+                   "SIZE",
+                   [](NodeConfig& c, const std::string& v) -> Status {
+                     const int64_t n = parse_size(v);
+                     if (n < 0) return Error{"must be a size such as 64mb, or bytes"};
+                     c.maxmemory_clients = n;
+                     return {};
+                   },
+                   [](const NodeConfig& c) { return std::to_string(c.maxmemory_clients); }},
+           [](RunningNode& n, const NodeConfig& c) {
+             n.clients().set_max_memory(c.maxmemory_clients);
+           }),
       {"client-output-buffer-limit", "--client-output-buffer-limit",
        "\"class hard soft seconds\" as Redis's (class normal or pubsub; sizes such as 64mb): a "
        "client whose replies pass hard, or stay past soft that long, is closed (repeatable; "
@@ -287,16 +317,28 @@ std::vector<Setting> make_settings() {
               "Most FG.TAKE ... WAIT requests waiting on this node at once (0 = WAIT refused)"),
       integer("max-waiters-per-key", "--max-waiters-per-key", &NodeConfig::max_waiters_per_key, 0,
               1'000'000, "Most of them waiting on one key"),
-      integer("timeout", "--timeout", &NodeConfig::timeout_s, 0, 1'000'000'000,
-              "Close clients idle this many seconds (0 = never)"),
-      duration("query-deadline", "--query-deadline-ms", &NodeConfig::query_deadline_ms, 1,
-               86'400'000, "Drop a client whose half-sent command is not complete after this"),
-      duration("request-deadline", "--request-deadline-ms", &NodeConfig::request_deadline_ms, 0,
-               86'400'000,
-               "Refuse, undecided, a limiter command that waited this long since it arrived "
-               "(0 = off; a connection may state its own with FG.DEADLINE)"),
-      duration("output-timeout", "--output-timeout-ms", &NodeConfig::output_timeout_ms, 1,
-               86'400'000, "Drop a client that has not read its replies after this"),
+      live(integer("timeout", "--timeout", &NodeConfig::timeout_s, 0, 1'000'000'000,
+                   "Close clients idle this many seconds (0 = never)"),
+           [](RunningNode& n, const NodeConfig& c) {
+             n.connection_limits().timeout_s = c.timeout_s;
+           }),
+      live(duration("query-deadline", "--query-deadline-ms", &NodeConfig::query_deadline_ms, 1,
+                    86'400'000, "Drop a client whose half-sent command is not complete after this"),
+           [](RunningNode& n, const NodeConfig& c) {
+             n.connection_limits().query_deadline_ms = c.query_deadline_ms;
+           }),
+      live(duration("request-deadline", "--request-deadline-ms", &NodeConfig::request_deadline_ms,
+                    0, 86'400'000,
+                    "Refuse, undecided, a limiter command that waited this long since it arrived "
+                    "(0 = off; a connection may state its own with FG.DEADLINE)"),
+           [](RunningNode& n, const NodeConfig& c) {
+             n.services().settings.request_deadline_ms = c.request_deadline_ms;
+           }),
+      live(duration("output-timeout", "--output-timeout-ms", &NodeConfig::output_timeout_ms, 1,
+                    86'400'000, "Drop a client that has not read its replies after this"),
+           [](RunningNode& n, const NodeConfig& c) {
+             n.connection_limits().output_timeout_ms = c.output_timeout_ms;
+           }),
       duration("script-time-limit", "--script-time-limit-ms", &NodeConfig::script_time_limit_ms, 1,
                60'000, "A Lua script running longer is aborted and its writes undone"),
       integer("script-memory-limit", "--script-memory-limit", &NodeConfig::script_memory_limit,
@@ -331,9 +373,12 @@ std::vector<Setting> make_settings() {
                int64_t{7} * 86'400'000,
                "With --dir, save the state this often (0 or off: only at shutdown and on "
                "SAVE/BGSAVE)"),
-      choice("log-level", "--log-level", &NodeConfig::log_level,
-             {"trace", "debug", "info", "warn", "error", "off"}, "trace|debug|info|warn|error|off",
-             "How much the node logs; re-read on SIGHUP"),
+      live(choice("log-level", "--log-level", &NodeConfig::log_level,
+                  {"trace", "debug", "info", "warn", "error", "off"},
+                  "trace|debug|info|warn|error|off", "How much the node logs; re-read on SIGHUP"),
+           [](RunningNode& n, const NodeConfig& c) {
+             spdlog::set_level(spdlog::level::from_str(c.log_level));
+           }),
       yes_no("cluster-enabled", "--cluster-enabled", &NodeConfig::cluster_enabled,
              "Run as a cluster member (gossip, slot table, routing)"),
       integer("cluster-port", "--cluster-port", &NodeConfig::cluster_port, 0, 65535,
@@ -363,9 +408,12 @@ std::vector<Setting> make_settings() {
                &NodeConfig::cluster_empty_grace_ms, 0, 3'600'000,
                "A slot this node gains with no reachable copy of its state answers its "
                "policies' fail mode this long before it is served from empty (0: at once)"),
-      duration("cluster-forward-timeout", "--cluster-forward-timeout-ms",
-               &NodeConfig::cluster_forward_timeout_ms, 1, 600'000,
-               "A forwarded command's deadline; past it the client gets -TRYAGAIN"),
+      live(duration("cluster-forward-timeout", "--cluster-forward-timeout-ms",
+                    &NodeConfig::cluster_forward_timeout_ms, 1, 600'000,
+                    "A forwarded command's deadline; past it the client gets -TRYAGAIN"),
+           [](RunningNode& n, const NodeConfig& c) {
+             n.services().settings.forward_timeout_ms = c.cluster_forward_timeout_ms;
+           }),
       integer("cluster-replicas", "--cluster-replicas", &NodeConfig::cluster_replicas, 1, 5,
               "Copies of each slot's state in the cluster, the owner's included"),
       duration("replication-lag", "--replication-lag-ms", &NodeConfig::replication_lag_ms, 1, 1000,
@@ -382,6 +430,22 @@ std::vector<Setting> make_settings() {
     const std::string k = s.key;
     // (secrets are not shown; the users are ACL LIST's)
     if (k == "requirepass" || k == "tls-key-file-pass" || k == "users") s.shown = false;
+    const std::string by_flag = std::string(s.flag).substr(2);
+    if (by_flag != k) s.names.push_back(by_flag);
+    // Redis's names for the same thing.
+    if (k == "log-level") {
+      s.names.push_back("loglevel");
+      // (and Redis's words for the levels)
+      s.set = [set = s.set](NodeConfig& c, const std::string& v) -> Status {
+        static const std::pair<const char*, const char*> kRedis[] = {
+            {"verbose", "debug"}, {"notice", "info"}, {"warning", "warn"}, {"nothing", "off"}};
+        for (const auto& [redis, ours] : kRedis)
+          if (v == redis) return set(c, ours);
+        return set(c, v);
+      };
+    }
+    if (k == "script-time-limit")
+      s.names.insert(s.names.end(), {"busy-reply-threshold", "lua-time-limit"});
   }
   return t;
 }
@@ -399,10 +463,23 @@ const Setting* find_setting(const std::string& key) {
   return nullptr;
 }
 
+const Setting* find_setting_named(std::string_view name) {
+  for (const Setting& s : settings()) {
+    if (iequals(name, s.key)) return &s;
+    for (const std::string& n : s.names)
+      if (iequals(name, n)) return &s;
+  }
+  return nullptr;
+}
+
 std::vector<std::pair<std::string, std::string>> config_values(const NodeConfig& cfg) {
   std::vector<std::pair<std::string, std::string>> out;
-  for (const Setting& s : settings())
-    if (s.shown && s.get) out.emplace_back(s.key, s.get(cfg));
+  for (const Setting& s : settings()) {
+    if (!s.shown || !s.get) continue;
+    const std::string v = s.get(cfg);
+    out.emplace_back(s.key, v);
+    for (const std::string& n : s.names) out.emplace_back(n, v);
+  }
   // Redis's "save": "seconds changes" pairs; here, a save every interval whatever changed.
   const bool saves = !cfg.dir.empty() && cfg.save_interval_ms >= 1000;
   out.emplace_back("save", saves ? std::to_string(cfg.save_interval_ms / 1000) + " 0" : "");

@@ -723,8 +723,11 @@ std::vector<CommandSpec> make_rows() {
        "[category] | DRYRUN user command [arg...] | LOAD | GENPASS [bits] | HELP",
        kAclSubs},
       {"config", -2, 0, "", kNoKeys, cmd_config, "server", "2.0.0",
-       "Reads configuration parameters; sets redis-server's encoding thresholds",
-       "GET parameter [parameter ...] | SET parameter value [parameter value ...]", kConfigSubs},
+       "Reads the node's settings; changes those a running node can take and writes them to "
+       "its config file",
+       "GET parameter [parameter ...] | SET parameter value [parameter value ...] | REWRITE | "
+       "RESETSTAT",
+       kConfigSubs},
       {"save", 1, kBarrier | kNoMulti, "admin dangerous", kNoKeys, cmd_save, "server", "1.0.0",
        "Writes the node's state to its snapshot file and answers when it is on disk", ""},
       {"bgsave", -1, kBarrier, "admin dangerous", kNoKeys, cmd_bgsave, "server", "1.0.0",

@@ -136,7 +136,7 @@ void cmd_fg_deadline(CommandContext& s, Args& a) {
   std::atomic<int64_t>& mine = s.client().deadline_ms;
   if (a.size() == 1) {
     const int64_t d = mine.load(std::memory_order_relaxed);
-    s.local().integer(d >= 0 ? d : s.svc().settings.request_deadline_ms);
+    s.local().integer(d >= 0 ? d : s.svc().settings.request_deadline_ms.get());
     return;
   }
   if (a.size() > 2) return s.local().error(err::wrong_arity("fg.deadline"));

@@ -424,18 +424,24 @@ std::vector<std::pair<std::string, std::string>> own_settings(CommandContext& s)
   return params;
 }
 
-// CONFIG SET parameter value [parameter value ...]: all or nothing, as Redis.
+// CONFIG SET parameter value [parameter value ...]: all or nothing, as Redis. The node's
+// own settings go to its settings table (node/settings.hpp: those a running node can take
+// are put in force, the rest answer that they are immutable).
 void config_set(CommandContext& s, Args& a, RespWriter& w) {
   if (a.size() < 4 || a.size() % 2 != 0) return w.error(err::wrong_arity("config|set"));
   std::vector<std::pair<const Tunable*, int64_t>> changes;
+  std::vector<std::pair<std::string, std::string>> node_changes;
   const auto settings = own_settings(s);
   for (size_t j = 2; j < a.size(); j += 2) {
     const Tunable* t = find_tunable(a[j]);
     if (!t) {
       const auto ours = std::find_if(settings.begin(), settings.end(),
                                      [&](const auto& p) { return iequals(p.first, a[j]); });
+      if (s.svc().config_set) {
+        node_changes.emplace_back(std::string(a[j]), std::string(a[j + 1]));
+        continue;
+      }
       if (ours != settings.end() && ours->second == a[j + 1]) continue;  // (already so)
-      // (Floodgate's own settings are set at start: the config file, flags, FG.POLICY)
       return w.error(ours != settings.end() ? err::config_immutable(a[j])
                                             : err::config_unknown(a[j]));
     }
@@ -444,6 +450,25 @@ void config_set(CommandContext& s, Args& a, RespWriter& w) {
       return w.error(err::config_set_failed(a[j]));
     }
     changes.emplace_back(t, v);
+  }
+  if (!node_changes.empty()) {
+    // (Redis's fixed answers — databases, appendonly, maxmemory-policy — are no settings
+    // here: set to what they are, nothing changes; to anything else, they are immutable)
+    std::vector<std::pair<std::string, std::string>> table;
+    for (auto& [name, value] : node_changes) {
+      const bool fixed = iequals(name, "databases") || iequals(name, "appendonly") ||
+                         iequals(name, "maxmemory-policy") || iequals(name, "save");
+      if (fixed) {
+        const auto ours = std::find_if(settings.begin(), settings.end(),
+                                       [&](const auto& p) { return iequals(p.first, name); });
+        if (ours != settings.end() && ours->second == value) continue;
+        return w.error(err::config_immutable(name));
+      }
+      table.emplace_back(std::move(name), std::move(value));
+    }
+    if (!table.empty()) {
+      if (const std::string e = s.svc().config_set(table); !e.empty()) return w.error(e);
+    }
   }
   for (const auto& [t, v] : changes) (encoding_thresholds().*(t->field)).store(v);
   w.ok();
@@ -454,6 +479,12 @@ void config_set(CommandContext& s, Args& a, RespWriter& w) {
 void cmd_config(CommandContext& s, Args& a) {
   RespWriter w = s.local();
   if (iequals(a[1], "set")) return config_set(s, a, w);
+  if (iequals(a[1], "rewrite")) {
+    if (a.size() != 2) return w.error(err::wrong_arity("config|rewrite"));
+    if (!s.svc().config_rewrite) return w.error("ERR The server is running without a config file");
+    const std::string e = s.svc().config_rewrite();
+    return e.empty() ? w.ok() : w.error(e);
+  }
   if (iequals(a[1], "resetstat")) {  // (the figures INFO shows; /metrics keeps counting)
     if (a.size() != 2) return w.error(err::wrong_arity("config|resetstat"));
     s.svc().errors.reset();

@@ -11,7 +11,7 @@ namespace fg {
 std::shared_ptr<ClientInfo> ClientRegistry::add(std::string addr, std::string laddr,
                                                 int64_t now_ms) {
   std::lock_guard<std::mutex> g(mu_);
-  if (clients_.size() >= max_clients_) {
+  if (clients_.size() >= max_clients()) {
     rejected_.fetch_add(1);
     return nullptr;
   }
@@ -44,16 +44,22 @@ void ClientRegistry::remove(uint64_t id) {
 void ClientRegistry::track(ClientInfo& c, int64_t bytes, int64_t now_ms) {
   const int64_t grew = bytes - c.mem_bytes.exchange(bytes, std::memory_order_relaxed);
   const int64_t total = memory_.fetch_add(grew, std::memory_order_relaxed) + grew;
-  if (max_memory_ <= 0 || grew <= 0 || total <= max_memory_) return;
+  const int64_t cap = max_memory();
+  if (cap <= 0 || grew <= 0 || total <= cap) return;
   int64_t last = last_pass_ms_.load(std::memory_order_relaxed);
   if (now_ms - last < 100 || !last_pass_ms_.compare_exchange_strong(last, now_ms)) return;
   evict_biggest();
 }
 
+void ClientRegistry::set_max_memory(int64_t bytes) {
+  max_memory_.store(bytes, std::memory_order_relaxed);
+  if (bytes > 0 && memory() > bytes) evict_biggest();
+}
+
 void ClientRegistry::evict_biggest() {
   std::vector<std::pair<int64_t, ClientInfo*>> by_size;
   std::lock_guard<std::mutex> g(mu_);
-  int64_t over = memory_.load(std::memory_order_relaxed) - max_memory_;
+  int64_t over = memory_.load(std::memory_order_relaxed) - max_memory();
   by_size.reserve(clients_.size());
   for (const auto& [id, c] : clients_) {
     if (c->evict.load(std::memory_order_relaxed)) {

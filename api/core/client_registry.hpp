@@ -88,7 +88,11 @@ class ClientRegistry {
   size_t count() const;
   // Those that came in on local port `port` (the native door's, say).
   size_t count_on_port(int port) const;
-  size_t max_clients() const { return max_clients_; }
+  size_t max_clients() const { return max_clients_.load(std::memory_order_relaxed); }
+  // maxclients and maxmemory-clients changed at runtime (CONFIG SET): connections over the
+  // new maxclients stay, new ones wait for room; over the new memory cap, the biggest go.
+  void set_max_clients(size_t n) { max_clients_.store(n, std::memory_order_relaxed); }
+  void set_max_memory(int64_t bytes);
   uint64_t total_accepted() const { return next_id_.load() - 1; }
   uint64_t rejected() const { return rejected_.load(); }
 
@@ -97,7 +101,7 @@ class ClientRegistry {
   // they next look (at once if busy, within a second if idle). At most one pass per 100 ms.
   void track(ClientInfo& c, int64_t bytes, int64_t now_ms);
   int64_t memory() const { return memory_.load(std::memory_order_relaxed); }
-  int64_t max_memory() const { return max_memory_; }
+  int64_t max_memory() const { return max_memory_.load(std::memory_order_relaxed); }
   uint64_t evicted() const { return evicted_.load(std::memory_order_relaxed); }
   // A connection closed for what it made the node hold, outside track()'s choice.
   void count_eviction() { evicted_.fetch_add(1, std::memory_order_relaxed); }
@@ -114,8 +118,8 @@ class ClientRegistry {
 
   void evict_biggest();
 
-  size_t max_clients_;
-  int64_t max_memory_;
+  std::atomic<size_t> max_clients_;
+  std::atomic<int64_t> max_memory_;
   Accounts* accounts_ = nullptr;
   std::atomic<int64_t> memory_{0};
   std::atomic<uint64_t> evicted_{0};

@@ -44,6 +44,29 @@ constexpr int64_t kDefaultForwardTimeoutMs = 5000;
 // The longest deadline request-deadline or FG.DEADLINE may state: a day.
 constexpr int64_t kMaxDeadlineMs = 86'400'000;
 
+// A setting other threads read while it may change at runtime (CONFIG SET): loaded
+// where it is used, copied as a value.
+template <class T>
+class LiveValue {
+ public:
+  explicit LiveValue(T v = T{}) : v_(v) {}
+  LiveValue(const LiveValue& o) : v_(o.get()) {}
+  LiveValue& operator=(const LiveValue& o) {
+    set(o.get());
+    return *this;
+  }
+  LiveValue& operator=(T v) {
+    set(v);
+    return *this;
+  }
+  T get() const { return v_.load(std::memory_order_relaxed); }
+  void set(T v) { v_.store(v, std::memory_order_relaxed); }
+  operator T() const { return get(); }  // NOLINT: read as the value it holds
+
+ private:
+  std::atomic<T> v_;
+};
+
 struct NodeSettings {
   std::string version = FLOODGATE_VERSION;
   std::string run_id;
@@ -59,12 +82,12 @@ struct NodeSettings {
   // kAuto: -MOVED once the client has asked for the topology (CLUSTER SLOTS or SHARDS),
   // else forwarded; kAlways: always -MOVED; kNever: always forwarded.
   enum class Redirect { kAuto, kAlways, kNever } redirect = Redirect::kAuto;
-  int64_t forward_timeout_ms = kDefaultForwardTimeoutMs;
-  bool data_sync = false;               // data-replication: sync
+  LiveValue<int64_t> forward_timeout_ms{kDefaultForwardTimeoutMs};  // (CONFIG SET)
+  bool data_sync = false;                                           // data-replication: sync
   int64_t max_subscriptions = 100'000;  // all clients' subscriptions at once (0: none)
   // request-deadline: a deciding command that waited longer since it reached the host is
   // refused undecided (0: none); a connection may state its own (FG.DEADLINE).
-  int64_t request_deadline_ms = 0;
+  LiveValue<int64_t> request_deadline_ms{0};  // (CONFIG SET)
 };
 
 struct NodeCounters {
@@ -133,6 +156,9 @@ struct Services {
   // CONFIG GET's answers: each setting the node's settings table shows, with its value in
   // force (set by the node; null: none).
   std::function<std::vector<std::pair<std::string, std::string>>()> config_values;
+  // CONFIG SET of the node's own settings, as a whole: "" when done, else Redis's error.
+  std::function<std::string(const std::vector<std::pair<std::string, std::string>>&)> config_set;
+  std::function<std::string()> config_rewrite;  // CONFIG REWRITE: "" when done, else the error
   NodeCounters counters;
   PubSubHub pubsub;    // this node's subscribers
   KeyWaiters waiters;  // clients blocked on keys (BLPOP and its kin)

@@ -536,7 +536,7 @@ size_t RespSession::refuse_late(const char* data, size_t len) {
 
 int64_t RespSession::deadline_ms() const {
   const int64_t mine = client_->deadline_ms.load(std::memory_order_relaxed);
-  return mine >= 0 ? mine : svc_.settings.request_deadline_ms;
+  return mine >= 0 ? mine : svc_.settings.request_deadline_ms.get();
 }
 
 // How long the input waited since it reached the host, when that is past the deadline; else

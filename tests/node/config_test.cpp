@@ -200,5 +200,35 @@ TEST(Settings, TheReadmeListsEverySettingWithItsFlag) {
   for (const auto& [key, flag] : readme) ADD_FAILURE() << "node/SETTINGS.md lists " << key;
 }
 
+// node/SETTINGS.md's "At runtime" paragraph names exactly the settings CONFIG SET takes
+// (the rows with an apply hook).
+TEST(Settings, TheReadmeNamesEverySettingARunningNodeTakes) {
+  std::ifstream in(std::string(FLOODGATE_SOURCE_DIR) + "/node/SETTINGS.md");
+  ASSERT_TRUE(in);
+  std::string para;
+  for (std::string line; std::getline(in, line);) {
+    if (line.rfind("**At runtime**", 0) == 0) {
+      para = line;
+    } else if (!para.empty() && line.empty()) {
+      break;
+    } else if (!para.empty()) {
+      para += " " + line;
+    }
+  }
+  ASSERT_FALSE(para.empty()) << "no **At runtime** paragraph in node/SETTINGS.md";
+  para = para.substr(0, para.find("Every other setting"));
+  std::set<std::string> named;
+  for (size_t p = para.find('`'); p != std::string::npos;) {
+    const size_t q = para.find('`', p + 1);
+    const std::string word = para.substr(p + 1, q - p - 1);
+    if (find_setting(word)) named.insert(word);
+    p = para.find('`', q + 1);
+  }
+  std::set<std::string> live;
+  for (const Setting& s : settings())
+    if (s.apply) live.insert(s.key);
+  EXPECT_EQ(named, live);
+}
+
 }  // namespace
 }  // namespace fg

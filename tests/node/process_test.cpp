@@ -72,6 +72,123 @@ TEST(Process, ConfigGetAnswersTheSettingsInForceButNoSecret) {
   EXPECT_NE(all.find("databases\n1\n"), std::string::npos);
 }
 
+// CONFIG GET answers a setting under its flag's name and Redis's name too.
+TEST(Process, ConfigGetAnswersUnderTheFlagsNameAndRedissName) {
+  NodeProcess node({"--query-deadline-ms", "2m"});  // (and --log-level warn)
+  EXPECT_EQ(cli(node.port(), "CONFIG GET query-deadline-ms"), "query-deadline-ms\n120000ms\n");
+  EXPECT_EQ(cli(node.port(), "CONFIG GET loglevel"), "loglevel\nwarn\n");
+  EXPECT_EQ(cli(node.port(), "CONFIG GET busy-reply-threshold"), "busy-reply-threshold\n5ms\n");
+}
+
+// CONFIG SET puts in force what a running node can take — the caps, the timeouts and
+// deadlines, the log level, the default user's password — all or nothing, and refuses the
+// rest as immutable.
+TEST(Process, ConfigSetPutsWhatARunningNodeCanTakeInForce) {
+  NodeProcess node;
+  ASSERT_TRUE(node.alive());
+  Client admin(node.port(), 3000);
+  // maxclients: past the new cap a connection is refused; raised again, one is let in.
+  ASSERT_EQ(admin.request({"CONFIG", "SET", "maxclients", "2"}), "+OK");
+  EXPECT_EQ(cli(node.port(), "CONFIG GET maxclients"), "maxclients\n2\n");
+  {
+    Client second(node.port());
+    ASSERT_EQ(second.cmd({"PING"}, 7), "+PONG\r\n");
+    Client third(node.port());
+    EXPECT_EQ(third.recv_all(), "-ERR max number of clients reached\r\n");
+  }
+  ASSERT_EQ(admin.request({"CONFIG", "SET", "maxclients", "100"}), "+OK");
+  {
+    Client more(node.port());
+    EXPECT_EQ(more.cmd({"PING"}, 7), "+PONG\r\n");
+  }
+  // All or nothing: one immutable setting refuses the whole command.
+  EXPECT_EQ(admin.request({"CONFIG", "SET", "maxclients", "5", "port", "1"}),
+            "-ERR CONFIG SET failed (possibly related to argument 'port') - can't set "
+            "immutable config");
+  EXPECT_EQ(cli(node.port(), "CONFIG GET maxclients"), "maxclients\n100\n");
+  // request-deadline, by its flag's name: what a connection with none of its own has.
+  ASSERT_EQ(admin.request({"CONFIG", "SET", "request-deadline-ms", "25"}), "+OK");
+  EXPECT_EQ(admin.request({"FG.DEADLINE"}), ":25");
+  EXPECT_EQ(cli(node.port(), "CONFIG GET request-deadline"), "request-deadline\n25ms\n");
+  // log level, in Redis's words too.
+  ASSERT_EQ(admin.request({"CONFIG", "SET", "loglevel", "warning"}), "+OK");
+  EXPECT_EQ(cli(node.port(), "CONFIG GET log-level"), "log-level\nwarn\n");
+  // timeout: an idle connection is closed within a second or two of the new limit.
+  ASSERT_EQ(admin.request({"CONFIG", "SET", "timeout", "1"}), "+OK");
+  {
+    Client idle(node.port(), 5000);
+    ASSERT_EQ(idle.cmd({"PING"}, 7), "+PONG\r\n");
+    EXPECT_TRUE(idle.closed_by_peer());
+  }
+  EXPECT_TRUE(admin.closed_by_peer());  // (idle as long: closed as well, as Redis's)
+  Client again(node.port(), 3000);
+  ASSERT_EQ(again.request({"CONFIG", "SET", "timeout", "0"}), "+OK");
+  // requirepass: new connections must AUTH; set empty, they need not.
+  ASSERT_EQ(again.request({"CONFIG", "SET", "requirepass", "n3w-pass"}), "+OK");
+  {
+    Client stranger(node.port());
+    EXPECT_EQ(stranger.request({"PING"}), "-NOAUTH Authentication required.");
+    EXPECT_EQ(stranger.request({"AUTH", "n3w-pass"}), "+OK");
+    EXPECT_EQ(stranger.request({"PING"}), "+PONG");
+    ASSERT_EQ(stranger.request({"CONFIG", "SET", "requirepass", ""}), "+OK");
+  }
+  Client open(node.port());
+  EXPECT_EQ(open.request({"PING"}), "+PONG");
+}
+
+// CONFIG REWRITE writes what CONFIG SET changed into the config file, in place: the
+// rest of the file stays as it was, and a node started from it again has the new values.
+TEST(Process, ConfigRewriteWritesWhatConfigSetChangedIntoTheFile) {
+  const std::string path = temp_file("rewrite.yaml",
+                                     "# the operator's comment\n"
+                                     "timeout: 0   # never\n"
+                                     "maxclients:\n"
+                                     "  100\n"
+                                     "policies:\n"
+                                     "  api: {kind: sliding_log, limit: 5, window: 1m}\n");
+  {
+    NodeProcess node({"--config", path});
+    ASSERT_TRUE(node.alive());
+    Client c(node.port());
+    ASSERT_EQ(c.request({"CONFIG", "SET", "timeout", "300", "maxclients", "77"}), "+OK");
+    ASSERT_EQ(c.request({"CONFIG", "SET", "request-deadline-ms", "20ms"}), "+OK");
+    ASSERT_EQ(c.request({"CONFIG", "REWRITE"}), "+OK");
+  }
+  std::ifstream in(path);
+  const std::string file((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  EXPECT_EQ(file,
+            "# the operator's comment\n"
+            "timeout: \"300\"\n"
+            "maxclients: \"77\"\n"
+            "policies:\n"
+            "  api: {kind: sliding_log, limit: 5, window: 1m}\n"
+            "request-deadline: \"20ms\"\n");
+  NodeProcess again({"--config", path});
+  ASSERT_TRUE(again.alive());
+  EXPECT_EQ(cli(again.port(), "CONFIG GET maxclients"), "maxclients\n77\n");
+  EXPECT_EQ(cli(again.port(), "CONFIG GET timeout"), "timeout\n300\n");
+  EXPECT_EQ(cli(again.port(), "FG.DEADLINE"), "20\n");
+  std::remove(path.c_str());
+}
+
+// CONFIG SET's refusals word for word as redis-server's.
+TEST(Process, ConfigSetRefusesAsRedisServerDoes) {
+  RedisServer redis;
+  NodeProcess node;
+  ASSERT_TRUE(node.alive());
+  Client fg(node.port()), rc(redis.port());
+  for (const std::vector<std::string>& words :
+       {std::vector<std::string>{"CONFIG", "SET", "no-such-setting", "1"},
+        {"CONFIG", "SET", "maxclients", "many"},
+        {"CONFIG", "SET", "timeout", "5", "timeout", "6"},
+        {"CONFIG", "SET", "maxclients"},
+        {"CONFIG", "REWRITE"}}) {
+    const std::string ask = encode(words);
+    ASSERT_TRUE(fg.send(ask) && rc.send(ask));
+    EXPECT_EQ(read_value(fg), read_value(rc)) << ask;
+  }
+}
+
 // io-idle-poll-us reaches the I/O thread: CONFIG GET and INFO report it, and under a load
 // whose next request comes within the poll, the thread finds it awake (INFO's hits).
 TEST(Process, IoIdlePollIsReportedAndWorks) {
