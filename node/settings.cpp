@@ -306,13 +306,21 @@ std::vector<Setting> make_settings() {
            [](RunningNode& n, const NodeConfig& c) {
              n.clients().set_max_memory(c.maxmemory_clients);
            }),
-      {"client-output-buffer-limit", "--client-output-buffer-limit",
-       "\"class hard soft seconds\" as Redis's (class normal or pubsub; sizes such as 64mb): a "
-       "client whose replies pass hard, or stay past soft that long, is closed (repeatable; "
-       "default \"normal 0 0 0\": none)",
-       "TEXT",
-       [](NodeConfig& c, const std::string& v) { return apply_output_limits(v, c.output_limits); },
-       [](const NodeConfig& c) { return describe_output_limits(c.output_limits); }, true},
+      live(
+          Setting{
+              "client-output-buffer-limit", "--client-output-buffer-limit",
+              "\"class hard soft seconds\" as Redis's (class normal or pubsub; sizes such as "
+              "64mb): a "
+              "client whose replies pass hard, or stay past soft that long, is closed (repeatable; "
+              "default \"normal 0 0 0\": none)",
+              "TEXT",
+              [](NodeConfig& c, const std::string& v) {
+                return apply_output_limits(v, c.output_limits);
+              },
+              [](const NodeConfig& c) { return describe_output_limits(c.output_limits); }, true},
+          [](RunningNode& n, const NodeConfig& c) {
+            n.services().settings.output_limits = c.output_limits;
+          }),
       integer("max-waiters", "--max-waiters", &NodeConfig::max_waiters, 0, 1'000'000,
               "Most FG.TAKE ... WAIT requests waiting on this node at once (0 = WAIT refused)"),
       integer("max-waiters-per-key", "--max-waiters-per-key", &NodeConfig::max_waiters_per_key, 0,

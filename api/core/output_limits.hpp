@@ -6,14 +6,19 @@
 #include <string>
 #include <string_view>
 
+#include "live_value.hpp"
 #include "result.hpp"
 
 namespace fg {
 
+// (each part a LiveValue: CONFIG SET changes them while connections read them)
 struct OutputLimit {
-  int64_t hard_bytes = 0;
-  int64_t soft_bytes = 0;
-  int64_t soft_s = 0;
+  OutputLimit() = default;
+  OutputLimit(int64_t hard, int64_t soft, int64_t seconds)
+      : hard_bytes(hard), soft_bytes(soft), soft_s(seconds) {}
+  LiveValue<int64_t> hard_bytes{0};
+  LiveValue<int64_t> soft_bytes{0};
+  LiveValue<int64_t> soft_s{0};
 };
 
 struct OutputLimits {

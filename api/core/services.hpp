@@ -13,6 +13,7 @@
 #include "client_registry.hpp"
 #include "clock.hpp"
 #include "key_waiters.hpp"
+#include "live_value.hpp"
 #include "output_limits.hpp"
 #include "policy_registry.hpp"
 #include "pubsub.hpp"
@@ -43,29 +44,6 @@ constexpr int64_t kDefaultForwardTimeoutMs = 5000;
 // table instead: Services::config_values).
 // The longest deadline request-deadline or FG.DEADLINE may state: a day.
 constexpr int64_t kMaxDeadlineMs = 86'400'000;
-
-// A setting other threads read while it may change at runtime (CONFIG SET): loaded
-// where it is used, copied as a value.
-template <class T>
-class LiveValue {
- public:
-  explicit LiveValue(T v = T{}) : v_(v) {}
-  LiveValue(const LiveValue& o) : v_(o.get()) {}
-  LiveValue& operator=(const LiveValue& o) {
-    set(o.get());
-    return *this;
-  }
-  LiveValue& operator=(T v) {
-    set(v);
-    return *this;
-  }
-  T get() const { return v_.load(std::memory_order_relaxed); }
-  void set(T v) { v_.store(v, std::memory_order_relaxed); }
-  operator T() const { return get(); }  // NOLINT: read as the value it holds
-
- private:
-  std::atomic<T> v_;
-};
 
 struct NodeSettings {
   std::string version = FLOODGATE_VERSION;

@@ -134,6 +134,20 @@ TEST(Process, ConfigSetPutsWhatARunningNodeCanTakeInForce) {
   }
   Client open(node.port());
   EXPECT_EQ(open.request({"PING"}), "+PONG");
+  // client-output-buffer-limit: a class given is replaced, the others kept.
+  ASSERT_EQ(open.request({"CONFIG", "SET", "client-output-buffer-limit", "normal 4mb 0 0"}), "+OK");
+  EXPECT_EQ(cli(node.port(), "CONFIG GET client-output-buffer-limit"),
+            "client-output-buffer-limit\nnormal 4194304 0 0 slave 268435456 67108864 60 pubsub "
+            "33554432 8388608 60\n");
+  ASSERT_EQ(open.request({"SET", "big", std::string(1 << 20, 'x')}), "+OK");
+  {
+    Client greedy(node.port(), 3000);
+    std::string gets;
+    for (int i = 0; i < 24; ++i) gets += encode({"GET", "big"});  // (24 MB of replies at once)
+    ASSERT_TRUE(greedy.send(gets));
+    EXPECT_TRUE(greedy.closed_by_peer());
+  }
+  EXPECT_EQ(open.request({"PING"}), "+PONG");
 }
 
 // CONFIG REWRITE writes what CONFIG SET changed into the config file, in place: the
