@@ -716,7 +716,9 @@ std::vector<CommandSpec> make_rows() {
        "Returns information and statistics about the node", "[section ...]"},
       {"command", -1, 0, "connection", kNoKeys, cmd_command, "server", "2.8.13",
        "Returns detailed information about all commands",
-       "[COUNT | LIST | INFO name... | DOCS [name...]]", kCommandSubs},
+       "[COUNT | LIST | INFO name... | DOCS [name...] | GETKEYS command arg... | GETKEYSANDFLAGS "
+       "command arg...]",
+       kCommandSubs},
       {"acl", -2, 0, "", kNoKeys, cmd_acl, "server", "6.0.0",
        "Users and their rights (this node's)",
        "WHOAMI | USERS | LIST | GETUSER user | SETUSER user rule... | DELUSER user... | CAT "

@@ -280,26 +280,128 @@ std::vector<Section> info_sections(CommandContext& s) {
   return out;
 }
 
-void write_command_info(RespWriter& w, const CommandSpec& c) {
+// A command's ACL categories as COMMAND INFO lists them ("@read", ...), in ACL CAT's order.
+void write_categories(RespWriter& w, const AclCatalog* catalog, std::string_view full_name) {
+  const int i = catalog ? catalog->find(full_name) : -1;
+  const uint32_t bits = i >= 0 ? catalog->at(i).categories : 0;
+  size_t n = 0;
+  for (const auto& [name, bit] : acl_categories()) n += (bits & bit) ? 1 : 0;
+  w.set(n);
+  for (const auto& [name, bit] : acl_categories())
+    if (bits & bit) w.simple(std::string("@") + name);
+}
+
+// A key spec's flags, as Redis's: RO access, OW update, or RW access update.
+void write_key_flags(RespWriter& w, uint8_t access) {
+  if (access == kReads) {
+    w.set(2);
+    w.simple("RO");
+    w.simple("access");
+  } else if (access == kWrites) {
+    w.set(2);
+    w.simple("OW");
+    w.simple("update");
+  } else if (access == kReadsWrites) {
+    w.set(3);
+    w.simple("RW");
+    w.simple("access");
+    w.simple("update");
+  } else {
+    w.set(0);
+  }
+}
+
+// Redis 7's key specs for a command's key layout: its fixed keys (where the search begins,
+// and the range from there), then its counted ones (EVAL's, ZUNIONSTORE's sources: the
+// count's index, the keys right after it).
+void write_key_specs(RespWriter& w, const CommandSpec& c) {
+  const bool fixed = c.keyed(), counted = c.keys.numkeys_at > 0;
+  w.array((fixed ? 1 : 0) + (counted ? 1 : 0));
+  auto begin = [&](int index) {
+    w.map(3);
+    w.bulk("flags");
+    write_key_flags(w, c.keys.access);
+    w.bulk("begin_search");
+    w.map(2);
+    w.bulk("type");
+    w.bulk("index");
+    w.bulk("spec");
+    w.map(1);
+    w.bulk("index");
+    w.integer(index);
+    w.bulk("find_keys");
+    w.map(2);
+    w.bulk("type");
+  };
+  if (fixed) {
+    begin(c.keys.first);
+    w.bulk("range");
+    w.bulk("spec");
+    w.map(3);
+    w.bulk("lastkey");
+    w.integer(c.keys.last < 0 ? c.keys.last : c.keys.last - c.keys.first);
+    w.bulk("keystep");
+    w.integer(c.keys.step);
+    w.bulk("limit");
+    w.integer(0);
+  }
+  if (counted) {
+    begin(c.keys.numkeys_at);
+    w.bulk("keynum");
+    w.bulk("spec");
+    w.map(3);
+    w.bulk("keynumidx");
+    w.integer(0);
+    w.bulk("firstkey");
+    w.integer(1);
+    w.bulk("keystep");
+    w.integer(1);
+  }
+}
+
+// (as Redis's: "readonly" only for a command that reads keys without writing them)
+void write_flags(RespWriter& w, const CommandSpec& c) {
+  const uint32_t flags = c.flags;
+  const bool readonly = !(flags & kWrite) && (c.keyed() || c.keys.numkeys_at > 0);
+  const int n = ((flags & kWrite) || readonly ? 1 : 0) + ((flags & kFast) ? 1 : 0) +
+                ((flags & kNoAuth) ? 1 : 0) + ((flags & kNoMulti) ? 1 : 0);
+  w.set(static_cast<size_t>(n));
+  if (flags & kWrite) w.simple("write");
+  if (readonly) w.simple("readonly");
+  if (flags & kFast) w.simple("fast");
+  if (flags & kNoAuth) w.simple("no_auth");
+  if (flags & kNoMulti) w.simple("no_multi");
+}
+
+// One command as Redis 7's COMMAND INFO has it: name, arity, flags, first key, last key,
+// step, ACL categories, tips, key specs, subcommands (each in the same shape, named
+// "parent|sub").
+void write_command_info(RespWriter& w, const CommandSpec& c, const AclCatalog* catalog) {
   w.array(10);
   w.bulk(c.name);
   w.integer(c.arity);
-  int nflags = ((c.flags & kWrite) ? 1 : 0) + ((c.flags & kFast) ? 1 : 0) +
-               ((c.flags & kNoAuth) ? 1 : 0) + ((c.flags & kWrite) ? 0 : 1) +
-               ((c.flags & kNoMulti) ? 1 : 0);
-  w.set(static_cast<size_t>(nflags));
-  if (c.flags & kWrite) w.simple("write");
-  if (!(c.flags & kWrite)) w.simple("readonly");
-  if (c.flags & kFast) w.simple("fast");
-  if (c.flags & kNoAuth) w.simple("no_auth");
-  if (c.flags & kNoMulti) w.simple("no_multi");
+  write_flags(w, c);
   w.integer(c.keys.first);
   w.integer(c.keys.last);
   w.integer(c.keyed() ? c.keys.step : 0);
-  w.set(0);
-  w.set(0);
+  write_categories(w, catalog, c.name);
   w.array(0);
-  w.array(0);
+  write_key_specs(w, c);
+  w.array(c.subcommands.size());
+  for (const SubcommandSpec& sub : c.subcommands) {
+    const std::string full = std::string(c.name) + "|" + sub.name;
+    w.array(10);
+    w.bulk(full);
+    w.integer(sub.arity != 0 ? sub.arity : -2);
+    write_flags(w, c);
+    w.integer(0);
+    w.integer(0);
+    w.integer(0);
+    write_categories(w, catalog, full);
+    w.array(0);
+    w.array(0);
+    w.array(0);
+  }
 }
 
 void write_command_docs(RespWriter& w, const CommandSpec& c) {
@@ -335,13 +437,65 @@ void cmd_info(CommandContext& s, Args& a) {
   s.local().bulk(text);
 }
 
-// COMMAND | COMMAND COUNT | COMMAND INFO name... | COMMAND DOCS [name...] | COMMAND LIST
+namespace {
+// COMMAND GETKEYS / GETKEYSANDFLAGS command arg...: the keys `command` would touch, as
+// Redis 7 answers (with their key-spec flags, for the second).
+void command_getkeys(RespWriter& w, Args& a, bool flags) {
+  if (a.size() < 4) {
+    return w.error(err::wrong_arity(flags ? "command|getkeysandflags" : "command|getkeys"));
+  }
+  const CommandSpec* c = find_command(a[2]);
+  if (!c) return w.error("ERR Invalid command specified");
+  const size_t words = a.size() - 2;
+  if ((c->arity > 0 && words != static_cast<size_t>(c->arity)) ||
+      (c->arity < 0 && words < static_cast<size_t>(-c->arity))) {
+    return w.error("ERR Invalid number of arguments specified for command");
+  }
+  if (!c->keyed() && c->keys.numkeys_at == 0) {
+    return w.error("ERR The command has no key arguments");
+  }
+  std::vector<size_t> at;  // positions in a
+  if (c->keyed()) {
+    std::vector<std::string_view> line(a.begin() + 2, a.end());
+    c->for_each_key(line, [&](size_t j) { at.push_back(2 + j); });
+  }
+  if (c->keys.numkeys_at > 0) {
+    const size_t count_at = 2 + static_cast<size_t>(c->keys.numkeys_at);
+    int64_t n = 0;
+    if (count_at < a.size() && parse_int(a[count_at], n) && n >= 0 &&
+        count_at + static_cast<size_t>(n) < a.size()) {
+      for (int64_t i = 1; i <= n; ++i) at.push_back(count_at + static_cast<size_t>(i));
+    }
+  }
+  w.array(at.size());
+  for (size_t i : at) {
+    if (!flags) {
+      w.bulk(a[i]);
+      continue;
+    }
+    w.array(2);
+    w.bulk(a[i]);
+    const uint8_t access = c->keys.access;
+    const std::vector<const char*> names =
+        access == kReads         ? std::vector<const char*>{"RO", "access"}
+        : access == kWrites      ? std::vector<const char*>{"OW", "update"}
+        : access == kReadsWrites ? std::vector<const char*>{"RW", "access", "update"}
+                                 : std::vector<const char*>{};
+    w.set(names.size());
+    for (const char* n : names) w.simple(n);
+  }
+}
+}  // namespace
+
+// COMMAND | COMMAND COUNT | COMMAND INFO name... | COMMAND DOCS [name...] | COMMAND LIST |
+// COMMAND GETKEYS command arg... | COMMAND GETKEYSANDFLAGS command arg...
 void cmd_command(CommandContext& s, Args& a) {
   RespWriter w = s.local();
   const auto& all = all_commands();
+  const AclCatalog* catalog = s.svc().acl ? &s.svc().acl->catalog() : nullptr;
   if (a.size() == 1) {
     w.array(all.size());
-    for (const auto& c : all) write_command_info(w, c);
+    for (const auto& c : all) write_command_info(w, c, catalog);
     return;
   }
   const std::string_view sub = a[1];
@@ -355,11 +509,13 @@ void cmd_command(CommandContext& s, Args& a) {
     for (size_t i = 2; i < a.size(); ++i) {
       const CommandSpec* c = find_command(a[i]);
       if (c) {
-        write_command_info(w, *c);
+        write_command_info(w, *c, catalog);
       } else {
         w.null_array();
       }
     }
+  } else if (iequals(sub, "getkeys") || iequals(sub, "getkeysandflags")) {
+    command_getkeys(w, a, iequals(sub, "getkeysandflags"));
   } else if (iequals(sub, "docs")) {
     std::vector<const CommandSpec*> list;
     if (a.size() == 2) {

@@ -4,6 +4,8 @@
 
 #include <filesystem>
 #include <fstream>
+#include <set>
+#include <sstream>
 
 #include "node_process.hpp"
 #include "redis_server.hpp"
@@ -197,6 +199,52 @@ TEST(Process, ConfigSetRefusesAsRedisServerDoes) {
         {"CONFIG", "SET", "timeout", "5", "timeout", "6"},
         {"CONFIG", "SET", "maxclients"},
         {"CONFIG", "REWRITE"}}) {
+    const std::string ask = encode(words);
+    ASSERT_TRUE(fg.send(ask) && rc.send(ask));
+    EXPECT_EQ(read_value(fg), read_value(rc)) << ask;
+  }
+}
+
+// COMMAND INFO in Redis 7's shape: each command both know lists the same ACL categories
+// as redis-server's (FLUSHALL and FLUSHDB are also @admin here), and COMMAND GETKEYS and
+// GETKEYSANDFLAGS answer as redis-server's, errors included.
+TEST(Process, CommandInfoAndGetkeysAnswerAsRedisServerDoes) {
+  RedisServer redis;
+  NodeProcess node;
+  ASSERT_TRUE(node.alive());
+  auto categories = [](const std::string& out) {
+    std::set<std::string> cats;
+    std::istringstream lines(out);
+    for (std::string l; std::getline(lines, l);)
+      if (!l.empty() && l[0] == '@') cats.insert(l);
+    return cats;
+  };
+  std::istringstream names(cli(node.port(), "COMMAND LIST"));
+  int compared = 0;
+  for (std::string name; std::getline(names, name);) {
+    const std::string theirs = cli(redis.port(), "COMMAND INFO " + name);
+    if (categories(theirs).empty()) continue;             // (Floodgate's own)
+    if (theirs.find('|') != std::string::npos) continue;  // (containers: their parts differ)
+    if (name == "flushall" || name == "flushdb") continue;
+    EXPECT_EQ(categories(cli(node.port(), "COMMAND INFO " + name)), categories(theirs)) << name;
+    ++compared;
+  }
+  EXPECT_GT(compared, 150);
+  Client fg(node.port()), rc(redis.port());
+  for (const std::vector<std::string>& words : std::vector<std::vector<std::string>>{
+           {"COMMAND", "GETKEYS", "mset", "a", "1", "b", "2"},
+           {"COMMAND", "GETKEYS", "GET", "k"},
+           {"COMMAND", "GETKEYS", "eval", "return 1", "2", "k1", "k2", "arg"},
+           {"COMMAND", "GETKEYS", "eval", "return 1", "5", "k1"},
+           {"COMMAND", "GETKEYS", "rename", "from", "to"},
+           {"COMMAND", "GETKEYS", "sinterstore", "dest", "a", "b", "c"},
+           {"COMMAND", "GETKEYS", "zunionstore", "dest", "2", "a", "b", "WEIGHTS", "1", "2"},
+           {"COMMAND", "GETKEYSANDFLAGS", "get", "k"},
+           {"COMMAND", "GETKEYSANDFLAGS", "mset", "a", "1", "b", "2"},
+           {"COMMAND", "GETKEYS", "get"},
+           {"COMMAND", "GETKEYS", "get", "a", "b"},
+           {"COMMAND", "GETKEYS", "no-such-command", "a"},
+           {"COMMAND", "GETKEYS", "config", "get", "x"}}) {
     const std::string ask = encode(words);
     ASSERT_TRUE(fg.send(ask) && rc.send(ask));
     EXPECT_EQ(read_value(fg), read_value(rc)) << ask;
