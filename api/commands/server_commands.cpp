@@ -317,6 +317,17 @@ void write_key_flags(RespWriter& w, uint8_t access) {
 void write_key_specs(RespWriter& w, const CommandSpec& c) {
   const bool fixed = c.keyed(), counted = c.keys.numkeys_at > 0;
   w.array((fixed ? 1 : 0) + (counted ? 1 : 0));
+  // a search step: its type, then its spec's fields
+  auto spec = [&](const char* type, std::initializer_list<std::pair<const char*, int64_t>> fields) {
+    w.bulk(type);
+    w.bulk("spec");
+    w.map(fields.size());
+    for (const auto& [name, value] : fields) {
+      w.bulk(name);
+      w.integer(value);
+    }
+  };
+  // a spec's flags, where its search begins, and the type of its find_keys (spec follows)
   auto begin = [&](int index) {
     w.map(3);
     w.bulk("flags");
@@ -324,38 +335,20 @@ void write_key_specs(RespWriter& w, const CommandSpec& c) {
     w.bulk("begin_search");
     w.map(2);
     w.bulk("type");
-    w.bulk("index");
-    w.bulk("spec");
-    w.map(1);
-    w.bulk("index");
-    w.integer(index);
+    spec("index", {{"index", index}});
     w.bulk("find_keys");
     w.map(2);
     w.bulk("type");
   };
   if (fixed) {
     begin(c.keys.first);
-    w.bulk("range");
-    w.bulk("spec");
-    w.map(3);
-    w.bulk("lastkey");
-    w.integer(c.keys.last < 0 ? c.keys.last : c.keys.last - c.keys.first);
-    w.bulk("keystep");
-    w.integer(c.keys.step);
-    w.bulk("limit");
-    w.integer(0);
+    spec("range", {{"lastkey", c.keys.last < 0 ? c.keys.last : c.keys.last - c.keys.first},
+                   {"keystep", c.keys.step},
+                   {"limit", 0}});
   }
   if (counted) {
     begin(c.keys.numkeys_at);
-    w.bulk("keynum");
-    w.bulk("spec");
-    w.map(3);
-    w.bulk("keynumidx");
-    w.integer(0);
-    w.bulk("firstkey");
-    w.integer(1);
-    w.bulk("keystep");
-    w.integer(1);
+    spec("keynum", {{"keynumidx", 0}, {"firstkey", 1}, {"keystep", 1}});
   }
 }
 
