@@ -53,9 +53,12 @@ TEST(CommandRegistry, FlagsImplyTheirAclCategories) {
     const uint32_t got = cats(c.name);
     EXPECT_EQ((got & fast) != 0, (c.flags & kFast) != 0) << c.name;
     EXPECT_EQ((got & slow) != 0, (c.flags & kFast) == 0) << c.name;
-    if (!(got & acl_category_bits("scripting")))
+    if (!(got & acl_category_bits("scripting"))) {
       EXPECT_EQ((got & write) != 0, (c.flags & kWrite) != 0) << c.name;
-    if (got & read) EXPECT_FALSE(c.flags & kWrite) << c.name << " reads and writes";
+    }
+    if (got & read) {
+      EXPECT_FALSE(c.flags & kWrite) << c.name << " reads and writes";
+    }
   }
 }
 

@@ -67,8 +67,8 @@ TEST(TakeAll, RefusalsAreClear) {
             "-ERR FG.TAKEALL is for rate limits: a concurrency limit is taken with FG.ACQUIRE\r\n");
   std::vector<std::string> many = {"FG.TAKEALL"};
   for (int i = 0; i < 65; ++i) {
-    for (const std::string w : {"k:" + std::to_string(i), std::string("fixed_window"),
-                                std::string("5"), std::string("1000")})
+    for (const std::string& w : {"k:" + std::to_string(i), std::string("fixed_window"),
+                                 std::string("5"), std::string("1000")})
       many.push_back(w);
   }
   EXPECT_EQ(ask(c, many), "-ERR FG.TAKEALL takes 1 to 64 limits\r\n");
