@@ -36,6 +36,7 @@ Cluster::Cluster(ClusterConfig cfg, ShardPool& pool)
   ReplicatorConfig rc;
   rc.self = cfg_.node_id;
   rc.lag_ms = cfg_.replication_lag_ms;
+  lag_ms_.store(cfg_.replication_lag_ms, std::memory_order_relaxed);
   rc.timeout_ms = cfg_.sync_timeout_ms;
   rc.chunk_bytes = cfg_.handoff_chunk_bytes;
   rc.clock = clock_;

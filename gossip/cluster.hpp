@@ -135,6 +135,13 @@ class Cluster {
   RoutingHub& routing() { return hub_; }
   asio::io_context& io() { return io_; }
   const ClusterConfig& config() const { return cfg_; }
+  // replication-lag changed at runtime (CONFIG SET), from any thread: the replicator's
+  // rounds take it from the next one on.
+  void set_replication_lag(int64_t ms) {
+    lag_ms_.store(ms, std::memory_order_relaxed);
+    asio::post(io_, [this, ms] { replicator_->set_lag_ms(ms); });
+  }
+  int64_t replication_lag_ms() const { return lag_ms_.load(std::memory_order_relaxed); }
   const ClusterCounters& counters() const { return counters_; }
   const ReplicationCounters& replication() const { return replicator_->counters(); }
   // A mark taken before the shards make changes; after_replicated runs `done(ok)` (on the
@@ -218,6 +225,7 @@ class Cluster {
   std::unique_ptr<PeerListener> server_;
   SlotKeeper keeper_;
   std::unique_ptr<Replicator> replicator_;
+  std::atomic<int64_t> lag_ms_{0};  // replication-lag in force (Δ), for any thread
   std::map<std::string, std::shared_ptr<PeerLink>> peers_;
   std::map<uint32_t, PeerServer::Handler> handlers_;
   std::map<std::string, Member> known_;  // every member ever heard of, by id

@@ -69,6 +69,9 @@ class Replicator {
              Send send, Live live);
 
   void start();
+  // replication-lag changed at runtime (CONFIG SET): the next round waits this long. On
+  // the cluster's thread.
+  void set_lag_ms(int64_t ms) { cfg_.lag_ms = ms; }
   void stop();
   // A new table was adopted (after the slot keeper acted on it).
   void on_table(const SlotTable& before, const SlotTable& after);

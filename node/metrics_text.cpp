@@ -331,7 +331,7 @@ std::string AdminHttp::metrics() const {
   t.one("floodgate_replication_lag_bound_seconds", "gauge",
         "replication-lag (Δ): what a failover may lose of a policy that is not sync is what was "
         "admitted in the last Δ, as long as rounds keep within it",
-        static_cast<double>(cluster_->config().replication_lag_ms) / 1e3);
+        static_cast<double>(cluster_->replication_lag_ms()) / 1e3);
   t.one("floodgate_replication_copies_pending", "gauge",
         "Slot copies held here that a replica does not yet hold whole (0: any replica can take "
         "over without loss)",

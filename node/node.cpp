@@ -646,6 +646,9 @@ struct Node::Running : RunningNode {
       spdlog::error("CONFIG SET requirepass: {}", st.error());
   }
   void shares_changed() override { node.apply_shares(); }
+  void set_replication_lag(int64_t ms) override {
+    if (node.cluster_) node.cluster_->set_replication_lag(ms);
+  }
   Node& node;
 };
 

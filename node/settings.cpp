@@ -424,8 +424,10 @@ std::vector<Setting> make_settings() {
            }),
       integer("cluster-replicas", "--cluster-replicas", &NodeConfig::cluster_replicas, 1, 5,
               "Copies of each slot's state in the cluster, the owner's included"),
-      duration("replication-lag", "--replication-lag-ms", &NodeConfig::replication_lag_ms, 1, 1000,
-               "Changes reach the replicas within this (at most 1s)"),
+      live(
+          duration("replication-lag", "--replication-lag-ms", &NodeConfig::replication_lag_ms, 1,
+                   1000, "Changes reach the replicas within this (at most 1s)"),
+          [](RunningNode& n, const NodeConfig& c) { n.set_replication_lag(c.replication_lag_ms); }),
       duration("replication-sync-timeout", "--replication-sync-timeout-ms",
                &NodeConfig::replication_sync_timeout_ms, 1, 600'000,
                "How long a synchronous reply waits for a replica"),

@@ -30,7 +30,8 @@ class RunningNode {
   virtual ConnectionLimits& connection_limits() = 0;
   virtual Accounts& accounts() = 0;
   virtual void set_default_password(const std::string& pw) = 0;  // requirepass
-  virtual void shares_changed() = 0;  // a node-wide cap or user-share: each user's share again
+  virtual void shares_changed() = 0;
+  virtual void set_replication_lag(int64_t ms) = 0;  // (a cluster member's replicator)  // a node-wide cap or user-share: each user's share again
 };
 
 struct Setting {

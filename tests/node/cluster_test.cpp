@@ -145,8 +145,7 @@ class TestCluster {
         const std::string served = field(info, "cluster_slots_served_here");
         ok = ok && field(info, "cluster_state") == "ok" &&
              field(info, "cluster_size") == std::to_string(n) &&
-             field(info, "cluster_slots_awaited_here") == "0" && !served.empty() &&
-             served != "0";
+             field(info, "cluster_slots_awaited_here") == "0" && !served.empty() && served != "0";
         epochs.insert(field(info, "cluster_current_epoch"));
       }
       if (ok && epochs.size() == 1) return true;
@@ -1615,6 +1614,20 @@ TEST(Operations, APolicySetOnOneNodeIsInForceOnAllWithinASecond) {
     EXPECT_NE(r.find("*5\r\n:1\r\n:12\r\n"), std::string::npos) << "node " << i << ": " << r;
     EXPECT_NE(r.find("*5\r\n:1\r\n:500\r\n"), std::string::npos) << "node " << i << ": " << r;
   }
+}
+
+// CONFIG SET replication-lag on a running member: the bound it reports (and its replicator's
+// rounds) follow at once, and replication goes on.
+TEST(Operations, ReplicationLagChangesOnARunningMember) {
+  TestCluster cluster(2);
+  ASSERT_TRUE(cluster.formed(2));
+  Client c(cluster.node(0).port());
+  ASSERT_EQ(c.request({"CONFIG", "SET", "replication-lag", "250ms"}), "+OK");
+  const std::string m = http_get(cluster.node(0).admin_port(), "/metrics").body;
+  EXPECT_NE(m.find("floodgate_replication_lag_bound_seconds 0.25\n"), std::string::npos) << m;
+  for (int i = 1; i <= 3; ++i)
+    EXPECT_EQ(c.request({"INCR", "lag-counter"}), ":" + std::to_string(i));
+  EXPECT_TRUE(cluster.replicated());
 }
 
 // Polls every live node until each answers SCRIPT EXISTS sha with `want`; how long it took.
