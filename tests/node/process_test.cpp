@@ -17,6 +17,15 @@ std::string cli(int port, const std::string& args) {
   return run("redis-cli -p " + std::to_string(port) + " " + args + " 2>&1");
 }
 
+// A client asks for 24 MB of replies at once (GET of a 1 MB "big", 24 times) and reads
+// none: whether the node closed it (client-output-buffer-limit's hard limit).
+bool closed_asking_24mb(int port) {
+  Client greedy(port, 3000);
+  std::string gets;
+  for (int i = 0; i < 24; ++i) gets += encode({"GET", "big"});
+  return greedy.send(gets) && greedy.closed_by_peer();
+}
+
 TEST(Process, RedisCliOneShot) {
   NodeProcess node;
   EXPECT_EQ(cli(node.port(), "PING"), "PONG\n");
@@ -142,14 +151,16 @@ TEST(Process, ConfigSetPutsWhatARunningNodeCanTakeInForce) {
             "client-output-buffer-limit\nnormal 4194304 0 0 slave 268435456 67108864 60 pubsub "
             "33554432 8388608 60\n");
   ASSERT_EQ(open.request({"SET", "big", std::string(1 << 20, 'x')}), "+OK");
-  {
-    Client greedy(node.port(), 3000);
-    std::string gets;
-    for (int i = 0; i < 24; ++i) gets += encode({"GET", "big"});  // (24 MB of replies at once)
-    ASSERT_TRUE(greedy.send(gets));
-    EXPECT_TRUE(greedy.closed_by_peer());
-  }
+  EXPECT_TRUE(closed_asking_24mb(node.port()));
   EXPECT_EQ(open.request({"PING"}), "+PONG");
+  // A tenant's user without @admin may not change the node's settings, nor write its file.
+  ASSERT_EQ(open.request({"ACL", "SETUSER", "tenant", "on", ">t-pass", "~*", "+@all", "-@admin"}),
+            "+OK");
+  Client tenant(node.port());
+  ASSERT_EQ(tenant.request({"AUTH", "tenant", "t-pass"}), "+OK");
+  EXPECT_EQ(tenant.request({"CONFIG", "SET", "maxclients", "1"}).substr(0, 8), "-NOPERM ");
+  EXPECT_EQ(tenant.request({"CONFIG", "REWRITE"}).substr(0, 8), "-NOPERM ");
+  EXPECT_EQ(cli(node.port(), "CONFIG GET maxclients"), "maxclients\n100\n");
 }
 
 // CONFIG REWRITE writes what CONFIG SET changed into the config file, in place: the
@@ -588,13 +599,7 @@ TEST(Process, ClientOutputBufferLimitClosesClientsPastItAsRedisServerDoes) {
   ASSERT_TRUE(node.alive());
   Client setter(node.port());
   ASSERT_EQ(setter.request({"SET", "big", std::string(1 << 20, 'x')}), "+OK");
-  {
-    Client hard(node.port(), 3000);
-    std::string gets;
-    for (int i = 0; i < 24; ++i) gets += encode({"GET", "big"});  // (24 MB of replies at once)
-    ASSERT_TRUE(hard.send(gets));
-    EXPECT_TRUE(hard.closed_by_peer());
-  }
+  EXPECT_TRUE(closed_asking_24mb(node.port()));
   {
     // 10 MB unread: under hard, and past soft once the kernel's buffers (a few MB, which
     // redis-server does not count either) are full.
