@@ -197,13 +197,23 @@ constexpr uint8_t kLastDataCmd = static_cast<uint8_t>(DataCmd::kRandomKey);
 // same step (standalone; in a cluster its keys share a slot, hence a shard).
 enum class Merge : uint8_t { kNone, kSum, kConcat, kOk, kScan, kTogether, kPick };
 
-struct DataCmdInfo {
-  const char* name;          // lower case, as errors quote it (its registry row's name)
-  uint8_t step;              // words per key from the key on: 1, or 2 for MSET's key-value pairs
-  Merge merge;               // kNone: one key
-  bool every_shard = false;  // reads every key a shard serves (KEYS, SCAN), no key argument
-  bool writes = false;       // may change its key (with replication: sync, waits for a replica);
-                             // its registry row says kWrite (checked when the table is made)
+class Shard;
+struct ShardOp;
+// The function of the shard that runs a data op (data_*.cpp).
+using DataRun = void (Shard::*)(ShardOp&, int64_t now_ns);
+
+// What a data op may do to its keys. kWritesKeys: may change them (with replication: sync,
+// waits for a replica; its registry row says kWrite). kGrowsKeys: writes, and may grow what
+// the keyspace holds — Redis's "denyoom" commands: past maxmemory, or past its user's share of
+// bytes, it is refused before it runs (-OOM). What only reads, deletes, shrinks or moves only
+// writes (DEL, GETEX, SMOVE, RENAME).
+enum DataAccess : uint8_t { kReadsKeys, kWritesKeys, kGrowsKeys };
+
+// Where a data op's keys are in its words, and how its parts answer when they are split.
+struct DataKeys {
+  uint8_t step = 1;            // words per key from the key on: 1, or 2 for MSET's key-value pairs
+  Merge merge = Merge::kNone;  // kNone: one key
+  bool every_shard = false;    // reads every key a shard serves (KEYS, SCAN), no key argument
   // kTogether: how many keys from the first word on (0: every word, `step` apart, but the
   // last `trailing`: BLPOP key ... timeout), or where the count of its keys is (SINTERCARD
   // numkeys key ...: 1; the keys follow it), with `lead` keys before it (ZUNIONSTORE
@@ -212,209 +222,47 @@ struct DataCmdInfo {
   uint8_t numkeys_at = 0;
   uint8_t lead = 0;
   uint8_t trailing = 0;
+};
+// One key, the first word (OBJECT's: the second, after its subcommand).
+constexpr DataKeys one_key() { return {}; }
+// Every word from the first on, `step` apart, split by key; the parts answer by `merge`.
+constexpr DataKeys each_key(Merge merge, uint8_t step = 1) { return {step, merge}; }
+// No key: every key a shard serves (KEYS, SCAN, FLUSHALL, RANDOMKEY).
+constexpr DataKeys every_key(Merge merge) { return {1, merge, true}; }
+// Not split (kTogether): the first `keys` words (0: every word, `step` apart).
+constexpr DataKeys keys_together(uint8_t keys = 0, uint8_t step = 1) {
+  return {step, Merge::kTogether, false, keys};
+}
+// Not split: every word but the last (BLPOP key ... timeout).
+constexpr DataKeys all_keys_but_last() { return {1, Merge::kTogether, false, 0, 0, 0, 1}; }
+// Not split: a count at word `at`, that many keys after it, `lead` keys before it.
+constexpr DataKeys counted_together(uint8_t at, uint8_t lead = 0) {
+  return {1, Merge::kTogether, false, 0, at, lead};
+}
+
+// A data op's row: everything the request core, the registry and the shard know of it.
+struct DataCmdInfo : DataKeys {
+  constexpr DataCmdInfo(DataCmd op, const char* name, DataRun run, DataAccess access, DataKeys keys)
+      : DataKeys(keys),
+        op(op),
+        name(name),
+        run(run),
+        writes(access != kReadsKeys),
+        grows(access == kGrowsKeys) {}
+  DataCmd op;
+  const char* name;  // lower case, as errors quote it (its registry row's name)
+  DataRun run;
+  bool writes;
+  bool grows;
 
   // Whether `words` (the command's name included) leave a key without its value (an odd
   // MSET): Redis's arity error, checked before anything splits the keys apart.
   bool pairs_broken(size_t words) const { return step == 2 && words % 2 == 0; }
 };
 
-// Whether a command may grow what the keyspace holds — Redis's "denyoom" commands: past
-// maxmemory, or past its user's share of bytes, it is refused before it runs (-OOM). What
-// only reads, deletes, shrinks or moves is not (DEL, GETEX, SMOVE, RENAME).
-inline bool grows_memory(DataCmd c) {
-  switch (c) {
-    case DataCmd::kSet:
-    case DataCmd::kSetNx:
-    case DataCmd::kSetEx:
-    case DataCmd::kPSetEx:
-    case DataCmd::kIncr:
-    case DataCmd::kIncrBy:
-    case DataCmd::kIncrByFloat:
-    case DataCmd::kDecr:
-    case DataCmd::kDecrBy:
-    case DataCmd::kMSet:
-    case DataCmd::kMSetNx:
-    case DataCmd::kAppend:
-    case DataCmd::kSetRange:
-    case DataCmd::kGetSet:
-    case DataCmd::kHSet:
-    case DataCmd::kHSetNx:
-    case DataCmd::kHMSet:
-    case DataCmd::kHIncrBy:
-    case DataCmd::kHIncrByFloat:
-    case DataCmd::kSAdd:
-    case DataCmd::kSInterStore:
-    case DataCmd::kSUnionStore:
-    case DataCmd::kSDiffStore:
-    case DataCmd::kZAdd:
-    case DataCmd::kZIncrBy:
-    case DataCmd::kZUnionStore:
-    case DataCmd::kZInterStore:
-    case DataCmd::kZDiffStore:
-    case DataCmd::kZRangeStore:
-    case DataCmd::kLPush:
-    case DataCmd::kRPush:
-    case DataCmd::kLPushX:
-    case DataCmd::kRPushX:
-    case DataCmd::kLInsert:
-    case DataCmd::kLSet:
-    case DataCmd::kRPopLPush:
-    case DataCmd::kLMove:
-    case DataCmd::kBRPopLPush:
-    case DataCmd::kBLMove:
-    case DataCmd::kCopy:
-      return true;
-    default:
-      return false;
-  }
-}
-
-inline const DataCmdInfo& data_cmd_info(DataCmd c) {
-  static constexpr DataCmdInfo kInfo[] = {
-      {"", 1, Merge::kNone, false, false},
-      {"get", 1, Merge::kNone, false, false},
-      {"set", 1, Merge::kNone, false, true},
-      {"setnx", 1, Merge::kNone, false, true},
-      {"setex", 1, Merge::kNone, false, true},
-      {"psetex", 1, Merge::kNone, false, true},
-      {"getdel", 1, Merge::kNone, false, true},
-      {"getex", 1, Merge::kNone, false, true},
-      {"incr", 1, Merge::kNone, false, true},
-      {"incrby", 1, Merge::kNone, false, true},
-      {"incrbyfloat", 1, Merge::kNone, false, true},
-      {"decr", 1, Merge::kNone, false, true},
-      {"decrby", 1, Merge::kNone, false, true},
-      {"mget", 1, Merge::kConcat, false, false},
-      {"mset", 2, Merge::kOk, false, true},
-      {"del", 1, Merge::kSum, false, true},
-      {"unlink", 1, Merge::kSum, false, true},
-      {"exists", 1, Merge::kSum, false, false},
-      {"type", 1, Merge::kNone, false, false},
-      {"expire", 1, Merge::kNone, false, true},
-      {"pexpire", 1, Merge::kNone, false, true},
-      {"expireat", 1, Merge::kNone, false, true},
-      {"pexpireat", 1, Merge::kNone, false, true},
-      {"ttl", 1, Merge::kNone, false, false},
-      {"pttl", 1, Merge::kNone, false, false},
-      {"expiretime", 1, Merge::kNone, false, false},
-      {"pexpiretime", 1, Merge::kNone, false, false},
-      {"persist", 1, Merge::kNone, false, true},
-      {"keys", 1, Merge::kConcat, true, false},
-      {"scan", 1, Merge::kScan, true, false},
-      {"hget", 1, Merge::kNone, false, false},
-      {"hset", 1, Merge::kNone, false, true},
-      {"hsetnx", 1, Merge::kNone, false, true},
-      {"hmset", 1, Merge::kNone, false, true},
-      {"hmget", 1, Merge::kNone, false, false},
-      {"hincrby", 1, Merge::kNone, false, true},
-      {"hincrbyfloat", 1, Merge::kNone, false, true},
-      {"hdel", 1, Merge::kNone, false, true},
-      {"hgetall", 1, Merge::kNone, false, false},
-      {"hlen", 1, Merge::kNone, false, false},
-      {"hexists", 1, Merge::kNone, false, false},
-      {"zadd", 1, Merge::kNone, false, true},
-      {"zrem", 1, Merge::kNone, false, true},
-      {"zcard", 1, Merge::kNone, false, false},
-      {"zcount", 1, Merge::kNone, false, false},
-      {"zscore", 1, Merge::kNone, false, false},
-      {"zrange", 1, Merge::kNone, false, false},
-      {"zrangebyscore", 1, Merge::kNone, false, false},
-      {"zremrangebyscore", 1, Merge::kNone, false, true},
-      {"zremrangebyrank", 1, Merge::kNone, false, true},
-      {"zpopmin", 1, Merge::kNone, false, true},
-      {"lpush", 1, Merge::kNone, false, true},
-      {"rpush", 1, Merge::kNone, false, true},
-      {"lpop", 1, Merge::kNone, false, true},
-      {"rpop", 1, Merge::kNone, false, true},
-      {"llen", 1, Merge::kNone, false, false},
-      {"lrange", 1, Merge::kNone, false, false},
-      {"ltrim", 1, Merge::kNone, false, true},
-      {"lindex", 1, Merge::kNone, false, false},
-      {"watch", 1, Merge::kConcat, false, false},
-      {"unwatch", 1, Merge::kNone, false, false},
-      {"exec", 1, Merge::kNone, false, false},
-      {"flushall", 1, Merge::kOk, true, true},
-      {"flushdb", 1, Merge::kOk, true, true},
-      {"eval", 1, Merge::kNone, false, true},
-      {"append", 1, Merge::kNone, false, true},
-      {"strlen", 1, Merge::kNone, false, false},
-      {"getrange", 1, Merge::kNone, false, false},
-      {"substr", 1, Merge::kNone, false, false},
-      {"setrange", 1, Merge::kNone, false, true},
-      {"getset", 1, Merge::kNone, false, true},
-      {"hkeys", 1, Merge::kNone, false, false},
-      {"hvals", 1, Merge::kNone, false, false},
-      {"hstrlen", 1, Merge::kNone, false, false},
-      {"touch", 1, Merge::kSum, false, false},
-      {"lpushx", 1, Merge::kNone, false, true},
-      {"rpushx", 1, Merge::kNone, false, true},
-      {"lset", 1, Merge::kNone, false, true},
-      {"linsert", 1, Merge::kNone, false, true},
-      {"lrem", 1, Merge::kNone, false, true},
-      {"lpos", 1, Merge::kNone, false, false},
-      {"zincrby", 1, Merge::kNone, false, true},
-      {"zrevrange", 1, Merge::kNone, false, false},
-      {"zrevrangebyscore", 1, Merge::kNone, false, false},
-      {"zrank", 1, Merge::kNone, false, false},
-      {"zrevrank", 1, Merge::kNone, false, false},
-      {"zpopmax", 1, Merge::kNone, false, true},
-      {"zmscore", 1, Merge::kNone, false, false},
-      {"hscan", 1, Merge::kNone, false, false},
-      {"zrangebylex", 1, Merge::kNone, false, false},
-      {"zrevrangebylex", 1, Merge::kNone, false, false},
-      {"zlexcount", 1, Merge::kNone, false, false},
-      {"zremrangebylex", 1, Merge::kNone, false, true},
-      {"increx", 1, Merge::kNone, false, true},
-      {"object", 1, Merge::kNone, false, false},
-      {"sadd", 1, Merge::kNone, false, true},
-      {"srem", 1, Merge::kNone, false, true},
-      {"scard", 1, Merge::kNone, false, false},
-      {"sismember", 1, Merge::kNone, false, false},
-      {"smismember", 1, Merge::kNone, false, false},
-      {"smembers", 1, Merge::kNone, false, false},
-      {"spop", 1, Merge::kNone, false, true},
-      {"srandmember", 1, Merge::kNone, false, false},
-      {"sscan", 1, Merge::kNone, false, false},
-      {"smove", 1, Merge::kTogether, false, true, 2},
-      {"sinter", 1, Merge::kTogether, false, false},
-      {"sintercard", 1, Merge::kTogether, false, false, 0, 1},
-      {"sinterstore", 1, Merge::kTogether, false, true},
-      {"sunion", 1, Merge::kTogether, false, false},
-      {"sunionstore", 1, Merge::kTogether, false, true},
-      {"sdiff", 1, Merge::kTogether, false, false},
-      {"sdiffstore", 1, Merge::kTogether, false, true},
-      {"rename", 1, Merge::kTogether, false, true, 2},
-      {"renamenx", 1, Merge::kTogether, false, true, 2},
-      {"copy", 1, Merge::kTogether, false, true, 2},
-      {"rpoplpush", 1, Merge::kTogether, false, true, 2},
-      {"lmove", 1, Merge::kTogether, false, true, 2},
-      {"msetnx", 2, Merge::kTogether, false, true},
-      {"hrandfield", 1, Merge::kNone, false, false},
-      {"zrandmember", 1, Merge::kNone, false, false},
-      {"zscan", 1, Merge::kNone, false, false},
-      {"zunionstore", 1, Merge::kTogether, false, true, 0, 2, 1},
-      {"zinterstore", 1, Merge::kTogether, false, true, 0, 2, 1},
-      {"zdiffstore", 1, Merge::kTogether, false, true, 0, 2, 1},
-      {"zunion", 1, Merge::kTogether, false, false, 0, 1},
-      {"zinter", 1, Merge::kTogether, false, false, 0, 1},
-      {"zdiff", 1, Merge::kTogether, false, false, 0, 1},
-      {"zintercard", 1, Merge::kTogether, false, false, 0, 1},
-      {"zrangestore", 1, Merge::kTogether, false, true, 2},
-      {"zmpop", 1, Merge::kTogether, false, true, 0, 1},
-      {"lmpop", 1, Merge::kTogether, false, true, 0, 1},
-      {"blpop", 1, Merge::kTogether, false, true, 0, 0, 0, 1},
-      {"brpop", 1, Merge::kTogether, false, true, 0, 0, 0, 1},
-      {"brpoplpush", 1, Merge::kTogether, false, true, 2},
-      {"blmove", 1, Merge::kTogether, false, true, 2},
-      {"blmpop", 1, Merge::kTogether, false, true, 0, 2},
-      {"bzpopmin", 1, Merge::kTogether, false, true, 0, 0, 0, 1},
-      {"bzpopmax", 1, Merge::kTogether, false, true, 0, 0, 0, 1},
-      {"bzmpop", 1, Merge::kTogether, false, true, 0, 2},
-      {"randomkey", 1, Merge::kPick, true, false},
-  };
-  static_assert(std::size(kInfo) == kLastDataCmd + 1);
-  return kInfo[static_cast<uint8_t>(c)];
-}
+// The table of data ops, one row each, in DataCmd's order (data_cmd.cpp).
+const DataCmdInfo& data_cmd_info(DataCmd c);
+inline bool grows_memory(DataCmd c) { return data_cmd_info(c).grows; }
 
 // The words that are keys of a kTogether command: those before its count of keys (a
 // destination: ZUNIONSTORE's), [1, lead), then [first, end), `step` apart.
@@ -475,6 +323,24 @@ inline std::string_view data_route_key(DataCmd c, const std::vector<std::string_
       if (iequals(a[j], "match")) pattern = a[j + 1];
   }
   return pattern_in_one_slot(pattern) ? pattern : std::string_view();
+}
+
+// Calls f(j) for each word j of `a` (its name first) the request core takes as a key of `c`:
+// those it checks, routes by and splits by. The registry's key specs must name the same words
+// (checked when its table is made: api/commands/command_table.cpp).
+template <class F>
+void each_data_key(DataCmd c, const std::vector<std::string_view>& a, F&& f) {
+  const DataCmdInfo& info = data_cmd_info(c);
+  if (c == DataCmd::kEval) {
+    for (size_t j = 3; j < script_keys_end(a); ++j) f(j);
+  } else if (c == DataCmd::kObject) {
+    if (a.size() > 2) f(size_t{2});
+  } else if (info.merge == Merge::kTogether) {
+    together_keys(c, a).each(f);
+  } else if (!info.every_shard) {
+    const size_t end = info.merge == Merge::kNone ? std::min<size_t>(2, a.size()) : a.size();
+    for (size_t j = 1; j < end; j += info.step) f(j);
+  }
 }
 
 }  // namespace fg

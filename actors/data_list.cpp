@@ -154,8 +154,6 @@ void Shard::data_list(ShardOp& op, int64_t now_ns) {
       if (removed > 0) changed(e, *l);
       return r.integer(static_cast<int64_t>(removed));
     }
-    case DataCmd::kLPos:
-      return list_pos(op, now_ns);
     default:  // LRANGE, LTRIM
       break;
   }

@@ -46,48 +46,12 @@ Shard* Shard::holder_of(std::string_view key) {
   return nullptr;
 }
 
-void Shard::data_together(ShardOp& op, int64_t now_ns) {
+bool Shard::holds_keys(ShardOp& op) {
   const auto& a = *op.args;
   bool held = true;
   together_keys(op.data, a).each([&](size_t j) { held = held && holder_of(a[j]) != nullptr; });
-  if (!held) return op.reply->error(err::kKeysApart);
-  switch (op.data) {
-    case DataCmd::kSMove:
-      return set_move(op, now_ns);
-    case DataCmd::kRename:
-    case DataCmd::kRenameNx:
-    case DataCmd::kCopy:
-      return rename(op, now_ns);
-    case DataCmd::kRPopLPush:
-    case DataCmd::kLMove:
-    case DataCmd::kBRPopLPush:
-    case DataCmd::kBLMove:
-      return list_move(op, now_ns);
-    case DataCmd::kBLPop:
-    case DataCmd::kBRPop:
-    case DataCmd::kBZPopMin:
-    case DataCmd::kBZPopMax:
-      return block_pop(op, now_ns);
-    case DataCmd::kMSetNx:
-      return mset_nx(op, now_ns);
-    case DataCmd::kZUnionStore:
-    case DataCmd::kZInterStore:
-    case DataCmd::kZDiffStore:
-    case DataCmd::kZUnion:
-    case DataCmd::kZInter:
-    case DataCmd::kZDiff:
-    case DataCmd::kZInterCard:
-      return zset_algebra(op, now_ns);
-    case DataCmd::kZRangeStore:
-      return zset_range_store(op, now_ns);
-    case DataCmd::kZMPop:
-    case DataCmd::kLMPop:
-    case DataCmd::kBZMPop:
-    case DataCmd::kBLMPop:
-      return multi_pop(op, now_ns);
-    default:
-      return set_algebra(op, now_ns);
-  }
+  if (!held) op.reply->error(err::kKeysApart);
+  return held;
 }
 
 // SINTER SINTERCARD SINTERSTORE SUNION SUNIONSTORE SDIFF SDIFFSTORE. A missing key is an

@@ -221,141 +221,14 @@ Entry* Shard::overwrite_string(ShardOp& op, std::string_view key, uint64_t h,
 }
 
 void Shard::data(ShardOp& op, int64_t now_ns) {
-  if (grows_memory(op.data) && !room_to_grow(op)) return;
-  if (data_cmd_info(op.data).merge == Merge::kTogether) return data_together(op, now_ns);
-  switch (op.data) {
-    case DataCmd::kGet:
-    case DataCmd::kGetDel:
-    case DataCmd::kMGet:
-    case DataCmd::kMSet:
-      return data_string(op, now_ns);
-    case DataCmd::kSet:
-    case DataCmd::kSetNx:
-    case DataCmd::kSetEx:
-    case DataCmd::kPSetEx:
-      return data_set(op, now_ns);
-    case DataCmd::kGetEx:
-      return data_getex(op, now_ns);
-    case DataCmd::kAppend:
-    case DataCmd::kStrlen:
-    case DataCmd::kGetRange:
-    case DataCmd::kSubstr:
-    case DataCmd::kSetRange:
-    case DataCmd::kGetSet:
-      return data_string_edit(op, now_ns);
-    case DataCmd::kIncr:
-    case DataCmd::kIncrBy:
-    case DataCmd::kDecr:
-    case DataCmd::kDecrBy:
-    case DataCmd::kIncrByFloat:
-      return data_incr(op, now_ns);
-    case DataCmd::kIncrEx:
-      return data_increx(op, now_ns);
-    case DataCmd::kObject:
-      return data_object(op, now_ns);
-    case DataCmd::kExpire:
-    case DataCmd::kPExpire:
-    case DataCmd::kExpireAt:
-    case DataCmd::kPExpireAt:
-      return data_expire(op, now_ns);
-    case DataCmd::kDel:
-    case DataCmd::kUnlink:
-    case DataCmd::kExists:
-    case DataCmd::kType:
-    case DataCmd::kTtl:
-    case DataCmd::kPTtl:
-    case DataCmd::kExpireTime:
-    case DataCmd::kPExpireTime:
-    case DataCmd::kPersist:
-    case DataCmd::kTouch:
-      return data_keys(op, now_ns);
-    case DataCmd::kKeys:
-    case DataCmd::kScan:
-      return data_scan(op, now_ns);
-    case DataCmd::kRandomKey:
-      return data_random_key(op, now_ns);
-    case DataCmd::kHGet:
-    case DataCmd::kHSet:
-    case DataCmd::kHSetNx:
-    case DataCmd::kHMSet:
-    case DataCmd::kHMGet:
-    case DataCmd::kHIncrBy:
-    case DataCmd::kHIncrByFloat:
-    case DataCmd::kHDel:
-    case DataCmd::kHGetAll:
-    case DataCmd::kHLen:
-    case DataCmd::kHExists:
-    case DataCmd::kHKeys:
-    case DataCmd::kHVals:
-    case DataCmd::kHStrlen:
-    case DataCmd::kHScan:
-      return data_hash(op, now_ns);
-    case DataCmd::kZAdd:
-    case DataCmd::kZRem:
-    case DataCmd::kZCard:
-    case DataCmd::kZCount:
-    case DataCmd::kZScore:
-    case DataCmd::kZRange:
-    case DataCmd::kZRangeByScore:
-    case DataCmd::kZRemRangeByScore:
-    case DataCmd::kZRemRangeByRank:
-    case DataCmd::kZPopMin:
-    case DataCmd::kZIncrBy:
-    case DataCmd::kZRevRange:
-    case DataCmd::kZRevRangeByScore:
-    case DataCmd::kZRank:
-    case DataCmd::kZRevRank:
-    case DataCmd::kZPopMax:
-    case DataCmd::kZMScore:
-    case DataCmd::kZRangeByLex:
-    case DataCmd::kZRevRangeByLex:
-    case DataCmd::kZLexCount:
-    case DataCmd::kZRemRangeByLex:
-      return data_zset(op, now_ns);
-    case DataCmd::kLPush:
-    case DataCmd::kRPush:
-    case DataCmd::kLPop:
-    case DataCmd::kRPop:
-    case DataCmd::kLLen:
-    case DataCmd::kLRange:
-    case DataCmd::kLTrim:
-    case DataCmd::kLIndex:
-    case DataCmd::kLPushX:
-    case DataCmd::kRPushX:
-    case DataCmd::kLSet:
-    case DataCmd::kLInsert:
-    case DataCmd::kLRem:
-    case DataCmd::kLPos:
-      return data_list(op, now_ns);
-    case DataCmd::kWatch:
-    case DataCmd::kUnwatch:
-    case DataCmd::kWatchCheck:
-      return data_watch(op, now_ns);
-    case DataCmd::kFlushAll:
-    case DataCmd::kFlushDb:
-      return data_flush(op, now_ns);
-    case DataCmd::kEval:
-      return run_script(op, nullptr, now_ns);
-    case DataCmd::kSAdd:
-    case DataCmd::kSRem:
-    case DataCmd::kSCard:
-    case DataCmd::kSIsMember:
-    case DataCmd::kSMIsMember:
-    case DataCmd::kSMembers:
-    case DataCmd::kSPop:
-    case DataCmd::kSRandMember:
-    case DataCmd::kSScan:
-      return data_sets(op, now_ns);
-    case DataCmd::kHRandField:
-    case DataCmd::kZRandMember:
-      return random_fields(op, now_ns);
-    case DataCmd::kZScan:
-      return zset_scan(op, now_ns);
-    default:  // (kNone; the commands over several keys: above)
-      break;
-  }
-  op.reply->error(err::kSyntax);
+  const DataCmdInfo& info = data_cmd_info(op.data);
+  if (info.run == nullptr) return op.reply->error(err::kSyntax);  // (kNone: no row sends it)
+  if (info.grows && !room_to_grow(op)) return;
+  if (info.merge == Merge::kTogether && !holds_keys(op)) return;
+  (this->*info.run)(op, now_ns);
 }
+
+void Shard::data_eval(ShardOp& op, int64_t now_ns) { run_script(op, nullptr, now_ns); }
 
 // KEYS pattern, SCAN cursor [MATCH pattern] [COUNT n] [TYPE type]: the live keys this shard
 // serves (a replica's copies are its owner's to list). SCAN answers every match at once,
@@ -892,7 +765,6 @@ void Shard::data_hash(ShardOp& op, int64_t now_ns) {
   const auto& a = *op.args;
   DataReply& r = *op.reply;
   const DataCmd c = op.data;
-  if (c == DataCmd::kHScan) return hash_scan(op, now_ns);
   // Writes first: their arguments are checked before the key is looked at.
   if (c == DataCmd::kHSet || c == DataCmd::kHMSet || c == DataCmd::kHSetNx ||
       c == DataCmd::kHIncrBy || c == DataCmd::kHIncrByFloat) {

@@ -84,11 +84,6 @@ void Shard::data_sets(ShardOp& op, int64_t now_ns) {
       if (added > 0) mark(e, op.key);
       return r.integer(added);
     }
-    case DataCmd::kSPop:
-    case DataCmd::kSRandMember:
-      return set_random(op, now_ns);
-    case DataCmd::kSScan:
-      return set_scan(op, now_ns);
     default:
       break;
   }

@@ -205,8 +205,11 @@ class Shard {
   void refund(const Ticket& t, int64_t now_ns);
   void expire_tickets(int64_t now_ns);
 
-  // Data commands (data_ops.cpp, unless named).
+  // Data commands (data_ops.cpp, unless named): data() runs the op's row's function (the
+  // table, data_cmd.cpp, names these).
+  friend const DataCmdInfo& data_cmd_info(DataCmd c);
   void data(ShardOp& op, int64_t now_ns);
+  void data_eval(ShardOp& op, int64_t now_ns);  // EVAL and its kin (run_script)
   void data_string(ShardOp& op, int64_t now_ns);
   void data_string_edit(ShardOp& op, int64_t now_ns);  // data_strings.cpp
   void data_set(ShardOp& op, int64_t now_ns);
@@ -232,8 +235,9 @@ class Shard {
   void data_sets(ShardOp& op, int64_t now_ns);      // data_set.cpp
   void set_random(ShardOp& op, int64_t now_ns);     // SPOP, SRANDMEMBER (data_set.cpp)
   void set_scan(ShardOp& op, int64_t now_ns);       // SSCAN (data_set.cpp)
-  // Commands over several keys as one op (data_multi.cpp).
-  void data_together(ShardOp& op, int64_t now_ns);
+  // Commands over several keys as one op (data_multi.cpp): whether this step holds every
+  // key's shard (else -CROSSSLOT's kin, kKeysApart, answered).
+  bool holds_keys(ShardOp& op);
   void set_algebra(ShardOp& op, int64_t now_ns);  // SINTER SUNION SDIFF, their STOREs, SINTERCARD
   void set_move(ShardOp& op, int64_t now_ns);     // SMOVE
   void rename(ShardOp& op, int64_t now_ns);       // RENAME RENAMENX COPY

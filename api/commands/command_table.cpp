@@ -2,6 +2,7 @@
 // from them for the script engine and metrics.
 #include "command_table.hpp"
 
+#include <algorithm>
 #include <cctype>
 #include <stdexcept>
 #include <string>
@@ -18,9 +19,33 @@ namespace pb = floodgate::native;
 
 namespace {
 
-// Checks the facts the shard keeps about its data ops (actors/data_cmd.hpp: the name its
-// errors quote, whether it writes) against the rows that run them, and that every data op
-// a client can send has exactly one row: a drift fails the first lookup, so every test.
+// The words of `c` as the registry and as the data op's row (actors/data_cmd.cpp) take them
+// for keys must agree: tried on each length its arity allows, up to six words past its
+// least, with a count of 2 where the registry expects a count of keys.
+bool same_keys(const CommandSpec& c) {
+  const size_t least = static_cast<size_t>(c.arity < 0 ? -c.arity : c.arity);
+  const size_t most = c.arity < 0 ? least + 6 : least;
+  static const std::string kWords[] = {"k1", "k2", "k3",  "k4",  "k5",  "k6",  "k7",
+                                       "k8", "k9", "k10", "k11", "k12", "k13", "k14"};
+  for (size_t n = std::max<size_t>(least, 2); n <= most && n <= std::size(kWords); ++n) {
+    std::vector<std::string_view> words(kWords, kWords + n);
+    words[0] = c.name;
+    if (c.keys.numkeys_at > 0 && static_cast<size_t>(c.keys.numkeys_at) < n)
+      words[static_cast<size_t>(c.keys.numkeys_at)] = "2";
+    std::vector<size_t> data;
+    each_data_key(c.run.data, words, [&](size_t j) { data.push_back(j); });
+    std::vector<size_t> registry = c.key_positions(words);
+    std::sort(data.begin(), data.end());
+    std::sort(registry.begin(), registry.end());
+    if (data != registry) return false;
+  }
+  return true;
+}
+
+// Checks the facts the shard keeps about its data ops (actors/data_cmd.cpp: the name its
+// errors quote, whether it writes, where its keys are) against the rows that run them, and
+// that every data op a client can send has exactly one row: a drift fails the first lookup,
+// so every test.
 void check_rows(const std::vector<CommandSpec>& rows) {
   // (a row's place is its command id, which shares a byte with the native ops' ids)
   if (rows.size() >= kNativeCommandBase)
@@ -37,6 +62,8 @@ void check_rows(const std::vector<CommandSpec>& rows) {
       throw std::logic_error(std::string("data op named otherwise than its row: ") + c.name);
     if (!is_eval && info.writes != ((c.flags & kWrite) != 0))
       throw std::logic_error(std::string("data op writes otherwise than its row: ") + c.name);
+    if (!same_keys(c))
+      throw std::logic_error(std::string("data op's keys lie otherwise than its row's: ") + c.name);
     ++seen[static_cast<size_t>(c.run.data)];
   }
   for (uint8_t d = 1; d <= kLastDataCmd; ++d) {

@@ -13,6 +13,7 @@
 #include "acl.hpp"
 #include "data_cmd.hpp"
 #include "request.hpp"
+#include "words.hpp"
 
 namespace fg {
 
@@ -111,6 +112,20 @@ struct CommandSpec {
     for (size_t j = static_cast<size_t>(keys.first); j <= last && j < words.size();
          j += static_cast<size_t>(keys.step))
       f(j);
+  }
+  // Every key's position in `words` (name first), as COMMAND GETKEYS answers: the fixed
+  // ones, then those after a count (EVAL's), if the count is a number that fits.
+  template <class Words>
+  std::vector<size_t> key_positions(const Words& words) const {
+    std::vector<size_t> at;
+    for_each_key(words, [&](size_t j) { at.push_back(j); });
+    const auto count_at = static_cast<size_t>(keys.numkeys_at);
+    int64_t n = 0;
+    if (count_at > 0 && count_at < words.size() && parse_int(words[count_at], n) && n >= 0 &&
+        static_cast<uint64_t>(n) < words.size() - count_at) {
+      for (size_t i = 1; i <= static_cast<size_t>(n); ++i) at.push_back(count_at + i);
+    }
+    return at;
   }
 };
 

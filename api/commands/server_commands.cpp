@@ -447,21 +447,11 @@ void command_getkeys(RespWriter& w, Args& a, bool flags) {
   if (!c->keyed() && c->keys.numkeys_at == 0) {
     return w.error("ERR The command has no key arguments");
   }
-  std::vector<size_t> at;  // positions in a
-  if (c->keyed()) {
-    std::vector<std::string_view> line(a.begin() + 2, a.end());
-    c->for_each_key(line, [&](size_t j) { at.push_back(2 + j); });
-  }
-  if (c->keys.numkeys_at > 0) {
-    const size_t count_at = 2 + static_cast<size_t>(c->keys.numkeys_at);
-    int64_t n = 0;
-    if (count_at < a.size() && parse_int(a[count_at], n) && n >= 0 &&
-        count_at + static_cast<size_t>(n) < a.size()) {
-      for (int64_t i = 1; i <= n; ++i) at.push_back(count_at + static_cast<size_t>(i));
-    }
-  }
+  const std::vector<std::string_view> line(a.begin() + 2, a.end());
+  const std::vector<size_t> at = c->key_positions(line);
   w.array(at.size());
-  for (size_t i : at) {
+  for (size_t j : at) {
+    const size_t i = 2 + j;  // (in a)
     if (!flags) {
       w.bulk(a[i]);
       continue;

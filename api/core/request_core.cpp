@@ -201,25 +201,10 @@ bool RequestCore::must_wait(std::string_view key, const Routing* rt) const {
       return true;
     case Verb::kData: {
       const auto& a = *r.args;
-      const DataCmdInfo& info = data_cmd_info(r.data);
-      const bool script = r.data == DataCmd::kEval;
-      if (info.merge == Merge::kTogether) {
-        bool long_key = false;
-        together_keys(r.data, a).each([&](size_t j) { long_key |= a[j].size() > kMaxKeyLen; });
-        if (long_key) refuse(now, Code::kError, err::kKeyTooLong);
-        return !long_key;
-      }
-      const size_t keys_end = script                       ? script_keys_end(a)
-                              : info.every_shard           ? 0
-                              : info.merge == Merge::kNone ? 2
-                                                           : a.size();
-      for (size_t j = script ? 3 : 1; j < keys_end; j += info.step) {
-        if (a[j].size() > kMaxKeyLen) {
-          refuse(now, Code::kError, err::kKeyTooLong);
-          return false;
-        }
-      }
-      return true;
+      bool long_key = false;
+      each_data_key(r.data, a, [&](size_t j) { long_key |= a[j].size() > kMaxKeyLen; });
+      if (long_key) refuse(now, Code::kError, err::kKeyTooLong);
+      return !long_key;
     }
   }
   return true;
@@ -308,22 +293,12 @@ Pending RequestCore::submit(const Request& r, const Door& d, Flight& f, Outcome&
 // Whether every key of a data command hashes to `slot` (Redis Cluster's rule: a command's
 // keys are served together only when they share a slot).
 bool RequestCore::one_slot(const Request& r, uint32_t slot) {
+  // (one key: the one routed by; a script declares several)
+  if (data_cmd_info(r.data).merge == Merge::kNone && r.data != DataCmd::kEval) return true;
   const auto& a = *r.args;
-  if (r.data == DataCmd::kEval) {  // its declared keys
-    for (size_t j = 4; j < script_keys_end(a); ++j)
-      if (key_slot(a[j]) != slot) return false;
-    return true;
-  }
-  if (data_cmd_info(r.data).merge == Merge::kNone) return true;  // (one key)
-  if (data_cmd_info(r.data).merge == Merge::kTogether) {
-    bool one = true;
-    together_keys(r.data, a).each([&](size_t j) { one = one && key_slot(a[j]) == slot; });
-    return one;
-  }
-  const size_t step = data_cmd_info(r.data).step;
-  for (size_t j = 1 + step; j < a.size(); j += step)
-    if (key_slot(a[j]) != slot) return false;
-  return true;
+  bool one = true;
+  each_data_key(r.data, a, [&](size_t j) { one = one && key_slot(a[j]) == slot; });
+  return one;
 }
 
 // A data command served here: one shard op, or one per key for the commands with several
