@@ -22,7 +22,7 @@
 //
 // Where both copies hold the same admissions (copies of one history) the result is that
 // history; where each side admitted on its own, counters and instants take the larger side
-// (bounded over-admission: see gossip/README.md), logs and leases keep both.
+// (bounded over-admission: see gossip/DESIGN-NOTES.md), logs and leases keep both.
 #pragma once
 #include "entry_snapshot.hpp"
 

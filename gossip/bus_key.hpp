@@ -5,7 +5,7 @@
 // already seen within it.
 //
 // Two secrets may be held at once: the first seals and is accepted, the second is only
-// accepted (rotation: gossip/README.md, "The cluster secret").
+// accepted (rotation: gossip/DESIGN-NOTES.md, "The cluster secret").
 #pragma once
 #include <atomic>
 #include <cstdint>
@@ -89,7 +89,7 @@ class BusKey {
   // to be believed.
   std::optional<std::string_view> open(std::string_view datagram);
 
-  // The peer-link handshake, before any frame (gossip/README.md, "The cluster secret"). The
+  // The peer-link handshake, before any frame (gossip/DESIGN-NOTES.md, "The cluster secret"). The
   // connecting side sends a hello: a fresh nonce, its clock and the name of the node it
   // dialled, MAC'd with the first secret. The accepting side checks it (a secret it holds,
   // a fresh clock, a nonce not believed before, its own name) and answers with a nonce of

@@ -162,7 +162,7 @@ class Node:
 
 
 def secret_file(workdir):
-    """The run's cluster secret (gossip/README.md): every scenario runs with the bus
+    """The run's cluster secret (gossip/DESIGN-NOTES.md): every scenario runs with the bus
     authenticated, so failover and partitions are checked with it on."""
     path = os.path.join(workdir, "cluster.secret")
     if not os.path.exists(path):

@@ -180,7 +180,7 @@ TEST(Membership, APartitionHeals) {
   EXPECT_TRUE(c.converged());
 }
 
-// The figures in gossip/README.md, and the stated bounds over 50 seeds and 300 simulated
+// The figures in gossip/DESIGN-NOTES.md, and the stated bounds over 50 seeds and 300 simulated
 // minutes (about 25 s of CPU):
 //   build/tests/gossip_test --gtest_filter='*Figures*'
 TEST(Membership, Figures) {
