@@ -34,6 +34,9 @@ struct NodeConfig {
   int64_t query_deadline_ms = 30000;    // a half-received command must complete by then
   int64_t request_deadline_ms = 0;      // a deciding command that waited longer is refused
   int64_t output_timeout_ms = 30000;    // a client not reading its replies is dropped then
+  // SLOWLOG keeps the commands slower than this many µs (< 0: none), at most max_len of them.
+  int64_t slowlog_log_slower_than = 10'000;
+  int64_t slowlog_max_len = 128;
   size_t max_query_bytes = 8 << 20;     // one buffered command, at most
   size_t proto_max_bulk_len = 1 << 20;  // one argument, at most
   size_t shards = 0;                    // 0: one per shard thread
@@ -79,7 +82,7 @@ struct NodeConfig {
   bool cluster_enabled = false;
   int cluster_port = 0;               // 0: RESP port + 10000
   std::string cluster_announce_host;  // empty: the first --bind address
-  std::string cluster_secret_file;    // set: gossip is sealed with its secret (gossip/README.md)
+  std::string cluster_secret_file;    // set: gossip is sealed with its secret (gossip/)
   bool cluster_bus_legacy = false;    // speak to and believe the previous bus version (upgrades)
   std::vector<std::string> seeds;     // cluster bus addresses host:port
   std::string node_id;                // empty: random 40 hex digits

@@ -147,6 +147,8 @@ int Node::start_services(StartState& st, std::string& why) {
   }
   svc_.settings.output_limits = cfg_.output_limits;
   svc_.settings.request_deadline_ms = cfg_.request_deadline_ms;
+  svc_.slowlog.slower_than_us = cfg_.slowlog_log_slower_than;
+  svc_.slowlog.max_len = cfg_.slowlog_max_len;
   svc_.wait_room.set_limits(cfg_.max_waiters, cfg_.max_waiters_per_key);
   svc_.settings.data_sync = cfg_.data_replication == "sync";  // (standalone: nothing to wait for)
   svc_.settings.parser.max_bulk_len = cfg_.proto_max_bulk_len;
@@ -767,7 +769,7 @@ std::string Node::config_rewrite() {
 
 void Node::reload() {
   std::lock_guard<std::mutex> config_lock(set_mu_);
-  if (cluster_ && !cfg_.cluster_secret_file.empty()) {  // (rotation: gossip/README.md)
+  if (cluster_ && !cfg_.cluster_secret_file.empty()) {  // (rotation: gossip/DESIGN-NOTES.md)
     const auto secrets = BusKey::read_file(cfg_.cluster_secret_file);
     const Status st = secrets ? bus_key_.set(*secrets) : Status(Error{secrets.error()});
     if (st) {

@@ -347,6 +347,18 @@ std::vector<Setting> make_settings() {
            [](RunningNode& n, const NodeConfig& c) {
              n.connection_limits().output_timeout_ms = c.output_timeout_ms;
            }),
+      live(integer("slowlog-log-slower-than", "--slowlog-log-slower-than",
+                   &NodeConfig::slowlog_log_slower_than, -1, INT64_MAX,
+                   "SLOWLOG keeps the commands that took this many microseconds or more, from "
+                   "their read to their reply (-1: none; 0: every command)"),
+           [](RunningNode& n, const NodeConfig& c) {
+             n.services().slowlog.slower_than_us = c.slowlog_log_slower_than;
+           }),
+      live(integer("slowlog-max-len", "--slowlog-max-len", &NodeConfig::slowlog_max_len, 0,
+                   INT64_MAX, "SLOWLOG's entries at most (the oldest go)"),
+           [](RunningNode& n, const NodeConfig& c) {
+             n.services().slowlog.max_len = c.slowlog_max_len;
+           }),
       duration("script-time-limit", "--script-time-limit-ms", &NodeConfig::script_time_limit_ms, 1,
                60'000, "A Lua script running longer is aborted and its writes undone"),
       integer("script-memory-limit", "--script-memory-limit", &NodeConfig::script_memory_limit,

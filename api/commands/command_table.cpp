@@ -168,6 +168,10 @@ std::vector<CommandSpec> make_rows() {
                                                    {"resetstat", "admin slow dangerous"},
                                                    {"rewrite", "admin slow dangerous"},
                                                    {"set", "admin slow dangerous"}};
+  const std::vector<SubcommandSpec> kSlowlogSubs = {{"get", "admin slow dangerous"},
+                                                    {"help", "slow"},
+                                                    {"len", "admin slow dangerous"},
+                                                    {"reset", "admin slow dangerous"}};
   constexpr auto kSubCh = AclCommand::Channels::kSubscribe;
   constexpr auto kPatCh = AclCommand::Channels::kPatterns;
   constexpr auto kPubCh = AclCommand::Channels::kPublish;
@@ -757,6 +761,9 @@ std::vector<CommandSpec> make_rows() {
        "GET parameter [parameter ...] | SET parameter value [parameter value ...] | REWRITE | "
        "RESETSTAT",
        kConfigSubs},
+      {"slowlog", -2, 0, "", kNoKeys, cmd_slowlog, "server", "2.2.12",
+       "The node's slow log: the commands that took longer than slowlog-log-slower-than",
+       "GET [count] | LEN | RESET | HELP", kSlowlogSubs},
       {"save", 1, kBarrier | kNoMulti, "admin dangerous", kNoKeys, cmd_save, "server", "1.0.0",
        "Writes the node's state to its snapshot file and answers when it is on disk", ""},
       {"bgsave", -1, kBarrier, "admin dangerous", kNoKeys, cmd_bgsave, "server", "1.0.0",

@@ -55,6 +55,11 @@ void cmd_pubsub(CommandContext& s, Args& a);
 void cmd_info(CommandContext& s, Args& a);
 void cmd_command(CommandContext& s, Args& a);
 void cmd_config(CommandContext& s, Args& a);
+void cmd_slowlog(CommandContext& s, Args& a);
+// The words SLOWLOG keeps of a command (spec: its row): false when it keeps none (EXEC, whose
+// commands are logged one by one); secrets (AUTH's and HELLO's passwords, ACL SETUSER's rules,
+// CONFIG SET's passwords) replaced by "(redacted)", as Redis does.
+bool slowlog_words(std::string_view name, std::vector<std::string_view>& words);
 void cmd_dbsize(CommandContext& s, Args& a);
 void cmd_save(CommandContext& s, Args& a);
 void cmd_bgsave(CommandContext& s, Args& a);

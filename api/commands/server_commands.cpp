@@ -654,6 +654,85 @@ void cmd_config(CommandContext& s, Args& a) {
   }
 }
 
+// SLOWLOG GET [count] | LEN | RESET | HELP: this node's slow log (the RESP door's commands
+// that took longer than slowlog-log-slower-than, from their batch's read to its replies).
+void cmd_slowlog(CommandContext& s, Args& a) {
+  RespWriter w = s.local();
+  SlowLog& log = s.svc().slowlog;
+  const std::string_view sub = a[1];
+  if (iequals(sub, "help") && a.size() == 2) {
+    static constexpr const char* kHelp[] = {
+        "SLOWLOG <subcommand> [<arg> [value] [opt] ...]. Subcommands are:",
+        "GET [<count>]",
+        "    Return top <count> entries from the slowlog (default: 10, -1 mean all).",
+        "    Entries are made of:",
+        "    id, timestamp, time in microseconds, arguments array, client IP and port,",
+        "    client name",
+        "LEN",
+        "    Return the length of the slowlog.",
+        "RESET",
+        "    Reset the slowlog.",
+        "HELP",
+        "    Print this help."};
+    return w.help(kHelp);
+  }
+  if (iequals(sub, "reset") && a.size() == 2) {
+    log.reset();
+    return w.ok();
+  }
+  if (iequals(sub, "len") && a.size() == 2) return w.integer(static_cast<int64_t>(log.size()));
+  if (iequals(sub, "get") && (a.size() == 2 || a.size() == 3)) {
+    int64_t count = 10;
+    if (a.size() == 3) {
+      if (!parse_int(a[2], count)) return w.error(err::kNotInteger);
+      if (count < -1) return w.error("ERR count should be greater than or equal to -1");
+    }
+    const std::vector<SlowEntry> entries = log.newest(count);
+    w.array(entries.size());
+    for (const SlowEntry& e : entries) {
+      w.array(6);
+      w.integer(e.id);
+      w.integer(e.unix_s);
+      w.integer(e.duration_us);
+      w.array(e.words.size());
+      for (const std::string& word : e.words) w.bulk(word);
+      w.bulk(e.addr);
+      w.bulk(e.name);
+    }
+    return;
+  }
+  for (const char* known : {"get", "len", "reset", "help"}) {
+    if (iequals(sub, known)) return w.error(err::wrong_arity("slowlog|" + std::string(known)));
+  }
+  w.error(err::unknown_subcommand(sub, "SLOWLOG HELP"));
+}
+
+bool slowlog_words(std::string_view name, std::vector<std::string_view>& words) {
+  static constexpr std::string_view kRedacted = "(redacted)";
+  const size_t n = words.size();
+  if (iequals(name, "exec")) return false;
+  if (iequals(name, "auth")) {
+    for (size_t i = 1; i < n; ++i) words[i] = kRedacted;
+  } else if (iequals(name, "hello")) {
+    for (size_t i = 2; i < n; ++i) {
+      if (iequals(words[i], "auth")) {
+        for (size_t j = i + 1; j < std::min(n, i + 3); ++j) words[j] = kRedacted;
+        break;
+      }
+    }
+  } else if (iequals(name, "acl") && n > 1 && iequals(words[1], "setuser")) {
+    for (size_t i = 2; i < n; ++i) words[i] = kRedacted;
+  } else if (iequals(name, "config") && n > 1 && iequals(words[1], "set")) {
+    for (size_t i = 2; i + 1 < n; i += 2) {
+      for (const char* secret : {"requirepass", "masterauth", "masteruser", "tls-key-file-pass",
+                                 "tls-client-key-file-pass"}) {
+        if (iequals(words[i], secret)) words[i + 1] = kRedacted;
+      }
+    }
+  }
+  return true;
+}
+
 void cmd_dbsize(CommandContext& s, Args& a) { s.local().integer(s.svc().shards->keys()); }
 
 // SAVE: answers once the file is on disk. The shards keep serving meanwhile; this

@@ -22,6 +22,7 @@
 #include "result.hpp"
 #include "routing.hpp"
 #include "shard_pool.hpp"
+#include "slow_log.hpp"
 #include "wait_room.hpp"
 
 namespace asio {
@@ -141,6 +142,7 @@ struct Services {
   PubSubHub pubsub;    // this node's subscribers
   KeyWaiters waiters;  // clients blocked on keys (BLPOP and its kin)
   WaitRoom wait_room;  // takes waiting for their admission (FG.TAKE ... WAIT)
+  SlowLog slowlog;     // SLOWLOG (the RESP door's commands)
 
   // The lane for the next piece of background work (round robin).
   Lane& lane() { return lanes[next_lane.fetch_add(1, std::memory_order_relaxed) % lanes.size()]; }

@@ -8,6 +8,7 @@
 #include "command_table.hpp"
 #include "errors.hpp"
 #include "gcra.hpp"
+#include "handlers.hpp"
 #include "key_slot.hpp"
 #include "lease_upkeep.hpp"
 #include "request_metrics.hpp"
@@ -265,6 +266,7 @@ ProcessResult RespSession::process(const char* data, size_t len, Flight& flight)
     door_.routing = routing_.get();
   }
   arrived_ns_ = steady_ns();
+  batch_in_ = {};
   scripts_ = 0;
   late_ms_ = waited_past_deadline();
   // With maxmemory-clients, a batch's data replies may take what the cap leaves (at least
@@ -448,6 +450,7 @@ ProcessResult RespSession::process(const char* data, size_t len, Flight& flight)
   }
   r.close = close_;
   r.submitted = pending_ > 0;
+  batch_in_ = std::string_view(data, r.consumed);
   if (!r.submitted) complete(flight);
   flight_ = nullptr;
   policies_checked_ = false;  // the next read sees policy changes
@@ -1036,6 +1039,33 @@ void RespSession::complete(Flight& flight) {
   watch_pending_ = false;
   slots_.clear();
   local_.clear();
+  if (svc_.slowlog.slow(took_ns / 1000) && !batch_in_.empty()) log_slow(took_ns / 1000);
+  batch_in_ = {};
+}
+
+// The commands of a batch that took `us` from its read to its replies, into the slow log:
+// read again from the batch's bytes (still in the input buffer until the replies are out),
+// so a fast batch pays nothing for it.
+void RespSession::log_slow(int64_t us) {
+  const int64_t unix_ms = svc_.clock->now_ns() / 1'000'000;
+  if (!svc_.slowlog.room(unix_ms)) return;
+  RespParser parser(svc_.settings.parser);
+  std::vector<std::string_view> words;
+  std::deque<std::string> arena;
+  const std::string name = svc_.clients->name_of(*client_);
+  size_t at = 0;
+  while (at < batch_in_.size()) {
+    const ParseResult pr = parser.parse(batch_in_.data() + at, batch_in_.size() - at, words, arena);
+    if (pr.status != ParseStatus::kCommand || pr.consumed == 0) break;
+    at += pr.consumed;
+    // (as Redis: only the commands that ran — known, with the words their arity allows)
+    const CommandSpec* spec = words.empty() ? nullptr : find_command(words[0]);
+    const auto n = static_cast<int64_t>(words.size());
+    if (spec && (spec->arity > 0 ? n == spec->arity : n >= -spec->arity) &&
+        slowlog_words(spec->name, words)) {
+      svc_.slowlog.add(words, us, unix_ms, client_->addr, name);
+    }
+  }
 }
 
 }  // namespace fg

@@ -153,7 +153,10 @@ class RespSession final : public CommandContext {
   std::string last_name_;  // the last command looked up, as sent, and its table entry
   const CommandSpec* last_spec_ = nullptr;
   int64_t arrived_ns_ = 0;  // when this read's commands were parsed (steady clock)
-  int64_t late_ms_ = 0;     // this read's input waited that long, past the deadline
+  // This read's commands as they came (the input buffer keeps them until complete()): read
+  // again only when the batch was slow (the slow log).
+  std::string_view batch_in_;
+  int64_t late_ms_ = 0;  // this read's input waited that long, past the deadline
   // Scripts: how many one batch may carry, so that a batch's scripts take about one script
   // budget (a pipeline of slow scripts cannot hold a shard for seconds), learnt from what
   // this connection's last batch of scripts took; and how many this batch carries.
@@ -209,6 +212,7 @@ class RespSession final : public CommandContext {
   std::function<void()> push_wake_;
   static constexpr int64_t kBlockPollNs = 1'000'000'000;
   void end_block();  // served, timed out, or the connection is going: stop waiting
+  void log_slow(int64_t us);
 
   // FG.TAKE ... WAIT: the takes of this read that may wait (Slot::aux - 1 indexes them);
   // once one is answered with a wait, its reply and every reply after it are held (in

@@ -2,8 +2,10 @@
 // defences. Each test starts its own node; every loop is bounded.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <filesystem>
 #include <fstream>
+#include <functional>
 #include <set>
 #include <sstream>
 
@@ -214,6 +216,110 @@ TEST(Process, ConfigSetRefusesAsRedisServerDoes) {
     ASSERT_TRUE(fg.send(ask) && rc.send(ask));
     EXPECT_EQ(read_value(fg), read_value(rc)) << ask;
   }
+}
+
+// The words of each SLOWLOG GET entry (its fourth element) and its client name (its sixth),
+// newest first, from the reply's bytes.
+std::vector<std::vector<std::string>> slowlog_words(const std::string& reply) {
+  size_t at = 0;
+  auto line = [&] {
+    const size_t end = reply.find("\r\n", at);
+    std::string l = reply.substr(at, end - at);
+    at = end + 2;
+    return l;
+  };
+  std::function<std::vector<std::string>()> flat = [&]() -> std::vector<std::string> {
+    const std::string l = line();
+    if (l[0] == '$') {
+      std::string s = reply.substr(at, std::stoul(l.substr(1)));
+      at += s.size() + 2;
+      return {s};
+    }
+    if (l[0] == '*') {
+      std::vector<std::string> all;
+      for (long i = 0, n = std::stol(l.substr(1)); i < n; ++i) {
+        for (std::string& s : flat()) all.push_back(std::move(s));
+      }
+      return all;
+    }
+    return {l.substr(1)};
+  };
+  std::vector<std::vector<std::string>> out;
+  const long entries = std::stol(line().substr(1));
+  for (long e = 0; e < entries; ++e) {
+    line();  // *6
+    line();  // id
+    line();  // unix time
+    line();  // µs
+    std::vector<std::string> words;
+    const long n = std::stol(line().substr(1));
+    for (long i = 0; i < n; ++i) words.push_back(flat()[0]);
+    flat();                                // ip:port
+    words.push_back("name=" + flat()[0]);  // client name
+    out.push_back(words);
+  }
+  return out;
+}
+
+// SLOWLOG keeps what redis-server keeps, side by side: with slowlog-log-slower-than 0 every
+// command, EXEC's commands but not EXEC, secrets redacted (AUTH's and HELLO's passwords, ACL
+// SETUSER's rules, CONFIG SET requirepass), the client's name, nothing after -1; a user
+// without @admin may not read it.
+TEST(Process, SlowlogKeepsWhatRedisServerKeepsWithSecretsRedacted) {
+  RedisServer redis;
+  NodeProcess node({"--script-time-limit-ms", "5000"});
+  ASSERT_TRUE(node.alive());
+  std::vector<std::vector<std::vector<std::string>>> logs;
+  for (const int port : {redis.port(), node.port()}) {
+    Client c(port);
+    for (const std::vector<std::string>& words : std::vector<std::vector<std::string>>{
+             {"CONFIG", "SET", "slowlog-log-slower-than", "0"},
+             {"SLOWLOG", "RESET"},
+             {"CLIENT", "SETNAME", "checker"},
+             {"ACL", "SETUSER", "slowlog-user", "on", ">s3cret", "~*", "+@all"},
+             {"AUTH", "wrong-password"},
+             {"AUTH", "slowlog-user", "s3cret"},
+             {"HELLO", "2", "AUTH", "slowlog-user", "s3cret"},
+             {"AUTH", "default", "anything"},
+             {"CONFIG", "SET", "requirepass", ""},
+             {"SET", "k", std::string(200, 'v')},
+             {"MULTI"},
+             {"INCR", "n"},
+             {"EXEC"},
+             {"CONFIG", "SET", "slowlog-log-slower-than", "-1"},
+             {"PING"}}) {
+      ASSERT_FALSE(ask(c, words).empty()) << printable(words);
+    }
+    logs.push_back(slowlog_words(ask(c, {"SLOWLOG", "GET", "-1"})));
+    EXPECT_EQ(ask(c, {"SLOWLOG", "LEN"}), ":" + std::to_string(logs.back().size()) + "\r\n");
+  }
+  EXPECT_EQ(logs[1], logs[0]);
+  ASSERT_EQ(logs[1].size(), 11u);  // (from SLOWLOG RESET to INCR: EXEC is not kept)
+  // (the redactions, as both wrote them)
+  const std::vector<std::string> acl = {"ACL",        "SETUSER",    "(redacted)", "(redacted)",
+                                        "(redacted)", "(redacted)", "(redacted)", "name=checker"};
+  EXPECT_NE(std::find(logs[1].begin(), logs[1].end(), acl), logs[1].end());
+  for (const auto& entry : logs[1]) {
+    for (const std::string& word : entry) EXPECT_EQ(word.find("s3cret"), std::string::npos);
+  }
+  // Its own settings, by CONFIG GET, and a tenant's user without @admin refused.
+  EXPECT_NE(cli(node.port(), "CONFIG GET slowlog-max-len").find("128"), std::string::npos);
+  Client admin(node.port());
+  ASSERT_EQ(ask(admin, {"ACL", "SETUSER", "tenant", "on", ">pw", "~*", "+@all", "-@admin"}),
+            "+OK\r\n");
+  Client tenant(node.port());
+  ASSERT_EQ(ask(tenant, {"AUTH", "tenant", "pw"}), "+OK\r\n");
+  EXPECT_EQ(ask(tenant, {"SLOWLOG", "GET"}).rfind("-NOPERM", 0), 0u);
+  // A command slower than the threshold is kept, a quick one not: a script that counts to
+  // 20 million (about 200 ms) against a threshold of 20 ms.
+  ASSERT_EQ(ask(admin, {"CONFIG", "SET", "slowlog-log-slower-than", "20000"}), "+OK\r\n");
+  ASSERT_EQ(ask(admin, {"SLOWLOG", "RESET"}), "+OK\r\n");
+  ASSERT_EQ(ask(admin, {"PING"}), "+PONG\r\n");
+  const std::string spin = "local n = 0 for i = 1, 20000000 do n = n + 1 end return 1";
+  ASSERT_EQ(ask(admin, {"EVAL", spin, "0"}), ":1\r\n");
+  const auto slow = slowlog_words(ask(admin, {"SLOWLOG", "GET"}));
+  ASSERT_EQ(slow.size(), 1u);
+  EXPECT_EQ(slow[0][0], "EVAL");
 }
 
 // COMMAND INFO in Redis 7's shape: each command both know lists the same ACL categories
