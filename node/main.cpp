@@ -8,6 +8,8 @@
 #include <caf/all.hpp>
 #include <csignal>
 #include <iostream>
+#include <string>
+#include <string_view>
 #include <thread>
 
 #include "command_table.hpp"
@@ -74,7 +76,11 @@ int main(int argc, char** argv) {
           ->type_name(st.type);
     } else {
       CLI::Option* o = app.add_option_function<std::string>(st.flag, apply, st.help);
-      o->type_name(st.type);
+      // (its range with its type: "INT [-1..9223372036854775807]", "DURATION [1ms..1000ms]")
+      const char* unit = std::string_view(st.type) == "DURATION" ? "ms" : "";
+      o->type_name(st.ranged ? std::string(st.type) + " [" + std::to_string(st.lo) + unit + ".." +
+                                   std::to_string(st.hi) + unit + "]"
+                             : std::string(st.type));
       // (a default of -1 is counted from the RESP port, as the help line says)
       const std::string d = st.get ? st.get(defaults) : "";
       if (!d.empty() && d[0] != '-') o->default_str(d);

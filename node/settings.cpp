@@ -37,6 +37,9 @@ Setting integer(const char* key, const char* flag, T NodeConfig::*m, int64_t lo,
                 const char* help) {
   const Field<T> f(m);
   Setting s{key, flag, help, "INT"};
+  s.ranged = true;
+  s.lo = lo;
+  s.hi = hi;
   s.set = [f, lo, hi](NodeConfig& c, const std::string& v) -> Status {
     int64_t n;
     if (!parse_int(v, n)) return Error{"must be an integer"};
@@ -53,6 +56,9 @@ Setting integer(const char* key, const char* flag, T NodeConfig::*m, int64_t lo,
 Setting duration(const char* key, const char* flag, Field<int64_t> f, int64_t lo_ms, int64_t hi_ms,
                  const char* help) {
   Setting s{key, flag, help, "DURATION"};
+  s.ranged = true;
+  s.lo = lo_ms;
+  s.hi = hi_ms;
   s.set = [f, lo_ms, hi_ms](NodeConfig& c, const std::string& v) -> Status {
     int64_t ms = 0;
     if (!(lo_ms == 0 && v == "off") && !parse_duration_ms(v, ms))

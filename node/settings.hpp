@@ -30,10 +30,8 @@ class RunningNode {
   virtual ConnectionLimits& connection_limits() = 0;
   virtual Accounts& accounts() = 0;
   virtual void set_default_password(const std::string& pw) = 0;  // requirepass
-  virtual void shares_changed() = 0;
-  virtual void set_replication_lag(
-      int64_t ms) = 0;  // (a cluster member's replicator)  // a node-wide cap or user-share: each
-                        // user's share again
+  virtual void shares_changed() = 0;  // a node-wide cap or user-share: each user's share again
+  virtual void set_replication_lag(int64_t ms) = 0;  // (a cluster member's replicator)
 };
 
 struct Setting {
@@ -56,9 +54,16 @@ struct Setting {
   // Puts the value `cfg` holds in force on a running node (CONFIG SET); null: read at start
   // only (CONFIG SET answers that it is immutable).
   std::function<void(RunningNode&, const NodeConfig&)> apply = nullptr;
+  // A number's or a duration's range (ms), as set() checks it and --help shows it.
+  bool ranged = false;
+  int64_t lo = 0, hi = 0;
   // Other names CONFIG GET and CONFIG SET know it by: its flag's, less the dashes, when that
   // differs from the key, and Redis's where Redis names it otherwise ("loglevel").
   std::vector<std::string> names = {};
+
+  // The value a node given nothing has, as CONFIG GET answers it ("" : none). (The default
+  // is NodeConfig's member initializer: one place.)
+  std::string default_value() const { return get ? get(NodeConfig{}) : std::string(); }
 };
 
 const std::vector<Setting>& settings();

@@ -200,6 +200,55 @@ TEST(Settings, TheReadmeListsEverySettingWithItsFlag) {
   for (const auto& [key, flag] : readme) ADD_FAILURE() << "node/SETTINGS.md lists " << key;
 }
 
+// node/SETTINGS.md's default for each setting is the one its row has (NodeConfig's
+// initializer), read by the row itself: `10s` and `10000ms` are the same default. A cell
+// that states its default in words (counted from another setting, OpenSSL's) is not a value;
+// the rows whose default is not a value must say so in words, not in a value that differs.
+TEST(Settings, TheReadmeStatesEachSettingsDefault) {
+  std::ifstream in(std::string(FLOODGATE_SOURCE_DIR) + "/node/SETTINGS.md");
+  ASSERT_TRUE(in);
+  std::map<std::string, std::string> defaults;  // key -> default cell
+  bool in_section = false;
+  for (std::string line; std::getline(in, line);) {
+    if (line.rfind("## ", 0) == 0) in_section = line == "## Settings";
+    if (in_section && !defaults.empty() && line.rfind("|", 0) != 0) break;
+    if (!in_section || line.rfind("| `", 0) != 0) continue;
+    std::vector<std::string> cells;
+    for (size_t a = 0, b; (b = line.find(" | ", a)) != std::string::npos; a = b + 3)
+      cells.push_back(line.substr(a, b - a));
+    if (cells.size() < 3) continue;
+    const std::string& keys = cells[0];
+    for (size_t p = keys.find('`'); p != std::string::npos;) {
+      const size_t q = keys.find('`', p + 1);
+      defaults[keys.substr(p + 1, q - p - 1)] = cells[2];
+      p = keys.find('`', q + 1);
+    }
+  }
+  size_t checked = 0;
+  for (const Setting& s : settings()) {
+    const auto it = defaults.find(s.key);
+    if (it == defaults.end() || !s.set || !s.get || s.list) continue;
+    const std::string& cell = it->second;
+    std::string value;
+    if (cell.size() >= 2 && cell.front() == '`' && cell.find('`', 1) != std::string::npos) {
+      value = cell.substr(1, cell.find('`', 1) - 1);  // `10s` (words may follow)
+    } else if (cell == "off" || cell == "on" || cell == "no" || cell == "yes") {
+      value = cell;
+    } else {
+      continue;  // in words: "—", "RESP port + 1000", "OpenSSL's"
+    }
+    NodeConfig c;
+    const Status st = s.set(c, value);
+    EXPECT_TRUE(st) << s.key << ": node/SETTINGS.md's default " << cell
+                    << " is not a value: " << (st ? "" : st.error());
+    if (!st) continue;
+    EXPECT_EQ(s.get(c), s.default_value()) << s.key << ": node/SETTINGS.md says the default is "
+                                           << cell << ", the row " << s.default_value();
+    ++checked;
+  }
+  EXPECT_GT(checked, 40u);
+}
+
 // node/SETTINGS.md's "At runtime" paragraph names exactly the settings CONFIG SET takes
 // (the rows with an apply hook).
 TEST(Settings, TheReadmeNamesEverySettingARunningNodeTakes) {
