@@ -101,6 +101,9 @@ struct CommandSpec {
   const char* syntax;  // arguments after the name, for COMMAND DOCS and HELP texts
   std::vector<SubcommandSpec> subcommands = {};
   AclCommand::Channels channels = AclCommand::Channels::kNone;  // pub/sub: its channels
+  // COMMAND INFO's tips its data op does not imply, space-separated (its nondeterministic
+  // output; a request policy of its own): command_docs.cpp adds the op's.
+  const char* tips = nullptr;
 
   bool keyed() const { return keys.first > 0; }
   // The positions of its keys in `words` (name first) when it has fixed ones: calls f(i)

@@ -8,6 +8,7 @@
 
 #include "cluster.hpp"
 #include "command_context.hpp"
+#include "command_docs.hpp"
 #include "command_table.hpp"
 #include "encoding_thresholds.hpp"
 #include "errors.hpp"
@@ -378,7 +379,9 @@ void write_command_info(RespWriter& w, const CommandSpec& c, const AclCatalog* c
   w.integer(c.keys.last);
   w.integer(c.keyed() ? c.keys.step : 0);
   write_categories(w, catalog, c.name);
-  w.array(0);
+  const std::vector<std::string> tips = command_tips(c);
+  w.array(tips.size());
+  for (const std::string& t : tips) w.bulk(t);
   write_key_specs(w, c);
   w.array(c.subcommands.size());
   for (const SubcommandSpec& sub : c.subcommands) {
@@ -397,18 +400,6 @@ void write_command_info(RespWriter& w, const CommandSpec& c, const AclCatalog* c
   }
 }
 
-void write_command_docs(RespWriter& w, const CommandSpec& c) {
-  w.bulk(c.name);
-  w.map(4);
-  w.bulk("summary");
-  w.bulk(c.summary);
-  w.bulk("since");
-  w.bulk(c.since);
-  w.bulk("group");
-  w.bulk(c.group);
-  w.bulk("syntax");
-  w.bulk(c.syntax);
-}
 }  // namespace
 
 void cmd_info(CommandContext& s, Args& a) {

@@ -7,10 +7,12 @@
 #include <cctype>
 #include <cstdlib>
 #include <fstream>
+#include <functional>
 #include <set>
 #include <sstream>
 #include <string>
 
+#include "command_docs.hpp"
 #include "command_table.hpp"
 #include "native.pb.h"
 #include "script_engine.hpp"
@@ -188,6 +190,54 @@ TEST(CommandRegistry, TheDocsListEveryCommandAsTheRowsSay) {
 
 namespace fg {
 namespace {
+
+// COMMAND DOCS reads each row's syntax line into Redis's argument tree: brackets are
+// optional, "|" a choice, "x [x ...]" one argument many times, "EX seconds" a token with
+// its value; every row's line reads whole (no bracket or bar left over as an argument).
+TEST(CommandDocs, SyntaxLinesReadAsRedisDescribesArguments) {
+  const auto set =
+      parse_syntax("key value [NX | XX] [GET] [EX seconds | PX milliseconds | KEEPTTL]");
+  ASSERT_EQ(set.size(), 5u);
+  EXPECT_EQ(set[0].type, "key");
+  EXPECT_EQ(set[2].type, "oneof");
+  EXPECT_TRUE(set[2].optional);
+  ASSERT_EQ(set[2].args.size(), 2u);
+  EXPECT_EQ(set[2].args[1].token, "XX");
+  EXPECT_EQ(set[3].type, "pure-token");
+  ASSERT_EQ(set[4].args.size(), 3u);
+  EXPECT_EQ(set[4].args[0].token, "EX");
+  EXPECT_EQ(set[4].args[0].name, "seconds");
+  EXPECT_EQ(set[4].args[0].type, "integer");
+  const auto del = parse_syntax("key [key ...]");
+  ASSERT_EQ(del.size(), 1u);
+  EXPECT_TRUE(del[0].multiple);
+  EXPECT_FALSE(del[0].optional);
+  const auto mset = parse_syntax("key value [key value ...]");
+  ASSERT_EQ(mset.size(), 1u);
+  EXPECT_EQ(mset[0].type, "block");
+  EXPECT_TRUE(mset[0].multiple);
+  EXPECT_EQ(mset[0].args.size(), 2u);
+  const auto eval = parse_syntax("script numkeys [key [key ...]] [arg [arg ...]]");
+  ASSERT_EQ(eval.size(), 4u);
+  EXPECT_EQ(eval[2].type, "key");
+  EXPECT_TRUE(eval[2].optional && eval[2].multiple);
+  const auto info = parse_syntax("[section ...]");
+  ASSERT_EQ(info.size(), 1u);
+  EXPECT_TRUE(info[0].optional && info[0].multiple);
+  const auto linsert = parse_syntax("key BEFORE|AFTER pivot element");
+  ASSERT_EQ(linsert.size(), 4u);
+  EXPECT_EQ(linsert[1].type, "oneof");
+  std::function<void(const DocArg&, const std::string&)> whole = [&](const DocArg& a,
+                                                                     const std::string& where) {
+    EXPECT_FALSE(a.name.empty()) << where;
+    EXPECT_EQ(a.name.find_first_of("[]| "), std::string::npos) << where << ": " << a.name;
+    for (const DocArg& c : a.args) whole(c, where);
+  };
+  for (const CommandSpec& c : all_commands()) {
+    if (!c.subcommands.empty()) continue;
+    for (const DocArg& a : parse_syntax(c.syntax)) whole(a, c.name);
+  }
+}
 
 // EVAL's rows run its handler (the door's own checks) and name its op (the allow-list).
 TEST(CommandRegistry, EvalHasItsHandlerAndItsOp) {

@@ -322,6 +322,101 @@ TEST(Process, SlowlogKeepsWhatRedisServerKeepsWithSecretsRedacted) {
   EXPECT_EQ(slow[0][0], "EVAL");
 }
 
+// A RESP reply as a tree: a string (simple, bulk, error, number) or an array (maps too).
+struct Resp {
+  std::string s;
+  std::vector<Resp> a;
+  bool array = false;
+};
+Resp parse_resp(const std::string& in, size_t& at) {
+  const size_t end = in.find("\r\n", at);
+  const char t = in[at];
+  const std::string line = in.substr(at + 1, end - at - 1);
+  at = end + 2;
+  Resp r;
+  if (t == '$') {
+    if (line == "-1") return r;
+    r.s = in.substr(at, std::stoul(line));
+    at += r.s.size() + 2;
+  } else if (t == '*' || t == '%' || t == '~') {
+    r.array = true;
+    const long n = line == "-1" ? 0 : std::stol(line) * (t == '%' ? 2 : 1);
+    for (long i = 0; i < n; ++i) r.a.push_back(parse_resp(in, at));
+  } else {
+    r.s = line;
+  }
+  return r;
+}
+// One argument of COMMAND DOCS without its names (Redis names its groups, "condition",
+// "expiration"; Floodgate after their parts): type, token, flags, and its parts alike.
+std::string doc_shape(const Resp& arg) {
+  std::string type, token, flags, parts;
+  for (size_t i = 0; i + 1 < arg.a.size(); i += 2) {
+    const std::string& k = arg.a[i].s;
+    const Resp& v = arg.a[i + 1];
+    if (k == "type") type = v.s;
+    if (k == "token") token = v.s;
+    if (k == "flags")
+      for (const Resp& f : v.a) flags += f.s + ",";
+    if (k == "arguments")
+      for (const Resp& p : v.a) parts += doc_shape(p) + " ";
+  }
+  return type + (token.empty() ? "" : "=" + token) + (flags.empty() ? "" : "(" + flags + ")") +
+         (parts.empty() ? "" : "{" + parts + "}");
+}
+std::vector<std::string> doc_arguments(Client& c, const std::string& name) {
+  size_t at = 0;
+  const Resp r = parse_resp(ask(c, {"COMMAND", "DOCS", name}), at);
+  std::vector<std::string> out;
+  if (r.a.size() < 2) return out;
+  const Resp& doc = r.a[1];
+  for (size_t i = 0; i + 1 < doc.a.size(); i += 2) {
+    if (doc.a[i].s != "arguments") continue;
+    for (const Resp& arg : doc.a[i + 1].a) out.push_back(doc_shape(arg));
+  }
+  return out;
+}
+
+// COMMAND DOCS in Redis 7's shape: the arguments read from each row's syntax line come out
+// as redis-server describes them (types, tokens, optional and repeated ones, choices and
+// blocks), compared side by side for commands of every shape; COMMAND INFO's tips are
+// redis-server's for every command both have.
+TEST(Process, CommandDocsAndTipsAnswerAsRedisServerDoes) {
+  RedisServer redis;
+  NodeProcess node;
+  ASSERT_TRUE(node.alive());
+  Client fg(node.port()), rc(redis.port());
+  for (const char* name : {"get", "set", "del", "mset", "incrby", "lpush", "hset", "zadd", "expire",
+                           "linsert", "blpop", "lmove", "getex"}) {
+    const auto theirs = doc_arguments(rc, name);
+    ASSERT_FALSE(theirs.empty()) << name;
+    EXPECT_EQ(doc_arguments(fg, name), theirs) << name;
+  }
+  // A container's subcommands, each with its own arguments.
+  const std::string config = ask(fg, {"COMMAND", "DOCS", "config"});
+  EXPECT_NE(config.find("config|get"), std::string::npos);
+  EXPECT_NE(config.find("config|set"), std::string::npos);
+  auto tips = [](const std::string& out) {
+    std::set<std::string> t;
+    std::istringstream lines(out);
+    for (std::string l; std::getline(lines, l);) {
+      if (l.rfind("nondeterministic_output", 0) == 0 || l.rfind("request_policy:", 0) == 0 ||
+          l.rfind("response_policy:", 0) == 0)
+        t.insert(l);
+    }
+    return t;
+  };
+  std::istringstream names(cli(node.port(), "COMMAND LIST"));
+  int with_tips = 0;
+  for (std::string name; std::getline(names, name);) {
+    const std::string theirs = cli(redis.port(), "COMMAND INFO " + name);
+    if (theirs.find('|') != std::string::npos || theirs.find('@') == std::string::npos) continue;
+    EXPECT_EQ(tips(cli(node.port(), "COMMAND INFO " + name)), tips(theirs)) << name;
+    with_tips += tips(theirs).empty() ? 0 : 1;
+  }
+  EXPECT_GT(with_tips, 25);
+}
+
 // COMMAND INFO in Redis 7's shape: each command both know lists the same ACL categories
 // as redis-server's (FLUSHALL and FLUSHDB are also @admin here), and COMMAND GETKEYS and
 // GETKEYSANDFLAGS answer as redis-server's, errors included.
