@@ -52,6 +52,18 @@ void add(rls::RateLimitRequest& r, std::vector<std::pair<std::string, std::strin
   }
 }
 
+// A call of domain "api" with these descriptors, and where its response goes.
+using Descriptor = std::vector<std::pair<std::string, std::string>>;
+struct Call {
+  RlsCallState state;
+  rls::RateLimitResponse response;
+  explicit Call(const std::vector<Descriptor>& descriptors) {
+    state.response = &response;
+    state.request.set_domain("api");
+    for (const auto& d : descriptors) add(state.request, d);
+  }
+};
+
 constexpr const char* kRules =
     "domain: api\n"
     "descriptors:\n"
@@ -65,13 +77,10 @@ constexpr const char* kRules =
 
 TEST(RlsTranslate, DescriptorsBecomeTakesAndOutcomesBecomeUpstreamsStatuses) {
   Door door(kRules);
-  RlsCallState c;
-  rls::RateLimitResponse response;
-  c.response = &response;
-  c.request.set_domain("api");
-  add(c.request, {{"user", "alice"}});
-  add(c.request, {{"path", "/free"}});
-  add(c.request, {{"nothing", "matches"}});
+  Call call({Descriptor{{"user", "alice"}}, Descriptor{{"path", "/free"}},
+             Descriptor{{"nothing", "matches"}}});
+  RlsCallState& c = call.state;
+  const rls::RateLimitResponse& response = call.response;
   const RlsStatus st = door.translate->prepare(c);
   ASSERT_TRUE(st.ok()) << st.message;
   // One counter to take (the unlimited path and the unmatched descriptor need none).
@@ -106,12 +115,9 @@ TEST(RlsTranslate, DescriptorsBecomeTakesAndOutcomesBecomeUpstreamsStatuses) {
 
 TEST(RlsTranslate, ADeniedTakeAZeroLimitAndAPeekAnswerAsUpstream) {
   Door door(kRules);
-  RlsCallState c;
-  rls::RateLimitResponse response;
-  c.response = &response;
-  c.request.set_domain("api");
-  add(c.request, {{"user", "bob"}});
-  add(c.request, {{"blocked", "x"}});
+  Call call({Descriptor{{"user", "bob"}}, Descriptor{{"blocked", "x"}}});
+  RlsCallState& c = call.state;
+  const rls::RateLimitResponse& response = call.response;
   ASSERT_TRUE(door.translate->prepare(c).ok());
   ASSERT_EQ(c.requests.size(), 1u);  // (requests_per_unit 0 is over without a counter)
   Outcome o;
@@ -122,11 +128,8 @@ TEST(RlsTranslate, ADeniedTakeAZeroLimitAndAPeekAnswerAsUpstream) {
   EXPECT_EQ(response.statuses(0).code(), rls::RateLimitResponse::OVER_LIMIT);
   EXPECT_EQ(response.statuses(1).code(), rls::RateLimitResponse::OVER_LIMIT);
   // hits_addend 0: a check, not a take.
-  RlsCallState peek;
-  rls::RateLimitResponse peek_response;
-  peek.response = &peek_response;
-  peek.request.set_domain("api");
-  add(peek.request, {{"user", "bob"}});
+  Call peek_call({Descriptor{{"user", "bob"}}});
+  RlsCallState& peek = peek_call.state;
   peek.request.mutable_descriptors(0)->mutable_hits_addend()->set_value(0);
   ASSERT_TRUE(door.translate->prepare(peek).ok());
   ASSERT_EQ(peek.requests.size(), 1u);
@@ -158,16 +161,11 @@ TEST(RlsTranslate, BadCallsAndUndecidedOutcomesEndTheCallWithUpstreamsStatus) {
   EXPECT_EQ(prepared(huge_hits).code, RlsStatusCode::kInvalidArgument);
   // A user the door runs as that does not exist: every call refused.
   RlsTranslator nobody(door.svc, *door.rules, "nobody", false, 1000);
-  RlsCallState c;
-  c.request.set_domain("api");
-  add(c.request, {{"user", "u"}});
-  EXPECT_EQ(nobody.prepare(c).code, RlsStatusCode::kPermissionDenied);
+  Call c({Descriptor{{"user", "u"}}});
+  EXPECT_EQ(nobody.prepare(c.state).code, RlsStatusCode::kPermissionDenied);
   // The cluster could not decide: the whole call is UNAVAILABLE.
-  RlsCallState d;
-  rls::RateLimitResponse response;
-  d.response = &response;
-  d.request.set_domain("api");
-  add(d.request, {{"user", "carol"}});
+  Call undecided({Descriptor{{"user", "carol"}}});
+  RlsCallState& d = undecided.state;
   ASSERT_TRUE(door.translate->prepare(d).ok());
   Outcome o;
   o.code = Code::kTryAgain;

@@ -218,45 +218,43 @@ TEST(Process, ConfigSetRefusesAsRedisServerDoes) {
   }
 }
 
+// A RESP reply as a tree: a string (simple, bulk, error, number) or an array (maps too).
+struct Resp {
+  std::string s;
+  std::vector<Resp> a;
+  bool array = false;
+};
+Resp parse_resp(const std::string& in, size_t& at) {
+  const size_t end = in.find("\r\n", at);
+  const char t = in[at];
+  const std::string line = in.substr(at + 1, end - at - 1);
+  at = end + 2;
+  Resp r;
+  if (t == '$') {
+    if (line == "-1") return r;
+    r.s = in.substr(at, std::stoul(line));
+    at += r.s.size() + 2;
+  } else if (t == '*' || t == '%' || t == '~') {
+    r.array = true;
+    const long n = line == "-1" ? 0 : std::stol(line) * (t == '%' ? 2 : 1);
+    for (long i = 0; i < n; ++i) r.a.push_back(parse_resp(in, at));
+  } else {
+    r.s = line;
+  }
+  return r;
+}
 // The words of each SLOWLOG GET entry (its fourth element) and its client name (its sixth),
 // newest first, from the reply's bytes.
 std::vector<std::vector<std::string>> slowlog_words(const std::string& reply) {
   size_t at = 0;
-  auto line = [&] {
-    const size_t end = reply.find("\r\n", at);
-    std::string l = reply.substr(at, end - at);
-    at = end + 2;
-    return l;
-  };
-  std::function<std::vector<std::string>()> flat = [&]() -> std::vector<std::string> {
-    const std::string l = line();
-    if (l[0] == '$') {
-      std::string s = reply.substr(at, std::stoul(l.substr(1)));
-      at += s.size() + 2;
-      return {s};
-    }
-    if (l[0] == '*') {
-      std::vector<std::string> all;
-      for (long i = 0, n = std::stol(l.substr(1)); i < n; ++i) {
-        for (std::string& s : flat()) all.push_back(std::move(s));
-      }
-      return all;
-    }
-    return {l.substr(1)};
-  };
+  const Resp r = parse_resp(reply, at);
   std::vector<std::vector<std::string>> out;
-  const long entries = std::stol(line().substr(1));
-  for (long e = 0; e < entries; ++e) {
-    line();  // *6
-    line();  // id
-    line();  // unix time
-    line();  // µs
+  for (const Resp& entry : r.a) {
+    if (entry.a.size() < 6) continue;
     std::vector<std::string> words;
-    const long n = std::stol(line().substr(1));
-    for (long i = 0; i < n; ++i) words.push_back(flat()[0]);
-    flat();                                // ip:port
-    words.push_back("name=" + flat()[0]);  // client name
-    out.push_back(words);
+    for (const Resp& w : entry.a[3].a) words.push_back(w.s);
+    words.push_back("name=" + entry.a[5].s);
+    out.push_back(std::move(words));
   }
   return out;
 }
@@ -322,31 +320,6 @@ TEST(Process, SlowlogKeepsWhatRedisServerKeepsWithSecretsRedacted) {
   EXPECT_EQ(slow[0][0], "EVAL");
 }
 
-// A RESP reply as a tree: a string (simple, bulk, error, number) or an array (maps too).
-struct Resp {
-  std::string s;
-  std::vector<Resp> a;
-  bool array = false;
-};
-Resp parse_resp(const std::string& in, size_t& at) {
-  const size_t end = in.find("\r\n", at);
-  const char t = in[at];
-  const std::string line = in.substr(at + 1, end - at - 1);
-  at = end + 2;
-  Resp r;
-  if (t == '$') {
-    if (line == "-1") return r;
-    r.s = in.substr(at, std::stoul(line));
-    at += r.s.size() + 2;
-  } else if (t == '*' || t == '%' || t == '~') {
-    r.array = true;
-    const long n = line == "-1" ? 0 : std::stol(line) * (t == '%' ? 2 : 1);
-    for (long i = 0; i < n; ++i) r.a.push_back(parse_resp(in, at));
-  } else {
-    r.s = line;
-  }
-  return r;
-}
 // One argument of COMMAND DOCS without its names (Redis names its groups, "condition",
 // "expiration"; Floodgate after their parts): type, token, flags, and its parts alike.
 std::string doc_shape(const Resp& arg) {
