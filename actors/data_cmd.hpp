@@ -1,5 +1,6 @@
-// The Redis data commands a shard runs (data_ops.cpp), and how their keys sit in the
-// arguments: what the request core needs to route them and split multi-key ones.
+// The Redis data commands a shard runs, each a row of one table (data_cmd.cpp): the function
+// that runs it (data_*.cpp), what it does to its keys, and how they sit in the arguments —
+// what the request core needs to route them and split multi-key ones.
 #pragma once
 #include <algorithm>
 #include <cstdint>
@@ -260,8 +261,14 @@ struct DataCmdInfo : DataKeys {
   bool pairs_broken(size_t words) const { return step == 2 && words % 2 == 0; }
 };
 
-// The table of data ops, one row each, in DataCmd's order (data_cmd.cpp).
-const DataCmdInfo& data_cmd_info(DataCmd c);
+// The table of data ops, one row each, in DataCmd's order (data_cmd.cpp; a friend of Shard,
+// whose functions it names).
+struct DataCmdTable {
+  static const DataCmdInfo rows[kLastDataCmd + 1];
+};
+inline const DataCmdInfo& data_cmd_info(DataCmd c) {
+  return DataCmdTable::rows[static_cast<uint8_t>(c)];
+}
 inline bool grows_memory(DataCmd c) { return data_cmd_info(c).grows; }
 
 // The words that are keys of a kTogether command: those before its count of keys (a

@@ -207,7 +207,7 @@ class Shard {
 
   // Data commands (data_ops.cpp, unless named): data() runs the op's row's function (the
   // table, data_cmd.cpp, names these).
-  friend const DataCmdInfo& data_cmd_info(DataCmd c);
+  friend struct DataCmdTable;
   void data(ShardOp& op, int64_t now_ns);
   void data_eval(ShardOp& op, int64_t now_ns);  // EVAL and its kin (run_script)
   void data_string(ShardOp& op, int64_t now_ns);
@@ -221,8 +221,8 @@ class Shard {
   void data_keys(ShardOp& op, int64_t now_ns);
   void data_scan(ShardOp& op, int64_t now_ns);        // KEYS, SCAN
   void data_random_key(ShardOp& op, int64_t now_ns);  // RANDOMKEY: one shard's pick
-  void data_hash(ShardOp& op, int64_t now_ns);
-  void hash_scan(ShardOp& op, int64_t now_ns);  // HSCAN (data_ops.cpp)
+  void data_hash(ShardOp& op, int64_t now_ns);        // data_hash.cpp
+  void hash_scan(ShardOp& op, int64_t now_ns);        // HSCAN (data_hash.cpp)
   // HSCAN, SSCAN, ZSCAN key cursor [MATCH pattern] [COUNT n], up to the key's elements: the
   // cursor, the key (of `kind`), the options, then [cursor 0, ...]. False when that is all
   // the reply (an error, or no such key: an empty page).

@@ -50,6 +50,10 @@ void check_rows(const std::vector<CommandSpec>& rows) {
   // (a row's place is its command id, which shares a byte with the native ops' ids)
   if (rows.size() >= kNativeCommandBase)
     throw std::logic_error("more command rows than command ids below kNativeCommandBase");
+  for (uint8_t d = 0; d <= kLastDataCmd; ++d) {  // (the data ops' table: each row in its place)
+    if (static_cast<uint8_t>(data_cmd_info(static_cast<DataCmd>(d)).op) != d)
+      throw std::logic_error("a data op's row is out of DataCmd's order (actors/data_cmd.cpp)");
+  }
   std::vector<int> seen(kLastDataCmd + 1, 0);
   for (const CommandSpec& c : rows) {
     if (c.run.handler == nullptr && c.run.data == DataCmd::kNone)

@@ -1,0 +1,163 @@
+// The hash commands on a shard's keys, as Redis's t_hash.c: HGET HSET HSETNX HMSET HMGET
+// HINCRBY HINCRBYFLOAT HDEL HGETALL HKEYS HVALS HLEN HEXISTS HSTRLEN, and HSCAN. (HRANDFIELD
+// draws as SRANDMEMBER does: data_set.cpp.)
+#include <climits>
+#include <cmath>
+#include <string>
+
+#include "errors.hpp"
+#include "glob.hpp"
+#include "hash_value.hpp"
+#include "shard.hpp"
+#include "words.hpp"
+
+namespace fg {
+
+// HSCAN key cursor [MATCH pattern] [COUNT n]: the cursor, then the key, then the options
+// (db.c's hscanCommand and scanGenericCommand). Every field at once, under cursor 0, as
+// Redis answers for a small hash (a big one it pages; the contract allows either).
+void Shard::hash_scan(ShardOp& op, int64_t now_ns) {
+  DataReply& r = *op.reply;
+  Entry* e = nullptr;
+  std::string_view pattern;
+  if (!scan_key(op, Kind::kHash, now_ns, e, pattern)) return;
+  const HashValue& h = *e->state<HashValue*>();
+  const bool all = pattern == "*";
+  size_t n = 0;
+  for (const auto& [f, v] : h.fields) n += all || glob_match(pattern, f, false) ? 1 : 0;
+  r.array(static_cast<int64_t>(2 * n));
+  for (const auto& [f, v] : h.fields) {
+    if (!all && !glob_match(pattern, f, false)) continue;
+    r.bulk(f);
+    r.bulk(v);
+  }
+}
+
+// HGET HSET HSETNX HMSET HMGET HINCRBY HINCRBYFLOAT HDEL HGETALL HKEYS HVALS HLEN HEXISTS
+// HSTRLEN, as t_hash.c.
+void Shard::data_hash(ShardOp& op, int64_t now_ns) {
+  const auto& a = *op.args;
+  DataReply& r = *op.reply;
+  const DataCmd c = op.data;
+  // Writes first: their arguments are checked before the key is looked at.
+  if (c == DataCmd::kHSet || c == DataCmd::kHMSet || c == DataCmd::kHSetNx ||
+      c == DataCmd::kHIncrBy || c == DataCmd::kHIncrByFloat) {
+    int64_t by = 0;
+    long double fby = 0;
+    if ((c == DataCmd::kHSet || c == DataCmd::kHMSet) && a.size() % 2 == 1) {
+      return r.error(err::wrong_arity(data_cmd_info(c).name));
+    }
+    if (c == DataCmd::kHIncrBy && !parse_int(a[3], by)) return r.error(err::kNotInteger);
+    if (c == DataCmd::kHIncrByFloat) {
+      if (!parse_long_double(a[3], fby)) return r.error(err::kNotFloat);
+      if (std::isnan(fby) || std::isinf(fby)) return r.error(err::kNanOrInfinityValue);
+    }
+    Entry* e = typed(op, Kind::kHash, true, now_ns);
+    if (!e) return;
+    HashValue& h = *e->state<HashValue*>();
+    std::string* cur = c == DataCmd::kHSet || c == DataCmd::kHMSet ? nullptr : h.find(a[2]);
+    if (!cur && h.fields.size() + (a.size() - 2) / 2 > kMaxHashFields) {
+      size_t fresh = 0;  // (exactly: fields already there do not count)
+      for (size_t j = 2; j + 1 < a.size(); j += 2) fresh += h.find(a[j]) ? 0 : 1;
+      if (h.fields.size() + fresh > kMaxHashFields) {
+        if (h.fields.empty()) table_.erase(op.key, op.hash);
+        return r.error(err::collection_full("a hash", kMaxHashFields, "fields"));
+      }
+    }
+    switch (c) {
+      case DataCmd::kHSet:
+      case DataCmd::kHMSet: {
+        int64_t created = 0;
+        for (size_t j = 2; j + 1 < a.size(); j += 2) created += h.set(a[j], a[j + 1]) ? 1 : 0;
+        mark(e, op.key);
+        return c == DataCmd::kHSet ? r.integer(created) : r.ok();
+      }
+      case DataCmd::kHSetNx:
+        if (cur) return r.integer(0);
+        h.set(a[2], a[3]);
+        mark(e, op.key);
+        return r.integer(1);
+      case DataCmd::kHIncrBy: {
+        int64_t value = 0;
+        if (cur && !parse_int(*cur, value)) return r.error(err::kHashNotInteger);
+        if ((by < 0 && value < 0 && by < LLONG_MIN - value) ||
+            (by > 0 && value > 0 && by > LLONG_MAX - value)) {
+          return r.error(err::kIncrOverflow);
+        }
+        value += by;
+        h.set(a[2], std::to_string(value));
+        mark(e, op.key);
+        return r.integer(value);
+      }
+      default: {  // HINCRBYFLOAT
+        long double value = 0;
+        if (cur && !parse_long_double(*cur, value)) return r.error(err::kHashNotFloat);
+        value += fby;
+        if (std::isnan(value) || std::isinf(value)) return r.error(err::kNanOrInfinity);
+        const std::string text = format_long_double(value);
+        h.set(a[2], text);
+        mark(e, op.key);
+        return r.bulk(text);
+      }
+    }
+  }
+  Entry* e = typed(op, Kind::kHash, false, now_ns);
+  if (op.status != OpStatus::kOk) return;
+  HashValue* h = e ? e->state<HashValue*>() : nullptr;
+  switch (c) {
+    case DataCmd::kHGet: {
+      const std::string* v = h ? h->find(a[2]) : nullptr;
+      return v ? r.bulk(*v) : r.null();
+    }
+    case DataCmd::kHMGet:
+      r.array(static_cast<int64_t>(a.size() - 2));
+      for (size_t j = 2; j < a.size(); ++j) {
+        const std::string* v = h ? h->find(a[j]) : nullptr;
+        if (v) {
+          r.bulk(*v);
+        } else {
+          r.null();
+        }
+      }
+      return;
+    case DataCmd::kHDel: {
+      int64_t n = 0;
+      if (h) {
+        for (size_t j = 2; j < a.size(); ++j) n += h->erase(a[j]) ? 1 : 0;
+        if (h->fields.empty()) {
+          forget(op.key, op.hash);
+          mark_gone(op.key);
+        } else if (n > 0) {
+          mark(e, op.key);
+        }
+      }
+      return r.integer(n);
+    }
+    case DataCmd::kHGetAll:
+      if (!h) return r.map(0);
+      r.map(static_cast<int64_t>(h->fields.size()));
+      for (const auto& [f, v] : h->fields) {
+        r.bulk(f);
+        r.bulk(v);
+      }
+      return;
+    case DataCmd::kHKeys:
+    case DataCmd::kHVals: {
+      if (!h) return r.array(0);
+      r.array(static_cast<int64_t>(h->fields.size()));
+      const bool keys = c == DataCmd::kHKeys;
+      for (const auto& [f, v] : h->fields) r.bulk(keys ? f : v);
+      return;
+    }
+    case DataCmd::kHStrlen: {
+      const std::string* v = h ? h->find(a[2]) : nullptr;
+      return r.integer(v ? static_cast<int64_t>(v->size()) : 0);
+    }
+    case DataCmd::kHLen:
+      return r.integer(h ? static_cast<int64_t>(h->fields.size()) : 0);
+    default:  // HEXISTS
+      return r.integer(h && h->find(a[2]) ? 1 : 0);
+  }
+}
+
+}  // namespace fg
