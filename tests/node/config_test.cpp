@@ -168,25 +168,37 @@ TEST(Settings, EachRowReadsWhatItShowsAndRefusesOutOfRange) {
   }
 }
 
-// node/SETTINGS.md's table of settings names every setting of the table with its flag, and
-// nothing else (besides the file's policies, patterns and overrides).
-TEST(Settings, TheReadmeListsEverySettingWithItsFlag) {
+// node/SETTINGS.md's table of settings: each key its row names (a row may name several),
+// with the row's cells after the first (flag, default, meaning).
+std::map<std::string, std::vector<std::string>> settings_md_rows() {
   std::ifstream in(std::string(FLOODGATE_SOURCE_DIR) + "/node/SETTINGS.md");
-  ASSERT_TRUE(in);
-  std::map<std::string, std::string> readme;  // key -> flag cell
+  EXPECT_TRUE(in);
+  std::map<std::string, std::vector<std::string>> rows;
   bool in_section = false;
   for (std::string line; std::getline(in, line);) {
     if (line.rfind("## ", 0) == 0) in_section = line == "## Settings";
-    if (in_section && !readme.empty() && line.rfind("|", 0) != 0) break;  // (its first table)
+    if (in_section && !rows.empty() && line.rfind("|", 0) != 0) break;  // (its first table)
     if (!in_section || line.rfind("| `", 0) != 0) continue;
-    const size_t a = line.find('|', 1), b = line.find('|', a + 1);
-    const std::string key_cell = line.substr(1, a - 1), flag_cell = line.substr(a + 1, b - a - 1);
-    for (size_t p = key_cell.find('`'); p != std::string::npos;) {
-      const size_t q = key_cell.find('`', p + 1);
-      readme[key_cell.substr(p + 1, q - p - 1)] = flag_cell;
-      p = key_cell.find('`', q + 1);
+    std::vector<std::string> cells;
+    for (size_t a = 2, b; (b = line.find(" |", a)) != std::string::npos; a = b + 3)
+      cells.push_back(line.substr(a, b - a));
+    if (cells.size() < 3) continue;
+    const std::string keys = cells[0];
+    cells.erase(cells.begin());
+    for (size_t p = keys.find('`'); p != std::string::npos;) {
+      const size_t q = keys.find('`', p + 1);
+      rows[keys.substr(p + 1, q - p - 1)] = cells;
+      p = keys.find('`', q + 1);
     }
   }
+  return rows;
+}
+
+// node/SETTINGS.md's table of settings names every setting of the table with its flag, and
+// nothing else (besides the file's policies, patterns and overrides).
+TEST(Settings, TheReadmeListsEverySettingWithItsFlag) {
+  std::map<std::string, std::string> readme;  // key -> flag cell
+  for (const auto& [key, cells] : settings_md_rows()) readme[key] = " " + cells[0] + " ";
   for (const Setting& s : settings()) {
     const auto it = readme.find(s.key);
     ASSERT_NE(it, readme.end()) << "node/SETTINGS.md does not list " << s.key;
@@ -205,25 +217,8 @@ TEST(Settings, TheReadmeListsEverySettingWithItsFlag) {
 // that states its default in words (counted from another setting, OpenSSL's) is not a value;
 // the rows whose default is not a value must say so in words, not in a value that differs.
 TEST(Settings, TheReadmeStatesEachSettingsDefault) {
-  std::ifstream in(std::string(FLOODGATE_SOURCE_DIR) + "/node/SETTINGS.md");
-  ASSERT_TRUE(in);
   std::map<std::string, std::string> defaults;  // key -> default cell
-  bool in_section = false;
-  for (std::string line; std::getline(in, line);) {
-    if (line.rfind("## ", 0) == 0) in_section = line == "## Settings";
-    if (in_section && !defaults.empty() && line.rfind("|", 0) != 0) break;
-    if (!in_section || line.rfind("| `", 0) != 0) continue;
-    std::vector<std::string> cells;
-    for (size_t a = 0, b; (b = line.find(" | ", a)) != std::string::npos; a = b + 3)
-      cells.push_back(line.substr(a, b - a));
-    if (cells.size() < 3) continue;
-    const std::string& keys = cells[0];
-    for (size_t p = keys.find('`'); p != std::string::npos;) {
-      const size_t q = keys.find('`', p + 1);
-      defaults[keys.substr(p + 1, q - p - 1)] = cells[2];
-      p = keys.find('`', q + 1);
-    }
-  }
+  for (const auto& [key, cells] : settings_md_rows()) defaults[key] = cells[1];
   size_t checked = 0;
   for (const Setting& s : settings()) {
     const auto it = defaults.find(s.key);
