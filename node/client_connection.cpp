@@ -41,7 +41,7 @@ void ClientConnection<Session>::start() {
 
 template <class Session>
 void ClientConnection<Session>::serve() {
-  client_ = register_client(*stream_, svc_);
+  client_ = register_client(*stream_, svc_, Session::kDoor);
   if (!client_) {
     // Over --maxclients: say so (if the protocol has words for it), then close.
     std::string out;

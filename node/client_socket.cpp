@@ -33,8 +33,8 @@ const char* deadline_breach(const ConnectionLimits& limits, const ConnectionCloc
   return nullptr;
 }
 
-std::shared_ptr<ClientInfo> register_client(ClientStream& stream, Services& svc) {
-  return svc.clients->add(stream.peer(), stream.local(), svc.clock->now_ns() / 1'000'000);
+std::shared_ptr<ClientInfo> register_client(ClientStream& stream, Services& svc, const char* door) {
+  return svc.clients->add(stream.peer(), stream.local(), svc.clock->now_ns() / 1'000'000, door);
 }
 
 void unregister_client(Services& svc, const std::shared_ptr<ClientInfo>& client) {

@@ -63,7 +63,7 @@ const char* deadline_breach(const ConnectionLimits& limits, const ConnectionCloc
 
 // A new client connection's place in the client registry (CLIENT LIST, --maxclients); null
 // when the node already has maxclients.
-std::shared_ptr<ClientInfo> register_client(ClientStream& stream, Services& svc);
+std::shared_ptr<ClientInfo> register_client(ClientStream& stream, Services& svc, const char* door);
 // The connection is gone: out of the registry, and every lease it took with BOUND goes back,
 // wherever its key lives.
 void unregister_client(Services& svc, const std::shared_ptr<ClientInfo>& client);

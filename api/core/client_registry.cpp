@@ -8,8 +8,8 @@
 
 namespace fg {
 
-std::shared_ptr<ClientInfo> ClientRegistry::add(std::string addr, std::string laddr,
-                                                int64_t now_ms) {
+std::shared_ptr<ClientInfo> ClientRegistry::add(std::string addr, std::string laddr, int64_t now_ms,
+                                                const char* door) {
   std::lock_guard<std::mutex> g(mu_);
   if (clients_.size() >= max_clients()) {
     rejected_.fetch_add(1);
@@ -17,6 +17,7 @@ std::shared_ptr<ClientInfo> ClientRegistry::add(std::string addr, std::string la
   }
   auto c = std::make_shared<ClientInfo>();
   c->id = next_id_.fetch_add(1);
+  c->door = door;
   c->addr = std::move(addr);
   c->laddr = std::move(laddr);
   c->created_ms = now_ms;
@@ -134,7 +135,7 @@ std::string ClientRegistry::describe_locked(const ClientInfo& c, int64_t now_ms)
       " multi=" + std::to_string(c.multi.load()) +
       " tot-mem=" + std::to_string(c.mem_bytes.load()) + " resp=" + std::to_string(c.proto.load()) +
       " cmd=" + c.last_cmd.load() + " user=" + c.user + " lib-name=" + c.lib_name +
-      " lib-ver=" + c.lib_ver;
+      " lib-ver=" + c.lib_ver + " door=" + c.door;
   for (char& ch : s)
     if (ch == '\r' || ch == '\n') ch = ' ';
   return s;

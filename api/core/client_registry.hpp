@@ -17,6 +17,7 @@ namespace fg {
 
 struct ClientInfo {
   uint64_t id = 0;
+  const char* door = "resp";  // which door it came in by: resp, native, rls (CLIENT LIST)
   std::string addr;
   std::string laddr;
   int64_t created_ms = 0;
@@ -65,7 +66,9 @@ class ClientRegistry {
       : max_clients_(max_clients), max_memory_(max_memory) {}
 
   // Null when the node already has max_clients connections.
-  std::shared_ptr<ClientInfo> add(std::string addr, std::string laddr, int64_t now_ms);
+  // `door`: its door's name (a string that lives as long as the program).
+  std::shared_ptr<ClientInfo> add(std::string addr, std::string laddr, int64_t now_ms,
+                                  const char* door = "resp");
   void remove(uint64_t id);
   std::shared_ptr<ClientInfo> find(uint64_t id) const;  // null if no such client
   // What a client name, lib-name or lib-ver may hold (Redis's rule: printable ASCII, no

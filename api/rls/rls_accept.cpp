@@ -2,7 +2,10 @@
 // first bytes, the HTTP/2 preface — within the handshake deadline, then handed to gRPC; at
 // most rls-maxclients are open at once. gRPC owns a connection once it has it and says
 // nothing when it closes one, so the door keeps each one's socket number and inode, and a
-// socket whose number is closed or now names another socket is gone.
+// socket whose number is closed or now names another socket is gone. Each connection is one
+// of the node's clients from its accept to then (CLIENT LIST's door=rls; maxclients counts
+// it: past it, a new one is closed at once).
+#include <arpa/inet.h>
 #include <grpc/grpc_posix.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
@@ -19,8 +22,10 @@
 #include <thread>
 #include <vector>
 
+#include "client_registry.hpp"
 #include "rls_config.hpp"
 #include "rls_door.hpp"
+#include "services.hpp"
 
 namespace fg {
 
@@ -37,11 +42,33 @@ constexpr int64_t kSweepMs = 1000;  // how often the connections gRPC has are lo
 struct Waiting {  // accepted, not yet begun
   int fd;
   int64_t until_ms;
+  uint64_t client;  // its id in the client registry
 };
 struct Handed {  // gRPC's
   int fd;
   ino_t ino;
+  uint64_t client;
 };
+
+// A socket's address, or its peer's, as CLIENT LIST writes one ("127.0.0.1:52100").
+std::string address_of(int fd, bool peer) {
+  sockaddr_storage ss{};
+  socklen_t len = sizeof ss;
+  auto* sa = reinterpret_cast<sockaddr*>(&ss);
+  if ((peer ? ::getpeername(fd, sa, &len) : ::getsockname(fd, sa, &len)) != 0) return "?:0";
+  char host[INET6_ADDRSTRLEN] = "?";
+  int port = 0;
+  if (ss.ss_family == AF_INET6) {
+    const auto* a = reinterpret_cast<const sockaddr_in6*>(&ss);
+    ::inet_ntop(AF_INET6, &a->sin6_addr, host, sizeof host);
+    port = ntohs(a->sin6_port);
+  } else if (ss.ss_family == AF_INET) {
+    const auto* a = reinterpret_cast<const sockaddr_in*>(&ss);
+    ::inet_ntop(AF_INET, &a->sin_addr, host, sizeof host);
+    port = ntohs(a->sin_port);
+  }
+  return std::string(host) + ":" + std::to_string(port);
+}
 
 }  // namespace
 
@@ -53,17 +80,23 @@ void RlsDoor::accept_loop() {
   int64_t swept_ms = 0;
   auto sweep = [&] {
     handed.erase(std::remove_if(handed.begin(), handed.end(),
-                                [](const Handed& h) {
+                                [this](const Handed& h) {
                                   struct stat st {};
-                                  return ::fstat(h.fd, &st) != 0 || st.st_ino != h.ino;
+                                  const bool gone = ::fstat(h.fd, &st) != 0 || st.st_ino != h.ino;
+                                  if (gone) svc_.clients->remove(h.client);
+                                  return gone;
                                 }),
                  handed.end());
     swept_ms = mono_ms();
   };
-  auto hand = [&](int fd) {
+  auto hand = [&](const Waiting& w) {
     struct stat st {};
-    if (::fstat(fd, &st) == 0) handed.push_back({fd, st.st_ino});
-    grpc_server_add_channel_from_fd(server_, fd, plain_creds_);
+    if (::fstat(w.fd, &st) == 0) {
+      handed.push_back({w.fd, st.st_ino, w.client});
+    } else {
+      svc_.clients->remove(w.client);
+    }
+    grpc_server_add_channel_from_fd(server_, w.fd, plain_creds_);
   };
   while (!stopping_.load()) {
     fds.clear();
@@ -87,8 +120,9 @@ void RlsDoor::accept_loop() {
     for (size_t i = 0; i < waiting.size(); ++i) {
       const short ev = fds[i + 1].revents;
       if (ev & (POLLIN | POLLHUP | POLLERR)) {
-        hand(waiting[i].fd);
+        hand(waiting[i]);
       } else if (now >= waiting[i].until_ms) {
+        svc_.clients->remove(waiting[i].client);
         ::close(waiting[i].fd);
         stats.handshake_timeouts.fetch_add(1, std::memory_order_relaxed);
       } else {
@@ -114,16 +148,28 @@ void RlsDoor::accept_loop() {
           stats.connections_refused.fetch_add(1, std::memory_order_relaxed);
           continue;
         }
+        // One of the node's clients (maxclients counts every door's).
+        const auto client = svc_.clients->add(address_of(fd, true), address_of(fd, false),
+                                              svc_.clock->now_ns() / 1'000'000, "rls");
+        if (!client) {
+          ::close(fd);
+          stats.connections_refused.fetch_add(1, std::memory_order_relaxed);
+          continue;
+        }
         const int one = 1;
         ::setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
-        waiting.push_back({fd, now + options_.handshake_ms});
+        waiting.push_back({fd, now + options_.handshake_ms, client->id});
       }
     }
     if (now - swept_ms >= kSweepMs) sweep();
     stats.connections.store(static_cast<int64_t>(waiting.size() + handed.size()),
                             std::memory_order_relaxed);
   }
-  for (const Waiting& w : waiting) ::close(w.fd);
+  for (const Waiting& w : waiting) {
+    svc_.clients->remove(w.client);
+    ::close(w.fd);
+  }
+  for (const Handed& h : handed) svc_.clients->remove(h.client);
 }
 
 }  // namespace fg

@@ -28,6 +28,7 @@ namespace fg {
 
 class NativeSession {
  public:
+  static constexpr const char* kDoor = "native";  // (CLIENT LIST's door=)
   NativeSession(Services& svc, std::shared_ptr<ClientInfo> client);
   ~NativeSession();
 

@@ -21,6 +21,7 @@ namespace fg {
 
 class RespSession final : public CommandContext {
  public:
+  static constexpr const char* kDoor = "resp";  // (CLIENT LIST's door=)
   RespSession(Services& svc, std::shared_ptr<ClientInfo> client);
 
   // Parses commands from `data` (unconsumed input). Local commands are answered at once;

@@ -424,6 +424,9 @@ TEST(Native, TheHellosNameFollowsRedisRulesForClientNames) {
   ASSERT_TRUE(named.take("k", Limit::token_bucket(3, 1, 1000)).ok());
   Client resp(n.node.port());
   EXPECT_NE(resp.request({"CLIENT", "LIST"}).find("lib-name=billing-api"), std::string::npos);
+  // (each listed with its door: the native client's and the RESP one asking)
+  EXPECT_NE(resp.request({"CLIENT", "LIST"}).find(" door=native"), std::string::npos);
+  EXPECT_NE(resp.request({"CLIENT", "INFO"}).find(" door=resp"), std::string::npos);
   {  // a client that gives no name is listed as the native library
     auto plain = n.options();
     plain.name.clear();

@@ -634,6 +634,47 @@ class Bounds(unittest.TestCase):
         self.assertIn("at most 64 new counters", why)
 
 
+class Clients(unittest.TestCase):
+    """The door's connections are clients of the node: CLIENT LIST shows each (door=rls)
+    from its accept until it is gone, and maxclients counts them with every other door's."""
+
+    @classmethod
+    def setUpClass(cls):
+        cls.dir = tempfile.mkdtemp(prefix="rls-clients-")
+        with open(os.path.join(cls.dir, "rls.yaml"), "w") as f:
+            f.write("domain: c\ndescriptors:\n  - key: k\n    rate_limit: {unit: hour, "
+                    "requests_per_unit: 100}\n")
+        cls.node = Node(cls.dir, ["--maxclients", "4"])
+        cls.node.wait_serving()
+
+    @classmethod
+    def tearDownClass(cls):
+        cls.node.stop()
+
+    def rls_clients(self):
+        return [l for l in cli(self.node.port, "CLIENT", "LIST").splitlines() if "door=rls" in l]
+
+    def test_its_connections_are_in_client_list_and_count_toward_maxclients(self):
+        self.node.call(request("c", [("k", "v")], hits=1), timeout=5)
+        mine = self.rls_clients()
+        self.assertEqual(len(mine), 1, mine)  # (the test's own channel)
+        self.assertIn("addr=127.0.0.1:", mine[0])
+        self.assertIn("laddr=127.0.0.1:%d " % self.node.rls_port, mine[0])
+        self.assertIn(" door=resp", cli(self.node.port, "CLIENT", "INFO"))
+        # Three more (silent) make four: the node's maxclients, so a RESP client is refused.
+        held = [socket.create_connection(("127.0.0.1", self.node.rls_port), timeout=5)
+                for _ in range(2)]
+        self.assertTrue(wait_for(lambda: len(self.rls_clients()) == 3))
+        held.append(socket.create_connection(("127.0.0.1", self.node.rls_port), timeout=5))
+        self.assertTrue(wait_for(lambda: "max number of clients" in cli(self.node.port, "PING")))
+        for s in held:
+            s.close()
+        # Gone from the registry once gone (the door looks every second).
+        self.assertTrue(wait_for(lambda: cli(self.node.port, "PING") == "PONG"))
+        self.assertTrue(wait_for(lambda: len(self.rls_clients()) == 1))
+        self.node.call(request("c", [("k", "v")], hits=1), timeout=5)
+
+
 class Tls(unittest.TestCase):
     """tls-rls: the door speaks TLS only, with the node's certificate; with tls-auth-clients
     yes, a caller must show a certificate the CA signed."""
