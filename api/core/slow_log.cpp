@@ -17,7 +17,7 @@ void SlowLog::add(const std::vector<std::string_view>& words, int64_t duration_u
     ++skipped_;
     return;
   }
-  ++in_second_;
+  if (++in_second_ == kMaxPerSecond) spent_second_.store(second, std::memory_order_relaxed);
   SlowEntry e;
   e.id = next_id_++;
   e.unix_s = second;
@@ -38,11 +38,6 @@ void SlowLog::add(const std::vector<std::string_view>& words, int64_t duration_u
   e.name = std::move(name);
   entries_.push_front(std::move(e));
   while (static_cast<int64_t>(entries_.size()) > std::max<int64_t>(keep, 0)) entries_.pop_back();
-}
-
-bool SlowLog::room(int64_t unix_ms) const {
-  std::lock_guard<std::mutex> lock(mu_);
-  return unix_ms / 1000 != second_ || in_second_ < kMaxPerSecond;
 }
 
 std::vector<SlowEntry> SlowLog::newest(int64_t count) const {

@@ -2,6 +2,7 @@
 // took longer than slowlog-log-slower-than, with their words, when, how long, and who sent
 // them.
 #pragma once
+#include <atomic>
 #include <cstdint>
 #include <deque>
 #include <mutex>
@@ -45,8 +46,11 @@ class SlowLog {
   void add(const std::vector<std::string_view>& words, int64_t duration_us, int64_t unix_ms,
            std::string addr, std::string name);
   // Whether an entry made now would be kept (this second's allowance not spent): asked
-  // before the words of a slow batch are read again.
-  bool room(int64_t unix_ms) const;
+  // before the words of a slow batch are read again. No lock: a node where every batch is
+  // slow asks it once a batch.
+  bool room(int64_t unix_ms) const {
+    return unix_ms / 1000 != spent_second_.load(std::memory_order_relaxed);
+  }
   // The newest `count` (< 0: all), newest first.
   std::vector<SlowEntry> newest(int64_t count) const;
   size_t size() const;
@@ -60,6 +64,7 @@ class SlowLog {
   int64_t second_ = -1;  // the second the allowance counts in
   int64_t in_second_ = 0;
   uint64_t skipped_ = 0;
+  std::atomic<int64_t> spent_second_{-1};  // the last second whose allowance was spent
 };
 
 }  // namespace fg
