@@ -29,6 +29,22 @@ inline constexpr char kValueOutOfRange[] = "ERR value is out of range";
 inline constexpr char kNumkeysPositive[] = "ERR numkeys should be greater than 0";
 inline constexpr char kLimitNegative[] = "ERR LIMIT can't be negative";
 inline constexpr char kUnblockReason[] = "ERR CLIENT UNBLOCK reason should be TIMEOUT or ERROR";
+// CLIENT KILL and CLIENT LIST, as Redis words them.
+inline constexpr char kNoSuchClient[] = "ERR No such client";
+inline constexpr char kClientIdPositive[] = "ERR client-id should be greater than 0";
+inline constexpr char kMaxageNotInteger[] = "ERR maxage is not an integer or out of range";
+inline constexpr char kMaxagePositive[] = "ERR maxage should be greater than 0";
+inline constexpr char kInvalidClientId[] = "ERR Invalid client ID";
+inline std::string unknown_client_type(std::string_view t) {
+  return "ERR Unknown client type '" + std::string(t) + "'";
+}
+inline std::string no_such_user(std::string_view u) {
+  return "ERR No such user '" + std::string(u) + "'";
+}
+// CLIENT LIST DOOR / CLIENT KILL DOOR (Floodgate's filter).
+inline std::string unknown_door(std::string_view d) {
+  return "ERR Unknown door '" + std::string(d) + "' (resp, native or rls)";
+}
 inline constexpr char kUnblocked[] = "UNBLOCKED client unblocked via CLIENT UNBLOCK";
 // A limiter command that waited past its connection's deadline (request-deadline,
 // FG.DEADLINE): refused, not decided.

@@ -73,6 +73,7 @@ void ClientConnection<Session>::serve() {
 
 template <class Session>
 void ClientConnection<Session>::on_wake() {
+  if (was_killed(false)) return;
   if (!account() || busy()) return;  // (busy: the flight's completion looks at the rights)
   if (session_->rights_hold()) return;
   spdlog::info(
@@ -238,6 +239,10 @@ void ClientConnection<Session>::batch_complete(Flight& flight) {
     return close();
   }
   if (pending_close_) close_after_write_ = true;
+  if (client_->killed.load(std::memory_order_relaxed) && !close_after_write_) {
+    spdlog::info("{} {} closed by CLIENT KILL", Session::kClientWord, client_->addr);
+    close_after_write_ = true;  // (its batch's replies first: it may have killed itself)
+  }
   if (closed_) return;
   take_pushes();
   if (closed_) return;
@@ -284,6 +289,19 @@ bool ClientConnection<Session>::account() {
   return false;
 }
 
+// CLIENT KILL chose it: closed now, unless a batch is in flight (its completion closes it
+// once the batch's replies are written, so that a client that killed itself hears +OK;
+// replies still unwritten at the next tick are not waited for).
+template <class Session>
+bool ClientConnection<Session>::was_killed(bool on_tick) {
+  if (!client_->killed.load(std::memory_order_relaxed)) return false;
+  if (in_flight_ || (close_after_write_ && !on_tick)) return true;
+  if (!close_after_write_)
+    spdlog::info("{} {} closed by CLIENT KILL", Session::kClientWord, client_->addr);
+  close();
+  return true;
+}
+
 template <class Session>
 void ClientConnection<Session>::close() {
   if (closed_) return;
@@ -308,7 +326,7 @@ void ClientConnection<Session>::arm_timer() {
 // idlers, clients that stopped reading.
 template <class Session>
 void ClientConnection<Session>::tick() {
-  if (!account()) return;
+  if (was_killed(true) || !account()) return;
   if (session_->tick() && !busy() && write()) pump();
   if (closed_) return;
   ConnectionState st;

@@ -61,6 +61,8 @@ class ClientConnection final : public BatchWaiter,
   bool take_pushes();
   // Reports the buffers' size (maxmemory-clients); false, and closed, if evicted.
   bool account();
+  // Whether CLIENT KILL chose it (closed, or to close once its batch is answered).
+  bool was_killed(bool on_tick);
   bool busy() const { return in_flight_ || writing_ || stalled_; }
   std::shared_ptr<ClientConnection> self() { return this->shared_from_this(); }
 

@@ -137,7 +137,7 @@ std::vector<CommandSpec> make_rows() {
                                                    {"help", "slow connection"},
                                                    {"id", "slow connection"},
                                                    {"info", "slow connection"},
-                                                   {"kill", "admin slow dangerous connection"},
+                                                   {"kill", "admin slow dangerous connection", -3},
                                                    {"list", "admin slow dangerous connection"},
                                                    {"no-evict", "admin slow dangerous connection"},
                                                    {"no-touch", "slow connection"},
@@ -897,7 +897,13 @@ std::vector<CommandSpec> make_rows() {
        "Refuse this connection's limiter commands, undecided, once they waited this long",
        "[ms | DEFAULT]"},
       {"client", -2, 0, "", kNoKeys, cmd_client, "connection", "2.4.0",
-       "Client connection commands", "SETNAME|GETNAME|ID|SETINFO|LIST|INFO|HELP ...", kClientSubs},
+       "Client connection commands",
+       "SETNAME connection-name | GETNAME | ID | SETINFO LIB-NAME|LIB-VER value | LIST [TYPE "
+       "type | ID client-id [client-id ...] | DOOR door] | INFO | KILL [ID client-id] [TYPE type] "
+       "[USER username] [ADDR ip:port] [LADDR ip:port] [SKIPME YES|NO] [MAXAGE maxage] [DOOR "
+       "door] | NO-EVICT ON|OFF | NO-TOUCH ON|OFF | REPLY ON|OFF|SKIP | UNBLOCK client-id "
+       "[TIMEOUT|ERROR] | HELP",
+       kClientSubs},
       // pub/sub (subscriptions are the connection's; messages reach every node's subscribers)
       {"subscribe",
        -2,

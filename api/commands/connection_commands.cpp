@@ -159,7 +159,74 @@ void cmd_select(CommandContext& s, Args& a) {
   }
 }
 
-// CLIENT SETNAME | GETNAME | ID | SETINFO | LIST | INFO | NO-EVICT | NO-TOUCH | HELP
+namespace {
+
+// DOOR's names: the doors a client can come in by.
+bool door_named(std::string_view name, std::string& out) {
+  for (const char* d : {"resp", "native", "rls"}) {
+    if (iequals(name, d)) {
+      out = d;
+      return true;
+    }
+  }
+  return false;
+}
+
+// CLIENT KILL addr (the old form: +OK, or an error if none was there; may kill itself), or
+// CLIENT KILL filter value [filter value ...]: how many. Each chosen connection closes on
+// its own thread; this one, after this reply.
+void client_kill(CommandContext& s, Args& a, int64_t now_ms) {
+  RespWriter w = s.local();
+  ClientFilter f;
+  const bool old_form = a.size() == 3;
+  if (old_form) {
+    f.addr = std::string(a[2]);
+  } else {
+    f.skip_id = s.client().id;  // (SKIPME YES unless said otherwise)
+    for (size_t i = 2; i < a.size(); i += 2) {
+      if (i + 1 >= a.size()) return w.error(err::kSyntax);
+      const std::string_view opt = a[i], v = a[i + 1];
+      if (iequals(opt, "id")) {
+        int64_t id;
+        if (!parse_int(v, id) || id < 1) return w.error(err::kClientIdPositive);
+        f.id = static_cast<uint64_t>(id);
+      } else if (iequals(opt, "maxage")) {
+        if (!parse_int(v, f.min_age_s)) return w.error(err::kMaxageNotInteger);
+        if (f.min_age_s <= 0) return w.error(err::kMaxagePositive);
+      } else if (iequals(opt, "type")) {
+        if (!ClientFilter::type_named(v, f.type)) return w.error(err::unknown_client_type(v));
+      } else if (iequals(opt, "addr")) {
+        f.addr = std::string(v);
+      } else if (iequals(opt, "laddr")) {
+        f.laddr = std::string(v);
+      } else if (iequals(opt, "user")) {
+        if (!s.svc().acl->find(v)) return w.error(err::no_such_user(v));
+        f.user = std::string(v);
+      } else if (iequals(opt, "door")) {
+        if (!door_named(v, f.door)) return w.error(err::unknown_door(v));
+      } else if (iequals(opt, "skipme")) {
+        if (iequals(v, "yes")) {
+          f.skip_id = s.client().id;
+        } else if (iequals(v, "no")) {
+          f.skip_id = 0;
+        } else {
+          return w.error(err::kSyntax);
+        }
+      } else {
+        return w.error(err::kSyntax);
+      }
+    }
+  }
+  const size_t killed = s.svc().clients->kill(f, now_ms);
+  if (!old_form) return w.integer(static_cast<int64_t>(killed));
+  if (killed == 0) return w.error(err::kNoSuchClient);
+  w.ok();
+}
+
+}  // namespace
+
+// CLIENT SETNAME | GETNAME | ID | SETINFO | LIST | INFO | KILL | NO-EVICT | NO-TOUCH |
+// UNBLOCK | REPLY | HELP
 void cmd_client(CommandContext& s, Args& a) {
   RespWriter w = s.local();
   auto& reg = *s.svc().clients;
@@ -208,7 +275,27 @@ void cmd_client(CommandContext& s, Args& a) {
     reg.set_lib(s.client(), is_name, std::string(a[3]));
     w.ok();
   } else if (iequals(sub, "list")) {
-    w.bulk(reg.list(now_ms));
+    // CLIENT LIST [TYPE type | ID id [id ...] | DOOR door]
+    ClientFilter f;
+    if (a.size() == 4 && iequals(a[2], "type")) {
+      if (!ClientFilter::type_named(a[3], f.type)) return w.error(err::unknown_client_type(a[3]));
+    } else if (a.size() == 4 && iequals(a[2], "door")) {
+      if (!door_named(a[3], f.door)) return w.error(err::unknown_door(a[3]));
+    } else if (a.size() > 3 && iequals(a[2], "id")) {
+      std::string out;
+      for (size_t i = 3; i < a.size(); ++i) {
+        int64_t id;
+        if (!parse_int(a[i], id)) return w.error(err::kInvalidClientId);
+        const auto c = id > 0 ? reg.find(static_cast<uint64_t>(id)) : nullptr;
+        if (c && !c->killed.load(std::memory_order_relaxed)) out += reg.describe(*c, now_ms) + "\n";
+      }
+      return w.bulk(out);
+    } else if (a.size() != 2) {
+      return w.error(err::kSyntax);
+    }
+    w.bulk(reg.list(now_ms, f));
+  } else if (iequals(sub, "kill")) {
+    client_kill(s, a, now_ms);
   } else if (iequals(sub, "info")) {
     if (!arity(2, "info")) return;
     w.bulk(reg.describe(s.client(), now_ms) + "\n");
@@ -239,16 +326,21 @@ void cmd_client(CommandContext& s, Args& a) {
     c->unblock.store(how);
     w.integer(s.svc().waiters.wake(ticket) ? 1 : 0);
   } else if (iequals(sub, "help")) {
-    static constexpr const char* lines[] = {"CLIENT <subcommand> [<arg> ...]. Subcommands are:",
-                                            "SETNAME <name>",
-                                            "GETNAME",
-                                            "ID",
-                                            "SETINFO <LIB-NAME|LIB-VER> <value>",
-                                            "LIST",
-                                            "INFO",
-                                            "REPLY <ON|OFF|SKIP>",
-                                            "UNBLOCK <clientid> [TIMEOUT|ERROR]",
-                                            "HELP"};
+    static constexpr const char* lines[] = {
+        "CLIENT <subcommand> [<arg> ...]. Subcommands are:",
+        "SETNAME <name>",
+        "GETNAME",
+        "ID",
+        "SETINFO <LIB-NAME|LIB-VER> <value>",
+        "LIST [TYPE <type> | ID <id> [<id> ...] | DOOR <door>]",
+        "INFO",
+        "KILL <ip:port>",
+        "KILL <filter> <value> [<filter> <value> ...]",
+        "    filters: ID, ADDR, LADDR, USER, TYPE, DOOR (resp, native, rls),",
+        "    SKIPME (YES|NO, default YES), MAXAGE <seconds>",
+        "REPLY <ON|OFF|SKIP>",
+        "UNBLOCK <clientid> [TIMEOUT|ERROR]",
+        "HELP"};
     w.help(lines);
   } else {
     w.error(err::unknown_subcommand(sub, "CLIENT HELP"));

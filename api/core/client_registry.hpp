@@ -1,6 +1,6 @@
-// Every open client connection of the node (RESP and native), for CLIENT LIST / CLIENT
-// INFO, INFO, --maxclients and --maxmemory-clients. Touched on connect, disconnect, name
-// changes and when a connection's buffers change size, never per command.
+// Every open client connection of the node (RESP, native and gateway), for CLIENT LIST,
+// INFO and KILL, INFO, --maxclients and --maxmemory-clients. Touched on connect,
+// disconnect, name changes and when a connection's buffers change size, never per command.
 #pragma once
 #include <atomic>
 #include <cstdint>
@@ -32,6 +32,8 @@ struct ClientInfo {
   // Its PUBLISHed messages still on their way to other nodes (counted with its buffers).
   std::shared_ptr<std::atomic<int64_t>> bus_bytes = std::make_shared<std::atomic<int64_t>>(0);
   std::atomic<bool> evict{false};
+  // CLIENT KILL chose it: its connection closes when it next looks (woken at once).
+  std::atomic<bool> killed{false};
   std::atomic<bool> no_evict{false};  // CLIENT NO-EVICT ON: never chosen
   // Waiting in a blocking pop: its KeyWaiters ticket (0: not waiting), and what CLIENT
   // UNBLOCK asked of it (1: answer as timed out, 2: with -UNBLOCKED).
@@ -56,6 +58,20 @@ struct ClientInfo {
   std::string lib_ver;
   std::string user = "default";  // the ACL user it authenticated as
   uint16_t account = 0;          // that user's account (accounts.hpp), for its share
+};
+
+// Which clients CLIENT LIST and CLIENT KILL mean (Redis's filters, and the door's): a field
+// left empty (0, -1) matches every client.
+struct ClientFilter {
+  enum class Type { kAny, kNormal, kPubsub, kReplica, kMaster };
+  uint64_t id = 0;
+  Type type = Type::kAny;
+  std::string addr, laddr, user;
+  std::string door;       // resp, native, rls
+  int64_t min_age_s = 0;  // MAXAGE: only those at least this old
+  uint64_t skip_id = 0;   // SKIPME: never this one
+  // TYPE's names (Redis's, "slave" too); false for another word.
+  static bool type_named(std::string_view name, Type& out);
 };
 
 class ClientRegistry {
@@ -88,6 +104,10 @@ class ClientRegistry {
   std::string name_of(const ClientInfo& c) const;
   std::string describe(const ClientInfo& c, int64_t now_ms) const;  // one CLIENT LIST line
   std::string list(int64_t now_ms) const;
+  std::string list(int64_t now_ms, const ClientFilter& f) const;  // those it matches
+  // CLIENT KILL: every client `f` matches is marked (ClientInfo::killed) and woken, so its
+  // connection closes on its own thread; how many.
+  size_t kill(const ClientFilter& f, int64_t now_ms);
   size_t count() const;
   // Those that came in on local port `port` (the native door's, say).
   size_t count_on_port(int port) const;
@@ -118,6 +138,7 @@ class ClientRegistry {
 
  private:
   std::string describe_locked(const ClientInfo& c, int64_t now_ms) const;
+  bool matches_locked(const ClientInfo& c, const ClientFilter& f, int64_t now_ms) const;
 
   void evict_biggest();
 

@@ -4,13 +4,15 @@
 // nothing when it closes one, so the door keeps each one's socket number and inode, and a
 // socket whose number is closed or now names another socket is gone. Each connection is one
 // of the node's clients from its accept to then (CLIENT LIST's door=rls; maxclients counts
-// it: past it, a new one is closed at once).
+// it: past it, a new one is closed at once). CLIENT KILL wakes the acceptor (an eventfd),
+// which shuts the chosen sockets down: gRPC sees them end and lets them go.
 #include <arpa/inet.h>
 #include <grpc/grpc_posix.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
 #include <poll.h>
 #include <spdlog/spdlog.h>
+#include <sys/eventfd.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -42,12 +44,12 @@ constexpr int64_t kSweepMs = 1000;  // how often the connections gRPC has are lo
 struct Waiting {  // accepted, not yet begun
   int fd;
   int64_t until_ms;
-  uint64_t client;  // its id in the client registry
+  std::shared_ptr<ClientInfo> client;  // in the client registry
 };
 struct Handed {  // gRPC's
   int fd;
   ino_t ino;
-  uint64_t client;
+  std::shared_ptr<ClientInfo> client;
 };
 
 // A socket's address, or its peer's, as CLIENT LIST writes one ("127.0.0.1:52100").
@@ -83,7 +85,7 @@ void RlsDoor::accept_loop() {
                                 [this](const Handed& h) {
                                   struct stat st {};
                                   const bool gone = ::fstat(h.fd, &st) != 0 || st.st_ino != h.ino;
-                                  if (gone) svc_.clients->remove(h.client);
+                                  if (gone) svc_.clients->remove(h.client->id);
                                   return gone;
                                 }),
                  handed.end());
@@ -94,13 +96,35 @@ void RlsDoor::accept_loop() {
     if (::fstat(w.fd, &st) == 0) {
       handed.push_back({w.fd, st.st_ino, w.client});
     } else {
-      svc_.clients->remove(w.client);
+      svc_.clients->remove(w.client->id);
     }
     grpc_server_add_channel_from_fd(server_, w.fd, plain_creds_);
+  };
+  // Those CLIENT KILL chose: one still silent is closed; gRPC's is shut down (gRPC closes
+  // it on seeing it end), unless its number already names another socket.
+  auto kill_chosen = [&] {
+    uint64_t count;
+    while (::read(kill_fd_, &count, sizeof count) > 0) {
+    }
+    auto chosen = [](const auto& e) { return e.client->killed.load(std::memory_order_relaxed); };
+    for (const Waiting& w : waiting) {
+      if (!chosen(w)) continue;
+      svc_.clients->remove(w.client->id);
+      ::close(w.fd);
+    }
+    for (const Handed& h : handed) {
+      if (!chosen(h)) continue;
+      struct stat st {};
+      if (::fstat(h.fd, &st) == 0 && st.st_ino == h.ino) ::shutdown(h.fd, SHUT_RDWR);
+      svc_.clients->remove(h.client->id);
+    }
+    waiting.erase(std::remove_if(waiting.begin(), waiting.end(), chosen), waiting.end());
+    handed.erase(std::remove_if(handed.begin(), handed.end(), chosen), handed.end());
   };
   while (!stopping_.load()) {
     fds.clear();
     fds.push_back({listen_fd_, POLLIN, 0});
+    fds.push_back({kill_fd_, POLLIN, 0});
     int64_t now = mono_ms();
     int64_t wait_ms = kSweepMs;
     for (const Waiting& w : waiting) {
@@ -118,11 +142,11 @@ void RlsDoor::accept_loop() {
     // Those that began go to gRPC; those still silent past the deadline are closed.
     size_t kept = 0;
     for (size_t i = 0; i < waiting.size(); ++i) {
-      const short ev = fds[i + 1].revents;
+      const short ev = fds[i + 2].revents;
       if (ev & (POLLIN | POLLHUP | POLLERR)) {
         hand(waiting[i]);
       } else if (now >= waiting[i].until_ms) {
-        svc_.clients->remove(waiting[i].client);
+        svc_.clients->remove(waiting[i].client->id);
         ::close(waiting[i].fd);
         stats.handshake_timeouts.fetch_add(1, std::memory_order_relaxed);
       } else {
@@ -130,6 +154,7 @@ void RlsDoor::accept_loop() {
       }
     }
     waiting.resize(kept);
+    if (fds[1].revents & POLLIN) kill_chosen();
     if (fds[0].revents & POLLIN) {
       for (;;) {
         const int fd = ::accept4(listen_fd_, nullptr, nullptr, SOCK_NONBLOCK | SOCK_CLOEXEC);
@@ -158,7 +183,11 @@ void RlsDoor::accept_loop() {
         }
         const int one = 1;
         ::setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
-        waiting.push_back({fd, now + options_.handshake_ms, client->id});
+        svc_.clients->set_wake(*client, [kill_fd = kill_fd_] {
+          const uint64_t one = 1;
+          (void)!::write(kill_fd, &one, sizeof one);
+        });
+        waiting.push_back({fd, now + options_.handshake_ms, client});
       }
     }
     if (now - swept_ms >= kSweepMs) sweep();
@@ -166,10 +195,10 @@ void RlsDoor::accept_loop() {
                             std::memory_order_relaxed);
   }
   for (const Waiting& w : waiting) {
-    svc_.clients->remove(w.client);
+    svc_.clients->remove(w.client->id);
     ::close(w.fd);
   }
-  for (const Handed& h : handed) svc_.clients->remove(h.client);
+  for (const Handed& h : handed) svc_.clients->remove(h.client->id);
 }
 
 }  // namespace fg

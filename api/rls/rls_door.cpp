@@ -18,6 +18,7 @@
 #include <netinet/tcp.h>
 #include <openssl/crypto.h>
 #include <spdlog/spdlog.h>
+#include <sys/eventfd.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
@@ -545,7 +546,10 @@ Status RlsDoor::start(const std::string& host, int port) {
     return Error{"cannot listen on " + addr + (why.empty() ? "" : ": " + why)};
   }
   grpc_server_start(server_);
-  if (listen_fd_ >= 0) acceptor_ = std::thread([this] { accept_loop(); });
+  if (listen_fd_ >= 0) {
+    kill_fd_ = ::eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
+    acceptor_ = std::thread([this] { accept_loop(); });
+  }
   set_serving(false);
   // (a few calls awaited at once, so a burst of new streams is taken without a wait)
   for (int i = 0; i < kArmed; ++i) service_->arm(server_, rls_method_, cq_);
@@ -707,7 +711,8 @@ void RlsDoor::stop() {
     acceptor_.join();
   }
   if (listen_fd_ >= 0) ::close(listen_fd_);
-  listen_fd_ = -1;
+  if (kill_fd_ >= 0) ::close(kill_fd_);
+  listen_fd_ = kill_fd_ = -1;
   static DoorTag shutdown_tag(DoorTag::What::kShutdown);
   grpc_server_shutdown_and_notify(server_, cq_, &shutdown_tag);
   auto wait = [this](std::chrono::milliseconds most) {

@@ -87,6 +87,7 @@ class RlsDoor {
   // Plain gRPC: the door's own listening socket, acceptor thread and gRPC's credentials for
   // the connections it hands over.
   int listen_fd_ = -1;
+  int kill_fd_ = -1;  // an eventfd: CLIENT KILL chose one of its connections
   std::thread acceptor_;
   grpc_server_credentials* plain_creds_ = nullptr;
   int port_ = 0;

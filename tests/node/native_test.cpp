@@ -427,6 +427,13 @@ TEST(Native, TheHellosNameFollowsRedisRulesForClientNames) {
   // (each listed with its door: the native client's and the RESP one asking)
   EXPECT_NE(resp.request({"CLIENT", "LIST"}).find(" door=native"), std::string::npos);
   EXPECT_NE(resp.request({"CLIENT", "INFO"}).find(" door=resp"), std::string::npos);
+  // CLIENT KILL DOOR native closes it; the client library connects again for its next.
+  EXPECT_EQ(resp.request({"CLIENT", "KILL", "DOOR", "native"}), ":1");
+  for (int i = 0; i < 50 && resp.request({"CLIENT", "LIST", "DOOR", "native"}) != ""; ++i)
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  EXPECT_EQ(resp.request({"CLIENT", "LIST", "DOOR", "native"}), "");
+  auto again = named.take("k", Limit::token_bucket(3, 1, 1000));
+  EXPECT_TRUE(again.ok()) << again.error();
   {  // a client that gives no name is listed as the native library
     auto plain = n.options();
     plain.name.clear();

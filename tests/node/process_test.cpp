@@ -808,6 +808,97 @@ TEST(Process, ClientNoEvictIsPassedBy) {
   EXPECT_NE(other.request({"CLIENT", "LIST"}).find(" flags=e "), std::string::npos);
 }
 
+// CLIENT KILL and CLIENT LIST's filters answer as redis-server's, side by side: the errors
+// word for word; by TYPE (a subscriber is pubsub), by ID (itself skipped unless SKIPME no,
+// then closed after its reply), the old form by address (+OK, or no such client), by USER;
+// what each kills closes, and what it leaves answers. Then MAXAGE and DOOR, the node's own.
+TEST(Process, ClientKillAnswersAsRedisServerDoes) {
+  RedisServer redis;
+  NodeProcess node(std::vector<std::string>{});
+  ASSERT_TRUE(node.alive());
+  auto field = [](const std::string& info, const std::string& name) {
+    const size_t at = info.find(name + "=");
+    return info.substr(at + name.size() + 1, info.find(' ', at) - at - name.size() - 1);
+  };
+  std::vector<std::vector<std::string>> replies;
+  for (const int port : {redis.port(), node.port()}) {
+    std::vector<std::string> got;
+    Client admin(port, 3000), sub(port, 3000), victim(port, 3000), by_addr(port, 3000),
+        self(port, 3000);
+    ASSERT_TRUE(victim.connected());
+    for (const std::vector<std::string>& bad :
+         std::vector<std::vector<std::string>>{{"CLIENT", "KILL"},
+                                               {"CLIENT", "KILL", "ID", "0", "TYPE", "normal"},
+                                               {"CLIENT", "KILL", "ID", "x", "TYPE", "normal"},
+                                               {"CLIENT", "KILL", "TYPE", "primary", "ID", "1"},
+                                               {"CLIENT", "KILL", "USER", "nobody", "ID", "1"},
+                                               {"CLIENT", "KILL", "SKIPME", "maybe", "ID", "1"},
+                                               {"CLIENT", "KILL", "ID", "1", "TYPE"},
+                                               {"CLIENT", "KILL", "BOGUS", "1", "ID", "1"},
+                                               {"CLIENT", "KILL", "9.9.9.9:1"},
+                                               {"CLIENT", "LIST", "TYPE", "primary"},
+                                               {"CLIENT", "LIST", "ID", "1", "x"},
+                                               {"CLIENT", "LIST", "BOGUS"},
+                                               {"CLIENT", "KILL", "TYPE", "master"},
+                                               {"CLIENT", "KILL", "TYPE", "replica"}}) {
+      got.push_back(ask(admin, bad));
+    }
+    ASSERT_EQ(ask(sub, {"SUBSCRIBE", "ch"}).substr(0, 4), "*3\r\n");
+    // (by TYPE: pubsub is the subscriber alone; normal lists the others)
+    const std::string listed = ask(admin, {"CLIENT", "LIST", "TYPE", "pubsub"});
+    EXPECT_EQ(listed.find("sub=1"), listed.rfind("sub=1")) << listed;
+    EXPECT_NE(listed.find("sub=1"), std::string::npos) << listed;
+    EXPECT_EQ(ask(admin, {"CLIENT", "LIST", "TYPE", "normal"}).find("sub=1 "), std::string::npos);
+    got.push_back(ask(admin, {"CLIENT", "KILL", "TYPE", "pubsub"}));
+    EXPECT_TRUE(sub.closed_by_peer());
+    // By ID: once, then no more.
+    const std::string victim_id = ask(victim, {"CLIENT", "ID"}).substr(1);
+    const std::string id = victim_id.substr(0, victim_id.size() - 2);
+    got.push_back(ask(admin, {"CLIENT", "KILL", "ID", id}));
+    EXPECT_TRUE(victim.closed_by_peer());
+    got.push_back(ask(admin, {"CLIENT", "KILL", "ID", id}));
+    got.push_back(ask(admin, {"CLIENT", "LIST", "ID", id}));
+    // The old form, by address: +OK, and it is gone.
+    const std::string addr = field(ask(by_addr, {"CLIENT", "INFO"}), "addr");
+    got.push_back(ask(admin, {"CLIENT", "KILL", addr}));
+    EXPECT_TRUE(by_addr.closed_by_peer());
+    got.push_back(ask(admin, {"CLIENT", "KILL", addr}));
+    // Itself: skipped, unless SKIPME no; then its reply comes, and the connection ends.
+    const std::string self_info = ask(self, {"CLIENT", "INFO"});
+    const std::string self_id = field(self_info, "id");
+    got.push_back(ask(self, {"CLIENT", "KILL", "ID", self_id}));
+    got.push_back(ask(self, {"CLIENT", "KILL", "ID", self_id, "SKIPME", "no"}));
+    EXPECT_TRUE(self.closed_by_peer());
+    // By USER: every other connection of it.
+    Client other1(port, 3000), other2(port, 3000);
+    ASSERT_EQ(ask(other1, {"PING"}), "+PONG\r\n");
+    ASSERT_EQ(ask(other2, {"PING"}), "+PONG\r\n");
+    got.push_back(ask(admin, {"CLIENT", "KILL", "USER", "default"}));
+    EXPECT_TRUE(other1.closed_by_peer());
+    EXPECT_TRUE(other2.closed_by_peer());
+    got.push_back(ask(admin, {"PING"}));
+    replies.push_back(got);
+  }
+  ASSERT_EQ(replies[1].size(), replies[0].size());
+  for (size_t i = 0; i < replies[0].size(); ++i) EXPECT_EQ(replies[1][i], replies[0][i]) << i;
+  EXPECT_EQ(replies[1][0], "-ERR wrong number of arguments for 'client|kill' command\r\n");
+  EXPECT_EQ(replies[1].back(), "+PONG\r\n");
+  // MAXAGE (Redis 7.4's; Debian's redis-server is older): none that young is that old.
+  Client c(node.port()), young(node.port());
+  EXPECT_EQ(ask(c, {"CLIENT", "KILL", "MAXAGE", "0"}), "-ERR maxage should be greater than 0\r\n");
+  EXPECT_EQ(ask(c, {"CLIENT", "KILL", "MAXAGE", "x"}),
+            "-ERR maxage is not an integer or out of range\r\n");
+  EXPECT_EQ(ask(c, {"CLIENT", "KILL", "MAXAGE", "1000"}), ":0\r\n");
+  EXPECT_EQ(ask(young, {"PING"}), "+PONG\r\n");
+  // Floodgate's own filter: DOOR.
+  EXPECT_EQ(ask(c, {"CLIENT", "KILL", "DOOR", "rls"}), ":0\r\n");
+  EXPECT_EQ(ask(c, {"CLIENT", "LIST", "DOOR", "native"}), "$0\r\n\r\n");
+  const std::string resp = ask(c, {"CLIENT", "LIST", "DOOR", "resp"});
+  EXPECT_NE(resp.find("door=resp"), std::string::npos) << resp;
+  EXPECT_EQ(resp.find("door=native"), std::string::npos) << resp;
+  EXPECT_EQ(ask(c, {"CLIENT", "KILL", "DOOR", "ftp"}).rfind("-ERR Unknown door 'ftp'", 0), 0u);
+}
+
 // CLIENT LIST's idle= is the seconds since the connection's last command, age= since it
 // connected: a connection quiet for 2 s shows idle=2, and one command brings it back to 0.
 TEST(Process, ClientListIdleCountsFromTheLastCommand) {

@@ -674,6 +674,35 @@ class Clients(unittest.TestCase):
         self.assertTrue(wait_for(lambda: len(self.rls_clients()) == 1))
         self.node.call(request("c", [("k", "v")], hits=1), timeout=5)
 
+    def test_client_kill_closes_its_connections(self):
+        """CLIENT KILL DOOR rls (or ID) closes the door's connections: gone from the
+        list at once; a silent one's socket sees its end; a caller's channel connects anew."""
+        self.node.call(request("c", [("k", "v")], hits=1), timeout=5)
+        silent = socket.create_connection(("127.0.0.1", self.node.rls_port), timeout=5)
+        self.assertTrue(wait_for(lambda: len(self.rls_clients()) == 2))
+        self.assertEqual(cli(self.node.port, "CLIENT", "LIST", "DOOR", "rls").count("door=rls"), 2)
+        self.assertNotIn("door=rls", cli(self.node.port, "CLIENT", "LIST", "DOOR", "resp"))
+        self.assertEqual(cli(self.node.port, "CLIENT", "KILL", "DOOR", "rls"), "2")
+        self.assertEqual(self.rls_clients(), [])
+        self.assertEqual(silent.recv(100), b"")  # (closed by the node)
+        silent.close()
+        # The caller's channel reconnects: a new connection, listed again; then by ID.
+        self.assertTrue(wait_for(lambda: self.try_call()))
+        mine = self.rls_clients()
+        self.assertEqual(len(mine), 1, mine)
+        ident = mine[0].split()[0].split("=")[1]
+        self.assertEqual(cli(self.node.port, "CLIENT", "KILL", "ID", ident, "DOOR", "resp"), "0")
+        self.assertEqual(cli(self.node.port, "CLIENT", "KILL", "ID", ident), "1")
+        self.assertEqual(self.rls_clients(), [])
+        self.assertTrue(wait_for(lambda: self.try_call()))
+
+    def try_call(self):
+        try:
+            self.node.call(request("c", [("k", "v")], hits=1), timeout=2)
+            return True
+        except grpc.RpcError:
+            return False
+
 
 class Tls(unittest.TestCase):
     """tls-rls: the door speaks TLS only, with the node's certificate; with tls-auth-clients

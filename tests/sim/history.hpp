@@ -21,7 +21,8 @@ struct Op {
   // denied); j a take from the owing bucket, J a charge afterwards (value: remaining after);
   // y the calendar window (value: a denial's retry-after in ms, -1 from a fail mode); z a take
   // that waits up to 300 ms (value: its wait in ns when admitted); A an FG.TAKEALL over a
-  // counter and a bucket (an error: unknown).
+  // counter and a bucket (an error: unknown); G a call through the gateway door's
+  // translation (a status: unknown).
   char kind = 't';
   int client = 0;
   int node = 0;

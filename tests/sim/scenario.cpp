@@ -5,6 +5,8 @@
 #include <algorithm>
 #include <cinttypes>
 #include <cstdio>
+#include <filesystem>
+#include <fstream>
 #include <functional>
 #include <map>
 #include <memory>
@@ -15,6 +17,7 @@
 #include "history.hpp"
 #include "lease_upkeep.hpp"
 #include "request_job.hpp"
+#include "rls_translate.hpp"
 #include "take_all.hpp"
 #include "world.hpp"
 
@@ -35,7 +38,10 @@ constexpr int64_t kBucketCap = 10, kBucketRate = 20;  // token_bucket: 10, 20 pe
 constexpr int64_t kDebtRate = 10;  // the owing bucket: 5, 10 per 1 s; charged 3 afterwards
 constexpr int64_t kDebtCharge = 3;
 constexpr int64_t kGcraBurst = 4, kGcraRate = 10;  // gcra 4 10 1000 (CL.THROTTLE): 5, 10/s
-constexpr int64_t kWindowLimit = 30;               // sliding_window: 30 per 1 s
+// The gateway door (the doors load): a fixed window of its rules file, 15 per second, asked
+// 20 times a second through each node.
+constexpr int64_t kGatewayLimit = 15;
+constexpr int64_t kWindowLimit = 30;  // sliding_window: 30 per 1 s
 // calendar_window 25 day TZ Europe/Berlin: the day of 23 hours that ends at this instant
 // (2026-03-30 00:00 CEST, 22:00Z — the world's clock starts 13 s before it, world.cpp), then
 // the next.
@@ -184,6 +190,11 @@ class Run {
   }
   void done(int c, size_t op, const std::vector<Outcome>& out);
   void issue_resp(int c);
+  // The gateway door's translation (api/rls/rls_translate.hpp) on the client's node: a
+  // ShouldRateLimit call made into the core's requests, run as the door runs them, and its
+  // answer read back from the response (OK, OVER_LIMIT, or a status: unknown).
+  void issue_gateway(int c);
+  RlsTranslator& gateway_of(int node);
   // Opens `cl`'s RESP connection to its node if it has none open to the node's current
   // process; hangs a client's connection up and schedules its next request.
   void connect_resp(Client& cl);
@@ -250,6 +261,13 @@ class Run {
   int64_t detect_worst_ = -1;
   uint64_t next_conn_ = 1;
   int64_t twin_disagreed_ = 0;  // shadow answers unlike their enforcing twin's
+  // The gateway door's rules (one file, read at setup) and a translator per node's process.
+  std::unique_ptr<RlsRules> rls_rules_;
+  struct Gateway {
+    int starts = -1;  // the node's start count it was made for
+    std::shared_ptr<RlsTranslator> translate;
+  };
+  std::vector<Gateway> gateways_;
   bool stopped_ = false;
   // The hash tag of every client key (one slot), and the hot key. Two nodes: a tag of the
   // higher id's slots, so a split leaves the owner on the side that must step down.
@@ -352,6 +370,20 @@ void Run::setup_clients() {
     for (int i = 0; i < 2 * n; ++i) add('R', i, 50 * kMs, tag_ + ":resp", LimitSpec{});
     for (int i = 0; i < n; ++i) add('S', i, 5 * kMs, tag_ + ":news", LimitSpec{});
     for (int i = 0; i < 2; ++i) add('P', i, 50 * kMs, tag_ + ":news", LimitSpec{});
+    // Through the gateway door's translation: a route's calls on every node, one counter.
+    const std::string path = (std::filesystem::temp_directory_path() /
+                              ("floodgate-sim-rls." + std::to_string(::getpid()) + "." +
+                               std::to_string(seed_) + ".yaml"))
+                                 .string();
+    std::ofstream(path) << "domain: sim\ndescriptors:\n  - key: route\n    rate_limit: {unit: "
+                           "second, requests_per_unit: "
+                        << kGatewayLimit << "}\n";
+    rls_rules_ = std::make_unique<RlsRules>(path);
+    const Status loaded = rls_rules_->reload();
+    std::error_code ec;
+    std::filesystem::remove(path, ec);
+    check(loaded.ok(), "the gateway door's rules: " + (loaded.ok() ? "" : loaded.error()));
+    for (int i = 0; i < n; ++i) add('G', i, 50 * kMs, tag_, LimitSpec{});
   }
   for (Client& c : clients_) {  // (views into the clients' own words, now they stay put)
     if (c.kind != 'd' && c.kind != 'm') continue;
@@ -368,6 +400,7 @@ void Run::issue(int c) {
   if (cl.kind == 'R') return issue_resp(c);
   if (cl.kind == 'S') return issue_sub(c);
   if (cl.kind == 'P') return issue_pub(c);
+  if (cl.kind == 'G') return issue_gateway(c);
   SimNode& sn = world_.node(cl.node);
   const int64_t t0 = world_.now();
   std::vector<Request> reqs(1);
@@ -482,6 +515,72 @@ void Run::issue(int c) {
     if (k == 'k' || k == 'x') cl.ticket = 0;
     if (k == 'e') cl.expire_next = false;
     next(c, 0);  // ('u': the connection closes next)
+  });
+}
+
+RlsTranslator& Run::gateway_of(int node) {
+  SimNode& sn = world_.node(node);
+  if (gateways_.size() <= static_cast<size_t>(node)) gateways_.resize(node + 1);
+  Gateway& g = gateways_[node];
+  if (!g.translate || g.starts != sn.starts) {
+    g.starts = sn.starts;
+    g.translate =
+        std::make_shared<RlsTranslator>(sn.node->services(), *rls_rules_, "default", true, 1000);
+  }
+  return *g.translate;
+}
+
+void Run::issue_gateway(int c) {
+  Client& cl = clients_[c];
+  SimNode& sn = world_.node(cl.node);
+  const int64_t t0 = world_.now();
+  const size_t op = hist_.open('G', c, cl.node, t0);
+  if (!sn.up() || !rls_rules_) {  // connection refused
+    hist_.close(op, t0, Res::kFail);
+    next(c, cl.period_ns);
+    return;
+  }
+  struct Call {
+    RlsCallState state;
+    envoy::service::ratelimit::v3::RateLimitResponse response;
+    std::shared_ptr<RlsTranslator> translate;  // (kept while the call is out)
+  };
+  auto call = std::make_shared<Call>();
+  gateway_of(cl.node);
+  call->translate = gateways_[cl.node].translate;
+  call->state.response = &call->response;
+  call->state.request.set_domain("sim");
+  auto* e = call->state.request.add_descriptors()->add_entries();
+  e->set_key("route");
+  e->set_value(cl.key);  // (the run's hash tag: the counter's key is in the hot slot)
+  const RlsStatus prepared = call->translate->prepare(call->state);
+  check(prepared.ok(), "the gateway door refused a call: " + prepared.message);
+  if (!prepared.ok() || call->state.requests.size() != 1) {
+    hist_.close(op, t0, Res::kFail);
+    next(c, cl.period_ns);
+    return;
+  }
+  Services& svc = sn.node->services();
+  RequestJob::start(
+      svc, svc.lane(), call->state.requests, Door{}, nullptr,
+      [this, c, op, call](std::vector<Outcome>& out) {
+        if (hist_.ops()[op].done) return;  // (the client gave up on it)
+        const RlsStatus st = call->translate->answer(call->state, out.data());
+        Res res = Res::kInfo;  // (a status: it may have been counted)
+        if (st.ok()) {
+          res =
+              call->response.overall_code() == envoy::service::ratelimit::v3::RateLimitResponse::OK
+                  ? Res::kOk
+                  : Res::kDeny;
+        } else {
+          check(st.code == RlsStatusCode::kUnavailable,
+                "the gateway door answered a status a fault cannot cause: " + st.message);
+        }
+        hist_.close(op, world_.now(), res);
+        next(c, clients_[c].period_ns);
+      });
+  world_.at(t0 + kClientTimeoutNs, [this, c, op] {
+    if (hist_.close(op, world_.now(), Res::kInfo)) next(c, 0);
   });
 }
 
@@ -1337,6 +1436,31 @@ Verdict Run::go() {
                           }
                           return over;
                         }});
+  }
+  // The gateway door's fixed window (its counter's, 15 a second of the owner's clock): as the
+  // sliding window's current one, the world's until a clock is stepped, then 2 limits in
+  // any window.
+  if (has('G')) {
+    limiters.push_back({'G', "gateway door (fixed window)", [&](int64_t a, int64_t b) {
+                          int64_t over = 0;
+                          if (a < clock_stepped) {
+                            over = aligned_over_admission(ops, 'G', kGatewayLimit, kS, a,
+                                                          std::min(b, clock_stepped));
+                          }
+                          if (b > clock_stepped) {
+                            over = std::max(over, over_admission(ops, 'G', 2 * kGatewayLimit, kS,
+                                                                 std::max(a, clock_stepped), b));
+                          }
+                          return over;
+                        }});
+    int64_t admitted = 0, denied = 0;
+    for (const Op& o : ops) {
+      admitted += o.kind == 'G' && o.res == Res::kOk;
+      denied += o.kind == 'G' && o.res == Res::kDeny;
+    }
+    check(admitted > 0 && denied > 0, "the gateway door admitted " + std::to_string(admitted) +
+                                          " and denied " + std::to_string(denied) +
+                                          " (its load is past its limit: both are expected)");
   }
   // The calendar window: at most its limit from one Berlin midnight to the next, by the
   // nodes' clocks (the world's until a clock is stepped; then its two days together).
