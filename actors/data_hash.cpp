@@ -1,14 +1,19 @@
 // The hash commands on a shard's keys, as Redis's t_hash.c: HGET HSET HSETNX HMSET HMGET
 // HINCRBY HINCRBYFLOAT HDEL HGETALL HKEYS HVALS HLEN HEXISTS HSTRLEN, and HSCAN. (HRANDFIELD
 // draws as SRANDMEMBER does: data_set.cpp.)
+#include <algorithm>
 #include <climits>
 #include <cmath>
 #include <string>
 
+#include "encoding_thresholds.hpp"
+#include "entry_snapshot.hpp"
 #include "errors.hpp"
 #include "glob.hpp"
 #include "hash_value.hpp"
+#include "merge.hpp"
 #include "shard.hpp"
+#include "value_kinds.hpp"
 #include "words.hpp"
 
 namespace fg {
@@ -159,5 +164,58 @@ void Shard::data_hash(ShardOp& op, int64_t now_ns) {
       return r.integer(h && h->find(a[2]) ? 1 : 0);
   }
 }
+
+// Hashes' row of the kinds table (value_kinds.hpp).
+namespace {
+HashValue& hash_of(const Entry& e) { return *e.state<HashValue*>(); }
+void hash_make(Entry& e) { e.state<HashValue*>() = new HashValue(); }
+void hash_free(Entry& e) { delete e.state<HashValue*>(); }
+bool hash_idle(const Entry& e, int64_t) { return hash_of(e).fields.empty(); }
+uint64_t hash_bytes(const Entry& e) { return sizeof(HashValue) + hash_of(e).bytes; }
+int64_t hash_usage(Entry& e) {  // (each field's two strings)
+  int64_t n = 0;
+  for (const auto& [f, v] : hash_of(e).fields)
+    n += 2 * 32 + static_cast<int64_t>(f.size() + v.size());
+  return n;
+}
+// listpack while within hash-max-listpack-entries and -value, else hashtable (Redis 7.0's).
+const char* hash_encoding(Entry& e) {
+  const EncodingThresholds& t = encoding_thresholds();
+  const HashValue& h = hash_of(e);
+  bool small = static_cast<int64_t>(h.fields.size()) <= t.hash_entries;
+  for (const auto& [k, v] : h.fields) {
+    small = small && static_cast<int64_t>(k.size()) <= t.hash_value &&
+            static_cast<int64_t>(v.size()) <= t.hash_value;
+  }
+  return small ? "listpack" : "hashtable";
+}
+void hash_snapshot(Entry& e, EntrySnapshot& s) { s.hash = hash_of(e).fields; }
+void hash_restore(Entry& e, const EntrySnapshot& s) {
+  hash_of(e).fields = s.hash;
+  hash_of(e).recount();
+}
+// The union of the fields; a field in both: the larger if both are integers, else the
+// serving value.
+bool hash_merge(EntrySnapshot& into, const EntrySnapshot& from) {
+  bool changed = false;
+  for (const auto& [f, v] : from.hash) {
+    const auto& field = f;  // (clang 14 cannot capture a structured binding)
+    auto it = std::find_if(into.hash.begin(), into.hash.end(),
+                           [&field](const auto& kv) { return kv.first == field; });
+    if (it == into.hash.end()) {
+      into.hash.emplace_back(f, v);
+      changed = true;
+    } else {
+      changed |= merge_value(it->second, v);
+    }
+  }
+  return changed;
+}
+}  // namespace
+
+const KindRow kHashKind = {
+    Kind::kHash,    sizeof(HashValue*), 0,           false,       true,        &hash_make,
+    &hash_free,     &hash_idle,         nullptr,     &hash_bytes, &hash_usage, &hash_encoding,
+    &hash_snapshot, &hash_restore,      &hash_merge, nullptr,     nullptr,     nullptr};
 
 }  // namespace fg

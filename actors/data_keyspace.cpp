@@ -11,16 +11,12 @@
 #include <climits>
 #include <string>
 
-#include "encoding_thresholds.hpp"
 #include "errors.hpp"
-#include "hash_value.hpp"
 #include "limit_spec.hpp"
-#include "list_value.hpp"
-#include "set_value.hpp"
 #include "shard.hpp"
 #include "string_value.hpp"
+#include "value_kinds.hpp"
 #include "words.hpp"
-#include "zset_value.hpp"
 
 namespace fg {
 
@@ -101,33 +97,8 @@ namespace {
 // (a string's bytes and its allocation, a hash field's two strings, a member's score and
 // its place in both of a sorted set's indexes).
 int64_t estimate_bytes(Entry& e) {
-  constexpr int64_t kEntry = 64, kString = 32;
-  int64_t n = kEntry + static_cast<int64_t>(e.key().size());
-  switch (e.kind) {
-    case Kind::kString: {
-      if (string_is_int(e)) return n;
-      std::string buf;
-      return n + kString + static_cast<int64_t>(string_get(e, buf).size());
-    }
-    case Kind::kHash:
-      for (const auto& [f, v] : e.state<HashValue*>()->fields)
-        n += 2 * kString + static_cast<int64_t>(f.size() + v.size());
-      return n;
-    case Kind::kZSet:
-      for (const auto& [m, s] : e.state<ZSetValue*>()->scores)
-        n += 96 + 2 * static_cast<int64_t>(m.size());
-      return n;
-    case Kind::kList:
-      for (const auto& v : e.state<ListValue*>()->items)
-        n += kString + static_cast<int64_t>(v.size());
-      return n;
-    case Kind::kSet:
-      for (const std::string* m : e.state<SetValue*>()->members)
-        n += 48 + kString + static_cast<int64_t>(m->size());
-      return n;
-    default:
-      return n + 64;  // (a limiter's state; a log's or leases' entries are not walked)
-  }
+  constexpr int64_t kEntry = 64;
+  return kEntry + static_cast<int64_t>(e.key().size()) + kind_row(e.kind).usage(e);
 }
 }  // namespace
 
@@ -154,45 +125,9 @@ void Shard::data_object(ShardOp& op, int64_t now_ns) {
   if (iequals(sub, "idletime")) return r.integer(0);
   if (iequals(sub, "usage")) return r.integer(estimate_bytes(*e));
   if (iequals(sub, "freq")) return r.error(err::kNoLfu);
-  const EncodingThresholds& t = encoding_thresholds();
-  auto small = [](size_t n, int64_t entries, int64_t bytes, auto&& each) {
-    if (static_cast<int64_t>(n) > entries) return false;
-    bool fits = true;
-    each([&](std::string_view s) { fits = fits && static_cast<int64_t>(s.size()) <= bytes; });
-    return fits;
-  };
-  switch (e->kind) {
-    case Kind::kString: {
-      if (e->flags & kEntryRaw) return r.bulk("raw");
-      if (string_is_int(*e) && !(e->flags & kEntryText)) return r.bulk("int");
-      std::string buf;
-      return r.bulk(string_get(*e, buf).size() <= 44 ? "embstr" : "raw");
-    }
-    case Kind::kHash: {
-      const HashValue& h = *e->state<HashValue*>();
-      return r.bulk(small(h.fields.size(), t.hash_entries, t.hash_value,
-                          [&](auto f) {
-                            for (const auto& [k, v] : h.fields) f(k), f(v);
-                          })
-                        ? "listpack"
-                        : "hashtable");
-    }
-    case Kind::kZSet: {
-      const ZSetValue& z = *e->state<ZSetValue*>();
-      return r.bulk(small(z.size(), t.zset_entries, t.zset_value,
-                          [&](auto f) {
-                            for (const auto& [m, s] : z.scores) f(m);
-                          })
-                        ? "listpack"
-                        : "skiplist");
-    }
-    case Kind::kList:
-      return r.bulk("quicklist");
-    case Kind::kSet:
-      return r.bulk(e->state<SetValue*>()->hashtable ? "hashtable" : "intset");
-    default:
-      return r.bulk(kind_name(e->kind));
-  }
+  const auto encoding = kind_row(e->kind).encoding;  // (a limiter's is its kind)
+  if (!encoding) return r.bulk(kind_name(e->kind));
+  r.bulk(encoding(*e));
 }
 
 }  // namespace fg

@@ -4,9 +4,11 @@
 #include <cstdint>
 #include <vector>
 
+#include "entry_snapshot.hpp"
 #include "errors.hpp"
 #include "list_value.hpp"
 #include "shard.hpp"
+#include "value_kinds.hpp"
 #include "words.hpp"
 
 namespace fg {
@@ -228,5 +230,34 @@ void Shard::list_pos(ShardOp& op, int64_t now_ns) {
   r.array(static_cast<int64_t>(found.size()));
   for (int64_t at : found) r.integer(at);
 }
+
+// Lists' row of the kinds table (value_kinds.hpp). Two copies of a list do not merge (a
+// list has no order-free merge): the serving copy stays.
+namespace {
+ListValue& list_of(const Entry& e) { return *e.state<ListValue*>(); }
+void list_make(Entry& e) { e.state<ListValue*>() = new ListValue(); }
+void list_free(Entry& e) { delete e.state<ListValue*>(); }
+bool list_idle(const Entry& e, int64_t) { return list_of(e).items.empty(); }
+uint64_t list_bytes(const Entry& e) { return sizeof(ListValue) + list_of(e).bytes; }
+int64_t list_usage(Entry& e) {
+  int64_t n = 0;
+  for (const auto& v : list_of(e).items) n += 32 + static_cast<int64_t>(v.size());
+  return n;
+}
+const char* list_encoding(Entry&) { return "quicklist"; }  // (Redis 7.0's lists always are)
+void list_snapshot(Entry& e, EntrySnapshot& s) {
+  const auto& items = list_of(e).items;
+  s.list.assign(items.begin(), items.end());
+}
+void list_restore(Entry& e, const EntrySnapshot& s) {
+  list_of(e).items.assign(s.list.begin(), s.list.end());
+  list_of(e).recount();
+}
+}  // namespace
+
+const KindRow kListKind = {
+    Kind::kList,    sizeof(ListValue*), 0,       false,       true,        &list_make,
+    &list_free,     &list_idle,         nullptr, &list_bytes, &list_usage, &list_encoding,
+    &list_snapshot, &list_restore,      nullptr, nullptr,     nullptr,     nullptr};
 
 }  // namespace fg

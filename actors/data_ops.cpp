@@ -10,14 +10,10 @@
 #include <string>
 
 #include "errors.hpp"
-#include "fixed_window.hpp"
-#include "gcra.hpp"
 #include "scan_args.hpp"
 #include "shard.hpp"
-#include "sliding_log.hpp"
-#include "sliding_window.hpp"
 #include "string_value.hpp"
-#include "token_bucket.hpp"
+#include "value_kinds.hpp"
 #include "words.hpp"
 
 namespace fg {
@@ -104,30 +100,8 @@ bool deadline_of(std::string_view arg, uint32_t flags, bool ms_unit, int64_t now
 
 // When a limiter is back at rest (and forgotten), in Unix nanoseconds.
 int64_t rest_at_ns(Entry& e) {
-  switch (e.kind) {
-    case Kind::kTokenBucket:
-      return e.state<TokenBucketState>().full_at_ns;
-    case Kind::kGcra:
-      return e.state<GcraState>().tat_ns;
-    case Kind::kFixedWindow:
-    case Kind::kCalendarWindow:
-      return e.state<FixedWindowState>().window_end_ns;
-    case Kind::kSlidingWindow: {
-      const auto& w = e.state<SlidingWindowState>();
-      return w.start_ns + 2 * w.window_ns;
-    }
-    case Kind::kSlidingLog: {
-      const SlidingLogState& l = *e.state<SlidingLogState*>();
-      return l.live() ? l.entries.back().at_ns + l.window_ns : 0;
-    }
-    case Kind::kConcurrency: {
-      int64_t t = 0;
-      for (const Lease& l : e.state<LeaseSet*>()->leases()) t = std::max(t, l.expires_at_ns);
-      return t;
-    }
-    default:
-      return 0;
-  }
+  const auto rest = kind_row(e.kind).rest_at_ns;
+  return rest ? rest(e) : 0;
 }
 
 bool is_string(const Entry* e) { return e->kind == Kind::kString; }

@@ -4,14 +4,18 @@
 #include <algorithm>
 #include <cstdint>
 #include <string>
+#include <string_view>
+#include <unordered_set>
 #include <vector>
 
 #include "encoding_thresholds.hpp"
+#include "entry_snapshot.hpp"
 #include "errors.hpp"
 #include "hash_value.hpp"
 #include "scan_args.hpp"
 #include "set_value.hpp"
 #include "shard.hpp"
+#include "value_kinds.hpp"
 #include "words.hpp"
 #include "zset_value.hpp"
 
@@ -291,5 +295,47 @@ void Shard::set_scan(ShardOp& op, int64_t now_ns) {
   r.array(static_cast<int64_t>(hits.size()));
   for (const std::string* m : hits) r.bulk(*m);
 }
+
+// Sets' row of the kinds table (value_kinds.hpp).
+namespace {
+SetValue& set_of(const Entry& e) { return *e.state<SetValue*>(); }
+void set_make(Entry& e) { e.state<SetValue*>() = new SetValue(); }
+void set_free(Entry& e) { delete e.state<SetValue*>(); }
+bool set_idle(const Entry& e, int64_t) { return set_of(e).size() == 0; }
+uint64_t set_bytes(const Entry& e) { return sizeof(SetValue) + set_of(e).bytes; }
+int64_t set_usage(Entry& e) {
+  int64_t n = 0;
+  for (const std::string* m : set_of(e).members) n += 48 + 32 + static_cast<int64_t>(m->size());
+  return n;
+}
+const char* set_encoding(Entry& e) { return set_of(e).hashtable ? "hashtable" : "intset"; }
+void set_snapshot(Entry& e, EntrySnapshot& s) {
+  const SetValue& set = set_of(e);
+  s.list.reserve(set.size());
+  for (const std::string* m : set.members) s.list.push_back(*m);
+}
+void set_restore(Entry& e, const EntrySnapshot& s) {
+  SetValue& set = set_of(e);
+  set = SetValue();
+  const int64_t intset_max = encoding_thresholds().set_intset.load(std::memory_order_relaxed);
+  for (const std::string& m : s.list) set.add(m, intset_max);
+}
+// The union: a member added on either side of a partition stays (one removed on one side
+// only comes back, the price of never losing an add).
+bool set_merge(EntrySnapshot& into, const EntrySnapshot& from) {
+  std::unordered_set<std::string_view> have(into.list.begin(), into.list.end());
+  std::vector<std::string> fresh;
+  for (const std::string& m : from.list)
+    if (!have.count(m)) fresh.push_back(m);
+  if (fresh.empty()) return false;
+  for (std::string& m : fresh) into.list.push_back(std::move(m));
+  return true;
+}
+}  // namespace
+
+const KindRow kSetKind = {
+    Kind::kSet,    sizeof(SetValue*), 0,          false,      true,       &set_make,
+    &set_free,     &set_idle,         nullptr,    &set_bytes, &set_usage, &set_encoding,
+    &set_snapshot, &set_restore,      &set_merge, nullptr,    nullptr,    nullptr};
 
 }  // namespace fg

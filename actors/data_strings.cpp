@@ -5,9 +5,12 @@
 // keep a huge value.
 #include <climits>
 
+#include "entry_snapshot.hpp"
 #include "errors.hpp"
+#include "merge.hpp"
 #include "shard.hpp"
 #include "string_value.hpp"
+#include "value_kinds.hpp"
 #include "words.hpp"
 
 namespace fg {
@@ -102,5 +105,56 @@ void Shard::data_string_edit(ShardOp& op, int64_t now_ns) {
     }
   }
 }
+
+// Strings' row of the kinds table (value_kinds.hpp): an integer kept as one (the entry's
+// bytes) until it is set to text, which the entry points to.
+namespace {
+void string_make(Entry& e) { e.flags = kEntryInt; }  // (the integer 0 until it is set)
+bool string_idle(const Entry&, int64_t) { return false; }
+uint64_t string_bytes(const Entry& e) {
+  return string_is_int(e) ? 0 : sizeof(std::string) + e.state<StringState>().s->capacity();
+}
+int64_t string_usage(Entry& e) {
+  if (string_is_int(e)) return 0;
+  std::string buf;
+  return 32 + static_cast<int64_t>(string_get(e, buf).size());
+}
+// As redis-server 7.0 reports it: int, embstr up to 44 bytes, else raw (and raw once
+// appended to or ranged into, kEntryRaw).
+const char* string_encoding(Entry& e) {
+  if (e.flags & kEntryRaw) return "raw";
+  if (string_is_int(e) && !(e.flags & kEntryText)) return "int";
+  std::string buf;
+  return string_get(e, buf).size() <= 44 ? "embstr" : "raw";
+}
+void string_snapshot(Entry& e, EntrySnapshot& s) {
+  std::string buf;
+  s.value = std::string(string_get(e, buf));
+}
+void string_restore(Entry& e, const EntrySnapshot& s) { string_set(e, s.value); }
+// Both integers (INCR counters): the larger; else the serving value.
+bool string_merge(EntrySnapshot& into, const EntrySnapshot& from) {
+  return merge_value(into.value, from.value);
+}
+}  // namespace
+
+const KindRow kStringKind = {Kind::kString,
+                             sizeof(StringState),
+                             0,
+                             true,
+                             true,
+                             &string_make,
+                             &string_free,
+                             &string_idle,
+                             nullptr,
+                             &string_bytes,
+                             &string_usage,
+                             &string_encoding,
+                             &string_snapshot,
+                             &string_restore,
+                             &string_merge,
+                             nullptr,
+                             nullptr,
+                             nullptr};
 
 }  // namespace fg

@@ -8,15 +8,18 @@
 #include <cmath>
 #include <cstdlib>
 #include <iterator>
+#include <map>
 #include <set>
 #include <string>
 #include <vector>
 
+#include "encoding_thresholds.hpp"
+#include "entry_snapshot.hpp"
 #include "errors.hpp"
-#include "list_value.hpp"
 #include "scan_args.hpp"
 #include "set_value.hpp"
 #include "shard.hpp"
+#include "value_kinds.hpp"
 #include "words.hpp"
 #include "zset_value.hpp"
 
@@ -740,94 +743,59 @@ void Shard::zset_range_store(ShardOp& op, int64_t now_ns) {
   store_zset(op, a[1], std::move(out), now_ns);
 }
 
-// One attempt of BLPOP, BRPOP, BZPOPMIN or BZPOPMAX key ... timeout: from the first key that
-// holds anything, [key, element] or [key, member, score]; a null array when none does (the
-// connection then waits and tries again). A key of another type is -WRONGTYPE when reached.
-void Shard::block_pop(ShardOp& op, int64_t now_ns) {
-  const bool zset = op.data == DataCmd::kBZPopMin || op.data == DataCmd::kBZPopMax;
-  const bool low = op.data == DataCmd::kBLPop || op.data == DataCmd::kBZPopMin;
-  pop_first(op, 1, op.args->size() - 1, zset, low, 1, false, now_ns);
+// Sorted sets' row of the kinds table (value_kinds.hpp).
+namespace {
+ZSetValue& zset_of(const Entry& e) { return *e.state<ZSetValue*>(); }
+void zset_make(Entry& e) { e.state<ZSetValue*>() = new ZSetValue(); }
+void zset_free(Entry& e) { delete e.state<ZSetValue*>(); }
+bool zset_idle(const Entry& e, int64_t) { return zset_of(e).size() == 0; }
+uint64_t zset_bytes(const Entry& e) { return sizeof(ZSetValue) + zset_of(e).bytes; }
+int64_t zset_usage(Entry& e) {  // (a member's score and its place in both indexes)
+  int64_t n = 0;
+  for (const auto& [m, s] : zset_of(e).scores) n += 96 + 2 * static_cast<int64_t>(m.size());
+  return n;
 }
+// listpack while within zset-max-listpack-entries and -value, else skiplist (Redis 7.0's).
+const char* zset_encoding(Entry& e) {
+  const EncodingThresholds& t = encoding_thresholds();
+  const ZSetValue& z = zset_of(e);
+  bool small = static_cast<int64_t>(z.size()) <= t.zset_entries;
+  for (const auto& [m, s] : z.scores)
+    small = small && static_cast<int64_t>(m.size()) <= t.zset_value;
+  return small ? "listpack" : "skiplist";
+}
+void zset_snapshot(Entry& e, EntrySnapshot& s) {
+  for (const auto& [score, m] : zset_of(e).by_score) s.zset.emplace_back(m, score);
+}
+void zset_restore(Entry& e, const EntrySnapshot& s) {
+  ZSetValue& z = zset_of(e);
+  z = ZSetValue();
+  for (const auto& [m, score] : s.zset) z.set(m, score);
+}
+// The union of the members; a member in both: the larger score.
+bool zset_merge(EntrySnapshot& into, const EntrySnapshot& from) {
+  std::map<std::string, double> by_member;
+  for (const auto& [m, s] : into.zset) by_member.emplace(m, s);
+  bool changed = false;
+  for (const auto& [m, s] : from.zset) {
+    auto [it, fresh] = by_member.emplace(m, s);
+    if (fresh || s > it->second) {
+      it->second = s;
+      changed = true;
+    }
+  }
+  if (!changed) return false;
+  into.zset.assign(by_member.begin(), by_member.end());
+  std::stable_sort(into.zset.begin(), into.zset.end(), [](const auto& a, const auto& b) {
+    return a.second < b.second || (a.second == b.second && a.first < b.first);
+  });
+  return true;
+}
+}  // namespace
 
-// Pops up to `count` from the first of keys [first, end) that holds anything (a sorted set
-// with `zset`, else a list; from its low end with `low`): [key, [elements or (member,
-// score) pairs]] when `nested` (ZMPOP, LMPOP), else [key, element] or [key, member, score]
-// (one pop: BLPOP, BZPOPMIN); a null array when none holds anything. A key of another type is
-// -WRONGTYPE when reached.
-void Shard::pop_first(ShardOp& op, size_t first, size_t end, bool zset, bool low, int64_t count,
-                      bool nested, int64_t now_ns) {
-  const auto& a = *op.args;
-  DataReply& r = *op.reply;
-  for (size_t j = first; j < end; ++j) {
-    const std::string_view key = a[j];
-    Shard& s = *holder_of(key);
-    const uint64_t h = KeyTable::hash(key);
-    Entry* e = s.lookup(key, h, now_ns);
-    if (!e) continue;
-    if (e->kind != (zset ? Kind::kZSet : Kind::kList)) {
-      op.status = OpStatus::kWrongType;
-      return;
-    }
-    const int64_t size = zset ? static_cast<int64_t>(e->state<ZSetValue*>()->size())
-                              : static_cast<int64_t>(e->state<ListValue*>()->items.size());
-    const int64_t n = std::min(count, size);
-    if (nested) {
-      r.array(2);
-      r.bulk(key);
-      r.array(n);
-    } else {
-      r.array(zset ? 3 : 2);
-      r.bulk(key);
-    }
-    for (int64_t k = 0; k < n; ++k) {
-      if (zset) {
-        ZSetValue& z = *e->state<ZSetValue*>();
-        const Member m = low ? *z.by_score.begin() : *z.by_score.rbegin();
-        if (nested) r.array(2);
-        r.bulk(m.second);
-        r.dbl(m.first);
-        z.erase(m.second);
-      } else {
-        r.bulk(e->state<ListValue*>()->pop(low));
-      }
-    }
-    s.settle(e, key, h, n == size);
-    return;
-  }
-  r.null_array();
-}
-
-// ZMPOP numkeys key ... MIN|MAX [COUNT n] and LMPOP numkeys key ... LEFT|RIGHT [COUNT n]
-// (zmpopGenericCommand, lmpopGenericCommand): from the first key that holds anything, up to
-// n members (with their scores) or elements, as [key, [...]]; a null array when none does.
-void Shard::multi_pop(ShardOp& op, int64_t now_ns) {
-  const auto& a = *op.args;
-  DataReply& r = *op.reply;
-  const bool zset = op.data == DataCmd::kZMPop || op.data == DataCmd::kBZMPop;
-  // (BLMPOP and BZMPOP: the timeout first)
-  const size_t at = op.data == DataCmd::kBLMPop || op.data == DataCmd::kBZMPop ? 2 : 1;
-  int64_t numkeys;
-  if (!parse_long(a[at], numkeys) || numkeys < 1) return r.error(err::kNumkeysPositive);
-  if (static_cast<uint64_t>(numkeys) >= a.size() - at - 1) return r.error(err::kSyntax);
-  const size_t where = at + 1 + static_cast<size_t>(numkeys);
-  bool low;  // MIN, LEFT
-  if (iequals(a[where], zset ? "min" : "left")) {
-    low = true;
-  } else if (iequals(a[where], zset ? "max" : "right")) {
-    low = false;
-  } else {
-    return r.error(err::kSyntax);
-  }
-  int64_t count = -1;
-  for (size_t j = where + 1; j < a.size(); ++j) {
-    if (count == -1 && iequals(a[j], "count") && j + 1 < a.size()) {
-      if (!parse_long(a[++j], count) || count < 1) return r.error(err::kCountPositive);
-    } else {
-      return r.error(err::kSyntax);
-    }
-  }
-  if (count == -1) count = 1;
-  pop_first(op, at + 1, where, zset, low, count, true, now_ns);
-}
+const KindRow kZSetKind = {
+    Kind::kZSet,    sizeof(ZSetValue*), 0,           false,       true,        &zset_make,
+    &zset_free,     &zset_idle,         nullptr,     &zset_bytes, &zset_usage, &zset_encoding,
+    &zset_snapshot, &zset_restore,      &zset_merge, nullptr,     nullptr,     nullptr};
 
 }  // namespace fg

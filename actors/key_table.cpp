@@ -7,50 +7,11 @@
 #include <functional>
 #include <new>
 
-#include "fixed_window.hpp"
-#include "gcra.hpp"
-#include "hash_value.hpp"
-#include "lease_set.hpp"
-#include "list_value.hpp"
-#include "set_value.hpp"
-#include "sliding_log.hpp"
-#include "sliding_window.hpp"
-#include "string_value.hpp"
-#include "token_bucket.hpp"
-#include "zset_value.hpp"
+#include "value_kinds.hpp"
 
 namespace fg {
 
-size_t Entry::state_size(Kind k) {
-  switch (k) {
-    case Kind::kTokenBucket:
-      return sizeof(TokenBucketState);
-    case Kind::kGcra:
-      return sizeof(GcraState);
-    case Kind::kFixedWindow:
-    case Kind::kCalendarWindow:
-      return sizeof(FixedWindowState);
-    case Kind::kSlidingWindow:
-      return sizeof(SlidingWindowState);
-    case Kind::kSlidingLog:
-      return sizeof(SlidingLogState*);
-    case Kind::kConcurrency:
-      return sizeof(LeaseSet*);
-    case Kind::kString:
-      return sizeof(StringState);
-    case Kind::kHash:
-      return sizeof(HashValue*);
-    case Kind::kZSet:
-      return sizeof(ZSetValue*);
-    case Kind::kList:
-      return sizeof(ListValue*);
-    case Kind::kSet:
-      return sizeof(SetValue*);
-    case Kind::kNone:
-      break;
-  }
-  return 0;
-}
+size_t Entry::state_size(Kind k) { return kind_row(k).state_size; }
 
 namespace {
 size_t entry_bytes(const Entry* e) { return sizeof(Entry) + e->key_offset() + e->key_len; }
@@ -115,13 +76,7 @@ Entry* KeyTable::insert(std::string_view key, uint64_t h, Kind kind, uint16_t ac
   e->charge = static_cast<uint32_t>(account & 0xfff) << 20 | encode_charge(n + 16);
   std::memset(e->state_bytes(), 0, state);
   if (!key.empty()) std::memcpy(e->state_bytes() + state, key.data(), key.size());
-  if (kind == Kind::kSlidingLog) e->state<SlidingLogState*>() = new SlidingLogState();
-  if (kind == Kind::kConcurrency) e->state<LeaseSet*>() = new LeaseSet();
-  if (kind == Kind::kString) e->flags = kEntryInt;  // the integer 0 until it is set
-  if (kind == Kind::kHash) e->state<HashValue*>() = new HashValue();
-  if (kind == Kind::kZSet) e->state<ZSetValue*>() = new ZSetValue();
-  if (kind == Kind::kList) e->state<ListValue*>() = new ListValue();
-  if (kind == Kind::kSet) e->state<SetValue*>() = new SetValue();
+  if (const auto make = kind_row(kind).make) make(*e);
   const size_t mask = slots_.size() - 1;
   size_t i = home(h);
   while (slots_[i]) i = (i + 1) & mask;
@@ -151,13 +106,7 @@ bool KeyTable::erase(std::string_view key, uint64_t h) {
 
 void KeyTable::free_entry(Entry* e) {
   const size_t n = entry_bytes(e);  // (what it was allocated with)
-  if (e->kind == Kind::kSlidingLog) delete e->state<SlidingLogState*>();
-  if (e->kind == Kind::kConcurrency) delete e->state<LeaseSet*>();
-  if (e->kind == Kind::kString) string_free(*e);
-  if (e->kind == Kind::kHash) delete e->state<HashValue*>();
-  if (e->kind == Kind::kZSet) delete e->state<ZSetValue*>();
-  if (e->kind == Kind::kList) delete e->state<ListValue*>();
-  if (e->kind == Kind::kSet) delete e->state<SetValue*>();
+  if (const auto free = kind_row(e->kind).free) free(*e);
   bytes_ -= n;
   charge(e->account(), -1, -static_cast<int64_t>(e->charged()));
   pool_.free(e, n);

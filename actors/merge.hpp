@@ -31,5 +31,9 @@ namespace fg {
 // Merges `from` into `into` (same key). True if `into` changed. `into.kind == kNone` (the key
 // absent on the serving side) takes `from` whole.
 bool merge_snapshot(EntrySnapshot& into, const EntrySnapshot& from);
+// A value's text: both integers (as Redis parses them), the larger into `mine`; else `mine`
+// stays. True if it changed. (Strings' and hash fields' rule; each kind's own merge is its
+// row's, value_kinds.hpp.)
+bool merge_value(std::string& mine, const std::string& theirs);
 
 }  // namespace fg

@@ -5,6 +5,7 @@
 
 #include "entry_snapshot.hpp"
 #include "string_value.hpp"
+#include "value_kinds.hpp"
 
 namespace fg {
 
@@ -33,23 +34,15 @@ void put_key(std::string& out, Kind k, std::string_view key) {
   out.append(key);
 }
 
-// The fixed-size limiters: how many integers their state is.
+// The fixed-size limiters: how many integers their state is (0: a string, packed apart).
 size_t int_count(Kind k) {
-  switch (k) {
-    case Kind::kTokenBucket:
-    case Kind::kGcra:
-    case Kind::kFixedWindow:
-    case Kind::kCalendarWindow:
-    case Kind::kSlidingWindow:
-      return snapshot_field_count(k);
-    default:
-      return 0;
-  }
+  const KindRow& row = kind_row(k);
+  return row.packed ? static_cast<size_t>(row.fields) : 0;
 }
 
 }  // namespace
 
-bool packable(Kind k) { return int_count(k) > 0 || k == Kind::kString; }
+bool packable(Kind k) { return kind_row(k).packed; }
 
 void pack_entry(Entry& e, std::string& out) {
   put_key(out, e.kind, e.key());

@@ -1,17 +1,17 @@
 // A shard's dispatch: running a batch or a multi-shard step, each op on the shard that
 // serves its slot, to the code of its kind — limiters here (take), leases and reservations
-// (shard_leases.cpp), data commands (data_*.cpp), scripts (through the host). Kinds are
+// (shard_leases.cpp), data commands (data_*.cpp), scripts (through the host); what differs
+// by the kind of value a key holds is its row's (value_kinds.hpp). Kinds are
 // fixed at first use: a key that holds one kind of limiter answers WRONGTYPE to another,
 // as Redis does for data types. Expiry: shard_expiry.cpp; state moving between nodes:
 // shard_transfer.cpp.
 #include "shard.hpp"
 
+#include <stdexcept>
+
 #include "errors.hpp"
-#include "fixed_window.hpp"
-#include "gcra.hpp"
 #include "sliding_log.hpp"
-#include "sliding_window.hpp"
-#include "token_bucket.hpp"
+#include "value_kinds.hpp"
 
 namespace fg {
 
@@ -25,25 +25,8 @@ uint64_t splitmix64(uint64_t x) {
 
 // Runs the kind's algorithm on `state` (raw entry state bytes or a scratch copy).
 Decision run(Kind kind, unsigned char* state, const ShardOp& op, int64_t now, bool dry) {
-  switch (kind) {
-    case Kind::kTokenBucket:
-      return token_bucket_take(*reinterpret_cast<TokenBucketState*>(state), op.spec, op.cost, now,
-                               dry);
-    case Kind::kGcra:
-      return gcra_take(*reinterpret_cast<GcraState*>(state), op.spec, op.cost, now, dry);
-    case Kind::kFixedWindow:
-    case Kind::kCalendarWindow:
-      return fixed_window_take(*reinterpret_cast<FixedWindowState*>(state), op.spec, op.cost, now,
-                               dry);
-    case Kind::kSlidingWindow:
-      return sliding_window_take(*reinterpret_cast<SlidingWindowState*>(state), op.spec, op.cost,
-                                 now, dry);
-    case Kind::kSlidingLog:
-      return sliding_log_take(**reinterpret_cast<SlidingLogState**>(state), op.spec, op.cost, now,
-                              dry);
-    default:
-      return {};
-  }
+  const auto take = kind_row(kind).take;
+  return take ? take(state, op, now, dry) : Decision{};
 }
 }  // namespace
 
@@ -51,7 +34,11 @@ Shard::Shard(size_t max_keys, uint64_t lease_seed, ShardStats* stats)
     : max_keys_(max_keys),
       lease_seed_(lease_seed),
       stats_(stats),
-      watch_clock_(splitmix64(lease_seed ^ 0x77617463686b6579ULL)) {}
+      watch_clock_(splitmix64(lease_seed ^ 0x77617463686b6579ULL)) {
+  static const bool rows_in_order = kind_rows_in_order();
+  if (!rows_in_order)
+    throw std::logic_error("actors/value_kinds.cpp: a row is out of Kind's order");
+}
 
 uint64_t Shard::next_lease_id() {
   uint64_t id;
@@ -161,36 +148,17 @@ void Shard::take(ShardOp& op, int64_t now_ns) {
   }
 }
 
+// A limiter's state charged `delta` (< 0: refunded), by its kind's adjust (FG.ADJUST, and a
+// waiting take's reservation).
+void Shard::charge(Entry& e, const LimitSpec& spec, int64_t delta, int64_t now_ns) {
+  if (const auto adjust = kind_row(e.kind).adjust) adjust(e, spec, delta, now_ns);
+}
+
 // FG.TAKE ... WAIT: a denial that would be allowed within the caller's wait takes its place
 // now — the bucket goes into debt by its cost — and is due when the debt is paid: exactly
 // its retry-after. Later arrivals find more debt and are due later (arrivals are served in
 // order); nobody is admitted before the debt is paid. Token buckets and GCRA only (their
 // debt is a queue in time); a shadow policy never waits (it never denies).
-// A limiter's state charged `delta` (< 0: refunded), by its kind's adjust (FG.ADJUST, and a
-// waiting take's reservation).
-void Shard::charge(Entry& e, const LimitSpec& spec, int64_t delta, int64_t now_ns) {
-  switch (e.kind) {
-    case Kind::kTokenBucket:
-      token_bucket_adjust(e.state<TokenBucketState>(), spec, delta, now_ns);
-      break;
-    case Kind::kGcra:
-      gcra_adjust(e.state<GcraState>(), spec, delta, now_ns);
-      break;
-    case Kind::kFixedWindow:
-    case Kind::kCalendarWindow:
-      fixed_window_adjust(e.state<FixedWindowState>(), spec, delta, now_ns);
-      break;
-    case Kind::kSlidingWindow:
-      sliding_window_adjust(e.state<SlidingWindowState>(), spec, delta, now_ns);
-      break;
-    case Kind::kSlidingLog:
-      sliding_log_adjust(*e.state<SlidingLogState*>(), spec, delta, now_ns);
-      break;
-    default:
-      break;
-  }
-}
-
 void Shard::reserve_wait(Entry& e, ShardOp& op, int64_t now_ns) {
   const int64_t due = op.decision.retry_after_ns;
   if (due < 0 || due > op.wait_ns || op.spec.shadow) return;

@@ -3,16 +3,8 @@
 // a few table slots at a time.
 #include <algorithm>
 
-#include "fixed_window.hpp"
-#include "gcra.hpp"
-#include "hash_value.hpp"
-#include "list_value.hpp"
-#include "set_value.hpp"
 #include "shard.hpp"
-#include "sliding_log.hpp"
-#include "sliding_window.hpp"
-#include "token_bucket.hpp"
-#include "zset_value.hpp"
+#include "value_kinds.hpp"
 
 namespace fg {
 
@@ -21,34 +13,7 @@ bool Shard::idle(const Entry* e, int64_t now) const {
     const int64_t d = e->deadline_ms();
     if (d != 0 && now / 1'000'000 > d) return true;  // (Redis: expired once the clock is past it)
   }
-  switch (e->kind) {
-    case Kind::kTokenBucket:
-      return token_bucket_idle(e->state<TokenBucketState>(), now);
-    case Kind::kGcra:
-      return gcra_idle(e->state<GcraState>(), now);
-    case Kind::kFixedWindow:
-    case Kind::kCalendarWindow:
-      return fixed_window_idle(e->state<FixedWindowState>(), now);
-    case Kind::kSlidingWindow:
-      return sliding_window_idle(e->state<SlidingWindowState>(), now);
-    case Kind::kSlidingLog:
-      return sliding_log_idle(*e->state<SlidingLogState*>(), now);
-    case Kind::kConcurrency:
-      return e->state<LeaseSet*>()->idle(now);
-    case Kind::kString:
-      return false;
-    case Kind::kHash:
-      return e->state<HashValue*>()->fields.empty();
-    case Kind::kZSet:
-      return e->state<ZSetValue*>()->size() == 0;
-    case Kind::kList:
-      return e->state<ListValue*>()->items.empty();
-    case Kind::kSet:
-      return e->state<SetValue*>()->size() == 0;
-    case Kind::kNone:
-      break;
-  }
-  return true;
+  return kind_row(e->kind).idle(*e, now);
 }
 
 bool Shard::expire(Entry* e, int64_t now) {

@@ -1,13 +1,9 @@
 // A shard's held things: concurrency leases (acquire, renew, release, count, a holder's
 // heartbeat and release) and reservations (what an all-or-nothing check took, given back
 // when cancelled or not committed in time).
-#include "fixed_window.hpp"
-#include "gcra.hpp"
 #include "key_slot.hpp"
 #include "shard.hpp"
-#include "sliding_log.hpp"
-#include "sliding_window.hpp"
-#include "token_bucket.hpp"
+#include "value_kinds.hpp"
 
 namespace fg {
 
@@ -111,26 +107,9 @@ void Shard::refund(const Ticket& t, int64_t now_ns) {
   if (owned_ && !owned_->test(key_slot(t.key))) return;  // moved away: the new owner keeps it
   Entry* e = table_.find(t.key, KeyTable::hash(t.key));
   if (!e || e->kind != t.spec.kind) return;
-  switch (e->kind) {
-    case Kind::kTokenBucket:
-      token_bucket_refund(e->state<TokenBucketState>(), t.spec, t.cost);
-      break;
-    case Kind::kGcra:
-      gcra_refund(e->state<GcraState>(), t.spec, t.cost, now_ns);
-      break;
-    case Kind::kFixedWindow:
-    case Kind::kCalendarWindow:
-      fixed_window_refund(e->state<FixedWindowState>(), t.spec, t.cost, t.taken_ns);
-      break;
-    case Kind::kSlidingWindow:
-      sliding_window_refund(e->state<SlidingWindowState>(), t.spec, t.cost, t.taken_ns);
-      break;
-    case Kind::kSlidingLog:
-      sliding_log_refund(*e->state<SlidingLogState*>(), t.cost, t.taken_ns);
-      break;
-    default:
-      return;
-  }
+  const auto refund = kind_row(e->kind).refund;
+  if (!refund) return;
+  refund(*e, t.spec, t.cost, t.taken_ns, now_ns);
   mark(e, t.key);
 }
 
