@@ -262,6 +262,10 @@ std::string AdminHttp::metrics() const {
     t.one("floodgate_rls_connections", "gauge",
           "The gateway door's connections (plain gRPC: rls-maxclients holds them)",
           static_cast<double>(b.connections.load(std::memory_order_relaxed)));
+    t.one("floodgate_rls_memory_quota_bytes", "gauge",
+          "gRPC's memory quota for all the gateway door's connections (maxmemory-clients; "
+          "256 MiB when that is 0)",
+          static_cast<double>(b.memory_quota.load(std::memory_order_relaxed)));
     t.family("floodgate_rls_refused_total", "counter",
              "What the gateway door refused: connections past rls-maxclients, connections "
              "that did not begin within query-deadline, calls without the rls-token-file's "

@@ -651,6 +651,9 @@ struct Node::Running : RunningNode {
   void set_replication_lag(int64_t ms) override {
     if (node.cluster_) node.cluster_->set_replication_lag(ms);
   }
+  void set_gateway_memory(int64_t bytes) override {
+    if (node.rls_) node.rls_->set_memory(bytes);
+  }
   Node& node;
 };
 

@@ -311,6 +311,7 @@ std::vector<Setting> make_settings() {
                    [](const NodeConfig& c) { return std::to_string(c.maxmemory_clients); }},
            [](RunningNode& n, const NodeConfig& c) {
              n.clients().set_max_memory(c.maxmemory_clients);
+             n.set_gateway_memory(c.maxmemory_clients);  // (its gRPC quota: the same size)
            }),
       live(
           Setting{

@@ -63,6 +63,8 @@ class RlsStatsBook {
   // connections that did not begin in time, calls without the token, calls that needed
   // more counters than their domain may hold.
   std::atomic<int64_t> connections{0};
+  // gRPC's memory quota for all the door's connections (maxmemory-clients; 256 MiB for 0).
+  std::atomic<int64_t> memory_quota{0};
   std::atomic<uint64_t> connections_refused{0}, handshake_timeouts{0}, unauthenticated{0};
   std::atomic<uint64_t> keys_refused{0};
   std::atomic<uint64_t> config_load_success{0}, config_load_error{0};

@@ -478,8 +478,8 @@ Status RlsDoor::start(const std::string& host, int port) {
   // What callers can make the door hold: the memory of all its connections, the streams one
   // connection may open, one message's size. The port is this node's alone (no
   // SO_REUSEPORT: a second node given the same port fails to start, it does not share it).
-  grpc_resource_quota* quota = grpc_resource_quota_create("rls-door");
-  grpc_resource_quota_resize(quota, static_cast<size_t>(options_.memory_bytes));
+  quota_ = grpc_resource_quota_create("rls-door");
+  set_memory(options_.memory_bytes);
   // A connection with no call for idle_ms is closed (for ever: INT_MAX); a TLS one must
   // finish its handshake within handshake_ms (a plain one must begin within it:
   // accept_loop).
@@ -493,11 +493,10 @@ Status RlsDoor::start(const std::string& host, int port) {
       int_arg(GRPC_ARG_MAX_CONNECTION_IDLE_MS,
               options_.idle_ms > 0 ? clamp(options_.idle_ms) : std::numeric_limits<int>::max()),
       int_arg(GRPC_ARG_SERVER_HANDSHAKE_TIMEOUT_MS, clamp(options_.handshake_ms)),
-      pointer_arg(GRPC_ARG_RESOURCE_QUOTA, quota, grpc_resource_quota_arg_vtable()),
+      pointer_arg(GRPC_ARG_RESOURCE_QUOTA, quota_, grpc_resource_quota_arg_vtable()),
   };
   const grpc_channel_args channel_args{std::size(args), args};
   server_ = grpc_server_create(&channel_args, nullptr);
-  grpc_resource_quota_unref(quota);
   cq_ = grpc_completion_queue_create_for_next(nullptr);
   grpc_server_register_completion_queue(server_, cq_, nullptr);
   rls_method_ = grpc_server_register_method(server_, kRlsMethod, nullptr,
@@ -542,6 +541,7 @@ Status RlsDoor::start(const std::string& host, int port) {
     }
     grpc_completion_queue_destroy(cq_);
     cq_ = nullptr;
+    release_quota();
     grpc_shutdown();
     return Error{"cannot listen on " + addr + (why.empty() ? "" : ": " + why)};
   }
@@ -698,6 +698,20 @@ void RlsDoor::other(OtherCall* o, bool ok) {
   o->send(nullptr, GRPC_STATUS_UNIMPLEMENTED, "");
 }
 
+void RlsDoor::set_memory(int64_t bytes) {
+  if (bytes <= 0) bytes = kDefaultMemoryBytes;
+  std::lock_guard<std::mutex> g(quota_mu_);
+  if (!quota_) return;
+  grpc_resource_quota_resize(quota_, static_cast<size_t>(bytes));
+  rules_.stats().memory_quota.store(bytes, std::memory_order_relaxed);
+}
+
+void RlsDoor::release_quota() {
+  std::lock_guard<std::mutex> g(quota_mu_);
+  if (quota_) grpc_resource_quota_unref(quota_);
+  quota_ = nullptr;
+}
+
 void RlsDoor::stop() {
   if (!server_) return;
   set_serving(false);
@@ -738,6 +752,7 @@ void RlsDoor::stop() {
   cq_ = nullptr;
   if (plain_creds_) grpc_server_credentials_release(plain_creds_);
   plain_creds_ = nullptr;
+  release_quota();
   grpc_shutdown();
 }
 

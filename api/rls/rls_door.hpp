@@ -19,11 +19,15 @@
 struct grpc_server;
 struct grpc_completion_queue;
 struct grpc_server_credentials;
+struct grpc_resource_quota;
 
 namespace fg {
 
 struct Services;
 class RlsRules;
+
+// gRPC's memory quota for the door when maxmemory-clients is 0 (no cap for the others).
+constexpr int64_t kDefaultMemoryBytes = int64_t{256} << 20;
 
 struct RlsDoorOptions {
   // RateLimit-Limit, RateLimit-Remaining, RateLimit-Reset in response_headers_to_add
@@ -37,7 +41,7 @@ struct RlsDoorOptions {
   // What callers can make the door hold: gRPC's memory for all its connections (its
   // resource quota; past it gRPC refuses new streams and shrinks buffers), and the
   // streams one connection may have open at once.
-  int64_t memory_bytes = 256 << 20;
+  int64_t memory_bytes = kDefaultMemoryBytes;
   int max_streams = 1000;
   // Connections at once (rls-maxclients; plain gRPC, whose connections the door accepts);
   // how long one may take to begin (its HTTP/2 preface, or TLS handshake); how long one
@@ -62,6 +66,9 @@ class RlsDoor {
   // empty: none needed). Any thread; in force for the next call.
   void set_token(std::string token);
   bool serving() const { return serving_.load(); }
+  // gRPC's memory quota for the door's connections, now (CONFIG SET maxmemory-clients; 0:
+  // the default). Any thread.
+  void set_memory(int64_t bytes);
   void stop();  // refuses new calls, lets the ones running finish (briefly)
 
   class Service;
@@ -70,6 +77,7 @@ class RlsDoor {
   void serve();  // the queue's thread
   int listen_plain(const std::string& host, int port, std::string& why);
   void accept_loop();  // rls_accept.cpp
+  void release_quota();
   void arm_health();
   void arm_other();
   void health(struct HealthCall* h, bool ok);
@@ -90,6 +98,8 @@ class RlsDoor {
   int kill_fd_ = -1;  // an eventfd: CLIENT KILL chose one of its connections
   std::thread acceptor_;
   grpc_server_credentials* plain_creds_ = nullptr;
+  std::mutex quota_mu_;
+  grpc_resource_quota* quota_ = nullptr;  // (held until the door stops)
   int port_ = 0;
   std::atomic<bool> serving_{false};
   std::mutex token_mu_;

@@ -696,6 +696,17 @@ class Clients(unittest.TestCase):
         self.assertEqual(self.rls_clients(), [])
         self.assertTrue(wait_for(lambda: self.try_call()))
 
+    def test_its_memory_quota_follows_maxmemory_clients(self):
+        """gRPC's memory quota for the door is maxmemory-clients (256 MiB when 0), and CONFIG
+        SET maxmemory-clients moves it on a running node."""
+        quota = lambda: metric(self.node.metrics(), "floodgate_rls_memory_quota_bytes", "")
+        self.assertEqual(quota(), 256 << 20)
+        self.assertEqual(cli(self.node.port, "CONFIG", "SET", "maxmemory-clients", "64mb"), "OK")
+        self.assertEqual(quota(), 64 << 20)
+        self.node.call(request("c", [("k", "v")], hits=1), timeout=5)  # (still answering)
+        self.assertEqual(cli(self.node.port, "CONFIG", "SET", "maxmemory-clients", "0"), "OK")
+        self.assertEqual(quota(), 256 << 20)
+
     def try_call(self):
         try:
             self.node.call(request("c", [("k", "v")], hits=1), timeout=2)
