@@ -309,44 +309,30 @@ const KindRow kGcraKind = {Kind::kGcra,
                            &gcra_charge,
                            &gcra_give_back};
 
-const KindRow kFixedWindowKind = {Kind::kFixedWindow,
-                                  sizeof(FixedWindowState),
-                                  2,
-                                  true,
-                                  false,
-                                  nullptr,
-                                  nullptr,
-                                  &window_idle,
-                                  &window_rest,
-                                  nullptr,
-                                  &fixed_state_usage,
-                                  nullptr,
-                                  &fields_out<FixedWindowState, 2>,
-                                  &fields_in<FixedWindowState, 2>,
-                                  &merge_window,
-                                  &window_take,
-                                  &window_adjust,
-                                  &window_refund};
-
-// (a fixed window whose windows are calendar units: the same state and rules)
-const KindRow kCalendarWindowKind = {Kind::kCalendarWindow,
-                                     sizeof(FixedWindowState),
-                                     2,
-                                     true,
-                                     false,
-                                     nullptr,
-                                     nullptr,
-                                     &window_idle,
-                                     &window_rest,
-                                     nullptr,
-                                     &fixed_state_usage,
-                                     nullptr,
-                                     &fields_out<FixedWindowState, 2>,
-                                     &fields_in<FixedWindowState, 2>,
-                                     &merge_window,
-                                     &window_take,
-                                     &window_adjust,
-                                     &window_refund};
+// fixed_window, and calendar_window (a fixed window whose windows are calendar units): the
+// same state and rules.
+constexpr KindRow window_row(Kind kind) {
+  return {kind,
+          sizeof(FixedWindowState),
+          2,
+          true,
+          false,
+          nullptr,
+          nullptr,
+          &window_idle,
+          &window_rest,
+          nullptr,
+          &fixed_state_usage,
+          nullptr,
+          &fields_out<FixedWindowState, 2>,
+          &fields_in<FixedWindowState, 2>,
+          &merge_window,
+          &window_take,
+          &window_adjust,
+          &window_refund};
+}
+const KindRow kFixedWindowKind = window_row(Kind::kFixedWindow);
+const KindRow kCalendarWindowKind = window_row(Kind::kCalendarWindow);
 
 const KindRow kSlidingWindowKind = {Kind::kSlidingWindow,
                                     sizeof(SlidingWindowState),

@@ -1410,6 +1410,21 @@ Verdict Run::go() {
     int64_t healthy = 0, all = 0;
   };
   std::vector<Limiter> limiters;
+  // At most `limit` in each window of the key's owner's clock: the world's windows until a
+  // clock is stepped; then only the weaker rule holds, 2 limits in any window's span.
+  auto by_owners_windows = [&](char kind, int64_t limit, int64_t window_ns) {
+    return [&, kind, limit, window_ns](int64_t a, int64_t b) {
+      int64_t over = 0;
+      if (a < clock_stepped) {
+        over = aligned_over_admission(ops, kind, limit, window_ns, a, std::min(b, clock_stepped));
+      }
+      if (b > clock_stepped) {
+        over = std::max(
+            over, over_admission(ops, kind, 2 * limit, window_ns, std::max(a, clock_stepped), b));
+      }
+      return over;
+    };
+  };
   limiters.push_back({'t', "sliding log", [&](int64_t a, int64_t b) {
                         return over_admission(ops, 't', kLimit, kWindowNs, a, b);
                       }});
@@ -1421,38 +1436,13 @@ Verdict Run::go() {
                           return bucket_over_admission(ops, 'g', kGcraBurst + 1, kGcraRate, a, b);
                         }});
     // A sliding window counter never counts more than its limit in the current window of
-    // its node's clock: the world's, until a clock is stepped; then only the weaker rule
-    // holds (the previous window weighs at most the limit: 2 limits in any window).
-    limiters.push_back({'w', "sliding window", [&](int64_t a, int64_t b) {
-                          int64_t over = 0;
-                          if (a < clock_stepped) {
-                            over = aligned_over_admission(ops, 'w', kWindowLimit, kWindowNs, a,
-                                                          std::min(b, clock_stepped));
-                          }
-                          if (b > clock_stepped) {
-                            over =
-                                std::max(over, over_admission(ops, 'w', 2 * kWindowLimit, kWindowNs,
-                                                              std::max(a, clock_stepped), b));
-                          }
-                          return over;
-                        }});
+    // its node's clock (the previous window weighs at most the limit after a step).
+    limiters.push_back({'w', "sliding window", by_owners_windows('w', kWindowLimit, kWindowNs)});
   }
-  // The gateway door's fixed window (its counter's, 15 a second of the owner's clock): as the
-  // sliding window's current one, the world's until a clock is stepped, then 2 limits in
-  // any window.
+  // The gateway door's fixed window (its counter's, 15 a second of the owner's clock).
   if (has('G')) {
-    limiters.push_back({'G', "gateway door (fixed window)", [&](int64_t a, int64_t b) {
-                          int64_t over = 0;
-                          if (a < clock_stepped) {
-                            over = aligned_over_admission(ops, 'G', kGatewayLimit, kS, a,
-                                                          std::min(b, clock_stepped));
-                          }
-                          if (b > clock_stepped) {
-                            over = std::max(over, over_admission(ops, 'G', 2 * kGatewayLimit, kS,
-                                                                 std::max(a, clock_stepped), b));
-                          }
-                          return over;
-                        }});
+    limiters.push_back(
+        {'G', "gateway door (fixed window)", by_owners_windows('G', kGatewayLimit, kS)});
     int64_t admitted = 0, denied = 0;
     for (const Op& o : ops) {
       admitted += o.kind == 'G' && o.res == Res::kOk;
