@@ -161,17 +161,6 @@ void cmd_select(CommandContext& s, Args& a) {
 
 namespace {
 
-// DOOR's names: the doors a client can come in by.
-bool door_named(std::string_view name, std::string& out) {
-  for (const char* d : {"resp", "native", "rls"}) {
-    if (iequals(name, d)) {
-      out = d;
-      return true;
-    }
-  }
-  return false;
-}
-
 // CLIENT KILL addr (the old form: +OK, or an error if none was there; may kill itself), or
 // CLIENT KILL filter value [filter value ...]: how many. Each chosen connection closes on
 // its own thread; this one, after this reply.
@@ -203,7 +192,7 @@ void client_kill(CommandContext& s, Args& a, int64_t now_ms) {
         if (!s.svc().acl->find(v)) return w.error(err::no_such_user(v));
         f.user = std::string(v);
       } else if (iequals(opt, "door")) {
-        if (!door_named(v, f.door)) return w.error(err::unknown_door(v));
+        if (!ClientFilter::door_named(v, f.door)) return w.error(err::unknown_door(v));
       } else if (iequals(opt, "skipme")) {
         if (iequals(v, "yes")) {
           f.skip_id = s.client().id;
@@ -280,7 +269,7 @@ void cmd_client(CommandContext& s, Args& a) {
     if (a.size() == 4 && iequals(a[2], "type")) {
       if (!ClientFilter::type_named(a[3], f.type)) return w.error(err::unknown_client_type(a[3]));
     } else if (a.size() == 4 && iequals(a[2], "door")) {
-      if (!door_named(a[3], f.door)) return w.error(err::unknown_door(a[3]));
+      if (!ClientFilter::door_named(a[3], f.door)) return w.error(err::unknown_door(a[3]));
     } else if (a.size() > 3 && iequals(a[2], "id")) {
       std::string out;
       for (size_t i = 3; i < a.size(); ++i) {

@@ -2,10 +2,10 @@
 #include "client_registry.hpp"
 
 #include <algorithm>
-#include <cctype>
 #include <vector>
 
 #include "request_metrics.hpp"  // steady_ns
+#include "words.hpp"
 
 namespace fg {
 
@@ -114,10 +114,13 @@ size_t ClientRegistry::count_on_port(int port) const {
 
 namespace {
 
+// Whether it hears any channel, pattern or shard channel (Redis's pubsub type, flag P).
+bool subscribed(const ClientInfo& c) { return c.sub.load() + c.psub.load() + c.ssub.load() > 0; }
+
 // Redis's flag letters, in its order: P subscribed, x in MULTI, b blocked, e NO-EVICT; N none.
 std::string flags_of(const ClientInfo& c) {
   std::string f;
-  if (c.sub.load() + c.psub.load() + c.ssub.load() > 0) f += 'P';
+  if (subscribed(c)) f += 'P';
   if (c.multi.load() >= 0) f += 'x';
   if (c.block_ticket.load() != 0) f += 'b';
   if (c.no_evict.load()) f += 'e';
@@ -162,12 +165,7 @@ std::string ClientRegistry::describe(const ClientInfo& c, int64_t now_ms) const 
 std::string ClientRegistry::list(int64_t now_ms) const { return list(now_ms, ClientFilter{}); }
 
 bool ClientFilter::type_named(std::string_view name, Type& out) {
-  auto is = [&](std::string_view w) {
-    return name.size() == w.size() &&
-           std::equal(name.begin(), name.end(), w.begin(), [](char a, char b) {
-             return std::tolower(static_cast<unsigned char>(a)) == b;
-           });
-  };
+  auto is = [&](std::string_view w) { return iequals(name, w); };
   if (is("normal")) {
     out = Type::kNormal;
   } else if (is("pubsub")) {
@@ -180,6 +178,16 @@ bool ClientFilter::type_named(std::string_view name, Type& out) {
     return false;
   }
   return true;
+}
+
+bool ClientFilter::door_named(std::string_view name, std::string& out) {
+  for (const char* d : {"resp", "native", "rls"}) {
+    if (iequals(name, d)) {
+      out = d;
+      return true;
+    }
+  }
+  return false;
 }
 
 bool ClientRegistry::matches_locked(const ClientInfo& c, const ClientFilter& f,
@@ -195,9 +203,9 @@ bool ClientRegistry::matches_locked(const ClientInfo& c, const ClientFilter& f,
     case ClientFilter::Type::kAny:
       return true;
     case ClientFilter::Type::kNormal:  // (a subscriber is Redis's pubsub type, not normal)
-      return c.sub.load() + c.psub.load() + c.ssub.load() == 0;
+      return !subscribed(c);
     case ClientFilter::Type::kPubsub:
-      return c.sub.load() + c.psub.load() + c.ssub.load() > 0;
+      return subscribed(c);
     case ClientFilter::Type::kReplica:  // (nodes replicate over their own links: none)
     case ClientFilter::Type::kMaster:
       return false;

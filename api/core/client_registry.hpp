@@ -72,6 +72,8 @@ struct ClientFilter {
   uint64_t skip_id = 0;   // SKIPME: never this one
   // TYPE's names (Redis's, "slave" too); false for another word.
   static bool type_named(std::string_view name, Type& out);
+  // DOOR's names (ClientInfo::door's: resp, native, rls); false for another word.
+  static bool door_named(std::string_view name, std::string& out);
 };
 
 class ClientRegistry {

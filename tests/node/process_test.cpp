@@ -811,7 +811,8 @@ TEST(Process, ClientNoEvictIsPassedBy) {
 // CLIENT KILL and CLIENT LIST's filters answer as redis-server's, side by side: the errors
 // word for word; by TYPE (a subscriber is pubsub), by ID (itself skipped unless SKIPME no,
 // then closed after its reply), the old form by address (+OK, or no such client), by USER;
-// what each kills closes, and what it leaves answers. Then MAXAGE and DOOR, the node's own.
+// what each kills closes, and what it leaves answers. Then MAXAGE and DOOR, the node's own,
+// and a tenant without @admin refused both.
 TEST(Process, ClientKillAnswersAsRedisServerDoes) {
   RedisServer redis;
   NodeProcess node(std::vector<std::string>{});
@@ -897,6 +898,13 @@ TEST(Process, ClientKillAnswersAsRedisServerDoes) {
   EXPECT_NE(resp.find("door=resp"), std::string::npos) << resp;
   EXPECT_EQ(resp.find("door=native"), std::string::npos) << resp;
   EXPECT_EQ(ask(c, {"CLIENT", "KILL", "DOOR", "ftp"}).rfind("-ERR Unknown door 'ftp'", 0), 0u);
+  // A tenant's user (no @admin) may neither kill nor list other connections.
+  ASSERT_EQ(ask(c, {"ACL", "SETUSER", "tenant", "on", ">pw", "~*", "+@all", "-@admin"}), "+OK\r\n");
+  Client tenant(node.port());
+  ASSERT_EQ(ask(tenant, {"AUTH", "tenant", "pw"}), "+OK\r\n");
+  EXPECT_EQ(ask(tenant, {"CLIENT", "KILL", "TYPE", "normal"}).rfind("-NOPERM", 0), 0u);
+  EXPECT_EQ(ask(tenant, {"CLIENT", "LIST", "DOOR", "resp"}).rfind("-NOPERM", 0), 0u);
+  EXPECT_EQ(ask(young, {"PING"}), "+PONG\r\n");
 }
 
 // CLIENT LIST's idle= is the seconds since the connection's last command, age= since it
