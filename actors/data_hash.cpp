@@ -213,9 +213,22 @@ bool hash_merge(EntrySnapshot& into, const EntrySnapshot& from) {
 }
 }  // namespace
 
-const KindRow kHashKind = {
-    Kind::kHash,    sizeof(HashValue*), 0,           false,       true,        &hash_make,
-    &hash_free,     &hash_idle,         nullptr,     &hash_bytes, &hash_usage, &hash_encoding,
-    &hash_snapshot, &hash_restore,      &hash_merge, nullptr,     nullptr,     nullptr};
+const KindRow kHashKind = {Kind::kHash,
+                           sizeof(HashValue*),
+                           0,
+                           false,
+                           &hash_make,
+                           &hash_free,
+                           &hash_idle,
+                           nullptr,
+                           &hash_bytes,
+                           &hash_usage,
+                           &hash_encoding,
+                           &hash_snapshot,
+                           &hash_restore,
+                           &hash_merge,
+                           nullptr,
+                           nullptr,
+                           nullptr};
 
 }  // namespace fg

@@ -255,9 +255,22 @@ void list_restore(Entry& e, const EntrySnapshot& s) {
 }
 }  // namespace
 
-const KindRow kListKind = {
-    Kind::kList,    sizeof(ListValue*), 0,       false,       true,        &list_make,
-    &list_free,     &list_idle,         nullptr, &list_bytes, &list_usage, &list_encoding,
-    &list_snapshot, &list_restore,      nullptr, nullptr,     nullptr,     nullptr};
+const KindRow kListKind = {Kind::kList,
+                           sizeof(ListValue*),
+                           0,
+                           false,
+                           &list_make,
+                           &list_free,
+                           &list_idle,
+                           nullptr,
+                           &list_bytes,
+                           &list_usage,
+                           &list_encoding,
+                           &list_snapshot,
+                           &list_restore,
+                           nullptr,
+                           nullptr,
+                           nullptr,
+                           nullptr};
 
 }  // namespace fg

@@ -334,8 +334,8 @@ bool set_merge(EntrySnapshot& into, const EntrySnapshot& from) {
 }  // namespace
 
 const KindRow kSetKind = {
-    Kind::kSet,    sizeof(SetValue*), 0,          false,      true,       &set_make,
-    &set_free,     &set_idle,         nullptr,    &set_bytes, &set_usage, &set_encoding,
-    &set_snapshot, &set_restore,      &set_merge, nullptr,    nullptr,    nullptr};
+    Kind::kSet,   sizeof(SetValue*), 0,          false,      &set_make,     &set_free,
+    &set_idle,    nullptr,           &set_bytes, &set_usage, &set_encoding, &set_snapshot,
+    &set_restore, &set_merge,        nullptr,    nullptr,    nullptr};
 
 }  // namespace fg

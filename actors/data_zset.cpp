@@ -793,9 +793,22 @@ bool zset_merge(EntrySnapshot& into, const EntrySnapshot& from) {
 }
 }  // namespace
 
-const KindRow kZSetKind = {
-    Kind::kZSet,    sizeof(ZSetValue*), 0,           false,       true,        &zset_make,
-    &zset_free,     &zset_idle,         nullptr,     &zset_bytes, &zset_usage, &zset_encoding,
-    &zset_snapshot, &zset_restore,      &zset_merge, nullptr,     nullptr,     nullptr};
+const KindRow kZSetKind = {Kind::kZSet,
+                           sizeof(ZSetValue*),
+                           0,
+                           false,
+                           &zset_make,
+                           &zset_free,
+                           &zset_idle,
+                           nullptr,
+                           &zset_bytes,
+                           &zset_usage,
+                           &zset_encoding,
+                           &zset_snapshot,
+                           &zset_restore,
+                           &zset_merge,
+                           nullptr,
+                           nullptr,
+                           nullptr};
 
 }  // namespace fg

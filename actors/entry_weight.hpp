@@ -11,7 +11,7 @@
 namespace fg {
 
 // Whether a kind's value can grow after the key is made (a fixed-size limiter's cannot).
-inline bool weight_varies(Kind k) { return kind_row(k).grows; }
+inline bool weight_varies(Kind k) { return kind_row(k).heap_bytes != nullptr; }
 
 inline uint64_t entry_weight(const Entry& e) {
   constexpr uint64_t kMallocOverhead = 16;  // (a heap block's header and rounding, about)

@@ -23,7 +23,6 @@ struct KindRow {
   size_t state_size;  // bytes its state takes inside the entry
   int fields;         // integers its snapshot carries (EntrySnapshot::fields)
   bool packed;        // its state packs into a fixed-size record (packed_state.hpp)
-  bool grows;         // its value can grow after the key is made (its weight is re-reckoned)
   // Fills a fresh entry's state (zeroed bytes before); null: zeros are its empty state.
   void (*make)(Entry&);
   // Gives back what its state holds outside the entry; null: nothing.
@@ -32,7 +31,8 @@ struct KindRow {
   bool (*idle)(const Entry&, int64_t now_ns);
   // When a limiter is back at rest, Unix ns (0: data, or nothing pending).
   int64_t (*rest_at_ns)(Entry&);
-  // Bytes its value holds beyond the entry, in constant time (maxmemory's weight).
+  // Bytes its value holds beyond the entry, in constant time (maxmemory's weight); null for
+  // a kind whose value never grows after the key is made.
   uint64_t (*heap_bytes)(const Entry&);
   // MEMORY USAGE's estimate of its value, element by element (beyond the entry and key).
   int64_t (*usage)(Entry&);
