@@ -61,11 +61,16 @@ struct LimitSpec {
   // Fixed and calendar windows: a denied take is counted too (envoyproxy/ratelimit's INCRBY
   // on every hit, which the gateway door keeps): a hit past the limit keeps the window
   // closed for smaller ones until it ends.
-  bool count_denied = false;
+  bool count_denied : 1;
+  // `slices: off`: every take is decided by the key's owner, never from a quota slice a
+  // node or a gateway holds (api/COMMANDS.md, Quota slices).
+  bool no_slices : 1;
   uint16_t policy = 0;  // which named policy this is, for metrics (0: none; see PolicyIds)
   int64_t a = 0;
   int64_t b = 0;
   int64_t c = 0;
+
+  constexpr LimitSpec() : count_denied(false), no_slices(false) {}
 
   static LimitSpec make(Kind k, int64_t a, int64_t b, int64_t c) {
     LimitSpec s;

@@ -111,7 +111,9 @@ LimitSpec load_policy(const std::string& at, const YAML::Node& p) {
                                                          : make_limit(kind, a, b, period_ms);
   if (!made.ok()) fail(p, at, std::string(err::reason(made.error())));
   LimitSpec spec = made.value();
-  allowed.insert(allowed.end(), {"on_unavailable", "replication", "shadow"});
+  allowed.insert(allowed.end(), {"on_unavailable", "replication", "shadow", "slices"});
+  // (slices: off — YAML reads `off` as false)
+  if (p["slices"]) spec.no_slices = !as_bool(p["slices"], at + ".slices");
   if (p["shadow"]) {
     if (kind == Kind::kConcurrency) {
       fail(p["shadow"], at + ".shadow", std::string(err::reason(err::kShadowConcurrency)));

@@ -70,6 +70,7 @@ struct NodeConfig {
   int64_t rls_maxclients = 1000;              // the gateway door's connections at once
   int64_t rls_max_keys_per_domain = 100'000;  // counters one domain may have made here
   int64_t rls_idle_timeout_ms = 600'000;      // a connection with no call this long: closed
+  int64_t rlqs_slice_ms = 1000;               // a quota slice's life (RLQS)
   std::string rls_token_file;                 // set: callers send its bearer token
   std::string admin_bind;        // the admin port's address; empty: the first `bind` address
   std::string admin_token_file;  // set: /cluster, /status and / want its bearer token
@@ -89,6 +90,10 @@ struct NodeConfig {
   std::string cluster_redirect = "auto";   // auto | moved | forward
   std::string data_replication = "async";  // the data commands' writes: async | sync
   int64_t cluster_forward_timeout_ms = kDefaultForwardTimeoutMs;
+  // Quota slices of hot keys (api/core/hot_slices.hpp): takes a second of one key forwarded
+  // past which this node slices it (0: never), and how long a slice lasts.
+  int64_t slice_threshold = 1000;
+  int64_t slice_ms = 100;
   int64_t cluster_empty_grace_ms = 10'000;     // no copy of a slot reachable: fail mode this long
   int cluster_replicas = 2;                    // copies of each slot's state, owner included
   int64_t replication_lag_ms = 5;              // Δ: changes reach replicas within this

@@ -220,6 +220,21 @@ std::string AdminHttp::metrics() const {
   t.one("floodgate_forwards_served_total", "counter", "Commands run here for other nodes",
         load(n.forwards_served));
   t.one("floodgate_moved_total", "counter", "-MOVED redirections answered", load(n.moved));
+  {
+    HotSlices& hs = svc_.slices;
+    t.one("floodgate_slices_asked_total", "counter",
+          "Quota slices of hot keys this node asked their owners for", load(hs.asked));
+    t.one("floodgate_slices_granted_total", "counter", "Of those, granted",
+          load(hs.granted_slices));
+    t.one("floodgate_slice_tokens_total", "counter",
+          "Tokens of the slices granted (counted at the owner when taken)",
+          load(hs.granted_tokens));
+    t.one("floodgate_slice_admitted_total", "counter",
+          "Takes this node admitted from its slices, without a hop", load(hs.admitted));
+    t.one("floodgate_slice_tokens_held", "gauge",
+          "Tokens this node holds in live slices (its part of the stated bound)",
+          static_cast<double>(hs.held(svc_.clock->now_ns())));
+  }
   t.one("floodgate_past_deadline_total", "counter",
         "Limiter commands refused undecided: they waited past their deadline",
         load(n.past_deadline));
@@ -266,6 +281,22 @@ std::string AdminHttp::metrics() const {
           "gRPC's memory quota for all the gateway door's connections (maxmemory-clients; "
           "256 MiB when that is 0)",
           static_cast<double>(b.memory_quota.load(std::memory_order_relaxed)));
+    t.one("floodgate_rlqs_streams", "gauge", "The quota service's (RLQS) streams open on this node",
+          static_cast<double>(b.rlqs_streams.load(std::memory_order_relaxed)));
+    t.one("floodgate_rlqs_reports_total", "counter", "RLQS usage reports read",
+          load(b.rlqs_reports));
+    t.one("floodgate_rlqs_slices_total", "counter",
+          "Quota slices handed to gateways (token-bucket assignments)", load(b.rlqs_slices));
+    t.one("floodgate_rlqs_slice_tokens_total", "counter",
+          "Tokens taken from the cluster's counters for those slices", load(b.rlqs_slice_tokens));
+    t.one("floodgate_rlqs_denials_total", "counter",
+          "DENY_ALL assignments (a counter with nothing left)", load(b.rlqs_denials));
+    t.one("floodgate_rlqs_charged_total", "counter",
+          "Requests gateways reported allowed beyond their slices, charged to the counters",
+          load(b.rlqs_charged));
+    t.one("floodgate_rlqs_abandoned_total", "counter",
+          "Buckets abandoned: not configured, refused, or no longer configured",
+          load(b.rlqs_abandoned));
     t.family("floodgate_rls_refused_total", "counter",
              "What the gateway door refused: connections past rls-maxclients, connections "
              "that did not begin within query-deadline, calls without the rls-token-file's "

@@ -148,6 +148,7 @@ int Node::start_services(StartState& st, std::string& why) {
   svc_.settings.output_limits = cfg_.output_limits;
   svc_.settings.request_deadline_ms = cfg_.request_deadline_ms;
   svc_.slowlog.slower_than_us = cfg_.slowlog_log_slower_than;
+  svc_.slices.configure(cfg_.slice_threshold, cfg_.slice_ms);
   svc_.slowlog.max_len = cfg_.slowlog_max_len;
   svc_.wait_room.set_limits(cfg_.max_waiters, cfg_.max_waiters_per_key);
   svc_.settings.data_sync = cfg_.data_replication == "sync";  // (standalone: nothing to wait for)
@@ -321,6 +322,7 @@ int Node::start_doors(StartState& st, std::string& why) {
     o.handshake_ms = cfg_.query_deadline_ms;
     o.idle_ms = cfg_.rls_idle_timeout_ms;
     o.max_keys_per_domain = cfg_.rls_max_keys_per_domain;
+    o.rlqs_slice_ms = cfg_.rlqs_slice_ms;
     if (cfg_.tls_rls) {
       if (!cfg_.tls.key_file_pass.empty()) {
         return fail(why, 2, "tls-rls: the gateway door cannot read a key with a passphrase");

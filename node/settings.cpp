@@ -162,6 +162,9 @@ std::vector<Setting> make_settings() {
               &NodeConfig::rls_max_keys_per_domain, 1, int64_t{1} << 40,
               "Counters one gateway domain may have made on this node and still alive; past "
               "it a call that needs a new one is refused (RESOURCE_EXHAUSTED)"),
+      duration("rlqs-slice", "--rlqs-slice-ms", &NodeConfig::rlqs_slice_ms, 10, 3'600'000,
+               "How long a quota slice handed to a gateway on the quota service (RLQS) lasts "
+               "before its next one"),
       duration("rls-idle-timeout", "--rls-idle-timeout-ms", &NodeConfig::rls_idle_timeout_ms, 0,
                86'400'000,
                "The gateway door closes a connection with no call for this long (0: never)"),
@@ -440,6 +443,19 @@ std::vector<Setting> make_settings() {
                     "A forwarded command's deadline; past it the client gets -TRYAGAIN"),
            [](RunningNode& n, const NodeConfig& c) {
              n.services().settings.forward_timeout_ms = c.cluster_forward_timeout_ms;
+           }),
+      live(integer("slice-threshold", "--slice-threshold", &NodeConfig::slice_threshold, 0,
+                   1'000'000'000,
+                   "Takes a second of one key this node forwards to its owner past which it "
+                   "asks for a quota slice of it and admits from that (0: never)"),
+           [](RunningNode& n, const NodeConfig& c) {
+             n.services().slices.configure(c.slice_threshold, c.slice_ms);
+           }),
+      live(duration("slice", "--slice-ms", &NodeConfig::slice_ms, 1, 60'000,
+                    "How long a hot key's quota slice lasts on the node that holds it (a "
+                    "window's ends with its window at the latest)"),
+           [](RunningNode& n, const NodeConfig& c) {
+             n.services().slices.configure(c.slice_threshold, c.slice_ms);
            }),
       integer("cluster-replicas", "--cluster-replicas", &NodeConfig::cluster_replicas, 1, 5,
               "Copies of each slot's state in the cluster, the owner's included"),

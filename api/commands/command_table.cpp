@@ -1148,6 +1148,7 @@ std::string command_id_name(uint16_t id) {
   const auto& all = all_commands();
   if (id < all.size()) return all[id].name;
   if (id == kRlsCommandId) return "rls.should_rate_limit";
+  if (id == kRlqsCommandId) return "rlqs.slice";
   if (id >= kNativeCommandBase && id < kUnknownCommandId) {
     const auto op = static_cast<int>(id - kNativeCommandBase);
     // (the op's name in native.proto, lower case: "take", "release_all")

@@ -166,7 +166,8 @@ ScriptCallable script_callable(std::string_view name);
 // kUnknownCommandId for unknown commands and protocol errors.
 constexpr uint16_t kNativeCommandBase = 384;
 constexpr uint16_t kUnknownCommandId = 511;
-constexpr uint16_t kRlsCommandId = 510;  // the gateway door's ShouldRateLimit (api/rls)
+constexpr uint16_t kRlsCommandId = 510;   // the gateway door's ShouldRateLimit (api/rls)
+constexpr uint16_t kRlqsCommandId = 509;  // the quota service's slices and charges (api/rls)
 inline uint16_t command_id(const CommandSpec* c) {
   return static_cast<uint16_t>(c - all_commands().data());
 }

@@ -17,11 +17,11 @@ namespace {
 constexpr char kHelp[] =
     "SET, GET, DEL, LIST, MAP, UNMAP, PATTERNS, OVERRIDE, UNOVERRIDE, OVERRIDES, WHICH";
 
-// name (when given), kind, parameters, replication, on_unavailable.
+// name (when given), kind, parameters, replication, on_unavailable, shadow, slices.
 void write_policy(RespWriter& w, std::string_view name, const LimitSpec& p) {
   const bool three =
       p.kind == Kind::kTokenBucket || p.kind == Kind::kGcra || p.kind == Kind::kCalendarWindow;
-  w.map((name.empty() ? 0 : 1) + 4 + (three ? 3 : 2));
+  w.map((name.empty() ? 0 : 1) + 5 + (three ? 3 : 2));
   if (!name.empty()) w.bulk("name"), w.bulk(name);
   w.bulk("kind");
   w.bulk(kind_name(p.kind));
@@ -54,6 +54,8 @@ void write_policy(RespWriter& w, std::string_view name, const LimitSpec& p) {
                                                  : "error");
   w.bulk("shadow");
   w.integer(p.shadow ? 1 : 0);
+  w.bulk("slices");
+  w.bulk(p.no_slices ? "off" : "on");
 }
 
 bool arity(CommandContext& s, Args& a, size_t min, size_t max) {
@@ -112,8 +114,9 @@ bool may_see(CommandContext& s, std::string_view key) {
 void which(CommandContext& s, Args& a) {
   if (!arity(s, a, 3, 4)) return;
   if (!may_see(s, a[2])) {  // (refused as any command on a key the user may not touch)
-    s.svc().acl->refused(AclDenied::kKey, "toplevel", a[2], s.acl().name(),
-                         s.svc().clients->describe(s.client(), s.svc().clock->now_ns() / 1'000'000));
+    s.svc().acl->refused(
+        AclDenied::kKey, "toplevel", a[2], s.acl().name(),
+        s.svc().clients->describe(s.client(), s.svc().clock->now_ns() / 1'000'000));
     return s.local().error(err::kNoPermKey);
   }
   auto set = s.svc().policies->snapshot();

@@ -243,7 +243,12 @@ Pending RequestCore::submit(const Request& r, const Door& d, Flight& f, Outcome&
       case A::kServe:
         break;
       case A::kForward:
-        if (svc_.forwarder) return forward(r, holder, d, f, d.routing->nodes[rd.node], p);
+        if (svc_.forwarder) {
+          if (r.verb == Verb::kTake && d.hops == 0 && r.wait_ms == 0 && svc_.slices.on()) {
+            return forward_hot(r, d, f, d.routing->nodes[rd.node], p, now);
+          }
+          return forward(r, holder, d, f, d.routing->nodes[rd.node], p);
+        }
         [[fallthrough]];  // (a node with no way to forward: the client must go there)
       case A::kMove: {
         const RouteNode& n = d.routing->nodes[rd.node];
@@ -501,6 +506,27 @@ Pending RequestCore::forward(const Request& r, std::string_view holder, const Do
   return p;
 }
 
+// A take of a key another node owns, when hot keys are sliced (hot_slices.hpp): admitted
+// from this node's slice of it if one covers it; else forwarded — with a request for a new
+// slice after it in the same call, once the key is hot.
+Pending RequestCore::forward_hot(const Request& r, const Door& d, Flight& f, const RouteNode& to,
+                                 Pending p, Outcome& now) {
+  int64_t ask = 0;
+  if (svc_.slices.take(r.key, r.spec, r.cost, svc_.clock->now_ns(), d.routing->nodes.size(),
+                       now.decision, ask)) {
+    conclude(p, now, r.spec.shadow, r.spec.policy, r.key, d);
+    return p;
+  }
+  p = forward(r, r.holder, d, f, to, p);
+  if (ask > 0) {
+    Request slice = r;
+    slice.cost = ask;
+    forward(slice, r.holder, d, f, to, Pending{});
+    p.slice = true;
+  }
+  return p;
+}
+
 // A holder's leases live wherever their keys do: a client's heartbeat or release-all goes
 // to every other member of the table too, and the counts add up.
 void RequestCore::fan_out(const Request& r, const Door& d, Flight& f, Pending& p) {
@@ -582,6 +608,14 @@ void RequestCore::finish(const Pending& p, Flight& f, const Door& d, Outcome& ou
       policy = c.specs[p.item].policy;
       shadow = c.specs[p.item].shadow;
       key = c.batch().requests(static_cast<int>(p.item)).key();
+      if (p.slice) {
+        // The slice asked for with it: kept if granted (nothing kept if no answer).
+        Outcome slice;
+        if (!from_forward(f, p.index, p.item + 1, slice)) slice.code = Code::kTryAgain;
+        svc_.slices.granted(key, c.specs[p.item + 1],
+                            c.batch().requests(static_cast<int>(p.item + 1)).cost(), slice,
+                            svc_.clock->now_ns());
+      }
       break;
     }
     case Pending::At::kData:

@@ -42,6 +42,8 @@ struct Pending {
   uint32_t index = 0;  // kShard, kFanout: the op; kData: the first op; kForward: the call
   uint32_t item = 0;   // kForward: the request within the call; kFanout: its first part
   uint32_t parts = 0;  // kFanout: how many other nodes it went to; kData: how many ops
+  // kForward: a quota slice of its key was asked for with it (the call's next request).
+  bool slice = false;
   bool waits() const { return at != At::kNow; }
 };
 
@@ -64,6 +66,8 @@ class RequestCore {
   void answer_unavailable(const Request& r, RouteDecision& rd, const Door& d, Outcome& now);
   Pending forward(const Request& r, std::string_view holder, const Door& d, Flight& f,
                   const RouteNode& to, Pending p);
+  Pending forward_hot(const Request& r, const Door& d, Flight& f, const RouteNode& to, Pending p,
+                      Outcome& now);
   void fan_out(const Request& r, const Door& d, Flight& f, Pending& p);
   static bool one_slot(const Request& r, uint32_t slot);
   Pending serve_data(const Request& r, const Door& d, Flight& f, uint32_t slot, Pending p);

@@ -12,6 +12,7 @@
 #include "bound_leases.hpp"
 #include "client_registry.hpp"
 #include "clock.hpp"
+#include "hot_slices.hpp"
 #include "key_waiters.hpp"
 #include "live_value.hpp"
 #include "output_limits.hpp"
@@ -143,6 +144,7 @@ struct Services {
   KeyWaiters waiters;  // clients blocked on keys (BLPOP and its kin)
   WaitRoom wait_room;  // takes waiting for their admission (FG.TAKE ... WAIT)
   SlowLog slowlog;     // SLOWLOG (the RESP door's commands)
+  HotSlices slices;    // quota slices of hot keys other nodes own (slice-threshold)
 
   // The lane for the next piece of background work (round robin).
   Lane& lane() { return lanes[next_lane.fetch_add(1, std::memory_order_relaxed) % lanes.size()]; }

@@ -70,6 +70,7 @@ std::string policy_definition(const LimitSpec& spec) {
   if (spec.on_unavailable == FailMode::kOpen) out << " ON_UNAVAILABLE fail_open";
   if (spec.on_unavailable == FailMode::kClosed) out << " ON_UNAVAILABLE fail_closed";
   if (spec.shadow) out << " SHADOW";
+  if (spec.no_slices) out << " SLICES off";
   return out.str();
 }
 
@@ -93,6 +94,8 @@ Result<LimitSpec> parse_definition(const std::vector<std::string_view>& args, si
       spec.on_unavailable = FailMode::kClosed;
     } else if (iequals(args[i], "on_unavailable") && iequals(v, "error")) {
       spec.on_unavailable = FailMode::kError;
+    } else if (iequals(args[i], "slices") && (iequals(v, "on") || iequals(v, "off"))) {
+      spec.no_slices = iequals(v, "off");
     } else {
       return Error{err::kSyntax};
     }

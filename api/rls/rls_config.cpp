@@ -97,8 +97,8 @@ const std::set<std::string, std::less<>> kValidKeys = {
     "shadow_mode", "quota_mode", "name", "replaces", "detailed_metric", "value_to_metric",
     "share_threshold", "metadata",
     // Extensions (api/rls/README.md): a Floodgate policy instead of a rate_limit; a domain's
-    // answer when a counter cannot be reached.
-    "policy", "on_unavailable"};
+    // answer when a counter cannot be reached; the quota service's buckets.
+    "policy", "on_unavailable", "buckets", "bucket"};
 
 // A plain scalar YAML would read as something other than a string (upstream's loader sees
 // a number or a bool there).
@@ -125,7 +125,7 @@ void validate_keys(const YAML::Node& map) {
     }
     const std::string& key = k.Scalar();
     if (!kValidKeys.count(key)) throw ConfigError{"config error, unknown key '" + key + "'"};
-    if (key == "metadata") continue;  // free-form
+    if (key == "metadata" || key == "bucket") continue;  // free-form (a bucket's: its own check)
     const YAML::Node& v = kv.second;
     if (v.IsSequence()) {
       for (const auto& e : v) {
@@ -174,6 +174,17 @@ const YAML::Node* list_of_maps(const YAML::Node& n) {
   if (!n || n.IsNull()) return nullptr;
   if (!n.IsSequence()) throw ConfigError{"error loading config file: expected a list"};
   return &n;
+}
+
+// A value's parts around its '*'s.
+std::vector<std::string> split_stars(const std::string& v) {
+  std::vector<std::string> parts;
+  size_t from = 0;
+  for (size_t star; (star = v.find('*', from)) != std::string::npos; from = star + 1) {
+    parts.push_back(v.substr(from, star - from));
+  }
+  parts.push_back(v.substr(from));
+  return parts;
 }
 
 void load_descriptors(RlsNode& into, const std::string& domain, const std::string& parent_key,
@@ -244,15 +255,97 @@ void load_descriptors(RlsNode& into, const std::string& domain, const std::strin
     if (wild) {
       RlsNode::Wildcard w;
       w.key = final_key;
-      size_t from = 0;
-      for (size_t star; (star = final_key.find('*', from)) != std::string::npos; from = star + 1) {
-        w.parts.push_back(final_key.substr(from, star - from));
-      }
-      w.parts.push_back(final_key.substr(from));
+      w.parts = split_stars(final_key);
       into.wildcards.push_back(std::move(w));
     }
     load_descriptors(*node, domain, full_key + ".", d["descriptors"], book);
     into.children.emplace(final_key, std::move(node));
+  }
+}
+
+// A domain's `buckets`: each a `bucket` (the BucketId's entries, values with '*' allowed),
+// an optional `key` template, and a `policy` or a `rate_limit` (a unit and requests per
+// unit, or unlimited).
+void load_buckets(RlsDomain& into, const std::string& domain, const YAML::Node& list) {
+  const YAML::Node* seq = list_of_maps(list);
+  if (!seq) return;
+  int index = 0;
+  for (const YAML::Node& b : *seq) {
+    const std::string where = "bucket " + std::to_string(index++);
+    for (const auto& kv : b) {
+      const std::string k = kv.first.Scalar();
+      if (k != "bucket" && k != "key" && k != "policy" && k != "rate_limit") {
+        throw ConfigError{"config error, unknown key '" + k + "' in " + where};
+      }
+    }
+    RlqsBucketRule rule;
+    const YAML::Node id = b["bucket"];
+    if (!id || !id.IsMap() || id.size() == 0) {
+      throw ConfigError{where + " needs a `bucket`: the BucketId entries it matches"};
+    }
+    for (const auto& kv : id) {
+      if (!kv.first.IsScalar() || !kv.second.IsScalar() || kv.first.Scalar().empty() ||
+          kv.second.Scalar().empty()) {
+        throw ConfigError{where + ": a bucket's entries are names and values, not empty"};
+      }
+      rule.match.emplace_back(kv.first.Scalar(), split_stars(kv.second.Scalar()));
+    }
+    std::sort(rule.match.begin(), rule.match.end(),
+              [](const auto& x, const auto& y) { return x.first < y.first; });
+    for (size_t i = 1; i < rule.match.size(); ++i) {
+      if (rule.match[i].first == rule.match[i - 1].first) {
+        throw ConfigError{where + ": entry '" + rule.match[i].first + "' twice"};
+      }
+    }
+    rule.key = scalar(b["key"], "key");
+    for (size_t at = rule.key.find('{'); at != std::string::npos; at = rule.key.find('{', at + 1)) {
+      const size_t end = rule.key.find('}', at);
+      const std::string name =
+          end == std::string::npos ? "" : rule.key.substr(at + 1, end - at - 1);
+      if (std::none_of(rule.match.begin(), rule.match.end(),
+                       [&](const auto& m) { return m.first == name; })) {
+        throw ConfigError{where + ": key '" + rule.key + "' names no entry of its bucket" +
+                          (name.empty() ? std::string() : " ('" + name + "')")};
+      }
+    }
+    const YAML::Node rl = b["rate_limit"];
+    rule.limit.policy = scalar(b["policy"], "policy");
+    if (rl && !rl.IsNull()) {
+      if (!rl.IsMap()) throw ConfigError{"error loading config file: rate_limit must be a map"};
+      if (!rule.limit.policy.empty()) {
+        throw ConfigError{where + " has both a rate_limit and a policy"};
+      }
+      rule.limit.unlimited = boolean(rl["unlimited"], "unlimited");
+      const std::string unit = scalar(rl["unit"], "unit");
+      rule.limit.unit = rls_unit_from_name(unit);
+      if (rule.limit.unlimited) {
+        if (rule.limit.unit != RlsUnit::kUnknown) {
+          throw ConfigError{"should not specify rate limit unit when unlimited"};
+        }
+      } else if (rule.limit.unit == RlsUnit::kUnknown) {
+        throw ConfigError{"invalid rate limit unit '" + unit + "'"};
+      }
+      rule.limit.requests_per_unit = uint32_of(rl["requests_per_unit"], "requests_per_unit");
+    } else if (rule.limit.policy.empty()) {
+      throw ConfigError{where + " needs a policy or a rate_limit"};
+    }
+    std::string text = domain + " bucket {";
+    for (size_t i = 0; i < rule.match.size(); ++i) {
+      text += (i ? ", " : "") + rule.match[i].first + ": " + id[rule.match[i].first].Scalar();
+    }
+    text += "}";
+    if (!rule.key.empty()) text += " key=" + rule.key;
+    if (!rule.limit.policy.empty()) {
+      text += " policy=" + rule.limit.policy;
+    } else if (rule.limit.unlimited) {
+      text += " unlimited";
+    } else {
+      text += " unit=" + std::string(rls_unit_name(rule.limit.unit)) +
+              " requests_per_unit=" + std::to_string(rule.limit.requests_per_unit);
+    }
+    rule.limit.full_key = text;
+    rule.text = std::move(text);
+    into.buckets.push_back(std::move(rule));
   }
 }
 
@@ -323,6 +416,7 @@ Status load_rls_yaml(RlsConfig& cfg, const std::string& name, const std::string&
       throw ConfigError{"on_unavailable must be error or fail_open, not '" + mode + "'"};
     }
     load_descriptors(d.root, domain, domain + ".", root["descriptors"], book);
+    load_buckets(d, domain, root["buckets"]);
     cfg.domains.emplace(domain, std::move(d));
     cfg.files.push_back(name);
     return {};
@@ -445,8 +539,52 @@ std::vector<std::string> RlsConfig::describe() const {
     out.push_back(
         name + ": on_unavailable=" + (d.on_unavailable == FailMode::kOpen ? "fail_open" : "error"));
     describe_node(d.root, out);
+    for (const RlqsBucketRule& b : d.buckets) out.push_back(b.text);
   }
   return out;
+}
+
+const RlqsBucketRule* RlsConfig::match_bucket(std::string_view domain_name,
+                                              std::vector<RlsEntry>& entries,
+                                              std::string& key) const {
+  const RlsDomain* d = domain(domain_name);
+  if (!d) return nullptr;
+  std::sort(entries.begin(), entries.end(),
+            [](const RlsEntry& x, const RlsEntry& y) { return x.key < y.key; });
+  for (const RlqsBucketRule& rule : d->buckets) {
+    if (rule.match.size() != entries.size()) continue;
+    bool all = true;
+    for (size_t i = 0; all && i < entries.size(); ++i) {
+      all = rule.match[i].first == entries[i].key &&
+            wildcard_match(rule.match[i].second, entries[i].value);
+    }
+    if (!all) continue;
+    key.clear();
+    if (rule.key.empty()) {
+      key.append("rlqs:").append(domain_name).append("_");
+      for (const RlsEntry& e : entries) key.append(e.key).append("_").append(e.value).append("_");
+      if (!rule.limit.policy.empty()) {
+        key.append("policy:").append(rule.limit.policy);
+      } else {
+        key.append(std::to_string(rls_unit_seconds(rule.limit.unit)));
+      }
+      return &rule;
+    }
+    for (size_t i = 0; i < rule.key.size(); ++i) {
+      const size_t end = rule.key[i] == '{' ? rule.key.find('}', i) : std::string::npos;
+      if (end == std::string::npos) {
+        key.push_back(rule.key[i]);
+        continue;
+      }
+      const std::string_view name = std::string_view(rule.key).substr(i + 1, end - i - 1);
+      for (const RlsEntry& e : entries) {
+        if (e.key == name) key.append(e.value);
+      }
+      i = end;
+    }
+    return &rule;
+  }
+  return nullptr;
 }
 
 std::string RlsRules::fingerprint() const {

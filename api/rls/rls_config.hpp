@@ -67,6 +67,12 @@ class RlsStatsBook {
   std::atomic<int64_t> memory_quota{0};
   std::atomic<uint64_t> connections_refused{0}, handshake_timeouts{0}, unauthenticated{0};
   std::atomic<uint64_t> keys_refused{0};
+  // The quota service (RLQS): its streams now; reports read; slices handed out and their
+  // tokens; DENY_ALL assignments; requests reported beyond the slices and charged; buckets
+  // abandoned (not configured, refused, or no longer configured).
+  std::atomic<int64_t> rlqs_streams{0};
+  std::atomic<uint64_t> rlqs_reports{0}, rlqs_slices{0}, rlqs_slice_tokens{0}, rlqs_denials{0};
+  std::atomic<uint64_t> rlqs_charged{0}, rlqs_abandoned{0};
   std::atomic<uint64_t> config_load_success{0}, config_load_error{0};
 
  private:
@@ -105,11 +111,26 @@ struct RlsNode {
   std::string pattern;  // share_threshold: "key_val*ue"
 };
 
+// RLQS (rlqs.cpp): which of the quota service's buckets a rule takes — the BucketId's
+// entries, each value matched as a descriptor's (`*`: any run of characters) — the counter
+// its quota is drawn from and the limit that counter keeps.
+struct RlqsBucketRule {
+  // The entries a BucketId must have, no more, by name; each value's parts split on '*'.
+  std::vector<std::pair<std::string, std::vector<std::string>>> match;
+  // The counter's key, "{entry}" standing for that entry's value; empty: the default,
+  // "rlqs:<domain>_<entry>_<value>_..._" with the entries by name, then the limit's
+  // ("policy:<name>", or the unit's seconds).
+  std::string key;
+  RlsLimit limit;    // a policy, a rate_limit (a fixed window), or unlimited
+  std::string text;  // as FG.RLS CONFIG shows it
+};
+
 // What a domain does when a descriptor's counter cannot be reached (no live copy of its
 // slot): an error (gRPC UNAVAILABLE: Envoy's failure_mode_deny decides), or allowed.
 struct RlsDomain {
   RlsNode root;
   FailMode on_unavailable = FailMode::kError;
+  std::vector<RlqsBucketRule> buckets;  // RLQS's, in the file's order
 };
 
 struct RlsEntry {
@@ -140,6 +161,10 @@ class RlsConfig {
   void match(std::string_view domain, const std::vector<RlsEntry>& entries, RlsStatsBook& book,
              RlsMatch& into) const;
   const RlsDomain* domain(std::string_view name) const;
+  // RLQS: the first bucket rule of `domain` that `entries` (a BucketId's, any order) match,
+  // and the key of its counter into `key`; null when none does.
+  const RlqsBucketRule* match_bucket(std::string_view domain, std::vector<RlsEntry>& entries,
+                                     std::string& key) const;
   // The rules as FG.RLS CONFIG shows them: one line per limit.
   std::vector<std::string> describe() const;
 };

@@ -34,12 +34,14 @@
 #include <thread>
 
 #include "command_table.hpp"
+#include "door_tags.hpp"
 #include "envoy/service/ratelimit/v3/rls.pb.h"
 #include "errors.hpp"
 #include "grpc/health/v1/health.pb.h"
 #include "io_batcher.hpp"
 #include "key_table.hpp"
 #include "request_job.hpp"
+#include "rlqs_door.hpp"
 #include "rls_config.hpp"
 #include "rls_keys.hpp"
 #include "rls_translate.hpp"
@@ -61,13 +63,19 @@ constexpr auto kLanePoll = std::chrono::microseconds(100);
 
 }  // namespace
 
-// What the completion queue hands back: a call of one of the door's methods, a call of
-// any other method, or the end of the server's shutdown.
-struct DoorTag {
-  enum class What : uint8_t { kRls, kHealth, kOther, kShutdown } what;
-  bool finishing = false;  // its answer is on its way: the next completion is its last
-  explicit DoorTag(What w) : what(w) {}
-};
+// Whether `md` carries "authorization: Bearer <token>" (compared in constant time).
+bool door_bearer(const grpc_metadata_array& md, const std::string& token) {
+  const std::string want = "Bearer " + token;
+  for (size_t i = 0; i < md.count; ++i) {
+    const grpc_slice& k = md.metadata[i].key;
+    const grpc_slice& v = md.metadata[i].value;
+    const std::string_view key(reinterpret_cast<const char*>(GRPC_SLICE_START_PTR(k)),
+                               GRPC_SLICE_LENGTH(k));
+    if (key != "authorization" || GRPC_SLICE_LENGTH(v) != want.size()) continue;
+    if (CRYPTO_memcmp(GRPC_SLICE_START_PTR(v), want.data(), want.size()) == 0) return true;
+  }
+  return false;
+}
 
 // A call as gRPC's core API hands it over: its request (the method's one message), and its
 // answer sent with the close in one batch — the initial metadata, the message and the
@@ -299,7 +307,7 @@ class RlsDoor::Service final {
     in_flight_.fetch_add(1, std::memory_order_relaxed);
     if (options_.cert_pem.empty()) c.fd = socket_of(c.call);  // (TLS: gRPC's own sockets)
     c.request_bytes = c.payload ? grpc_byte_buffer_length(c.payload) : 0;
-    if (const auto token = token_(); token && !bearer(c.metadata, *token)) {
+    if (const auto token = token_(); token && !door_bearer(c.metadata, *token)) {
       rules_.stats().unauthenticated.fetch_add(1, std::memory_order_relaxed);
       return c.fail({grpc::StatusCode::UNAUTHENTICATED,
                      "this gateway door wants authorization: Bearer <its rls-token-file's token>"});
@@ -383,20 +391,6 @@ class RlsDoor::Service final {
     return fd;
   }
 
-  // Whether `md` carries "authorization: Bearer <token>" (compared in constant time).
-  static bool bearer(const grpc_metadata_array& md, const std::string& token) {
-    const std::string want = "Bearer " + token;
-    for (size_t i = 0; i < md.count; ++i) {
-      const grpc_slice& k = md.metadata[i].key;
-      const grpc_slice& v = md.metadata[i].value;
-      const std::string_view key(reinterpret_cast<const char*>(GRPC_SLICE_START_PTR(k)),
-                                 GRPC_SLICE_LENGTH(k));
-      if (key != "authorization" || GRPC_SLICE_LENGTH(v) != want.size()) continue;
-      if (CRYPTO_memcmp(GRPC_SLICE_START_PTR(v), want.data(), want.size()) == 0) return true;
-    }
-    return false;
-  }
-
   // `outcomes`: the call's requests' (null when it made none).
   void answer(RlsCall& c, const Outcome* outcomes) {
     const RlsStatus st = translate_.answer(c, outcomes);
@@ -453,6 +447,9 @@ grpc_arg pointer_arg(const char* name, void* p, const grpc_arg_pointer_vtable* v
 constexpr char kRlsService[] = "envoy.service.ratelimit.v3.RateLimitService";
 constexpr char kRlsMethod[] = "/envoy.service.ratelimit.v3.RateLimitService/ShouldRateLimit";
 constexpr char kHealthMethod[] = "/grpc.health.v1.Health/Check";
+constexpr char kRlqsService[] = "envoy.service.rate_limit_quota.v3.RateLimitQuotaService";
+constexpr char kRlqsMethod[] =
+    "/envoy.service.rate_limit_quota.v3.RateLimitQuotaService/StreamRateLimitQuotas";
 constexpr int kArmedOther = 4;  // calls of unknown methods awaited at once
 
 // gRPC's own messages (errors, unless GRPC_VERBOSITY asks for more) in the node's log.
@@ -471,10 +468,15 @@ Status RlsDoor::start(const std::string& host, int port) {
   // per call for a check meant for debugging.
   absl::SetMutexDeadlockDetectionMode(absl::OnDeadlockCycle::kIgnore);
   grpc_init();
-  service_ = std::make_unique<Service>(svc_, rules_, options_, [this] {
+  auto token = [this] {
     std::lock_guard<std::mutex> lock(token_mu_);
     return token_;
-  });
+  };
+  service_ = std::make_unique<Service>(svc_, rules_, options_, token);
+  RlqsOptions rlqs;
+  rlqs.slice_ns = std::max<int64_t>(1, options_.rlqs_slice_ms) * 1'000'000;
+  rlqs.user = options_.user;
+  rlqs_ = std::make_unique<RlqsServer>(svc_, rules_, rlqs, token);
   // What callers can make the door hold: the memory of all its connections, the streams one
   // connection may open, one message's size. The port is this node's alone (no
   // SO_REUSEPORT: a second node given the same port fails to start, it does not share it).
@@ -503,6 +505,8 @@ Status RlsDoor::start(const std::string& host, int port) {
                                             GRPC_SRM_PAYLOAD_READ_INITIAL_BYTE_BUFFER, 0);
   health_method_ = grpc_server_register_method(server_, kHealthMethod, nullptr,
                                                GRPC_SRM_PAYLOAD_READ_INITIAL_BYTE_BUFFER, 0);
+  rlqs_method_ =
+      grpc_server_register_method(server_, kRlqsMethod, nullptr, GRPC_SRM_PAYLOAD_NONE, 0);
   grpc_server_credentials* creds = nullptr;
   if (!options_.cert_pem.empty()) {
     using C = RlsDoorOptions::ClientCerts;
@@ -555,6 +559,7 @@ Status RlsDoor::start(const std::string& host, int port) {
   for (int i = 0; i < kArmed; ++i) service_->arm(server_, rls_method_, cq_);
   arm_health();
   for (int i = 0; i < kArmedOther; ++i) arm_other();
+  for (int i = 0; i < kArmedOther; ++i) rlqs_->arm(server_, rlqs_method_, cq_);
   thread_ = std::thread([this] { serve(); });
   return {};
 }
@@ -581,6 +586,8 @@ void RlsDoor::serve() {
         return health(static_cast<HealthCall*>(t), ok);
       case DoorTag::What::kOther:
         return other(static_cast<OtherCall*>(t), ok);
+      case DoorTag::What::kRlqs:
+        return rlqs_->event(t, ok, stopping_.load(std::memory_order_relaxed), lane);
       case DoorTag::What::kRls:
         break;
     }
@@ -591,23 +598,31 @@ void RlsDoor::serve() {
   };
   const gpr_timespec now = gpr_time_0(GPR_CLOCK_MONOTONIC);
   for (;;) {
-    const gpr_timespec until =
-        service_->awaiting() > 0
-            ? gpr_time_add(gpr_now(GPR_CLOCK_MONOTONIC),
-                           gpr_time_from_micros(kLanePoll.count(), GPR_TIMESPAN))
-            : gpr_inf_future(GPR_CLOCK_MONOTONIC);
+    // (the quota service's next slice due, at the latest)
+    int64_t wait_us = service_->awaiting() > 0 ? kLanePoll.count() : -1;
+    if (const int64_t slice_ns = rlqs_->wait_ns(); slice_ns >= 0) {
+      const int64_t us = slice_ns / 1000 + 1;
+      wait_us = wait_us < 0 ? us : std::min(wait_us, us);
+    }
+    const gpr_timespec until = wait_us >= 0
+                                   ? gpr_time_add(gpr_now(GPR_CLOCK_MONOTONIC),
+                                                  gpr_time_from_micros(wait_us, GPR_TIMESPAN))
+                                   : gpr_inf_future(GPR_CLOCK_MONOTONIC);
     grpc_event ev = grpc_completion_queue_next(cq_, until, nullptr);
     if (ev.type == GRPC_QUEUE_SHUTDOWN) break;
-    if (ev.type == GRPC_OP_COMPLETE) {
+    {
       IoBatcher::Turn turn(batcher);  // (the flight leaves when it closes, in place)
-      take(ev);
-      // (and whatever else is ready now, without waiting)
-      while (batch.size() < kBatchCalls) {
-        ev = grpc_completion_queue_next(cq_, now, nullptr);
-        if (ev.type != GRPC_OP_COMPLETE) break;
+      if (ev.type == GRPC_OP_COMPLETE) {
         take(ev);
+        // (and whatever else is ready now, without waiting)
+        while (batch.size() < kBatchCalls) {
+          ev = grpc_completion_queue_next(cq_, now, nullptr);
+          if (ev.type != GRPC_OP_COMPLETE) break;
+          take(ev);
+        }
+        service_->submit(batch, lane);
       }
-      service_->submit(batch, lane);
+      rlqs_->tick(lane);
     }
     io.restart();
     io.poll();
@@ -678,7 +693,7 @@ void RlsDoor::health(HealthCall* h, bool ok) {
                    "the request is not a HealthCheckRequest");
   }
   const std::string& name = req.service();
-  if (!name.empty() && name != kRlsService) {
+  if (!name.empty() && name != kRlsService && name != kRlqsService) {
     return h->send(nullptr, GRPC_STATUS_NOT_FOUND, "service name unknown");
   }
   grpc::health::v1::HealthCheckResponse r;

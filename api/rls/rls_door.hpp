@@ -51,7 +51,11 @@ struct RlsDoorOptions {
   int64_t idle_ms = 600'000;
   // Counters one domain may have made here (rls_keys.hpp).
   int64_t max_keys_per_domain = 100'000;
+  // The quota service (RLQS): how long a slice handed to a gateway lasts (rlqs-slice-ms).
+  int64_t rlqs_slice_ms = 1000;
 };
+
+class RlqsServer;
 
 class RlsDoor {
  public:
@@ -87,10 +91,12 @@ class RlsDoor {
   RlsRules& rules_;
   RlsDoorOptions options_;
   std::unique_ptr<Service> service_;
+  std::unique_ptr<RlqsServer> rlqs_;  // the quota service's streams (the queue's thread's)
   grpc_server* server_ = nullptr;
   grpc_completion_queue* cq_ = nullptr;
   void* rls_method_ = nullptr;
   void* health_method_ = nullptr;
+  void* rlqs_method_ = nullptr;
   std::thread thread_;  // the queue's
   // Plain gRPC: the door's own listening socket, acceptor thread and gRPC's credentials for
   // the connections it hands over.

@@ -81,20 +81,22 @@ int64_t over_admission(const std::vector<Op>& ops, char kind, int64_t limit, int
 }
 
 int64_t bucket_over_admission(const std::vector<Op>& ops, char kind, int64_t burst,
-                              double rate_per_s, int64_t from, int64_t to, int64_t horizon_ns) {
+                              double rate_per_s, int64_t from, int64_t to, int64_t horizon_ns,
+                              const Allowance& extra) {
   const auto adm = definite_admissions(ops, kind, from, to);
   const double rate_per_ns = rate_per_s * (1 + kClockRateTolerance) / 1e9;
   int64_t worst = 0;
   std::vector<int64_t> ends;
   for (size_t i = 0; i < adm.size(); ++i) {
     const int64_t t1 = adm[i].first;
+    const int64_t more = extra ? extra(t1) : 0;
     ends.clear();
     for (size_t k = i; k < adm.size() && adm[k].first < t1 + horizon_ns; ++k)
       ends.push_back(adm[k].second);
     std::sort(ends.begin(), ends.end());
     for (size_t n = 1; n <= ends.size(); ++n) {
       const auto allowed =
-          burst + static_cast<int64_t>(rate_per_ns * static_cast<double>(ends[n - 1] - t1));
+          burst + more + static_cast<int64_t>(rate_per_ns * static_cast<double>(ends[n - 1] - t1));
       worst = std::max(worst, static_cast<int64_t>(n) - allowed);
     }
   }
@@ -102,14 +104,17 @@ int64_t bucket_over_admission(const std::vector<Op>& ops, char kind, int64_t bur
 }
 
 int64_t aligned_over_admission(const std::vector<Op>& ops, char kind, int64_t limit,
-                               int64_t window_ns, int64_t from, int64_t to) {
+                               int64_t window_ns, int64_t from, int64_t to,
+                               const Allowance& extra) {
   std::map<int64_t, int64_t> in_window;
   for (const auto& [start, end] : definite_admissions(ops, kind, from, to)) {
     const int64_t w = start / window_ns;
     in_window[w] += end / window_ns == w;
   }
   int64_t worst = 0;
-  for (const auto& [w, n] : in_window) worst = std::max(worst, n - limit);
+  for (const auto& [w, n] : in_window) {
+    worst = std::max(worst, n - limit - (extra ? extra(w * window_ns) : 0));
+  }
   return worst;
 }
 

@@ -4,6 +4,7 @@
 // is unknown counts only toward upper bounds.
 #pragma once
 #include <cstdint>
+#include <functional>
 #include <string>
 #include <utility>
 #include <vector>
@@ -57,15 +58,19 @@ int64_t over_admission(const std::vector<Op>& ops, char kind, int64_t limit, int
                        int64_t from, int64_t to);
 // Token bucket (and GCRA): most definite admissions of `kind` in any interval of length tau
 // beyond burst + rate * tau, over intervals up to `horizon_ns` inside [from, to].
+// `extra(t)`, when given, is allowed beyond that in an interval starting at t (quota slices
+// outstanding then: api/COMMANDS.md, Quota slices).
+using Allowance = std::function<int64_t(int64_t)>;
 int64_t bucket_over_admission(const std::vector<Op>& ops, char kind, int64_t burst,
                               double rate_per_s, int64_t from, int64_t to,
-                              int64_t horizon_ns = 10'000'000'000);
+                              int64_t horizon_ns = 10'000'000'000, const Allowance& extra = {});
 // Most definite admissions of `kind` inside one window [k * window_ns, (k + 1) * window_ns)
 // of the nodes' clock (the world's time while no clock was stepped) inside [from, to],
 // minus `limit`: a sliding window counter never counts more than its limit in its current
 // window.
 int64_t aligned_over_admission(const std::vector<Op>& ops, char kind, int64_t limit,
-                               int64_t window_ns, int64_t from, int64_t to);
+                               int64_t window_ns, int64_t from, int64_t to,
+                               const Allowance& extra = {});
 // The same for windows that end at the instants `ends` (sorted; the last window open-ended):
 // a calendar window, from one local midnight to the next.
 int64_t bounded_over_admission(const std::vector<Op>& ops, char kind, int64_t limit,

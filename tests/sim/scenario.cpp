@@ -42,6 +42,13 @@ constexpr int64_t kGcraBurst = 4, kGcraRate = 10;  // gcra 4 10 1000 (CL.THROTTL
 // 20 times a second through each node.
 constexpr int64_t kGatewayLimit = 15;
 constexpr int64_t kWindowLimit = 30;  // sliding_window: 30 per 1 s
+// The hot load (Load::kHot): one key of each, 50 a second a client, 3 clients a node; the
+// nodes slice a key they forward more than 100 times a second, for 100 ms.
+// (their limits above what the owner's own clients ask, so slices are granted, and well
+// below what all ask, so the limit is reached)
+constexpr int64_t kHotCap = 40, kHotRate = 400;  // token_bucket: 40, 400 per 1 s
+constexpr int64_t kHotWindowLimit = 300;         // fixed_window: 300 per 1 s
+constexpr int64_t kSliceThreshold = 100, kSliceMs = 100;
 // calendar_window 25 day TZ Europe/Berlin: the day of 23 hours that ends at this instant
 // (2026-03-30 00:00 CEST, 22:00Z — the world's clock starts 13 s before it, world.cpp), then
 // the next.
@@ -178,6 +185,12 @@ class Run {
   Run(uint64_t seed, const Options& opt)
       : seed_(seed), opt_(opt), world_(seed, opt.nodes, opt.load != Load::kBasic) {
     world_.set_verbose(opt.verbose);
+    world_.set_config([hot = opt.load == Load::kHot](NodeConfig& c) {
+      // (only the hot load slices: the others' keys stay below any threshold anyway, and
+      // their seeds replay as they did)
+      c.slice_threshold = hot ? kSliceThreshold : 0;
+      c.slice_ms = kSliceMs;
+    });
   }
   ~Run() { stopped_ = true; }
   Verdict go();
@@ -195,6 +208,11 @@ class Run {
   // answer read back from the response (OK, OVER_LIMIT, or a status: unknown).
   void issue_gateway(int c);
   RlsTranslator& gateway_of(int node);
+  // The hot load: records each quota slice node `node` asks for and is granted (its
+  // process's HotSlices observed), in world time.
+  void watch_slices(int node);
+  // Tokens of the slices of `kind`'s key asked for before `t` and alive after it.
+  int64_t slices_outstanding(char kind, int64_t t) const;
   // Opens `cl`'s RESP connection to its node if it has none open to the node's current
   // process; hangs a client's connection up and schedules its next request.
   void connect_resp(Client& cl);
@@ -273,6 +291,13 @@ class Run {
   // higher id's slots, so a split leaves the owner on the side that must step down.
   std::string tag_ = "{sim}";
   std::string hot_ = tag_ + ":log";
+  std::string hot_figures_;  // the hot load: takes admitted from slices, over-admission
+  struct Slice {
+    char kind;
+    int64_t asked, expires, tokens;  // world time
+  };
+  std::vector<Slice> slices_;
+  std::map<std::pair<int, std::string>, int64_t> asking_;  // (node, key): asked at
   World world_;  // last: destroyed first, while what its callbacks touch still exists
 };
 
@@ -364,6 +389,15 @@ void Run::setup_clients() {
   for (int i = 0; i < 2; ++i) {
     add('h', i, 50 * kMs, tag_ + ":shadow", shadow);  // (twice the limit together)
     clients_.back().twin = tag_ + ":twin";
+  }
+  // Hot keys taken through every node past the slice threshold (3 clients a node, 50/s each).
+  if (opt_.load == Load::kHot) {
+    LimitSpec hot_bucket = LimitSpec::token_bucket(kHotCap, kHotRate, kS);
+    hot_bucket.on_unavailable = FailMode::kClosed;
+    LimitSpec hot_window = LimitSpec::window(Kind::kFixedWindow, kHotWindowLimit, kS);
+    hot_window.on_unavailable = FailMode::kClosed;
+    for (int i = 0; i < 3 * n; ++i) add('H', i, 20 * kMs, tag_ + ":hotbucket", hot_bucket);
+    for (int i = 0; i < 3 * n; ++i) add('F', i, 20 * kMs, tag_ + ":hotwindow", hot_window);
   }
   // Through the RESP door: MULTI INCR EXPIRE EXEC and an EVAL doing the same, in turn.
   if (opt_.load == Load::kDoors) {
@@ -492,6 +526,7 @@ void Run::issue(int c) {
     return;
   }
   Services& svc = sn.node->services();
+  if (cl.kind == 'H' || cl.kind == 'F') watch_slices(cl.node);
   if (cl.kind == 'A') {
     take_all(svc, svc.lane(), cl.all, 1, nullptr, door, [this, c, op](TakeAllResult r) {
       Outcome o;
@@ -516,6 +551,31 @@ void Run::issue(int c) {
     if (k == 'e') cl.expire_next = false;
     next(c, 0);  // ('u': the connection closes next)
   });
+}
+
+void Run::watch_slices(int node) {
+  SimNode& sn = world_.node(node);
+  HotSlices& hs = sn.node->services().slices;
+  if (hs.observe) return;
+  hs.observe = [this, node](std::string_view key, int64_t tokens, int64_t expires_ns) {
+    auto k = std::make_pair(node, std::string(key));
+    if (expires_ns == 0) {
+      asking_[k] = world_.now();
+      return;
+    }
+    auto it = asking_.find(k);
+    const int64_t asked = it == asking_.end() ? world_.now() : it->second;
+    const int64_t left = expires_ns - world_.node(node).clock->now_ns();
+    const char kind = key.size() >= 6 && key.substr(key.size() - 6) == "window" ? 'F' : 'H';
+    slices_.push_back({kind, asked, world_.now() + left, tokens});
+  };
+}
+
+int64_t Run::slices_outstanding(char kind, int64_t t) const {
+  int64_t sum = 0;
+  for (const Slice& s : slices_)
+    sum += s.kind == kind && s.asked < t && s.expires > t ? s.tokens : 0;
+  return sum;
 }
 
 RlsTranslator& Run::gateway_of(int node) {
@@ -1408,6 +1468,9 @@ Verdict Run::go() {
     const char* name;
     std::function<int64_t(int64_t, int64_t)> over;  // most over the bound inside [from, to]
     int64_t healthy = 0, all = 0;
+    // Across a lost owner, beyond the last Δ's admissions: the slices it granted in that Δ
+    // (their takes lost with it, their tokens spent by their holders).
+    int64_t loss_extra = 0;
   };
   std::vector<Limiter> limiters;
   // At most `limit` in each window of the key's owner's clock: the world's windows until a
@@ -1438,6 +1501,61 @@ Verdict Run::go() {
     // A sliding window counter never counts more than its limit in the current window of
     // its node's clock (the previous window weighs at most the limit after a step).
     limiters.push_back({'w', "sliding window", by_owners_windows('w', kWindowLimit, kWindowNs)});
+  }
+  // Hot keys served from quota slices (api/COMMANDS.md, Quota slices): beyond the limit, at
+  // most the slices outstanding — each node but the owner holds at most one live slice of a
+  // key, of at most its share of the capacity (the members it divides by: at least n - 1
+  // after a leave).
+  if (has('H')) {
+    const int64_t holders = static_cast<int64_t>(world_.size()) - 1;
+    const int64_t divisor = std::max(1, opt_.nodes - 1);
+    const int64_t bucket_bound = holders * std::max<int64_t>(1, kHotCap / divisor);
+    const int64_t window_bound = holders * std::max<int64_t>(1, kHotWindowLimit / divisor);
+    // Beyond the limit: the slices outstanding when the interval (the window) began — asked
+    // for before it, alive after its start (their takes counted before it, or in flight).
+    const Allowance out_h = [this](int64_t t) { return slices_outstanding('H', t); };
+    const Allowance out_f = [this](int64_t t) { return slices_outstanding('F', t); };
+    limiters.push_back({'H', "token bucket (hot, sliced)", [&, out_h](int64_t a, int64_t b) {
+                          return bucket_over_admission(ops, 'H', kHotCap, kHotRate, a, b, 10 * kS,
+                                                       out_h);
+                        }});
+    limiters.back().loss_extra = bucket_bound;
+    // (the owner's windows until a clock is stepped; then 2 limits and every slice's share)
+    limiters.push_back(
+        {'F', "fixed window (hot, sliced)", [&, out_f, window_bound](int64_t a, int64_t b) {
+           int64_t over = 0;
+           if (a < clock_stepped) {
+             over = aligned_over_admission(ops, 'F', kHotWindowLimit, kS, a,
+                                           std::min(b, clock_stepped), out_f);
+           }
+           if (b > clock_stepped) {
+             over = std::max(over, over_admission(ops, 'F', 2 * kHotWindowLimit + window_bound, kS,
+                                                  std::max(a, clock_stepped), b));
+           }
+           return over;
+         }});
+    limiters.back().loss_extra = window_bound;
+    uint64_t sliced = 0;
+    for (size_t i = 0; i < world_.size(); ++i) {
+      if (world_.node(i).up()) sliced += world_.node(i).node->services().slices.admitted.load();
+    }
+    check(sliced > 0, "the hot load: no take was admitted from a quota slice");
+    // (the figure: the most each went over its limit while healthy, against its bound)
+    std::ostringstream f;
+    int64_t over_h = 0, over_f = 0;
+    for (const auto& [a, b] : healthy) {
+      over_h = std::max(over_h, bucket_over_admission(ops, 'H', kHotCap, kHotRate, a, b));
+      over_f = std::max(over_f, aligned_over_admission(ops, 'F', kHotWindowLimit, kS, a,
+                                                       std::min(b, clock_stepped)));
+    }
+    int64_t most_h = 0, most_f = 0;  // the most outstanding at once
+    for (const Slice& sl : slices_) {
+      most_h = std::max(most_h, slices_outstanding('H', sl.asked + 1));
+      most_f = std::max(most_f, slices_outstanding('F', sl.asked + 1));
+    }
+    f << "  sliced " << sliced << " (over H " << over_h << ", at most " << most_h
+      << " outstanding; F " << over_f << ", " << most_f << ")";
+    hot_figures_ = f.str();
   }
   // The gateway door's fixed window (its counter's, 15 a second of the owner's clock).
   if (has('G')) {
@@ -1582,7 +1700,8 @@ Verdict Run::go() {
     l.all = l.over(load_start, end);
     for (const Span& s : spans_) {
       if (!s.owner_lost) continue;
-      const int64_t bound = possible_admissions(ops, l.kind, s.loss_from(), s.loss_to());
+      const int64_t bound =
+          possible_admissions(ops, l.kind, s.loss_from(), s.loss_to()) + l.loss_extra;
       const int64_t back = (s.converged >= 0 ? s.converged : end) + kSettleNs;
       const int64_t over = l.over(s.start - kWindowNs, back);
       check(over <= bound, std::string(l.name) + " over-admission across " + s.label + ": " +
@@ -1757,6 +1876,7 @@ Verdict Run::go() {
   for (const Leases& l : leases) line << " " << l.acquire << ":" << l.most << "/" << kLeaseLimit;
   if (detect_worst_ >= 0) line << "  detect " << detect_worst_ / kMs << "ms";
   if (opt_.load == Load::kDoors) line << "  pubsub " << pubsub.delivered << "/" << pubsub.expected;
+  line << hot_figures_;
   line << "  digest " << digest;
   for (const auto& f : failures_) line << "\n  failed: " << f;
   v.passed = failures_.empty();

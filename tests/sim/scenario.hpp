@@ -33,7 +33,11 @@ enum class Fault {
 // kDoors is kFull plus clients that speak RESP to a node over the in-memory pipe its
 // connection shell serves (node/client_connection.hpp): MULTI/EXEC and EVAL, reconnecting
 // when their node restarts (a load of its own, so seeds found on kFull replay exactly).
-enum class Load { kBasic, kFull, kDoors };
+// kHot is kFull plus a hot key of each sliceable kind (a token bucket and a fixed window)
+// taken through every node faster than the nodes' slice threshold: the nodes that do not own
+// it admit from quota slices (api/core/hot_slices.hpp), and the checkers hold it to the
+// bound stated for them (api/COMMANDS.md, Quota slices).
+enum class Load { kBasic, kFull, kDoors, kHot };
 
 struct Options {
   int nodes = 3;

@@ -80,9 +80,11 @@ int main(int argc, char** argv) {
         std::fprintf(stderr, "floodgate-sim: %s\n", why.c_str());
         return 2;
       }
-    } else if (a == "--load" && value(v) && (v == "full" || v == "basic" || v == "doors")) {
+    } else if (a == "--load" && value(v) &&
+               (v == "full" || v == "basic" || v == "doors" || v == "hot")) {
       opt.load = v == "full"    ? fg::sim::Load::kFull
                  : v == "doors" ? fg::sim::Load::kDoors
+                 : v == "hot"   ? fg::sim::Load::kHot
                                 : fg::sim::Load::kBasic;
     } else if (a == "--scale" && value(v)) {
       std::stringstream in(v);

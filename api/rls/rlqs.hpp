@@ -1,0 +1,121 @@
+// Envoy's rate-limit quota service (RLQS) without gRPC: a gateway's stream of usage reports
+// turned into quota slices of the cluster's counters, and the slices into the assignments
+// the gateway enforces locally (api/rls/README.md, "The quota service").
+//
+// A slice is taken from the bucket's counter — a take like any door's, routed to the key's
+// owner — before it is handed out, so what a gateway admits from it is already counted: a
+// gateway (or node) that dies holding one loses it, and nothing is given twice. Each bucket
+// a stream reports gets a slice sized to its share (the counter's remaining capacity split
+// between the bucket's holders here, or what the gateway asked for lately, whichever is
+// less), as a token bucket that does not refill, for a period (rlqs slice period); then the
+// next one. A counter that has nothing left gets DENY_ALL until it has. Requests a gateway
+// reports beyond its slices (its no_assignment or expired_assignment fallback let them
+// through) are charged to the counter. The door (rls_door.cpp) is the transport; tests drive
+// this directly.
+#pragma once
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <string>
+#include <string_view>
+#include <unordered_map>
+#include <vector>
+
+#include "acl.hpp"
+#include "envoy/service/rate_limit_quota/v3/rlqs.pb.h"
+#include "floodgate/rlqs_wire.pb.h"
+#include "request.hpp"
+#include "rls_config.hpp"
+#include "rls_translate.hpp"
+
+namespace fg {
+
+struct Services;
+
+namespace rlqs_pb = envoy::service::rate_limit_quota::v3;
+
+// One bucket of one stream: what it is drawn from and the slice it holds.
+struct RlqsHolder {
+  rlqs_pb::BucketId id;  // as the gateway named it (echoed in its actions)
+  std::string key;       // the counter
+  RlsLimit limit;        // the rule's (a policy, a fixed window, or unlimited)
+  LimitSpec spec;        // resolved (a policy: at its last grant)
+  bool unlimited = false;
+  // The slice in force: its tokens (0: DENY_ALL, or none yet), its number, until when.
+  int64_t slice = 0;
+  uint64_t seq = 0;
+  bool assigned = false;
+  int64_t expires_ns = 0;
+  int64_t due_ns = 0;  // when it gets its next slice
+  // Tokens handed out in slices; requests the gateway reported allowed; of those, charged
+  // beyond the slices. (reported - charged <= granted, once a report is settled.)
+  int64_t granted = 0, reported = 0, charged = 0;
+  double demand = -1;       // requests per second the gateway saw lately (-1: not yet known)
+  bool waiting = false;     // a grant or charge of its is in flight
+  bool abandon = false;     // to be abandoned (and forgotten) with the next answer
+  uint64_t generation = 0;  // its key's holder count it was sized with (RlqsQuota::Key)
+  uint64_t policy_version = 0, rules_version = 0;
+};
+
+// A stream: its domain (its first report's) and its buckets, by the BucketId's canonical
+// text (entries sorted).
+struct RlqsStream {
+  std::string domain;
+  std::map<std::string, RlqsHolder> holders;
+  bool counted = false;  // in the node's count of streams
+};
+
+// What a stream's due holders ask of the core, and where each answer goes.
+struct RlqsWork {
+  struct Item {
+    std::string bucket;   // the holder's canonical name
+    std::string key;      // (the request's key views it)
+    bool charge = false;  // a charge of reported requests, not a grant
+    int64_t cost = 0;
+  };
+  std::vector<Item> items;
+  std::vector<Request> requests;
+  bool empty() const { return items.empty(); }
+};
+
+struct RlqsOptions {
+  int64_t slice_ns = 1'000'000'000;  // how long a slice lasts (rlqs-slice-ms)
+  std::string user = "default";      // rls-user
+};
+
+// The holders of every stream a door thread serves, and the counters they draw on. One per
+// thread (not shared).
+class RlqsQuota {
+ public:
+  RlqsQuota(Services& svc, RlsRules& rules, RlqsOptions options);
+  ~RlqsQuota();
+
+  // A report: its usages noted, new buckets matched (an unknown one is answered with an
+  // abandon in `out`). The first report names the domain; a report that is none, or has no
+  // domain first, refuses the stream (the status it ends with).
+  RlsStatus report(RlqsStream& s, std::string_view bytes, int64_t now_ns,
+                   rlqs_pb::RateLimitQuotaResponse& out);
+  // The grants and charges the stream's holders need now (they are marked waiting).
+  void due(RlqsStream& s, int64_t now_ns, RlqsWork& work, rlqs_pb::RateLimitQuotaResponse& out);
+  // Their outcomes into assignments (or abandons) in `out`.
+  void settle(RlqsStream& s, RlqsWork& work, const Outcome* outcomes, int64_t now_ns,
+              rlqs_pb::RateLimitQuotaResponse& out);
+  // The stream is gone: its holders leave their counters' counts.
+  void forget(RlqsStream& s);
+  // Moves on whenever a bucket gets a new holder here (others' shares may shrink).
+  uint64_t arrivals() const;
+  // The earliest time any of `s`'s holders is due (INT64_MAX: none).
+  static int64_t next_due(const RlqsStream& s);
+
+ private:
+  class Impl;
+  std::unique_ptr<Impl> impl_;
+};
+
+// A slice's size: the share of `remaining` one of `holders` gets, or — once the gateway's
+// demand is known — what it asked for in a slice's time with room to grow, whichever is
+// less; at least 1. `rate_share`: the first slice, before any demand is known.
+int64_t rlqs_slice_size(int64_t remaining, int64_t holders, double demand_per_s, int64_t slice_ns,
+                        int64_t rate_share);
+
+}  // namespace fg
