@@ -233,6 +233,9 @@ std::vector<Section> info_sections(CommandContext& s) {
     kv(cs, "forward_failures", n(static_cast<int64_t>(v.counters.forward_failures.load())));
     kv(cs, "forwarded_commands_served", n(static_cast<int64_t>(v.counters.forwards_served.load())));
     kv(cs, "moved_redirections", n(static_cast<int64_t>(v.counters.moved.load())));
+    kv(cs, "slices_asked", n(static_cast<int64_t>(v.slices.asked.load())));
+    kv(cs, "slices_granted", n(static_cast<int64_t>(v.slices.granted_slices.load())));
+    kv(cs, "slice_admitted", n(static_cast<int64_t>(v.slices.admitted.load())));
     if (v.cluster) {
       const ClusterCounters& cc = v.cluster->counters();
       kv(cs, "slot_tables_adopted", n(static_cast<int64_t>(cc.table_changes.load())));

@@ -27,8 +27,10 @@ bool window_kind(Kind k) { return k == Kind::kFixedWindow || k == Kind::kCalenda
 }  // namespace
 
 bool HotSlices::sliceable(const LimitSpec& s) {
-  // (shadow: its would-be denials are the owner's to count, on every take)
-  if (s.no_slices || s.shadow) return false;
+  // (shadow: its would-be denials are the owner's to count, on every take; a window that
+  // counts denied hits — the gateway door's upstream counters — would count a denied
+  // slice's tokens as hits)
+  if (s.no_slices || s.shadow || s.count_denied) return false;
   switch (s.kind) {
     case Kind::kTokenBucket:
     case Kind::kGcra:
@@ -57,9 +59,16 @@ bool HotSlices::take(std::string_view key, const LimitSpec& spec, int64_t cost, 
   auto it = st.keys.find(name);
   if (it == st.keys.end()) {
     if (st.keys.size() >= kKeysPerStripe) {
+      // Full: the keys not forwarded for a second, or far slower than the threshold, let go
+      // (a slice's never is) — looked for at most every tenth of a second, so a sea of cold
+      // keys costs a forward this look-up and no more, and leaves room for a hot one.
+      if (now_ns - st.swept_ns < kTenthNs) return false;
+      st.swept_ns = now_ns;
       for (auto e = st.keys.begin(); e != st.keys.end();) {
-        e = now_ns - e->second.last_seen > kForgetNs && !e->second.asking ? st.keys.erase(e)
-                                                                          : std::next(e);
+        const Hot& x = e->second;
+        const bool cold = now_ns - x.last_seen > kForgetNs ||
+                          std::max(x.rate, x.count * (1'000'000'000 / kTenthNs)) < threshold / 4;
+        e = cold && !x.asking && now_ns >= x.expires ? st.keys.erase(e) : std::next(e);
       }
       if (st.keys.size() >= kKeysPerStripe) return false;  // (watching enough keys already)
     }

@@ -75,6 +75,7 @@ class HotSlices {
   struct Stripe {
     std::mutex mu;
     std::unordered_map<std::string, Hot> keys;
+    int64_t swept_ns = 0;  // when its idle keys were last let go
   };
   static constexpr size_t kStripes = 16;
   static constexpr size_t kKeysPerStripe = 1024;  // keys watched at once (the hottest stay)

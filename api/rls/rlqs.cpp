@@ -27,6 +27,9 @@ constexpr int kMaxEntries = 64;
 constexpr int64_t kNoRefillSeconds = 86'400;
 // How soon a grant the cluster could not make is tried again.
 constexpr int64_t kRetryNs = 250'000'000;
+// A slice extended period after period (its gateway spends it slowly) is replaced after
+// this many periods: its tokens are not held by one gateway for ever.
+constexpr int64_t kMaxSliceLife = 10;
 
 bool sliceable(Kind k) {
   // Not a sliding log: it keeps each admission's own time, which a slice (admitted later than
@@ -105,7 +108,10 @@ int64_t rlqs_slice_size(int64_t remaining, int64_t holders, double demand_per_s,
 class RlqsQuota::Impl {
  public:
   Impl(Services& svc, RlsRules& rules, RlqsOptions options)
-      : svc_(svc), rules_(rules), options_(std::move(options)) {}
+      : svc_(svc),
+        rules_(rules),
+        options_(std::move(options)),
+        made_(static_cast<size_t>(options_.max_keys_per_domain)) {}
 
   // The counters this thread's holders draw on: how many hold each here, and what the
   // counter had left at its last grant (-1: not known).
@@ -157,11 +163,17 @@ class RlqsQuota::Impl {
       }
       std::string name = canonical(usage_.bucket_id(), entries_);
       auto it = s.holders.find(name);
-      if (it == s.holders.end()) {
+      const bool first = it == s.holders.end();  // (its subscription)
+      if (first) {
         if (s.holders.size() >= kMaxBucketsPerStream) {
           return {
               RlsStatusCode::kResourceExhausted,
               "a stream may report at most " + std::to_string(kMaxBucketsPerStream) + " buckets"};
+        }
+        if (holders_ >= options_.max_buckets) {
+          return {RlsStatusCode::kResourceExhausted,
+                  "this node serves the most quota buckets it may (" +
+                      std::to_string(options_.max_buckets) + "): try another node"};
         }
         RlqsHolder h;
         h.id = usage_.bucket_id();
@@ -174,20 +186,26 @@ class RlqsQuota::Impl {
         ++k.holders;
         ++k.generation;
         ++arrivals_;
+        ++holders_;
       }
       RlqsHolder& h = it->second;
-      const bool first = h.reported == 0 && h.demand < 0 && h.granted == 0;
       const int64_t allowed = static_cast<int64_t>(
           std::min<uint64_t>(usage_.num_requests_allowed(), static_cast<uint64_t>(kMaxCount)));
       const int64_t denied = static_cast<int64_t>(
           std::min<uint64_t>(usage_.num_requests_denied(), static_cast<uint64_t>(kMaxCount)));
       h.reported = std::min(h.reported + allowed, kMaxCount);
+      h.spent = std::min(h.spent + allowed, kMaxCount);
       const double elapsed = static_cast<double>(usage_.time_elapsed().seconds()) +
                              usage_.time_elapsed().nanos() / 1e9;
       // (the first report is the subscription: its demand is not yet the gateway's rate)
       if (elapsed > 0 && !first) {
         const double seen = static_cast<double>(allowed + denied) / elapsed;
         h.demand = h.demand < 0 ? seen : (h.demand + seen) / 2;
+        h.interval_s = elapsed;
+      }
+      // Its slice nearly spent: the next one now, not at the period's end.
+      if (h.slice > 0 && h.slice - h.spent <= low_water(h) && now_ns < h.expires_ns) {
+        h.due_ns = std::min(h.due_ns, now_ns);
       }
     }
     return {};
@@ -211,6 +229,18 @@ class RlqsQuota::Impl {
     h.unlimited = rule->limit.unlimited;
     h.rules_version = cfg_version_;
     if (!h.unlimited && !resolve(h)) return false;
+    if (!h.unlimited) {
+      // A counter its domain has no room for (the values are the gateway's to choose).
+      constexpr int64_t kSecondNs = 1'000'000'000;
+      std::string why;
+      const int64_t life =
+          std::clamp<int64_t>(h.spec.c, kSecondNs, int64_t{366} * 86400 * kSecondNs);
+      if (!made_.note(s.domain, {{h.key, life}}, now_ns, why)) {
+        rules_.stats().keys_refused.fetch_add(1, std::memory_order_relaxed);
+        spdlog::warn("quota service: domain {}: {}; the bucket is abandoned", s.domain, why);
+        return false;
+      }
+    }
     h.due_ns = now_ns;
     return true;
   }
@@ -257,7 +287,16 @@ class RlqsQuota::Impl {
     a->mutable_abandon_action();
   }
 
+  // Tokens a slice should still have to last until the gateway's next report: below this it
+  // gets the next one.
+  static int64_t low_water(const RlqsHolder& h) {
+    if (h.demand < 0) return 0;
+    const double interval = h.interval_s > 0 ? h.interval_s : 1.0;
+    return static_cast<int64_t>(std::ceil(h.demand * interval * 1.5));
+  }
+
   void leave(const RlqsHolder& h) {
+    --holders_;
     auto k = keys_.find(h.key);
     if (k != keys_.end() && --k->second.holders <= 0) keys_.erase(k);
   }
@@ -286,6 +325,7 @@ class RlqsQuota::Impl {
             again.spec.b != h.spec.b || again.spec.c != h.spec.c ||
             again.unlimited != h.unlimited) {
           leave(h);
+          ++holders_;
           Key& k = keys_[again.key];
           ++k.holders;
           ++k.generation;
@@ -294,6 +334,7 @@ class RlqsQuota::Impl {
           h.spec = again.spec;
           h.unlimited = again.unlimited;
           h.assigned = false;
+          h.renew = true;
           h.due_ns = now_ns;
         }
         h.rules_version = cfg_version_;
@@ -310,6 +351,7 @@ class RlqsQuota::Impl {
         if (before.kind != h.spec.kind || before.a != h.spec.a || before.b != h.spec.b ||
             before.c != h.spec.c) {
           keys_[h.key].remaining = -1;
+          h.renew = true;
           h.due_ns = now_ns;
         }
       }
@@ -339,6 +381,10 @@ class RlqsQuota::Impl {
           rlqs_slice_size(remaining, k.holders, h.demand, options_.slice_ns, rate_share);
       // Others arrived since it was sized: a smaller share now, not at the period's end.
       const bool shrink = h.generation != k.generation && h.slice > want;
+      if (h.due_ns <= now_ns && !shrink && extend(h, now_ns, out)) {
+        ++it;
+        continue;
+      }
       if (h.due_ns <= now_ns || shrink) {
         work.items.push_back({name, h.key, false, h.spec.a == 0 ? 1 : want});
         h.waiting = true;
@@ -361,6 +407,33 @@ class RlqsQuota::Impl {
       r.command = item.charge ? "fg.adjust" : "fg.take";
       work.requests.push_back(r);
     }
+  }
+
+  // A slice still holding enough for the next period is extended — the same strategy again,
+  // with a new time to live, which the gateway applies to the bucket it has — rather than
+  // replaced by a new one (whose fresh bucket would drop what is left of this one). Not
+  // past its window's end, nor past kMaxSliceLife periods.
+  bool extend(RlqsHolder& h, int64_t now_ns, rlqs_pb::RateLimitQuotaResponse& out) {
+    if (h.renew || h.slice <= 0 || now_ns >= h.expires_ns) return false;
+    if (h.slice - h.spent <= std::max<int64_t>(1, low_water(h))) return false;
+    if (now_ns - h.sliced_at >= kMaxSliceLife * options_.slice_ns) return false;
+    const int64_t ttl = std::min(options_.slice_ns + options_.slice_ns / 2, h.window_end - now_ns);
+    if (ttl <= options_.slice_ns / 10) return false;
+    Action* a = out.add_bucket_action();
+    *a->mutable_bucket_id() = h.id;
+    auto* q = a->mutable_quota_assignment_action();
+    token_bucket(*q->mutable_rate_limit_strategy()->mutable_token_bucket(), h.slice, h.seq);
+    set_duration(q->mutable_assignment_time_to_live(), ttl);
+    h.expires_ns = now_ns + ttl;
+    h.due_ns = now_ns + std::min(options_.slice_ns, ttl);
+    return true;
+  }
+
+  static void token_bucket(envoy::type::v3::TokenBucket& tb, int64_t tokens, uint64_t seq) {
+    tb.set_max_tokens(static_cast<uint32_t>(std::min<int64_t>(tokens, UINT32_MAX)));
+    tb.mutable_tokens_per_fill()->set_value(1);
+    tb.mutable_fill_interval()->set_seconds(kNoRefillSeconds);
+    tb.set_name("floodgate slice " + std::to_string(seq));
   }
 
   FailMode on_unavailable(const RlqsStream& s) const {
@@ -419,21 +492,22 @@ class RlqsQuota::Impl {
       if (d.allowed) {
         h.slice = item.cost;
         h.granted = std::min(h.granted + item.cost, kMaxCount);
+        h.spent = 0;
+        h.sliced_at = now_ns;
+        h.renew = false;
+        h.window_end = std::numeric_limits<int64_t>::max();
         ++h.seq;
         k.remaining = d.remaining;
         if (window_kind(h.spec.kind) && d.reset_after_ns > 0) {
           // A window's slice ends with its window (its counter starts again then).
+          h.window_end = now_ns + d.reset_after_ns;
           ttl = std::min(ttl, d.reset_after_ns);
           if (d.reset_after_ns <= next) {
             next = d.reset_after_ns;
             k.remaining = -1;
           }
         }
-        auto* tb = q->mutable_rate_limit_strategy()->mutable_token_bucket();
-        tb->set_max_tokens(static_cast<uint32_t>(std::min<int64_t>(item.cost, UINT32_MAX)));
-        tb->mutable_tokens_per_fill()->set_value(1);
-        tb->mutable_fill_interval()->set_seconds(kNoRefillSeconds);
-        tb->set_name("floodgate slice " + std::to_string(h.seq));
+        token_bucket(*q->mutable_rate_limit_strategy()->mutable_token_bucket(), item.cost, h.seq);
         stats.rlqs_slices.fetch_add(1, std::memory_order_relaxed);
         stats.rlqs_slice_tokens.fetch_add(static_cast<uint64_t>(item.cost),
                                           std::memory_order_relaxed);
@@ -443,6 +517,13 @@ class RlqsQuota::Impl {
         k.remaining = d.remaining;
         h.due_ns = now_ns;
         continue;
+      } else if (h.slice > 0 && !h.renew && now_ns + kRetryNs < h.expires_ns) {
+        // Nothing left, but its slice still runs: it spends that first; asked again shortly.
+        // (Not when its limit changed: the new one's answer goes out at once.)
+        out.mutable_bucket_action()->RemoveLast();
+        k.remaining = 0;
+        h.due_ns = now_ns + kRetryNs;
+        continue;
       } else {
         // Nothing left: DENY_ALL until a token is back (a window's: until it ends).
         h.slice = 0;
@@ -451,6 +532,7 @@ class RlqsQuota::Impl {
         if (back > 0) next = std::min(next, back);
         ttl = next;
         q->mutable_rate_limit_strategy()->set_blanket_rule(Strategy::DENY_ALL);
+        h.renew = false;
         stats.rlqs_denials.fetch_add(1, std::memory_order_relaxed);
         if (back > 0 && back <= options_.slice_ns) k.remaining = -1;
       }
@@ -477,6 +559,8 @@ class RlqsQuota::Impl {
   std::shared_ptr<const PolicySet> policies_;
   uint64_t policy_version_ = 0;
   std::unordered_map<std::string, Key> keys_;
+  RlsKeys made_;         // the counters each domain made here
+  int64_t holders_ = 0;  // buckets of every stream
 
  public:
   uint64_t arrivals_ = 0;

@@ -7,8 +7,10 @@
 // gateway (or node) that dies holding one loses it, and nothing is given twice. Each bucket
 // a stream reports gets a slice sized to its share (the counter's remaining capacity split
 // between the bucket's holders here, or what the gateway asked for lately, whichever is
-// less), as a token bucket that does not refill, for a period (rlqs slice period); then the
-// next one. A counter that has nothing left gets DENY_ALL until it has. Requests a gateway
+// less), as a token bucket that does not refill, for a period (rlqs slice period); then it
+// is extended while it has enough left, or replaced by the next one (at once when the
+// gateway's reports say it is nearly spent). A counter that has nothing left gets DENY_ALL
+// (once the slice in force is spent) until it has. Requests a gateway
 // reports beyond its slices (its no_assignment or expired_assignment fallback let them
 // through) are charged to the counter. The door (rls_door.cpp) is the transport; tests drive
 // this directly.
@@ -26,6 +28,7 @@
 #include "floodgate/rlqs_wire.pb.h"
 #include "request.hpp"
 #include "rls_config.hpp"
+#include "rls_keys.hpp"
 #include "rls_translate.hpp"
 
 namespace fg {
@@ -50,6 +53,12 @@ struct RlqsHolder {
   // Tokens handed out in slices; requests the gateway reported allowed; of those, charged
   // beyond the slices. (reported - charged <= granted, once a report is settled.)
   int64_t granted = 0, reported = 0, charged = 0;
+  // Of the slice in force: requests reported allowed since it was handed out; when it was
+  // (a slice is extended, not replaced, while it has enough left, up to kMaxSliceLife);
+  // the end of the window it was taken in (a window's slice never outlives it).
+  int64_t spent = 0, sliced_at = 0, window_end = 0;
+  double interval_s = 0;    // the gateway's report interval, as its time_elapsed says
+  bool renew = false;       // its limit changed: a new slice, not the old one extended
   double demand = -1;       // requests per second the gateway saw lately (-1: not yet known)
   bool waiting = false;     // a grant or charge of its is in flight
   bool abandon = false;     // to be abandoned (and forgotten) with the next answer
@@ -81,6 +90,10 @@ struct RlqsWork {
 struct RlqsOptions {
   int64_t slice_ns = 1'000'000'000;  // how long a slice lasts (rlqs-slice-ms)
   std::string user = "default";      // rls-user
+  // Counters one domain may have made here (rls-max-keys-per-domain: a bucket's values are
+  // the gateway's to choose), and buckets all streams may hold at once.
+  int64_t max_keys_per_domain = 100'000;
+  int64_t max_buckets = 100'000;
 };
 
 // The holders of every stream a door thread serves, and the counters they draw on. One per

@@ -476,6 +476,7 @@ Status RlsDoor::start(const std::string& host, int port) {
   RlqsOptions rlqs;
   rlqs.slice_ns = std::max<int64_t>(1, options_.rlqs_slice_ms) * 1'000'000;
   rlqs.user = options_.user;
+  rlqs.max_keys_per_domain = options_.max_keys_per_domain;
   rlqs_ = std::make_unique<RlqsServer>(svc_, rules_, rlqs, token);
   // What callers can make the door hold: the memory of all its connections, the streams one
   // connection may open, one message's size. The port is this node's alone (no

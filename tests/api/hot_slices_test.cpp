@@ -96,6 +96,9 @@ TEST(HotSlices, NeverSlicedLimitsAndAChangedPolicy) {
   EXPECT_EQ(forward(hs, LimitSpec::window(Kind::kSlidingLog, 100, 1000 * kMs), 100, t), 0);
   EXPECT_EQ(forward(hs, LimitSpec::concurrency(5, 1000 * kMs), 100, t), 0);
   EXPECT_FALSE(HotSlices::sliceable(off));
+  LimitSpec every_hit = LimitSpec::window(Kind::kFixedWindow, 100, 1000 * kMs);
+  every_hit.count_denied = true;  // (the gateway door's upstream counters)
+  EXPECT_FALSE(HotSlices::sliceable(every_hit));
   EXPECT_TRUE(HotSlices::sliceable(LimitSpec::gcra(5, 10, 1000 * kMs)));
   EXPECT_TRUE(HotSlices::sliceable(LimitSpec::window(Kind::kSlidingWindow, 5, 1000 * kMs)));
   // A slice of the old limit is not spent under a new one.
@@ -109,6 +112,20 @@ TEST(HotSlices, NeverSlicedLimitsAndAChangedPolicy) {
   // Off: nothing is watched or asked.
   hs.configure(0, 100);
   EXPECT_EQ(forward(hs, kBucket, 100, t), 0);
+}
+
+TEST(HotSlices, ASeaOfColdKeysLeavesRoomForAHotOne) {
+  HotSlices hs;
+  hs.configure(500, 100);
+  int64_t t = 1'000 * kMs;
+  Decision d;
+  int64_t ask = 0;
+  for (int i = 0; i < 20'000; ++i) {  // (more than it watches at once, each forwarded once)
+    EXPECT_FALSE(hs.take("cold:" + std::to_string(i), kBucket, 1, t, 3, d, ask));
+    EXPECT_EQ(ask, 0);
+  }
+  t += 200 * kMs;
+  EXPECT_GT(forward(hs, kBucket, 60, t), 0);
 }
 
 }  // namespace

@@ -366,6 +366,82 @@ TEST(Rlqs, APolicyChangeIsASliceNowAndANewHolderShrinksTheOthers) {
   q.quota->forget(s2);
 }
 
+TEST(Rlqs, ASliceWithEnoughLeftIsExtendedAndOneNearlySpentReplaced) {
+  Quota q;
+  RlqsStream s;
+  rlqs_pb::RateLimitQuotaResponse out;
+  const auto api = [](uint64_t allowed, uint64_t denied) {
+    return usage({{"name", "api"}, {"tenant", "t"}}, allowed, denied, 200);
+  };
+  ASSERT_TRUE(q.quota->report(s, report_map("gw", {api(0, 0)}), q.clock.now_ns(), out).ok());
+  // 2 asked in a report of 200 ms: 10 a second, so a slice of 16.
+  ASSERT_TRUE(q.quota->report(s, report_map("gw", {api(0, 2)}), q.clock.now_ns(), out).ok());
+  RlqsWork w;
+  q.quota->due(s, q.clock.now_ns(), w, out);
+  ASSERT_EQ(w.requests.size(), 1u);
+  EXPECT_EQ(w.requests[0].cost, 16);
+  std::vector<Outcome> o{granted(90)};
+  q.quota->settle(s, w, o.data(), q.clock.now_ns(), out);
+  ASSERT_EQ(out.bucket_action_size(), 1);
+  const std::string name =
+      out.bucket_action(0).quota_assignment_action().rate_limit_strategy().token_bucket().name();
+  // A period on, 4 of its 16 spent: the same strategy again, a new time to live, no take.
+  out.Clear();
+  q.clock.advance_ns(kSec);
+  ASSERT_TRUE(q.quota->report(s, report_map("gw", {api(4, 0)}), q.clock.now_ns(), out).ok());
+  q.quota->due(s, q.clock.now_ns(), w, out);
+  EXPECT_TRUE(w.empty());
+  ASSERT_EQ(out.bucket_action_size(), 1);
+  EXPECT_EQ(
+      out.bucket_action(0).quota_assignment_action().rate_limit_strategy().token_bucket().name(),
+      name);
+  EXPECT_EQ(out.bucket_action(0).quota_assignment_action().assignment_time_to_live().seconds(), 1);
+  // Nearly spent by its next report (4 left, 6 wanted until the one after): the next slice
+  // at once, a new strategy.
+  out.Clear();
+  q.clock.advance_ns(200'000'000);
+  ASSERT_TRUE(q.quota->report(s, report_map("gw", {api(8, 0)}), q.clock.now_ns(), out).ok());
+  q.quota->due(s, q.clock.now_ns(), w, out);
+  ASSERT_EQ(w.requests.size(), 1u);
+  EXPECT_EQ(w.requests[0].verb, Verb::kTake);
+}
+
+TEST(Rlqs, WhatAGatewayCanMakeTheNodeHoldIsBounded) {
+  Quota q;
+  RlqsOptions o;
+  o.max_keys_per_domain = 2;
+  o.max_buckets = 3;
+  RlqsQuota quota(q.svc, *q.rules, o);
+  RlqsStream s;
+  rlqs_pb::RateLimitQuotaResponse out;
+  // Tenants are the gateway's to choose: the third counter of the domain is refused.
+  ASSERT_TRUE(quota
+                  .report(s,
+                          report_map("gw", {usage({{"name", "api"}, {"tenant", "a"}}, 0, 0),
+                                            usage({{"name", "api"}, {"tenant", "b"}}, 0, 0),
+                                            usage({{"name", "api"}, {"tenant", "c"}}, 0, 0)}),
+                          q.clock.now_ns(), out)
+                  .ok());
+  EXPECT_EQ(s.holders.size(), 2u);
+  ASSERT_EQ(out.bucket_action_size(), 1);
+  EXPECT_TRUE(out.bucket_action(0).has_abandon_action());
+  EXPECT_EQ(q.rules->stats().keys_refused.load(), 1u);
+  // Buckets of every stream: past the node's cap a stream ends RESOURCE_EXHAUSTED.
+  ASSERT_TRUE(
+      quota.report(s, report_map("gw", {usage({{"name", "open"}}, 0, 0)}), q.clock.now_ns(), out)
+          .ok());
+  RlqsStream t;
+  EXPECT_EQ(
+      quota.report(t, report_map("gw", {usage({{"name", "fixed"}}, 0, 0)}), q.clock.now_ns(), out)
+          .code,
+      RlsStatusCode::kResourceExhausted);
+  // A gone stream gives its buckets back.
+  quota.forget(s);
+  EXPECT_TRUE(
+      quota.report(t, report_map("gw", {usage({{"name", "open"}}, 0, 0)}), q.clock.now_ns(), out)
+          .ok());
+}
+
 TEST(Rlqs, SliceSizes) {
   // No demand known: the rate's share; never more than the remaining's share, never 0.
   EXPECT_EQ(rlqs_slice_size(100, 4, -1, kSec, 10), 10);

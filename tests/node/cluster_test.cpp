@@ -981,10 +981,13 @@ int64_t peek_until(Client& c, const std::string& key, const std::string& policy,
 std::string policy_file() {
   const std::string path = "/tmp/fg-failover-" + std::to_string(getpid()) + ".yaml";
   std::ofstream f(path);
+  // (slices: off — these count what was acknowledged against what the owner holds, and a
+  // node forwarding a hot key would take quota slices ahead of its clients: api/COMMANDS.md)
   f << "policies:\n"
        "  strict: {kind: fixed_window, limit: 1000000, window: 1d, replication: sync,\n"
-       "           on_unavailable: fail_closed}\n"
-       "  lenient: {kind: fixed_window, limit: 1000000, window: 1d, on_unavailable: fail_open}\n"
+       "           on_unavailable: fail_closed, slices: off}\n"
+       "  lenient: {kind: fixed_window, limit: 1000000, window: 1d, on_unavailable: fail_open,\n"
+       "            slices: off}\n"
        "  seats: {kind: concurrency, limit: 5, ttl: 60s, on_unavailable: fail_closed}\n"
        // (a log's count never drops at a clock boundary, as a fixed window's does)
        "  journal: {kind: sliding_log, limit: 1000, window: 1d, replication: sync,\n"
@@ -1095,6 +1098,47 @@ TEST(Failover, SyncReplicationLosesNoAcknowledgedAdmission) { kill_under_load("s
 // INCR on keys a pattern maps to a `replication: sync` policy: no acknowledged increment is
 // lost when the owner is killed.
 TEST(Failover, SyncDataKeysLoseNoAcknowledgedIncrement) { kill_under_load("INCR", true); }
+
+// A key taken faster than slice-threshold through a node that does not own it: that node
+// admits from quota slices its owner counted (never fewer counted than admitted, never more
+// than a few slices' worth); a policy that says SLICES off is always asked of the owner.
+TEST(QuotaSlices, AHotKeyIsAdmittedFromSlicesTheOwnerCounted) {
+  TestCluster cl(3, {"--slice-threshold", "200", "--slice-ms", "100"});
+  ASSERT_TRUE(cl.formed(3));
+  const int owner = cl.node(2).port();
+  const auto keys = keys_owned_by(cl, owner, "hot:", 2);
+  ASSERT_EQ(keys.size(), 2u);
+  Client via(cl.node(0).port(), 5000), at(owner, 5000);
+  ASSERT_EQ(ask(via, {"FG.POLICY", "SET", "hotp", "token_bucket", "100000", "1", "1000"}),
+            "+OK\r\n");
+  ASSERT_EQ(ask(via, {"FG.POLICY", "SET", "exact", "token_bucket", "100000", "1", "1000", "SLICES",
+                      "off"}),
+            "+OK\r\n");
+  std::string got;
+  for (int i = 0; i < 100 && got.find("slices\r\n$3\r\noff") == std::string::npos; ++i) {
+    got = ask(at, {"FG.POLICY", "GET", "exact"});  // (reaches the owner within a second)
+    if (got.find("slices\r\n$3\r\noff") == std::string::npos) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    }
+  }
+  EXPECT_NE(got.find("slices\r\n$3\r\noff"), std::string::npos) << got;
+  auto stat = [&](const std::string& field) {
+    return std::stoll(info_field(ask(via, {"INFO", "cluster"}), field));
+  };
+  int64_t admitted = 0;
+  for (int i = 0; i < 4000; ++i)
+    admitted += ask(via, {"FG.TAKE", keys[0], "hotp"}).rfind("*5\r\n:1", 0) == 0;
+  EXPECT_EQ(admitted, 4000);
+  EXPECT_GT(stat("slices_granted"), 0);
+  EXPECT_GT(stat("slice_admitted"), 0);
+  const int64_t counted = 100000 - remaining_of(ask(at, {"FG.PEEK", keys[0], "hotp"}));
+  EXPECT_GE(counted, admitted);  // every admission counted, a slice's before it was spent
+  EXPECT_LE(counted, admitted + 100000 / 3);  // and at most one slice more
+  const int64_t asked = stat("slices_asked");
+  for (int i = 0; i < 2000; ++i) ask(via, {"FG.TAKE", keys[1], "exact"});
+  EXPECT_EQ(stat("slices_asked"), asked);
+  EXPECT_EQ(100000 - remaining_of(ask(at, {"FG.PEEK", keys[1], "exact"})), 2000);
+}
 
 // Data keys of every type move with their slots when a fourth node joins: each value,
 // and its TTL, is whole wherever it lives now.

@@ -201,7 +201,7 @@ buckets:
         killed = []
 
         def traffic_and_kill():
-            self.run_traffic(fs, 20, 12.0, watch)
+            self.run_traffic(fs, 20, 16.0, watch)
 
         t = threading.Thread(target=traffic_and_kill)
         t.start()
