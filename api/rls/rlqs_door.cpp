@@ -36,7 +36,8 @@ struct RlqsCall {
   grpc_byte_buffer* out = nullptr;
   grpc_slice details = grpc_empty_slice();
   int cancelled = 0;
-  int batches = 0;  // outstanding
+  int batches = 0;       // outstanding
+  int64_t next_due = 0;  // its holders' earliest (INT64_MAX: none, or its job is out)
   bool hello_sent = false, gone = false, writing = false, ending = false, job = false;
   RlqsStream stream;
   RlqsWork work;
@@ -186,6 +187,7 @@ void RlqsServer::run(RlqsCall& c, Lane& lane) {
     quota_.due(c.stream, now, c.work, c.pending);
     if (!c.work.empty()) {
       c.job = true;
+      c.next_due = std::numeric_limits<int64_t>::max();
       Door door;
       door.mode = RouteMode::kForward;
       std::shared_ptr<RlqsCall> keep = c.self;
@@ -195,13 +197,22 @@ void RlqsServer::run(RlqsCall& c, Lane& lane) {
             c.job = false;
             if (!c.gone) {
               quota_.settle(c.stream, c.work, outcomes.data(), svc_.clock->now_ns(), c.pending);
+              noted(c);
               send(c);
             }
             maybe_free(c);
           });
+    } else {
+      noted(c);
     }
   }
   send(c);
+}
+
+// The stream's earliest due slice, and the queue's next look, after its holders changed.
+void RlqsServer::noted(RlqsCall& c) {
+  c.next_due = RlqsQuota::next_due(c.stream);
+  next_scan_ns_ = std::min(next_scan_ns_, c.next_due);
 }
 
 void RlqsServer::send(RlqsCall& c) {
@@ -242,6 +253,8 @@ void RlqsServer::maybe_free(RlqsCall& c) {
   if (c.gone && c.batches == 0 && !c.job) c.self.reset();  // (last: it may free `c`)
 }
 
+// Between the queue's events: nothing unless a slice is due or it is time to look (the
+// streams are gone through then, not at every event — the door's calls pass here too).
 void RlqsServer::tick(Lane& lane) {
   if (live_.empty()) return;
   const int64_t now = svc_.clock->now_ns();
@@ -249,23 +262,24 @@ void RlqsServer::tick(Lane& lane) {
   // every stream looks again now, not at its next slice.
   const uint64_t seen[3] = {svc_.policies->version(), rules_.version(), quota_.arrivals()};
   const bool all = !std::equal(std::begin(seen), std::end(seen), std::begin(seen_));
+  if (!all && now < next_scan_ns_) return;
   std::copy(std::begin(seen), std::end(seen), std::begin(seen_));
+  next_scan_ns_ = now + kLookNs;
   // (a copy: a job that answers at once may end a stream, which leaves live_)
   std::vector<std::shared_ptr<RlqsCall>> streams = live_;
   for (const auto& c : streams) {
-    if (!c->job && (all || RlqsQuota::next_due(c->stream) <= now)) run(*c, lane);
+    if (c->job) continue;  // (its answer notes its next slice)
+    if (all || c->next_due <= now) {
+      run(*c, lane);
+    } else {
+      next_scan_ns_ = std::min(next_scan_ns_, c->next_due);
+    }
   }
 }
 
 int64_t RlqsServer::wait_ns() const {
   if (live_.empty()) return -1;
-  // (a policy change or a new holder is looked for at least every 100 ms)
-  const int64_t now = svc_.clock->now_ns();
-  int64_t at = now + kLookNs;
-  for (const auto& c : live_) {
-    if (!c->job) at = std::min(at, RlqsQuota::next_due(c->stream));
-  }
-  return std::max<int64_t>(0, at - now);
+  return std::max<int64_t>(0, next_scan_ns_ - svc_.clock->now_ns());
 }
 
 }  // namespace fg

@@ -43,6 +43,7 @@ class RlqsServer {
   void send(RlqsCall& c);
   void end(RlqsCall& c, int code, const std::string& text);
   void maybe_free(RlqsCall& c);
+  void noted(RlqsCall& c);
 
   Services& svc_;
   RlsRules& rules_;
@@ -52,7 +53,8 @@ class RlqsServer {
   void* method_ = nullptr;
   grpc_completion_queue* cq_ = nullptr;
   std::vector<std::shared_ptr<RlqsCall>> live_;  // streams open
-  uint64_t seen_[3] = {};  // the policies', the rules' and the holders' versions last looked at
+  uint64_t seen_[3] = {};     // the policies', the rules' and the holders' versions last looked at
+  int64_t next_scan_ns_ = 0;  // when the streams are next gone through (clock ns)
 };
 
 }  // namespace fg
