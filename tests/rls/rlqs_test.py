@@ -19,6 +19,20 @@ import rls_test as base
 from envoy_filter import ALLOW_ALL, DENY_ALL, RLQS, Filter, windows
 
 
+def held_as_windows_begin(fs, width):
+    """A watch (called every 10 ms) noting the tokens the filters hold in live slices as each
+    window of `width` seconds begins — the last look before it — into the dict returned."""
+    held_at_start, last = {}, [0]
+
+    def watch(now):
+        w = int(now // width)
+        if w not in held_at_start:
+            held_at_start[w] = last[0]
+        last[0] = sum(f.held(now) for f in fs)
+
+    return held_at_start, watch
+
+
 class QuotaService(unittest.TestCase):
     """Ten gateways' filters against three nodes, one global limit."""
 
@@ -85,16 +99,7 @@ buckets:
         tenant = uuid.uuid4().hex[:8]
         fs = self.filters({"name": "api", "tenant": tenant})
         width = 2.0
-        held_at_start = {}
-
-        last = [0]
-
-        def watch(now):
-            # Tokens held as a window begins: the last look before it (every 10 ms).
-            w = int(now // width)
-            if w not in held_at_start:
-                held_at_start[w] = last[0]
-            last[0] = sum(f.held(now) for f in fs)
+        held_at_start, watch = held_as_windows_begin(fs, width)
 
         try:
             self.run_traffic(fs, 20, 7.0, watch)
@@ -187,16 +192,7 @@ buckets:
         victim = self.nodes[0]
         on_victim = [f for i, f in enumerate(fs) if i % 3 == 0]
         width = 2.0
-        held_at_start = {}
-
-        last = [0]
-
-        def watch(now):
-            # Tokens held as a window begins: the last look before it (every 10 ms).
-            w = int(now // width)
-            if w not in held_at_start:
-                held_at_start[w] = last[0]
-            last[0] = sum(f.held(now) for f in fs)
+        held_at_start, watch = held_as_windows_begin(fs, width)
 
         killed = []
 
