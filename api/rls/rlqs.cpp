@@ -92,6 +92,8 @@ void set_duration(google::protobuf::Duration* d, int64_t ns) {
 
 }  // namespace
 
+std::string rlqs_holders_key(std::string_view key) { return "rlqs-holders:" + std::string(key); }
+
 int64_t rlqs_slice_size(int64_t remaining, int64_t holders, double demand_per_s, int64_t slice_ns,
                         int64_t rate_share) {
   holders = std::max<int64_t>(1, holders);
@@ -116,9 +118,11 @@ class RlqsQuota::Impl {
   // The counters this thread's holders draw on: how many hold each here, and what the
   // counter had left at its last grant (-1: not known).
   struct Key {
-    int64_t holders = 0;
+    int64_t holders = 0;      // here
+    int64_t everywhere = 0;   // cluster-wide, as the holders' leases last counted them
     uint64_t generation = 0;  // moves on when a holder arrives
     int64_t remaining = -1;
+    int64_t sharers() const { return std::max(holders, everywhere); }
   };
 
   void refresh() {
@@ -201,10 +205,10 @@ class RlqsQuota::Impl {
       if (elapsed > 0 && !first) {
         const double seen = static_cast<double>(allowed + denied) / elapsed;
         h.demand = h.demand < 0 ? seen : (h.demand + seen) / 2;
-        h.interval_s = elapsed;
       }
-      // Its slice nearly spent: the next one now, not at the period's end.
-      if (h.slice > 0 && h.slice - h.spent <= low_water(h) && now_ns < h.expires_ns) {
+      // Its slice spent: the next one now, not at the period's end. (Not before: a new
+      // slice is a new bucket at the gateway, and what the old one had left would be lost.)
+      if (h.slice > 0 && h.spent >= h.slice && now_ns < h.expires_ns) {
         h.due_ns = std::min(h.due_ns, now_ns);
       }
     }
@@ -287,14 +291,6 @@ class RlqsQuota::Impl {
     a->mutable_abandon_action();
   }
 
-  // Tokens a slice should still have to last until the gateway's next report: below this it
-  // gets the next one.
-  static int64_t low_water(const RlqsHolder& h) {
-    if (h.demand < 0) return 0;
-    const double interval = h.interval_s > 0 ? h.interval_s : 1.0;
-    return static_cast<int64_t>(std::ceil(h.demand * interval * 1.5));
-  }
-
   void leave(const RlqsHolder& h) {
     --holders_;
     auto k = keys_.find(h.key);
@@ -369,16 +365,24 @@ class RlqsQuota::Impl {
       }
       // Requests it let through beyond its slices (its fallbacks' admissions): charged.
       if (const int64_t beyond = h.reported - h.charged - h.granted; beyond > 0) {
-        work.items.push_back({name, h.key, true, beyond});
+        work.items.push_back({name, h.key, RlqsWork::What::kCharge, beyond});
+        h.waiting = true;
+      }
+      // Once a period, its lease among the counter's holders on every node (counted first:
+      // a share is the remaining capacity's among all of them).
+      if (h.counted_at < 0 || now_ns - h.counted_at >= options_.slice_ns) {
+        work.items.push_back({name, rlqs_holders_key(h.key), RlqsWork::What::kCount, 1});
+        h.counted_at = now_ns;
         h.waiting = true;
       }
       Key& k = keys_[h.key];
       const int64_t remaining = k.remaining >= 0 ? k.remaining : capacity_of(h.spec);
       const int64_t rate_share = std::max<int64_t>(
-          1, static_cast<int64_t>(std::ceil(rate_of(h.spec) * options_.slice_ns / 1e9 /
-                                            static_cast<double>(std::max<int64_t>(1, k.holders)))));
+          1,
+          static_cast<int64_t>(std::ceil(rate_of(h.spec) * options_.slice_ns / 1e9 /
+                                         static_cast<double>(std::max<int64_t>(1, k.sharers())))));
       const int64_t want =
-          rlqs_slice_size(remaining, k.holders, h.demand, options_.slice_ns, rate_share);
+          rlqs_slice_size(remaining, k.sharers(), h.demand, options_.slice_ns, rate_share);
       // Others arrived since it was sized: a smaller share now, not at the period's end.
       const bool shrink = h.generation != k.generation && h.slice > want;
       if (h.due_ns <= now_ns && !shrink && extend(h, now_ns, out)) {
@@ -386,7 +390,7 @@ class RlqsQuota::Impl {
         continue;
       }
       if (h.due_ns <= now_ns || shrink) {
-        work.items.push_back({name, h.key, false, h.spec.a == 0 ? 1 : want});
+        work.items.push_back({name, h.key, RlqsWork::What::kSlice, h.spec.a == 0 ? 1 : want});
         h.waiting = true;
         h.generation = k.generation;
       }
@@ -397,25 +401,35 @@ class RlqsQuota::Impl {
     for (const RlqsWork::Item& item : work.items) {
       const RlqsHolder& h = s.holders.find(item.bucket)->second;
       Request r;
-      r.verb = item.charge ? Verb::kAdjust : Verb::kTake;
       r.metric = kRlqsCommandId;
       r.key = item.key;
+      if (item.what == RlqsWork::What::kCount) {
+        // The node's own bookkeeping, not the gateway's: no user's rights or share. A lease
+        // lives a period and a little: one live lease a holder, gone a period after it.
+        r.verb = Verb::kAcquire;
+        r.spec = LimitSpec::concurrency(kMaxLeaseLimit, options_.slice_ns + options_.slice_ns / 20);
+        r.command = "fg.acquire";  // (no holder: nobody renews or releases it)
+        work.requests.push_back(r);
+        continue;
+      }
+      const bool charge = item.what == RlqsWork::What::kCharge;
+      r.verb = charge ? Verb::kAdjust : Verb::kTake;
       r.spec = h.spec;
       r.spec.on_unavailable = on_unavailable(s);
       r.cost = item.cost;
       r.asker = user_.get();
-      r.command = item.charge ? "fg.adjust" : "fg.take";
+      r.command = charge ? "fg.adjust" : "fg.take";
       work.requests.push_back(r);
     }
   }
 
-  // A slice still holding enough for the next period is extended — the same strategy again,
-  // with a new time to live, which the gateway applies to the bucket it has — rather than
-  // replaced by a new one (whose fresh bucket would drop what is left of this one). Not
-  // past its window's end, nor past kMaxSliceLife periods.
+  // A slice not yet spent is extended — the same strategy again, with a new time to live,
+  // which the gateway applies to the bucket it has — rather than replaced by a new one
+  // (whose fresh bucket would drop what is left of this one). Not past its window's end,
+  // nor past kMaxSliceLife periods.
   bool extend(RlqsHolder& h, int64_t now_ns, rlqs_pb::RateLimitQuotaResponse& out) {
     if (h.renew || h.slice <= 0 || now_ns >= h.expires_ns) return false;
-    if (h.slice - h.spent <= std::max<int64_t>(1, low_water(h))) return false;
+    if (h.spent >= h.slice) return false;
     if (now_ns - h.sliced_at >= kMaxSliceLife * options_.slice_ns) return false;
     const int64_t ttl = std::min(options_.slice_ns + options_.slice_ns / 2, h.window_end - now_ns);
     if (ttl <= options_.slice_ns / 10) return false;
@@ -451,11 +465,24 @@ class RlqsQuota::Impl {
       RlqsHolder& h = it->second;
       h.waiting = false;
       const Outcome& o = outcomes[i];
-      if (item.charge) {
+      if (item.what == RlqsWork::What::kCharge) {
         if (o.ok()) {
           h.charged += item.cost;
           stats.rlqs_charged.fetch_add(static_cast<uint64_t>(item.cost), std::memory_order_relaxed);
         }
+        continue;
+      }
+      if (item.what == RlqsWork::What::kCount) {
+        // (not reached: the count stays as it was, at least this node's holders)
+        if (!o.ok()) continue;
+        Key& k = keys_[h.key];
+        const int64_t everywhere = o.acquire.granted ? o.acquire.held : kMaxLeaseLimit;
+        if (everywhere > k.sharers()) {
+          // Others arrived on other nodes: every holder here looks at its share again.
+          ++k.generation;
+          ++arrivals_;
+        }
+        k.everywhere = everywhere;
         continue;
       }
       if (!o.ok()) {

@@ -8,8 +8,8 @@
 // a stream reports gets a slice sized to its share (the counter's remaining capacity split
 // between the bucket's holders here, or what the gateway asked for lately, whichever is
 // less), as a token bucket that does not refill, for a period (rlqs slice period); then it
-// is extended while it has enough left, or replaced by the next one (at once when the
-// gateway's reports say it is nearly spent). A counter that has nothing left gets DENY_ALL
+// is extended while it has tokens left, or replaced by the next one (at once when the
+// gateway's reports say it is spent). A counter that has nothing left gets DENY_ALL
 // (once the slice in force is spent) until it has. Requests a gateway
 // reports beyond its slices (its no_assignment or expired_assignment fallback let them
 // through) are charged to the counter. The door (rls_door.cpp) is the transport; tests drive
@@ -57,13 +57,13 @@ struct RlqsHolder {
   // (a slice is extended, not replaced, while it has enough left, up to kMaxSliceLife);
   // the end of the window it was taken in (a window's slice never outlives it).
   int64_t spent = 0, sliced_at = 0, window_end = 0;
-  double interval_s = 0;    // the gateway's report interval, as its time_elapsed says
   bool renew = false;       // its limit changed: a new slice, not the old one extended
   double demand = -1;       // requests per second the gateway saw lately (-1: not yet known)
   bool waiting = false;     // a grant or charge of its is in flight
   bool abandon = false;     // to be abandoned (and forgotten) with the next answer
   uint64_t generation = 0;  // its key's holder count it was sized with (RlqsQuota::Key)
   uint64_t policy_version = 0, rules_version = 0;
+  int64_t counted_at = -1;  // when it last took its lease among the counter's holders
 };
 
 // A stream: its domain (its first report's) and its buckets, by the BucketId's canonical
@@ -76,10 +76,13 @@ struct RlqsStream {
 
 // What a stream's due holders ask of the core, and where each answer goes.
 struct RlqsWork {
+  // A slice (a take), a charge of reported requests (FG.ADJUST), or the holder's lease
+  // among its counter's holders, cluster-wide (an acquire: their count sizes the shares).
+  enum class What : uint8_t { kSlice, kCharge, kCount };
   struct Item {
-    std::string bucket;   // the holder's canonical name
-    std::string key;      // (the request's key views it)
-    bool charge = false;  // a charge of reported requests, not a grant
+    std::string bucket;  // the holder's canonical name
+    std::string key;     // (the request's key views it)
+    What what = What::kSlice;
     int64_t cost = 0;
   };
   std::vector<Item> items;
@@ -124,6 +127,9 @@ class RlqsQuota {
   class Impl;
   std::unique_ptr<Impl> impl_;
 };
+
+// Where the holders of `key` are counted, cluster-wide: a lease each, taken every period.
+std::string rlqs_holders_key(std::string_view key);
 
 // A slice's size: the share of `remaining` one of `holders` gets, or — once the gateway's
 // demand is known — what it asked for in a slice's time with room to grow, whichever is

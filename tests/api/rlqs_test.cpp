@@ -107,6 +107,35 @@ Outcome denied(int64_t remaining, int64_t retry_ns, int64_t reset_ns = 10 * kSec
   return o;
 }
 
+// The slices (takes) and charges a stream's work asks, in order (its holders' leases apart).
+std::vector<const Request*> asked(const RlqsWork& w) {
+  std::vector<const Request*> out;
+  for (size_t i = 0; i < w.items.size(); ++i) {
+    if (w.items[i].what != RlqsWork::What::kCount) out.push_back(&w.requests[i]);
+  }
+  return out;
+}
+
+// `w` settled with `given` for its slices and charges, in order; each lease among a
+// counter's holders answered with `held` of them, cluster-wide.
+void settle(Quota& q, RlqsStream& s, RlqsWork& w, rlqs_pb::RateLimitQuotaResponse& out,
+            std::vector<Outcome> given, int64_t held = 1) {
+  std::vector<Outcome> all;
+  size_t next = 0;
+  for (const RlqsWork::Item& item : w.items) {
+    if (item.what == RlqsWork::What::kCount) {
+      Outcome o;
+      o.acquire.granted = true;
+      o.acquire.held = held;
+      all.push_back(o);
+    } else {
+      all.push_back(given.at(next++));
+    }
+  }
+  ASSERT_EQ(next, given.size());
+  q.quota->settle(s, w, all.data(), q.clock.now_ns(), out);
+}
+
 TEST(Rlqs, BucketRulesLoadAndMatchAsWritten) {
   Quota q;
   const RlsConfig& cfg = *q.rules->get();
@@ -165,17 +194,16 @@ TEST(Rlqs, ABucketGetsASliceTakenFromItsCounterAsATokenBucket) {
   EXPECT_EQ(s.domain, "gw");
   RlqsWork w;
   q.quota->due(s, q.clock.now_ns(), w, out);
-  ASSERT_EQ(w.requests.size(), 1u);
-  EXPECT_EQ(w.requests[0].verb, Verb::kTake);
-  EXPECT_EQ(w.requests[0].key, "api:acme");
-  EXPECT_EQ(w.requests[0].cost, 10);  // its share of the policy's rate over one slice (10/s)
-  EXPECT_EQ(w.requests[0].metric, kRlqsCommandId);
+  ASSERT_EQ(asked(w).size(), 1u);
+  EXPECT_EQ(asked(w)[0]->verb, Verb::kTake);
+  EXPECT_EQ(asked(w)[0]->key, "api:acme");
+  EXPECT_EQ(asked(w)[0]->cost, 10);  // its share of the policy's rate over one slice (10/s)
+  EXPECT_EQ(asked(w)[0]->metric, kRlqsCommandId);
   // (nothing more is due while it is out)
   RlqsWork again;
   q.quota->due(s, q.clock.now_ns(), again, out);
   EXPECT_TRUE(again.empty());
-  std::vector<Outcome> o{granted(90)};
-  q.quota->settle(s, w, o.data(), q.clock.now_ns(), out);
+  settle(q, s, w, out, {granted(90)});
   ASSERT_EQ(out.bucket_action_size(), 1);
   const auto& a = out.bucket_action(0);
   EXPECT_EQ(a.bucket_id().bucket().at("tenant"), "acme");
@@ -186,19 +214,18 @@ TEST(Rlqs, ABucketGetsASliceTakenFromItsCounterAsATokenBucket) {
   EXPECT_EQ(a.quota_assignment_action().assignment_time_to_live().seconds(), 1);
   EXPECT_EQ(a.quota_assignment_action().assignment_time_to_live().nanos(), 500'000'000);
   const std::string first_name = tb.name();
-  // Its next slice once this one's time is up, sized by what it asked for meanwhile.
+  // Spent: its next slice, sized by what it asked for meanwhile.
   out.Clear();
   q.clock.advance_ns(kSec);
   ASSERT_TRUE(q.quota
-                  ->report(s, report_map("", {usage({{"name", "api"}, {"tenant", "acme"}}, 4, 0)}),
+                  ->report(s, report_map("", {usage({{"name", "api"}, {"tenant", "acme"}}, 10, 2)}),
                            q.clock.now_ns(), out)
                   .ok());
   q.quota->due(s, q.clock.now_ns(), w, out);
-  ASSERT_EQ(w.requests.size(), 1u);
-  EXPECT_EQ(w.requests[0].cost, 7);  // 4/s seen, half as much again, and one
+  ASSERT_EQ(asked(w).size(), 1u);
+  EXPECT_EQ(asked(w)[0]->cost, 19);  // 12/s seen, half as much again, and one
   // A new slice is a new strategy (its name): the gateway starts a fresh bucket with it.
-  o = {granted(80)};
-  q.quota->settle(s, w, o.data(), q.clock.now_ns(), out);
+  settle(q, s, w, out, {granted(80)});
   ASSERT_EQ(out.bucket_action_size(), 1);
   EXPECT_NE(
       out.bucket_action(0).quota_assignment_action().rate_limit_strategy().token_bucket().name(),
@@ -248,12 +275,11 @@ TEST(Rlqs, RequestsReportedBeyondTheSlicesAreCharged) {
           .ok());
   RlqsWork w;
   q.quota->due(s, q.clock.now_ns(), w, out);
-  ASSERT_EQ(w.requests.size(), 2u);
-  EXPECT_EQ(w.requests[0].verb, Verb::kAdjust);
-  EXPECT_EQ(w.requests[0].cost, 25);
-  EXPECT_EQ(w.requests[1].verb, Verb::kTake);
-  std::vector<Outcome> o{granted(30), granted(20, 30 * kSec)};
-  q.quota->settle(s, w, o.data(), q.clock.now_ns(), out);
+  ASSERT_EQ(asked(w).size(), 2u);
+  EXPECT_EQ(asked(w)[0]->verb, Verb::kAdjust);
+  EXPECT_EQ(asked(w)[0]->cost, 25);
+  EXPECT_EQ(asked(w)[1]->verb, Verb::kTake);
+  settle(q, s, w, out, {granted(30), granted(20, 30 * kSec)});
   EXPECT_EQ(q.rules->stats().rlqs_charged.load(), 25u);
   // What it spends of its slice is not charged again.
   const int64_t slice = s.holders.begin()->second.slice;
@@ -264,7 +290,7 @@ TEST(Rlqs, RequestsReportedBeyondTheSlicesAreCharged) {
                            q.clock.now_ns(), out)
                   .ok());
   q.quota->due(s, q.clock.now_ns(), w, out);
-  for (const Request& r : w.requests) EXPECT_NE(r.verb, Verb::kAdjust);
+  for (const Request* r : asked(w)) EXPECT_NE(r->verb, Verb::kAdjust);
 }
 
 TEST(Rlqs, ACounterWithNothingLeftIsDenyAllUntilATokenIsBack) {
@@ -277,16 +303,14 @@ TEST(Rlqs, ACounterWithNothingLeftIsDenyAllUntilATokenIsBack) {
                   .ok());
   RlqsWork w;
   q.quota->due(s, q.clock.now_ns(), w, out);
-  ASSERT_EQ(w.requests.size(), 1u);
+  ASSERT_EQ(asked(w).size(), 1u);
   // Less left than asked: the rest, at once.
-  std::vector<Outcome> o{denied(3, 100'000'000)};
-  q.quota->settle(s, w, o.data(), q.clock.now_ns(), out);
+  settle(q, s, w, out, {denied(3, 100'000'000)});
   EXPECT_EQ(out.bucket_action_size(), 0);
   q.quota->due(s, q.clock.now_ns(), w, out);
-  ASSERT_EQ(w.requests.size(), 1u);
-  EXPECT_EQ(w.requests[0].cost, 3);
-  o = {denied(0, 300'000'000)};
-  q.quota->settle(s, w, o.data(), q.clock.now_ns(), out);
+  ASSERT_EQ(asked(w).size(), 1u);
+  EXPECT_EQ(asked(w)[0]->cost, 3);
+  settle(q, s, w, out, {denied(0, 300'000'000)});
   ASSERT_EQ(out.bucket_action_size(), 1);
   const auto& a = out.bucket_action(0).quota_assignment_action();
   EXPECT_EQ(a.rate_limit_strategy().blanket_rule(), Strategy::DENY_ALL);
@@ -304,8 +328,7 @@ TEST(Rlqs, AWindowsSliceEndsWithItsWindow) {
           .ok());
   RlqsWork w;
   q.quota->due(s, q.clock.now_ns(), w, out);
-  std::vector<Outcome> o{granted(50, 200'000'000)};  // the window ends in 200 ms
-  q.quota->settle(s, w, o.data(), q.clock.now_ns(), out);
+  settle(q, s, w, out, {granted(50, 200'000'000)});  // the window ends in 200 ms
   ASSERT_EQ(out.bucket_action_size(), 1);
   EXPECT_EQ(out.bucket_action(0).quota_assignment_action().assignment_time_to_live().nanos(),
             200'000'000);
@@ -345,28 +368,51 @@ TEST(Rlqs, APolicyChangeIsASliceNowAndANewHolderShrinksTheOthers) {
   ASSERT_TRUE(q.quota->report(s1, report_map("gw", {api()}), q.clock.now_ns(), out).ok());
   RlqsWork w;
   q.quota->due(s1, q.clock.now_ns(), w, out);
-  std::vector<Outcome> o{granted(90)};
-  q.quota->settle(s1, w, o.data(), q.clock.now_ns(), out);
+  settle(q, s1, w, out, {granted(90)});
   EXPECT_EQ(s1.holders.begin()->second.slice, 10);
   // Another stream holds the same counter: the first one's share halves at once.
   ASSERT_TRUE(q.quota->report(s2, report_map("gw", {api()}), q.clock.now_ns(), out).ok());
   q.quota->due(s1, q.clock.now_ns(), w, out);
-  ASSERT_EQ(w.requests.size(), 1u);
-  EXPECT_EQ(w.requests[0].cost, 5);
-  o = {granted(85)};
-  q.quota->settle(s1, w, o.data(), q.clock.now_ns(), out);
+  ASSERT_EQ(asked(w).size(), 1u);
+  EXPECT_EQ(asked(w)[0]->cost, 5);
+  settle(q, s1, w, out, {granted(85)});
   // The policy changes: a slice now, sized by the new limit.
   q.policies.replace(PolicyMap{{"gw", LimitSpec::token_bucket(1000, 100, kSec)},
                                {"exact", LimitSpec::window(Kind::kSlidingLog, 10, kSec)}});
   q.quota->due(s1, q.clock.now_ns(), w, out);
-  ASSERT_EQ(w.requests.size(), 1u);
-  EXPECT_EQ(w.requests[0].spec.a, 1000);
-  EXPECT_EQ(w.requests[0].cost, 50);  // 100/s over one second, between two holders
+  ASSERT_EQ(asked(w).size(), 1u);
+  EXPECT_EQ(asked(w)[0]->spec.a, 1000);
+  EXPECT_EQ(asked(w)[0]->cost, 50);  // 100/s over one second, between two holders
   // A gone stream's holders leave the count.
   q.quota->forget(s2);
 }
 
-TEST(Rlqs, ASliceWithEnoughLeftIsExtendedAndOneNearlySpentReplaced) {
+TEST(Rlqs, HoldersOnOtherNodesShrinkTheShare) {
+  Quota q;
+  RlqsStream s;
+  rlqs_pb::RateLimitQuotaResponse out;
+  ASSERT_TRUE(q.quota
+                  ->report(s, report_map("gw", {usage({{"name", "api"}, {"tenant", "t"}}, 0, 0)}),
+                           q.clock.now_ns(), out)
+                  .ok());
+  RlqsWork w;
+  q.quota->due(s, q.clock.now_ns(), w, out);
+  // Its lease among the counter's holders, taken as the node's own (no user), a period long.
+  ASSERT_EQ(w.items.size(), 2u);
+  const Request& lease = w.requests[0].verb == Verb::kAcquire ? w.requests[0] : w.requests[1];
+  EXPECT_EQ(lease.verb, Verb::kAcquire);
+  EXPECT_EQ(lease.key, rlqs_holders_key("api:t"));
+  EXPECT_EQ(lease.asker, nullptr);
+  EXPECT_EQ(lease.spec.c, kSec + kSec / 20);
+  EXPECT_EQ(asked(w)[0]->cost, 10);  // alone, as far as it knows
+  // Four holders cluster-wide: its share shrinks now, not at the period's end.
+  settle(q, s, w, out, {granted(90)}, 4);
+  q.quota->due(s, q.clock.now_ns(), w, out);
+  ASSERT_EQ(asked(w).size(), 1u);
+  EXPECT_EQ(asked(w)[0]->cost, 3);  // 10/s over one second, among four
+}
+
+TEST(Rlqs, ASliceNotYetSpentIsExtendedAndASpentOneReplaced) {
   Quota q;
   RlqsStream s;
   rlqs_pb::RateLimitQuotaResponse out;
@@ -378,10 +424,9 @@ TEST(Rlqs, ASliceWithEnoughLeftIsExtendedAndOneNearlySpentReplaced) {
   ASSERT_TRUE(q.quota->report(s, report_map("gw", {api(0, 2)}), q.clock.now_ns(), out).ok());
   RlqsWork w;
   q.quota->due(s, q.clock.now_ns(), w, out);
-  ASSERT_EQ(w.requests.size(), 1u);
-  EXPECT_EQ(w.requests[0].cost, 16);
-  std::vector<Outcome> o{granted(90)};
-  q.quota->settle(s, w, o.data(), q.clock.now_ns(), out);
+  ASSERT_EQ(asked(w).size(), 1u);
+  EXPECT_EQ(asked(w)[0]->cost, 16);
+  settle(q, s, w, out, {granted(90)});
   ASSERT_EQ(out.bucket_action_size(), 1);
   const std::string name =
       out.bucket_action(0).quota_assignment_action().rate_limit_strategy().token_bucket().name();
@@ -390,20 +435,24 @@ TEST(Rlqs, ASliceWithEnoughLeftIsExtendedAndOneNearlySpentReplaced) {
   q.clock.advance_ns(kSec);
   ASSERT_TRUE(q.quota->report(s, report_map("gw", {api(4, 0)}), q.clock.now_ns(), out).ok());
   q.quota->due(s, q.clock.now_ns(), w, out);
-  EXPECT_TRUE(w.empty());
+  EXPECT_TRUE(asked(w).empty());
   ASSERT_EQ(out.bucket_action_size(), 1);
   EXPECT_EQ(
       out.bucket_action(0).quota_assignment_action().rate_limit_strategy().token_bucket().name(),
       name);
   EXPECT_EQ(out.bucket_action(0).quota_assignment_action().assignment_time_to_live().seconds(), 1);
-  // Nearly spent by its next report (4 left, 6 wanted until the one after): the next slice
-  // at once, a new strategy.
+  settle(q, s, w, out, {});  // (its lease among the counter's holders, once a period)
+  // Spent by its next report (8 more, then 4): the next slice at once, a new strategy.
   out.Clear();
   q.clock.advance_ns(200'000'000);
   ASSERT_TRUE(q.quota->report(s, report_map("gw", {api(8, 0)}), q.clock.now_ns(), out).ok());
   q.quota->due(s, q.clock.now_ns(), w, out);
-  ASSERT_EQ(w.requests.size(), 1u);
-  EXPECT_EQ(w.requests[0].verb, Verb::kTake);
+  EXPECT_TRUE(asked(w).empty());  // (4 left: it spends them first)
+  q.clock.advance_ns(200'000'000);
+  ASSERT_TRUE(q.quota->report(s, report_map("gw", {api(4, 3)}), q.clock.now_ns(), out).ok());
+  q.quota->due(s, q.clock.now_ns(), w, out);
+  ASSERT_EQ(asked(w).size(), 1u);
+  EXPECT_EQ(asked(w)[0]->verb, Verb::kTake);
 }
 
 TEST(Rlqs, WhatAGatewayCanMakeTheNodeHoldIsBounded) {
