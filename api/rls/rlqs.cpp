@@ -94,17 +94,17 @@ void set_duration(google::protobuf::Duration* d, int64_t ns) {
 
 std::string rlqs_holders_key(std::string_view key) { return "rlqs-holders:" + std::string(key); }
 
-int64_t rlqs_slice_size(int64_t remaining, int64_t holders, double demand_per_s, int64_t slice_ns,
-                        int64_t rate_share) {
-  holders = std::max<int64_t>(1, holders);
-  const int64_t fair = std::max<int64_t>(1, remaining / holders);
-  int64_t want = rate_share;
+int64_t rlqs_slice_size(int64_t share, int64_t remaining, double demand_per_s, int64_t slice_ns,
+                        int64_t first) {
+  int64_t want = first;
   if (demand_per_s >= 0) {
     // What it asked for in a slice's time, half as much again (room to grow), and one.
     const double d = demand_per_s * static_cast<double>(slice_ns) / 1e9 * 1.5 + 1;
     want = d >= static_cast<double>(kMaxCount) ? kMaxCount : static_cast<int64_t>(std::ceil(d));
   }
-  return std::clamp<int64_t>(want, 1, fair);
+  want = std::min(want, share);
+  if (remaining >= 0) want = std::min(want, remaining);
+  return std::max<int64_t>(1, want);
 }
 
 class RlqsQuota::Impl {
@@ -375,14 +375,21 @@ class RlqsQuota::Impl {
         h.counted_at = now_ns;
         h.waiting = true;
       }
+      // One holder's share: the counter's capacity or a period's rate, whichever is more,
+      // among its holders (not its remaining's: the others' shares are taken already); the
+      // first slice, the rate's share.
       Key& k = keys_[h.key];
-      const int64_t remaining = k.remaining >= 0 ? k.remaining : capacity_of(h.spec);
-      const int64_t rate_share = std::max<int64_t>(
-          1,
-          static_cast<int64_t>(std::ceil(rate_of(h.spec) * options_.slice_ns / 1e9 /
-                                         static_cast<double>(std::max<int64_t>(1, k.sharers())))));
-      const int64_t want =
-          rlqs_slice_size(remaining, k.sharers(), h.demand, options_.slice_ns, rate_share);
+      const double sharers = static_cast<double>(std::max<int64_t>(1, k.sharers()));
+      const double period_rate = rate_of(h.spec) * static_cast<double>(options_.slice_ns) / 1e9;
+      const auto ceil_of = [](double x) {
+        return std::max<int64_t>(1, x >= static_cast<double>(kMaxCount)
+                                        ? kMaxCount
+                                        : static_cast<int64_t>(std::ceil(x)));
+      };
+      const int64_t share =
+          ceil_of(std::max(static_cast<double>(capacity_of(h.spec)), period_rate) / sharers);
+      const int64_t want = rlqs_slice_size(share, k.remaining, h.demand, options_.slice_ns,
+                                           ceil_of(period_rate / sharers));
       // Others arrived since it was sized: a smaller share now, not at the period's end.
       const bool shrink = h.generation != k.generation && h.slice > want;
       if (h.due_ns <= now_ns && !shrink && extend(h, now_ns, out)) {

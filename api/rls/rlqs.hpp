@@ -131,10 +131,11 @@ class RlqsQuota {
 // Where the holders of `key` are counted, cluster-wide: a lease each, taken every period.
 std::string rlqs_holders_key(std::string_view key);
 
-// A slice's size: the share of `remaining` one of `holders` gets, or — once the gateway's
-// demand is known — what it asked for in a slice's time with room to grow, whichever is
-// less; at least 1. `rate_share`: the first slice, before any demand is known.
-int64_t rlqs_slice_size(int64_t remaining, int64_t holders, double demand_per_s, int64_t slice_ns,
-                        int64_t rate_share);
+// A slice's size: once the gateway's demand is known, what it asked for in a slice's time
+// with room to grow (half as much again, and one); before, `first`. At most `share` — what
+// one of the counter's holders may take at once — and the counter's `remaining` when known
+// (-1: not); at least 1.
+int64_t rlqs_slice_size(int64_t share, int64_t remaining, double demand_per_s, int64_t slice_ns,
+                        int64_t first);
 
 }  // namespace fg

@@ -492,14 +492,15 @@ TEST(Rlqs, WhatAGatewayCanMakeTheNodeHoldIsBounded) {
 }
 
 TEST(Rlqs, SliceSizes) {
-  // No demand known: the rate's share; never more than the remaining's share, never 0.
-  EXPECT_EQ(rlqs_slice_size(100, 4, -1, kSec, 10), 10);
-  EXPECT_EQ(rlqs_slice_size(20, 4, -1, kSec, 10), 5);
-  EXPECT_EQ(rlqs_slice_size(0, 4, -1, kSec, 10), 1);
+  // No demand known: the first slice as given; never more than the share or what is left.
+  EXPECT_EQ(rlqs_slice_size(25, -1, -1, kSec, 10), 10);
+  EXPECT_EQ(rlqs_slice_size(5, -1, -1, kSec, 10), 5);
+  EXPECT_EQ(rlqs_slice_size(25, 3, -1, kSec, 10), 3);
+  EXPECT_EQ(rlqs_slice_size(25, 0, -1, kSec, 10), 1);  // (never 0: the take says DENY)
   // Known demand: 1.5 times a slice's worth of it, plus one.
-  EXPECT_EQ(rlqs_slice_size(1000, 1, 10, kSec, 5), 16);
-  EXPECT_EQ(rlqs_slice_size(1000, 1, 0, kSec, 5), 1);
-  EXPECT_EQ(rlqs_slice_size(1000, 1, 1e30, kSec, 5), 1000);
+  EXPECT_EQ(rlqs_slice_size(1000, -1, 10, kSec, 5), 16);
+  EXPECT_EQ(rlqs_slice_size(1000, -1, 0, kSec, 5), 1);
+  EXPECT_EQ(rlqs_slice_size(1000, 400, 1e30, kSec, 5), 400);
 }
 
 }  // namespace
