@@ -1104,15 +1104,16 @@ TEST(Failover, SyncDataKeysLoseNoAcknowledgedIncrement) { kill_under_load("INCR"
 // than a few slices' worth); a policy that says SLICES off is always asked of the owner.
 TEST(QuotaSlices, AHotKeyIsAdmittedFromSlicesTheOwnerCounted) {
   TestCluster cl(3, {"--slice-threshold", "200", "--slice-ms", "100"});
+  // (buckets that refill a token in ten minutes: what is counted is what was taken)
   ASSERT_TRUE(cl.formed(3));
   const int owner = cl.node(2).port();
   const auto keys = keys_owned_by(cl, owner, "hot:", 2);
   ASSERT_EQ(keys.size(), 2u);
   Client via(cl.node(0).port(), 5000), at(owner, 5000);
-  ASSERT_EQ(ask(via, {"FG.POLICY", "SET", "hotp", "token_bucket", "100000", "1", "1000"}),
+  ASSERT_EQ(ask(via, {"FG.POLICY", "SET", "hotp", "token_bucket", "100000", "1", "600000"}),
             "+OK\r\n");
-  ASSERT_EQ(ask(via, {"FG.POLICY", "SET", "exact", "token_bucket", "100000", "1", "1000", "SLICES",
-                      "off"}),
+  ASSERT_EQ(ask(via, {"FG.POLICY", "SET", "exact", "token_bucket", "100000", "1", "600000",
+                      "SLICES", "off"}),
             "+OK\r\n");
   std::string got;
   for (int i = 0; i < 100 && got.find("slices\r\n$3\r\noff") == std::string::npos; ++i) {
