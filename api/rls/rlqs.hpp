@@ -71,7 +71,6 @@ struct RlqsHolder {
 struct RlqsStream {
   std::string domain;
   std::map<std::string, RlqsHolder> holders;
-  bool counted = false;  // in the node's count of streams
 };
 
 // What a stream's due holders ask of the core, and where each answer goes.

@@ -114,7 +114,7 @@ void RlqsServer::event(DoorTag* tag, bool ok, bool stopping, Lane& lane) {
       return;
     }
     if (!stopping) arm(server_, method_, cq_);
-    return start(c, lane);
+    return start(c);
   }
   --c.batches;
   switch (t->step) {
@@ -159,8 +159,7 @@ void RlqsServer::event(DoorTag* tag, bool ok, bool stopping, Lane& lane) {
   maybe_free(c);
 }
 
-void RlqsServer::start(RlqsCall& c, Lane& lane) {
-  (void)lane;
+void RlqsServer::start(RlqsCall& c) {
   rules_.stats().rlqs_streams.fetch_add(1, std::memory_order_relaxed);
   live_.push_back(c.self);
   grpc_op close{};

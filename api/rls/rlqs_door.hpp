@@ -38,7 +38,7 @@ class RlqsServer {
   int64_t wait_ns() const;
 
  private:
-  void start(RlqsCall& c, Lane& lane);
+  void start(RlqsCall& c);
   void run(RlqsCall& c, Lane& lane);
   void send(RlqsCall& c);
   void end(RlqsCall& c, int code, const std::string& text);
