@@ -4,7 +4,6 @@
 
 extern "C" {
 int luaopen_cjson(lua_State* L);
-int luaopen_bit(lua_State* L);
 }
 
 #include <openssl/sha.h>
@@ -223,7 +222,8 @@ int redis_setresp(lua_State* L) {
 }
 
 // math.random and math.randomseed: Lua's own, on a 48-bit generator of redis-server's kind
-// (one per Lua state, not reseeded between runs) rather than the C library's rand().
+// rather than the C library's rand(), seeded afresh for every run (script_engine.cpp): what
+// one run's math.randomseed sets ends with it.
 uint32_t next_random(uint64_t& x) {
   x = (0x5DEECE66Dull * x + 0xB) & ((uint64_t{1} << 48) - 1);
   return static_cast<uint32_t>(x >> 17);
@@ -410,7 +410,8 @@ std::unique_ptr<ScriptEngine::State> new_state(size_t cap) {
   lua_pushcfunction(L, luaopen_cjson);  // (returns its table; no global of its own)
   lua_call(L, 0, 1);
   lua_setglobal(L, "cjson");
-  open_lib(L, "bit", luaopen_bit);
+  open_bit_lib(L);
+  lua_setglobal(L, "bit");
   open_struct_lib(L);
   lua_setglobal(L, "struct");
   open_cmsgpack_lib(L);

@@ -26,6 +26,16 @@ std::string sha1_hex(std::string_view data) {
 
 namespace {
 
+// A run's math.random seed (srand48's layout: 32 bits and 0x330E), the next of a sequence
+// only the engine advances (splitmix64), so no run's math.randomseed reaches the next run.
+uint64_t next_run_seed(uint64_t& seeds) {
+  uint64_t z = (seeds += 0x9E3779B97F4A7C15ull);
+  z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
+  z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
+  z ^= z >> 31;
+  return (z & 0xFFFFFFFFull) << 16 | 0x330E;
+}
+
 // What a run does in the Lua heap before its call, in protected calls (lua_cpcall): memory
 // running out there is an error the client is answered, not a Lua panic, which would end
 // the process. (Every step outside lua_pcall that may allocate belongs here.)
@@ -372,6 +382,7 @@ void ScriptEngine::run(ShardOp& op, const Step& step, int64_t now_ns) {
   const int64_t started_ns = mono_ns();
   r.deadline_ns = started_ns + limits_.budget_ms * 1'000'000;
   st.out_of_memory = false;
+  st.random = next_run_seed(st.seeds);
   t_run = &r;
   started_ns_[home].store(started_ns, std::memory_order_relaxed);
   lua_sethook(L, hook, LUA_MASKCOUNT, kHookEvery);

@@ -119,9 +119,12 @@ struct ScriptEngine::State {
   std::shared_ptr<const ScriptCache::Catalog> catalog;  // held: refreshed per run
   uint64_t catalog_version = 0;
   uint32_t runs = 0;
-  uint64_t random = kRandomStart;  // math.random's generator (48 bits, as redis-server's)
-  SandboxMarks marks;              // what the current run changed that outlives it
-  script::Run run;                 // the current run's scratch, reused
+  // math.random's generator (48 bits, as redis-server's), seeded afresh for each run from
+  // `seeds`, which no script reaches: a run's math.randomseed ends with the run.
+  uint64_t random = kRandomStart;
+  uint64_t seeds = kRandomStart;
+  SandboxMarks marks;  // what the current run changed that outlives it
+  script::Run run;     // the current run's scratch, reused
   static constexpr uint64_t kRandomStart = 0x1234ABCD330E;
   ~State() {
     if (L) lua_close(L);

@@ -1,8 +1,10 @@
 // libFuzzer target: scripts that try to leave something behind in the sandbox, run by EVAL
-// through a whole RESP door and its shard in place. An input whose first byte is even is a
-// list of generated escape attempts (script_world.hpp: assignments, rawset, setmetatable
-// on every table a script can reach, loadstring'd code, coroutines; four bytes each,
-// pcall'd or not), one with an odd first byte is Lua source as it stands. After each, a
+// through a whole RESP door and its shard in place. An input whose first byte is a multiple
+// of four is a list of generated escape attempts (script_world.hpp: assignments, rawset,
+// setmetatable on every table a script can reach, loadstring'd code, coroutines; four bytes
+// each, pcall'd or not); one whose first byte is 2 modulo 4, calls of the bit, struct,
+// cjson and cmsgpack libraries with their arguments' edges (four bytes a call); one with an
+// odd first byte is Lua source as it stands. After each, a
 // second script describes the world a script sees: it must be what it was before any input,
 // and the node must never crash, leak or hang (scripts stop at a 50 ms budget here: the
 // sanitizers slow them down).
@@ -81,6 +83,12 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   std::string script;
   if (data[0] & 1) {
     script.assign(reinterpret_cast<const char*>(data) + 1, size - 1);
+  } else if (data[0] & 2) {  // the libraries' argument edges (script_world.hpp)
+    for (size_t i = 1; i + 4 <= size && i < 1 + 4 * 8; i += 4) {
+      script += fg::script_world::library_call(data[i], data[i + 1], data[i + 2], data[i + 3]);
+      script += " ";
+    }
+    script += "return 1";
   } else {
     for (size_t i = 1; i + 4 <= size && i < 1 + 4 * 8; i += 4) {
       const std::string a =

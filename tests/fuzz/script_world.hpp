@@ -87,4 +87,99 @@ inline std::string attempt(uint64_t form, uint64_t target, uint64_t name, uint64
   }
 }
 
+// The libraries' argument edges (CVE-2024-31449 was bit.tohex(x, -2^31); Redis's copies of
+// cjson, cmsgpack and struct have had overflows on sizes and counts): every function of
+// `bit`, `struct`, `cjson` and `cmsgpack` called with values drawn from here.
+inline const std::vector<std::string>& library_functions() {
+  static const std::vector<std::string> v = {"bit.tobit",
+                                             "bit.bnot",
+                                             "bit.band",
+                                             "bit.bor",
+                                             "bit.bxor",
+                                             "bit.lshift",
+                                             "bit.rshift",
+                                             "bit.arshift",
+                                             "bit.rol",
+                                             "bit.ror",
+                                             "bit.bswap",
+                                             "bit.tohex",
+                                             "struct.pack",
+                                             "struct.unpack",
+                                             "struct.size",
+                                             "cjson.encode",
+                                             "cjson.decode",
+                                             "cmsgpack.pack",
+                                             "cmsgpack.unpack",
+                                             "cmsgpack.unpack_one",
+                                             "cmsgpack.unpack_limit",
+                                             "cjson.encode_keep_buffer",
+                                             "cjson.decode_max_depth",
+                                             "cjson.encode_max_depth"};
+  return v;
+}
+inline const std::vector<std::string>& library_values() {
+  static const std::vector<std::string> v = {"-2147483648",
+                                             "2147483647",
+                                             "2147483648",
+                                             "-2147483649",
+                                             "4294967295",
+                                             "4294967296",
+                                             "-1",
+                                             "0",
+                                             "1",
+                                             "31",
+                                             "32",
+                                             "33",
+                                             "-33",
+                                             "2^53",
+                                             "-2^53",
+                                             "2^63",
+                                             "1/0",
+                                             "-1/0",
+                                             "0/0",
+                                             "0.5",
+                                             "-0.5",
+                                             "1e308",
+                                             "nil",
+                                             "true",
+                                             "{}",
+                                             "{1, 2, 3}",
+                                             "{a = {b = {}}}",
+                                             "string.rep('[', 2000)",
+                                             "string.rep('{\"a\":', 1200)",
+                                             "'>i40'",
+                                             "'!17i'",
+                                             "'c2147483647'",
+                                             "'c0'",
+                                             "'i9'",
+                                             "'s'",
+                                             "'x'",
+                                             "'>bhilqfd'",
+                                             "'<!8I3i7'",
+                                             "string.rep('\\255', 9)",
+                                             "'\\220\\255\\255\\255\\255'",
+                                             "'\\221\\255\\255\\255\\255'",
+                                             "'\\219\\255\\255\\255\\255'",
+                                             "'\\198\\255\\255\\255\\255'",
+                                             "'\\223\\127\\255\\255\\255'",
+                                             "string.rep('\\145', 300)",
+                                             "'\\193'",
+                                             "'\\217\\255'",
+                                             "''",
+                                             "cmsgpack.pack(1, 2, 3)",
+                                             "struct.pack('i4', 7)"};
+  return v;
+}
+
+// One library call: `fn` picks the function, `a`, `b`, `c` its arguments (and how many it
+// gets); pcall'd, so an error is an answer and only a crash, a leak or a hang is a finding.
+inline std::string library_call(uint64_t fn, uint64_t a, uint64_t b, uint64_t c) {
+  const std::string& f = library_functions()[fn % library_functions().size()];
+  const auto& v = library_values();
+  std::string args = v[a % v.size()];
+  if (b % 4 != 0) args += ", " + v[b % v.size()];
+  if (c % 3 == 1) args += ", " + v[c % v.size()];
+  return "pcall(" + f + ", " + args + ")";
+}
+
 }  // namespace fg::script_world

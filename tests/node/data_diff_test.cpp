@@ -852,8 +852,11 @@ TEST(GlobDiff, PatternsMatchAsRedisServerMatchesThem) {
     const std::string name = i % 50 == 0 ? "" : draw(name_bytes, 7);
     const std::string p = i % 7 == 0 ? "*" : draw(pattern_bytes, 8);
     const std::vector<std::vector<std::string>> steps = {
-        {"FLUSHALL"}, {"SET", name, "1"}, {"KEYS", p},
-        {"SADD", "s", name}, {"SSCAN", "s", "0", "MATCH", p, "COUNT", "10"}};
+        {"FLUSHALL"},
+        {"SET", name, "1"},
+        {"KEYS", p},
+        {"SADD", "s", name},
+        {"SSCAN", "s", "0", "MATCH", p, "COUNT", "10"}};
     for (const auto& w : steps) {
       ASSERT_EQ(ask(fg, w), ask(rc, w)) << "pattern '" << p << "' name '" << name << "'";
     }
@@ -1066,16 +1069,14 @@ TEST(ScriptDiff, ScriptsAnswerAsRedisServerDoes) {
        "0"},
       {"EVAL", "error({err = 'MYERR raised', source = 'elsewhere', line = 9})", "0"},
       {"EVAL", "return {xpcall(function() error('x') end, function(e) error('y') end)}", "0"},
-      {"EVAL", "return {xpcall(function() error('x') end, function(e) return 'h:' .. e end)}",
-       "0"},
+      {"EVAL", "return {xpcall(function() error('x') end, function(e) return 'h:' .. e end)}", "0"},
       {"EVAL",
        "local n = 0 return {xpcall(function() error('x') end, function(e) n = n + 1 "
        "if n < 3 then error('again') end return n .. e end)}",
        "0"},
       {"EVAL", "return {xpcall(function() return 1, 2, 3 end, error)}", "0"},
       {"EVAL", "return {pcall(xpcall, function() end)}", "0"},
-      {"EVAL", "return {xpcall(function() error({err = 'T'}) end, function(e) return e end)}",
-       "0"},
+      {"EVAL", "return {xpcall(function() error({err = 'T'}) end, function(e) return e end)}", "0"},
       {"EVAL", "local t = {5, 3, 9, 1} table.sort(t) return t", "0"},
       {"EVAL", "local t = {5, 3, 9, 1} table.sort(t, function(a, b) return a > b end) return t",
        "0"},
@@ -1313,6 +1314,59 @@ TEST(ScriptDiff, LibrariesAndRespThreeAnswerAsRedisServerDoes) {
     ASSERT_TRUE(fg.send(encode(words)) && rc.send(encode(words)));
     EXPECT_EQ(read_value(fg), read_value(rc)) << body;
   }
+}
+
+// The bit library at every argument's edges (CVE-2024-31449: Debian's lua-bitop crashes on
+// bit.tohex(x, -2^31); redis-server's fixed copy, and ours, answer): every function with
+// numbers around 0, 2^31, 2^32, 2^51, 2^52, 2^53, fractions, negatives, infinities, NaN,
+// numeric strings, wrong types and missing arguments, answered alike.
+TEST(ScriptDiff, TheBitLibraryAnswersAsRedisServerAtEveryEdge) {
+  RedisServer redis;
+  NodeProcess node({"--shards", "1"});
+  ASSERT_TRUE(node.alive());
+  Client fg(node.port()), rc(redis.port());
+  ASSERT_TRUE(rc.connected()) << "redis-server did not start";
+  const std::vector<std::string> edges = {
+      "0",          "1",           "-1",          "31",          "32",         "33",
+      "-31",        "-32",         "-33",         "8",           "9",          "-8",
+      "-9",         "2147483647",  "-2147483648", "-2147483647", "2147483648", "4294967295",
+      "4294967296", "-4294967296", "2^51",        "-2^51",       "2^52",       "2^53",
+      "2^63",       "-2^63",       "1.5",         "-1.5",        "0.5",        "2.5",
+      "1e308",      "-1e308",      "1/0",         "-1/0",        "0/0",        "'12'",
+      "'0x10'",     "' 7 '",       "'abc'",       "{}",          "nil",        "true"};
+  const std::vector<std::string> unary = {"tobit", "bnot", "bswap", "tohex"};
+  const std::vector<std::string> binary = {"band",    "bor", "bxor", "lshift", "rshift",
+                                           "arshift", "rol", "ror",  "tohex"};
+  std::vector<std::string> bodies;
+  for (const auto& f : unary)
+    for (const auto& x : edges) bodies.push_back("return bit." + f + "(" + x + ")");
+  for (const auto& f : binary)
+    for (const auto& n : edges) {
+      bodies.push_back("return bit." + f + "(65535, " + n + ")");
+      bodies.push_back("return bit." + f + "(-1985229329, " + n + ")");
+      bodies.push_back("return bit." + f + "(" + n + ", 3)");
+    }
+  bodies.push_back("return bit.tohex(65535, -2147483648)");
+  bodies.push_back("return {bit.band(), 1}");
+  bodies.push_back("return bit.band(1, 2, 3, 7, 15)");
+  bodies.push_back("return bit.bor(1, 2, 4, 8, 16, 2^31)");
+  bodies.push_back("return bit.bxor(1, 3, 'x')");
+  bodies.push_back("local t = {} for k in pairs(bit) do t[#t + 1] = k end table.sort(t) return t");
+  for (const auto& body : bodies) {
+    // (tostring: a number's digits as Lua prints them, not as the reply's integer cut)
+    const std::string shown =
+        "local ok, v = pcall(function() " + body +
+        " end) "
+        "if type(v) == 'table' then return v end return {tostring(ok), type(v), tostring(v)}";
+    const auto words = std::vector<std::string>{"EVAL", shown, "0"};
+    ASSERT_TRUE(fg.send(encode(words)) && rc.send(encode(words)));
+    ASSERT_EQ(read_value(fg), read_value(rc)) << body;
+  }
+  // The call that took Debian's library down, bare: the node answers and goes on.
+  ASSERT_TRUE(fg.send(encode({"EVAL", "return bit.tohex(65535, -2147483648)", "0"})));
+  EXPECT_EQ(read_value(fg), "$8\r\n0000FFFF\r\n");
+  ASSERT_TRUE(fg.send(encode({"PING"})));
+  EXPECT_EQ(read_value(fg), "+PONG\r\n");
 }
 
 // A script past its budget is aborted, whatever it catches, and none of its writes stay;

@@ -101,6 +101,15 @@ TEST(Sandbox, NothingOneRunLeavesIsSeenByTheNextWhoeverRunsIt) {
       "for i = 1, 200000 do local t = {i, tostring(i)} end "
       "return collectgarbage('count') - before < 8000 and 1 or 0";  // (~20 MB uncollected)
   EXPECT_EQ(ask(ops, {"EVAL", churn, "0"}), ":1\r\n");
+  // A run that seeds the generator leaves the next run's numbers alone: after app seeds it
+  // with 42, ops's numbers are not the ones seed 42 gives (what redis-server would answer).
+  const std::string seeded =
+      ask(app, {"EVAL", "math.randomseed(42) return math.random(1000000)", "0"});
+  const std::string draw = "return math.random(1000000)";
+  EXPECT_EQ(ask(app, {"EVAL", "math.randomseed(42) return math.random(1000000)", "0"}), seeded);
+  EXPECT_EQ(ask(app, {"EVAL", "math.randomseed(42) return 1", "0"}), ":1\r\n");
+  EXPECT_NE(ask(ops, {"EVAL", draw, "0"}), seeded);
+  EXPECT_NE(ask(ops, {"EVAL", draw, "0"}), ask(ops, {"EVAL", draw, "0"}));  // (still random)
   EXPECT_EQ(ask(ops, {"PING"}), "+PONG\r\n");
 }
 
