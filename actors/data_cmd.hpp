@@ -188,8 +188,9 @@ constexpr uint8_t kLastDataCmd = static_cast<uint8_t>(DataCmd::kRandomKey);
 // How a command with several keys is answered when its keys are split over shards: each
 // part runs the command on one key (with its value, for MSET), and the parts' replies add
 // up (DEL, UNLINK, EXISTS), line up (MGET), or agree (MSET: OK).
-// KEYS and SCAN run on every shard (their parts' keys line up; SCAN's under cursor 0),
-// unless their pattern lies in one slot: then on that slot's shard, on its owner. FLUSHALL
+// KEYS runs on every shard (its parts' keys line up) and SCAN on the one shard its cursor
+// names (kScan: the request core makes the node's cursor of the shard's), unless their
+// pattern lies in one slot: then on that slot's shard, on its owner. FLUSHALL
 // and FLUSHDB run on every shard (each part answers OK). RANDOMKEY asks every shard for one of
 // its keys (kPick): each part answers how many keys it holds, a random draw and a key (or
 // null), and one part's key is the reply, chosen in proportion to the parts' sizes.

@@ -5,6 +5,7 @@
 #include <climits>
 #include <cmath>
 #include <string>
+#include <unordered_set>
 
 #include "encoding_thresholds.hpp"
 #include "entry_snapshot.hpp"
@@ -12,6 +13,7 @@
 #include "glob.hpp"
 #include "hash_value.hpp"
 #include "merge.hpp"
+#include "scan_args.hpp"
 #include "shard.hpp"
 #include "value_kinds.hpp"
 #include "words.hpp"
@@ -19,22 +21,40 @@
 namespace fg {
 
 // HSCAN key cursor [MATCH pattern] [COUNT n]: the cursor, then the key, then the options
-// (db.c's hscanCommand and scanGenericCommand). Every field at once, under cursor 0, as
-// Redis answers for a small hash (a big one it pages; the contract allows either).
+// (db.c's hscanCommand and scanGenericCommand). A small hash whole, under cursor 0, in the
+// order its fields were set (as Redis answers for a listpack); a larger one about COUNT fields
+// a call, in the order of their hashes (scan_args.hpp).
 void Shard::hash_scan(ShardOp& op, int64_t now_ns) {
   DataReply& r = *op.reply;
   Entry* e = nullptr;
-  std::string_view pattern;
-  if (!scan_key(op, Kind::kHash, now_ns, e, pattern)) return;
+  uint64_t cursor = 0;
+  ScanArgs args;
+  if (!scan_key(op, Kind::kHash, now_ns, e, cursor, args)) return;
   const HashValue& h = *e->state<HashValue*>();
-  const bool all = pattern == "*";
-  size_t n = 0;
-  for (const auto& [f, v] : h.fields) n += all || glob_match(pattern, f, false) ? 1 : 0;
-  r.array(static_cast<int64_t>(2 * n));
-  for (const auto& [f, v] : h.fields) {
-    if (!all && !glob_match(pattern, f, false)) continue;
-    r.bulk(f);
-    r.bulk(v);
+  const ScanFilter matches(args.pattern);
+  std::vector<const std::pair<std::string, std::string>*> hits;
+  uint64_t next = 0;
+  if (h.fields.size() <= kScanWhole) {
+    for (const auto& fv : h.fields)
+      if (matches(fv.first)) hits.push_back(&fv);
+  } else {
+    // (the fields by name, for the order of their hashes; then each found again by name)
+    auto each = [&](auto&& visit) {
+      for (const auto& fv : h.fields) visit(std::string_view(fv.first));
+    };
+    std::unordered_set<const char*> picked;  // (by where each name's bytes are)
+    next = scan_by_hash(each, cursor, args.count, [&](std::string_view f) {
+      if (matches(f)) picked.insert(f.data());
+    });
+    for (const auto& fv : h.fields)
+      if (picked.count(fv.first.data())) hits.push_back(&fv);
+  }
+  r.array(2);
+  r.bulk(std::to_string(next));
+  r.array(static_cast<int64_t>(2 * hits.size()));
+  for (const auto* fv : hits) {
+    r.bulk(fv->first);
+    r.bulk(fv->second);
   }
 }
 

@@ -108,14 +108,11 @@ bool is_string(const Entry* e) { return e->kind == Kind::kString; }
 
 }  // namespace
 
-// A SCAN cursor as Redis reads it (strtoul, to the end, no leading space, no overflow): an
-// optional sign, decimal digits, or nothing at all (cursor 0). Only whether it is 0 matters
-// here: we only ever hand out 0.
-bool parse_unsigned_cursor(std::string_view s, int64_t& out) {
-  if (s.empty()) {
-    out = 0;
-    return true;
-  }
+// A SCAN cursor as Redis reads it (strtoull, to the end, no leading space, no overflow).
+bool parse_unsigned_cursor(std::string_view s, uint64_t& out) {
+  out = 0;
+  if (s.empty()) return true;
+  const bool negate = s[0] == '-';
   if (s[0] == '-' || s[0] == '+') s.remove_prefix(1);
   if (s.empty() || s.size() > 20) return false;
   uint64_t v = 0;
@@ -125,14 +122,16 @@ bool parse_unsigned_cursor(std::string_view s, int64_t& out) {
     if (v > (UINT64_MAX - d) / 10) return false;
     v = v * 10 + d;
   }
-  out = v == 0 ? 0 : 1;
+  out = negate ? 0 - v : v;
   return true;
 }
+
+uint64_t scan_hash(std::string_view member) { return KeyTable::hash(member); }
 
 // scanGenericCommand's options from word `from` on: MATCH pattern, COUNT n (at least 1; a
 // hint, as there), and for SCAN only TYPE type. False, with the error replied, on any other.
 bool parse_scan_options(const std::vector<std::string_view>& a, size_t from, bool with_type,
-                        std::string_view& pattern, std::string_view& type, DataReply& r) {
+                        ScanArgs& out, DataReply& r) {
   for (size_t j = from; j < a.size(); ++j) {
     const bool more = j + 1 < a.size();
     if (iequals(a[j], "count") && more) {
@@ -145,10 +144,11 @@ bool parse_scan_options(const std::vector<std::string_view>& a, size_t from, boo
         r.error(err::kSyntax);
         return false;
       }
+      out.count = static_cast<uint64_t>(n);
     } else if (iequals(a[j], "match") && more) {
-      pattern = a[++j];
+      out.pattern = a[++j];
     } else if (with_type && iequals(a[j], "type") && more) {
-      type = a[++j];
+      out.type = a[++j];
     } else {
       r.error(err::kSyntax);
       return false;
@@ -204,35 +204,37 @@ void Shard::data(ShardOp& op, int64_t now_ns) {
 void Shard::data_eval(ShardOp& op, int64_t now_ns) { run_script(op, nullptr, now_ns); }
 
 // KEYS pattern, SCAN cursor [MATCH pattern] [COUNT n] [TYPE type]: the live keys this shard
-// serves (a replica's copies are its owner's to list). SCAN answers every match at once,
-// under cursor 0, which its contract allows (COUNT is a hint); so both cost O(keys held).
+// serves (a replica's copies are its owner's to list). KEYS answers them all (O(keys held),
+// as Redis's); SCAN one step of the table's scan (KeyTable::scan: about COUNT keys looked
+// at), answered [next cursor, keys] — the cursor this shard's, which the request core makes
+// the node's (request_core.cpp). The pattern is read once (ScanFilter), so a key costs
+// its own length whatever the pattern's.
 void Shard::data_scan(ShardOp& op, int64_t now_ns) {
   const auto& a = *op.args;
   DataReply& r = *op.reply;
-  std::string_view pattern = "*", type;
+  ScanArgs args;
+  uint64_t cursor = 0;
   const bool scan = op.data == DataCmd::kScan;
   if (scan) {
-    int64_t cursor;
     if (!parse_unsigned_cursor(a[1], cursor)) return r.error(err::kInvalidCursor);
-    if (!parse_scan_options(a, 2, true, pattern, type, r)) return;
-    if (cursor != 0) {  // (never handed out: a page of nothing, and the end)
-      r.array(2);
-      r.bulk("0");
-      return r.array(0);
-    }
+    if (!parse_scan_options(a, 2, true, args, r)) return;
   } else {
-    pattern = a[1];
+    args.pattern = a[1];
   }
-  const bool all = pattern == "*";
+  const ScanFilter matches(args.pattern, kMaxKeyLen);
   std::vector<Entry*> hits;
-  table_.for_each([&](Entry* e) {
+  auto look = [&](Entry* e) {
     if (idle(e, now_ns) || !owns(key_slot(e->key()))) return;
-    if (!type.empty() && !iequals(kind_name(e->kind), type)) return;
-    if (all || glob_match(pattern, e->key(), false)) hits.push_back(e);
-  });
+    if (!args.type.empty() && !iequals(kind_name(e->kind), args.type)) return;
+    if (matches(e->key())) hits.push_back(e);
+  };
+  uint64_t next = 0;
   if (scan) {
+    next = table_.scan(cursor, args.count, look);
     r.array(2);
-    r.bulk("0");
+    r.bulk(std::to_string(next));
+  } else {
+    table_.for_each(look);
   }
   r.array(static_cast<int64_t>(hits.size()));
   for (Entry* e : hits) r.bulk(e->key());
@@ -693,23 +695,23 @@ Entry* Shard::typed(ShardOp& op, Kind kind, bool create, int64_t now_ns) {
   return table_.insert(op.key, op.hash, kind, op.account);
 }
 
-bool Shard::scan_key(ShardOp& op, Kind kind, int64_t now_ns, Entry*& e, std::string_view& pattern) {
+bool Shard::scan_key(ShardOp& op, Kind kind, int64_t now_ns, Entry*& e, uint64_t& cursor,
+                     ScanArgs& args) {
   const auto& a = *op.args;
   DataReply& r = *op.reply;
-  int64_t cursor;
   if (!parse_unsigned_cursor(a[2], cursor)) {
     r.error(err::kInvalidCursor);
     return false;
   }
   e = typed(op, kind, false, now_ns);
   if (op.status != OpStatus::kOk) return false;
-  pattern = "*";
-  std::string_view no_type;
-  if (e && !parse_scan_options(a, 3, false, pattern, no_type, r)) return false;
-  r.array(2);
-  r.bulk("0");
-  if (!e) r.array(0);
-  return e != nullptr;
+  if (!e) {  // (no such key: an empty page and the end, whatever the options say)
+    r.array(2);
+    r.bulk("0");
+    r.array(0);
+    return false;
+  }
+  return parse_scan_options(a, 3, false, args, r);
 }
 
 }  // namespace fg

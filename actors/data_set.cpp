@@ -281,19 +281,34 @@ void Shard::random_fields(ShardOp& op, int64_t now_ns) {
   }
 }
 
-// SSCAN key cursor [MATCH pattern] [COUNT n]: every member at once, under cursor 0, as Redis
-// answers for an intset (a big set it pages; the contract allows either).
+// SSCAN key cursor [MATCH pattern] [COUNT n]: a small set whole, under cursor 0 (an intset's
+// members in order, as Redis answers); a larger one about COUNT members a call, in the order
+// of their hashes (scan_args.hpp).
 void Shard::set_scan(ShardOp& op, int64_t now_ns) {
   DataReply& r = *op.reply;
   Entry* e = nullptr;
-  std::string_view pattern;
-  if (!scan_key(op, Kind::kSet, now_ns, e, pattern)) return;
-  const bool all = pattern == "*";
-  std::vector<const std::string*> hits;
-  for (const std::string* m : set_members_in_order(*e->state<SetValue*>()))
-    if (all || glob_match(pattern, *m, false)) hits.push_back(m);
+  uint64_t cursor = 0;
+  ScanArgs args;
+  if (!scan_key(op, Kind::kSet, now_ns, e, cursor, args)) return;
+  const SetValue& set = *e->state<SetValue*>();
+  const ScanFilter matches(args.pattern);
+  std::vector<std::string_view> hits;
+  uint64_t next = 0;
+  if (set.size() <= kScanWhole) {
+    for (const std::string* m : set_members_in_order(set))
+      if (matches(*m)) hits.push_back(*m);
+  } else {
+    auto each = [&](auto&& visit) {
+      for (const std::string* m : set.members) visit(*m);
+    };
+    next = scan_by_hash(each, cursor, args.count, [&](std::string_view m) {
+      if (matches(m)) hits.push_back(m);
+    });
+  }
+  r.array(2);
+  r.bulk(std::to_string(next));
   r.array(static_cast<int64_t>(hits.size()));
-  for (const std::string* m : hits) r.bulk(*m);
+  for (std::string_view m : hits) r.bulk(m);
 }
 
 // Sets' row of the kinds table (value_kinds.hpp).

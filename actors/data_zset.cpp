@@ -519,23 +519,39 @@ void Shard::data_zset(ShardOp& op, int64_t now_ns) {
   for (const Member* m : out) emit(*m, q.withscores);
 }
 
-// ZSCAN key cursor [MATCH pattern] [COUNT n]: every member and its score (as text, in RESP3
-// too, as Redis's scan replies have it) at once, under cursor 0, in score order.
+// ZSCAN key cursor [MATCH pattern] [COUNT n]: each member and its score (as text, in RESP3
+// too, as Redis's scan replies have it). A small sorted set whole, under cursor 0, in score
+// order (as Redis answers for a listpack); a larger one about COUNT members a call, in the
+// order of their hashes (scan_args.hpp).
 void Shard::zset_scan(ShardOp& op, int64_t now_ns) {
   DataReply& r = *op.reply;
   Entry* e = nullptr;
-  std::string_view pattern;
-  if (!scan_key(op, Kind::kZSet, now_ns, e, pattern)) return;
-  const bool all = pattern == "*";
-  std::vector<const Member*> hits;
-  for (const Member& m : e->state<ZSetValue*>()->by_score)
-    if (all || glob_match(pattern, m.second, false)) hits.push_back(&m);
+  uint64_t cursor = 0;
+  ScanArgs args;
+  if (!scan_key(op, Kind::kZSet, now_ns, e, cursor, args)) return;
+  const ZSetValue& z = *e->state<ZSetValue*>();
+  const ScanFilter matches(args.pattern);
+  std::vector<std::pair<std::string_view, double>> hits;
+  uint64_t next = 0;
+  if (z.size() <= kScanWhole) {
+    for (const Member& m : z.by_score)
+      if (matches(m.second)) hits.emplace_back(m.second, m.first);
+  } else {
+    auto each = [&](auto&& visit) {
+      for (const auto& [m, score] : z.scores) visit(std::string_view(m));
+    };
+    next = scan_by_hash(each, cursor, args.count, [&](std::string_view m) {
+      if (matches(m)) hits.emplace_back(m, *z.score(m));
+    });
+  }
+  r.array(2);
+  r.bulk(std::to_string(next));
   r.array(2 * static_cast<int64_t>(hits.size()));
   DataReply score;
-  for (const Member* m : hits) {
-    r.bulk(m->second);
+  for (const auto& [m, s] : hits) {
+    r.bulk(m);
     score.clear();
-    score.dbl(m->first);
+    score.dbl(s);
     r.bulk(score.items[0].s);
   }
 }

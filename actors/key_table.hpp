@@ -154,6 +154,15 @@ class KeyTable {
     for (uintptr_t s : slots_)
       if (s && static_cast<uint32_t>((s >> kTagShift) >> shift) == part) fn(entry_of(s));
   }
+  // One step of a scan that survives the table growing and shrinking between steps, as
+  // Redis's dictScan does: `cursor` names a home slot, and the entries whose home it is are
+  // visited (they stand from it to the end of its run); the next cursor comes by adding
+  // one to the cursor's bits read backwards, so a cursor of a smaller or larger table goes
+  // on from where it was. Home slots are visited until about `count` entries were (or ten
+  // times `count` slots were looked at); returns the next cursor, 0 when the scan is done.
+  // Every entry present from the scan's start to its end is visited at least once.
+  template <class Fn>
+  uint64_t scan(uint64_t cursor, size_t count, Fn&& fn) const;
   // Visits every entry (tests, snapshots).
   template <class Fn>
   void for_each(Fn&& fn) const {
@@ -188,6 +197,12 @@ class KeyTable {
   static constexpr int kTagShift = 48;
   static constexpr uintptr_t kPtrMask = (uintptr_t{1} << kTagShift) - 1;
   static Entry* entry_of(uintptr_t s) { return reinterpret_cast<Entry*>(s & kPtrMask); }
+  static uint64_t reverse_bits(uint64_t v) {
+    v = ((v >> 1) & 0x5555555555555555ull) | ((v & 0x5555555555555555ull) << 1);
+    v = ((v >> 2) & 0x3333333333333333ull) | ((v & 0x3333333333333333ull) << 2);
+    v = ((v >> 4) & 0x0F0F0F0F0F0F0F0Full) | ((v & 0x0F0F0F0F0F0F0F0Full) << 4);
+    return __builtin_bswap64(v);
+  }
   static uintptr_t tag_of(uint64_t h) { return (h >> kTagShift) | 1; }  // never 0
   size_t home(uint64_t h) const { return h & (slots_.size() - 1); }
   void rehash(size_t new_capacity);
@@ -234,6 +249,24 @@ class KeyTable {
   std::vector<Moved> moved_;
   std::vector<uint32_t> next_free_;
 };
+
+template <class Fn>
+uint64_t KeyTable::scan(uint64_t cursor, size_t count, Fn&& fn) const {
+  if (size_ == 0) return 0;
+  const uint64_t mask = slots_.size() - 1;
+  size_t visited = 0;
+  for (size_t looked = 0;; ++looked) {
+    const size_t b = cursor & mask;
+    for (size_t i = b; slots_[i]; i = (i + 1) & mask) {
+      Entry* e = entry_of(slots_[i]);
+      if (home(hash(e->key())) != b) continue;
+      fn(e);
+      ++visited;
+    }
+    cursor = reverse_bits(reverse_bits(cursor | ~mask) + 1);
+    if (cursor == 0 || visited >= count || looked + 1 >= count * 10) return cursor;
+  }
+}
 
 template <class IdleFn>
 size_t KeyTable::sweep(size_t budget, IdleFn&& idle) {

@@ -21,6 +21,7 @@
 #include "key_table.hpp"
 #include "key_waiters.hpp"
 #include "packed_state.hpp"
+#include "scan_args.hpp"
 #include "script_host.hpp"
 #include "shard_op.hpp"
 
@@ -223,10 +224,10 @@ class Shard {
   void data_random_key(ShardOp& op, int64_t now_ns);  // RANDOMKEY: one shard's pick
   void data_hash(ShardOp& op, int64_t now_ns);        // data_hash.cpp
   void hash_scan(ShardOp& op, int64_t now_ns);        // HSCAN (data_hash.cpp)
-  // HSCAN, SSCAN, ZSCAN key cursor [MATCH pattern] [COUNT n], up to the key's elements: the
-  // cursor, the key (of `kind`), the options, then [cursor 0, ...]. False when that is all
-  // the reply (an error, or no such key: an empty page).
-  bool scan_key(ShardOp& op, Kind kind, int64_t now_ns, Entry*& e, std::string_view& pattern);
+  // HSCAN, SSCAN, ZSCAN's start: the cursor and the key checked, then the options read. False
+  // when the key is missing (answered: an empty page, and the end) or something was refused.
+  bool scan_key(ShardOp& op, Kind kind, int64_t now_ns, Entry*& e, uint64_t& cursor,
+                ScanArgs& args);
   void random_fields(ShardOp& op, int64_t now_ns);  // HRANDFIELD, ZRANDMEMBER (data_set.cpp)
   void data_zset(ShardOp& op, int64_t now_ns);      // data_zset.cpp
   void zset_scan(ShardOp& op, int64_t now_ns);      // ZSCAN (data_zset.cpp)

@@ -8,6 +8,7 @@
 #include "key_slot.hpp"
 #include "key_table.hpp"
 #include "request_metrics.hpp"
+#include "scan_args.hpp"
 
 namespace fg {
 
@@ -350,6 +351,13 @@ Pending RequestCore::serve_data(const Request& r, const Door& d, Flight& f, uint
       op.shard = kAllShards;
       f.atomic_all(svc_.shards->size());
     }
+  } else if (info.every_shard && r.key.empty() && r.data == DataCmd::kScan) {
+    // SCAN: one step on the shard its cursor names (scan_cursor).
+    add(a.begin(), a.end());
+    ShardOp& op = f.batch->ops.back();
+    op.key = {};
+    op.shard = scan_cursor(f, op, svc_.shards->size());
+    op.every_slot = true;
   } else if (info.every_shard && r.key.empty()) {
     for (size_t i = 0; i < svc_.shards->size(); ++i) {
       add(a.begin(), a.end());
@@ -382,6 +390,7 @@ Pending RequestCore::serve_data(const Request& r, const Door& d, Flight& f, uint
       ShardOp& op = f.batch->ops.back();
       op.key = r.key;  // the pattern: its slot's shard
       op.shard = svc_.shards->shard_of(r.key);
+      if (r.data == DataCmd::kScan) scan_cursor(f, op, svc_.shards->size());
     }
   } else {
     for (size_t j = 1; j < a.size(); j += info.step) {
@@ -394,10 +403,59 @@ Pending RequestCore::serve_data(const Request& r, const Door& d, Flight& f, uint
   return p;
 }
 
+// A node's SCAN cursor is a shard's cursor and the shard's number: shard = cursor mod S,
+// the shard's own cursor = cursor / S (its table's: KeyTable::scan). The step goes to that
+// shard (or, for a pattern in one slot, to the slot's shard), with its own cursor in place of
+// the node's; scan_reply makes the node's cursor of the shard's answer. A cursor that does
+// not parse is left as it is, for the shard to refuse in Redis's words.
+uint16_t RequestCore::scan_cursor(Flight& f, ShardOp& op, size_t shards) {
+  // (the words are this flight's own copy, f.argvs: the shard reads its cursor there)
+  auto& w = const_cast<std::vector<std::string_view>&>(*op.args);
+  uint64_t cursor = 0;
+  if (!parse_unsigned_cursor(w[1], cursor)) return op.shard;
+  const uint64_t n = std::max<size_t>(shards, 1);
+  w[1] = f.strings.emplace_back(std::to_string(cursor / n));
+  return static_cast<uint16_t>(cursor % n);
+}
+
+// The node's cursor from a shard's answer [its next cursor, keys]: the shard's next step, or
+// the next shard's first (every shard in turn), or 0 when the last one is done. (A pattern
+// in one slot scans one shard: its end is the end.)
+void RequestCore::scan_reply(const ShardOp& op, DataReply& merged) const {
+  DataReply& part = *op.reply;
+  uint64_t next = 0;
+  if (part.items.size() < 3 || !parse_unsigned_cursor(part.items[1].s, next)) {
+    merged = std::move(part);
+    return;
+  }
+  const uint64_t n = std::max<size_t>(svc_.shards->size(), 1);
+  uint64_t node_next = 0;
+  if (next != 0) {
+    node_next = next * n + op.shard;
+  } else if (op.every_slot && op.shard + 1u < n) {
+    node_next = op.shard + 1u;
+  }
+  merged.array(2);
+  merged.bulk(std::to_string(node_next));
+  merged.items.reserve(part.items.size());
+  for (size_t i = 2; i < part.items.size(); ++i) merged.items.push_back(std::move(part.items[i]));
+}
+
 // The parts of a split data command, answered as one (data_cmd.hpp's Merge).
 void RequestCore::merge_data(const Pending& p, Flight& f, Outcome& out) {
   const ShardOp& first = f.batch->ops[p.index];
   DataReply& merged = f.replies.next();
+  if (data_cmd_info(first.data).merge == Merge::kScan) {  // SCAN: one shard's step
+    Outcome part;
+    from_op(first, part);
+    if (!part.ok()) {
+      out = part;
+      return;
+    }
+    scan_reply(first, merged);
+    out.reply = &merged;
+    return;
+  }
   if (data_cmd_info(first.data).merge == Merge::kPick) {  // RANDOMKEY: one part's key
     std::vector<const DataReply*> parts;
     for (uint32_t k = 0; k < p.parts; ++k) {
@@ -426,18 +484,12 @@ void RequestCore::merge_data(const Pending& p, Flight& f, Outcome& out) {
       return;
     }
     if (!op.reply->items.empty()) sum += op.reply->items[0].n;
-    // (SCAN's parts: "0", then the array of keys)
-    const size_t skip = data_cmd_info(first.data).merge == Merge::kScan ? 3 : 1;
-    for (size_t i = skip; i < op.reply->items.size(); ++i) items.push_back(&op.reply->items[i]);
+    for (size_t i = 1; i < op.reply->items.size(); ++i) items.push_back(&op.reply->items[i]);
   }
   switch (data_cmd_info(first.data).merge) {
     case Merge::kSum:
       merged.integer(sum);
       break;
-    case Merge::kScan:
-      merged.array(2);
-      merged.bulk("0");
-      [[fallthrough]];
     case Merge::kConcat:
       merged.array(static_cast<int64_t>(items.size()));
       merged.items.reserve(items.size() + 3);
@@ -447,6 +499,7 @@ void RequestCore::merge_data(const Pending& p, Flight& f, Outcome& out) {
     case Merge::kNone:
     case Merge::kTogether:  // (never split: one part)
     case Merge::kPick:      // (above)
+    case Merge::kScan:      // (above)
       merged.ok();
       break;
   }
@@ -619,7 +672,8 @@ void RequestCore::finish(const Pending& p, Flight& f, const Door& d, Outcome& ou
       break;
     }
     case Pending::At::kData:
-      if (p.parts == 1 && data_cmd_info(f.batch->ops[p.index].data).merge != Merge::kPick) {
+      if (p.parts == 1 && data_cmd_info(f.batch->ops[p.index].data).merge != Merge::kPick &&
+          data_cmd_info(f.batch->ops[p.index].data).merge != Merge::kScan) {
         from_op(f.batch->ops[p.index], out);
       } else {
         merge_data(p, f, out);

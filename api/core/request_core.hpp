@@ -71,7 +71,11 @@ class RequestCore {
   void fan_out(const Request& r, const Door& d, Flight& f, Pending& p);
   static bool one_slot(const Request& r, uint32_t slot);
   Pending serve_data(const Request& r, const Door& d, Flight& f, uint32_t slot, Pending p);
-  static void merge_data(const Pending& p, Flight& f, Outcome& out);
+  void merge_data(const Pending& p, Flight& f, Outcome& out);
+  // SCAN's cursor: the node's split into a shard and its own, and made again (the request
+  // core's half of the SCAN family's bounds: one shard's step per call).
+  static uint16_t scan_cursor(Flight& f, ShardOp& op, size_t shards);
+  void scan_reply(const ShardOp& op, DataReply& merged) const;
   // The owner's answer to one forwarded request; false if there is none.
   bool from_forward(Flight& f, uint32_t call, uint32_t item, Outcome& out);
   static std::string_view silence(const Flight& f, uint32_t call);

@@ -5,6 +5,7 @@
 #include <gtest/gtest.h>
 
 #include <chrono>
+#include <set>
 #include <thread>
 
 #include "node_process.hpp"
@@ -201,6 +202,102 @@ TEST(Tenancy, GlobPatternsCannotCrashOrHoldTheNode) {
   EXPECT_EQ(ask(c, {"PUBSUB", "CHANNELS", stars}), "*0\r\n");
   EXPECT_EQ(ask(c, {"PING"}), "+PONG\r\n");
   EXPECT_TRUE(node.alive());
+}
+
+// The SCAN family pages as Redis's does: a call looks at about COUNT keys (or members), so a
+// hostile pattern over a large keyspace costs each call COUNT keys' worth, and a full scan
+// takes about keys/COUNT calls; every key present throughout is answered, however the table
+// changes between calls. KEYS still answers all at once, and its pattern is read once.
+TEST(Tenancy, TheScanFamilyLooksAtAboutCountElementsACall) {
+  NodeProcess node({"--shards", "4"});
+  ASSERT_TRUE(node.alive());
+  Client c(node.port(), 10000);
+  constexpr int kKeys = 10'000;
+  std::string pipeline;
+  for (int i = 0; i < kKeys; ++i) pipeline += encode({"SET", "k:" + std::to_string(i), "v"});
+  ASSERT_TRUE(c.send(pipeline));
+  for (int i = 0; i < kKeys; ++i) ASSERT_EQ(read_value(c), "+OK\r\n");
+  // The attack: a 64 KB pattern that matches nothing, COUNT 10. Each call answers a cursor
+  // to go on from and looks at about ten keys; walking the whole keyspace takes ~1,000
+  // calls (it took one, which looked at every key, holding the node 7.7 s).
+  const std::string hostile = "*[" + std::string(64 * 1024, 'q') + "]*z";
+  std::string cursor = "0";
+  int calls = 0;
+  do {
+    const std::string r = ask(c, {"SCAN", cursor, "MATCH", hostile, "COUNT", "10"});
+    ASSERT_EQ(r.rfind("*2\r\n$", 0), 0u) << r.substr(0, 100);
+    const size_t eol = r.find("\r\n", 4);
+    cursor = r.substr(eol + 2, std::stoul(r.substr(5, eol - 5)));
+    ASSERT_EQ(r.substr(r.size() - 4), "*0\r\n");
+    ++calls;
+  } while (cursor != "0" && calls < 5 * kKeys);
+  EXPECT_GT(calls, kKeys / 10 / 2) << "a call looked at many more keys than COUNT";
+  EXPECT_LT(calls, kKeys) << "calls that look at nothing";
+  // Every key, with keys added and removed as the scan goes (the table grows under it).
+  std::set<std::string> seen;
+  cursor = "0";
+  int added = 0;
+  do {
+    const std::string r = ask(c, {"SCAN", cursor, "MATCH", "k:*", "COUNT", "50"});
+    size_t pos = r.find("\r\n", 4);
+    cursor = r.substr(pos + 2, std::stoul(r.substr(5, pos - 5)));
+    pos = r.find("*", pos + 2 + cursor.size());
+    for (size_t at = r.find("$", pos); at != std::string::npos; at = r.find("$", at)) {
+      const size_t e = r.find("\r\n", at);
+      const size_t len = std::stoul(r.substr(at + 1, e - at - 1));
+      seen.insert(r.substr(e + 2, len));
+      at = e + 2 + len;
+    }
+    if (added < 20'000) {  // (new keys, and old ones not among k:*'s first 10,000 gone)
+      std::string more;
+      for (int i = 0; i < 200; ++i, ++added)
+        more += encode({"SET", "n:" + std::to_string(added), "v"});
+      ASSERT_TRUE(c.send(more));
+      for (int i = 0; i < 200; ++i) ASSERT_EQ(read_value(c), "+OK\r\n");
+    }
+  } while (cursor != "0");
+  for (int i = 0; i < kKeys; ++i) ASSERT_TRUE(seen.count("k:" + std::to_string(i))) << i;
+  EXPECT_EQ(seen.size(), static_cast<size_t>(kKeys));
+  // A large set, hash and sorted set page the same way; a small one answers whole.
+  std::string fill;
+  for (int i = 0; i < 5000; ++i) {
+    const std::string m = "m" + std::to_string(i);
+    fill += encode({"SADD", "s", m}) + encode({"HSET", "h", m, "v"}) +
+            encode({"ZADD", "z", std::to_string(i), m});
+  }
+  ASSERT_TRUE(c.send(fill));
+  for (int i = 0; i < 3 * 5000; ++i) ASSERT_EQ(read_value(c), ":1\r\n");
+  for (const char* scan : {"SSCAN", "HSCAN", "ZSCAN"}) {
+    const std::string key = std::string(scan) == "SSCAN"   ? "s"
+                            : std::string(scan) == "HSCAN" ? "h"
+                                                           : "z";
+    std::set<std::string> members;
+    cursor = "0";
+    calls = 0;
+    do {
+      const std::string r = ask(c, {scan, key, cursor, "COUNT", "20"});
+      size_t pos = r.find("\r\n", 4);
+      cursor = r.substr(pos + 2, std::stoul(r.substr(5, pos - 5)));
+      pos = r.find("*", pos + 2 + cursor.size());
+      bool name = true;
+      for (size_t at = r.find("$", pos); at != std::string::npos; at = r.find("$", at)) {
+        const size_t e = r.find("\r\n", at);
+        const size_t len = std::stoul(r.substr(at + 1, e - at - 1));
+        if (name) members.insert(r.substr(e + 2, len));
+        if (std::string(scan) != "SSCAN") name = !name;
+        at = e + 2 + len;
+      }
+      ++calls;
+    } while (cursor != "0" && calls < 10'000);
+    EXPECT_EQ(members.size(), 5000u) << scan;
+    EXPECT_GT(calls, 5000 / 20 / 2) << scan;
+    EXPECT_EQ(ask(c, {scan, key, "0", "MATCH", hostile, "COUNT", "20"}).substr(0, 4), "*2\r\n");
+  }
+  ASSERT_EQ(ask(c, {"SADD", "small", "a", "b"}), ":2\r\n");
+  EXPECT_EQ(ask(c, {"SSCAN", "small", "0"}).substr(0, 11), "*2\r\n$1\r\n0\r\n");
+  EXPECT_EQ(ask(c, {"KEYS", hostile}), "*0\r\n");
+  EXPECT_EQ(ask(c, {"SCAN", "x"}), "-ERR invalid cursor\r\n");
+  EXPECT_EQ(ask(c, {"PING"}), "+PONG\r\n");
 }
 
 // A random reply that repeats its picks copies each one: one megabyte member asked for a
