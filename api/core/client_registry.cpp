@@ -38,6 +38,7 @@ void ClientRegistry::remove(uint64_t id) {
   std::lock_guard<std::mutex> g(mu_);
   const auto it = clients_.find(id);
   if (it == clients_.end()) return;
+  it->second->gone.store(true, std::memory_order_relaxed);  // (grow() counts nothing more)
   memory_.fetch_sub(it->second->mem_bytes.exchange(0), std::memory_order_relaxed);
   if (accounts_) accounts_->add(it->second->account, Accounts::kConnections, -1);
   clients_.erase(it);
@@ -46,8 +47,37 @@ void ClientRegistry::remove(uint64_t id) {
 void ClientRegistry::track(ClientInfo& c, int64_t bytes, int64_t now_ms) {
   const int64_t grew = bytes - c.mem_bytes.exchange(bytes, std::memory_order_relaxed);
   const int64_t total = memory_.fetch_add(grew, std::memory_order_relaxed) + grew;
+  if (grew > 0) over_cap(c, total, now_ms, false);
+}
+
+bool ClientRegistry::grow(ClientInfo& c, int64_t bytes, int64_t now_ms) {
+  // A client already removed counts nothing (a message may reach a subscriber's mailbox
+  // after its connection closed, before its subscriptions are let go): what it counted is
+  // taken back, whichever of this and remove() came first.
+  if (c.gone.load(std::memory_order_relaxed)) return false;
+  c.mem_bytes.fetch_add(bytes, std::memory_order_relaxed);
+  const int64_t total = memory_.fetch_add(bytes, std::memory_order_relaxed) + bytes;
+  if (c.gone.load(std::memory_order_relaxed)) {
+    memory_.fetch_sub(c.mem_bytes.exchange(0), std::memory_order_relaxed);
+    return false;
+  }
+  if (bytes > 0) over_cap(c, total, now_ms, true);
+  return !c.evict.load(std::memory_order_relaxed);
+}
+
+void ClientRegistry::over_cap(ClientInfo& c, int64_t total, int64_t now_ms, bool pushed) {
   const int64_t cap = max_memory();
-  if (cap <= 0 || grew <= 0 || total <= cap) return;
+  if (cap <= 0 || total <= cap) return;
+  // (only what is pushed to a client — a message it did not ask for — makes it go for the
+  // margin's sake: a client reading its own command is not to blame for the others' replies)
+  if (pushed && total > cap + memory_margin(cap) && !c.no_evict.load(std::memory_order_relaxed) &&
+      !c.evict.exchange(true, std::memory_order_relaxed)) {
+    // (past the margin the growing client goes at once: the pass below frees the biggest,
+    // but their connections let go of their buffers only when they next run)
+    evicted_.fetch_add(1, std::memory_order_relaxed);
+    std::lock_guard<std::mutex> g(mu_);
+    if (c.wake) c.wake();
+  }
   int64_t last = last_pass_ms_.load(std::memory_order_relaxed);
   if (now_ms - last < 100 || !last_pass_ms_.compare_exchange_strong(last, now_ms)) return;
   evict_biggest();

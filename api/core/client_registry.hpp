@@ -2,6 +2,7 @@
 // INFO and KILL, INFO, --maxclients and --maxmemory-clients. Touched on connect,
 // disconnect, name changes and when a connection's buffers change size, never per command.
 #pragma once
+#include <algorithm>
 #include <atomic>
 #include <cstdint>
 #include <functional>
@@ -32,6 +33,7 @@ struct ClientInfo {
   // Its PUBLISHed messages still on their way to other nodes (counted with its buffers).
   std::shared_ptr<std::atomic<int64_t>> bus_bytes = std::make_shared<std::atomic<int64_t>>(0);
   std::atomic<bool> evict{false};
+  std::atomic<bool> gone{false};  // removed from the registry (its memory counts no more)
   // CLIENT KILL chose it: its connection closes when it next looks (woken at once).
   std::atomic<bool> killed{false};
   std::atomic<bool> no_evict{false};  // CLIENT NO-EVICT ON: never chosen
@@ -124,7 +126,19 @@ class ClientRegistry {
   // A connection's buffers now hold `bytes`. Past maxmemory-clients, the biggest clients
   // are marked to go (ClientInfo::evict) until the rest fit; their connections close when
   // they next look (at once if busy, within a second if idle). At most one pass per 100 ms.
+  // (grow(): a client a message is pushed to while all clients' memory is past the cap and
+  // its margin goes at once, whatever its size.)
   void track(ClientInfo& c, int64_t bytes, int64_t now_ms);
+  // Bytes a client's buffers took on between its connection's reports — a message another
+  // thread delivered to its mailbox (negative: given back): counted at once under the same
+  // rules, so a flood of messages to clients that do not read is seen as it comes, not at
+  // their connections' next turn; and past the cap and its margin (memory_margin) the client
+  // the message is for goes at once: messages stop piling up while the clients chosen are on
+  // their way out. False when the client is to go.
+  bool grow(ClientInfo& c, int64_t bytes, int64_t now_ms);
+  // What all clients may hold past maxmemory-clients while the biggest are on their way out:
+  // an eighth of the cap, at least 1 MB.
+  static int64_t memory_margin(int64_t cap) { return std::max<int64_t>(cap / 8, 1 << 20); }
   int64_t memory() const { return memory_.load(std::memory_order_relaxed); }
   int64_t max_memory() const { return max_memory_.load(std::memory_order_relaxed); }
   uint64_t evicted() const { return evicted_.load(std::memory_order_relaxed); }
@@ -143,6 +157,8 @@ class ClientRegistry {
   bool matches_locked(const ClientInfo& c, const ClientFilter& f, int64_t now_ms) const;
 
   void evict_biggest();
+  // After `c` grew the total to `total`: the passes and the margin's rule (track, grow).
+  void over_cap(ClientInfo& c, int64_t total, int64_t now_ms, bool pushed);
 
   std::atomic<size_t> max_clients_;
   std::atomic<int64_t> max_memory_;

@@ -38,25 +38,38 @@ void encode_message(std::string& out, std::string_view kind, const std::string_v
 
 void Subscriber::deliver(std::string_view encoded) {
   bool wake = false;
+  const auto n = static_cast<int64_t>(encoded.size());
+  // (counted before it is kept: a client already to go takes nothing more)
+  bool keep = !meter_ || meter_(n);
+  int64_t given_back = keep ? 0 : n;
   {
     std::lock_guard<std::mutex> g(mu_);
-    if (overflowed_) return;
-    wake = inbox_.empty();
-    const size_t before = inbox_.size();
-    inbox_.append(encoded);
-    if (proto_.load(std::memory_order_relaxed) >= 3) inbox_[before] = '>';  // (a push)
-    if (hard_bytes_ > 0 &&
-        static_cast<int64_t>(inbox_.size()) + unsent_.load(std::memory_order_relaxed) >
-            hard_bytes_) {
-      // (as Redis: past the hard limit the client goes, and nothing more is kept for it)
-      overflowed_ = true;
-      inbox_.clear();
-      inbox_.shrink_to_fit();
-      wake = true;
-    } else if (before == 0 && inbox_.capacity() > (64 << 10) && inbox_.size() < 4096) {
-      inbox_.shrink_to_fit();  // (a burst left a big buffer behind)
+    if (overflowed_) {
+      given_back = n;
+      keep = false;
+    } else {
+      wake = inbox_.empty();
+      const size_t before = inbox_.size();
+      if (keep) {
+        inbox_.append(encoded);
+        if (proto_.load(std::memory_order_relaxed) >= 3) inbox_[before] = '>';  // (a push)
+      }
+      if (!keep || (hard_bytes_ > 0 &&
+                    static_cast<int64_t>(inbox_.size()) + unsent_.load(std::memory_order_relaxed) >
+                        hard_bytes_)) {
+        // (as Redis: past the hard limit the client goes, and nothing more is kept for it;
+        // so too once maxmemory-clients chose it)
+        overflowed_ = true;
+        given_back += static_cast<int64_t>(inbox_.size());
+        inbox_.clear();
+        inbox_.shrink_to_fit();
+        wake = true;
+      } else if (before == 0 && inbox_.capacity() > (64 << 10) && inbox_.size() < 4096) {
+        inbox_.shrink_to_fit();  // (a burst left a big buffer behind)
+      }
     }
   }
+  if (meter_ && given_back > 0) meter_(-given_back);  // (what it no longer holds)
   if (wake && wake_) wake_();
 }
 
@@ -178,7 +191,7 @@ int64_t PubSubHub::numpat() const {
 
 Subscriber& Subscriptions::ensure() {
   if (!sub_) {
-    sub_ = std::make_unique<Subscriber>(wake_, hard_bytes_);
+    sub_ = std::make_unique<Subscriber>(wake_, hard_bytes_, meter_);
     sub_->set_proto(proto_);
   }
   return *sub_;

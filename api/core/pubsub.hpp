@@ -38,8 +38,12 @@ class Subscriber {
   // `wake`: asks the connection, from any thread, to take what arrived (take()); called
   // when the mailbox stops being empty. `hard_bytes`: the most its messages and the
   // connection's unsent replies may hold together (0: no limit).
-  Subscriber(std::function<void()> wake, int64_t hard_bytes)
-      : wake_(std::move(wake)), hard_bytes_(hard_bytes) {}
+  // `meter`: counts bytes the mailbox took on (or gave back) against the client's memory
+  // (maxmemory-clients) as they come; false when the client is to go — its mailbox is
+  // emptied then and takes no more, as past the hard limit (null: not counted).
+  Subscriber(std::function<void()> wake, int64_t hard_bytes,
+             std::function<bool(int64_t)> meter = nullptr)
+      : wake_(std::move(wake)), meter_(std::move(meter)), hard_bytes_(hard_bytes) {}
 
   // A message for this connection (any thread), as RESP2 writes it (encode_message): a
   // RESP3 connection gets it as a push.
@@ -58,6 +62,7 @@ class Subscriber {
   std::string inbox_;
   bool overflowed_ = false;
   std::function<void()> wake_;
+  std::function<bool(int64_t)> meter_;
   const int64_t hard_bytes_;
   std::atomic<int64_t> unsent_{0};
   std::atomic<int> proto_{2};
@@ -123,9 +128,11 @@ class Subscriptions {
   Subscriptions& operator=(const Subscriptions&) = delete;
 
   // The connection's wake and its hard limit: needed before the first subscription.
-  void set_wake(std::function<void()> wake, int64_t hard_bytes) {
+  void set_wake(std::function<void()> wake, int64_t hard_bytes,
+                std::function<bool(int64_t)> meter = nullptr) {
     wake_ = std::move(wake);
     hard_bytes_ = hard_bytes;
+    meter_ = std::move(meter);
   }
   void set_proto(int proto);
 
@@ -163,6 +170,7 @@ class Subscriptions {
   PubSubHub& hub_;
   std::function<void()> wake_;
   int64_t hard_bytes_ = 0;
+  std::function<bool(int64_t)> meter_;
   int proto_ = 2;
   std::unique_ptr<Subscriber> sub_;
   std::set<std::string, std::less<>> channels_[2];

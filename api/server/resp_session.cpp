@@ -3,6 +3,7 @@
 #include "resp_session.hpp"
 
 #include <algorithm>
+#include <chrono>
 #include <ctime>
 
 #include "command_table.hpp"
@@ -763,7 +764,15 @@ void RespSession::closing() {
 
 void RespSession::set_push_wake(std::function<void()> wake) {
   push_wake_ = wake;  // (also what wakes a client blocked on keys)
-  subs_.set_wake(std::move(wake), svc_.settings.output_limits.pubsub.hard_bytes);
+  // (what reaches its mailbox counts against maxmemory-clients as it comes)
+  auto meter = [clients = svc_.clients, client = client_](int64_t bytes) {
+    if (!clients || !client) return true;
+    const int64_t now_ms = std::chrono::duration_cast<std::chrono::milliseconds>(
+                               std::chrono::steady_clock::now().time_since_epoch())
+                               .count();
+    return clients->grow(*client, bytes, now_ms);
+  };
+  subs_.set_wake(std::move(wake), svc_.settings.output_limits.pubsub.hard_bytes, std::move(meter));
 }
 
 bool RespSession::rights_hold() {
