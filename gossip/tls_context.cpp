@@ -109,6 +109,17 @@ Status configure(asio::ssl::context& ctx, const TlsFiles& f, const std::string& 
   return {};
 }
 
+// ALPN: "h2" when the client offers it; else no protocol agreed (the handshake goes on).
+int select_h2(SSL*, const unsigned char** out, unsigned char* outlen, const unsigned char* in,
+              unsigned int inlen, void*) {
+  static const unsigned char kH2[] = {2, 'h', '2'};
+  unsigned char* chosen = nullptr;
+  if (SSL_select_next_proto(&chosen, outlen, kH2, sizeof kH2, in, inlen) != OPENSSL_NPN_NEGOTIATED)
+    return SSL_TLSEXT_ERR_NOACK;
+  *out = chosen;
+  return SSL_TLSEXT_ERR_OK;
+}
+
 }  // namespace
 
 Status TlsContexts::load(const TlsFiles& f) {
@@ -134,22 +145,27 @@ Status TlsContexts::load(const TlsFiles& f) {
   }
   ERR_clear_error();
   try {
-    auto server = std::make_shared<asio::ssl::context>(asio::ssl::context::tls_server);
-    if (Status st = configure(*server, f, f.cert_file, f.key_file); !st) return st;
-    const char sid[] = "floodgate";
-    SSL_CTX_set_session_id_context(server->native_handle(),
-                                   reinterpret_cast<const unsigned char*>(sid), sizeof sid - 1);
-    switch (f.auth_clients) {
-      case TlsAuthClients::kYes:
-        server->set_verify_mode(asio::ssl::verify_peer | asio::ssl::verify_fail_if_no_peer_cert);
-        break;
-      case TlsAuthClients::kOptional:
-        server->set_verify_mode(asio::ssl::verify_peer);
-        break;
-      case TlsAuthClients::kNo:
-        server->set_verify_mode(asio::ssl::verify_none);
-        break;
+    std::shared_ptr<asio::ssl::context> server, h2_server;
+    for (auto* out : {&server, &h2_server}) {
+      auto ctx = std::make_shared<asio::ssl::context>(asio::ssl::context::tls_server);
+      if (Status st = configure(*ctx, f, f.cert_file, f.key_file); !st) return st;
+      const char sid[] = "floodgate";
+      SSL_CTX_set_session_id_context(ctx->native_handle(),
+                                     reinterpret_cast<const unsigned char*>(sid), sizeof sid - 1);
+      switch (f.auth_clients) {
+        case TlsAuthClients::kYes:
+          ctx->set_verify_mode(asio::ssl::verify_peer | asio::ssl::verify_fail_if_no_peer_cert);
+          break;
+        case TlsAuthClients::kOptional:
+          ctx->set_verify_mode(asio::ssl::verify_peer);
+          break;
+        case TlsAuthClients::kNo:
+          ctx->set_verify_mode(asio::ssl::verify_none);
+          break;
+      }
+      *out = std::move(ctx);
     }
+    SSL_CTX_set_alpn_select_cb(h2_server->native_handle(), select_h2, nullptr);
     auto client = std::make_shared<asio::ssl::context>(asio::ssl::context::tls_client);
     if (Status st =
             configure(*client, f, f.client_cert_file.empty() ? f.cert_file : f.client_cert_file,
@@ -160,6 +176,7 @@ Status TlsContexts::load(const TlsFiles& f) {
     client->set_verify_mode(asio::ssl::verify_peer);
     std::lock_guard<std::mutex> lock(mu_);
     server_ = std::move(server);
+    h2_server_ = std::move(h2_server);
     client_ = std::move(client);
     files_ = f;
     expires_at_s_.store(not_after, std::memory_order_relaxed);
@@ -177,6 +194,11 @@ bool TlsContexts::active() const {
 std::shared_ptr<asio::ssl::context> TlsContexts::server() const {
   std::lock_guard<std::mutex> lock(mu_);
   return server_;
+}
+
+std::shared_ptr<asio::ssl::context> TlsContexts::h2_server() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return h2_server_;
 }
 
 std::shared_ptr<asio::ssl::context> TlsContexts::client() const {

@@ -54,6 +54,9 @@ class TlsContexts {
   // The contexts in force (null before the first load). Each new connection takes one.
   std::shared_ptr<asio::ssl::context> server() const;
   std::shared_ptr<asio::ssl::context> client() const;
+  // The server context for HTTP/2 (the gateway door): the same, and ALPN "h2" chosen when
+  // the client offers it (gRPC clients refuse a TLS connection that does not agree on it).
+  std::shared_ptr<asio::ssl::context> h2_server() const;
   const TlsFiles& files() const { return files_; }
   // When the certificate in force stops being valid (Unix seconds; 0 before a load).
   int64_t expires_at_s() const { return expires_at_s_.load(std::memory_order_relaxed); }
@@ -61,7 +64,7 @@ class TlsContexts {
 
  private:
   mutable std::mutex mu_;
-  std::shared_ptr<asio::ssl::context> server_, client_;
+  std::shared_ptr<asio::ssl::context> server_, client_, h2_server_;
   TlsFiles files_;
   std::atomic<int64_t> expires_at_s_{0};
 };

@@ -4,6 +4,7 @@
 #include <spdlog/spdlog.h>
 
 #include "errors.hpp"
+#include "grpc_session.hpp"
 #include "native_session.hpp"
 #include "resp_session.hpp"
 #include "services.hpp"
@@ -364,5 +365,6 @@ const char* ClientConnection<Session>::output_breach() {
 
 template class ClientConnection<RespSession>;
 template class ClientConnection<NativeSession>;
+template class ClientConnection<GrpcSession>;
 
 }  // namespace fg

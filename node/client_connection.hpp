@@ -1,8 +1,8 @@
-// One client connection of a byte-stream door — RESP (RespSession) or native
-// (NativeSession) — over a ClientStream: one loop (read -> Session::process -> shards ->
-// write -> read), one write path, one memory account (maxmemory-clients), one timer for
-// the deadlines and the session's pushes, one retry for a request whose slot's state is
-// still arriving. The session holds the protocol; its terms are in
+// One client connection of a byte-stream door — RESP (RespSession), native (NativeSession)
+// or the gateway door's gRPC (GrpcSession) — over a ClientStream: one loop (read ->
+// Session::process -> shards -> write -> read), one write path, one memory account
+// (maxmemory-clients), one timer for the deadlines and the session's pushes, one retry for a
+// request whose slot's state is still arriving. The session holds the protocol; its terms are in
 // api/server/door_session.hpp.
 //
 // Only one batch is in flight per connection, and a new batch waits until the last one's
@@ -98,7 +98,9 @@ class ClientConnection final : public BatchWaiter,
 
 class RespSession;
 class NativeSession;
+class GrpcSession;
 extern template class ClientConnection<RespSession>;
 extern template class ClientConnection<NativeSession>;
+extern template class ClientConnection<GrpcSession>;
 
 }  // namespace fg

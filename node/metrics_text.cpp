@@ -275,12 +275,8 @@ std::string AdminHttp::metrics() const {
           "ShouldRateLimit calls naming a domain no rls-config file has (answered OK)",
           load(b.domain_not_found));
     t.one("floodgate_rls_connections", "gauge",
-          "The gateway door's connections (plain gRPC: rls-maxclients holds them)",
+          "The gateway door's connections (rls-maxclients holds them)",
           static_cast<double>(b.connections.load(std::memory_order_relaxed)));
-    t.one("floodgate_rls_memory_quota_bytes", "gauge",
-          "gRPC's memory quota for all the gateway door's connections (maxmemory-clients; "
-          "256 MiB when that is 0)",
-          static_cast<double>(b.memory_quota.load(std::memory_order_relaxed)));
     t.one("floodgate_rlqs_streams", "gauge", "The quota service's (RLQS) streams open on this node",
           static_cast<double>(b.rlqs_streams.load(std::memory_order_relaxed)));
     t.one("floodgate_rlqs_reports_total", "counter", "RLQS usage reports read",
@@ -300,13 +296,15 @@ std::string AdminHttp::metrics() const {
     t.family("floodgate_rls_refused_total", "counter",
              "What the gateway door refused: connections past rls-maxclients, connections "
              "that did not begin within query-deadline, calls without the rls-token-file's "
-             "token, calls needing more counters than rls-max-keys-per-domain leaves");
+             "token, calls needing more counters than rls-max-keys-per-domain leaves, "
+             "connections closed for bytes that are no HTTP/2 or for a flood");
     t.sample("floodgate_rls_refused_total", label("reason", "maxclients"),
              load(b.connections_refused));
     t.sample("floodgate_rls_refused_total", label("reason", "handshake"),
              load(b.handshake_timeouts));
     t.sample("floodgate_rls_refused_total", label("reason", "token"), load(b.unauthenticated));
     t.sample("floodgate_rls_refused_total", label("reason", "keys"), load(b.keys_refused));
+    t.sample("floodgate_rls_refused_total", label("reason", "protocol"), load(b.protocol_errors));
     t.family("floodgate_rls_config_loads_total", "counter",
              "rls-config loads, by result (a refused one keeps the rules in force)");
     t.sample("floodgate_rls_config_loads_total", label("result", "success"),

@@ -313,52 +313,33 @@ int Node::start_doors(StartState& st, std::string& why) {
     svc_.settings.native_port = server_->native_port();
   }
   if (cfg_.rls_port != 0 && !run_.polled) {
-    RlsDoorOptions o;
+    GatewayOptions o;
     o.response_headers = cfg_.rls_response_headers;
-    // (the cap on what clients make the node hold covers this door's gRPC memory too)
-    if (cfg_.maxmemory_clients > 0) o.memory_bytes = cfg_.maxmemory_clients;
     o.user = cfg_.rls_user;
     o.max_clients = cfg_.rls_maxclients;
     o.handshake_ms = cfg_.query_deadline_ms;
     o.idle_ms = cfg_.rls_idle_timeout_ms;
     o.max_keys_per_domain = cfg_.rls_max_keys_per_domain;
     o.rlqs_slice_ms = cfg_.rlqs_slice_ms;
-    if (cfg_.tls_rls) {
-      if (!cfg_.tls.key_file_pass.empty()) {
-        return fail(why, 2, "tls-rls: the gateway door cannot read a key with a passphrase");
-      }
-      auto cert = read_whole_file(cfg_.tls.cert_file);
-      auto key = read_whole_file(cfg_.tls.key_file);
-      if (!cert || !key) return fail(why, 2, "tls-rls: " + (!cert ? cert.error() : key.error()));
-      o.cert_pem = *cert;
-      o.key_pem = *key;
-      if (cfg_.tls.ca_cert_file.empty() && cfg_.tls.auth_clients != TlsAuthClients::kNo) {
-        return fail(why, 2,
-                    "tls-rls checks callers' certificates against tls-ca-cert-file (not "
-                    "tls-ca-cert-dir): give one, or tls-auth-clients no");
-      }
-      if (!cfg_.tls.ca_cert_file.empty()) {
-        auto ca = read_whole_file(cfg_.tls.ca_cert_file);
-        if (!ca) return fail(why, 2, "tls-rls: " + ca.error());
-        o.ca_pem = *ca;
-      }
-      using C = RlsDoorOptions::ClientCerts;
-      o.client_certs = o.ca_pem.empty()                                     ? C::kNone
-                       : cfg_.tls.auth_clients == TlsAuthClients::kYes      ? C::kRequired
-                       : cfg_.tls.auth_clients == TlsAuthClients::kOptional ? C::kOptional
-                                                                            : C::kNone;
+    if (cfg_.tls_rls && !(tls_.active())) {
+      return fail(why, 2, "tls-rls needs the node's TLS (tls-cert-file, tls-key-file and a CA)");
     }
     if (cfg_.rls_config.empty()) {
       spdlog::warn("rls-port without rls-config: every descriptor is answered OK (no limits)");
     }
-    rls_ = std::make_unique<RlsDoor>(svc_, *rls_rules_, std::move(o));
+    rls_ = std::make_unique<GatewayDoor>(svc_, *rls_rules_, std::move(o), svc_.lanes.size());
+    svc_.gateway = rls_.get();
     if (!cfg_.rls_token_file.empty()) {
       const auto token = read_admin_token(cfg_.rls_token_file);  // (the same file format)
       if (!token) return fail(why, 2, "rls-token-file: " + token.error());
       rls_->set_token(*token);
     }
-    if (const Status started = rls_->start(st.bind_host, cfg_.rls_port); !started) {
-      return fail(why, 1, "rls-port " + std::to_string(cfg_.rls_port) + ": " + started.error());
+    try {
+      server_->listen_rls(cfg_.bind, cfg_.rls_port, cfg_.tls_rls);
+    } catch (const std::exception& e) {
+      return fail(why, 1,
+                  "rls-port " + std::to_string(cfg_.rls_port) + ": cannot listen on " + cfg_.bind +
+                      ": " + e.what());
     }
   }
   return 0;
@@ -508,7 +489,7 @@ int Node::start_serving(StartState& st, std::string& why) {
     shown_.tls_port = server_->tls_port();
     shown_.native_port = svc_.settings.native_port;
     shown_.admin_port = admin_ ? admin_->port() : 0;
-    shown_.rls_port = rls_ ? rls_->port() : 0;
+    shown_.rls_port = rls_ ? server_->rls_port() : 0;
     if (cluster_) shown_.cluster_port = cluster_port_;
     if (!cfg_.dir.empty()) shown_.dir = std::filesystem::absolute(cfg_.dir).string();
   }
@@ -652,9 +633,6 @@ struct Node::Running : RunningNode {
   void shares_changed() override { node.apply_shares(); }
   void set_replication_lag(int64_t ms) override {
     if (node.cluster_) node.cluster_->set_replication_lag(ms);
-  }
-  void set_gateway_memory(int64_t bytes) override {
-    if (node.rls_) node.rls_->set_memory(bytes);
   }
   Node& node;
 };
@@ -882,7 +860,6 @@ void Node::stop() {
   if (trimming_.valid()) trimming_.wait();
   if (rls_timer_) rls_timer_->cancel();
   if (history_timer_) history_timer_->cancel();
-  if (rls_) rls_->stop();
   if (admin_) admin_->stop();
   if (server_) server_->stop();
   if (!cluster_) final_save();
@@ -916,13 +893,13 @@ bool Node::left() {
 
 void Node::adopt_client(
     const std::function<std::unique_ptr<ClientStream>(asio::any_io_executor)>& make, bool native) {
-  if (server_) server_->adopt(make, native);
+  if (server_) server_->adopt(make, native ? Server::DoorKind::kNative : Server::DoorKind::kResp);
 }
 
 int Node::port() const { return server_ ? server_->port() : 0; }
 int Node::tls_port() const { return server_ ? server_->tls_port() : 0; }
 int Node::native_port() const { return server_ ? server_->native_port() : 0; }
 int Node::admin_port() const { return admin_ ? admin_->port() : 0; }
-int Node::rls_port() const { return rls_ ? rls_->port() : 0; }
+int Node::rls_port() const { return rls_ && server_ ? server_->rls_port() : 0; }
 
 }  // namespace fg

@@ -24,10 +24,10 @@
 #include "cluster.hpp"
 #include "config.hpp"
 #include "forwarding.hpp"
+#include "gateway_door.hpp"
 #include "history.hpp"
 #include "policy_store.hpp"
 #include "rls_config.hpp"
-#include "rls_door.hpp"
 #include "script_engine.hpp"
 #include "server.hpp"
 #include "services.hpp"
@@ -179,7 +179,7 @@ class Node {
   std::unique_ptr<ClusterForwarder> forwarder_;
   std::unique_ptr<SteadyTimer> trim_timer_, save_timer_, renew_timer_, rls_timer_, history_timer_;
   std::unique_ptr<RlsRules> rls_rules_;  // rls-config's rules (or none, with rls-port alone)
-  std::unique_ptr<RlsDoor> rls_;
+  std::unique_ptr<GatewayDoor> rls_;
   uint64_t closed_at_trim_ = 0;
   std::future<void> trimming_;  // a malloc_trim under way (schedule_trim)
   AdminCounters admin_counters_;

@@ -5,6 +5,11 @@
 
 #include <sstream>
 
+#include "gateway_door.hpp"
+#include "grpc_session.hpp"
+#include "native_session.hpp"
+#include "resp_session.hpp"
+
 namespace fg {
 
 Server::Server(Services& svc, std::shared_ptr<const ConnectionLimits> limits, int io_threads,
@@ -21,18 +26,22 @@ Server::Server(Services& svc, std::shared_ptr<const ConnectionLimits> limits, in
 Server::~Server() { stop(); }
 
 void Server::listen(const std::string& bind, int port) {
-  port_ = bind_all(bind, port, false, false);
+  port_ = bind_all(bind, port, DoorKind::kResp, false);
 }
 
 void Server::listen_tls(const std::string& bind, int port) {
-  tls_port_ = bind_all(bind, port, false, true);
+  tls_port_ = bind_all(bind, port, DoorKind::kResp, true);
 }
 
 void Server::listen_native(const std::string& bind, int port, bool tls) {
-  native_port_ = bind_all(bind, port, true, tls);
+  native_port_ = bind_all(bind, port, DoorKind::kNative, tls);
 }
 
-int Server::bind_all(const std::string& bind, int port, bool native, bool tls) {
+void Server::listen_rls(const std::string& bind, int port, bool tls) {
+  rls_port_ = bind_all(bind, port, DoorKind::kGateway, tls);
+}
+
+int Server::bind_all(const std::string& bind, int port, DoorKind door, bool tls) {
   if (tls && !(tls_ && tls_->active())) throw std::runtime_error("TLS is not configured");
   if (polled_) return port;  // (a name in the in-memory networks: nothing listens)
   const size_t before = acceptors_.size();
@@ -46,50 +55,56 @@ int Server::bind_all(const std::string& bind, int port, bool native, bool tls) {
     acc->bind(ep);
     acc->listen(asio::socket_base::max_listen_connections);
     port = acc->local_endpoint().port();  // resolves port 0 for every later address too
-    accept(*acc, native, tls);
+    accept(*acc, door, tls);
     acceptors_.push_back(std::move(acc));
   }
   if (acceptors_.size() == before) throw std::runtime_error("no address to bind (--bind is empty)");
   return port;
 }
 
-void Server::accept(asio::ip::tcp::acceptor& acc, bool native, bool tls) {
+void Server::accept(asio::ip::tcp::acceptor& acc, DoorKind door, bool tls) {
   const size_t k = next_++ % contexts_.size();
   asio::io_context& ctx = *contexts_[k];
   IoBatcher& batcher = *batchers_[k];
-  acc.async_accept(ctx, [this, &acc, &ctx, &batcher, native, tls](asio::error_code ec,
-                                                                  asio::ip::tcp::socket sock) {
+  acc.async_accept(ctx, [this, &acc, &ctx, &batcher, door, tls](asio::error_code ec,
+                                                                asio::ip::tcp::socket sock) {
     if (ec == asio::error::operation_aborted) return;
-    // (the context in force now: a reload changes it for later connections only)
-    std::shared_ptr<asio::ssl::context> context = tls ? tls_->server() : nullptr;
+    // (the context in force now: a reload changes it for later connections only; the
+    // gateway door's speaks HTTP/2, which TLS names by ALPN)
+    std::shared_ptr<asio::ssl::context> context = !tls                         ? nullptr
+                                                  : door == DoorKind::kGateway ? tls_->h2_server()
+                                                                               : tls_->server();
     if (!ec) {
       // Started on the connection's own thread: from then on only that thread touches it.
-      start_connection(ctx, batcher, make_socket_stream(std::move(sock), std::move(context)),
-                       native);
+      start_connection(ctx, batcher, make_socket_stream(std::move(sock), std::move(context)), door);
     } else {
       spdlog::warn("accept failed: {}", ec.message());
     }
-    accept(acc, native, tls);
+    accept(acc, door, tls);
   });
 }
 
 void Server::start_connection(asio::io_context& ctx, IoBatcher& batcher,
-                              std::unique_ptr<ClientStream> stream, bool native) {
-  if (native) {
-    auto conn = std::make_shared<ClientConnection<NativeSession>>(std::move(stream), svc_, limits_,
-                                                                  batcher);
-    asio::post(ctx, [conn] { conn->start(); });
-  } else {
-    auto conn =
-        std::make_shared<ClientConnection<RespSession>>(std::move(stream), svc_, limits_, batcher);
-    asio::post(ctx, [conn] { conn->start(); });
+                              std::unique_ptr<ClientStream> stream, DoorKind door) {
+  auto start = [&](auto conn) { asio::post(ctx, [conn] { conn->start(); }); };
+  switch (door) {
+    case DoorKind::kNative:
+      return start(std::make_shared<ClientConnection<NativeSession>>(std::move(stream), svc_,
+                                                                     limits_, batcher));
+    case DoorKind::kGateway:
+      if (svc_.gateway && svc_.gateway->refuse_new()) return stream->shut();  // (rls-maxclients)
+      return start(std::make_shared<ClientConnection<GrpcSession>>(std::move(stream), svc_, limits_,
+                                                                   batcher));
+    case DoorKind::kResp:
+      break;
   }
+  start(std::make_shared<ClientConnection<RespSession>>(std::move(stream), svc_, limits_, batcher));
 }
 
 void Server::adopt(const std::function<std::unique_ptr<ClientStream>(asio::any_io_executor)>& make,
-                   bool native) {
+                   DoorKind door) {
   const size_t k = next_++ % contexts_.size();
-  start_connection(*contexts_[k], *batchers_[k], make(contexts_[k]->get_executor()), native);
+  start_connection(*contexts_[k], *batchers_[k], make(contexts_[k]->get_executor()), door);
 }
 
 std::vector<Lane> Server::lanes() const {

@@ -29,15 +29,21 @@ class Server {
   void listen_tls(const std::string& bind, int port);
   // The same for the native protocol (api/native.proto), over TLS if `tls`.
   void listen_native(const std::string& bind, int port, bool tls = false);
+  // The same for the gateway door (gRPC over HTTP/2: api/rls/grpc_session.hpp; services.gateway
+  // set first), over TLS with ALPN "h2" if `tls`.
+  void listen_rls(const std::string& bind, int port, bool tls = false);
   // A client connection on a stream of the caller's making (`make` gets the event loop it
   // will run on): the simulator's in-memory clients (tests/sim/memory_stream.hpp).
+  // Which door a connection came in by.
+  enum class DoorKind : uint8_t { kResp, kNative, kGateway };
   void adopt(const std::function<std::unique_ptr<ClientStream>(asio::any_io_executor)>& make,
-             bool native = false);
+             DoorKind door = DoorKind::kResp);
   // Where TLS ports take their contexts from, each connection the one in force when it came.
   void set_tls(TlsContexts* tls) { tls_ = tls; }
   int port() const { return port_; }
   int tls_port() const { return tls_port_; }
   int native_port() const { return native_port_; }
+  int rls_port() const { return rls_port_; }
   // io-idle-poll-us: how long an I/O thread out of work keeps polling before it sleeps
   // (run_io_loop). Before run().
   void set_idle_poll(std::chrono::microseconds d) { idle_poll_ = d; }
@@ -57,10 +63,10 @@ class Server {
   static constexpr int64_t kHeartbeatMs = 250;
 
  private:
-  int bind_all(const std::string& bind, int port, bool native, bool tls);
-  void accept(asio::ip::tcp::acceptor& acc, bool native, bool tls);
+  int bind_all(const std::string& bind, int port, DoorKind door, bool tls);
+  void accept(asio::ip::tcp::acceptor& acc, DoorKind door, bool tls);
   void start_connection(asio::io_context& ctx, IoBatcher& batcher,
-                        std::unique_ptr<ClientStream> stream, bool native);
+                        std::unique_ptr<ClientStream> stream, DoorKind door);
 
   Services& svc_;
   std::shared_ptr<const ConnectionLimits> limits_;
@@ -78,6 +84,7 @@ class Server {
   int port_ = 0;
   int tls_port_ = 0;
   int native_port_ = 0;
+  int rls_port_ = 0;
   bool polled_ = false;
   std::chrono::microseconds idle_poll_{0};
 };

@@ -157,7 +157,7 @@ std::vector<Setting> make_settings() {
       text("rls-user", "--rls-user", &NodeConfig::rls_user,
            "The ACL user whose rights the gateway door's requests run with (default: default)"),
       integer("rls-maxclients", "--rls-maxclients", &NodeConfig::rls_maxclients, 1, 1'000'000,
-              "The gateway door's connections at once (plain gRPC); past it new ones are closed"),
+              "The gateway door's connections at once (plain or TLS); past it new ones are closed"),
       integer("rls-max-keys-per-domain", "--rls-max-keys-per-domain",
               &NodeConfig::rls_max_keys_per_domain, 1, int64_t{1} << 40,
               "Counters one gateway domain may have made on this node and still alive; past "
@@ -167,14 +167,15 @@ std::vector<Setting> make_settings() {
                "before its next one"),
       duration("rls-idle-timeout", "--rls-idle-timeout-ms", &NodeConfig::rls_idle_timeout_ms, 0,
                86'400'000,
-               "The gateway door closes a connection with no call for this long (0: never)"),
+               "The gateway door closes a connection with no stream open for this long (HTTP/2's "
+               "GOAWAY; 0: never)"),
       text("rls-token-file", "--rls-token-file", &NodeConfig::rls_token_file,
            "A file whose first line is a bearer token every gateway call must send "
            "(authorization: Bearer <token>); none: the door is open, as upstream's; re-read on "
            "SIGHUP"),
       yes_no("tls-rls", "--tls-rls", &NodeConfig::tls_rls,
-             "The gateway door speaks TLS only (the node's certificate; client certificates "
-             "per tls-auth-clients)"),
+             "The gateway door speaks TLS only, with ALPN h2 (the node's TLS settings and "
+             "certificate, renewed on SIGHUP; client certificates per tls-auth-clients)"),
       text("admin-bind", "--admin-bind", &NodeConfig::admin_bind,
            "Address of the admin HTTP port (default: the first --bind address)"),
       text("admin-token-file", "--admin-token-file", &NodeConfig::admin_token_file,
@@ -314,7 +315,6 @@ std::vector<Setting> make_settings() {
                    [](const NodeConfig& c) { return std::to_string(c.maxmemory_clients); }},
            [](RunningNode& n, const NodeConfig& c) {
              n.clients().set_max_memory(c.maxmemory_clients);
-             n.set_gateway_memory(c.maxmemory_clients);  // (its gRPC quota: the same size)
            }),
       live(
           Setting{

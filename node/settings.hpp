@@ -31,8 +31,7 @@ class RunningNode {
   virtual Accounts& accounts() = 0;
   virtual void set_default_password(const std::string& pw) = 0;  // requirepass
   virtual void shares_changed() = 0;  // a node-wide cap or user-share: each user's share again
-  virtual void set_replication_lag(int64_t ms) = 0;    // (a cluster member's replicator)
-  virtual void set_gateway_memory(int64_t bytes) = 0;  // the gateway door's gRPC quota
+  virtual void set_replication_lag(int64_t ms) = 0;  // (a cluster member's replicator)
 };
 
 struct Setting {

@@ -39,6 +39,7 @@ class PolicyStore;
 class ScriptEngine;
 class Snapshotter;
 class RlsRules;
+class GatewayDoor;
 
 constexpr int64_t kDefaultForwardTimeoutMs = 5000;
 
@@ -126,6 +127,7 @@ struct Services {
   Accounts* accounts = nullptr;      // what each user holds of the node, and its caps
   Snapshotter* snapshots = nullptr;  // null: no `dir`, state is not saved (SAVE is refused)
   RlsRules* rls = nullptr;           // the gateway door's rules (FG.RLS); null: no rls-config
+  GatewayDoor* gateway = nullptr;    // the gateway door (rls-port); null: none
   // SHUTDOWN: asks the node to stop as SIGTERM does (saving first when `save`); null: refused.
   std::function<void(bool save)> shutdown;
   // ACL LOAD: reads the users file again (or why not); empty: no ACL file.

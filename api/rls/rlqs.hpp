@@ -12,7 +12,7 @@
 // gateway's reports say it is spent). A counter that has nothing left gets DENY_ALL
 // (once the slice in force is spent) until it has. Requests a gateway
 // reports beyond its slices (its no_assignment or expired_assignment fallback let them
-// through) are charged to the counter. The door (rls_door.cpp) is the transport; tests drive
+// through) are charged to the counter. The door (rlqs_streams.cpp) is the transport; tests drive
 // this directly.
 #pragma once
 #include <cstdint>

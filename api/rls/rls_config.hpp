@@ -1,7 +1,7 @@
 // The gateway door's rules: envoyproxy/ratelimit's YAML configuration (domains, nested
 // descriptors, rate limits), loaded and checked as that service loads and checks it, and
 // the lookup that finds the limit for one request descriptor. No gRPC here: the door
-// (rls_door) decodes requests and asks; FG.RLS CONFIG shows what is loaded.
+// (grpc_session, grpc_calls) decodes requests and asks; FG.RLS CONFIG shows what is loaded.
 #pragma once
 #include <atomic>
 #include <cstdint>
@@ -63,9 +63,9 @@ class RlsStatsBook {
   // connections that did not begin in time, calls without the token, calls that needed
   // more counters than their domain may hold.
   std::atomic<int64_t> connections{0};
-  // gRPC's memory quota for all the door's connections (maxmemory-clients; 256 MiB for 0).
-  std::atomic<int64_t> memory_quota{0};
   std::atomic<uint64_t> connections_refused{0}, handshake_timeouts{0}, unauthenticated{0};
+  // Connections closed for bytes that are no HTTP/2, or a flood nghttp2 stopped.
+  std::atomic<uint64_t> protocol_errors{0};
   std::atomic<uint64_t> keys_refused{0};
   // The quota service (RLQS): its streams now; reports read; slices handed out and their
   // tokens; DENY_ALL assignments; requests reported beyond the slices and charged; buckets

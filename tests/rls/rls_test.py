@@ -696,16 +696,35 @@ class Clients(unittest.TestCase):
         self.assertEqual(self.rls_clients(), [])
         self.assertTrue(wait_for(lambda: self.try_call()))
 
-    def test_its_memory_quota_follows_maxmemory_clients(self):
-        """gRPC's memory quota for the door is maxmemory-clients (256 MiB when 0), and CONFIG
-        SET maxmemory-clients moves it on a running node."""
-        quota = lambda: metric(self.node.metrics(), "floodgate_rls_memory_quota_bytes", "")
-        self.assertEqual(quota(), 256 << 20)
-        self.assertEqual(cli(self.node.port, "CONFIG", "SET", "maxmemory-clients", "64mb"), "OK")
-        self.assertEqual(quota(), 64 << 20)
-        self.node.call(request("c", [("k", "v")], hits=1), timeout=5)  # (still answering)
-        self.assertEqual(cli(self.node.port, "CONFIG", "SET", "maxmemory-clients", "0"), "OK")
-        self.assertEqual(quota(), 256 << 20)
+    def test_its_memory_counts_toward_maxmemory_clients(self):
+        """A gateway connection's buffers (HTTP/2's, the calls' messages) are its memory as
+        CLIENT LIST shows it, and maxmemory-clients evicts it as any client: a call that has
+        sent 960 KB of a megabyte's message holds them, and with a cap of 512 KB it goes."""
+        self.assertEqual(cli(self.node.port, "CONFIG", "SET", "maxmemory-clients", "512kb"), "OK")
+        try:
+            s = socket.create_connection(("127.0.0.1", self.node.rls_port), timeout=5)
+            hdr = lambda kind, flags, sid, p: len(p).to_bytes(3, "big") + bytes([kind, flags]) + \
+                sid.to_bytes(4, "big") + p
+            lit = lambda n, v: b"\x00" + bytes([len(n)]) + n + bytes([len(v)]) + v
+            block = lit(b":method", b"POST") + lit(b":scheme", b"http") + \
+                lit(b":path", RLS.encode()) + lit(b"content-type", b"application/grpc")
+            s.sendall(b"PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n" + hdr(4, 0, 0, b"") +
+                      hdr(1, 4, 1, block) +
+                      b"".join(hdr(0, 0, 1, (b"\x00" + (1 << 20).to_bytes(4, "big") if i == 0
+                                              else b"") + b"x" * 16000) for i in range(60)))
+            s.settimeout(5)
+            gone = False
+            try:
+                while s.recv(65536):
+                    pass
+                gone = True
+            except (ConnectionResetError, socket.timeout):
+                gone = True
+            s.close()
+            self.assertTrue(gone)
+            self.assertTrue(wait_for(lambda: self.try_call()))
+        finally:
+            cli(self.node.port, "CONFIG", "SET", "maxmemory-clients", "0")
 
     def try_call(self):
         try:
@@ -767,6 +786,14 @@ class Tls(unittest.TestCase):
         self.assertEqual(self.call(grpc.ssl_channel_credentials(self.read("ca.crt"))),
                          grpc.StatusCode.UNAVAILABLE)  # no client certificate
         self.assertEqual(self.call(None), grpc.StatusCode.UNAVAILABLE)  # plaintext
+        # Its TLS connections are the node's clients too (CLIENT LIST, maxclients, memory).
+        ch = grpc.secure_channel(f"127.0.0.1:{self.node.rls_port}", mine)
+        f = ch.unary_unary(RLS, request_serializer=rls_pb2.RateLimitRequest.SerializeToString,
+                           response_deserializer=rls_pb2.RateLimitResponse.FromString)
+        f(request("t", [("k", uuid.uuid4().hex)]), timeout=5)
+        listed = [l for l in cli(self.node.port, "CLIENT", "LIST").splitlines() if "door=rls" in l]
+        ch.close()
+        self.assertEqual(len(listed), 1, listed)
 
 
 class Cluster(unittest.TestCase):

@@ -1,0 +1,63 @@
+#include "gateway_door.hpp"
+
+#include <algorithm>
+
+#include "services.hpp"
+
+namespace fg {
+
+namespace {
+
+RlqsOptions quota_options(const GatewayOptions& o) {
+  RlqsOptions q;
+  q.slice_ns = std::max<int64_t>(1, o.rlqs_slice_ms) * 1'000'000;
+  q.user = o.user;
+  q.max_keys_per_domain = o.max_keys_per_domain;
+  return q;
+}
+
+}  // namespace
+
+GatewayDoor::LaneParts::LaneParts(Services& svc, RlsRules& rules, const GatewayOptions& o)
+    : translate(svc, rules, o.user, o.response_headers, o.max_keys_per_domain),
+      quota(svc, rules, quota_options(o)) {}
+
+GatewayDoor::GatewayDoor(Services& svc, RlsRules& rules, GatewayOptions options, size_t lanes)
+    : svc_(svc), rules_(rules), options_(std::move(options)) {
+  for (size_t i = 0; i < std::max<size_t>(lanes, 1); ++i)
+    lanes_.push_back(std::make_unique<LaneParts>(svc_, rules_, options_));
+}
+
+GatewayDoor::~GatewayDoor() = default;
+
+void GatewayDoor::set_token(std::string token) {
+  auto t = token.empty() ? nullptr : std::make_shared<const std::string>(std::move(token));
+  std::lock_guard<std::mutex> lock(token_mu_);
+  token_ = std::move(t);
+}
+
+std::shared_ptr<const std::string> GatewayDoor::token() const {
+  std::lock_guard<std::mutex> lock(token_mu_);
+  return token_;
+}
+
+bool GatewayDoor::admit() {
+  auto& stats = rules_.stats();
+  if (stats.connections.fetch_add(1, std::memory_order_relaxed) >= options_.max_clients) {
+    stats.connections.fetch_sub(1, std::memory_order_relaxed);
+    stats.connections_refused.fetch_add(1, std::memory_order_relaxed);
+    return false;
+  }
+  return true;
+}
+
+bool GatewayDoor::refuse_new() {
+  auto& stats = rules_.stats();
+  if (stats.connections.load(std::memory_order_relaxed) < options_.max_clients) return false;
+  stats.connections_refused.fetch_add(1, std::memory_order_relaxed);
+  return true;
+}
+
+void GatewayDoor::left() { rules_.stats().connections.fetch_sub(1, std::memory_order_relaxed); }
+
+}  // namespace fg
