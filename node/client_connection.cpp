@@ -69,6 +69,8 @@ void ClientConnection<Session>::serve() {
       });
   clock_.last_read_ms = connection_now_ms();
   arm_timer();
+  // (a protocol whose server speaks first — HTTP/2's SETTINGS — made its words already)
+  if (!session_->output().empty() && !write()) return;
   read();
 }
 

@@ -305,6 +305,10 @@ std::string AdminHttp::metrics() const {
     t.sample("floodgate_rls_refused_total", label("reason", "token"), load(b.unauthenticated));
     t.sample("floodgate_rls_refused_total", label("reason", "keys"), load(b.keys_refused));
     t.sample("floodgate_rls_refused_total", label("reason", "protocol"), load(b.protocol_errors));
+    t.one("floodgate_rls_keys_evicted_total", "counter",
+          "Gateway counters forgotten (and reset) to make room in a full domain: the heaviest "
+          "caller's least recently used",
+          load(b.keys_evicted));
     t.family("floodgate_rls_config_loads_total", "counter",
              "rls-config loads, by result (a refused one keeps the rules in force)");
     t.sample("floodgate_rls_config_loads_total", label("result", "success"),

@@ -161,7 +161,8 @@ std::vector<Setting> make_settings() {
       integer("rls-max-keys-per-domain", "--rls-max-keys-per-domain",
               &NodeConfig::rls_max_keys_per_domain, 1, int64_t{1} << 40,
               "Counters one gateway domain may have made on this node and still alive; past "
-              "it a call that needs a new one is refused (RESOURCE_EXHAUSTED)"),
+              "it the least recently used counter of the caller holding the most is forgotten "
+              "and reset"),
       duration("rlqs-slice", "--rlqs-slice-ms", &NodeConfig::rlqs_slice_ms, 10, 3'600'000,
                "How long a quota slice handed to a gateway on the quota service (RLQS) lasts "
                "before its next one"),

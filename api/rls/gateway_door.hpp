@@ -62,7 +62,8 @@ class GatewayDoor {
   struct LaneParts {
     RlsTranslator translate;
     RlqsQuota quota;
-    LaneParts(Services& svc, RlsRules& rules, const GatewayOptions& o);
+    LaneParts(Services& svc, RlsRules& rules, const GatewayOptions& o,
+              std::shared_ptr<RlsKeys> call_keys, std::shared_ptr<RlsKeys> bucket_keys);
   };
   LaneParts& lane(size_t i) { return *lanes_[i % lanes_.size()]; }
 

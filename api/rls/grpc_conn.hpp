@@ -128,6 +128,8 @@ void grpc_answers_ready(GrpcSession::Conn& c);
 // Whether the call carries the door's token (none set: yes).
 bool grpc_token_ok(GrpcSession::Conn& c, const GrpcStream& s);
 int64_t grpc_now_ns();  // (steady clock)
+// Who calls, for the counters it makes (rls_keys.hpp): its connection's peer address.
+std::string grpc_caller(const GrpcSession::Conn& c);
 
 // grpc_calls.cpp: the unary methods, their request whole.
 void rls_call(GrpcSession::Conn& c, const std::shared_ptr<GrpcStream>& s);

@@ -236,6 +236,7 @@ void request_done(Conn& c, const std::shared_ptr<GrpcStream>& s) {
   if (s->method != M::kRls) return;
   s->call = std::make_unique<RlsCallState>();
   s->call->response = &s->response;
+  s->call->caller = grpc_caller(c);
   if (!s->call->request.ParseFromArray(msg.data(), static_cast<int>(msg.size()))) {
     c.door.rules().stats().invalid.fetch_add(1, std::memory_order_relaxed);
     return grpc_fail(c, *s, GrpcCode::kInvalidArgument, "the request is not a RateLimitRequest");
@@ -364,6 +365,11 @@ Lane& lane_of_this_thread(Services& svc) {
 }
 
 }  // namespace
+
+std::string grpc_caller(const Conn& c) {
+  const std::string& a = c.client->addr;
+  return a.substr(0, a.rfind(':'));  // (the address without its port)
+}
 
 int64_t grpc_now_ns() {
   return std::chrono::duration_cast<std::chrono::nanoseconds>(
@@ -496,6 +502,8 @@ GrpcSession::GrpcSession(Services& svc, std::shared_ptr<ClientInfo> client) {
       {NGHTTP2_SETTINGS_ENABLE_PUSH, 0},
   };
   nghttp2_submit_settings(c.h2, NGHTTP2_FLAG_NONE, settings, std::size(settings));
+  // The server's preface goes first, at once (gRPC's clients wait for it before they speak).
+  take_pushes(0);
 }
 
 GrpcSession::~GrpcSession() {
@@ -606,8 +614,7 @@ ProcessResult GrpcSession::process(const char* data, size_t len, Flight&) {
   }
   c.in_process = false;
   c.next_look_ns = next_ns;
-  // (nothing is said to a connection that never spoke HTTP/2: not even the SETTINGS)
-  if (c.preface) take_pushes(0);
+  take_pushes(0);
   if (c.dead || (!nghttp2_session_want_read(c.h2) && !nghttp2_session_want_write(c.h2))) {
     r.close = true;
   }

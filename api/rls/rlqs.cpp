@@ -23,6 +23,7 @@ using Strategy = envoy::type::v3::RateLimitStrategy;
 // Bounds on what one gateway's stream can make the node hold.
 constexpr size_t kMaxBucketsPerStream = 1024;
 constexpr int kMaxEntries = 64;
+constexpr size_t kMaxBucketIdBytes = 4096;  // its entries' names and values
 // A slice's token bucket never refills within its life: one token a day.
 constexpr int64_t kNoRefillSeconds = 86'400;
 // How soon a grant the cluster could not make is tried again.
@@ -113,7 +114,9 @@ class RlqsQuota::Impl {
       : svc_(svc),
         rules_(rules),
         options_(std::move(options)),
-        made_(static_cast<size_t>(options_.max_keys_per_domain)) {}
+        made_(options_.keys
+                  ? options_.keys
+                  : std::make_shared<RlsKeys>(static_cast<size_t>(options_.max_keys_per_domain))) {}
 
   // The counters this thread's holders draw on: how many hold each here, and what the
   // counter had left at its last grant (-1: not known).
@@ -164,6 +167,13 @@ class RlqsQuota::Impl {
       if (usage_.bucket_id().bucket_size() > kMaxEntries) {
         return {RlsStatusCode::kInvalidArgument,
                 "a bucket_id has more than " + std::to_string(kMaxEntries) + " entries"};
+      }
+      size_t id_bytes = 0;
+      for (const auto& [k, v] : usage_.bucket_id().bucket()) id_bytes += k.size() + v.size();
+      if (id_bytes > kMaxBucketIdBytes) {
+        // (every action the node answers echoes the id: a large one costs it each time)
+        return {RlsStatusCode::kInvalidArgument,
+                "a bucket_id holds more than " + std::to_string(kMaxBucketIdBytes) + " bytes"};
       }
       std::string name = canonical(usage_.bucket_id(), entries_);
       auto it = s.holders.find(name);
@@ -235,18 +245,31 @@ class RlqsQuota::Impl {
     if (!h.unlimited && !resolve(h)) return false;
     if (!h.unlimited) {
       // A counter its domain has no room for (the values are the gateway's to choose).
-      constexpr int64_t kSecondNs = 1'000'000'000;
       std::string why;
-      const int64_t life =
-          std::clamp<int64_t>(h.spec.c, kSecondNs, int64_t{366} * 86400 * kSecondNs);
-      if (!made_.note(s.domain, {{h.key, life}}, now_ns, why)) {
+      const size_t before = evicted_.size();
+      if (!made_->note(s.domain, s.caller, {{h.key, life_of(h)}}, now_ns, evicted_, why)) {
         rules_.stats().keys_refused.fetch_add(1, std::memory_order_relaxed);
         spdlog::warn("quota service: domain {}: {}; the bucket is abandoned", s.domain, why);
         return false;
       }
+      rules_.stats().keys_evicted.fetch_add(evicted_.size() - before, std::memory_order_relaxed);
     }
     h.due_ns = now_ns;
     return true;
+  }
+
+  // Its counter is used (a slice taken from it): the most recently used of its caller's again,
+  // or made again if a full domain forgot it meanwhile (and reset it: rls_keys.hpp), so the
+  // bookkeeping holds every counter a bucket draws on.
+  void note_use(const RlqsStream& s, const RlqsHolder& h, int64_t now_ns) {
+    std::string why;
+    const size_t before = evicted_.size();
+    made_->note(s.domain, s.caller, {{h.key, life_of(h)}}, now_ns, evicted_, why);
+    rules_.stats().keys_evicted.fetch_add(evicted_.size() - before, std::memory_order_relaxed);
+  }
+  static int64_t life_of(const RlqsHolder& h) {
+    constexpr int64_t kSecondNs = 1'000'000'000;
+    return std::clamp<int64_t>(h.spec.c, kSecondNs, int64_t{366} * 86400 * kSecondNs);
   }
 
   // The holder's limit as a spec (a policy's looked up now); false when it cannot be sliced.
@@ -400,16 +423,26 @@ class RlqsQuota::Impl {
         work.items.push_back({name, h.key, RlqsWork::What::kSlice, h.spec.a == 0 ? 1 : want});
         h.waiting = true;
         h.generation = k.generation;
+        note_use(s, h, now_ns);
       }
       ++it;
     }
+    for (std::string& gone : evicted_)
+      work.items.push_back({"", std::move(gone), RlqsWork::What::kReset, 0});
+    evicted_.clear();
     if (work.items.empty()) return;
     work.requests.reserve(work.items.size());
     for (const RlqsWork::Item& item : work.items) {
-      const RlqsHolder& h = s.holders.find(item.bucket)->second;
       Request r;
       r.metric = kRlqsCommandId;
       r.key = item.key;
+      if (item.what == RlqsWork::What::kReset) {  // (the node's bookkeeping: no user's rights)
+        r.verb = Verb::kReset;
+        r.command = "fg.reset";
+        work.requests.push_back(r);
+        continue;
+      }
+      const RlqsHolder& h = s.holders.find(item.bucket)->second;
       if (item.what == RlqsWork::What::kCount) {
         // The node's own bookkeeping, not the gateway's: no user's rights or share. A lease
         // lives a period and a little: one live lease a holder, gone a period after it.
@@ -467,6 +500,7 @@ class RlqsQuota::Impl {
     auto& stats = rules_.stats();
     for (size_t i = 0; i < work.items.size(); ++i) {
       const RlqsWork::Item& item = work.items[i];
+      if (item.what == RlqsWork::What::kReset) continue;
       auto it = s.holders.find(item.bucket);
       if (it == s.holders.end()) continue;
       RlqsHolder& h = it->second;
@@ -593,8 +627,9 @@ class RlqsQuota::Impl {
   std::shared_ptr<const PolicySet> policies_;
   uint64_t policy_version_ = 0;
   std::unordered_map<std::string, Key> keys_;
-  RlsKeys made_;         // the counters each domain made here
-  int64_t holders_ = 0;  // buckets of every stream
+  std::shared_ptr<RlsKeys> made_;     // the counters each domain made here
+  std::vector<std::string> evicted_;  // counters forgotten to make room, to be reset
+  int64_t holders_ = 0;               // buckets of every stream
 
  public:
   uint64_t arrivals_ = 0;

@@ -70,14 +70,16 @@ struct RlqsHolder {
 // text (entries sorted).
 struct RlqsStream {
   std::string domain;
+  std::string caller;  // the connection's peer: the counters its buckets make are its own
   std::map<std::string, RlqsHolder> holders;
 };
 
 // What a stream's due holders ask of the core, and where each answer goes.
 struct RlqsWork {
-  // A slice (a take), a charge of reported requests (FG.ADJUST), or the holder's lease
-  // among its counter's holders, cluster-wide (an acquire: their count sizes the shares).
-  enum class What : uint8_t { kSlice, kCharge, kCount };
+  // A slice (a take), a charge of reported requests (FG.ADJUST), the holder's lease among
+  // its counter's holders, cluster-wide (an acquire: their count sizes the shares), or a
+  // counter forgotten to make room in its domain, reset (rls_keys.hpp).
+  enum class What : uint8_t { kSlice, kCharge, kCount, kReset };
   struct Item {
     std::string bucket;  // the holder's canonical name
     std::string key;     // (the request's key views it)
@@ -96,6 +98,9 @@ struct RlqsOptions {
   // the gateway's to choose), and buckets all streams may hold at once.
   int64_t max_keys_per_domain = 100'000;
   int64_t max_buckets = 100'000;
+  // The counters buckets made, shared by the door's threads (null: one of its own, of
+  // max_keys_per_domain).
+  std::shared_ptr<RlsKeys> keys;
 };
 
 // The holders of every stream a door thread serves, and the counters they draw on. One per

@@ -92,6 +92,7 @@ void rlqs_begin(Conn& c, GrpcStream& s) {
   s.quota = std::make_unique<GrpcStream::Quota>();
   s.quota->next_due = std::numeric_limits<int64_t>::max();
   s.quota->last_report_ns = c.svc.clock->now_ns();
+  s.quota->stream.caller = grpc_caller(c);
   ++c.quota_streams;
   c.door.rules().stats().rlqs_streams.fetch_add(1, std::memory_order_relaxed);
   grpc_open(c, s);  // (its headers now; its messages as they are made)

@@ -67,6 +67,8 @@ class RlsStatsBook {
   // Connections closed for bytes that are no HTTP/2, or a flood nghttp2 stopped.
   std::atomic<uint64_t> protocol_errors{0};
   std::atomic<uint64_t> keys_refused{0};
+  // Counters forgotten (and reset) to make room in a full domain (rls_keys.hpp).
+  std::atomic<uint64_t> keys_evicted{0};
   // The quota service (RLQS): its streams now; reports read; slices handed out and their
   // tokens; DENY_ALL assignments; requests reported beyond the slices and charged; buckets
   // abandoned (not configured, refused, or no longer configured).

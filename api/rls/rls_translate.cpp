@@ -41,12 +41,12 @@ RlsUnit unit_of_period(int64_t ns) {
 class RlsTranslator::Impl {
  public:
   Impl(Services& svc, RlsRules& rules, std::string user, bool response_headers,
-       int64_t max_keys_per_domain)
+       std::shared_ptr<RlsKeys> keys)
       : svc_(svc),
         rules_(rules),
         user_name_(std::move(user)),
         response_headers_(response_headers),
-        keys_(static_cast<size_t>(max_keys_per_domain)) {}
+        keys_(std::move(keys)) {}
 
   // The user the door acts as and the rules, looked up again only when they change (the
   // queue's thread's own copies: no lock, no reference counted per call).
@@ -215,13 +215,25 @@ class RlsTranslator::Impl {
     }
     // What the call may make: bounded per domain (those no file names share one allowance)
     // and per call, so an open door cannot be made to fill the node with counters.
+    // A full domain forgets its heaviest caller's oldest counters (rls_keys.hpp): their keys
+    // are reset with the call's requests (the node's bookkeeping: no user's rights).
     std::string why;
-    const bool ok = keys_.note(domain ? req.domain() : std::string_view(), new_keys_,
-                               svc_.clock->now_ns(), why);
+    c.evicted.clear();
+    const bool ok = keys_->note(domain ? req.domain() : std::string_view(), c.caller, new_keys_,
+                                svc_.clock->now_ns(), c.evicted, why);
     new_keys_.clear();
     if (!ok) {
       rules_.stats().keys_refused.fetch_add(1, std::memory_order_relaxed);
       return {RlsStatusCode::kResourceExhausted, why};
+    }
+    rules_.stats().keys_evicted.fetch_add(c.evicted.size(), std::memory_order_relaxed);
+    for (const std::string& gone : c.evicted) {
+      Request r;
+      r.verb = Verb::kReset;
+      r.metric = kRlsCommandId;
+      r.key = gone;
+      r.command = "fg.reset";
+      c.requests.push_back(r);
     }
     return RlsStatus{};
   }
@@ -397,16 +409,16 @@ class RlsTranslator::Impl {
   uint64_t cfg_version_ = 0;
   std::vector<RlsEntry> entries_;
   std::vector<std::string_view> replaced_;
-  RlsKeys keys_;
+  std::shared_ptr<RlsKeys> keys_;  // (shared by the door's threads)
   std::vector<RlsKeys::Key> new_keys_;
   std::vector<std::string_view> acl_words_;
   RlsMatch match_;
 };
 
 RlsTranslator::RlsTranslator(Services& svc, RlsRules& rules, std::string user,
-                             bool response_headers, int64_t max_keys_per_domain)
-    : impl_(std::make_unique<Impl>(svc, rules, std::move(user), response_headers,
-                                   max_keys_per_domain)) {}
+                             bool response_headers, std::shared_ptr<RlsKeys> keys)
+    : impl_(
+          std::make_unique<Impl>(svc, rules, std::move(user), response_headers, std::move(keys))) {}
 RlsTranslator::~RlsTranslator() = default;
 
 RlsStatus RlsTranslator::prepare(RlsCallState& c) { return impl_->prepare(c); }

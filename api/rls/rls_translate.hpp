@@ -57,6 +57,10 @@ struct RlsCallState {
   std::vector<Item> items;
   std::vector<std::string> keys;  // the requests' keys (sized before use: they stay put)
   std::vector<Request> requests;
+  // Who calls (the connection's peer address): the counters it makes are its own
+  // (rls_keys.hpp); and the counters forgotten to make room, reset with the call's requests.
+  std::string caller;
+  std::vector<std::string> evicted;
 };
 
 // One per thread that serves calls (it keeps that thread's copies of the user and the
@@ -64,9 +68,10 @@ struct RlsCallState {
 class RlsTranslator {
  public:
   // `user`: the ACL user the door's requests run as; `response_headers`: RateLimit-* in
-  // response_headers_to_add; `max_keys_per_domain`: counters one domain may make here.
+  // response_headers_to_add; `keys`: the counters each domain has made (shared by the door's
+  // threads).
   RlsTranslator(Services& svc, RlsRules& rules, std::string user, bool response_headers,
-                int64_t max_keys_per_domain);
+                std::shared_ptr<RlsKeys> keys);
   ~RlsTranslator();
   RlsTranslator(const RlsTranslator&) = delete;
   RlsTranslator& operator=(const RlsTranslator&) = delete;

@@ -3,7 +3,9 @@
 //
 //   process(data, len, flight) -> ProcessResult   take whole requests from the input
 //   complete(flight)                              the flight is back: append its replies
-//   output()                                      replies not yet written
+//   output()                                      replies not yet written (what the session
+//                                                 made as it was created is written first:
+//                                                 a protocol whose server speaks first)
 //   held_bytes()                                  what else it holds (maxmemory-clients)
 //   evicted()                                     the last batch outgrew its reply room
 //   tick()                                        the shell's timer: pushes to make, if any

@@ -463,7 +463,9 @@ TEST(Rlqs, WhatAGatewayCanMakeTheNodeHoldIsBounded) {
   RlqsQuota quota(q.svc, *q.rules, o);
   RlqsStream s;
   rlqs_pb::RateLimitQuotaResponse out;
-  // Tenants are the gateway's to choose: the third counter of the domain is refused.
+  // Tenants are the gateway's to choose: the third counter of the domain makes room by
+  // forgetting the caller's least recently used, which the next work resets (rls_keys.hpp).
+  s.caller = "10.0.0.1";
   ASSERT_TRUE(quota
                   .report(s,
                           report_map("gw", {usage({{"name", "api"}, {"tenant", "a"}}, 0, 0),
@@ -471,14 +473,17 @@ TEST(Rlqs, WhatAGatewayCanMakeTheNodeHoldIsBounded) {
                                             usage({{"name", "api"}, {"tenant", "c"}}, 0, 0)}),
                           q.clock.now_ns(), out)
                   .ok());
-  EXPECT_EQ(s.holders.size(), 2u);
-  ASSERT_EQ(out.bucket_action_size(), 1);
-  EXPECT_TRUE(out.bucket_action(0).has_abandon_action());
-  EXPECT_EQ(q.rules->stats().keys_refused.load(), 1u);
-  // Buckets of every stream: past the node's cap a stream ends RESOURCE_EXHAUSTED.
-  ASSERT_TRUE(
-      quota.report(s, report_map("gw", {usage({{"name", "open"}}, 0, 0)}), q.clock.now_ns(), out)
-          .ok());
+  EXPECT_EQ(s.holders.size(), 3u);
+  EXPECT_EQ(out.bucket_action_size(), 0);
+  EXPECT_EQ(q.rules->stats().keys_refused.load(), 0u);
+  EXPECT_EQ(q.rules->stats().keys_evicted.load(), 1u);
+  RlqsWork work;
+  quota.due(s, q.clock.now_ns(), work, out);
+  size_t resets = 0;
+  for (const auto& item : work.items) resets += item.what == RlqsWork::What::kReset ? 1 : 0;
+  EXPECT_GE(resets, 1u);
+  // Buckets of every stream: past the node's cap (3, held by s) a stream ends
+  // RESOURCE_EXHAUSTED.
   RlqsStream t;
   EXPECT_EQ(
       quota.report(t, report_map("gw", {usage({{"name", "fixed"}}, 0, 0)}), q.clock.now_ns(), out)

@@ -38,7 +38,8 @@ struct Door {
     rules = std::make_unique<RlsRules>(path);
     const Status st = rules->reload();
     EXPECT_TRUE(st.ok()) << st.error();
-    translate = std::make_unique<RlsTranslator>(svc, *rules, "default", true, 1000);
+    translate = std::make_unique<RlsTranslator>(svc, *rules, "default", true,
+                                                std::make_shared<RlsKeys>(1000));
   }
   ~Door() { std::filesystem::remove(path); }
 };
@@ -160,7 +161,7 @@ TEST(RlsTranslate, BadCallsAndUndecidedOutcomesEndTheCallWithUpstreamsStatus) {
   huge_hits.mutable_descriptors(0)->mutable_hits_addend()->set_value(uint64_t{1} << 50);
   EXPECT_EQ(prepared(huge_hits).code, RlsStatusCode::kInvalidArgument);
   // A user the door runs as that does not exist: every call refused.
-  RlsTranslator nobody(door.svc, *door.rules, "nobody", false, 1000);
+  RlsTranslator nobody(door.svc, *door.rules, "nobody", false, std::make_shared<RlsKeys>(1000));
   Call c({Descriptor{{"user", "u"}}});
   EXPECT_EQ(nobody.prepare(c.state).code, RlsStatusCode::kPermissionDenied);
   // The cluster could not decide: the whole call is UNAVAILABLE.

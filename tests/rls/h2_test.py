@@ -12,6 +12,7 @@ import unittest
 import uuid
 
 import grpc
+from envoy.service.rate_limit_quota.v3 import rlqs_pb2
 
 import rls_test as base
 
@@ -19,6 +20,7 @@ PREFACE = b"PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n"
 DATA, HEADERS, RST, SETTINGS, PING, GOAWAY, CONTINUATION = 0, 1, 3, 4, 6, 7, 9
 END_STREAM, END_HEADERS, ACK = 1, 4, 1
 RLS_PATH = "/envoy.service.ratelimit.v3.RateLimitService/ShouldRateLimit"
+RLQS_PATH = "/envoy.service.rate_limit_quota.v3.RateLimitQuotaService/StreamRateLimitQuotas"
 
 
 def frame(kind, flags, stream, payload=b""):
@@ -45,9 +47,9 @@ def literal(name, value):
     return b"\x00" + hpack_int(len(n), 7) + n + hpack_int(len(v), 7) + v
 
 
-def call_headers(token=None):
+def call_headers(token=None, path=RLS_PATH):
     block = literal(":method", "POST") + literal(":scheme", "http") + \
-        literal(":path", RLS_PATH) + literal(":authority", "x") + \
+        literal(":path", path) + literal(":authority", "x") + \
         literal("content-type", "application/grpc") + literal("te", "trailers")
     if token:
         block += literal("authorization", "Bearer " + token)
@@ -55,10 +57,11 @@ def call_headers(token=None):
 
 
 class Raw:
-    """One HTTP/2 connection written by hand."""
+    """One HTTP/2 connection written by hand (from `source`, an address of 127/8)."""
 
-    def __init__(self, port, settings_ack=True):
-        self.s = socket.create_connection(("127.0.0.1", port), timeout=5)
+    def __init__(self, port, settings_ack=True, source="127.0.0.1"):
+        self.s = socket.create_connection(("127.0.0.1", port), timeout=5,
+                                          source_address=(source, 0))
         self.s.sendall(PREFACE + frame(SETTINGS, 0, 0))
         self.buf = b""
         self.settings_ack = settings_ack
@@ -95,6 +98,24 @@ class Raw:
                     self.send(frame(SETTINGS, ACK, 0))
                 out.append(f)
         return out
+
+    def call(self, sid, message, token=None):
+        """A unary ShouldRateLimit call on stream `sid`; its answer (a RateLimitResponse), or
+        None when none came."""
+        body = message.SerializeToString()
+        self.send(frame(HEADERS, END_HEADERS, sid, call_headers(token)) +
+                  frame(DATA, END_STREAM, sid, b"\x00" + len(body).to_bytes(4, "big") + body))
+        data = b""
+        for _ in range(20):
+            got = self.frames(0.25)
+            if got is None:
+                return None
+            for f in got:
+                if f and f[0] == DATA and f[2] == sid:
+                    data += f[3]
+            if len(data) >= 5 and len(data) >= 5 + int.from_bytes(data[1:5], "big"):
+                return base.rls_pb2.RateLimitResponse.FromString(data[5:])
+        return None
 
     def close(self):
         self.s.close()
@@ -291,6 +312,161 @@ class Attacks(unittest.TestCase):
         self.assertTrue(lines)
         mem = max(int(l.split("tot-mem=")[1].split()[0]) for l in lines)
         self.assertGreater(mem, 40000)
+
+
+def report(domain, buckets):
+    """A RateLimitQuotaUsageReports naming `buckets` (dicts), gRPC-framed."""
+    r = rlqs_pb2.RateLimitQuotaUsageReports(domain=domain)
+    for n, b in enumerate(buckets):
+        u = r.bucket_quota_usages[n + 1]  # (upstream's map, keyed by the id's hash)
+        u.bucket_id.bucket.update(b)
+        u.num_requests_allowed = 1
+    body = r.SerializeToString()
+    return b"\x00" + len(body).to_bytes(4, "big") + body
+
+
+class Quota(unittest.TestCase):
+    """The quota service's streams against a gateway that never reads: what the node holds
+    for one is bounded, whatever it reports."""
+
+    @classmethod
+    def setUpClass(cls):
+        cls.dir = tempfile.mkdtemp(prefix="h2-quota-")
+        cls.domain = "q" + uuid.uuid4().hex[:8]
+        with open(os.path.join(cls.dir, "rls.yaml"), "w") as f:
+            f.write(f"domain: {cls.domain}\nbuckets:\n  - bucket: {{name: api, tenant: \"*\"}}\n"
+                    "    rate_limit: {unit: second, requests_per_unit: 1000000}\n")
+        cls.node = base.Node(cls.dir, ["--rls-max-keys-per-domain", "1000000"])
+        cls.node.wait_serving()
+
+    @classmethod
+    def tearDownClass(cls):
+        cls.node.stop()
+
+    def flood(self, make_buckets, seconds):
+        """One connection's stream sent reports `make_buckets(i)` for `seconds`, never
+        reading: the node's RSS growth (KB), and whether the stream was ended."""
+        before = rss_kb(self.node.proc.pid)
+        peak = before
+        r = Raw(self.node.rls_port)
+        r.s.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4096)
+        r.send(frame(HEADERS, END_HEADERS, 1, call_headers(path=RLQS_PATH)))
+        until, i, sent = time.time() + seconds, 0, True
+        while time.time() < until and sent:
+            msg = report(self.domain, make_buckets(i))
+            for at in range(0, len(msg), 16000):
+                sent = sent and r.send(frame(DATA, 0, 1, msg[at:at + 16000]))
+            i += 1
+            peak = max(peak, rss_kb(self.node.proc.pid))
+            time.sleep(0.05)
+        time.sleep(1.5)  # (a period's extensions made for every bucket, not written)
+        peak = max(peak, rss_kb(self.node.proc.pid))
+        r.close()
+        return peak - before
+
+    def test_a_stream_that_never_reads_holds_one_action_a_bucket(self):
+        """Two hundred buckets of 3.9 KB ids, assigned and extended every period, to a gateway
+        that reads nothing: each bucket's newest action replaces the one not written, so what
+        the connection holds stays put from period to period (it was 1 GB in 3 s, every
+        period's answer queued)."""
+        tenants = [uuid.uuid4().hex * 122 for _ in range(200)]  # (3.9 KB each: 780 KB)
+        r = Raw(self.node.rls_port)
+        r.s.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4096)
+        r.send(frame(HEADERS, END_HEADERS, 1, call_headers(path=RLQS_PATH)))
+        msg = report(self.domain, [{"name": "api", "tenant": t} for t in tenants])
+        for at in range(0, len(msg), 16000):
+            r.send(frame(DATA, 0, 1, msg[at:at + 16000]))
+
+        def held():
+            lines = [l for l in base.cli(self.node.port, "CLIENT", "LIST").splitlines()
+                     if "door=rls" in l]
+            return max(int(l.split("tot-mem=")[1].split()[0]) for l in lines)
+
+        time.sleep(2.5)
+        first = held()
+        time.sleep(3)  # (three more periods: every bucket extended three times)
+        later = held()
+        r.close()
+        self.assertGreater(first, 1 << 20)  # (its ids and answers, counted)
+        self.assertLess(later - first, 1 << 20, (first, later))
+        self.assertIsNone(self.node.proc.poll())
+
+    def test_abandons_never_pile_up(self):
+        """Fresh unknown buckets in every report (each answered with an abandon echoing its
+        id), never read: within the connection's 32 MB, then the stream ends."""
+        grew = self.flood(lambda i: [{"name": "nope", "x": uuid.uuid4().hex * 60}
+                                     for _ in range(500)], 4)
+        self.assertLess(grew, 96 * 1024, "KB")
+
+    def test_a_bucket_id_past_4kb_and_the_17th_stream_are_refused(self):
+        ch = grpc.insecure_channel(f"127.0.0.1:{self.node.rls_port}")
+        stream = ch.stream_stream(RLQS_PATH,
+                                  request_serializer=rlqs_pb2.RateLimitQuotaUsageReports.SerializeToString,
+                                  response_deserializer=rlqs_pb2.RateLimitQuotaResponse.FromString)
+        big = rlqs_pb2.RateLimitQuotaUsageReports(domain=self.domain)
+        big.bucket_quota_usages[1].bucket_id.bucket.update({"name": "api", "tenant": "t" * 5000})
+        with self.assertRaises(grpc.RpcError) as e:
+            for _ in stream(iter([big]), timeout=5):
+                pass
+        self.assertEqual(e.exception.code(), grpc.StatusCode.INVALID_ARGUMENT)
+        self.assertIn("4096 bytes", e.exception.details())
+        ch.close()
+        r = Raw(self.node.rls_port)
+        data = b""
+        for i in range(17):
+            data += frame(HEADERS, END_HEADERS, 1 + 2 * i, call_headers(path=RLQS_PATH))
+        r.send(data)
+        got = r.frames(1) or []
+        r.close()
+        ended = [f for f in got if f and f[0] == HEADERS and f[2] == 33 and f[1] & END_STREAM]
+        self.assertTrue(ended, got)  # (the 17th: trailers only, RESOURCE_EXHAUSTED)
+
+
+class Keys(unittest.TestCase):
+    """A domain's counters bounded per caller: one gateway making counters with a year's
+    window as fast as it can fills the domain, then churns its own; the others' counters stay,
+    and a new client is served (its peer address is its identity: sources of 127/8)."""
+
+    @classmethod
+    def setUpClass(cls):
+        cls.dir = tempfile.mkdtemp(prefix="h2-keys-")
+        cls.domain = "k" + uuid.uuid4().hex[:8]
+        with open(os.path.join(cls.dir, "rls.yaml"), "w") as f:
+            f.write(f"domain: {cls.domain}\ndescriptors:\n  - key: own\n    rate_limit: "
+                    "{unit: hour, requests_per_unit: 5}\n")
+        cls.node = base.Node(cls.dir, ["--rls-max-keys-per-domain", "50"])
+        cls.node.wait_serving()
+
+    @classmethod
+    def tearDownClass(cls):
+        cls.node.stop()
+
+    def own(self, value):  # a descriptor with a limit of its own (5 a YEAR): its own counter
+        return base.request(self.domain, {"entries": [("own", value)], "limit": (5, 6)}, hits=1)
+
+    def test_a_caller_filling_its_domain_churns_its_own_counters(self):
+        good = Raw(self.node.rls_port, source="127.0.0.3")
+        for i in range(5):  # (the good gateway's counters: each used once)
+            r = good.call(1 + 2 * i, self.own(f"good{i}"))
+            self.assertIsNotNone(r)
+            self.assertEqual(r.overall_code, base.OK)
+        for i in range(300):  # the attacker: fresh values, a year each
+            self.node.call(self.own(f"x{i}"), timeout=5)
+        newcomer = Raw(self.node.rls_port, source="127.0.0.2")
+        r = newcomer.call(1, self.own("new"))
+        self.assertIsNotNone(r)
+        self.assertEqual(r.overall_code, base.OK)  # (served: not refused for a year)
+        # The good gateway's counters kept their counts: four more each, then over.
+        sid = 11
+        for i in range(5):
+            for n in range(5):
+                r = good.call(sid, self.own(f"good{i}"))
+                sid += 2
+                self.assertEqual(r.overall_code, base.OK if n < 4 else base.OVER, (i, n))
+        good.close()
+        newcomer.close()
+        self.assertGreater(base.metric(self.node.metrics(), "floodgate_rls_keys_evicted_total", ""),
+                           240)
 
 
 if __name__ == "__main__":

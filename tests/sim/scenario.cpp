@@ -584,8 +584,8 @@ RlsTranslator& Run::gateway_of(int node) {
   Gateway& g = gateways_[node];
   if (!g.translate || g.starts != sn.starts) {
     g.starts = sn.starts;
-    g.translate =
-        std::make_shared<RlsTranslator>(sn.node->services(), *rls_rules_, "default", true, 1000);
+    g.translate = std::make_shared<RlsTranslator>(sn.node->services(), *rls_rules_, "default", true,
+                                                  std::make_shared<RlsKeys>(1000));
   }
   return *g.translate;
 }
