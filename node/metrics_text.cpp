@@ -282,13 +282,14 @@ std::string AdminHttp::metrics() const {
     t.one("floodgate_rlqs_reports_total", "counter", "RLQS usage reports read",
           load(b.rlqs_reports));
     t.one("floodgate_rlqs_slices_total", "counter",
-          "Quota slices handed to gateways (token-bucket assignments)", load(b.rlqs_slices));
+          "New shares assigned to gateways (token buckets of a new size)", load(b.rlqs_slices));
     t.one("floodgate_rlqs_slice_tokens_total", "counter",
-          "Tokens taken from the cluster's counters for those slices", load(b.rlqs_slice_tokens));
+          "Those token buckets' bursts (max_tokens), in all", load(b.rlqs_slice_tokens));
     t.one("floodgate_rlqs_denials_total", "counter",
-          "DENY_ALL assignments (a counter with nothing left)", load(b.rlqs_denials));
+          "DENY_ALL assignments (a limit of none)", load(b.rlqs_denials));
     t.one("floodgate_rlqs_charged_total", "counter",
-          "Requests gateways reported allowed beyond their slices, charged to the counters",
+          "Requests gateways reported admitted, charged to the counters (each report within what "
+          "its stream could have admitted)",
           load(b.rlqs_charged));
     t.one("floodgate_rlqs_abandoned_total", "counter",
           "Buckets abandoned: not configured, refused, or no longer configured",

@@ -164,8 +164,8 @@ std::vector<Setting> make_settings() {
               "it the least recently used counter of the caller holding the most is forgotten "
               "and reset"),
       duration("rlqs-slice", "--rlqs-slice-ms", &NodeConfig::rlqs_slice_ms, 10, 3'600'000,
-               "How long a quota slice handed to a gateway on the quota service (RLQS) lasts "
-               "before its next one"),
+               "The quota service's (RLQS) period: how often each gateway bucket writes its "
+               "demand to its counter's table and takes its share again"),
       duration("rls-idle-timeout", "--rls-idle-timeout-ms", &NodeConfig::rls_idle_timeout_ms, 0,
                86'400'000,
                "The gateway door closes a connection with no stream open for this long (HTTP/2's "

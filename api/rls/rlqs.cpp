@@ -5,8 +5,10 @@
 #include <spdlog/spdlog.h>
 
 #include <algorithm>
+#include <chrono>
 #include <cmath>
 #include <limits>
+#include <numeric>
 
 #include "command_table.hpp"
 #include "key_table.hpp"
@@ -24,21 +26,33 @@ using Strategy = envoy::type::v3::RateLimitStrategy;
 constexpr size_t kMaxBucketsPerStream = 1024;
 constexpr int kMaxEntries = 64;
 constexpr size_t kMaxBucketIdBytes = 4096;  // its entries' names and values
-// A slice's token bucket never refills within its life: one token a day.
-constexpr int64_t kNoRefillSeconds = 86'400;
-// How soon a grant the cluster could not make is tried again.
+// A holder's field in its counter's demand table goes stale this many periods after it was
+// last written (its holder gone, or its node).
+constexpr int64_t kStalePeriods = 3;
+// How soon a look the cluster could not answer is tried again.
 constexpr int64_t kRetryNs = 250'000'000;
-// A slice extended period after period (its gateway spends it slowly) is replaced after
-// this many periods: its tokens are not held by one gateway for ever.
-constexpr int64_t kMaxSliceLife = 10;
+// A share moves the gateway's bucket (Envoy rebuilds it) only when it moved by more than this
+// part of it: small moves would only churn buckets.
+constexpr double kShareSlack = 0.1;
+// A window's burst: what a gateway may admit at once on top of its rate, its rate over this
+// long (at least one token). Over any window W of the limit the gateways admit at most the
+// limit and their bursts (api/rls/README.md, "The bound").
+constexpr double kWindowBurstS = 0.1;
+// The least a holder gets (one token a minute): one asking for nothing gets almost nothing.
+constexpr double kLeastRate = 1.0 / 60;
+// What a holder asks for, on top of its demand, while others are short (a tenth: demand
+// moves between reports).
+constexpr double kHeadroom = 1.1;
 
 bool sliceable(Kind k) {
-  // Not a sliding log: it keeps each admission's own time, which a slice (admitted later than
-  // it was taken) cannot give it — its exactness is the point of that kind.
+  // Not a sliding log: it keeps each admission's own time, which a gateway's bucket cannot
+  // give it — its exactness is the point of that kind.
   return k == Kind::kTokenBucket || k == Kind::kGcra || k == Kind::kFixedWindow ||
          k == Kind::kSlidingWindow || k == Kind::kCalendarWindow;
 }
-bool window_kind(Kind k) { return k == Kind::kFixedWindow || k == Kind::kCalendarWindow; }
+bool window_kind(Kind k) {
+  return k == Kind::kFixedWindow || k == Kind::kCalendarWindow || k == Kind::kSlidingWindow;
+}
 
 // What a counter allows at most at once, and per second on average.
 int64_t capacity_of(const LimitSpec& s) {
@@ -86,26 +100,79 @@ std::string canonical(const rlqs_pb::BucketId& id, std::vector<RlsEntry>& entrie
   return name;
 }
 
-void set_duration(google::protobuf::Duration* d, int64_t ns) {
-  d->set_seconds(ns / 1'000'000'000);
-  d->set_nanos(static_cast<int32_t>(ns % 1'000'000'000));
+// A holder's field in the demand table: "<requests a second>:<until, Unix ms>".
+std::string demand_value(double demand, int64_t until_ms) {
+  char buf[64];
+  std::snprintf(buf, sizeof buf, "%.3f:%lld", demand, static_cast<long long>(until_ms));
+  return buf;
+}
+bool parse_demand(std::string_view v, double& demand, int64_t& until_ms) {
+  const size_t colon = v.find(':');
+  if (colon == std::string_view::npos) return false;
+  try {
+    demand = std::stod(std::string(v.substr(0, colon)));
+    until_ms = std::stoll(std::string(v.substr(colon + 1)));
+  } catch (...) {
+    return false;
+  }
+  return true;
 }
 
 }  // namespace
 
-std::string rlqs_holders_key(std::string_view key) { return "rlqs-holders:" + std::string(key); }
+std::string rlqs_demand_key(std::string_view key) { return "rlqs-demand:" + std::string(key); }
 
-int64_t rlqs_slice_size(int64_t share, int64_t remaining, double demand_per_s, int64_t slice_ns,
-                        int64_t first) {
-  int64_t want = first;
-  if (demand_per_s >= 0) {
-    // What it asked for in a slice's time, half as much again (room to grow), and one.
-    const double d = demand_per_s * static_cast<double>(slice_ns) / 1e9 * 1.5 + 1;
-    want = d >= static_cast<double>(kMaxCount) ? kMaxCount : static_cast<int64_t>(std::ceil(d));
+double rlqs_share(double rate, const std::vector<double>& demands, size_t mine) {
+  const size_t n = demands.size();
+  if (n == 0 || mine >= n || rate <= 0) return 0;
+  // Unknown demands count as the known ones' mean (or all alike when none is known).
+  double known = 0;
+  size_t nknown = 0;
+  for (double d : demands) {
+    if (d >= 0) {
+      known += d;
+      ++nknown;
+    }
   }
-  want = std::min(want, share);
-  if (remaining >= 0) want = std::min(want, remaining);
-  return std::max<int64_t>(1, want);
+  const double mean = nknown ? known / static_cast<double>(nknown) : 1.0;
+  std::vector<double> want(n);
+  for (size_t i = 0; i < n; ++i) want[i] = (demands[i] >= 0 ? demands[i] : mean) * kHeadroom;
+  // Water-filling in ascending order of what each asks: each gets what it asks for or its
+  // even part of what is left, whichever is less.
+  std::vector<size_t> order(n);
+  std::iota(order.begin(), order.end(), 0);
+  std::sort(order.begin(), order.end(),
+            [&](size_t a, size_t b) { return want[a] < want[b] || (want[a] == want[b] && a < b); });
+  std::vector<double> got(n, 0);
+  double left = rate;
+  for (size_t k = 0; k < n; ++k) {
+    const size_t i = order[k];
+    got[i] = std::min(want[i], left / static_cast<double>(n - k));
+    left -= got[i];
+  }
+  // What nobody asked for goes to all in proportion to what they got (all alike if nothing).
+  const double total = rate - left;
+  if (left > 0) {
+    for (double& g : got) g += total > 0 ? left * g / total : left / static_cast<double>(n);
+  }
+  return got[mine];
+}
+
+RlqsAssigned rlqs_bucket(double rate, int64_t max_tokens) {
+  RlqsAssigned a;
+  a.rule = RlqsAssigned::Rule::kBucket;
+  a.max_tokens = std::clamp<int64_t>(max_tokens, 1, UINT32_MAX);
+  rate = std::max(rate, kLeastRate);
+  if (rate >= 0.1) {
+    // Tokens per 10 s (rounded down: the shares' sum stays within the limit's rate).
+    a.fill_seconds = 10;
+    a.tokens_per_fill =
+        std::clamp<int64_t>(static_cast<int64_t>(std::floor(rate * 10 + 1e-6)), 1, UINT32_MAX);
+  } else {
+    a.tokens_per_fill = 1;
+    a.fill_seconds = std::min<int64_t>(60, static_cast<int64_t>(std::ceil(1 / rate)));
+  }
+  return a;
 }
 
 class RlqsQuota::Impl {
@@ -116,17 +183,11 @@ class RlqsQuota::Impl {
         options_(std::move(options)),
         made_(options_.keys
                   ? options_.keys
-                  : std::make_shared<RlsKeys>(static_cast<size_t>(options_.max_keys_per_domain))) {}
-
-  // The counters this thread's holders draw on: how many hold each here, and what the
-  // counter had left at its last grant (-1: not known).
-  struct Key {
-    int64_t holders = 0;      // here
-    int64_t everywhere = 0;   // cluster-wide, as the holders' leases last counted them
-    uint64_t generation = 0;  // moves on when a holder arrives
-    int64_t remaining = -1;
-    int64_t sharers() const { return std::max(holders, everywhere); }
-  };
+                  : std::make_shared<RlsKeys>(static_cast<size_t>(options_.max_keys_per_domain))),
+        next_id_(options_.seed ? options_.seed
+                               : static_cast<uint64_t>(
+                                     std::chrono::steady_clock::now().time_since_epoch().count())) {
+  }
 
   void refresh() {
     if (!user_ || user_version_ != svc_.acl->version()) {
@@ -177,8 +238,7 @@ class RlqsQuota::Impl {
       }
       std::string name = canonical(usage_.bucket_id(), entries_);
       auto it = s.holders.find(name);
-      const bool first = it == s.holders.end();  // (its subscription)
-      if (first) {
+      if (it == s.holders.end()) {  // (its subscription)
         if (s.holders.size() >= kMaxBucketsPerStream) {
           return {
               RlsStatusCode::kResourceExhausted,
@@ -195,34 +255,66 @@ class RlqsQuota::Impl {
           abandon(h, out);
           continue;
         }
+        h.holder_id = next_holder_id();
         it = s.holders.emplace(std::move(name), std::move(h)).first;
-        Key& k = keys_[it->second.key];
-        ++k.holders;
-        ++k.generation;
         ++arrivals_;
         ++holders_;
       }
-      RlqsHolder& h = it->second;
-      const int64_t allowed = static_cast<int64_t>(
-          std::min<uint64_t>(usage_.num_requests_allowed(), static_cast<uint64_t>(kMaxCount)));
-      const int64_t denied = static_cast<int64_t>(
-          std::min<uint64_t>(usage_.num_requests_denied(), static_cast<uint64_t>(kMaxCount)));
-      h.reported = std::min(h.reported + allowed, kMaxCount);
-      h.spent = std::min(h.spent + allowed, kMaxCount);
-      const double elapsed = static_cast<double>(usage_.time_elapsed().seconds()) +
-                             usage_.time_elapsed().nanos() / 1e9;
-      // (the first report is the subscription: its demand is not yet the gateway's rate)
-      if (elapsed > 0 && !first) {
-        const double seen = static_cast<double>(allowed + denied) / elapsed;
-        h.demand = h.demand < 0 ? seen : (h.demand + seen) / 2;
-      }
-      // Its slice spent: the next one now, not at the period's end. (Not before: a new
-      // slice is a new bucket at the gateway, and what the old one had left would be lost.)
-      if (h.slice > 0 && h.spent >= h.slice && now_ns < h.expires_ns) {
+      note_usage(it->second, now_ns);
+    }
+    return {};
+  }
+
+  // A usage report of a bucket: what it was asked for (its demand), and what it admitted,
+  // believed up to what it could have admitted in the time the report covers.
+  void note_usage(RlqsHolder& h, int64_t now_ns) {
+    const auto clamp_count = [](uint64_t v) {
+      return static_cast<int64_t>(std::min<uint64_t>(v, static_cast<uint64_t>(kMaxCount)));
+    };
+    const int64_t allowed = clamp_count(usage_.num_requests_allowed());
+    const int64_t denied = clamp_count(usage_.num_requests_denied());
+    const double elapsed =
+        static_cast<double>(usage_.time_elapsed().seconds()) + usage_.time_elapsed().nanos() / 1e9;
+    if (elapsed > 0) {
+      const double seen = static_cast<double>(allowed + denied) / elapsed;
+      const double before = h.demand;
+      h.demand = before < 0 ? seen : (before + seen) / 2;
+      // A demand that moved much is looked at now, not at the period's end.
+      if (before < 0 || std::fabs(h.demand - before) > 0.25 * std::max(before, 1.0)) {
         h.due_ns = std::min(h.due_ns, now_ns);
       }
     }
-    return {};
+    h.reported = std::min(h.reported + allowed, kMaxCount);
+    h.pending_charge =
+        std::min(h.pending_charge + std::min(allowed, credible(h, elapsed)), kMaxCount);
+  }
+
+  // What a holder could have admitted over `elapsed` seconds (at least one): its bucket's
+  // rate and burst, or — unassigned, or ALLOW_ALL — the limit's own rate and capacity (the
+  // gateway's no-assignment rule lets everything through; it is believed up to that).
+  static int64_t credible(const RlqsHolder& h, double elapsed) {
+    const double t = std::max(elapsed, 1.0);
+    double n = 0;
+    switch (h.assigned.rule) {
+      case RlqsAssigned::Rule::kBucket:
+        n = h.assigned.rate() * t + static_cast<double>(h.assigned.max_tokens);
+        break;
+      case RlqsAssigned::Rule::kDenyAll:
+        n = 1;  // (one request it may have let through before the rule arrived)
+        break;
+      case RlqsAssigned::Rule::kNone:
+      case RlqsAssigned::Rule::kAllowAll:
+        n = rate_of(h.spec) * t + static_cast<double>(capacity_of(h.spec));
+        break;
+    }
+    return n >= static_cast<double>(kMaxCount) ? kMaxCount : static_cast<int64_t>(std::ceil(n)) + 1;
+  }
+
+  uint64_t next_holder_id() {
+    uint64_t z = (next_id_ += 0x9E3779B97F4A7C15ull);
+    z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
+    z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
+    return z ^ (z >> 31);
   }
 
   // A new holder's rule, key and limit; false when it gets none (abandoned).
@@ -244,7 +336,8 @@ class RlqsQuota::Impl {
     h.rules_version = cfg_version_;
     if (!h.unlimited && !resolve(h)) return false;
     if (!h.unlimited) {
-      // A counter its domain has no room for (the values are the gateway's to choose).
+      // A counter of its domain (the values are the gateway's to choose): a full domain makes
+      // room by forgetting its heaviest caller's oldest (rls_keys.hpp).
       std::string why;
       const size_t before = evicted_.size();
       if (!made_->note(s.domain, s.caller, {{h.key, life_of(h)}}, now_ns, evicted_, why)) {
@@ -258,9 +351,9 @@ class RlqsQuota::Impl {
     return true;
   }
 
-  // Its counter is used (a slice taken from it): the most recently used of its caller's again,
-  // or made again if a full domain forgot it meanwhile (and reset it: rls_keys.hpp), so the
-  // bookkeeping holds every counter a bucket draws on.
+  // Its counter is used: the most recently used of its caller's again, or made again if a
+  // full domain forgot it meanwhile (and reset it), so the bookkeeping holds every counter a
+  // bucket draws on.
   void note_use(const RlqsStream& s, const RlqsHolder& h, int64_t now_ns) {
     std::string why;
     const size_t before = evicted_.size();
@@ -272,7 +365,7 @@ class RlqsQuota::Impl {
     return std::clamp<int64_t>(h.spec.c, kSecondNs, int64_t{366} * 86400 * kSecondNs);
   }
 
-  // The holder's limit as a spec (a policy's looked up now); false when it cannot be sliced.
+  // The holder's limit as a spec (a policy's looked up now); false when it cannot be shared.
   bool resolve(RlqsHolder& h) {
     h.policy_version = policy_version_;
     if (h.limit.policy.empty()) {
@@ -286,7 +379,7 @@ class RlqsQuota::Impl {
                    h.limit.policy,
                    !spec.ok()        ? std::string(spec.error())
                    : spec->no_slices ? std::string("says slices: off")
-                                     : std::string("cannot be sliced (a sliding log, a "
+                                     : std::string("cannot be shared (a sliding log, a "
                                                    "concurrency limit)"));
       return false;
     }
@@ -314,15 +407,62 @@ class RlqsQuota::Impl {
     a->mutable_abandon_action();
   }
 
-  void leave(const RlqsHolder& h) {
-    --holders_;
-    auto k = keys_.find(h.key);
-    if (k != keys_.end() && --k->second.holders <= 0) keys_.erase(k);
+  void leave(const RlqsHolder&) { --holders_; }
+
+  // The holder's assignment (`a`) sent, with a time to live of whole seconds.
+  void send(RlqsHolder& h, const RlqsAssigned& a, int64_t now_ns,
+            rlqs_pb::RateLimitQuotaResponse& out) {
+    Action* act = out.add_bucket_action();
+    *act->mutable_bucket_id() = h.id;
+    auto* q = act->mutable_quota_assignment_action();
+    auto* strategy = q->mutable_rate_limit_strategy();
+    switch (a.rule) {
+      case RlqsAssigned::Rule::kAllowAll:
+        strategy->set_blanket_rule(Strategy::ALLOW_ALL);
+        break;
+      case RlqsAssigned::Rule::kDenyAll:
+        strategy->set_blanket_rule(Strategy::DENY_ALL);
+        rules_.stats().rlqs_denials.fetch_add(1, std::memory_order_relaxed);
+        break;
+      case RlqsAssigned::Rule::kBucket:
+      case RlqsAssigned::Rule::kNone: {
+        auto* tb = strategy->mutable_token_bucket();
+        tb->set_max_tokens(static_cast<uint32_t>(a.max_tokens));
+        tb->mutable_tokens_per_fill()->set_value(static_cast<uint32_t>(a.tokens_per_fill));
+        tb->mutable_fill_interval()->set_seconds(a.fill_seconds);
+        if (!(a == h.assigned)) {
+          rules_.stats().rlqs_slices.fetch_add(1, std::memory_order_relaxed);
+          rules_.stats().rlqs_slice_tokens.fetch_add(static_cast<uint64_t>(a.max_tokens),
+                                                     std::memory_order_relaxed);
+        }
+        break;
+      }
+    }
+    q->mutable_assignment_time_to_live()->set_seconds(kRlqsTtlSeconds);
+    h.assigned = a;
+    h.expires_ns = now_ns + kRlqsTtlSeconds * 1'000'000'000;
+  }
+
+  // The assignment a share of `rate` makes: a token bucket of that rate, its burst a part of
+  // the capacity in proportion (a window's: a tenth of a second of its rate); DENY_ALL for a
+  // limit of none.
+  RlqsAssigned assignment_for(const RlqsHolder& h, double rate) const {
+    RlqsAssigned a;
+    const double full = rate_of(h.spec);
+    if (full <= 0 || h.spec.a == 0) {
+      a.rule = RlqsAssigned::Rule::kDenyAll;
+      return a;
+    }
+    const double part = std::clamp(rate / full, 0.0, 1.0);
+    const int64_t burst =
+        window_kind(h.spec.kind)
+            ? static_cast<int64_t>(std::floor(rate * kWindowBurstS))
+            : static_cast<int64_t>(std::floor(static_cast<double>(capacity_of(h.spec)) * part));
+    return rlqs_bucket(rate, std::max<int64_t>(1, burst));
   }
 
   void due(RlqsStream& s, int64_t now_ns, RlqsWork& work, rlqs_pb::RateLimitQuotaResponse& out) {
-    work.items.clear();
-    work.requests.clear();
+    work.clear();
     refresh();
     for (auto it = s.holders.begin(); it != s.holders.end();) {
       RlqsHolder& h = it->second;
@@ -330,164 +470,133 @@ class RlqsQuota::Impl {
         ++it;
         continue;
       }
-      // The rules reloaded: the bucket's rule again (gone: abandoned).
-      if (h.rules_version != cfg_version_) {
-        RlqsHolder again;
-        again.id = h.id;
-        if (!place(s, again, now_ns)) {
-          leave(h);
-          abandon(h, out);
-          it = s.holders.erase(it);
-          continue;
-        }
-        if (again.key != h.key || again.spec.kind != h.spec.kind || again.spec.a != h.spec.a ||
-            again.spec.b != h.spec.b || again.spec.c != h.spec.c ||
-            again.unlimited != h.unlimited) {
-          leave(h);
-          ++holders_;
-          Key& k = keys_[again.key];
-          ++k.holders;
-          ++k.generation;
-          h.key = again.key;
-          h.limit = again.limit;
-          h.spec = again.spec;
-          h.unlimited = again.unlimited;
-          h.assigned = false;
-          h.renew = true;
-          h.due_ns = now_ns;
-        }
-        h.rules_version = cfg_version_;
-      }
-      // A policy changed: the next slice now, sized by the new limit.
-      if (!h.unlimited && !h.limit.policy.empty() && h.policy_version != policy_version_) {
-        const LimitSpec before = h.spec;
-        if (!resolve(h)) {
-          leave(h);
-          abandon(h, out);
-          it = s.holders.erase(it);
-          continue;
-        }
-        if (before.kind != h.spec.kind || before.a != h.spec.a || before.b != h.spec.b ||
-            before.c != h.spec.c) {
-          keys_[h.key].remaining = -1;
-          h.renew = true;
-          h.due_ns = now_ns;
-        }
+      if (!recheck(s, h, now_ns, out)) {
+        leave(h);
+        abandon(h, out);
+        it = s.holders.erase(it);
+        continue;
       }
       const std::string& name = it->first;
       if (h.unlimited) {
-        if (!h.assigned) {
-          h.assigned = true;
-          Action* a = out.add_bucket_action();
-          *a->mutable_bucket_id() = h.id;
-          a->mutable_quota_assignment_action()->mutable_rate_limit_strategy()->set_blanket_rule(
-              Strategy::ALLOW_ALL);
+        if (h.assigned.rule != RlqsAssigned::Rule::kAllowAll ||
+            h.expires_ns - now_ns < kRlqsRefreshNs) {
+          RlqsAssigned a;
+          a.rule = RlqsAssigned::Rule::kAllowAll;
+          send(h, a, now_ns, out);
         }
         ++it;
         continue;
       }
-      // Requests it let through beyond its slices (its fallbacks' admissions): charged.
-      if (const int64_t beyond = h.reported - h.charged - h.granted; beyond > 0) {
-        work.items.push_back({name, h.key, RlqsWork::What::kCharge, beyond});
-        h.waiting = true;
+      const size_t before = work.items.size();
+      if (h.pending_charge > 0) {
+        // (no more than one period's worth at once: a report's debt is bounded)
+        const int64_t cost = std::min(h.pending_charge, capacity_of(h.spec));
+        work.items.push_back({name, h.key, RlqsWork::What::kCharge, cost});
       }
-      // Once a period, its lease among the counter's holders on every node (counted first:
-      // a share is the remaining capacity's among all of them).
-      if (h.counted_at < 0 || now_ns - h.counted_at >= options_.slice_ns) {
-        work.items.push_back({name, rlqs_holders_key(h.key), RlqsWork::What::kCount, 1});
-        h.counted_at = now_ns;
-        h.waiting = true;
+      if (!h.stale.empty()) {
+        work.items.push_back({name, rlqs_demand_key(h.key), RlqsWork::What::kPrune, 0});
       }
-      // One holder's share: the counter's capacity or a period's rate, whichever is more,
-      // among its holders (not its remaining's: the others' shares are taken already); the
-      // first slice, the rate's share.
-      Key& k = keys_[h.key];
-      const double sharers = static_cast<double>(std::max<int64_t>(1, k.sharers()));
-      const double period_rate = rate_of(h.spec) * static_cast<double>(options_.slice_ns) / 1e9;
-      const auto ceil_of = [](double x) {
-        return std::max<int64_t>(1, x >= static_cast<double>(kMaxCount)
-                                        ? kMaxCount
-                                        : static_cast<int64_t>(std::ceil(x)));
-      };
-      const int64_t share =
-          ceil_of(std::max(static_cast<double>(capacity_of(h.spec)), period_rate) / sharers);
-      const int64_t want = rlqs_slice_size(share, k.remaining, h.demand, options_.slice_ns,
-                                           ceil_of(period_rate / sharers));
-      // Others arrived since it was sized: a smaller share now, not at the period's end.
-      const bool shrink = h.generation != k.generation && h.slice > want;
-      if (h.due_ns <= now_ns && !shrink && extend(h, now_ns, out)) {
-        ++it;
-        continue;
-      }
-      if (h.due_ns <= now_ns || shrink) {
-        work.items.push_back({name, h.key, RlqsWork::What::kSlice, h.spec.a == 0 ? 1 : want});
-        h.waiting = true;
-        h.generation = k.generation;
+      if (h.due_ns <= now_ns) {
+        work.items.push_back({name, rlqs_demand_key(h.key), RlqsWork::What::kDemand, 0});
+        h.due_ns = now_ns + options_.slice_ns;
         note_use(s, h, now_ns);
+      } else if (h.assigned.rule != RlqsAssigned::Rule::kNone &&
+                 h.expires_ns - now_ns < kRlqsRefreshNs) {
+        send(h, h.assigned, now_ns, out);  // (the same again: its time to live renewed)
       }
+      h.waiting = work.items.size() > before;
       ++it;
     }
-    for (std::string& gone : evicted_)
+    for (std::string& gone : evicted_) {
       work.items.push_back({"", std::move(gone), RlqsWork::What::kReset, 0});
-    evicted_.clear();
-    if (work.items.empty()) return;
-    work.requests.reserve(work.items.size());
-    for (const RlqsWork::Item& item : work.items) {
-      Request r;
-      r.metric = kRlqsCommandId;
-      r.key = item.key;
-      if (item.what == RlqsWork::What::kReset) {  // (the node's bookkeeping: no user's rights)
-        r.verb = Verb::kReset;
-        r.command = "fg.reset";
-        work.requests.push_back(r);
-        continue;
-      }
-      const RlqsHolder& h = s.holders.find(item.bucket)->second;
-      if (item.what == RlqsWork::What::kCount) {
-        // The node's own bookkeeping, not the gateway's: no user's rights or share. A lease
-        // lives a period and a little: one live lease a holder, gone a period after it.
-        r.verb = Verb::kAcquire;
-        r.spec = LimitSpec::concurrency(kMaxLeaseLimit, options_.slice_ns + options_.slice_ns / 20);
-        r.command = "fg.acquire";  // (no holder: nobody renews or releases it)
-        work.requests.push_back(r);
-        continue;
-      }
-      const bool charge = item.what == RlqsWork::What::kCharge;
-      r.verb = charge ? Verb::kAdjust : Verb::kTake;
-      r.spec = h.spec;
-      r.spec.on_unavailable = on_unavailable(s);
-      r.cost = item.cost;
-      r.asker = user_.get();
-      r.command = charge ? "fg.adjust" : "fg.take";
-      work.requests.push_back(r);
     }
+    evicted_.clear();
+    make_requests(s, now_ns, work);
   }
 
-  // A slice not yet spent is extended — the same strategy again, with a new time to live,
-  // which the gateway applies to the bucket it has — rather than replaced by a new one
-  // (whose fresh bucket would drop what is left of this one). Not past its window's end,
-  // nor past kMaxSliceLife periods.
-  bool extend(RlqsHolder& h, int64_t now_ns, rlqs_pb::RateLimitQuotaResponse& out) {
-    if (h.renew || h.slice <= 0 || now_ns >= h.expires_ns) return false;
-    if (h.spent >= h.slice) return false;
-    if (now_ns - h.sliced_at >= kMaxSliceLife * options_.slice_ns) return false;
-    const int64_t ttl = std::min(options_.slice_ns + options_.slice_ns / 2, h.window_end - now_ns);
-    if (ttl <= options_.slice_ns / 10) return false;
-    Action* a = out.add_bucket_action();
-    *a->mutable_bucket_id() = h.id;
-    auto* q = a->mutable_quota_assignment_action();
-    token_bucket(*q->mutable_rate_limit_strategy()->mutable_token_bucket(), h.slice, h.seq);
-    set_duration(q->mutable_assignment_time_to_live(), ttl);
-    h.expires_ns = now_ns + ttl;
-    h.due_ns = now_ns + std::min(options_.slice_ns, ttl);
+  // The rules reloaded or a policy changed: the holder's rule again; false when it has none
+  // any more (abandoned).
+  bool recheck(RlqsStream& s, RlqsHolder& h, int64_t now_ns, rlqs_pb::RateLimitQuotaResponse&) {
+    if (h.rules_version != cfg_version_) {
+      RlqsHolder again;
+      again.id = h.id;
+      if (!place(s, again, now_ns)) return false;
+      if (again.key != h.key || again.spec.kind != h.spec.kind || again.spec.a != h.spec.a ||
+          again.spec.b != h.spec.b || again.spec.c != h.spec.c || again.unlimited != h.unlimited) {
+        h.key = again.key;
+        h.limit = again.limit;
+        h.spec = again.spec;
+        h.unlimited = again.unlimited;
+        h.due_ns = now_ns;
+      }
+      h.rules_version = cfg_version_;
+    }
+    if (!h.unlimited && !h.limit.policy.empty() && h.policy_version != policy_version_) {
+      const LimitSpec before = h.spec;
+      if (!resolve(h)) return false;
+      if (before.kind != h.spec.kind || before.a != h.spec.a || before.b != h.spec.b ||
+          before.c != h.spec.c) {
+        h.due_ns = now_ns;  // (its share of the new limit, now)
+      }
+    }
     return true;
   }
 
-  static void token_bucket(envoy::type::v3::TokenBucket& tb, int64_t tokens, uint64_t seq) {
-    tb.set_max_tokens(static_cast<uint32_t>(std::min<int64_t>(tokens, UINT32_MAX)));
-    tb.mutable_tokens_per_fill()->set_value(1);
-    tb.mutable_fill_interval()->set_seconds(kNoRefillSeconds);
-    tb.set_name("floodgate slice " + std::to_string(seq));
+  void make_requests(RlqsStream& s, int64_t now_ns, RlqsWork& work) {
+    const int64_t until_ms = (now_ns + kStalePeriods * options_.slice_ns) / 1'000'000;
+    for (RlqsWork::Item& item : work.items) {
+      item.first = work.requests.size();
+      Request r;
+      r.metric = kRlqsCommandId;
+      r.key = item.key;
+      auto data = [&](DataCmd c, std::vector<std::string> words) {
+        auto& argv = work.argvs.emplace_back();
+        for (std::string& w : words) argv.push_back(work.texts.emplace_back(std::move(w)));
+        Request d = r;
+        d.verb = Verb::kData;
+        d.data = c;
+        d.args = &argv;
+        d.key = argv[1];
+        work.requests.push_back(d);  // (the node's own bookkeeping: no user's rights)
+      };
+      switch (item.what) {
+        case RlqsWork::What::kReset:
+          r.verb = Verb::kReset;
+          r.command = "fg.reset";
+          work.requests.push_back(r);
+          break;
+        case RlqsWork::What::kDemand: {
+          const RlqsHolder& h = s.holders.find(item.bucket)->second;
+          data(DataCmd::kHSet,
+               {"HSET", item.key, std::to_string(h.holder_id), demand_value(h.demand, until_ms)});
+          // (the table goes when its last holder's field would be stale)
+          data(DataCmd::kPExpire, {"PEXPIRE", item.key,
+                                   std::to_string(kStalePeriods * options_.slice_ns / 1'000'000)});
+          data(DataCmd::kHGetAll, {"HGETALL", item.key});
+          item.count = 3;
+          break;
+        }
+        case RlqsWork::What::kPrune: {
+          RlqsHolder& h = s.holders.find(item.bucket)->second;
+          std::vector<std::string> words = {"HDEL", item.key};
+          for (std::string& f : h.stale) words.push_back(std::move(f));
+          h.stale.clear();
+          data(DataCmd::kHDel, std::move(words));
+          break;
+        }
+        case RlqsWork::What::kCharge: {
+          const RlqsHolder& h = s.holders.find(item.bucket)->second;
+          r.verb = Verb::kAdjust;
+          r.spec = h.spec;
+          r.spec.on_unavailable = on_unavailable(s);
+          r.cost = item.cost;
+          r.asker = user_.get();
+          r.command = "fg.adjust";
+          work.requests.push_back(r);
+          break;
+        }
+      }
+    }
   }
 
   FailMode on_unavailable(const RlqsStream& s) const {
@@ -498,116 +607,79 @@ class RlqsQuota::Impl {
   void settle(RlqsStream& s, RlqsWork& work, const Outcome* outcomes, int64_t now_ns,
               rlqs_pb::RateLimitQuotaResponse& out) {
     auto& stats = rules_.stats();
-    for (size_t i = 0; i < work.items.size(); ++i) {
-      const RlqsWork::Item& item = work.items[i];
-      if (item.what == RlqsWork::What::kReset) continue;
+    for (const RlqsWork::Item& item : work.items) {
+      if (item.what == RlqsWork::What::kReset || item.what == RlqsWork::What::kPrune) continue;
       auto it = s.holders.find(item.bucket);
       if (it == s.holders.end()) continue;
       RlqsHolder& h = it->second;
       h.waiting = false;
-      const Outcome& o = outcomes[i];
       if (item.what == RlqsWork::What::kCharge) {
+        const Outcome& o = outcomes[item.first];
         if (o.ok()) {
-          h.charged += item.cost;
+          h.charged = std::min(h.charged + item.cost, kMaxCount);
+          h.pending_charge = std::max<int64_t>(0, h.pending_charge - item.cost);
           stats.rlqs_charged.fetch_add(static_cast<uint64_t>(item.cost), std::memory_order_relaxed);
         }
         continue;
       }
-      if (item.what == RlqsWork::What::kCount) {
-        // (not reached: the count stays as it was, at least this node's holders)
-        if (!o.ok()) continue;
-        Key& k = keys_[h.key];
-        const int64_t everywhere = o.acquire.granted ? o.acquire.held : kMaxLeaseLimit;
-        if (everywhere > k.sharers()) {
-          // Others arrived on other nodes: every holder here looks at its share again.
-          ++k.generation;
-          ++arrivals_;
+      // kDemand: the table as read (the HGETALL, the item's third answer).
+      const Outcome& set = outcomes[item.first];
+      const Outcome& table = outcomes[item.first + 2];
+      if (!set.ok() || !table.ok() || !table.reply || table.reply->is_error()) {
+        // No copy of the table reachable: the share in force stays (its time to live renewed
+        // while it lasts: the gateway keeps its share, not its no-assignment rule), or, for
+        // a domain that says so, ALLOW_ALL; tried again shortly.
+        h.due_ns = now_ns + std::min(kRetryNs, options_.slice_ns);
+        if (on_unavailable(s) == FailMode::kOpen) {
+          RlqsAssigned a;
+          a.rule = RlqsAssigned::Rule::kAllowAll;
+          if (!(a == h.assigned) || h.expires_ns - now_ns < kRlqsRefreshNs) send(h, a, now_ns, out);
+        } else if (h.assigned.rule != RlqsAssigned::Rule::kNone &&
+                   h.expires_ns - now_ns < kRlqsRefreshNs) {
+          send(h, h.assigned, now_ns, out);
         }
-        k.everywhere = everywhere;
         continue;
       }
-      if (!o.ok()) {
-        if (o.code == Code::kTryAgain || o.code == Code::kClusterDown ||
-            o.code == Code::kNotReplicated || o.code == Code::kKeyLimit) {
-          // Nothing sent: its slice runs out, and the gateway's expired_assignment_behavior
-          // decides meanwhile; tried again shortly.
-          h.due_ns = now_ns + std::min(kRetryNs, options_.slice_ns);
-          continue;
-        }
-        spdlog::warn("quota service: {} (key {}): {}; the bucket is abandoned", h.limit.full_key,
-                     h.key, o.error);
-        leave(h);
-        abandon(h, out);
-        s.holders.erase(it);
+      share(h, *table.reply, now_ns, out);
+    }
+  }
+
+  // The holder's share from its counter's demand table; a new assignment sent when it moved
+  // by more than kShareSlack (or was none, or runs out soon).
+  void share(RlqsHolder& h, const DataReply& table, int64_t now_ns,
+             rlqs_pb::RateLimitQuotaResponse& out) {
+    const int64_t now_ms = now_ns / 1'000'000;
+    const std::string mine = std::to_string(h.holder_id);
+    std::vector<double> demands;
+    size_t me = SIZE_MAX;
+    const auto& items = table.items;
+    for (size_t i = 1; i + 1 < items.size(); i += 2) {
+      double d;
+      int64_t until_ms;
+      if (!parse_demand(items[i + 1].s, d, until_ms)) continue;
+      if (until_ms < now_ms) {
+        // (deleted only once long stale: a holder whose look failed a while writes again)
+        const int64_t long_ago_ms = now_ms - kStalePeriods * options_.slice_ns / 1'000'000;
+        if (until_ms < long_ago_ms && h.stale.size() < 64) h.stale.push_back(items[i].s);
         continue;
       }
-      Key& k = keys_[h.key];
-      Action* a = out.add_bucket_action();
-      *a->mutable_bucket_id() = h.id;
-      auto* q = a->mutable_quota_assignment_action();
-      const Decision& d = o.decision;
-      int64_t ttl = options_.slice_ns + options_.slice_ns / 2;
-      int64_t next = options_.slice_ns;
-      if (o.unavailable != FailMode::kError) {
-        // No copy of the counter reachable: the domain's on_unavailable answers.
-        q->mutable_rate_limit_strategy()->set_blanket_rule(
-            o.unavailable == FailMode::kOpen ? Strategy::ALLOW_ALL : Strategy::DENY_ALL);
-        set_duration(q->mutable_assignment_time_to_live(), options_.slice_ns);
-        h.slice = 0;
-        h.due_ns = now_ns + options_.slice_ns;
-        continue;
-      }
-      if (d.allowed) {
-        h.slice = item.cost;
-        h.granted = std::min(h.granted + item.cost, kMaxCount);
-        h.spent = 0;
-        h.sliced_at = now_ns;
-        h.renew = false;
-        h.window_end = std::numeric_limits<int64_t>::max();
-        ++h.seq;
-        k.remaining = d.remaining;
-        if (window_kind(h.spec.kind) && d.reset_after_ns > 0) {
-          // A window's slice ends with its window (its counter starts again then).
-          h.window_end = now_ns + d.reset_after_ns;
-          ttl = std::min(ttl, d.reset_after_ns);
-          if (d.reset_after_ns <= next) {
-            next = d.reset_after_ns;
-            k.remaining = -1;
-          }
-        }
-        token_bucket(*q->mutable_rate_limit_strategy()->mutable_token_bucket(), item.cost, h.seq);
-        stats.rlqs_slices.fetch_add(1, std::memory_order_relaxed);
-        stats.rlqs_slice_tokens.fetch_add(static_cast<uint64_t>(item.cost),
-                                          std::memory_order_relaxed);
-      } else if (d.remaining >= 1 && d.remaining < item.cost) {
-        // Less left than its share: the rest of it, at once.
-        out.mutable_bucket_action()->RemoveLast();
-        k.remaining = d.remaining;
-        h.due_ns = now_ns;
-        continue;
-      } else if (h.slice > 0 && !h.renew && now_ns + kRetryNs < h.expires_ns) {
-        // Nothing left, but its slice still runs: it spends that first; asked again shortly.
-        // (Not when its limit changed: the new one's answer goes out at once.)
-        out.mutable_bucket_action()->RemoveLast();
-        k.remaining = 0;
-        h.due_ns = now_ns + kRetryNs;
-        continue;
-      } else {
-        // Nothing left: DENY_ALL until a token is back (a window's: until it ends).
-        h.slice = 0;
-        k.remaining = 0;
-        const int64_t back = d.retry_after_ns > 0 ? d.retry_after_ns : d.reset_after_ns;
-        if (back > 0) next = std::min(next, back);
-        ttl = next;
-        q->mutable_rate_limit_strategy()->set_blanket_rule(Strategy::DENY_ALL);
-        h.renew = false;
-        stats.rlqs_denials.fetch_add(1, std::memory_order_relaxed);
-        if (back > 0 && back <= options_.slice_ns) k.remaining = -1;
-      }
-      set_duration(q->mutable_assignment_time_to_live(), std::max<int64_t>(ttl, 1'000'000));
-      h.assigned = true;
-      h.expires_ns = now_ns + ttl;
-      h.due_ns = now_ns + std::max<int64_t>(next, 1'000'000);
+      if (items[i].s == mine) me = demands.size();
+      demands.push_back(d);
+    }
+    if (me == SIZE_MAX) {  // (not in the table as read: counted as it wrote itself)
+      me = demands.size();
+      demands.push_back(h.demand);
+    }
+    const double rate = rlqs_share(rate_of(h.spec), demands, me);
+    h.share_rate = rate;
+    const RlqsAssigned next = assignment_for(h, rate);
+    const double was = h.assigned.rate();
+    const bool moved = h.assigned.rule != next.rule || h.assigned.max_tokens != next.max_tokens ||
+                       std::fabs(next.rate() - was) > kShareSlack * std::max(was, 0.1);
+    if (moved) {
+      send(h, next, now_ns, out);
+    } else if (h.expires_ns - now_ns < kRlqsRefreshNs) {
+      send(h, h.assigned, now_ns, out);
     }
   }
 
@@ -626,10 +698,10 @@ class RlqsQuota::Impl {
   uint64_t cfg_version_ = 0;
   std::shared_ptr<const PolicySet> policies_;
   uint64_t policy_version_ = 0;
-  std::unordered_map<std::string, Key> keys_;
   std::shared_ptr<RlsKeys> made_;     // the counters each domain made here
   std::vector<std::string> evicted_;  // counters forgotten to make room, to be reset
   int64_t holders_ = 0;               // buckets of every stream
+  uint64_t next_id_;
 
  public:
   uint64_t arrivals_ = 0;
@@ -666,7 +738,8 @@ uint64_t RlqsQuota::arrivals() const { return impl_->arrivals_; }
 int64_t RlqsQuota::next_due(const RlqsStream& s) {
   int64_t at = std::numeric_limits<int64_t>::max();
   for (const auto& [name, h] : s.holders) {
-    if (!h.waiting && !h.unlimited) at = std::min(at, h.due_ns);
+    if (h.waiting) continue;
+    at = std::min(at, h.unlimited ? h.expires_ns - kRlqsRefreshNs : h.due_ns);
   }
   return at;
 }

@@ -1,12 +1,15 @@
 // The quota service (RLQS) without gRPC: bucket rules, both encodings of a report, and the
-// slices a stream's buckets get — sized, taken, assigned, denied, charged, abandoned —
-// with the core's outcomes made by hand.
+// shares a stream's buckets get — split by demand through the counter's table, assigned as
+// token buckets Envoy keeps, charged within what a gateway could have admitted, abandoned —
+// with the core's outcomes made by hand (Cluster).
 #include "rlqs.hpp"
 
 #include <gtest/gtest.h>
 
+#include <deque>
 #include <filesystem>
 #include <fstream>
+#include <map>
 
 #include "clock.hpp"
 #include "command_table.hpp"
@@ -91,49 +94,87 @@ std::string report_list(const std::string& domain, const std::vector<Usage>& us)
   return w.SerializeAsString();
 }
 
-Outcome granted(int64_t remaining, int64_t reset_ns = 10 * kSec) {
-  Outcome o;
-  o.decision.allowed = true;
-  o.decision.remaining = remaining;
-  o.decision.reset_after_ns = reset_ns;
-  return o;
-}
-Outcome denied(int64_t remaining, int64_t retry_ns, int64_t reset_ns = 10 * kSec) {
-  Outcome o;
-  o.decision.allowed = false;
-  o.decision.remaining = remaining;
-  o.decision.retry_after_ns = retry_ns;
-  o.decision.reset_after_ns = reset_ns;
-  return o;
-}
+// The cluster as the quota service's work sees it: counters' demand tables (hashes) and the
+// charges, answered as the request core would (or TRYAGAIN for all, when `down`).
+struct Cluster {
+  std::map<std::string, std::map<std::string, std::string>> tables;
+  std::vector<std::pair<std::string, int64_t>> charges;
+  std::deque<DataReply> replies;
+  bool down = false;
 
-// The slices (takes) and charges a stream's work asks, in order (its holders' leases apart).
-std::vector<const Request*> asked(const RlqsWork& w) {
-  std::vector<const Request*> out;
-  for (size_t i = 0; i < w.items.size(); ++i) {
-    if (w.items[i].what != RlqsWork::What::kCount) out.push_back(&w.requests[i]);
+  std::vector<Outcome> answer(const RlqsWork& w) {
+    std::vector<Outcome> out;
+    for (const Request& r : w.requests) {
+      Outcome o;
+      if (down) {
+        o.code = Code::kTryAgain;
+        out.push_back(o);
+        continue;
+      }
+      if (r.verb == Verb::kAdjust) {
+        charges.emplace_back(std::string(r.key), r.cost);
+        o.decision.allowed = true;
+      } else if (r.verb == Verb::kData) {
+        const auto& a = *r.args;
+        DataReply& reply = replies.emplace_back();
+        auto& t = tables[std::string(a[1])];
+        if (r.data == DataCmd::kHSet) {
+          t[std::string(a[2])] = std::string(a[3]);
+          reply.integer(1);
+        } else if (r.data == DataCmd::kHDel) {
+          int64_t n = 0;
+          for (size_t i = 2; i < a.size(); ++i)
+            n += static_cast<int64_t>(t.erase(std::string(a[i])));
+          reply.integer(n);
+        } else if (r.data == DataCmd::kHGetAll) {
+          reply.array(2 * static_cast<int64_t>(t.size()));
+          for (const auto& [f, v] : t) {
+            reply.bulk(f);
+            reply.bulk(v);
+          }
+        } else {
+          reply.integer(1);
+        }
+        o.reply = &reply;
+      }
+      out.push_back(o);
+    }
+    return out;
+  }
+};
+
+// One look of the stream's holders: their work answered by the cluster, the assignments out.
+rlqs_pb::RateLimitQuotaResponse look(Quota& q, RlqsStream& s, Cluster& c) {
+  rlqs_pb::RateLimitQuotaResponse out;
+  RlqsWork w;
+  q.quota->due(s, q.clock.now_ns(), w, out);
+  if (!w.empty()) {
+    std::vector<Outcome> o = c.answer(w);
+    q.quota->settle(s, w, o.data(), q.clock.now_ns(), out);
   }
   return out;
 }
 
-// `w` settled with `given` for its slices and charges, in order; each lease among a
-// counter's holders answered with `held` of them, cluster-wide.
-void settle(Quota& q, RlqsStream& s, RlqsWork& w, rlqs_pb::RateLimitQuotaResponse& out,
-            std::vector<Outcome> given, int64_t held = 1) {
-  std::vector<Outcome> all;
-  size_t next = 0;
-  for (const RlqsWork::Item& item : w.items) {
-    if (item.what == RlqsWork::What::kCount) {
-      Outcome o;
-      o.acquire.granted = true;
-      o.acquire.held = held;
-      all.push_back(o);
-    } else {
-      all.push_back(given.at(next++));
-    }
-  }
-  ASSERT_EQ(next, given.size());
-  q.quota->settle(s, w, all.data(), q.clock.now_ns(), out);
+// A stream's report of `allowed` and `denied` requests of one bucket over `elapsed_ms`.
+void reports(Quota& q, RlqsStream& s, std::vector<std::pair<std::string, std::string>> id,
+             uint64_t allowed, uint64_t denied, int64_t elapsed_ms,
+             rlqs_pb::RateLimitQuotaResponse* out = nullptr) {
+  rlqs_pb::RateLimitQuotaResponse ignored;
+  const RlsStatus st =
+      q.quota->report(s, report_map("gw", {usage(id, allowed, denied, elapsed_ms)}),
+                      q.clock.now_ns(), out ? *out : ignored);
+  ASSERT_TRUE(st.ok()) << st.message;
+}
+
+// The token bucket an action assigns: its rate as Envoy's filter reads it (tokens per fill
+// over the fill interval's whole seconds).
+double rate_of(const rlqs_pb::RateLimitQuotaResponse::BucketAction& a) {
+  const auto& tb = a.quota_assignment_action().rate_limit_strategy().token_bucket();
+  return static_cast<double>(tb.tokens_per_fill().value()) /
+         static_cast<double>(tb.fill_interval().seconds());
+}
+uint32_t burst_of(const rlqs_pb::RateLimitQuotaResponse::BucketAction& a) {
+  return a.quota_assignment_action().rate_limit_strategy().token_bucket().max_tokens();
 }
 
 TEST(Rlqs, BucketRulesLoadAndMatchAsWritten) {
@@ -182,277 +223,214 @@ TEST(Rlqs, BucketRulesRefusedWithAReason) {
           "invalid rate limit unit 'fortnight'");
 }
 
-TEST(Rlqs, ABucketGetsASliceTakenFromItsCounterAsATokenBucket) {
+// A bucket's share of its counter's rate, as a refilling token bucket Envoy keeps: its
+// holder writes its demand to the counter's table and reads the table; alone, it gets the
+// whole rate; the time to live is whole seconds and outlives two of Envoy's 5 s reports.
+TEST(Rlqs, ABucketGetsItsShareOfTheRateAsATokenBucket) {
   Quota q;
+  Cluster c;
   RlqsStream s;
   rlqs_pb::RateLimitQuotaResponse out;
-  ASSERT_TRUE(q.quota
-                  ->report(s,
-                           report_map("gw", {usage({{"name", "api"}, {"tenant", "acme"}}, 0, 0)}),
-                           q.clock.now_ns(), out)
-                  .ok());
+  reports(q, s, {{"name", "api"}, {"tenant", "acme"}}, 1, 0, 0);
   EXPECT_EQ(s.domain, "gw");
-  RlqsWork w;
-  q.quota->due(s, q.clock.now_ns(), w, out);
-  ASSERT_EQ(asked(w).size(), 1u);
-  EXPECT_EQ(asked(w)[0]->verb, Verb::kTake);
-  EXPECT_EQ(asked(w)[0]->key, "api:acme");
-  EXPECT_EQ(asked(w)[0]->cost, 10);  // its share of the policy's rate over one slice (10/s)
-  EXPECT_EQ(asked(w)[0]->metric, kRlqsCommandId);
-  // (nothing more is due while it is out)
-  RlqsWork again;
-  q.quota->due(s, q.clock.now_ns(), again, out);
-  EXPECT_TRUE(again.empty());
-  settle(q, s, w, out, {granted(90)});
+  out = look(q, s, c);
   ASSERT_EQ(out.bucket_action_size(), 1);
   const auto& a = out.bucket_action(0);
   EXPECT_EQ(a.bucket_id().bucket().at("tenant"), "acme");
-  const auto& tb = a.quota_assignment_action().rate_limit_strategy().token_bucket();
-  EXPECT_EQ(tb.max_tokens(), 10u);
-  EXPECT_EQ(tb.tokens_per_fill().value(), 1u);
-  EXPECT_GE(tb.fill_interval().seconds(), 3600);  // (does not refill within its life)
-  EXPECT_EQ(a.quota_assignment_action().assignment_time_to_live().seconds(), 1);
-  EXPECT_EQ(a.quota_assignment_action().assignment_time_to_live().nanos(), 500'000'000);
-  const std::string first_name = tb.name();
-  // Spent: its next slice, sized by what it asked for meanwhile.
-  out.Clear();
+  const auto& q1 = a.quota_assignment_action();
+  ASSERT_TRUE(q1.rate_limit_strategy().has_token_bucket());
+  // (policy gw: a bucket of 100, 10 a second)
+  EXPECT_DOUBLE_EQ(rate_of(a), 10);
+  EXPECT_EQ(burst_of(a), 100u);
+  EXPECT_EQ(q1.rate_limit_strategy().token_bucket().fill_interval().nanos(), 0);
+  EXPECT_EQ(q1.assignment_time_to_live().seconds(), kRlqsTtlSeconds);
+  EXPECT_EQ(q1.assignment_time_to_live().nanos(), 0);
+  EXPECT_GT(kRlqsTtlSeconds * 1'000'000'000, 2 * kEnvoyReportNs);
+  ASSERT_EQ(c.tables.count("rlqs-demand:api:acme"), 1u);
+  EXPECT_EQ(c.tables["rlqs-demand:api:acme"].size(), 1u);
+  // The next period: the same share, nothing sent (Envoy keeps its bucket); then, with less
+  // than kRlqsRefreshNs of its life left, the same bucket again: its time to live renewed.
   q.clock.advance_ns(kSec);
-  ASSERT_TRUE(q.quota
-                  ->report(s, report_map("", {usage({{"name", "api"}, {"tenant", "acme"}}, 10, 2)}),
-                           q.clock.now_ns(), out)
-                  .ok());
-  q.quota->due(s, q.clock.now_ns(), w, out);
-  ASSERT_EQ(asked(w).size(), 1u);
-  EXPECT_EQ(asked(w)[0]->cost, 19);  // 12/s seen, half as much again, and one
-  // A new slice is a new strategy (its name): the gateway starts a fresh bucket with it.
-  settle(q, s, w, out, {granted(80)});
+  EXPECT_EQ(look(q, s, c).bucket_action_size(), 0);
+  q.clock.advance_ns(5 * kSec);
+  out = look(q, s, c);
   ASSERT_EQ(out.bucket_action_size(), 1);
-  EXPECT_NE(
-      out.bucket_action(0).quota_assignment_action().rate_limit_strategy().token_bucket().name(),
-      first_name);
+  EXPECT_DOUBLE_EQ(rate_of(out.bucket_action(0)), 10);
 }
 
 TEST(Rlqs, BothEncodingsOfAReportAreOneBucket) {
   Quota q;
   RlqsStream s;
   rlqs_pb::RateLimitQuotaResponse out;
-  ASSERT_TRUE(
-      q.quota
-          ->report(s, report_list("gw", {usage({{"name", "fixed"}}, 3, 1)}), q.clock.now_ns(), out)
-          .ok());
-  ASSERT_TRUE(
-      q.quota
-          ->report(s, report_map("gw", {usage({{"name", "fixed"}}, 2, 0)}), q.clock.now_ns(), out)
-          .ok());
-  ASSERT_EQ(s.holders.size(), 1u);
-  EXPECT_EQ(s.holders.begin()->second.reported, 5);
-  // A map entry whose key is 0 (no field 1 on the wire) is read as an entry too.
-  rlqs_pb::RateLimitQuotaUsageReports r;
-  (*r.mutable_bucket_quota_usages())[0] = usage({{"name", "fixed"}}, 1, 0);
-  ASSERT_TRUE(q.quota->report(s, r.SerializeAsString(), q.clock.now_ns(), out).ok());
-  EXPECT_EQ(s.holders.begin()->second.reported, 6);
-  // Bad input ends the stream with a reason.
-  RlqsStream t;
-  EXPECT_EQ(q.quota->report(t, "\xff\xff", q.clock.now_ns(), out).code,
-            RlsStatusCode::kInvalidArgument);
-  EXPECT_EQ(q.quota->report(t, report_map("", {}), q.clock.now_ns(), out).code,
-            RlsStatusCode::kInvalidArgument);  // the first report names no domain
-  rlqs_pb::RateLimitQuotaUsageReports no_id;
-  no_id.set_domain("gw");
-  (*no_id.mutable_bucket_quota_usages())[1].set_num_requests_allowed(1);
-  EXPECT_EQ(q.quota->report(t, no_id.SerializeAsString(), q.clock.now_ns(), out).code,
-            RlsStatusCode::kInvalidArgument);
+  const auto id =
+      std::vector<std::pair<std::string, std::string>>{{"name", "api"}, {"tenant", "t"}};
+  ASSERT_TRUE(q.quota->report(s, report_map("gw", {usage(id, 3, 0)}), q.clock.now_ns(), out).ok());
+  ASSERT_TRUE(q.quota->report(s, report_list("gw", {usage(id, 4, 0)}), q.clock.now_ns(), out).ok());
+  EXPECT_EQ(s.holders.size(), 1u);
+  EXPECT_EQ(s.holders.begin()->second.reported, 7);
+  EXPECT_FALSE(
+      q.quota->report(s, std::string("\x0a\x03gw\x12\x02\x08\x01"), q.clock.now_ns(), out).ok());
 }
 
-TEST(Rlqs, RequestsReportedBeyondTheSlicesAreCharged) {
+// Gateways on one counter split its rate by what they report they were asked for: two heavy
+// and eight light, the light get what they ask for (and a tenth), the heavy the rest;
+// the shares sum to the rate. One that reports asking for nothing gets almost nothing — two
+// hundred idle subscribers do not cut a real gateway's share.
+TEST(Rlqs, SharesFollowDemandAndSumToTheRate) {
+  EXPECT_NEAR(rlqs_share(100, {-1, -1, -1, -1}, 0), 25, 1e-9);
+  std::vector<double> d = {100, 100, 2, 2, 2, 2, 2, 2, 2, 2};
+  double sum = 0;
+  for (size_t i = 0; i < d.size(); ++i) sum += rlqs_share(50, d, i);
+  EXPECT_NEAR(sum, 50, 1e-9);
+  EXPECT_NEAR(rlqs_share(50, d, 2), 2.2, 1e-9);
+  EXPECT_NEAR(rlqs_share(50, d, 0), (50 - 8 * 2.2) / 2.0, 1e-9);
+  std::vector<double> idle(201, 0);
+  idle[0] = 100;
+  EXPECT_NEAR(rlqs_share(100, idle, 0), 100, 1e-9);
+  EXPECT_LT(rlqs_share(100, idle, 1), 1e-9);
+  // Written as Envoy reads it: tokens per 10 s, rounded down; the least, one a minute.
+  EXPECT_DOUBLE_EQ(rlqs_bucket(4.77, 1).rate(), 4.7);
+  EXPECT_EQ(rlqs_bucket(4.77, 1).fill_seconds, 10);
+  EXPECT_EQ(rlqs_bucket(0, 0).max_tokens, 1);
+  EXPECT_EQ(rlqs_bucket(0, 0).fill_seconds, 60);
+  EXPECT_EQ(rlqs_bucket(0.05, 1).fill_seconds, 20);
+}
+
+// Two streams (two gateways) on one counter through the table: after their reports, the heavy
+// one gets most of the rate and the light one what it asks for, and a tenth; once the
+// light one leaves, its field goes stale and the heavy one gets the whole rate.
+TEST(Rlqs, HoldersOnOtherStreamsAndNodesShareThroughTheTable) {
   Quota q;
-  RlqsStream s;
-  rlqs_pb::RateLimitQuotaResponse out;
-  // 25 let through before any slice (the gateway's no_assignment_behavior): charged.
-  ASSERT_TRUE(
-      q.quota
-          ->report(s, report_map("gw", {usage({{"name", "fixed"}}, 25, 0)}), q.clock.now_ns(), out)
-          .ok());
-  RlqsWork w;
-  q.quota->due(s, q.clock.now_ns(), w, out);
-  ASSERT_EQ(asked(w).size(), 2u);
-  EXPECT_EQ(asked(w)[0]->verb, Verb::kAdjust);
-  EXPECT_EQ(asked(w)[0]->cost, 25);
-  EXPECT_EQ(asked(w)[1]->verb, Verb::kTake);
-  settle(q, s, w, out, {granted(30), granted(20, 30 * kSec)});
-  EXPECT_EQ(q.rules->stats().rlqs_charged.load(), 25u);
-  // What it spends of its slice is not charged again.
-  const int64_t slice = s.holders.begin()->second.slice;
-  ASSERT_GT(slice, 0);
+  Cluster c;
+  RlqsStream heavy, light;
+  const auto id =
+      std::vector<std::pair<std::string, std::string>>{{"name", "api"}, {"tenant", "x"}};
+  reports(q, heavy, id, 1, 0, 0);
+  reports(q, light, id, 1, 0, 0);
+  look(q, heavy, c);
+  look(q, light, c);
+  q.clock.advance_ns(5 * kSec);
+  reports(q, heavy, id, 40, 160, 5000);  // (asked for 40 a second)
+  reports(q, light, id, 5, 0, 5000);     // (1 a second)
+  auto h = look(q, heavy, c);
+  auto l = look(q, light, c);
   q.clock.advance_ns(kSec);
-  ASSERT_TRUE(q.quota
-                  ->report(s, report_map("gw", {usage({{"name", "fixed"}}, slice, 0)}),
-                           q.clock.now_ns(), out)
-                  .ok());
-  q.quota->due(s, q.clock.now_ns(), w, out);
-  for (const Request* r : asked(w)) EXPECT_NE(r->verb, Verb::kAdjust);
+  h = look(q, heavy, c);  // (the next period: the light one's demand in the table)
+  ASSERT_EQ(l.bucket_action_size(), 1);
+  EXPECT_NEAR(rate_of(l.bucket_action(0)), 1.1, 0.1);
+  ASSERT_EQ(h.bucket_action_size(), 1);
+  EXPECT_NEAR(rate_of(h.bucket_action(0)), 8.9, 0.1);
+  EXPECT_EQ(burst_of(h.bucket_action(0)), 89u);  // (its part of the capacity, 100)
+  q.quota->forget(light);
+  for (int i = 0; i < 8; ++i) {
+    q.clock.advance_ns(kSec);
+    reports(q, heavy, id, 40, 0, 1000);
+    const auto out = look(q, heavy, c);
+    if (out.bucket_action_size() > 0) h = out;
+  }
+  EXPECT_EQ(c.tables["rlqs-demand:api:x"].size(), 1u);  // (the stale field pruned)
+  ASSERT_EQ(h.bucket_action_size(), 1);
+  EXPECT_NEAR(rate_of(h.bucket_action(0)), 10, 0.1);
 }
 
-TEST(Rlqs, ACounterWithNothingLeftIsDenyAllUntilATokenIsBack) {
+// What a gateway reports it admitted is charged to the counter — no more than it could have
+// admitted (its bucket's rate over the time it reports, and its burst), no more than one
+// period's worth at once: a report claiming 2^62 does not put the counter in debt for years.
+TEST(Rlqs, ChargesAreBoundedByWhatTheStreamCouldHaveAdmitted) {
   Quota q;
+  Cluster c;
   RlqsStream s;
-  rlqs_pb::RateLimitQuotaResponse out;
-  ASSERT_TRUE(q.quota
-                  ->report(s, report_map("gw", {usage({{"name", "api"}, {"tenant", "x"}}, 0, 50)}),
-                           q.clock.now_ns(), out)
-                  .ok());
-  RlqsWork w;
-  q.quota->due(s, q.clock.now_ns(), w, out);
-  ASSERT_EQ(asked(w).size(), 1u);
-  // Less left than asked: the rest, at once.
-  settle(q, s, w, out, {denied(3, 100'000'000)});
-  EXPECT_EQ(out.bucket_action_size(), 0);
-  q.quota->due(s, q.clock.now_ns(), w, out);
-  ASSERT_EQ(asked(w).size(), 1u);
-  EXPECT_EQ(asked(w)[0]->cost, 3);
-  settle(q, s, w, out, {denied(0, 300'000'000)});
-  ASSERT_EQ(out.bucket_action_size(), 1);
-  const auto& a = out.bucket_action(0).quota_assignment_action();
-  EXPECT_EQ(a.rate_limit_strategy().blanket_rule(), Strategy::DENY_ALL);
-  EXPECT_EQ(a.assignment_time_to_live().nanos(), 300'000'000);
-  EXPECT_EQ(RlqsQuota::next_due(s), q.clock.now_ns() + 300'000'000);
+  const auto id =
+      std::vector<std::pair<std::string, std::string>>{{"name", "api"}, {"tenant", "c"}};
+  reports(q, s, id, 1, 0, 0);
+  look(q, s, c);  // (10 a second, a burst of 100)
+  ASSERT_EQ(c.charges.size(), 1u);
+  EXPECT_EQ(c.charges[0].second, 1);
+  q.clock.advance_ns(5 * kSec);
+  reports(q, s, id, 30, 0, 5000);
+  look(q, s, c);
+  ASSERT_EQ(c.charges.size(), 2u);
+  EXPECT_EQ(c.charges[1], std::make_pair(std::string("api:c"), int64_t{30}));
+  q.clock.advance_ns(5 * kSec);
+  reports(q, s, id, uint64_t{1} << 62, 0, 5000);
+  int64_t charged = 0;
+  for (int i = 0; i < 5; ++i) {
+    look(q, s, c);
+    q.clock.advance_ns(kSec);
+  }
+  for (size_t i = 2; i < c.charges.size(); ++i) {
+    EXPECT_LE(c.charges[i].second, 100);  // (a period's worth: the capacity)
+    charged += c.charges[i].second;
+  }
+  EXPECT_LE(charged, 10 * 5 + 100 + 2);  // (its rate over 5 s, its burst)
 }
 
-TEST(Rlqs, AWindowsSliceEndsWithItsWindow) {
+// The counter's table out of reach: the share in force stays at the gateway (its time to
+// live renewed while it runs out), never its no-assignment rule; tried again shortly.
+TEST(Rlqs, WithTheTableOutOfReachTheShareInForceStays) {
   Quota q;
+  Cluster c;
   RlqsStream s;
-  rlqs_pb::RateLimitQuotaResponse out;
-  ASSERT_TRUE(
-      q.quota
-          ->report(s, report_map("gw", {usage({{"name", "fixed"}}, 0, 0)}), q.clock.now_ns(), out)
-          .ok());
-  RlqsWork w;
-  q.quota->due(s, q.clock.now_ns(), w, out);
-  settle(q, s, w, out, {granted(50, 200'000'000)});  // the window ends in 200 ms
-  ASSERT_EQ(out.bucket_action_size(), 1);
-  EXPECT_EQ(out.bucket_action(0).quota_assignment_action().assignment_time_to_live().nanos(),
-            200'000'000);
-  EXPECT_EQ(RlqsQuota::next_due(s), q.clock.now_ns() + 200'000'000);
+  const auto id =
+      std::vector<std::pair<std::string, std::string>>{{"name", "api"}, {"tenant", "u"}};
+  reports(q, s, id, 1, 0, 0);
+  ASSERT_EQ(look(q, s, c).bucket_action_size(), 1);
+  c.down = true;
+  int renewed = 0;
+  for (int i = 0; i < 40; ++i) {  // (10 s)
+    q.clock.advance_ns(kSec / 4);
+    const auto out = look(q, s, c);
+    for (const auto& a : out.bucket_action()) {
+      EXPECT_DOUBLE_EQ(rate_of(a), 10);
+      ++renewed;
+    }
+  }
+  EXPECT_GE(renewed, 1);
 }
 
-TEST(Rlqs, UnknownUnslicableAndUnlimitedBuckets) {
+TEST(Rlqs, UnknownUnsharableAndUnlimitedBuckets) {
   Quota q;
+  Cluster c;
   RlqsStream s;
   rlqs_pb::RateLimitQuotaResponse out;
-  ASSERT_TRUE(q.quota
-                  ->report(s,
-                           report_map("gw", {usage({{"name", "nope"}}, 0, 0),
-                                             usage({{"name", "exact"}}, 0, 0),
-                                             usage({{"name", "open"}}, 0, 0)}),
-                           q.clock.now_ns(), out)
-                  .ok());
-  // Not configured, and a sliding log (a slice cannot keep its exactness): abandoned.
+  reports(q, s, {{"name", "nope"}}, 1, 0, 0, &out);
+  reports(q, s, {{"name", "exact"}}, 1, 0, 0, &out);
   ASSERT_EQ(out.bucket_action_size(), 2);
   EXPECT_TRUE(out.bucket_action(0).has_abandon_action());
   EXPECT_TRUE(out.bucket_action(1).has_abandon_action());
-  out.Clear();
-  RlqsWork w;
-  q.quota->due(s, q.clock.now_ns(), w, out);
-  EXPECT_TRUE(w.empty());  // unlimited: nothing to take
+  reports(q, s, {{"name", "open"}}, 1, 0, 0);
+  out = look(q, s, c);
   ASSERT_EQ(out.bucket_action_size(), 1);
-  EXPECT_EQ(out.bucket_action(0).quota_assignment_action().rate_limit_strategy().blanket_rule(),
-            Strategy::ALLOW_ALL);
-  EXPECT_FALSE(out.bucket_action(0).quota_assignment_action().has_assignment_time_to_live());
+  const auto& qa = out.bucket_action(0).quota_assignment_action();
+  EXPECT_EQ(qa.rate_limit_strategy().blanket_rule(), Strategy::ALLOW_ALL);
+  EXPECT_EQ(qa.assignment_time_to_live().seconds(), kRlqsTtlSeconds);  // (0 would expire at once)
 }
 
-TEST(Rlqs, APolicyChangeIsASliceNowAndANewHolderShrinksTheOthers) {
+// A fixed window of 60 a minute: a rate of 1 a second, a burst of one token (a window's
+// burst is a tenth of a second of its rate, at least one).
+TEST(Rlqs, AWindowIsItsRateWithASmallBurst) {
   Quota q;
-  RlqsStream s1, s2;
-  rlqs_pb::RateLimitQuotaResponse out;
-  const auto api = [] { return usage({{"name", "api"}, {"tenant", "t"}}, 0, 0); };
-  ASSERT_TRUE(q.quota->report(s1, report_map("gw", {api()}), q.clock.now_ns(), out).ok());
-  RlqsWork w;
-  q.quota->due(s1, q.clock.now_ns(), w, out);
-  settle(q, s1, w, out, {granted(90)});
-  EXPECT_EQ(s1.holders.begin()->second.slice, 10);
-  // Another stream holds the same counter: the first one's share halves at once.
-  ASSERT_TRUE(q.quota->report(s2, report_map("gw", {api()}), q.clock.now_ns(), out).ok());
-  q.quota->due(s1, q.clock.now_ns(), w, out);
-  ASSERT_EQ(asked(w).size(), 1u);
-  EXPECT_EQ(asked(w)[0]->cost, 5);
-  settle(q, s1, w, out, {granted(85)});
-  // The policy changes: a slice now, sized by the new limit.
-  q.policies.replace(PolicyMap{{"gw", LimitSpec::token_bucket(1000, 100, kSec)},
+  Cluster c;
+  RlqsStream s;
+  reports(q, s, {{"name", "fixed"}}, 1, 0, 0);
+  const auto out = look(q, s, c);
+  ASSERT_EQ(out.bucket_action_size(), 1);
+  EXPECT_DOUBLE_EQ(rate_of(out.bucket_action(0)), 1);
+  EXPECT_EQ(burst_of(out.bucket_action(0)), 1u);
+}
+
+// A policy changed: the next look sizes the share by the new limit at once.
+TEST(Rlqs, APolicyChangeIsANewShareAtOnce) {
+  Quota q;
+  Cluster c;
+  RlqsStream s;
+  reports(q, s, {{"name", "api"}, {"tenant", "p"}}, 1, 0, 0);
+  look(q, s, c);
+  q.policies.replace(PolicyMap{{"gw", LimitSpec::token_bucket(100, 50, kSec)},
                                {"exact", LimitSpec::window(Kind::kSlidingLog, 10, kSec)}});
-  q.quota->due(s1, q.clock.now_ns(), w, out);
-  ASSERT_EQ(asked(w).size(), 1u);
-  EXPECT_EQ(asked(w)[0]->spec.a, 1000);
-  EXPECT_EQ(asked(w)[0]->cost, 50);  // 100/s over one second, between two holders
-  // A gone stream's holders leave the count.
-  q.quota->forget(s2);
-}
-
-TEST(Rlqs, HoldersOnOtherNodesShrinkTheShare) {
-  Quota q;
-  RlqsStream s;
-  rlqs_pb::RateLimitQuotaResponse out;
-  ASSERT_TRUE(q.quota
-                  ->report(s, report_map("gw", {usage({{"name", "api"}, {"tenant", "t"}}, 0, 0)}),
-                           q.clock.now_ns(), out)
-                  .ok());
-  RlqsWork w;
-  q.quota->due(s, q.clock.now_ns(), w, out);
-  // Its lease among the counter's holders, taken as the node's own (no user), a period long.
-  ASSERT_EQ(w.items.size(), 2u);
-  const Request& lease = w.requests[0].verb == Verb::kAcquire ? w.requests[0] : w.requests[1];
-  EXPECT_EQ(lease.verb, Verb::kAcquire);
-  EXPECT_EQ(lease.key, rlqs_holders_key("api:t"));
-  EXPECT_EQ(lease.asker, nullptr);
-  EXPECT_EQ(lease.spec.c, kSec + kSec / 20);
-  EXPECT_EQ(asked(w)[0]->cost, 10);  // alone, as far as it knows
-  // Four holders cluster-wide: its share shrinks now, not at the period's end.
-  settle(q, s, w, out, {granted(90)}, 4);
-  q.quota->due(s, q.clock.now_ns(), w, out);
-  ASSERT_EQ(asked(w).size(), 1u);
-  EXPECT_EQ(asked(w)[0]->cost, 3);  // 10/s over one second, among four
-}
-
-TEST(Rlqs, ASliceNotYetSpentIsExtendedAndASpentOneReplaced) {
-  Quota q;
-  RlqsStream s;
-  rlqs_pb::RateLimitQuotaResponse out;
-  const auto api = [](uint64_t allowed, uint64_t denied) {
-    return usage({{"name", "api"}, {"tenant", "t"}}, allowed, denied, 200);
-  };
-  ASSERT_TRUE(q.quota->report(s, report_map("gw", {api(0, 0)}), q.clock.now_ns(), out).ok());
-  // 2 asked in a report of 200 ms: 10 a second, so a slice of 16.
-  ASSERT_TRUE(q.quota->report(s, report_map("gw", {api(0, 2)}), q.clock.now_ns(), out).ok());
-  RlqsWork w;
-  q.quota->due(s, q.clock.now_ns(), w, out);
-  ASSERT_EQ(asked(w).size(), 1u);
-  EXPECT_EQ(asked(w)[0]->cost, 16);
-  settle(q, s, w, out, {granted(90)});
+  const auto out = look(q, s, c);
   ASSERT_EQ(out.bucket_action_size(), 1);
-  const std::string name =
-      out.bucket_action(0).quota_assignment_action().rate_limit_strategy().token_bucket().name();
-  // A period on, 4 of its 16 spent: the same strategy again, a new time to live, no take.
-  out.Clear();
-  q.clock.advance_ns(kSec);
-  ASSERT_TRUE(q.quota->report(s, report_map("gw", {api(4, 0)}), q.clock.now_ns(), out).ok());
-  q.quota->due(s, q.clock.now_ns(), w, out);
-  EXPECT_TRUE(asked(w).empty());
-  ASSERT_EQ(out.bucket_action_size(), 1);
-  EXPECT_EQ(
-      out.bucket_action(0).quota_assignment_action().rate_limit_strategy().token_bucket().name(),
-      name);
-  EXPECT_EQ(out.bucket_action(0).quota_assignment_action().assignment_time_to_live().seconds(), 1);
-  settle(q, s, w, out, {});  // (its lease among the counter's holders, once a period)
-  // Spent by its next report (8 more, then 4): the next slice at once, a new strategy.
-  out.Clear();
-  q.clock.advance_ns(200'000'000);
-  ASSERT_TRUE(q.quota->report(s, report_map("gw", {api(8, 0)}), q.clock.now_ns(), out).ok());
-  q.quota->due(s, q.clock.now_ns(), w, out);
-  EXPECT_TRUE(asked(w).empty());  // (4 left: it spends them first)
-  q.clock.advance_ns(200'000'000);
-  ASSERT_TRUE(q.quota->report(s, report_map("gw", {api(4, 3)}), q.clock.now_ns(), out).ok());
-  q.quota->due(s, q.clock.now_ns(), w, out);
-  ASSERT_EQ(asked(w).size(), 1u);
-  EXPECT_EQ(asked(w)[0]->verb, Verb::kTake);
+  EXPECT_DOUBLE_EQ(rate_of(out.bucket_action(0)), 50);
 }
 
 TEST(Rlqs, WhatAGatewayCanMakeTheNodeHoldIsBounded) {
@@ -494,18 +472,6 @@ TEST(Rlqs, WhatAGatewayCanMakeTheNodeHoldIsBounded) {
   EXPECT_TRUE(
       quota.report(t, report_map("gw", {usage({{"name", "open"}}, 0, 0)}), q.clock.now_ns(), out)
           .ok());
-}
-
-TEST(Rlqs, SliceSizes) {
-  // No demand known: the first slice as given; never more than the share or what is left.
-  EXPECT_EQ(rlqs_slice_size(25, -1, -1, kSec, 10), 10);
-  EXPECT_EQ(rlqs_slice_size(5, -1, -1, kSec, 10), 5);
-  EXPECT_EQ(rlqs_slice_size(25, 3, -1, kSec, 10), 3);
-  EXPECT_EQ(rlqs_slice_size(25, 0, -1, kSec, 10), 1);  // (never 0: the take says DENY)
-  // Known demand: 1.5 times a slice's worth of it, plus one.
-  EXPECT_EQ(rlqs_slice_size(1000, -1, 10, kSec, 5), 16);
-  EXPECT_EQ(rlqs_slice_size(1000, -1, 0, kSec, 5), 1);
-  EXPECT_EQ(rlqs_slice_size(1000, 400, 1e30, kSec, 5), 400);
 }
 
 }  // namespace

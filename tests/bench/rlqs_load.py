@@ -20,9 +20,10 @@ def main():
     targets, domain, bucket = sys.argv[1].split(","), sys.argv[2], sys.argv[3]
     filters, seconds = int(sys.argv[4]), float(sys.argv[5])
     nodes = [Node(t) for t in targets]
-    fs = [Filter(nodes, i, domain, {"name": bucket}, interval=0.5) for i in range(filters)]
+    fs = [Filter(nodes, i, domain, {"name": bucket}) for i in range(filters)]
     for f in fs:
         f.thread.start()
+        f.decide(time.time())  # (the first request makes the bucket and opens its stream)
     deadline = time.time() + 10
     while time.time() < deadline and not all(f.assignments for f in fs):
         time.sleep(0.05)
