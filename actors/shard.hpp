@@ -82,9 +82,10 @@ class Shard {
   void publish();
 
   // The live state of every key whose slot satisfies `want`; with `remove`, those keys
-  // leave this shard (a hand-off), else they stay (a copy, for replicas).
+  // leave this shard (a hand-off) — or, with `keep` too, stay as a copy it does not serve
+  // (a hand-off's spare); without, they stay (a copy, for replicas).
   std::vector<EntrySnapshot> extract(const std::function<bool(uint32_t slot)>& want, int64_t now_ns,
-                                     bool remove);
+                                     bool remove, bool keep = false);
   // Appends the live state of every key of hash part `part` of `parts` (KeyTable::
   // for_each_in_part), served or a replica's copy, to `out`: one step of a copy of the whole
   // shard that lets other work run between its steps.
@@ -99,8 +100,11 @@ class Shard {
   // how many keys changed.
   // With `fresh_only`, keys of other slots are dropped whatever their kind (a snapshot older
   // than the copies the cluster kept: only slots that lost every copy take it).
+  // Keys of `into_copies` slots, which it does not serve, are merged into its copy of them
+  // (leases too): a node gathering every copy of slots before it serves them.
   size_t merge(std::vector<EntrySnapshot>& entries, int64_t now_ns,
-               std::vector<EntrySnapshot>& refused, const SlotBits& fresh, bool fresh_only = false);
+               std::vector<EntrySnapshot>& refused, const SlotBits& fresh, bool fresh_only = false,
+               const SlotBits* into_copies = nullptr);
 
   // Cluster mode: the shard serves only the slots it has been given; ops on others are
   // answered kNotOwner, never run. Out of cluster mode every slot is served. It also

@@ -103,8 +103,9 @@ shard_actor::behavior_type ShardActorImpl::make_behavior() {
       [this](merge_atom, const MergeJobPtr& j) {
         Hold hold(*cell_);
         auto run = [this, j] {
-          const size_t n = shard_.merge(j->per_shard[cfg_.id], clock_->now_ns(),
-                                        j->refused[cfg_.id], j->fresh, j->fresh_only);
+          const size_t n =
+              shard_.merge(j->per_shard[cfg_.id], clock_->now_ns(), j->refused[cfg_.id], j->fresh,
+                           j->fresh_only, j->into_copies ? &*j->into_copies : nullptr);
           j->merged.fetch_add(n, std::memory_order_relaxed);
           j->finish_one();
         };
@@ -135,7 +136,7 @@ void ShardActorImpl::sweep_round() {
 void ShardActorImpl::on_extract(const ExtractJobPtr& j) {
   const SlotBits& slots = j->slots;
   j->per_shard[cfg_.id] =
-      shard_.extract([&](uint32_t s) { return slots.test(s); }, j->now_ns, j->remove);
+      shard_.extract([&](uint32_t s) { return slots.test(s); }, j->now_ns, j->remove, j->keep);
   if (j->remove) shard_.set_owned(slots, false);
   j->finish_one();
 }

@@ -29,12 +29,15 @@ struct ShardJob {
 };
 
 // Each shard snapshots the live keys of `slots` into its per_shard entry; with `remove`
-// (a hand-off, or dropping stale state) they leave the shard and it stops serving them,
-// without (a whole copy for a replica) they stay. Ops already queued at a shard run first,
-// so the snapshot includes every admission made before the slots stopped being served.
+// (a hand-off, or dropping stale state) the shard stops serving them and they leave it —
+// unless `keep`: a hand-off whose sender keeps them as a spare copy until their new owner
+// says it holds them (gossip/replicator.hpp). Without `remove` (a whole copy for a replica)
+// they stay served. Ops already queued at a shard run first, so the snapshot includes every
+// admission made before the slots stopped being served.
 struct ExtractJob : ShardJob<ExtractJob> {
   SlotBits slots;
   bool remove = true;
+  bool keep = false;
   int64_t now_ns = 0;
   std::vector<std::vector<EntrySnapshot>> per_shard;
 };
@@ -79,6 +82,8 @@ struct CopyJob : ShardJob<CopyJob> {
 struct MergeJob : ShardJob<MergeJob> {
   SlotBits fresh;           // slots started here from nothing: leases are merged only into these
   bool fresh_only = false;  // and everything else too (Shard::merge)
+  // Slots not served here whose copy here the keys are merged into (Shard::merge).
+  std::optional<SlotBits> into_copies;
   std::vector<std::vector<EntrySnapshot>> per_shard;
   std::vector<std::vector<EntrySnapshot>> refused;
   std::atomic<size_t> merged{0};

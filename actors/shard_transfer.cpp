@@ -31,7 +31,7 @@ void Shard::restore_key(std::string_view key, const EntrySnapshot* before) {
 }
 
 std::vector<EntrySnapshot> Shard::extract(const std::function<bool(uint32_t)>& want, int64_t now_ns,
-                                          bool remove) {
+                                          bool remove, bool keep) {
   std::vector<Entry*> hits;
   table_.for_each([&](Entry* e) {
     if (want(key_slot(e->key()))) hits.push_back(e);
@@ -40,10 +40,10 @@ std::vector<EntrySnapshot> Shard::extract(const std::function<bool(uint32_t)>& w
   std::vector<std::string> gone;
   for (Entry* e : hits) {
     if (!expire(e, now_ns)) out.push_back(snapshot_of(*e));
-    if (remove) gone.emplace_back(e->key());
+    if (remove && !keep) gone.emplace_back(e->key());
   }
   for (const auto& k : gone) forget(k, KeyTable::hash(k));
-  if (remove && !watch_.empty()) touch_all();
+  if (remove && !watch_.empty()) touch_all();  // (kept or not, they are no longer served)
   publish();
   return out;
 }
@@ -90,7 +90,8 @@ void Shard::install(const std::vector<EntrySnapshot>& entries) {
 }
 
 size_t Shard::merge(std::vector<EntrySnapshot>& entries, int64_t now_ns,
-                    std::vector<EntrySnapshot>& refused, const SlotBits& fresh, bool fresh_only) {
+                    std::vector<EntrySnapshot>& refused, const SlotBits& fresh, bool fresh_only,
+                    const SlotBits* into_copies) {
   size_t changed = 0;
   if (!watch_.empty()) touch_all();
   for (EntrySnapshot& s : entries) {
@@ -99,6 +100,18 @@ size_t Shard::merge(std::vector<EntrySnapshot>& entries, int64_t now_ns,
       continue;  // malformed: never half-install
     }
     const uint32_t slot = key_slot(s.key);
+    if (!owns(slot) && into_copies && into_copies->test(slot)) {
+      // (copies of one slot gathered before anyone serves it: each holds grants — leases
+      // too — that were acknowledged; the merge keeps them all)
+      const uint64_t h = KeyTable::hash(s.key);
+      EntrySnapshot cur;
+      if (Entry* e = lookup(s.key, h, now_ns)) cur = snapshot_of(*e);
+      if (merge_snapshot(cur, s)) {
+        install_one(cur);
+        ++changed;
+      }
+      continue;
+    }
     if (!owns(slot)) {
       refused.push_back(std::move(s));
       continue;
