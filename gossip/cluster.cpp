@@ -41,7 +41,7 @@ Cluster::Cluster(ClusterConfig cfg, ShardPool& pool)
   rc.chunk_bytes = cfg_.handoff_chunk_bytes;
   rc.clock = clock_;
   replicator_ = std::make_unique<Replicator>(
-      rc, pool_, io_, keeper_.held(),
+      rc, pool_, io_, keeper_.held(), lost_,
       [this](const std::string& id, std::string body, std::chrono::milliseconds deadline,
              PeerCallback cb) {
         auto it = known_.find(id);
@@ -93,8 +93,9 @@ void Cluster::start() {
     known_[m.id] = m;
     dirty_ = true;
     // Forwards and replication waiting on a member just declared dead (a paused process, a
-    // one-way partition: its connection stays open) end now, not at their deadlines.
-    if (!m.live()) {
+    // one-way partition: its connection stays open) end now, not at their deadlines. (One
+    // leaving still answers: what it is asked for its copies must not be cut short.)
+    if (!m.live() && m.state != MemberState::kLeft) {
       auto p = peers_.find(m.addr);
       if (p != peers_.end()) p->second->abort_calls();
     }
@@ -243,6 +244,9 @@ void Cluster::tick() {
   }
   if (!grace_.empty() && !down) grace_tick(now);
   if (!reclaimed_.empty() && !down) hand_again();
+  if (!down) check_spares(now);
+  if (!fetching_.empty() && now >= gather_until_ns_) gathered();
+  if (leaving_) note_leave(now);
   if (dirty_) publish();
   if (restoring_ && !down) push_restored(now);
 }
@@ -367,6 +371,7 @@ void Cluster::apply(const SlotKeeper::Actions& a) {
           "{} slots have no reachable copy of their state: their policies' fail mode answers "
           "for {} ms, then they are served from empty state",
           lost.count(), cfg_.empty_grace_ms);
+      recover(lost);  // (every member is asked for a copy meanwhile)
     } else {
       counters_.slots_started_empty.fetch_add(lost.count(), std::memory_order_relaxed);
     }
@@ -392,6 +397,7 @@ void Cluster::dispatch(uint32_t kind, std::string body, PeerServer::Respond resp
   if (kind == kPeerMergeIntoFresh) return on_merge(std::move(body), std::move(respond), true);
   if (kind == kPeerReplicate) return replicator_->on_update(std::move(body), std::move(respond));
   if (kind == kPeerCopyBack) return on_copy_back(std::move(body), std::move(respond));
+  if (kind == kPeerHolds) return on_holds(std::move(body), std::move(respond));
   if (kind == kPeerBook && book_sync_) return book_sync_->on_request(body, std::move(respond));
   auto it = handlers_.find(kind);
   if (it == handlers_.end()) return respond(PeerStatus::kUnknownKind, {}, "unknown request kind");

@@ -7,6 +7,7 @@
 #include <chrono>
 #include <map>
 #include <memory>
+#include <mutex>
 #include <random>
 #include <string>
 #include <thread>
@@ -24,6 +25,9 @@
 #include "wake_guard.hpp"
 
 namespace fg {
+namespace wire {
+class SlotHandoff;
+}
 
 // Peer request kinds (peer.proto PeerRequest.kind).
 constexpr uint32_t kPeerForward = 1;  // ForwardRequest -> ForwardResponse
@@ -43,6 +47,20 @@ constexpr uint32_t kPeerCopyBack = 8;
 // What the node serves and has served lately, for an operator's view of the whole cluster
 // (node/history.hpp): a request naming what to include -> the node's report (JSON).
 constexpr uint32_t kPeerReport = 9;
+// A CopyBack naming slots -> a CopyBack naming those the receiver holds, and of them those
+// its replicas all hold whole (copy_back.cpp): may the asker drop its spare copies of them?
+constexpr uint32_t kPeerHolds = 10;
+
+// A graceful leave's progress (Cluster::leave_progress).
+struct LeaveProgress {
+  bool leaving = false;
+  bool done = false;  // every slot's state is held elsewhere, by as many copies as before
+  // Slots whose only reachable copy is here: still held, on their way out, or a copy their
+  // owner does not hold (it died before it got them; the next table's owner will ask).
+  size_t last_copy = 0;
+  size_t fewer_copies = 0;  // held by their owner, not yet whole on all of its replicas
+  int64_t waited_ms = 0;
+};
 
 struct ClusterConfig {
   std::string node_id;
@@ -128,8 +146,25 @@ class Cluster {
   bool leave(std::chrono::milliseconds max_wait);
   // The same in two steps, for an owner that runs io() itself: start_leave() once, then
   // left() until it says the hand-offs are settled (`clean`: every one acknowledged).
+  //
+  // A leave never lowers the number of copies: the node stays until every slot whose state
+  // it holds (its own, handed over; a replica's copy) is held by its owner and whole on that
+  // owner's replicas. A receiver that stops answering is waited for (its slots come back
+  // here) until a table without it gives them to someone else; after kLeaveWaitNs, the node
+  // may go if what it holds is held elsewhere (fewer copies for a while), but never while it
+  // holds the last reachable copy of a slot (left() stays false: the owner forces it).
+  static constexpr int64_t kLeaveWaitNs = 30'000'000'000;
   void start_leave();
   bool left(bool& clean) const;
+  LeaveProgress leave_progress() const;  // (cluster thread)
+  // Any thread: the last progress the cluster thread saw while leaving (for /readyz).
+  std::string leave_status() const {
+    std::lock_guard<std::mutex> lock(leave_mu_);
+    return leave_status_;
+  }
+  // Any thread: slots whose only reachable copy is here, while leaving (0: none, or not
+  // leaving).
+  size_t leave_last_copies() const { return last_copies_.load(std::memory_order_relaxed); }
   void stop();
 
   RoutingHub& routing() { return hub_; }
@@ -181,17 +216,32 @@ class Cluster {
   void hand_off(const std::string& to, const SlotBits& slots, bool copy = false);
   void send_handoff(std::shared_ptr<Outgoing> o);
   void send_chunk(std::shared_ptr<Outgoing> o);
-  void reclaim(std::shared_ptr<Outgoing> o);
+  // `removed`: the table in force no longer lists the receiver (it already says where the
+  // slots go); else they wait for the next table.
+  void reclaim(std::shared_ptr<Outgoing> o, bool removed = false);
   // Hands reclaimed slots again to members that turn out reachable under the same table
   // (their death was this node's view only: no newer table will come to move them).
   void hand_again();
   void on_handoff(std::string body, PeerServer::Respond respond);  // handoff_in.cpp
+  void gather_copy(const wire::SlotHandoff& h, const SlotBits& slots,
+                   std::vector<EntrySnapshot> entries, PeerServer::Respond respond);
   // A process's first table gives it slots: their replicas are asked, in replica order, for
   // the copies they hold (copy_back.cpp) — the previous process may have owned them until a
   // moment ago, restarted before the cluster noticed, and only the replicas hold what it
   // admitted since its last save.
   void ask_copies();
   void on_copy_back(std::string body, PeerServer::Respond respond);
+  // Slots given to this node with no copy of their state here (their grace period runs):
+  // every member is asked whether it holds one — a whole copy preferred, then this node's
+  // own partial one, then any (copy_back.cpp).
+  void recover(const SlotBits& slots);
+  void recovery_round();
+  void recovery_chosen();
+  void serve_own_copy(const SlotBits& slots);
+  // Spare copies (Replicator): their owners are asked whether they hold them whole yet.
+  void check_spares(int64_t now);
+  void on_holds(std::string body, PeerServer::Respond respond);
+  void note_leave(int64_t now);
   bool can_send(const std::string& id) const;
   void publish();
   void dispatch(uint32_t kind, std::string body, PeerServer::Respond respond);
@@ -282,7 +332,37 @@ class Cluster {
   bool restore_from_disk_ = false;
   bool restore_fresh_only_ = false;  // decided at the first table (restore())
   bool leaving_ = false;
-  bool lost_on_leave_ = false;  // a hand-off failed while leaving: that state goes with us
+  bool lost_on_leave_ = false;  // a hand-off failed while leaving (its state came back here)
+  int64_t leave_started_ns_ = 0;
+  bool leave_alone_ = false;
+  std::atomic<size_t> last_copies_{0};
+  int64_t leave_logged_ns_ = 0;
+  int64_t leave_asked_ns_ = 0;
+  size_t leave_ask_next_ = 0;
+  mutable std::mutex leave_mu_;
+  std::string leave_status_;  // (under leave_mu_)
+  // Spares' owners asked (check_spares): answers awaited, when last asked, and the spares
+  // whose owner said it holds them (not necessarily whole on its replicas yet).
+  int holds_out_ = 0;
+  int64_t holds_asked_ns_ = 0;
+  SlotBits held_elsewhere_;
+  // Recovery: slots found lacking since the round under way began, the round's slots, its
+  // probes awaited, and what each member said it holds.
+  SlotBits recover_want_;
+  SlotBits recovering_;
+  int recover_out_ = 0;
+  struct Offer {
+    SlotBits any, whole;
+  };
+  std::map<std::string, Offer> offers_;
+  // Slots with no whole copy anywhere, whose every holder's copy is being merged into this
+  // node's before it serves them; the holders whose copies are still awaited, and until when.
+  SlotBits merging_;
+  std::map<std::string, SlotBits> fetching_;
+  int64_t gather_until_ns_ = 0;
+  void gathered();  // (every copy in, or the wait over: serve what was gathered)
+  // Copies on their way in (SlotHandoff.copy), by hand-off: the slots they may fill.
+  std::map<std::pair<std::string, uint64_t>, SlotBits> copy_into_;
   bool dirty_ = false;
   WakeGuard wake_;
   std::pair<uint64_t, uint64_t> quorum_checked_{~uint64_t{0}, 0};  // (membership version, epoch)

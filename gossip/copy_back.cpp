@@ -78,9 +78,32 @@ void Cluster::on_copy_back(std::string body, PeerServer::Respond respond) {
   if (!q.ParseFromString(body) || !slots_from_bytes(q.slots(), asked)) {
     return respond(PeerStatus::kError, {}, "malformed copy-back");
   }
+  const SlotTable& t = agreement_->table();
+  if (q.recover()) {
+    // Any copy held here of slots not served here — spare, or a replica's whole one — unless
+    // a newer table than the asker's gives them to someone else.
+    SlotBits offer = asked & replicator_->any_copy() & ~keeper_.held();
+    if (t.epoch() > q.epoch()) {
+      for (uint32_t s = offer.any() ? offer._Find_first() : kSlotCount; s < kSlotCount;
+           s = offer._Find_next(s)) {
+        if (t.owner(s) == kNoOwner || t.owner_id(s) != q.from()) offer.reset(s);
+      }
+    }
+    wire::CopyBack a;
+    a.set_from(cfg_.node_id);
+    a.set_epoch(t.epoch());
+    a.set_slots(slots_to_bytes(offer));
+    a.set_whole(slots_to_bytes(offer & replicator_->complete()));
+    respond(PeerStatus::kOk, a.SerializeAsString(), {});
+    if (!q.probe() && offer.any()) {
+      spdlog::info("sending {} a copy of {} slots it has no other copy of", q.from(),
+                   offer.count());
+      hand_off(q.from(), offer, true);
+    }
+    return;
+  }
   // Only whole copies, of slots the asker owns by our table too (not one a failover gave to
   // someone else meanwhile), and never a slot this node serves itself.
-  const SlotTable& t = agreement_->table();
   const int from = t.index_of(q.from());
   SlotBits send;
   if (from >= 0 && !leaving_) {
@@ -95,6 +118,207 @@ void Cluster::on_copy_back(std::string body, PeerServer::Respond respond) {
   a.set_slots(slots_to_bytes(send));
   respond(PeerStatus::kOk, a.SerializeAsString(), {});
   if (send.any()) hand_off(q.from(), send, true);
+}
+
+// Recovery. A node given slots with no copy of their state here (the owner died while a
+// join or a leave was moving its replicas, so the table's replica holds nothing) answers their
+// policies' fail mode for cluster-empty-grace; meanwhile it asks every member it can reach,
+// leaving ones too, whether it holds a copy: spares (a replica's copy that a newer table
+// stopped keeping, a hand-off's sender's) live for a minute after they stop being kept.
+namespace {
+constexpr auto kProbeDeadline = std::chrono::milliseconds(1000);
+}  // namespace
+
+void Cluster::recover(const SlotBits& slots) {
+  recover_want_ |= slots;
+  if (recover_out_ == 0 && fetching_.empty()) recovery_round();
+}
+
+void Cluster::recovery_round() {
+  recovering_ = recover_want_ & lost_;
+  recover_want_.reset();
+  offers_.clear();
+  if (recovering_.none()) return;
+  const SlotTable& t = agreement_->table();
+  wire::CopyBack q;
+  q.set_from(cfg_.node_id);
+  q.set_epoch(t.epoch());
+  q.set_slots(slots_to_bytes(recovering_));
+  q.set_probe(true);
+  q.set_recover(true);
+  const std::string body = q.SerializeAsString();
+  for (const auto& [id, m] : membership_->others()) {
+    if (!m.live() && m.state != MemberState::kLeft) continue;
+    auto k = known_.find(id);
+    if (k == known_.end()) continue;
+    ++recover_out_;
+    peer(k->second.addr)
+        .call(kPeerCopyBack, body, kProbeDeadline, [this, id = id](PeerStatus st, std::string b) {
+          wire::CopyBack a;
+          Offer o;
+          if (st == PeerStatus::kOk && a.ParseFromString(b) && slots_from_bytes(a.slots(), o.any) &&
+              (a.whole().empty() || slots_from_bytes(a.whole(), o.whole))) {
+            o.any &= recovering_;
+            o.whole &= o.any;
+            if (o.any.any()) offers_[id] = o;
+          }
+          if (--recover_out_ == 0) recovery_chosen();
+        });
+  }
+  if (recover_out_ == 0) recovery_chosen();
+}
+
+void Cluster::recovery_chosen() {
+  SlotBits want = recovering_ & lost_;  // (the grace may have ended, the table moved them)
+  recovering_.reset();
+  // A whole copy, where one is left (its owner's replica until it died: the freshest), is
+  // installed as it is, from one member (by id: `offers_` is ordered).
+  std::map<std::string, SlotBits> install;
+  for (const auto& [id, o] : offers_) {
+    const SlotBits take = want & o.whole;
+    if (take.any()) install[id] |= take;
+    want &= ~take;
+  }
+  // Else every copy left — this node's own, spares, replicas' copies not whole — is merged
+  // into this node's (actors/merge.hpp: what any of them admitted stays admitted) before
+  // the slots are served. Which copy is the freshest, nobody can tell.
+  SlotBits found = want & replicator_->any_copy();
+  std::map<std::string, SlotBits> merge;
+  for (const auto& [id, o] : offers_) {
+    const SlotBits take = want & o.any;
+    if (take.any()) merge[id] = take;
+    found |= take;
+  }
+  offers_.clear();
+  const SlotTable& t = agreement_->table();
+  auto ask = [&](const std::string& id, const SlotBits& slots, bool merged) {
+    auto k = known_.find(id);
+    if (k == known_.end()) return false;
+    spdlog::info("{} holds {} copy of {} slots that have none here: asking for it", id,
+                 merged ? "a partial" : "a whole", slots.count());
+    wire::CopyBack q;
+    q.set_from(cfg_.node_id);
+    q.set_epoch(t.epoch());
+    q.set_slots(slots_to_bytes(slots));
+    q.set_recover(true);
+    peer(k->second.addr)
+        .call(kPeerCopyBack, q.SerializeAsString(), kProbeDeadline,
+              [this, id, merged](PeerStatus st, std::string) {
+                if (st != PeerStatus::kOk && merged && fetching_.erase(id) && fetching_.empty()) {
+                  gathered();  // (it will not come)
+                }
+              });
+    return true;
+  };
+  for (const auto& [id, slots] : install) ask(id, slots, false);
+  merging_ |= found;
+  for (const auto& [id, slots] : merge) {
+    if (ask(id, slots, true)) fetching_[id] = slots;
+  }
+  want &= ~found;
+  if (want.any()) {
+    spdlog::warn("no member holds a copy of {} slots given to this node", want.count());
+  }
+  if (fetching_.empty()) {
+    gathered();
+  } else {
+    constexpr int64_t kGatherNs = 3'000'000'000;
+    gather_until_ns_ = now_ns() + kGatherNs;
+  }
+}
+
+void Cluster::gathered() {
+  fetching_.clear();
+  const SlotBits serve = merging_ & lost_;
+  merging_.reset();
+  if (serve.any()) serve_own_copy(serve);
+  if (recover_want_.any() && recover_out_ == 0) recovery_round();
+}
+
+// Slots with no whole copy anywhere, served from what this node gathered of them: its own
+// partial copy (a replica's whose owner changed before it was made whole again, a spare)
+// merged with every other member's.
+void Cluster::serve_own_copy(const SlotBits& slots) {
+  const SlotBits now = slots & lost_;
+  if (now.none()) return;
+  lost_ &= ~now;
+  for (auto& g : grace_) g.slots &= ~now;
+  grace_.erase(
+      std::remove_if(grace_.begin(), grace_.end(), [](const Grace& g) { return g.slots.none(); }),
+      grace_.end());
+  counters_.slots_promoted.fetch_add(now.count(), std::memory_order_relaxed);
+  spdlog::info("serving {} slots from the copies gathered of them (no whole copy anywhere)",
+               now.count());
+  auto job = std::make_shared<InstallJob>();  // (no clear: the copy here is what it serves)
+  job->slots = now;
+  pool_.install(job, {});
+  dirty_ = true;
+}
+
+// Spares: each owner is asked, at most twice a second (every 20 ms while leaving), whether it holds
+// the slots and its replicas hold them whole; those it does are let go. A leaving node asks about
+// every copy it still holds (its leave is done when none is left).
+void Cluster::check_spares(int64_t now) {
+  // A leaving node asks often: its exit waits on the answers (a healthy leave's new owners'
+  // replicas are whole within a few replication rounds).
+  constexpr int64_t kAskEveryNs = 500'000'000;
+  constexpr int64_t kAskLeavingNs = 20'000'000;
+  if (holds_out_ > 0 || now - holds_asked_ns_ < (leaving_ ? kAskLeavingNs : kAskEveryNs)) return;
+  SlotBits mine = replicator_->spares();
+  if (leaving_) mine |= replicator_->any_copy();
+  mine &= ~keeper_.held();
+  held_elsewhere_ &= mine;
+  if (mine.none()) return;
+  holds_asked_ns_ = now;
+  const SlotTable& t = agreement_->table();
+  std::map<uint16_t, SlotBits> by_owner;
+  for (uint32_t s = mine._Find_first(); s < kSlotCount; s = mine._Find_next(s)) {
+    const uint16_t o = t.owner(s);
+    if (o != kNoOwner && t.members()[o] != cfg_.node_id) by_owner[o].set(s);
+  }
+  for (const auto& [o, slots] : by_owner) {
+    const std::string& id = t.members()[o];
+    auto k = known_.find(id);
+    if (k == known_.end() || !live(id)) continue;
+    wire::CopyBack q;
+    q.set_from(cfg_.node_id);
+    q.set_epoch(t.epoch());
+    q.set_slots(slots_to_bytes(slots));
+    ++holds_out_;
+    peer(k->second.addr)
+        .call(kPeerHolds, q.SerializeAsString(), kProbeDeadline,
+              [this, asked = slots, addr = k->second.addr](PeerStatus st, std::string b) {
+                --holds_out_;
+                wire::CopyBack a;
+                SlotBits held, whole;
+                if (st != PeerStatus::kOk || !a.ParseFromString(b) ||
+                    !slots_from_bytes(a.slots(), held) || !slots_from_bytes(a.whole(), whole)) {
+                  return;
+                }
+                // (an owner that let them go to a newer table: that table says who has them)
+                agreement_->heard_table(addr, a.epoch(), a.planner());
+                held &= asked;
+                whole &= held;
+                held_elsewhere_ = (held_elsewhere_ & ~asked) | held;
+                if (whole.any()) replicator_->release_spares(whole);
+              });
+  }
+}
+
+void Cluster::on_holds(std::string body, PeerServer::Respond respond) {
+  wire::CopyBack q;
+  SlotBits asked;
+  if (!q.ParseFromString(body) || !slots_from_bytes(q.slots(), asked)) {
+    return respond(PeerStatus::kError, {}, "malformed holds");
+  }
+  const SlotBits held = asked & keeper_.held() & ~lost_;
+  wire::CopyBack a;
+  a.set_from(cfg_.node_id);
+  a.set_epoch(agreement_->table().epoch());
+  a.set_planner(agreement_->table().planner());
+  a.set_slots(slots_to_bytes(held));
+  a.set_whole(slots_to_bytes(held & replicator_->whole_everywhere()));
+  respond(PeerStatus::kOk, a.SerializeAsString(), {});
 }
 
 }  // namespace fg

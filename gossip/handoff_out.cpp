@@ -18,6 +18,9 @@ void Cluster::hand_off(const std::string& to, const SlotBits& slots, bool copy) 
   auto job = std::make_shared<ExtractJob>();
   job->slots = slots;
   job->remove = !copy;
+  // The sender keeps a spare copy until the receiver holds the slots whole on its replicas
+  // too (Replicator::add_spares): should it die first, that copy is what is left.
+  job->keep = !copy;
   auto o = std::make_shared<Outgoing>(io_);
   o->to = to;
   o->slots = slots;
@@ -57,6 +60,7 @@ void Cluster::send_handoff(std::shared_ptr<Outgoing> o) {
     h.set_slots(slots_to_bytes(o->slots));
     h.set_state(encode_state(parts[i]));
     if (o->fresh.any()) h.set_fresh(slots_to_bytes(o->fresh));
+    h.set_copy(o->copy);
     o->chunks.push_back(h.SerializeAsString());
   }
   outgoing_.push_back(o);
@@ -70,6 +74,11 @@ void Cluster::send_chunk(std::shared_ptr<Outgoing> o) {
       !membership_->others().at(o->to).live()) {
     return reclaim(o);
   }
+  // A newer table without the receiver: the others found it dead (a leaving node, which
+  // no longer hears who died, learns it so).
+  if (agreement_->table().epoch() > o->epoch && agreement_->table().index_of(o->to) < 0) {
+    return reclaim(o, true);
+  }
   peer(it->second.addr)
       .call(kPeerHandoff, o->chunks[o->next], std::chrono::milliseconds(cfg_.handoff_timeout_ms),
             [this, o](PeerStatus st, std::string) {
@@ -78,6 +87,7 @@ void Cluster::send_chunk(std::shared_ptr<Outgoing> o) {
                 counters_.handoffs_sent.fetch_add(1, std::memory_order_relaxed);
                 counters_.keys_sent.fetch_add(o->entries.size(), std::memory_order_relaxed);
                 spdlog::info("handed {} slots to {}", o->slots.count(), o->to);
+                if (!o->copy) replicator_->add_spares(o->slots & ~keeper_.held());
                 outgoing_.erase(std::remove(outgoing_.begin(), outgoing_.end(), o),
                                 outgoing_.end());
                 return;
@@ -91,7 +101,7 @@ void Cluster::send_chunk(std::shared_ptr<Outgoing> o) {
 
 // The receiver is gone: take the state back and keep it until a newer table says where
 // it goes (never serve it here unless that table gives it to us).
-void Cluster::reclaim(std::shared_ptr<Outgoing> o) {
+void Cluster::reclaim(std::shared_ptr<Outgoing> o, bool removed) {
   if (o->copy) {  // (the replica's own copy stayed where it was)
     outgoing_.erase(std::remove(outgoing_.begin(), outgoing_.end(), o), outgoing_.end());
     return;
@@ -100,7 +110,7 @@ void Cluster::reclaim(std::shared_ptr<Outgoing> o) {
                o->slots.count());
   outgoing_.erase(std::remove(outgoing_.begin(), outgoing_.end(), o), outgoing_.end());
   auto job = std::make_shared<InstallJob>();
-  const uint64_t hold_until = agreement_->table().epoch() + 1;
+  const uint64_t hold_until = agreement_->table().epoch() + (removed ? 0 : 1);
   if (reclaimed_epoch_ != agreement_->table().epoch()) reclaimed_.clear();
   reclaimed_epoch_ = agreement_->table().epoch();
   reclaimed_[o->to] |= o->slots;

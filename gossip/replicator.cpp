@@ -20,11 +20,12 @@ constexpr int64_t kCopyRetryMs = 500;
 int64_t Replicator::now_us() const { return cfg_.clock->now_ns() / 1000; }
 
 Replicator::Replicator(ReplicatorConfig cfg, ShardPool& pool, asio::io_context& io,
-                       const SlotBits& held, Send send, Live live)
+                       const SlotBits& held, const SlotBits& unserved, Send send, Live live)
     : cfg_(std::move(cfg)),
       pool_(pool),
       io_(io),
       held_(held),
+      unserved_(unserved),
       send_(std::move(send)),
       live_(std::move(live)),
       timer_(io) {
@@ -46,14 +47,15 @@ void Replicator::arm() {
     // Replicas that lack a whole copy of some slots get one. When none lacked one last
     // time, none does until a copy is lost or the slots move: only then look again (a look
     // reads every slot's bits for each replica).
+    const SlotBits serving = served();
     if (whole_dirty_ || counters_.copies_pending.load(std::memory_order_relaxed) > 0 ||
-        std::memcmp(&held_, &held_seen_, sizeof held_) != 0) {  // (bitset's == goes word by word)
+        std::memcmp(&serving, &held_seen_, sizeof serving) != 0) {  // (== goes word by word)
       whole_dirty_ = false;
-      held_seen_ = held_;
+      held_seen_ = serving;
       const int64_t now = now_ms();
       uint64_t pending = 0;
       for (auto& [id, d] : dests_) {
-        const SlotBits missing = d.replicated & held_ & ~d.synced;
+        const SlotBits missing = d.replicated & serving & ~d.synced;
         if (missing.none()) continue;
         pending += missing.count();
         if (now < d.retry_at_ms || !live_(id)) continue;
@@ -62,6 +64,7 @@ void Replicator::arm() {
       }
       counters_.copies_pending.store(pending, std::memory_order_relaxed);
     }
+    if (!spare_batches_.empty()) expire_spares();
     if (complete_changed_) {  // (a count of 16384 bits: only when they changed)
       counters_.whole_copies_held.store(complete_.count(), std::memory_order_relaxed);
       complete_changed_ = false;
@@ -404,17 +407,59 @@ void Replicator::on_table(const SlotTable& before, const SlotTable& after) {
   }
   complete_ &= keep;
   complete_changed_ = true;
-  SlotBits drop = copies_ & ~keep & ~held_;
-  if (self_index_ >= 0) {
-    for (uint32_t s = 0; s < kSlotCount; ++s)
-      if (drop.test(s) && after.owner(s) == self_index_) drop.reset(s);  // ours now
-  }
+  // Copies no longer kept become spares: should their owner die before its new replicas
+  // hold the slots whole, they may be all that is left (a crash during a join or a leave).
+  const SlotBits drop = copies_ & ~keep & ~served();
   copies_ &= keep;
-  if (drop.any()) {
-    auto job = std::make_shared<ReplicaJob>();  // installs nothing: only clears
-    job->clear = drop;
-    pool_.keep_copy(job, {}, {});
+  // Spares kept again are a replica's copy again (not whole: the owner's whole copy will
+  // replace it — unless the owner died first, when it is what is left).
+  copies_ |= spare_ & keep;
+  spare_ &= ~keep;
+  if (drop.any()) add_spares(drop);
+}
+
+void Replicator::add_spares(const SlotBits& slots) {
+  const SlotBits fresh = slots & ~served();
+  if (fresh.none()) return;
+  spare_ |= fresh;
+  spare_batches_.push_back({fresh, cfg_.clock->now_ns() + kSpareNs});
+}
+
+void Replicator::release_spares(const SlotBits& slots) {
+  const SlotBits gone = slots & spare_;
+  if (gone.none()) return;
+  spare_ &= ~gone;
+  if (self_index_ < 0) copies_ &= ~gone;  // (leaving: an owner's late update kept it too)
+  for (auto& b : spare_batches_) b.slots &= ~gone;
+  const SlotBits clear = gone & ~copies_ & ~served();
+  if (clear.none()) return;
+  auto job = std::make_shared<ReplicaJob>();  // installs nothing: only clears
+  job->clear = clear;
+  pool_.keep_copy(job, {}, {});
+}
+
+void Replicator::expire_spares() {
+  spare_ &= ~served();  // (served here now: promoted, no longer a spare)
+  if (spares_kept_) return;
+  const int64_t now = cfg_.clock->now_ns();
+  SlotBits due;
+  for (auto it = spare_batches_.begin(); it != spare_batches_.end();) {
+    if (now >= it->until_ns || it->slots.none()) {
+      due |= it->slots;
+      it = spare_batches_.erase(it);
+    } else {
+      ++it;
+    }
   }
+  // (a slot made a spare again since is in a later batch: it stays)
+  for (const auto& b : spare_batches_) due &= ~b.slots;
+  if (due.any()) release_spares(due);
+}
+
+SlotBits Replicator::whole_everywhere() const {
+  SlotBits out = served();
+  for (const auto& [id, d] : dests_) out &= ~(d.replicated & ~d.synced);
+  return out;
 }
 
 void Replicator::fence() {
@@ -422,6 +467,8 @@ void Replicator::fence() {
   complete_.reset();
   complete_changed_ = true;
   copies_.reset();
+  spare_.reset();
+  spare_batches_.clear();
 }
 
 }  // namespace fg

@@ -64,9 +64,11 @@ class Replicator {
                                   std::chrono::milliseconds deadline, PeerCallback cb)>;
   using Live = std::function<bool(const std::string& node_id)>;
 
-  // `held`: the slots whose state this node holds as owner (SlotKeeper::held).
+  // `held`: the slots whose state this node holds as owner (SlotKeeper::held); `unserved`:
+  // of those, the ones with no state here yet (their grace period: Cluster's lost slots) —
+  // never copied to a replica, whose copy may be all that is left of them.
   Replicator(ReplicatorConfig cfg, ShardPool& pool, asio::io_context& io, const SlotBits& held,
-             Send send, Live live);
+             const SlotBits& unserved, Send send, Live live);
 
   void start();
   // replication-lag changed at runtime (CONFIG SET): the next round waits this long. On
@@ -91,6 +93,22 @@ class Replicator {
 
   // Slots held here as a whole copy of their owner's state.
   const SlotBits& complete() const { return complete_; }
+  // Spares: copies held here that no table asks this node to keep any more — a replica's
+  // copy of slots a new table gave other replicas, the copy a hand-off's sender keeps of the
+  // slots it handed over. Until their owner says it holds them and every one of its replicas
+  // holds a whole copy (Cluster asks it: release_spares), or for kSpareNs, they are what
+  // is left of those slots should the owner die first (Cluster's recovery asks every member).
+  // A leaving node keeps them until they are released (keep_spares).
+  static constexpr int64_t kSpareNs = 60'000'000'000;
+  void add_spares(const SlotBits& slots);
+  void release_spares(const SlotBits& slots);
+  void keep_spares() { spares_kept_ = true; }
+  const SlotBits& spares() const { return spare_; }
+  // Every copy held here of slots this node does not serve: kept, or spare.
+  SlotBits any_copy() const { return (copies_ | spare_) & ~served(); }
+  // Owner side: of the slots held here, those every replica (of this node's table) holds a
+  // whole copy of, updated to the last round.
+  SlotBits whole_everywhere() const;
   const ReplicationCounters& counters() const { return counters_; }
 
  private:
@@ -121,6 +139,8 @@ class Replicator {
   ShardPool& pool_;
   asio::io_context& io_;
   const SlotBits& held_;
+  const SlotBits& unserved_;
+  SlotBits served() const { return held_ & ~unserved_; }
   // Whether a replica may lack a whole copy it lacked not at the last look (arm()).
   bool whole_dirty_ = true;
   SlotBits held_seen_;  // held_ at the last look (what it found lacking: copies_pending)
@@ -132,6 +152,14 @@ class Replicator {
   std::map<std::string, Dest> dests_;
   SlotBits complete_;  // replica side
   SlotBits copies_;    // replica side: slots whose copy may be held here
+  SlotBits spare_;     // spares (above), and when each batch of them goes
+  struct SpareBatch {
+    SlotBits slots;
+    int64_t until_ns;
+  };
+  std::vector<SpareBatch> spare_batches_;
+  bool spares_kept_ = false;
+  void expire_spares();
   bool collecting_ = false;
   bool again_ = false;
   Waiters next_waiters_;  // wait for the next round that collects changes

@@ -116,19 +116,23 @@ void TableAgreement::on_message(const std::string& from, int kind, std::string_v
   }
 }
 
+void TableAgreement::ask_table(const std::string& addr) {
+  wire::Envelope env;
+  env.set_version(1);
+  env.set_kind(wire::Envelope::TABLE_REQ);
+  env.set_from(m_.self().id);
+  env.set_from_addr(m_.self().addr);
+  env.set_to_addr(addr);
+  std::string bytes;
+  env.SerializeToString(&bytes);
+  m_.transport().send(addr, bytes);
+}
+
 void TableAgreement::tick(int64_t now) {
   now_ns_ = now;
   // Fetch a newer table someone advertised.
   if (want_epoch_ > 0 && now - asked_ns_ >= kRefetchNs) {
-    wire::Envelope env;
-    env.set_version(1);
-    env.set_kind(wire::Envelope::TABLE_REQ);
-    env.set_from(m_.self().id);
-    env.set_from_addr(m_.self().addr);
-    env.set_to_addr(want_from_);
-    std::string bytes;
-    env.SerializeToString(&bytes);
-    m_.transport().send(want_from_, bytes);
+    ask_table(want_from_);
     asked_ns_ = now;
   }
   // Plan, if we are the coordinator and the live set has settled on something new.

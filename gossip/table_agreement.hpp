@@ -35,6 +35,14 @@ class TableAgreement {
   void propose(SlotTable t);
   // Copies of each slot's state the tables this node plans keep (owner included).
   void set_replicas(size_t r) { replicas_ = r; }
+  // A peer's answer named the table it holds (bus address `from`): fetched if newer, as an
+  // advert is. (A leaving node hears no gossip adverts: the others stopped telling it.)
+  void heard_table(const std::string& from, uint64_t epoch, const std::string& planner) {
+    on_advert(from, epoch, planner);
+  }
+  // Asks the member at `addr` for its table (adopted if newer): a leaving node, which hears
+  // no adverts, keeps up with the tables that decide where what it holds goes.
+  void ask_table(const std::string& addr);
 
  private:
   void adopt(SlotTable t);

@@ -69,6 +69,9 @@ std::string AdminHttp::not_ready() const {
   if (health_) {
     if (std::string why = health_(); !why.empty()) return why;
   }
+  if (cluster_) {  // (a leaving node says how far its leave is, and what it waits for)
+    if (std::string why = cluster_->leave_status(); !why.empty()) return why;
+  }
   return node_not_ready(svc_);
 }
 

@@ -177,14 +177,24 @@ int main(int argc, char** argv) {
   while (!node.stop_requested()) signal_io.run_for(std::chrono::milliseconds(50));
   // A node whose shard is stuck (a C call no budget can stop) could never finish stopping:
   // past the deadline, or at a second signal, the process ends at once.
-  std::thread([] {
+  // A leaving node that holds the only reachable copy of some slots is not stuck: it waits
+  // for a member to take them, as long as that takes (a second signal ends it anyway).
+  std::thread([&node] {
     std::this_thread::sleep_for(std::chrono::seconds(kStopDeadlineS));
+    while (node.leave_last_copies() > 0) std::this_thread::sleep_for(std::chrono::seconds(1));
     spdlog::error("still stopping after {} s: exiting now", kStopDeadlineS);
     std::_Exit(1);
   }).detach();
-  signals.async_wait([](const asio::error_code& ec, int sig) {
+  signals.async_wait([&node](const asio::error_code& ec, int sig) {
     if (ec) return;
-    spdlog::error("signal {} received while stopping: exiting now", sig);
+    if (const size_t last = node.leave_last_copies(); last > 0) {
+      spdlog::error(
+          "signal {} received while leaving: exiting now; the only reachable copy of {} slots "
+          "goes with this process (a node that saves has them in the file it saved at the stop)",
+          sig, last);
+    } else {
+      spdlog::error("signal {} received while stopping: exiting now", sig);
+    }
     std::_Exit(1);
   });
   std::thread second([&signal_io] { signal_io.run(); });

@@ -851,9 +851,13 @@ void Node::stop() {
   };
   if (cluster_ && started_ && !run_.polled && !halted_) {
     final_save();
-    // Hand this node's slots (and their state) to the others before going.
-    const bool clean = cluster_->leave(std::chrono::milliseconds(3000));
-    if (!clean) spdlog::warn("left the cluster before every slot's state was handed over");
+    // Hand this node's slots (and their state) to the others before going, and stay until
+    // they hold it with as many copies as before (Cluster::leave: at most 30 s, but never
+    // while the only copy of a slot is here — a second signal ends the process then).
+    const bool clean = cluster_->leave(std::chrono::hours(24 * 365));
+    if (!clean) {
+      spdlog::warn("left the cluster with some slots on fewer copies than the cluster keeps");
+    }
   }
   if (renew_timer_) renew_timer_->cancel();
   if (trim_timer_) trim_timer_->cancel();
@@ -889,6 +893,10 @@ void Node::begin_leave() {
 bool Node::left() {
   bool clean = true;
   return !cluster_ || stopped_ || cluster_->left(clean);
+}
+
+size_t Node::leave_last_copies() const {
+  return cluster_ && !halted_ ? cluster_->leave_last_copies() : 0;
 }
 
 void Node::adopt_client(

@@ -85,7 +85,7 @@ class Node {
   bool stop_requested() const { return stopping_.load(); }
   void request_stop(bool save = true);
   // Saves (unless SHUTDOWN NOSAVE), hands this node's slots to the others (a cluster
-  // member, at most 3 s), closes every port and stops the shards. Idempotent.
+  // member: Cluster::leave), closes every port and stops the shards. Idempotent.
   void stop();
   // A crash, as far as one process can have one: the node stops at once, saving nothing
   // and handing nothing over (the simulator's kill -9). Idempotent, as stop().
@@ -98,6 +98,9 @@ class Node {
   size_t poll(bool (*has_ready)(asio::io_context&) = nullptr);
   void begin_leave();
   bool left();
+  // Any thread: while leaving, the slots whose only reachable copy is here (stop() waits
+  // for a member to hold them).
+  size_t leave_last_copies() const;
 
   // Serves a client connection on a stream of the caller's making, as the RESP door (or
   // the native door) serves one it accepted: the simulator's in-memory clients.
