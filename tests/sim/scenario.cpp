@@ -64,12 +64,20 @@ constexpr int64_t kSettleNs = 3 * kS;  // after a fault has healed and the clust
 constexpr int64_t kDetectBoundNs = 3 * kS;
 // Two nodes: nobody confirms the survivor's suspicion, which runs its longest (4 s).
 constexpr int64_t kDetectPairBoundNs = 5 * kS;
+// Two crashes within one detection window: each is suspected while the other still counts
+// among those who could confirm it, so fewer confirmations come than the timeout expects
+// (Membership::suspicion_timeout) — at most suspicion_max (4 s).
+constexpr int64_t kDetectTwoBoundNs = 4 * kS;
 constexpr int64_t kConvergeBoundNs = 30 * kS;
 constexpr int64_t kFormTimeoutNs = 60 * kS;
 
-const char* const kFaultNames[] = {"kill",    "pause", "partition", "minority", "oneway",
-                                   "loss",    "delay", "clock",     "join",     "leave",
-                                   "restart", "disk",  "rolling",   "bounce",   "reboot"};
+// clang-format off
+const char* const kFaultNames[] = {
+    "kill",        "pause",     "partition", "minority",        "oneway",       "loss",
+    "delay",       "clock",     "join",      "leave",           "restart",      "disk",
+    "rolling",     "bounce",    "reboot",    "overlap",         "kill+leave",   "kill+join",
+    "leave+leave", "kill+kill", "partition+leave", "restart+kill"};
+// clang-format on
 
 const char* name_of(Fault f) { return kFaultNames[static_cast<int>(f)]; }
 
@@ -164,6 +172,9 @@ struct Span {
   // reboot: the whole cluster went down at start; what it may lose is what came after the
   // earliest of the nodes' last good saves (world time).
   int64_t saved_at = -1;
+  // Two faults at once: the instants of further crashes inside this one (each may lose what
+  // its victim admitted in the last Δ before it, as the first).
+  std::vector<int64_t> more_crashes;
   // From when what a fault may lose was admitted: the last Δ before it, or since the last
   // save when every copy went down; and until when: the fault, or — after a reboot — until
   // the restored state has been merged back (a second after the cluster formed again:
@@ -185,7 +196,8 @@ class Run {
   Run(uint64_t seed, const Options& opt)
       : seed_(seed), opt_(opt), world_(seed, opt.nodes, opt.load != Load::kBasic) {
     world_.set_verbose(opt.verbose);
-    world_.set_config([hot = opt.load == Load::kHot](NodeConfig& c) {
+    world_.set_config([hot = opt.load == Load::kHot, replicas = opt.replicas](NodeConfig& c) {
+      c.cluster_replicas = replicas;
       // (only the hot load slices: the others' keys stay below any threshold anyway, and
       // their seeds replay as they did)
       c.slice_threshold = hot ? kSliceThreshold : 0;
@@ -247,6 +259,13 @@ class Run {
   void read_resp(int c, size_t op, size_t replies, std::shared_ptr<MemoryClient> conn, int64_t t0);
   void close_connection(int c);
   void inject(Fault f, int64_t dur_ns);
+  // Two faults at once (Fault::kOverlap and the pairs): the first now, the second inside
+  // its detection or hand-off window.
+  void overlap(Fault f, size_t span, int owner, int64_t dur_ns);
+  Fault draw_overlap(size_t up);
+  int replica_of(int owner);  // the next live node in id order (the table's ring)
+  // Starts node i again once it is down (a leave still under way ends first).
+  void start_when_down(int i);
   void cut_between(const std::vector<int>& a, const std::vector<int>& b, bool both_ways);
   void heal(size_t span);
   void watch_detection(int victim, int64_t since);
@@ -277,6 +296,9 @@ class Run {
   std::vector<std::string> failures_;
   std::ostringstream figures_;
   int64_t detect_worst_ = -1;
+  std::vector<std::pair<int64_t, int>> crashed_at_;  // (when, node): every crash watched
+  int64_t leave_worst_ = -1;                         // the longest graceful leave, begin to left()
+  std::set<int> leaving_;                            // nodes between begin_leave() and their end
   uint64_t next_conn_ = 1;
   int64_t twin_disagreed_ = 0;  // shadow answers unlike their enforcing twin's
   // The gateway door's rules (one file, read at setup) and a translator per node's process.
@@ -1010,13 +1032,20 @@ void Run::cut_between(const std::vector<int>& a, const std::vector<int>& b, bool
 
 void Run::watch_detection(int victim, int64_t since) {
   const std::string id = world_.node(victim).id;
-  const int64_t bound =
+  if (world_.now() == since) crashed_at_.emplace_back(since, victim);
+  int64_t bound =
       up_nodes().size() + world_.node(victim).up() <= 2 ? kDetectPairBoundNs : kDetectBoundNs;
+  for (const auto& [t, other] : crashed_at_) {
+    if (other != victim && t > since - kDetectBoundNs && t < since + kDetectBoundNs) {
+      bound = std::max(bound, kDetectTwoBoundNs);
+    }
+  }
   world_.at(world_.now() + 10 * kMs, [this, victim, since, id, bound] {
     if (world_.node(victim).up() && !world_.node(victim).paused) return;  // back before seen
     bool all = true;
     for (int i : up_nodes()) {
-      if (i == victim || world_.node(i).paused) continue;
+      // (a node leaving has said goodbye: the others no longer tell it who died)
+      if (i == victim || world_.node(i).paused || leaving_.count(i)) continue;
       const auto st = world_.state_seen(i, id);
       all = all && (!st || *st == MemberState::kDead || *st == MemberState::kLeft);
     }
@@ -1125,19 +1154,27 @@ void Run::roll(size_t span, std::vector<int> order, size_t k) {
   });
 }
 
-// SIGTERM: the node leaves (hands its slots over), then its process ends — at once if the
-// leave is not done in 3 s — and `then` runs.
+// SIGTERM: the node leaves (hands its slots over, and stays until they are held elsewhere:
+// Cluster::leave), then its process ends and `then` runs. A leave not done in 60 s fails the
+// seed (the node would refuse to exit: the operator forces it, which the bounds do not cover).
 void Run::stop_gracefully(int victim, std::function<void()> then) {
   world_.node(victim).node->begin_leave();
-  const int64_t give_up = world_.now() + 3 * kS;
+  leaving_.insert(victim);
+  const int64_t began = world_.now();
+  const int64_t give_up = began + 60 * kS;
   auto poll = std::make_shared<std::function<void()>>();
-  *poll = [this, victim, give_up, poll, then = std::move(then)] {
+  *poll = [this, victim, began, give_up, poll, then = std::move(then)] {
     SimNode& v = world_.node(victim);
     if (v.up() && !v.node->left() && world_.now() < give_up) {
       world_.at(world_.now() + 10 * kMs, *poll);
       return;
     }
+    if (v.up()) {
+      check(world_.now() < give_up, "the leave of " + v.id + " not done in 60 s");
+      leave_worst_ = std::max(leave_worst_, world_.now() - began);
+    }
     world_.crash(victim);  // (its slots are handed over: nothing is left to save)
+    leaving_.erase(victim);
     if (then) then();
     *poll = nullptr;
   };
@@ -1303,6 +1340,15 @@ void Run::inject(Fault f, int64_t dur_ns) {
       heal(span);
       break;
     }
+    case Fault::kOverlap:
+    case Fault::kKillLeave:
+    case Fault::kKillJoin:
+    case Fault::kLeaveLeave:
+    case Fault::kKillKill:
+    case Fault::kPartitionLeave:
+    case Fault::kRestartKill:
+      overlap(f == Fault::kOverlap ? draw_overlap(up.size()) : f, span, owner, dur_ns);
+      break;
     case Fault::kLeave: {
       // A graceful leave; the node comes back (under its id) when the fault ends, so the
       // cluster stays within the stated 3-5 nodes for what follows.
@@ -1315,12 +1361,159 @@ void Run::inject(Fault f, int64_t dur_ns) {
       const int victim = up[world_.rng()() % up.size()];
       s.label += " " + world_.node(victim).id;
       stop_gracefully(victim, nullptr);
-      later([this, victim] { world_.start(victim); });
+      later([this, victim] { start_when_down(victim); });
       break;
     }
   }
   hist_.note("fault " + s.label);
   if (opt_.verbose) spdlog::warn("SIM fault {}", s.label);
+}
+
+void Run::start_when_down(int i) {
+  if (!world_.node(i).up()) return world_.start(i);
+  world_.at(world_.now() + 50 * kMs, [this, i] { start_when_down(i); });
+}
+
+int Run::replica_of(int owner) {
+  std::vector<std::pair<std::string, int>> ids;
+  for (int i : up_nodes()) ids.push_back({world_.node(i).id, i});
+  std::sort(ids.begin(), ids.end());
+  for (size_t k = 0; k < ids.size(); ++k) {
+    if (ids[k].second == owner) return ids[(k + 1) % ids.size()].second;
+  }
+  return owner;
+}
+
+// The pairs this cluster can meet within its stated bounds: a majority of the table left
+// alive, and no more crashes than copies less one (gossip/DESIGN-NOTES.md, "Two faults").
+Fault Run::draw_overlap(size_t up) {
+  std::vector<Fault> can = {Fault::kKillJoin};
+  if (up >= 3) can.push_back(Fault::kLeaveLeave);
+  if (up >= 4) {
+    can.push_back(Fault::kKillLeave);
+    can.push_back(Fault::kPartitionLeave);
+  }
+  if (up >= 5) can.push_back(Fault::kRestartKill);
+  if (up >= 5 && opt_.replicas >= 3) can.push_back(Fault::kKillKill);
+  return can[world_.rng()() % can.size()];
+}
+
+void Run::overlap(Fault f, size_t span, int owner, int64_t dur_ns) {
+  Span& s = spans_[span];
+  s.label = name_of(f);
+  const int replica = replica_of(owner);
+  const int64_t gap = uniform(world_.rng(), 50, 1500) * kMs;
+  const std::string gap_text = " +" + std::to_string(gap / kMs) + "ms ";
+  // What comes back when the fault ends, and the healing after it.
+  auto back_at_end = [this, span, dur_ns](std::vector<int> nodes) {
+    world_.at(world_.now() + dur_ns, [this, span, nodes] {
+      for (int i : nodes) start_when_down(i);
+      heal(span);
+    });
+  };
+  auto kill = [this](int victim, bool wipe) {
+    world_.crash(victim);
+    if (wipe) world_.wipe_disk(victim);
+    watch_detection(victim, world_.now());
+  };
+  switch (f) {
+    case Fault::kKillLeave: {
+      // Either the owner dies and its replica — the last copy — leaves, or the replica dies
+      // and the owner leaves, its leave table handing the slot to the dead one.
+      const bool owner_dies = world_.rng()() % 2 == 0;
+      const int dies = owner_dies ? owner : replica, leaves = owner_dies ? replica : owner;
+      s.owner_lost = true;
+      s.label += " " + world_.node(dies).id + gap_text + world_.node(leaves).id;
+      kill(dies, true);
+      world_.at(world_.now() + gap, [this, leaves] {
+        if (world_.node(leaves).up()) stop_gracefully(leaves, nullptr);
+      });
+      back_at_end({dies, leaves});
+      break;
+    }
+    case Fault::kKillJoin: {
+      // The new node named to sort right after the owner: in the join's table it is the
+      // owner's replica (the old replica's copy no longer kept), and the failover after it
+      // gives it the owner's slots — their copy is elsewhere.
+      s.owner_lost = true;
+      s.label += " " + world_.node(owner).id + gap_text;
+      kill(owner, true);
+      const int n = world_.add_node(world_.node(owner).id + "j" + std::to_string(world_.size()));
+      s.label += world_.node(n).id;
+      world_.at(world_.now() + gap, [this, n] { world_.start(n); });
+      back_at_end({owner});
+      break;
+    }
+    case Fault::kLeaveLeave: {
+      s.label += " " + world_.node(owner).id + gap_text + world_.node(replica).id;
+      stop_gracefully(owner, nullptr);
+      world_.at(world_.now() + gap, [this, replica] {
+        if (world_.node(replica).up()) stop_gracefully(replica, nullptr);
+      });
+      back_at_end({owner, replica});
+      break;
+    }
+    case Fault::kKillKill: {
+      s.owner_lost = true;
+      s.label += " " + world_.node(owner).id + gap_text + world_.node(replica).id;
+      kill(owner, true);
+      world_.at(world_.now() + gap, [this, span, replica, kill] {
+        if (!world_.node(replica).up()) return;
+        spans_[span].more_crashes.push_back(world_.now());
+        kill(replica, true);
+      });
+      back_at_end({owner, replica});
+      break;
+    }
+    case Fault::kRestartKill: {
+      // The second victim: with two copies one not holding the hot slot's (the bound is one
+      // crash per slot), with three its replica.
+      int other = replica;
+      if (opt_.replicas < 3) {
+        std::vector<int> rest;
+        for (int i : up_nodes())
+          if (i != owner && i != replica && replica_of(i) != owner) rest.push_back(i);
+        other = rest.empty() ? -1 : rest[world_.rng()() % rest.size()];
+      }
+      s.owner_lost = true;
+      s.label +=
+          " " + world_.node(owner).id + gap_text + (other >= 0 ? world_.node(other).id : "-");
+      kill(owner, false);  // (back with what it saved)
+      if (other >= 0) {
+        world_.at(world_.now() + gap, [this, span, other, kill] {
+          if (!world_.node(other).up()) return;
+          spans_[span].more_crashes.push_back(world_.now());
+          kill(other, true);
+        });
+        back_at_end({owner, other});
+      } else {
+        back_at_end({owner});
+      }
+      break;
+    }
+    case Fault::kPartitionLeave: {
+      // The owner apart (a minority of one); a node of the majority, not the owner's
+      // replica, leaves while the others decide the owner is gone.
+      std::vector<int> rest;
+      for (int i : up_nodes())
+        if (i != owner) rest.push_back(i);
+      std::vector<int> leavers;
+      for (int i : rest)
+        if (i != replica) leavers.push_back(i);
+      const int leaves = leavers[world_.rng()() % leavers.size()];
+      s.split_copies = true;
+      s.label += " " + world_.node(owner).id + " |" + gap_text + world_.node(leaves).id;
+      cut_between({owner}, rest, true);
+      watch_cut_off(span, {owner}, rest);
+      world_.at(world_.now() + gap, [this, leaves] {
+        if (world_.node(leaves).up()) stop_gracefully(leaves, nullptr);
+      });
+      back_at_end({leaves});
+      break;
+    }
+    default:
+      break;
+  }
 }
 
 bool Run::read_counter(const Client& c, int64_t& count, int64_t& start, int64_t& end) {
@@ -1700,8 +1893,10 @@ Verdict Run::go() {
     l.all = l.over(load_start, end);
     for (const Span& s : spans_) {
       if (!s.owner_lost) continue;
-      const int64_t bound =
-          possible_admissions(ops, l.kind, s.loss_from(), s.loss_to()) + l.loss_extra;
+      int64_t bound = possible_admissions(ops, l.kind, s.loss_from(), s.loss_to()) + l.loss_extra;
+      for (int64_t t : s.more_crashes) {
+        bound += possible_admissions(ops, l.kind, t - kLagNs - kSlackNs, t) + l.loss_extra;
+      }
       const int64_t back = (s.converged >= 0 ? s.converged : end) + kSettleNs;
       const int64_t over = l.over(s.start - kWindowNs, back);
       check(over <= bound, std::string(l.name) + " over-admission across " + s.label + ": " +
@@ -1777,6 +1972,10 @@ Verdict Run::go() {
       const int64_t t0 = s.loss_from();
       k.bound += possible_admissions(ops, k.kind, t0, s.loss_to());
       if (k.kind == 'v') k.bound += possible_admissions(ops, 'k', t0, s.loss_to());
+      for (int64_t t : s.more_crashes) {
+        k.bound += possible_admissions(ops, k.kind, t - kLagNs - kSlackNs, t);
+        if (k.kind == 'v') k.bound += possible_admissions(ops, 'k', t - kLagNs - kSlackNs, t);
+      }
     }
     k.loss = std::max<int64_t>(0, lower - k.count);
     check(k.count <= upper, "counter " + name + " " + std::to_string(k.count) +
@@ -1875,6 +2074,7 @@ Verdict Run::go() {
   line << "  leases";
   for (const Leases& l : leases) line << " " << l.acquire << ":" << l.most << "/" << kLeaseLimit;
   if (detect_worst_ >= 0) line << "  detect " << detect_worst_ / kMs << "ms";
+  if (leave_worst_ >= 0) line << "  leave " << leave_worst_ / kMs << "ms";
   if (opt_.load == Load::kDoors) line << "  pubsub " << pubsub.delivered << "/" << pubsub.expected;
   line << hot_figures_;
   line << "  digest " << digest;
@@ -1891,6 +2091,7 @@ Verdict Run::go() {
 Options::Options() {
   for (int i = 0; i <= static_cast<int>(Fault::kRestart); ++i)
     faults.push_back(static_cast<Fault>(i));
+  faults.push_back(Fault::kOverlap);
 }
 
 std::string fault_names() {

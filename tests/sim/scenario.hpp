@@ -23,7 +23,17 @@ enum class Fault {
   kDisk,
   kRolling,  // every node in turn: a graceful stop, back with its disk (a Kubernetes rollout)
   kBounce,   // the owner killed and started again at once, before anyone declares it dead
-  kReboot    // every node killed at once (a power cut), all started again from their disks
+  kReboot,   // every node killed at once (a power cut), all started again from their disks
+  // Two faults at once: the second 50-1500 ms after the first, inside its detection or
+  // hand-off window (a deploy during an incident). `overlap` draws one of the pairs below that
+  // the cluster's size and copies allow (among the defaults); each can be named alone.
+  kOverlap,
+  kKillLeave,       // the hot slot's owner or its replica killed, the other leaves
+  kKillJoin,        // the owner killed, a new node joins
+  kLeaveLeave,      // the owner and its replica leave
+  kKillKill,        // the owner and its replica killed (three copies: --replicas 3)
+  kPartitionLeave,  // the owner cut off from the rest, a node of the rest leaves
+  kRestartKill      // the owner's process killed (back with its disk), then another node killed
 };
 
 // The client load: kBasic is the first one (the hot sliding log, two counters, a holder's
@@ -43,9 +53,10 @@ struct Options {
   int nodes = 3;
   Load load = Load::kFull;
   int seconds = 20;           // of load (virtual), faults included
+  int replicas = 2;           // copies of each slot the nodes keep (cluster-replicas)
   std::vector<Fault> faults;  // drawn from; empty: none
   bool verbose = false;       // the nodes' log, each line with its node and virtual time
-  Options();                  // every fault kind up to kRestart
+  Options();                  // every fault kind up to kRestart, and overlap
 };
 
 struct Verdict {

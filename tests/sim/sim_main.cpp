@@ -21,13 +21,15 @@ void usage(FILE* to) {
   std::fprintf(
       to,
       "usage: floodgate-sim --seed S [--nodes N] [--seconds T] [--faults LIST] [--load L]\n"
-      "                     [--verbose]\n"
+      "                     [--replicas R] [--verbose]\n"
       "       floodgate-sim --seeds A..B [--nodes N] [--seconds T] [--faults LIST] [--load L]\n"
+      "                     [--replicas R]\n"
       "       floodgate-sim --scale N1,N2,... [--seeds A..B] [--keys K] [--rate R]\n"
       "           (how upkeep grows with the cluster's size: a line of figures per size and seed,\n"
       "           tests/sim/scale/README.md)\n"
-      "faults: %s (default: kill to restart; disk, rolling, bounce and reboot only when\n"
-      "        named, so seeds found before them replay; 'none' for none)\n"
+      "faults: %s (default: kill to restart, and overlap; disk, rolling, bounce, reboot and\n"
+      "        the pairs overlap draws from only when named; 'none' for none)\n"
+      "replicas: copies of each slot the nodes keep (default 2; kill+kill wants 3)\n"
       "load: full (default: every limiter kind, reservations, data commands, leases with a\n"
       "      holder, without one and BOUND), doors (full, and clients speaking RESP to the\n"
       "      nodes: MULTI/EXEC, EVAL and pub/sub over the connection shell) or basic (the sliding "
@@ -72,6 +74,8 @@ int main(int argc, char** argv) {
       have_seed = sweep = true;
     } else if (a == "--nodes" && value(v) && parse_u64(v, n) && n >= 2 && n <= 9) {
       opt.nodes = static_cast<int>(n);
+    } else if (a == "--replicas" && value(v) && parse_u64(v, n) && n >= 1 && n <= 5) {
+      opt.replicas = static_cast<int>(n);
     } else if (a == "--seconds" && value(v) && parse_u64(v, n) && n >= 5 && n <= 3600) {
       opt.seconds = static_cast<int>(n);
     } else if (a == "--faults" && value(v)) {

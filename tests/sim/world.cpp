@@ -154,10 +154,10 @@ int64_t World::now() const { return virtual_time::now_ns() - start_ns_; }
 
 int64_t World::wall_at(int64_t t) const { return kEpochNs + start_ns_ + t; }
 
-int World::add_node() {
+int World::add_node(const std::string& id) {
   auto n = std::make_unique<SimNode>();
   n->index = static_cast<int>(nodes_.size());
-  n->id = "n" + std::to_string(n->index);
+  n->id = id.empty() ? "n" + std::to_string(n->index) : id;
   n->port = 7000 + n->index;
   n->bus = 17000 + n->index;
   n->clock = std::make_unique<SimClock>(kEpochNs);

@@ -67,7 +67,9 @@ class World {
   std::mt19937_64& rng() { return rng_; }
   size_t size() const { return nodes_.size(); }
   SimNode& node(size_t i) { return *nodes_[i]; }
-  int add_node();  // one more (not started)
+  // One more (not started), named `id` (default: n<its index>): a name chosen to sort right
+  // after another's puts the new node next to it on the table's ring.
+  int add_node(const std::string& id = "");
   void start(size_t i);
   void crash(size_t i);      // kill -9
   void wipe_disk(size_t i);  // its saved state gone (a machine replaced)
