@@ -27,6 +27,23 @@ class Resp:
         self.sock.sendall(b"".join(out))
         return self._reply()
 
+    def pipeline(self, commands):
+        """Send every command, then read every reply: a list of replies or RespError values."""
+        out = []
+        for args in commands:
+            out.append(b"*%d\r\n" % len(args))
+            for a in args:
+                b = a if isinstance(a, bytes) else str(a).encode()
+                out.append(b"$%d\r\n%s\r\n" % (len(b), b))
+        self.sock.sendall(b"".join(out))
+        replies = []
+        for _ in commands:
+            try:
+                replies.append(self._reply())
+            except RespError as e:
+                replies.append(e)
+        return replies
+
     def _line(self):
         while True:
             i = self.buf.find(b"\r\n")

@@ -64,6 +64,7 @@ class Run:
         self.load_started = None
         self.firewall = None  # set by scenarios that use one; healed whatever happens
         self.counter_reads = []
+        self.written = {}
 
     # ------------------------------------------------------------------ lifecycle
 
@@ -135,12 +136,13 @@ class Run:
                            None if t is None else "%.1fs" % t, "%ds" % timeout_s)
         return t
 
-    def watch_detection(self, victim, t_kill):
-        """Polls every other node until each reports `victim` as not alive."""
+    def watch_detection(self, victim, t_kill, exclude=()):
+        """Polls every other node until each reports `victim` as not alive (`exclude`: nodes
+        leaving meanwhile, which the others stop telling who died)."""
         seen = {}
 
         def poll():
-            observers = [n for n in self.cluster.live() if n is not victim]
+            observers = [n for n in self.cluster.live() if n is not victim and n not in exclude]
             while time.monotonic() - self.hist.t0 - t_kill < 8 and len(seen) < len(observers):
                 for o in observers:
                     if o.id in seen:
@@ -243,6 +245,55 @@ class Run:
             except (OSError, ConnectionError, RespError):
                 continue
         return None
+
+    def write_keys(self, count, batch=200):
+        """SET `count` keys spread over every slot, through one node (which forwards to the
+        owners); each acknowledged key and its value is remembered for check_keys."""
+        self.written = {}
+        node = self.cluster.live()[0]
+        r = node.resp(timeout_s=10)
+        try:
+            for lo in range(0, count, batch):
+                keys = ["%s:w:%d" % (self.tag, i) for i in range(lo, min(count, lo + batch))]
+                replies = r.pipeline([("SET", k, "v%d" % i) for i, k in enumerate(keys, lo)])
+                for i, (k, rep) in enumerate(zip(keys, replies), lo):
+                    if rep == "OK":
+                        self.written[k] = "v%d" % i
+        finally:
+            r.close()
+        self.verdict.figure("keys_written", len(self.written))
+
+    def check_keys(self, batch=200):
+        """Every key write_keys had acknowledged reads back with its value (no acknowledged
+        write lost), read through each live node in turn."""
+        keys = sorted(self.written)
+        lost, unread = [], 0
+        live = self.cluster.live()
+        for b, lo in enumerate(range(0, len(keys), batch)):
+            part = keys[lo:lo + batch]
+            replies = None
+            for k in range(len(live)):
+                try:
+                    r = live[(b + k) % len(live)].resp(timeout_s=10)
+                    try:
+                        replies = r.pipeline([("GET", key) for key in part])
+                    finally:
+                        r.close()
+                    if not any(isinstance(x, RespError) for x in replies):
+                        break
+                except (OSError, ConnectionError):
+                    replies = None
+            if replies is None:
+                unread += len(part)
+                continue
+            for key, rep in zip(part, replies):
+                if isinstance(rep, RespError):
+                    unread += 1
+                elif rep != self.written[key]:
+                    lost.append(key)
+        self.verdict.figure("keys_lost", len(lost))
+        self.verdict.check("every acknowledged SET reads back", not lost and not unread,
+                           len(lost), 0, "%d unreadable; lost e.g. %s" % (unread, lost[:3]))
 
     def check_serving(self):
         """After healing: every live node answers a limiter command with a definite answer."""
