@@ -246,6 +246,11 @@ void Cluster::tick() {
   if (!reclaimed_.empty() && !down) hand_again();
   if (!down) check_spares(now);
   if (!fetching_.empty() && now >= gather_until_ns_) gathered();
+  if (recover_retry_.any() && now >= recover_retry_at_ns_) {
+    const SlotBits again = recover_retry_;
+    recover_retry_.reset();
+    recover(again);
+  }
   if (leaving_) note_leave(now);
   if (dirty_) publish();
   if (restoring_ && !down) push_restored(now);

@@ -352,8 +352,16 @@ class Cluster {
   SlotBits recovering_;
   int recover_out_ = 0;
   struct Offer {
-    SlotBits any, whole;
+    SlotBits any, whole, sending;
   };
+  // Slots some member holds the owner's state of (CopyBack.sending): asked again until it
+  // arrives by hand-off, for at most kSendingWaitNs from the first such answer; then what
+  // the copies hold is served as for any slot without a whole copy.
+  static constexpr int64_t kSendingWaitNs = 3'000'000'000;
+  SlotBits recover_retry_;
+  int64_t recover_retry_at_ns_ = 0;
+  int64_t sending_since_ns_ = 0;
+  SlotBits state_here() const;  // slots whose owner's state is here (held, or on its way out)
   std::map<std::string, Offer> offers_;
   // Slots with no whole copy anywhere, whose every holder's copy is being merged into this
   // node's before it serves them; the holders whose copies are still awaited, and until when.

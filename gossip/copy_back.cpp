@@ -94,6 +94,9 @@ void Cluster::on_copy_back(std::string body, PeerServer::Respond respond) {
     a.set_epoch(t.epoch());
     a.set_slots(slots_to_bytes(offer));
     a.set_whole(slots_to_bytes(offer & replicator_->complete()));
+    if (const SlotBits sending = asked & state_here(); sending.any()) {
+      a.set_sending(slots_to_bytes(sending));
+    }
     respond(PeerStatus::kOk, a.SerializeAsString(), {});
     if (!q.probe() && offer.any()) {
       spdlog::info("sending {} a copy of {} slots it has no other copy of", q.from(),
@@ -157,10 +160,12 @@ void Cluster::recovery_round() {
           wire::CopyBack a;
           Offer o;
           if (st == PeerStatus::kOk && a.ParseFromString(b) && slots_from_bytes(a.slots(), o.any) &&
-              (a.whole().empty() || slots_from_bytes(a.whole(), o.whole))) {
+              (a.whole().empty() || slots_from_bytes(a.whole(), o.whole)) &&
+              (a.sending().empty() || slots_from_bytes(a.sending(), o.sending))) {
             o.any &= recovering_;
             o.whole &= o.any;
-            if (o.any.any()) offers_[id] = o;
+            o.sending &= recovering_;
+            if (o.any.any() || o.sending.any()) offers_[id] = o;
           }
           if (--recover_out_ == 0) recovery_chosen();
         });
@@ -171,6 +176,24 @@ void Cluster::recovery_round() {
 void Cluster::recovery_chosen() {
   SlotBits want = recovering_ & lost_;  // (the grace may have ended, the table moved them)
   recovering_.reset();
+  // The owner's state itself, held by a member that has not handed it over yet (a leaving
+  // node whose receiver died, a node still on an older table): it comes by hand-off, and
+  // any copy is older. Asked again shortly, for a bounded time.
+  SlotBits sending;
+  for (const auto& [id, o] : offers_) sending |= want & o.sending;
+  const int64_t now = now_ns();
+  if (sending.none()) {
+    sending_since_ns_ = 0;
+  } else {
+    if (sending_since_ns_ == 0) sending_since_ns_ = now;
+    if (now - sending_since_ns_ < kSendingWaitNs) {
+      spdlog::info("{} slots given to this node are on their way from their previous owner",
+                   sending.count());
+      want &= ~sending;
+      recover_retry_ |= sending;
+      recover_retry_at_ns_ = now + 200'000'000;
+    }
+  }
   // A whole copy, where one is left (its owner's replica until it died: the freshest), is
   // installed as it is, from one member (by id: `offers_` is ordered).
   std::map<std::string, SlotBits> install;
@@ -233,6 +256,13 @@ void Cluster::gathered() {
   merging_.reset();
   if (serve.any()) serve_own_copy(serve);
   if (recover_want_.any() && recover_out_ == 0) recovery_round();
+}
+
+SlotBits Cluster::state_here() const {
+  SlotBits here = keeper_.held() & ~lost_;
+  for (const auto& o : outgoing_)
+    if (!o->copy) here |= o->slots;
+  return here;
 }
 
 // Slots with no whole copy anywhere, served from what this node gathered of them: its own

@@ -28,6 +28,7 @@ void Cluster::hand_off(const std::string& to, const SlotBits& slots, bool copy) 
   o->id = next_handoff_++;
   o->copy = copy;
   if (!copy) o->fresh = slots & fresh_slots(now_ns());
+  outgoing_.push_back(o);  // (its slots' state is on its way out from now: state_here)
   ++extracting_;
   job->done = [this, o](ExtractJob& j) {
     for (auto& part : j.per_shard)
@@ -63,7 +64,6 @@ void Cluster::send_handoff(std::shared_ptr<Outgoing> o) {
     h.set_copy(o->copy);
     o->chunks.push_back(h.SerializeAsString());
   }
-  outgoing_.push_back(o);
   spdlog::info("handing {} slots ({} keys) to {}", o->slots.count(), o->entries.size(), o->to);
   send_chunk(o);
 }
