@@ -1284,12 +1284,10 @@ void Run::inject(Fault f, int64_t dur_ns) {
     case Fault::kMinority: {
       std::vector<int> a = {owner};
       if (f == Fault::kMinority && !others.empty()) {
-        // The owner and its replica (the next member in id order; R = 2): one side holds
-        // every copy of the hot key's slot.
-        std::vector<int> ids = up;
-        std::sort(ids.begin(), ids.end());
-        const int replica =
-            ids[(std::find(ids.begin(), ids.end(), owner) - ids.begin() + 1) % ids.size()];
+        // The owner and its replica (the next member in id order, not in the world's: a
+        // joiner's id sorts beside the node it joined for; R = 2): one side holds every
+        // copy of the hot key's slot.
+        const int replica = replica_of(owner);
         others.erase(std::find(others.begin(), others.end(), replica));
         others.insert(others.begin(), replica);
       }
