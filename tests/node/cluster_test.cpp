@@ -679,6 +679,38 @@ TEST(Cluster, AGracefulLeaveHandsItsStateToTheOthers) {
   }
 }
 
+// A leave never lowers the number of copies: with both other members stopped (SIGSTOP: alive
+// to the kernel, silent to the cluster) nobody can take what the leaving node holds, so it
+// does not exit; /readyz says why, and a second SIGTERM ends it anyway (exit code 1).
+TEST(Cluster, ALeaveHoldingTheLastCopyWaitsUntilForced) {
+  TestCluster cl(3);
+  ASSERT_TRUE(cl.formed(3));
+  ASSERT_TRUE(cl.replicated());
+  {
+    Client c(cl.node(0).port());
+    for (int i = 0; i < 20; ++i) c.cmd({"SET", "last:" + std::to_string(i), "v"}, 0);
+    read_replies(c, 20);
+  }
+  kill(cl.node(1).pid(), SIGSTOP);
+  kill(cl.node(2).pid(), SIGSTOP);
+  kill(cl.node(0).pid(), SIGTERM);
+  std::string why;
+  for (int i = 0; i < 100 && why.find("only reachable copy") == std::string::npos; ++i) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+    const HttpReply r = http_get(cl.node(0).admin_port(), "/readyz");
+    why = std::to_string(r.status) + " " + r.body;
+  }
+  EXPECT_NE(why.find("503"), std::string::npos) << why;
+  EXPECT_NE(why.find("leaving: the only reachable copy of"), std::string::npos) << why;
+  std::this_thread::sleep_for(std::chrono::seconds(2));
+  EXPECT_TRUE(cl.node(0).alive()) << "a node holding the last copy of slots exited on its own";
+  kill(cl.node(0).pid(), SIGTERM);  // the second signal: forced
+  const int status = cl.node(0).wait_exit(5000);
+  EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 1) << status;
+  kill(cl.node(1).pid(), SIGCONT);
+  kill(cl.node(2).pid(), SIGCONT);
+}
+
 // A whole cluster killed at once (kill -9, every node) and started again from its dirs keeps
 // every count up to its last save: each node's snapshot goes to whichever node owns each slot
 // now — here every node comes back with another node's directory, so the slots' new owners
