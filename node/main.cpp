@@ -12,6 +12,8 @@
 #include <string_view>
 #include <thread>
 
+#include "build_info.hpp"
+
 #include "command_table.hpp"
 #include "config.hpp"
 #include "node.hpp"
@@ -51,7 +53,8 @@ int main(int argc, char** argv) {
     return 2;
   }
   CLI::App app{"floodgate: a rate-limiter node that speaks the Redis protocol (RESP)"};
-  app.set_version_flag("--version", std::string("floodgate ") + FLOODGATE_VERSION);
+  app.set_version_flag("--version", std::string("floodgate ") + FLOODGATE_VERSION +
+                                        " (commit " FLOODGATE_COMMIT ")");
   std::string unused_file;
   app.add_option("--config", unused_file, "YAML config file (settings and named policies)");
   app.add_option("--check-config", unused_file,

@@ -19,6 +19,7 @@
 #include "errors.hpp"
 #include "floodgate/client.hpp"
 #include "limit_spec.hpp"
+#include "build_info.hpp"
 #include "top.hpp"
 
 namespace {
@@ -247,7 +248,8 @@ int bench(floodgate::Client::Options copt, const BenchOptions& b) {
 
 int main(int argc, char** argv) {
   CLI::App app{"floodgate-cli: talk to a Floodgate cluster over the native protocol"};
-  app.set_version_flag("--version", std::string("floodgate-cli ") + FLOODGATE_VERSION);
+  app.set_version_flag("--version", std::string("floodgate-cli ") + FLOODGATE_VERSION +
+                                        " (commit " FLOODGATE_COMMIT ")");
   app.require_subcommand(1);
   floodgate::Client::Options copt;
   std::string seeds = "127.0.0.1:7380";
