@@ -20,7 +20,7 @@ struct Node {
       : id(id),
         pool(sys, cluster_pool(), clock),
         rep(
-            config(id, lag_ms, clock), pool, io, held,
+            config(id, lag_ms, clock), pool, io, held, unserved,
             [this, &net, &io](const std::string& to, std::string body, std::chrono::milliseconds,
                               PeerCallback cb) {
               // The in-memory link: delivered in order on the shared io_context, unless
@@ -77,6 +77,7 @@ struct Node {
 
   std::string id;
   SlotBits held;
+  SlotBits unserved;  // (slots in their grace period: none here)
   bool dead = false;
   bool cut = false;  // its link fails, though membership still holds it live
   ShardPool pool;
