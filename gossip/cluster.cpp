@@ -244,7 +244,9 @@ void Cluster::tick() {
   }
   if (!grace_.empty() && !down) grace_tick(now);
   if (!reclaimed_.empty() && !down) hand_again();
-  if (!down) check_spares(now);
+  // (a leaving node asks even while it stands down: it serves nothing either way, and its
+  // exit waits on the answers)
+  if (!down || leaving_) check_spares(now);
   if (!fetching_.empty() && now >= gather_until_ns_) gathered();
   if (recover_retry_.any() && now >= recover_retry_at_ns_) {
     const SlotBits again = recover_retry_;

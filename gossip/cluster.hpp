@@ -58,7 +58,8 @@ struct LeaveProgress {
   // Slots whose only reachable copy is here: still held, on their way out, or a copy their
   // owner does not hold (it died before it got them; the next table's owner will ask).
   size_t last_copy = 0;
-  size_t fewer_copies = 0;  // held by their owner, not yet whole on all of its replicas
+  size_t fewer_copies = 0;   // held by their owner, not yet whole on all of its replicas
+  bool nobody_left = false;  // no other member alive: every one is leaving, left or dead
   int64_t waited_ms = 0;
 };
 
@@ -334,6 +335,7 @@ class Cluster {
   bool leaving_ = false;
   bool lost_on_leave_ = false;  // a hand-off failed while leaving (its state came back here)
   int64_t leave_started_ns_ = 0;
+  std::chrono::steady_clock::time_point leave_started_steady_;
   bool leave_alone_ = false;
   std::atomic<size_t> last_copies_{0};
   int64_t leave_logged_ns_ = 0;

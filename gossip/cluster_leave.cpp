@@ -13,6 +13,7 @@ void Cluster::start_leave() {
   if (leaving_) return;
   leaving_ = true;
   leave_started_ns_ = now_ns();
+  leave_started_steady_ = std::chrono::steady_clock::now();
   leave_logged_ns_ = leave_started_ns_;
   replicator_->keep_spares();  // (every copy here is one until its owner holds it whole)
   const SlotTable& t = agreement_->table();
@@ -31,21 +32,32 @@ LeaveProgress Cluster::leave_progress() const {
   LeaveProgress p;
   p.leaving = leaving_;
   if (!leaving_) return p;
-  p.waited_ms = (now_ns() - leave_started_ns_) / 1'000'000;
+  // (the node's clock, or the machine's when that one stands still: a node given a clock
+  // it does not move must still leave)
+  const auto steady = std::chrono::steady_clock::now() - leave_started_steady_;
+  p.waited_ms =
+      std::max<int64_t>((now_ns() - leave_started_ns_) / 1'000'000,
+                        std::chrono::duration_cast<std::chrono::milliseconds>(steady).count());
   SlotBits here = keeper_.held();
   for (const auto& o : outgoing_)
     if (!o->copy) here |= o->slots;
   const SlotBits copies = (replicator_->spares() | replicator_->any_copy()) & ~here;
   p.last_copy = here.count() + (copies & ~held_elsewhere_).count();
   p.fewer_copies = (copies & held_elsewhere_).count();
-  p.done = leave_alone_ ||
+  // Every other member leaving too, or gone (the whole cluster stopped at once): nobody can
+  // take anything, and waiting would hold every one of them forever. What this node held
+  // is in the file it saved before leaving, if it saves.
+  bool anyone = false;
+  for (const auto& [id, m] : membership_->others()) anyone = anyone || m.live();
+  p.nobody_left = !anyone;
+  p.done = leave_alone_ || p.nobody_left ||
            (p.last_copy == 0 && p.fewer_copies == 0 && extracting_ == 0 && outgoing_.empty());
   return p;
 }
 
 bool Cluster::left(bool& clean) const {
   const LeaveProgress p = leave_progress();
-  clean = p.done && !lost_on_leave_;
+  clean = p.done && !lost_on_leave_ && !(p.nobody_left && p.last_copy > 0);
   if (p.done) return true;
   // Past the wait, what is held elsewhere may go with fewer copies; a last copy never.
   return p.waited_ms * 1'000'000 >= kLeaveWaitNs && p.last_copy == 0 && extracting_ == 0 &&
@@ -56,7 +68,9 @@ bool Cluster::left(bool& clean) const {
 void Cluster::note_leave(int64_t now) {
   const LeaveProgress p = leave_progress();
   std::string status;
-  if (p.done) {
+  if (p.done && p.nobody_left && !leave_alone_) {
+    status = "leaving: every other member is leaving or gone; nobody can take this node's state";
+  } else if (p.done) {
     status = "leaving: every slot's state is held elsewhere";
   } else if (p.last_copy > 0) {
     status = "leaving: the only reachable copy of " + std::to_string(p.last_copy) +

@@ -285,15 +285,14 @@ void Cluster::serve_own_copy(const SlotBits& slots) {
   dirty_ = true;
 }
 
-// Spares: each owner is asked, at most twice a second (every 20 ms while leaving), whether it holds
-// the slots and its replicas hold them whole; those it does are let go. A leaving node asks about
-// every copy it still holds (its leave is done when none is left).
+// Spares: each owner is asked, at most twice a second, whether it holds the slots and its
+// replicas hold them whole; those it does are let go. A leaving node asks about every copy it
+// still holds (its leave is done when none is left), each tick its last answers are in: its
+// exit waits on them (a healthy leave's new owners' replicas are whole within a few
+// replication rounds), and a tick's pace does not depend on the node's clock moving.
 void Cluster::check_spares(int64_t now) {
-  // A leaving node asks often: its exit waits on the answers (a healthy leave's new owners'
-  // replicas are whole within a few replication rounds).
   constexpr int64_t kAskEveryNs = 500'000'000;
-  constexpr int64_t kAskLeavingNs = 20'000'000;
-  if (holds_out_ > 0 || now - holds_asked_ns_ < (leaving_ ? kAskLeavingNs : kAskEveryNs)) return;
+  if (holds_out_ > 0 || (!leaving_ && now - holds_asked_ns_ < kAskEveryNs)) return;
   SlotBits mine = replicator_->spares();
   if (leaving_) mine |= replicator_->any_copy();
   mine &= ~keeper_.held();

@@ -207,6 +207,13 @@ void Membership::leave(int64_t now_ns) {
   for (const Member* m : random_live(static_cast<size_t>(cfg_.indirect_checks) + 2, "")) {
     send(wire::Envelope::PING, m->addr, ++seq_, m->id, m->addr, false);
   }
+  // Members leaving too hear it from us: nobody gossips to a leaving node, and one that
+  // waits for a member to take its state must learn that this one never will (a whole
+  // cluster stopped at once).
+  for (const auto& [id, m] : members_) {
+    if (m.state == MemberState::kLeft)
+      send(wire::Envelope::PING, m.addr, ++seq_, m.id, m.addr, false);
+  }
 }
 
 std::vector<const Member*> Membership::random_live(size_t k, const std::string& except) {

@@ -290,7 +290,13 @@ bool Replicator::accepts(const std::string& from, uint64_t epoch, uint32_t slot)
   const uint16_t o = table_.owner(slot);
   if (o != kNoOwner && static_cast<int>(o) == self_index_) return false;  // served here
   if (epoch > table_.epoch()) return true;  // our table is behind: trust the newer one
-  return o != kNoOwner && table_.owner_id(slot) == from;
+  if (o == kNoOwner || table_.owner_id(slot) != from) return false;
+  // Only a copy our table asks us to keep: a whole copy begun under an older table, which
+  // arrives after ours stopped making us a replica (a leaving node's), would stay a copy
+  // nobody keeps — never a spare, never released.
+  for (uint16_t r : table_.holders_of(o))
+    if (static_cast<int>(r) == self_index_) return true;
+  return false;
 }
 
 void Replicator::on_update(std::string body, PeerServer::Respond respond) {
