@@ -13,7 +13,6 @@
 #include <thread>
 
 #include "build_info.hpp"
-
 #include "command_table.hpp"
 #include "config.hpp"
 #include "node.hpp"

@@ -15,11 +15,11 @@
 #include <sstream>
 #include <thread>
 
+#include "build_info.hpp"
 #include "calendar.hpp"
 #include "errors.hpp"
 #include "floodgate/client.hpp"
 #include "limit_spec.hpp"
-#include "build_info.hpp"
 #include "top.hpp"
 
 namespace {
