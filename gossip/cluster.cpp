@@ -319,14 +319,20 @@ void Cluster::on_table(const SlotTable& before, const SlotTable& after) {
   }
 }
 
-void Cluster::end_grace(const SlotBits& slots, const char* why) {
+SlotBits Cluster::out_of_grace(const SlotBits& slots) {
   const SlotBits now = slots & lost_;
-  if (now.none()) return;
+  if (now.none()) return now;
   lost_ &= ~now;
   for (auto& g : grace_) g.slots &= ~now;
   grace_.erase(
       std::remove_if(grace_.begin(), grace_.end(), [](const Grace& g) { return g.slots.none(); }),
       grace_.end());
+  return now;
+}
+
+void Cluster::end_grace(const SlotBits& slots, const char* why) {
+  const SlotBits now = out_of_grace(slots);
+  if (now.none()) return;
   counters_.slots_started_empty.fetch_add(now.count(), std::memory_order_relaxed);
   spdlog::info("serving {} slots that had no reachable copy ({})", now.count(), why);
   started_empty(now, now_ns());

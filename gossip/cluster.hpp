@@ -248,6 +248,8 @@ class Cluster {
   void dispatch(uint32_t kind, std::string body, PeerServer::Respond respond);
   bool live(const std::string& id) const;
   void fence(const SlotTable& after);  // fencing.cpp
+  // Slots whose grace ends now (no longer lost): of `slots`, those that were in it.
+  SlotBits out_of_grace(const SlotBits& slots);
   // Starts serving `slots` of lost_ now, from whatever arrives for them (or nothing).
   void end_grace(const SlotBits& slots, const char* why);
   void grace_tick(int64_t now_ns);

@@ -269,13 +269,8 @@ SlotBits Cluster::state_here() const {
 // partial copy (a replica's whose owner changed before it was made whole again, a spare)
 // merged with every other member's.
 void Cluster::serve_own_copy(const SlotBits& slots) {
-  const SlotBits now = slots & lost_;
+  const SlotBits now = out_of_grace(slots);
   if (now.none()) return;
-  lost_ &= ~now;
-  for (auto& g : grace_) g.slots &= ~now;
-  grace_.erase(
-      std::remove_if(grace_.begin(), grace_.end(), [](const Grace& g) { return g.slots.none(); }),
-      grace_.end());
   counters_.slots_promoted.fetch_add(now.count(), std::memory_order_relaxed);
   spdlog::info("serving {} slots from the copies gathered of them (no whole copy anywhere)",
                now.count());
