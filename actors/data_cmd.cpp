@@ -153,6 +153,15 @@ const DataCmdInfo DataCmdTable::rows[] = {
     {DataCmd::kBZMPop, "bzmpop", &Shard::multi_pop, kWritesKeys, counted_together(2)},
     {DataCmd::kRandomKey, "randomkey", &Shard::data_random_key, kReadsKeys,
      every_key(Merge::kPick)},
+    {DataCmd::kXAdd, "xadd", &Shard::data_stream, kGrowsKeys, one_key()},
+    {DataCmd::kXLen, "xlen", &Shard::data_stream, kReadsKeys, one_key()},
+    {DataCmd::kXRange, "xrange", &Shard::data_stream, kReadsKeys, one_key()},
+    {DataCmd::kXRevRange, "xrevrange", &Shard::data_stream, kReadsKeys, one_key()},
+    {DataCmd::kXDel, "xdel", &Shard::data_stream, kWritesKeys, one_key()},
+    {DataCmd::kXTrim, "xtrim", &Shard::data_stream, kWritesKeys, one_key()},
+    {DataCmd::kXSetId, "xsetid", &Shard::data_stream, kWritesKeys, one_key()},
+    {DataCmd::kXRead, "xread", &Shard::stream_read, kReadsKeys, stream_keys()},
+    {DataCmd::kXInfo, "xinfo", &Shard::stream_info, kReadsKeys, one_key()},
 };
 
 }  // namespace fg

@@ -182,8 +182,18 @@ enum class DataCmd : uint8_t {
   kBZMPop,
   // keys
   kRandomKey,
+  // streams (data_stream.cpp)
+  kXAdd,
+  kXLen,
+  kXRange,
+  kXRevRange,
+  kXDel,
+  kXTrim,
+  kXSetId,
+  kXRead,  // (several keys as one op: those after its STREAMS word)
+  kXInfo,  // (its key after its subcommand, as OBJECT's)
 };
-constexpr uint8_t kLastDataCmd = static_cast<uint8_t>(DataCmd::kRandomKey);
+constexpr uint8_t kLastDataCmd = static_cast<uint8_t>(DataCmd::kXInfo);
 
 // How a command with several keys is answered when its keys are split over shards: each
 // part runs the command on one key (with its value, for MSET), and the parts' replies add
@@ -224,6 +234,7 @@ struct DataKeys {
   uint8_t numkeys_at = 0;
   uint8_t lead = 0;
   uint8_t trailing = 0;
+  bool after_streams = false;  // kTogether: the first half of the words after STREAMS (XREAD)
 };
 // One key, the first word (OBJECT's: the second, after its subcommand).
 constexpr DataKeys one_key() { return {}; }
@@ -237,6 +248,8 @@ constexpr DataKeys keys_together(uint8_t keys = 0, uint8_t step = 1) {
 }
 // Not split: every word but the last (BLPOP key ... timeout).
 constexpr DataKeys all_keys_but_last() { return {1, Merge::kTogether, false, 0, 0, 0, 1}; }
+// Not split: the first half of the words after the word STREAMS (XREAD ... STREAMS key ... id ...).
+constexpr DataKeys stream_keys() { return {1, Merge::kTogether, false, 0, 0, 0, 0, true}; }
 // Not split: a count at word `at`, that many keys after it, `lead` keys before it.
 constexpr DataKeys counted_together(uint8_t at, uint8_t lead = 0) {
   return {1, Merge::kTogether, false, 0, at, lead};
@@ -288,6 +301,12 @@ inline KeyWords together_keys(DataCmd c, const std::vector<std::string_view>& a)
   const DataCmdInfo& info = data_cmd_info(c);
   KeyWords k;
   k.step = info.step;
+  if (info.after_streams) {
+    const auto [first, end] = keys_after_streams(a);
+    k.first = first;
+    k.end = end;
+    return k;
+  }
   if (info.numkeys_at > 0) {
     int64_t n = 0;
     k.lead = std::min<size_t>(1u + info.lead, a.size());
@@ -311,12 +330,15 @@ inline size_t script_keys_end(const std::vector<std::string_view>& a) {
   return 3 + static_cast<size_t>(n);
 }
 
+// Whether its key is its third word, after a subcommand (OBJECT ENCODING key, XINFO STREAM key).
+inline bool key_after_subcommand(DataCmd c) { return c == DataCmd::kObject || c == DataCmd::kXInfo; }
+
 // The key a data command is routed by: its first key (a script: its first declared key); for KEYS
 // and SCAN their pattern when it lies in one slot (pattern_in_one_slot), else none (every shard of
 // this node).
 inline std::string_view data_route_key(DataCmd c, const std::vector<std::string_view>& a) {
   if (c == DataCmd::kEval) return script_keys_end(a) > 3 ? a[3] : std::string_view();
-  if (c == DataCmd::kObject)
+  if (key_after_subcommand(c))
     return a.size() > 2 ? a[2] : std::string_view();  // (its subcommand first)
   if (data_cmd_info(c).merge == Merge::kTogether) {
     const KeyWords k = together_keys(c, a);
@@ -341,7 +363,7 @@ void each_data_key(DataCmd c, const std::vector<std::string_view>& a, F&& f) {
   const DataCmdInfo& info = data_cmd_info(c);
   if (c == DataCmd::kEval) {
     for (size_t j = 3; j < script_keys_end(a); ++j) f(j);
-  } else if (c == DataCmd::kObject) {
+  } else if (key_after_subcommand(c)) {
     if (a.size() > 2) f(size_t{2});
   } else if (info.merge == Merge::kTogether) {
     together_keys(c, a).each(f);

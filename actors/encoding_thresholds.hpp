@@ -16,6 +16,9 @@ struct EncodingThresholds {
   std::atomic<int64_t> set_intset{512};    // set-max-intset-entries
   std::atomic<int64_t> list_size{-2};      // list-max-listpack-size
   std::atomic<int64_t> list_depth{0};      // list-compress-depth
+  // Streams' nodes (what an approximate trim removes whole): stream-node-max-entries, -bytes.
+  std::atomic<int64_t> stream_node_entries{100};
+  std::atomic<int64_t> stream_node_bytes{4096};
 };
 
 inline EncodingThresholds& encoding_thresholds() {

@@ -209,6 +209,51 @@ inline std::string unsupported_option(std::string_view opt) {
   return s;
 }
 
+// --- streams (Redis's t_stream.c) ------------------------------------------------------
+inline constexpr char kStreamBadId[] = "ERR Invalid stream ID specified as stream command argument";
+inline constexpr char kStreamIdZero[] = "ERR The ID specified in XADD must be greater than 0-0";
+inline constexpr char kStreamExhausted[] =
+    "ERR The stream has exhausted the last possible ID, unable to add more items";
+inline constexpr char kStreamIdSmall[] =
+    "ERR The ID specified in XADD is equal or smaller than the target stream top item";
+inline constexpr char kStreamTooLarge[] = "ERR Elements are too large to be stored";
+inline constexpr char kStreamMaxlenMinid[] =
+    "ERR syntax error, MAXLEN and MINID options at the same time are not compatible";
+inline constexpr char kStreamMaxlenNegative[] = "ERR The MAXLEN argument must be >= 0.";
+inline constexpr char kStreamLimitNegative[] = "ERR The LIMIT argument must be >= 0.";
+inline constexpr char kStreamLimitWithoutTrim[] =
+    "ERR syntax error, LIMIT cannot be used without specifying a trimming strategy";
+inline constexpr char kStreamTrimNeedsStrategy[] =
+    "ERR syntax error, XTRIM must be called with a trimming strategy";
+inline constexpr char kStreamLimitWithoutApprox[] =
+    "ERR syntax error, LIMIT cannot be used without the special ~ option";
+inline constexpr char kStreamStartInterval[] = "ERR invalid start ID for the interval";
+inline constexpr char kStreamEndInterval[] = "ERR invalid end ID for the interval";
+inline constexpr char kStreamUnbalanced[] =
+    "ERR Unbalanced XREAD list of streams: for each stream key an ID or '$' must be specified.";
+inline constexpr char kStreamGroupOption[] =
+    "ERR The GROUP option is only supported by XREADGROUP. You called XREAD instead.";
+inline constexpr char kStreamNoAckOption[] =
+    "ERR The NOACK option is only supported by XREADGROUP. You called XREAD instead.";
+inline constexpr char kStreamGtId[] =
+    "ERR The > ID can be specified only when calling XREADGROUP using the GROUP <group> "
+    "<consumer> option.";
+inline constexpr char kStreamEntriesAdded[] = "ERR entries_added must be positive";
+inline constexpr char kStreamSetIdMaxDeleted[] =
+    "ERR The ID specified in XSETID is smaller than the provided max_deleted_entry_id";
+inline constexpr char kStreamSetIdSmall[] =
+    "ERR The ID specified in XSETID is smaller than the target stream top item";
+inline constexpr char kStreamSetIdEntries[] =
+    "ERR The entries_added specified in XSETID is smaller than the target stream length";
+inline constexpr char kTimeoutNotInteger[] = "ERR timeout is not an integer or out of range";
+inline std::string block_in_script(std::string_view command) {  // as the script wrote it
+  return "ERR " + std::string(command) + " command is not allowed with BLOCK option from scripts";
+}
+inline std::string no_consumer_group(std::string_view group, std::string_view key) {
+  return "NOGROUP No such consumer group '" + std::string(group) + "' for key name '" +
+         std::string(key) + "'";
+}
+
 // --- transactions (Redis's multi.c) ---------------------------------------------------
 inline constexpr char kMultiNested[] = "ERR MULTI calls can not be nested";
 inline constexpr char kExecWithoutMulti[] = "ERR EXEC without MULTI";

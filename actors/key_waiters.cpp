@@ -43,7 +43,7 @@ bool KeyWaiters::wake(uint64_t ticket) {
   return true;
 }
 
-void KeyWaiters::ready(std::string_view key) {
+void KeyWaiters::ready(std::string_view key, bool all) {
   std::vector<Wake> wakes;
   {
     std::lock_guard<std::mutex> hold(mu_);
@@ -52,7 +52,7 @@ void KeyWaiters::ready(std::string_view key) {
     // The longest-waiting few, who then go to the back of the line: each pop that leaves
     // elements changes the key again and wakes the next ones.
     auto& v = list->second;
-    const size_t n = std::min(v.size(), kWakeAtOnce);
+    const size_t n = all ? v.size() : std::min(v.size(), kWakeAtOnce);
     for (size_t i = 0; i < n; ++i) wakes.push_back(waiters_by_ticket_.at(v[i]).wake);
     std::rotate(v.begin(), v.begin() + static_cast<std::ptrdiff_t>(n), v.end());
   }

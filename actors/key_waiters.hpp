@@ -27,8 +27,9 @@ class KeyWaiters {
   // Wakes one waiter (CLIENT UNBLOCK); false if it is gone.
   bool wake(uint64_t ticket);
   // `key` got elements: its kWakeAtOnce longest waiters are woken (outside the registry's
-  // lock), and go to the back of its line.
-  void ready(std::string_view key);
+  // lock), and go to the back of its line; with `all`, every one (a stream's new entries
+  // are for every reader: nothing is taken).
+  void ready(std::string_view key, bool all = false);
   static constexpr size_t kWakeAtOnce = 2;
   // Whether anyone waits (read on every change of a list or sorted set: one relaxed load).
   bool any() const { return waiters_.load(std::memory_order_relaxed) > 0; }

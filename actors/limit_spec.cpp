@@ -13,7 +13,7 @@ namespace {
 constexpr std::string_view kNames[] = {
     "none",           "token_bucket", "gcra",           "fixed_window", "sliding_log",
     "sliding_window", "concurrency",  "string",         "hash",         "zset",
-    "list",           "set",          "calendar_window"};
+    "list",           "set",          "calendar_window", "stream"};
 }
 
 std::string_view kind_name(Kind k) { return kNames[static_cast<int>(k)]; }
@@ -71,6 +71,7 @@ const char* validate(const LimitSpec& s) {
     case Kind::kZSet:
     case Kind::kList:
     case Kind::kSet:
+    case Kind::kStream:
       break;
   }
   return err::kUnknownKind;

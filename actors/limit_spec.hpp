@@ -25,11 +25,13 @@ enum class Kind : uint8_t {
   kSet = 11,
   // A fixed window from local midnight to the next (day, week, month, year): calendar.hpp.
   kCalendarWindow = 12,
+  // Streams (actors/data_stream.cpp): a data type.
+  kStream = 13,
 };
 inline bool is_limiter(Kind k) {
   return (k != Kind::kNone && k <= Kind::kConcurrency) || k == Kind::kCalendarWindow;
 }
-constexpr Kind kLastKind = Kind::kCalendarWindow;
+constexpr Kind kLastKind = Kind::kStream;
 
 // Upper bounds that keep every intermediate product inside int64 and memory bounded.
 constexpr int64_t kMaxPeriodNs = int64_t{10} * 366 * 24 * 3600 * 1'000'000'000;  // ~10 years

@@ -240,6 +240,9 @@ class Shard {
   void data_sets(ShardOp& op, int64_t now_ns);      // data_set.cpp
   void set_random(ShardOp& op, int64_t now_ns);     // SPOP, SRANDMEMBER (data_set.cpp)
   void set_scan(ShardOp& op, int64_t now_ns);       // SSCAN (data_set.cpp)
+  void data_stream(ShardOp& op, int64_t now_ns);    // XADD XLEN XRANGE ... (data_stream.cpp)
+  void stream_read(ShardOp& op, int64_t now_ns);    // XREAD (data_stream.cpp)
+  void stream_info(ShardOp& op, int64_t now_ns);    // XINFO (data_stream.cpp)
   // Commands over several keys as one op (data_multi.cpp): whether this step holds every
   // key's shard (else -CROSSSLOT's kin, kKeysApart, answered).
   bool holds_keys(ShardOp& op);
@@ -295,9 +298,11 @@ class Shard {
       note_dirty(key);
     }
     if (!watch_.empty()) touch(key);
-    // (a list or sorted set that changed may have what a blocked client waits for)
-    if (waiters_ && waiters_->any() && (e->kind == Kind::kList || e->kind == Kind::kZSet))
-      waiters_->ready(key);
+    // (a list or sorted set that changed may have what a blocked client waits for; a
+    // stream's new entries are for every client reading it)
+    if (waiters_ && waiters_->any() &&
+        (e->kind == Kind::kList || e->kind == Kind::kZSet || e->kind == Kind::kStream))
+      waiters_->ready(key, e->kind == Kind::kStream);
   }
   // After elements were taken from a container: it goes when `empty` (as Redis deletes an
   // emptied key), else it changed.

@@ -18,6 +18,7 @@ const KindRow* const kKindRows[static_cast<size_t>(kLastKind) + 1] = {
     &kListKind,            // kList
     &kSetKind,             // kSet
     &kCalendarWindowKind,  // kCalendarWindow
+    &kStreamKind,          // kStream
 };
 
 bool kind_rows_in_order() {

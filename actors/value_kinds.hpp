@@ -68,5 +68,6 @@ extern const KindRow kHashKind;                                 // data_hash.cpp
 extern const KindRow kZSetKind;                                 // data_zset.cpp
 extern const KindRow kListKind;                                 // data_list.cpp
 extern const KindRow kSetKind;                                  // data_set.cpp
+extern const KindRow kStreamKind;                               // data_stream.cpp
 
 }  // namespace fg

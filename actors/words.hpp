@@ -4,6 +4,7 @@
 #include <cstdint>
 #include <string>
 #include <string_view>
+#include <utility>
 
 #include "glob.hpp"  // (glob patterns: Redis's words too)
 
@@ -24,5 +25,19 @@ bool iequals(std::string_view a, std::string_view b);
 std::string to_hex(std::string_view bytes);
 // 1-16 hex digits, not zero: a lease id or reservation ticket as clients write it.
 bool parse_lease_id(std::string_view s, uint64_t& out);
+
+// XREAD's keys ([first, end) of `words`, its name first): the first half of the words after
+// its first STREAMS word (Redis's keyword key spec); empty when there is none, or when an odd
+// number of words follows it.
+template <class Words>
+std::pair<size_t, size_t> keys_after_streams(const Words& words) {
+  for (size_t i = 1; i < words.size(); ++i) {
+    if (!iequals(words[i], "streams")) continue;
+    const size_t rest = words.size() - i - 1;
+    if (rest == 0 || rest % 2 != 0) return {i + 1, i + 1};
+    return {i + 1, i + 1 + rest / 2};
+  }
+  return {words.size(), words.size()};
+}
 
 }  // namespace fg

@@ -7,6 +7,7 @@
 #include "list_value.hpp"
 #include "set_value.hpp"
 #include "state.pb.h"
+#include "stream_value.hpp"
 #include "zset_value.hpp"
 
 namespace fg {
@@ -83,9 +84,11 @@ bool decode_state(std::string_view bytes, std::vector<EntrySnapshot>& out) {
         (e.zset_members_size() > 0 && s.kind != Kind::kZSet)) {
       return false;
     }
-    if (static_cast<size_t>(e.list_size()) >
-            (s.kind == Kind::kSet ? kMaxSetMembers : kMaxListElements) ||
-        (e.list_size() > 0 && s.kind != Kind::kList && s.kind != Kind::kSet)) {
+    if (static_cast<size_t>(e.list_size()) > (s.kind == Kind::kSet      ? kMaxSetMembers
+                                              : s.kind == Kind::kStream ? kMaxStreamEntries
+                                                                        : kMaxListElements) ||
+        (e.list_size() > 0 && s.kind != Kind::kList && s.kind != Kind::kSet &&
+         s.kind != Kind::kStream)) {
       return false;
     }
     s.list.assign(e.list().begin(), e.list().end());

@@ -339,6 +339,10 @@ AclDenied AclUser::check(int entry, const std::vector<std::string_view>& words, 
     }
     return true;
   };
+  if (c->after_streams) {
+    const auto [first, end] = keys_after_streams(words);
+    if (first < end && !keys_allowed(first, end - 1, 1)) return AclDenied::kKey;
+  }
   // Fixed keys (ZUNIONSTORE's destination too), then counted ones (EVAL's, ZUNIONSTORE's).
   if (c->first_key > 0 &&
       !keys_allowed(static_cast<size_t>(c->first_key),

@@ -71,6 +71,7 @@ struct AclCommand {
   int last_key = 0;
   int key_step = 1;
   int numkeys_at = 0;
+  bool after_streams = false;  // XREAD's: the first half of the words after STREAMS
   // Its channels (Redis's CMD_CHANNEL_* args), checked against the user's & patterns:
   // PUBLISH's one (first argument), SUBSCRIBE's every argument, or PSUBSCRIBE's patterns
   // (matched literally against the user's).

@@ -31,6 +31,7 @@ AclCatalog build_catalog() {
     c.last_key = spec.keys.last;
     c.key_step = spec.keys.step;
     c.numkeys_at = spec.keys.numkeys_at;
+    c.after_streams = spec.keys.after_streams;
     c.reads = (spec.keys.access & kReads) != 0;
     c.writes = (spec.keys.access & kWrites) != 0;
     c.reads_with_get = spec.keys.reads_with_get;

@@ -128,6 +128,10 @@ std::vector<CommandSpec> make_rows() {
                                                    {"help", "keyspace slow", 2},
                                                    {"idletime", "keyspace read slow", 3},
                                                    {"refcount", "keyspace read slow", 3}};
+  const std::vector<SubcommandSpec> kXInfoSubs = {{"consumers", "read stream slow", 4},
+                                                  {"groups", "read stream slow", 3},
+                                                  {"help", "stream slow", 2},
+                                                  {"stream", "read stream slow", -3}};
   const std::vector<SubcommandSpec> kMemorySubs = {
       {"doctor", "slow"}, {"help", "slow"},  {"malloc-stats", "slow"},
       {"purge", "slow"},  {"stats", "slow"}, {"usage", "read slow"}};
@@ -1067,6 +1071,35 @@ std::vector<CommandSpec> make_rows() {
        "Accepted for cluster clients; changes nothing", ""},
       {"readwrite", 1, kF, "connection", kNoKeys, cmd_asking, "cluster", "3.0.0",
        "Accepted for cluster clients; changes nothing", ""},
+      // streams (actors/data_stream.cpp)
+      {"xadd", -5, kWF, "stream", key1(kWrites), DataCmd::kXAdd, "stream", "5.0.0",
+       "Appends a new message to a stream. Creates the key if it doesn't exist",
+       "key [NOMKSTREAM] [MAXLEN|MINID [=|~] threshold [LIMIT count]] *|id field value "
+       "[field value ...]"},
+      {"xlen", 2, kF, "read stream", key1(kReads), DataCmd::kXLen, "stream", "5.0.0",
+       "Return the number of messages in a stream", "key"},
+      {"xrange", -4, 0, "read stream", key1(kReads), DataCmd::kXRange, "stream", "5.0.0",
+       "Returns the messages from a stream within a range of IDs", "key start end [COUNT count]"},
+      {"xrevrange", -4, 0, "read stream", key1(kReads), DataCmd::kXRevRange, "stream", "5.0.0",
+       "Returns the messages from a stream within a range of IDs in reverse order",
+       "key end start [COUNT count]"},
+      {"xdel", -3, kWF, "stream", key1(kWrites), DataCmd::kXDel, "stream", "5.0.0",
+       "Returns the number of messages after removing them from a stream", "key id [id ...]"},
+      {"xtrim", -4, kW, "stream", key1(kWrites), DataCmd::kXTrim, "stream", "5.0.0",
+       "Deletes messages from the beginning of a stream",
+       "key MAXLEN|MINID [=|~] threshold [LIMIT count]"},
+      {"xsetid", -3, kWF, "stream", key1(kWrites), DataCmd::kXSetId, "stream", "5.0.0",
+       "An internal command for replicating stream values",
+       "key last-id [ENTRIESADDED entries-added] [MAXDELETEDID max-deleted-id]"},
+      {"xread", -4, 0, "read stream blocking", KeySpec{0, 0, 1, 0, kReads, false, true},
+       CommandRun(cmd_xread, DataCmd::kXRead), "stream", "5.0.0",
+       "Returns messages from multiple streams with IDs greater than the ones requested. Blocks "
+       "until a message is available otherwise",
+       "[COUNT count] [BLOCK milliseconds] STREAMS key [key ...] id [id ...]"},
+      {"xinfo", -2, 0, "", KeySpec{2, 2, 1, 0, kReads, false},
+       CommandRun(cmd_xinfo, DataCmd::kXInfo), "stream", "5.0.0",
+       "Returns information about a stream",
+       "STREAM key [FULL [COUNT count]] | GROUPS key | CONSUMERS key group | HELP", kXInfoSubs},
   };
   check_rows(t);
   return t;

@@ -52,6 +52,7 @@ struct KeySpec {
   int8_t numkeys_at = 0;
   uint8_t access = kNoAccess;
   bool reads_with_get = false;  // SET: reads its key too when given GET
+  bool after_streams = false;   // XREAD: the first half of the words after STREAMS (keys_after_streams)
 };
 constexpr KeySpec kNoKeys{};
 // One key, the first argument.
@@ -106,10 +107,17 @@ struct CommandSpec {
   const char* tips = nullptr;
 
   bool keyed() const { return keys.first > 0; }
+  // Whether any word may be a key: fixed, counted (EVAL's) or after a keyword (XREAD's).
+  bool has_keys() const { return keyed() || keys.numkeys_at > 0 || keys.after_streams; }
   // The positions of its keys in `words` (name first) when it has fixed ones: calls f(i)
   // for each. (Counted keys, EVAL's, are not walked here.)
   template <class Words, class F>
   void for_each_key(const Words& words, F&& f) const {
+    if (keys.after_streams) {
+      const auto [first, end] = keys_after_streams(words);
+      for (size_t j = first; j < end; ++j) f(j);
+      return;
+    }
     if (!keyed() || words.size() <= static_cast<size_t>(keys.first)) return;
     const size_t last = keys.last < 0 ? words.size() + keys.last : static_cast<size_t>(keys.last);
     for (size_t j = static_cast<size_t>(keys.first); j <= last && j < words.size();

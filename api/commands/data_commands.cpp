@@ -100,6 +100,62 @@ void cmd_object(CommandContext& s, Args& a) {
   data_request(s, a, DataCmd::kObject);
 }
 
+// XREAD [COUNT n] [BLOCK ms] STREAMS key ... id ...: with BLOCK (milliseconds, 0: for good),
+// a client that finds nothing waits as a blocking pop does and is tried again when a stream
+// gets entries; inside a transaction it is tried once (its BLOCK taken off), as Redis does.
+// The shard checks the rest of the words (a script's XREAD too).
+void cmd_xread(CommandContext& s, Args& a) {
+  size_t block_at = 0;
+  for (size_t i = 1; i + 1 < a.size(); ++i) {
+    if (iequals(a[i], "streams")) break;
+    if (iequals(a[i], "block")) {
+      block_at = i;
+      ++i;
+    } else if (iequals(a[i], "count")) {
+      ++i;
+    }
+  }
+  if (block_at == 0) return data_request(s, a, DataCmd::kXRead);
+  int64_t ms;  // (Redis's getTimeoutFromObjectOrReply, in milliseconds)
+  if (!parse_int(a[block_at + 1], ms)) return s.local().error(err::kTimeoutNotInteger);
+  if (ms < 0) return s.local().error(err::kTimeoutNegative);
+  if (ms > kMaxBlockMs) return s.local().error(err::kTimeoutRange);
+  if (!s.can_wait()) {
+    a.erase(a.begin() + static_cast<std::ptrdiff_t>(block_at),
+            a.begin() + static_cast<std::ptrdiff_t>(block_at) + 2);
+    return data_request(s, a, DataCmd::kXRead);
+  }
+  Request r = make_data_request(s, a, DataCmd::kXRead);
+  s.block(r, ms);
+}
+
+// XINFO STREAM key [FULL [COUNT n]] | GROUPS key | CONSUMERS key group: the key's shard
+// answers; HELP here.
+void cmd_xinfo(CommandContext& s, Args& a) {
+  if (iequals(a[1], "help") && a.size() == 2) {
+    static constexpr const char* kHelp[] = {
+        "XINFO <subcommand> [<arg> [value] [opt] ...]. Subcommands are:",
+        "CONSUMERS <key> <groupname>",
+        "    Show consumers of <groupname>.",
+        "GROUPS <key>",
+        "    Show the stream consumer groups.",
+        "STREAM <key> [FULL [COUNT <count>]",
+        "    Show information about the stream.",
+        "HELP",
+        "    Prints this help."};
+    s.local().help(kHelp);
+    return;
+  }
+  // (Redis's registry checks a subcommand's name and arity before XINFO runs)
+  const std::string sub = to_lower(a[1]);
+  const int arity = sub == "consumers" ? 4 : sub == "groups" ? 3 : sub == "stream" ? -3 : sub == "help" ? 2 : 0;
+  if (arity == 0) return s.local().error(err::unknown_subcommand(a[1], "XINFO HELP"));
+  const auto words = static_cast<int>(a.size());
+  if (arity > 0 ? words != arity : words < -arity)
+    return s.local().error(err::wrong_arity("xinfo|" + sub));
+  data_request(s, a, DataCmd::kXInfo);
+}
+
 // MEMORY USAGE key [SAMPLES count]: the key's shard estimates it; HELP here.
 void cmd_memory(CommandContext& s, Args& a) {
   if (iequals(a[1], "help") && a.size() == 2) {

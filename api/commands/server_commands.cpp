@@ -320,6 +320,35 @@ void write_key_flags(RespWriter& w, uint8_t access) {
 // count's index, the keys right after it).
 void write_key_specs(RespWriter& w, const CommandSpec& c) {
   const bool fixed = c.keyed(), counted = c.keys.numkeys_at > 0;
+  if (c.keys.after_streams) {  // (XREAD's: the keyword STREAMS, then half of what follows)
+    w.array(1);
+    w.map(3);
+    w.bulk("flags");
+    write_key_flags(w, c.keys.access);
+    w.bulk("begin_search");
+    w.map(2);
+    w.bulk("type");
+    w.bulk("keyword");
+    w.bulk("spec");
+    w.map(2);
+    w.bulk("keyword");
+    w.bulk("STREAMS");
+    w.bulk("startfrom");
+    w.integer(1);
+    w.bulk("find_keys");
+    w.map(2);
+    w.bulk("type");
+    w.bulk("range");
+    w.bulk("spec");
+    w.map(3);
+    w.bulk("lastkey");
+    w.integer(-1);
+    w.bulk("keystep");
+    w.integer(1);
+    w.bulk("limit");
+    w.integer(2);
+    return;
+  }
   w.array((fixed ? 1 : 0) + (counted ? 1 : 0));
   // a search step: its type, then its spec's fields
   auto spec = [&](const char* type, std::initializer_list<std::pair<const char*, int64_t>> fields) {
@@ -359,7 +388,7 @@ void write_key_specs(RespWriter& w, const CommandSpec& c) {
 // (as Redis's: "readonly" only for a command that reads keys without writing them)
 void write_flags(RespWriter& w, const CommandSpec& c) {
   const uint32_t flags = c.flags;
-  const bool readonly = !(flags & kWrite) && (c.keyed() || c.keys.numkeys_at > 0);
+  const bool readonly = !(flags & kWrite) && c.has_keys();
   const int n = ((flags & kWrite) || readonly ? 1 : 0) + ((flags & kFast) ? 1 : 0) +
                 ((flags & kNoAuth) ? 1 : 0) + ((flags & kNoMulti) ? 1 : 0);
   w.set(static_cast<size_t>(n));
@@ -438,7 +467,7 @@ void command_getkeys(RespWriter& w, Args& a, bool flags) {
       (c->arity < 0 && words < static_cast<size_t>(-c->arity))) {
     return w.error("ERR Invalid number of arguments specified for command");
   }
-  if (!c->keyed() && c->keys.numkeys_at == 0) {
+  if (!c->has_keys()) {
     return w.error("ERR The command has no key arguments");
   }
   const std::vector<std::string_view> line(a.begin() + 2, a.end());
@@ -531,6 +560,8 @@ constexpr Tunable kTunables[] = {
     {"list-max-listpack-size", &EncodingThresholds::list_size, INT32_MIN},
     {"list-max-ziplist-size", &EncodingThresholds::list_size, INT32_MIN},
     {"list-compress-depth", &EncodingThresholds::list_depth, 0},
+    {"stream-node-max-entries", &EncodingThresholds::stream_node_entries, 0},
+    {"stream-node-max-bytes", &EncodingThresholds::stream_node_bytes, 0},
 };
 
 const Tunable* find_tunable(std::string_view name) {

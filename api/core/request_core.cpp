@@ -381,7 +381,7 @@ Pending RequestCore::serve_data(const Request& r, const Door& d, Flight& f, uint
     }
   } else if (info.merge == Merge::kNone || info.every_shard) {
     add(a.begin(), a.end());
-    if (r.data == DataCmd::kObject) {  // (its key is its third word)
+    if (key_after_subcommand(r.data)) {  // (its key is its third word)
       ShardOp& op = f.batch->ops.back();
       op.key = r.key;
       op.shard = cluster ? svc_.shards->shard_of_slot(slot) : svc_.shards->shard_of(r.key);

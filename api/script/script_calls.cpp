@@ -64,6 +64,10 @@ void call_command(Run& r) {
   if (r.caller) {
     if (const char* why = r.caller->refuse(r.words)) return out.error(std::string("ERR ") + why);
   }
+  if (callable.data == DataCmd::kXRead) {  // (a script cannot wait: Redis refuses BLOCK there)
+    for (size_t i = 1; i + 1 < r.words.size() && !iequals(r.words[i], "streams"); ++i)
+      if (iequals(r.words[i], "block")) return out.error(err::block_in_script(r.words[0]));
+  }
   if ((name == "publish" || name == "spublish") && r.publish) {  // (a message, not data)
     const int64_t n = (*r.publish)(name == "spublish", r.words[1], r.words[2]);
     return n < 0 ? out.error(err::kBusFull) : out.integer(n);
@@ -114,6 +118,9 @@ void call_command(Run& r) {
   std::vector<size_t> at;  // the words that are keys
   if (together) {
     together_keys(c, r.words).each([&](size_t j) { at.push_back(j); });
+  } else if (key_after_subcommand(c)) {  // (OBJECT ENCODING key, XINFO STREAM key)
+    if (r.words.size() < 3) return out.error(err::kScriptArity);
+    at.push_back(2);
   } else {
     const size_t last = info.merge == Merge::kNone ? 2 : r.words.size();
     for (size_t j = 1; j < last; j += info.step) at.push_back(j);
@@ -152,7 +159,7 @@ void call_command(Run& r) {
     return *step.shards[r.shards == 1 ? 0 : r.slots[j] % r.shards];
   };
   if (info.merge == Merge::kNone) {
-    return run_part(r, shard_of(1), c, r.words[1], r.slots[1], r.words, out, false);
+    return run_part(r, shard_of(at[0]), c, r.words[at[0]], r.slots[at[0]], r.words, out, false);
   }
   if (together) {  // one op, its other keys' shards reached through the script's step
     if (at.empty()) {

@@ -223,6 +223,28 @@ void RespSession::submit_block(Request& r) {
   }
 }
 
+// XREAD BLOCK's first attempt that found nothing names, after its null, each stream's last
+// ID then (Shard::stream_read): its "$" words become those IDs, so the next attempts read
+// what came after the wait began, as Redis serves a blocked XREAD.
+void RespSession::take_stream_ids(const DataReply& reply) {
+  const auto [first, end] = keys_after_streams(block_.words);
+  const size_t n = end - first;
+  if (n == 0 || reply.items.size() != 1 || reply.items[0].s.empty()) return;
+  std::vector<std::string> ids;
+  std::string_view text = reply.items[0].s;
+  while (!text.empty()) {
+    const size_t space = text.find(' ');
+    ids.emplace_back(text.substr(0, space));
+    text = space == std::string_view::npos ? std::string_view() : text.substr(space + 1);
+  }
+  if (ids.size() != n) return;
+  for (size_t k = 0; k < n; ++k) {
+    std::string& w = block_.words[end + k];
+    if (w == "$") w = ids[k];
+  }
+  block_.args.assign(block_.words.begin(), block_.words.end());
+}
+
 void RespSession::end_block() {
   if (block_.ticket != 0) svc_.waiters.remove(block_.ticket);
   client_->block_ticket.store(0);
@@ -998,6 +1020,7 @@ void RespSession::complete(Flight& flight) {
       } else {
         blocked_ = true;  // (its reply comes with a later attempt, or at its timeout)
         next_try_ns_ = steady_ns() + kBlockPollNs;
+        if (block_.data == DataCmd::kXRead && o.ok() && o.reply) take_stream_ids(*o.reply);
       }
       continue;
     }

@@ -206,6 +206,7 @@ class RespSession final : public CommandContext {
     uint64_t ticket = 0;
   };
   Block block_;
+  void take_stream_ids(const DataReply& reply);
   bool blocked_ = false;        // its last attempt found nothing: waiting
   bool block_started_ = false;  // this read's blocking command was sent: read no further
   int64_t next_try_ns_ = 0;     // when to try again without a wake (a key on another node)

@@ -61,6 +61,10 @@ void fill(Shard& s) {
   data(s, DataCmd::kZAdd, {"zadd", "zset", "1.5", "a", "2", "b"}, r, nullptr, kT0);
   data(s, DataCmd::kRPush, {"rpush", "list", "x", "y", "z"}, r, nullptr, kT0);
   data(s, DataCmd::kSAdd, {"sadd", "set", "1", "2", "three"}, r, nullptr, kT0);
+  data(s, DataCmd::kXAdd, {"xadd", "stream", "5-1", "f", "1", "", "two"}, r, nullptr, kT0);
+  data(s, DataCmd::kXAdd, {"xadd", "stream", "7-*", "g", std::string(300, 'v')}, r, nullptr, kT0);
+  data(s, DataCmd::kXDel, {"xdel", "stream", "5-1"}, r, nullptr, kT0);
+  data(s, DataCmd::kXSetId, {"xsetid", "stream", "9-9", "entriesadded", "40"}, r, nullptr, kT0);
 }
 
 std::map<std::string, EntrySnapshot> by_key(std::vector<EntrySnapshot> v) {
@@ -76,7 +80,7 @@ TEST(ValueKinds, EveryKindCopiedOutAndInComesBackTheSame) {
   Shard source(100, 1), target(100, 2);
   fill(source);
   const auto out = source.extract([](uint32_t) { return true; }, kT0, false);
-  ASSERT_EQ(out.size(), 13u);  // (every kind but none, the string twice)
+  ASSERT_EQ(out.size(), 14u);  // (every kind but none, the string twice)
   target.install(out);
   const auto again = target.extract([](uint32_t) { return true; }, kT0, false);
   const auto a = by_key(out), b = by_key(again);
@@ -89,7 +93,8 @@ TEST(ValueKinds, EveryKindCopiedOutAndInComesBackTheSame) {
   // Each kind's encoding as OBJECT ENCODING answers it (Redis 7.0's for the data types).
   const std::map<std::string, std::string> encodings = {
       {"str", "embstr"},     {"int", "int"},       {"hash", "listpack"},   {"zset", "listpack"},
-      {"list", "quicklist"}, {"set", "hashtable"}, {"tb", "token_bucket"}, {"log", "sliding_log"}};
+      {"list", "quicklist"}, {"set", "hashtable"}, {"tb", "token_bucket"}, {"log", "sliding_log"},
+      {"stream", "stream"}};
   for (const auto& [key, want] : encodings) {
     std::vector<std::string_view> words = {"object", "encoding", key};
     DataReply r;
