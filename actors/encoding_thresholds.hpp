@@ -1,7 +1,9 @@
 // redis-server's encoding thresholds (hash-max-listpack-entries and the like). Floodgate
 // keeps values its own way, so these change nothing it stores; CONFIG SET accepts them (as
 // clients and Redis's own tests set them) and OBJECT ENCODING answers by them what
-// redis-server would report for a value. One set per process, Redis 7.0's defaults.
+// redis-server would report for a value. One set per process, Redis 7.0's defaults. The
+// exception: a stream's nodes (stream-node-max-entries, -bytes), which decide what an
+// approximate trim removes, as Redis's listpacks do.
 #pragma once
 #include <atomic>
 #include <cstdint>

@@ -89,6 +89,14 @@ inline constexpr char kBucketProduct[] = "ERR capacity / refill * period is out 
 inline constexpr char kGcraBurstNegative[] = "ERR max_burst must not be negative";
 inline constexpr char kGcraPositive[] = "ERR count and period must be positive";
 inline constexpr char kGcraRange[] = "ERR max_burst, count or period is out of range";
+// GCRA (Redis's gcra.c)
+inline constexpr char kGcraPeriod[] = "ERR period must be > 0 and < 1e12";
+inline constexpr char kGcraMissingTokens[] = "ERR Missing TOKENS value";
+// Redis's getRangeLongFromObjectOrReply.
+inline std::string out_of_range(int64_t lo, int64_t hi) {
+  return "ERR value is out of range, value must between " + std::to_string(lo) + " and " +
+         std::to_string(hi);
+}
 inline constexpr char kGcraProduct[] = "ERR max_burst * period / count is out of range";
 inline constexpr char kWindowPositive[] = "ERR limit and window must be positive";
 inline constexpr char kWindowRange[] = "ERR window is out of range";

@@ -24,7 +24,9 @@ Decision gcra_take(GcraState& st, const LimitSpec& s, int64_t quantity, int64_t 
   if (diff < 0) {
     d.allowed = false;
     d.retry_after_ns = increment <= dvt ? -diff : kNever;
-    ttl = tat - now_ns;
+    // (a state whose instant passed is a key redis-cell and Redis's GCRA would have let
+    // expire: nothing pending)
+    ttl = tat > now_ns ? tat - now_ns : 0;
   } else {
     d.allowed = true;
     ttl = new_tat - now_ns;

@@ -21,6 +21,7 @@ namespace fg {
 // How an outcome becomes a RESP reply.
 enum class ReplyStyle : uint8_t {
   kThrottle,  // CL.THROTTLE: [limited, limit, remaining, retry_after_s, reset_after_s]
+  kGcra,      // GCRA: CL.THROTTLE's, its seconds rounded up (Redis's gcra.c)
   kDecision,  // FG.TAKE / FG.PEEK: [allowed, limit, remaining, retry_after_ms, reset_after_ms]
   kAcquire,   // FG.ACQUIRE: [granted, lease, held, limit, retry_after_ms]
   kInteger,   // the outcome's value

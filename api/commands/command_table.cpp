@@ -1100,6 +1100,10 @@ std::vector<CommandSpec> make_rows() {
        CommandRun(cmd_xinfo, DataCmd::kXInfo), "stream", "5.0.0",
        "Returns information about a stream",
        "STREAM key [FULL [COUNT count]] | GROUPS key | CONSUMERS key group | HELP", kXInfoSubs},
+      // Redis's own GCRA (redis/redis#14826): CL.THROTTLE's state, Redis's arguments
+      {"gcra", -5, kWF | kD, "limiter", key1(kReadsWrites), cmd_gcra, "rate_limit", "8.8.0",
+       "Rate limit via GCRA (Generic Cell Rate Algorithm)",
+       "key max-burst tokens-per-period period [TOKENS count]"},
   };
   check_rows(t);
   return t;

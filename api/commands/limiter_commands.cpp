@@ -1,6 +1,8 @@
 // CL.THROTTLE and the FG.* limiter family: RESP arguments decoded into one Request for the
 // request core. Only syntax is checked here; what a request may ask is checked by the core,
 // for every door alike.
+#include <algorithm>
+#include <cmath>
 #include <string>
 
 #include "command_table.hpp"
@@ -105,6 +107,39 @@ void cmd_cl_throttle(CommandContext& s, Args& a) {
   if (validate(r.spec)) return s.local().error(err::kNotInteger);  // as redis-cell: out of range
   r.cost = qty;
   s.request(r, ReplyStyle::kThrottle);
+}
+
+// GCRA key max_burst tokens_per_period period [TOKENS count | NUM_REQUESTS count] — Redis's
+// own rate-limit command (redis/redis#14826, gcra.c): its checks and texts in its order, the
+// period in seconds as a float. The same state as CL.THROTTLE on the key (a GCRA limiter),
+// the same reply, its seconds rounded up.
+void cmd_gcra(CommandContext& s, Args& a) {
+  if (a.size() > 7) return s.local().error(err::wrong_arity("gcra"));
+  int64_t burst, per_period, tokens = 1;
+  if (!parse_int(a[2], burst)) return s.local().error(err::kNotInteger);
+  if (burst < 0) return s.local().error(err::kNotPositive);
+  if (!parse_int(a[3], per_period)) return s.local().error(err::kNotInteger);
+  if (per_period < 1) return s.local().error(err::out_of_range(1, INT64_MAX));
+  long double period;
+  if (!parse_long_double(a[4], period) || std::isinf(period)) return s.local().error(err::kNotFloat);
+  if (period <= 0 || period >= 1e12L) return s.local().error(err::kGcraPeriod);
+  if (a.size() >= 6) {
+    if (!iequals(a[5], "tokens") && !iequals(a[5], "num_requests")) {
+      return s.local().error(err::kSyntax);
+    }
+    if (a.size() == 6) return s.local().error(err::kGcraMissingTokens);
+    if (!parse_int(a[6], tokens)) return s.local().error(err::kNotInteger);
+    if (tokens < 1) return s.local().error(err::out_of_range(1, INT64_MAX));
+  }
+  Request r = keyed_request(Verb::kTake, a[1]);
+  const auto period_ns = static_cast<int64_t>(std::llround(std::min<long double>(
+      period * static_cast<long double>(kNsPerSec), static_cast<long double>(kMaxPeriodNs) + 1)));
+  r.spec = LimitSpec::gcra(burst, per_period, std::max<int64_t>(1, period_ns));
+  // (past what a limit here may hold — a period of ten years, 2^40 tokens — said as such)
+  if (const char* why = validate(r.spec)) return s.local().error(why);
+  if (tokens > kMaxCount) return s.local().error(err::kGcraRange);
+  r.cost = tokens;
+  s.request(r, ReplyStyle::kGcra);
 }
 
 void cmd_fg_take(CommandContext& s, Args& a) { take_or_peek(s, a, Verb::kTake); }

@@ -47,14 +47,22 @@ void write_outcome(RespWriter& w, const Outcome& o, ReplyStyle style) {
   const Decision& d = o.decision;
   switch (style) {
     case ReplyStyle::kThrottle:
+    case ReplyStyle::kGcra:
     case ReplyStyle::kDecision: {
-      // CL.THROTTLE says "limited" and counts in redis-cell's seconds; FG.* in milliseconds.
-      const bool cell = style == ReplyStyle::kThrottle;
-      auto duration = [cell](int64_t ns) { return cell ? redis_cell_seconds(ns) : ceil_ms(ns); };
+      // CL.THROTTLE says "limited" and counts in redis-cell's seconds, GCRA in seconds rounded
+      // up (Redis's gcra.c: ceil); FG.* in milliseconds.
+      const bool cell = style != ReplyStyle::kDecision;
+      auto duration = [style](int64_t ns) {
+        return style == ReplyStyle::kThrottle ? redis_cell_seconds(ns)
+               : style == ReplyStyle::kGcra   ? (ns < 0 ? -1 : (ns + kNsPerSec - 1) / kNsPerSec)
+                                              : ceil_ms(ns);
+      };
       w.array(n);
       w.integer(d.allowed != cell ? 1 : 0);
       w.integer(d.limit);
-      w.integer(d.remaining);
+      // (Redis's GCRA counts none available, never fewer: a key whose state another period
+      // left far ahead)
+      w.integer(style == ReplyStyle::kGcra ? std::max<int64_t>(0, d.remaining) : d.remaining);
       w.integer(duration(d.retry_after_ns));
       w.integer(duration(d.reset_after_ns));
       return mode();

@@ -3,7 +3,11 @@
 #include <gtest/gtest.h>
 
 #include <ctime>
+#include <cmath>
+#include <map>
+#include <random>
 #include <set>
+#include <tuple>
 
 #include "policy_ids.hpp"
 #include "policy_store.hpp"
@@ -83,6 +87,86 @@ TEST_F(SessionTest, ClThrottleRejectsBadArguments) {
             "-ERR wrong number of arguments for 'cl.throttle' command\r\n");
   EXPECT_EQ(cmd({"CL.THROTTLE", "k", "1", "1", "99999999999999"}),
             "-ERR value is not an integer or out of range\r\n");
+}
+
+// GCRA, Redis's own command (redis/redis#14826): its reply and errors, modelled here on its
+// code (gcra.c: the theoretical arrival time in microseconds, the emission interval rounded
+// to one, seconds rounded up), over seeded calls at frozen instants; and the same state as
+// CL.THROTTLE on the key.
+TEST_F(SessionTest, GcraAnswersAsRedisGcraCode) {
+  struct Model {  // gcra.c, step for step (integer microseconds)
+    std::map<std::string, int64_t> tat;
+    std::string call(const std::string& key, int64_t burst, int64_t per, double period,
+                     int64_t tokens, int64_t now) {
+      const int64_t max_burst = burst + 1;
+      int64_t emission = static_cast<int64_t>(period * 1e6 / static_cast<double>(per) + 0.5);
+      if (emission == 0) emission = 1;
+      auto it = tat.find(key);
+      if (it != tat.end() && it->second <= now) tat.erase(it);  // (its key expired at TAT)
+      const int64_t t = tat.count(key) ? tat[key] : now;
+      const int64_t variance = emission * max_burst, increment = emission * tokens;
+      const int64_t next_tat = std::max(now, t) + increment;
+      const int64_t diff = now - (next_tat - variance);
+      int64_t limited, retry = -1, ttl;
+      if (diff < 0) {
+        limited = 1;
+        if (increment <= variance) retry = static_cast<int64_t>(std::ceil(-diff / 1e6));
+        ttl = t - now;
+      } else {
+        limited = 0;
+        ttl = next_tat - now;
+        tat[key] = next_tat;
+      }
+      const int64_t next = variance - ttl;
+      const int64_t remaining = next > -emission ? next / emission : 0;
+      const auto reset = static_cast<int64_t>(std::ceil(ttl / 1e6));
+      return "*5\r\n:" + std::to_string(limited) + "\r\n:" + std::to_string(max_burst) + "\r\n:" +
+             std::to_string(remaining) + "\r\n:" + std::to_string(retry) + "\r\n:" +
+             std::to_string(reset) + "\r\n";
+    }
+  } model;
+  std::mt19937_64 rng(20261207);
+  int64_t now_us = clock_.now_ns() / 1000;
+  // (periods whose emission interval is whole microseconds: redis-cell's float interval and
+  // gcra.c's rounded one then agree)
+  const std::vector<std::tuple<int64_t, int64_t, std::string>> limits = {
+      {0, 1, "1"}, {4, 10, "2"}, {9, 5, "0.5"}, {2, 4, "60"}, {19, 100, "1.5"}};
+  for (int i = 0; i < 600; ++i) {
+    const auto& [burst, per, period] = limits[rng() % limits.size()];
+    const std::string key = "g" + std::to_string(&limits[0] - &limits[0] + (rng() % 2)) + period;
+    const int64_t tokens = rng() % 6 == 0 ? 1 + static_cast<int64_t>(rng() % (burst + 3)) : 1;
+    std::vector<std::string> words = {"GCRA", key, std::to_string(burst), std::to_string(per), period};
+    if (tokens != 1 || rng() % 4 == 0) {
+      words.push_back(rng() % 2 ? "TOKENS" : "num_requests");
+      words.push_back(std::to_string(tokens));
+    }
+    ASSERT_EQ(cmd(words), model.call(key, burst, per, std::stod(period), tokens, now_us))
+        << "call " << i << ": " << RespConn::resp(words);
+    const int64_t step_ms = static_cast<int64_t>(rng() % 700);
+    clock_.advance_ms(step_ms);
+    now_us += step_ms * 1000;
+  }
+  // The same state as CL.THROTTLE: what one takes, the other sees.
+  EXPECT_EQ(cmd({"GCRA", "shared", "0", "1", "10"}), "*5\r\n:0\r\n:1\r\n:0\r\n:-1\r\n:10\r\n");
+  EXPECT_EQ(cmd({"CL.THROTTLE", "shared", "0", "1", "10"}), "*5\r\n:1\r\n:1\r\n:0\r\n:10\r\n:10\r\n");
+  // Its errors, in gcra.c's order and words.
+  const std::vector<std::pair<std::vector<std::string>, std::string>> errors = {
+      {{"GCRA", "k", "1", "1"}, "-ERR wrong number of arguments for 'gcra' command\r\n"},
+      {{"GCRA", "k", "1", "1", "1", "TOKENS", "1", "x"}, "-ERR wrong number of arguments for 'gcra' command\r\n"},
+      {{"GCRA", "k", "x", "1", "1"}, "-ERR value is not an integer or out of range\r\n"},
+      {{"GCRA", "k", "-1", "1", "1"}, "-ERR value is out of range, must be positive\r\n"},
+      {{"GCRA", "k", "1", "0", "1"}, "-ERR value is out of range, value must between 1 and 9223372036854775807\r\n"},
+      {{"GCRA", "k", "1", "1", "x"}, "-ERR value is not a valid float\r\n"},
+      {{"GCRA", "k", "1", "1", "0"}, "-ERR period must be > 0 and < 1e12\r\n"},
+      {{"GCRA", "k", "1", "1", "-2.5"}, "-ERR period must be > 0 and < 1e12\r\n"},
+      {{"GCRA", "k", "1", "1", "1e12"}, "-ERR period must be > 0 and < 1e12\r\n"},
+      {{"GCRA", "k", "1", "1", "1", "COUNT", "2"}, "-ERR syntax error\r\n"},
+      {{"GCRA", "k", "1", "1", "1", "TOKENS"}, "-ERR Missing TOKENS value\r\n"},
+      {{"GCRA", "k", "1", "1", "1", "TOKENS", "0"}, "-ERR value is out of range, value must between 1 and 9223372036854775807\r\n"},
+      {{"SET", "str", "v"}, "+OK\r\n"},
+      {{"GCRA", "str", "1", "1", "1"}, "-WRONGTYPE Operation against a key holding the wrong kind of value\r\n"},
+  };
+  for (const auto& [words, want] : errors) EXPECT_EQ(cmd(words), want) << RespConn::resp(words);
 }
 
 TEST_F(SessionTest, TakeWithPolicyAndInline) {
