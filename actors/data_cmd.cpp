@@ -162,6 +162,14 @@ const DataCmdInfo DataCmdTable::rows[] = {
     {DataCmd::kXSetId, "xsetid", &Shard::data_stream, kWritesKeys, one_key()},
     {DataCmd::kXRead, "xread", &Shard::stream_read, kReadsKeys, stream_keys()},
     {DataCmd::kXInfo, "xinfo", &Shard::stream_info, kReadsKeys, one_key()},
+    {DataCmd::kSetBit, "setbit", &Shard::data_bits, kGrowsKeys, one_key()},
+    {DataCmd::kGetBit, "getbit", &Shard::data_bits, kReadsKeys, one_key()},
+    {DataCmd::kBitCount, "bitcount", &Shard::data_bits, kReadsKeys, one_key()},
+    {DataCmd::kBitPos, "bitpos", &Shard::data_bits, kReadsKeys, one_key()},
+    {DataCmd::kBitField, "bitfield", &Shard::data_bits, kGrowsKeys, one_key()},
+    {DataCmd::kBitFieldRo, "bitfield_ro", &Shard::data_bits, kReadsKeys, one_key()},
+    {DataCmd::kBitOp, "bitop", &Shard::bit_op, kGrowsKeys, keys_together_from(2)},
+    {DataCmd::kLcs, "lcs", &Shard::lcs, kReadsKeys, keys_together(2)},
 };
 
 }  // namespace fg

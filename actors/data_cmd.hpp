@@ -192,8 +192,17 @@ enum class DataCmd : uint8_t {
   kXSetId,
   kXRead,  // (several keys as one op: those after its STREAMS word)
   kXInfo,  // (its key after its subcommand, as OBJECT's)
+  // bits and LCS (data_bits.cpp)
+  kSetBit,
+  kGetBit,
+  kBitCount,
+  kBitPos,
+  kBitField,
+  kBitFieldRo,
+  kBitOp,  // (several keys as one op: the destination and the sources after it)
+  kLcs,
 };
-constexpr uint8_t kLastDataCmd = static_cast<uint8_t>(DataCmd::kXInfo);
+constexpr uint8_t kLastDataCmd = static_cast<uint8_t>(DataCmd::kLcs);
 
 // How a command with several keys is answered when its keys are split over shards: each
 // part runs the command on one key (with its value, for MSET), and the parts' replies add
@@ -235,6 +244,7 @@ struct DataKeys {
   uint8_t lead = 0;
   uint8_t trailing = 0;
   bool after_streams = false;  // kTogether: the first half of the words after STREAMS (XREAD)
+  uint8_t from = 1;            // kTogether with every word: the first key's word (BITOP's 2)
 };
 // One key, the first word (OBJECT's: the second, after its subcommand).
 constexpr DataKeys one_key() { return {}; }
@@ -245,6 +255,10 @@ constexpr DataKeys every_key(Merge merge) { return {1, merge, true}; }
 // Not split (kTogether): the first `keys` words (0: every word, `step` apart).
 constexpr DataKeys keys_together(uint8_t keys = 0, uint8_t step = 1) {
   return {step, Merge::kTogether, false, keys};
+}
+// Not split: every word from word `from` on (BITOP op destkey key ...).
+constexpr DataKeys keys_together_from(uint8_t from) {
+  return {1, Merge::kTogether, false, 0, 0, 0, 0, false, from};
 }
 // Not split: every word but the last (BLPOP key ... timeout).
 constexpr DataKeys all_keys_but_last() { return {1, Merge::kTogether, false, 0, 0, 0, 1}; }
@@ -316,6 +330,7 @@ inline KeyWords together_keys(DataCmd c, const std::vector<std::string_view>& a)
       k.end = k.first + static_cast<size_t>(n);
     return k;
   }
+  k.first = info.from;
   k.end = info.keys > 0              ? std::min<size_t>(a.size(), 1u + info.keys)
           : a.size() > info.trailing ? a.size() - info.trailing
                                      : 1;

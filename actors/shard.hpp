@@ -243,6 +243,9 @@ class Shard {
   void data_stream(ShardOp& op, int64_t now_ns);    // XADD XLEN XRANGE ... (data_stream.cpp)
   void stream_read(ShardOp& op, int64_t now_ns);    // XREAD (data_stream.cpp)
   void stream_info(ShardOp& op, int64_t now_ns);    // XINFO (data_stream.cpp)
+  void data_bits(ShardOp& op, int64_t now_ns);      // SETBIT GETBIT ... BITFIELD (data_bits.cpp)
+  void bit_op(ShardOp& op, int64_t now_ns);         // BITOP (data_bits.cpp)
+  void lcs(ShardOp& op, int64_t now_ns);            // LCS (data_bits.cpp)
   // Commands over several keys as one op (data_multi.cpp): whether this step holds every
   // key's shard (else -CROSSSLOT's kin, kKeysApart, answered).
   bool holds_keys(ShardOp& op);
