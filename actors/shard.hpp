@@ -121,7 +121,7 @@ class Shard {
   }
   // The longest string APPEND and SETRANGE may make (proto-max-bulk-len: one argument can
   // be no longer, so neither can a value grown a piece at a time).
-  void set_max_string(size_t bytes) { max_string_ = bytes; }
+  void set_max_string(size_t bytes) { max_string_.store(bytes, std::memory_order_relaxed); }
   // Appends the keys changed since the last call to `out` (packed records, erased keys as
   // records saying so, snapshots of the kinds not packed), forgetting them. out.complete
   // turns false if more changed than could be tracked: replicas need a full copy.
@@ -340,7 +340,7 @@ class Shard {
   std::unordered_map<uint64_t, Ticket> tickets_;
   std::multimap<int64_t, uint64_t> ticket_expiry_;  // expires_ns -> ticket id
   size_t max_keys_;
-  size_t max_string_ = 512 << 20;
+  std::atomic<size_t> max_string_{512 << 20};  // (read relaxed: CONFIG SET may change it)
   uint64_t lease_seed_;
   uint64_t lease_counter_ = 0;
   uint64_t random_counter_ = 0;

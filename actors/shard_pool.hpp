@@ -57,6 +57,11 @@ class ShardPool {
                  std::vector<std::string> packed);
 
   // Scripts (EVAL): every shard hands them to `host`. Before the pool serves anything.
+  // The longest string a command may build (proto-max-bulk-len): any thread, in force for
+  // the next command on each shard.
+  void set_max_string(size_t bytes) {
+    for (auto& c : cells_) c->shard.set_max_string(bytes);
+  }
   // Where clients blocked on keys wait (Shard::set_waiters); set before any request.
   void set_waiters(KeyWaiters* w) {
     for (auto& c : cells_) c->shard.set_waiters(w);

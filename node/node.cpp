@@ -153,6 +153,7 @@ int Node::start_services(StartState& st, std::string& why) {
   svc_.wait_room.set_limits(cfg_.max_waiters, cfg_.max_waiters_per_key);
   svc_.settings.data_sync = cfg_.data_replication == "sync";  // (standalone: nothing to wait for)
   svc_.settings.parser.max_bulk_len = cfg_.proto_max_bulk_len;
+  svc_.settings.max_bulk_len = cfg_.proto_max_bulk_len;
   svc_.settings.config_file = cfg_.config_file;
   svc_.settings.start_ms = clock_.now_ns() / 1'000'000;
   if (!cfg_.rls_config.empty() || cfg_.rls_port != 0) {

@@ -57,6 +57,8 @@ struct NodeSettings {
   OutputLimits output_limits;        // client-output-buffer-limit
   size_t max_batch_commands = 1024;  // commands taken from one read into one batch
   ParserLimits parser;
+  // proto-max-bulk-len as CONFIG SET leaves it: each connection's parser takes it per read.
+  LiveValue<size_t> max_bulk_len{size_t{1} << 20};
   std::string config_file;  // INFO's config_file ("": none)
   int64_t start_ms = 0;
   // Cluster mode (routing != null): how a RESP client reaches a key another node owns.

@@ -39,6 +39,8 @@ class RespParser {
   bool in_progress() const { return state_ != State::kStart || scanned_ > 0; }
   void reset();
   const ParserLimits& limits() const { return limits_; }
+  // (proto-max-bulk-len changed at runtime: the next argument is held to it)
+  void set_max_bulk_len(size_t n) { limits_.max_bulk_len = n; }
 
  private:
   enum class State { kStart, kBulkLen, kBulkData };

@@ -383,6 +383,7 @@ ProcessResult RespSession::process(const char* data, size_t len, Flight& flight)
     }
   }
   size_t taken = 0, late = 0;
+  parser_.set_max_bulk_len(svc_.settings.max_bulk_len.get());  // (CONFIG SET may change it)
   while (r.consumed < len && taken < svc_.settings.max_batch_commands && !close_) {
     if (late_ms_ > 0 && late < 16 * svc_.settings.max_batch_commands) {
       if (const size_t n = refuse_late(data + r.consumed, len - r.consumed)) {
@@ -530,7 +531,7 @@ size_t RespSession::refuse_late(const char* data, size_t len) {
       skip_this_ || in_subscribe_mode() || !acl_.authenticated() || !acl_.user()->unrestricted()) {
     return 0;
   }
-  const size_t max_bulk = svc_.settings.parser.max_bulk_len;
+  const size_t max_bulk = svc_.settings.max_bulk_len.get();
   const CommandSpec* run = nullptr;
   size_t taken = 0;
   uint32_t count = 0;

@@ -182,5 +182,30 @@ TEST(BitsDiff, SeededSequencesAnswerAsRedisServerDoes) {
   }
 }
 
+// proto-max-bulk-len raised on a running node (CONFIG SET): an argument, a SETRANGE and a
+// SETBIT past the old bound then pass, below max-query-bytes; lowered again, they are refused.
+TEST(Bits, ProtoMaxBulkLenIsRaisedAtRuntime) {
+  NodeProcess node({"--proto-max-bulk-len", "1048576", "--max-query-bytes", "16777216"});
+  ASSERT_TRUE(node.alive());
+  Client c(node.port());
+  const std::string big(3'000'000, 'a');
+  const char kTooLong[] = "-ERR string exceeds maximum allowed size (proto-max-bulk-len)\r\n";
+  EXPECT_EQ(ask(c, {"SETRANGE", "s", "2000000", "x"}), kTooLong);
+  EXPECT_EQ(ask(c, {"SETBIT", "b", "16000000", "1"}),
+            "-ERR bit offset is not an integer or out of range\r\n");
+  EXPECT_EQ(ask(c, {"CONFIG", "SET", "proto-max-bulk-len", "8000000"}), "+OK\r\n");
+  EXPECT_EQ(ask(c, {"CONFIG", "GET", "proto-max-bulk-len"}),
+            "*2\r\n$18\r\nproto-max-bulk-len\r\n$7\r\n8000000\r\n");
+  EXPECT_EQ(ask(c, {"SETRANGE", "s", "2000000", "x"}), ":2000001\r\n");
+  EXPECT_EQ(ask(c, {"SETBIT", "b", "16000000", "1"}), ":0\r\n");
+  EXPECT_EQ(ask(c, {"SET", "arg", big}), "+OK\r\n");  // (one argument of 3 MB, read whole)
+  EXPECT_EQ(ask(c, {"STRLEN", "arg"}), ":3000000\r\n");
+  EXPECT_EQ(ask(c, {"CONFIG", "SET", "proto-max-bulk-len", "1048576"}), "+OK\r\n");
+  EXPECT_EQ(ask(c, {"APPEND", "s", "more"}), kTooLong);
+  Client d(node.port());
+  ASSERT_TRUE(d.send(encode({"SET", "arg", big})));
+  EXPECT_EQ(read_value(d), "-ERR Protocol error: invalid bulk length\r\n");
+}
+
 }  // namespace
 }  // namespace fg::testing
