@@ -80,9 +80,7 @@ int unsigned_overflow(uint64_t value, int64_t incr, int bits, Overflow ow, uint6
   const uint64_t max = bits == 64 ? UINT64_MAX : (uint64_t{1} << bits) - 1;
   const auto maxincr = static_cast<int64_t>(max - value);
   const auto minincr = static_cast<int64_t>(0 - value);
-  auto wrap = [&] {
-    limit = (value + static_cast<uint64_t>(incr)) & ~(~uint64_t{0} << bits);
-  };
+  auto wrap = [&] { limit = (value + static_cast<uint64_t>(incr)) & ~(~uint64_t{0} << bits); };
   if (value > max || (incr > 0 && incr > maxincr)) {
     if (ow == kWrap) wrap();
     if (ow == kSat) limit = max;
@@ -98,8 +96,10 @@ int unsigned_overflow(uint64_t value, int64_t incr, int bits, Overflow ow, uint6
 int signed_overflow(int64_t value, int64_t incr, int bits, Overflow ow, int64_t& limit) {
   const int64_t max = bits == 64 ? INT64_MAX : (int64_t{1} << (bits - 1)) - 1;
   const int64_t min = -max - 1;
-  const auto maxincr = static_cast<int64_t>(static_cast<uint64_t>(max) - static_cast<uint64_t>(value));
-  const auto minincr = static_cast<int64_t>(static_cast<uint64_t>(min) - static_cast<uint64_t>(value));
+  const auto maxincr =
+      static_cast<int64_t>(static_cast<uint64_t>(max) - static_cast<uint64_t>(value));
+  const auto minincr =
+      static_cast<int64_t>(static_cast<uint64_t>(min) - static_cast<uint64_t>(value));
   auto wrap = [&] {
     uint64_t c = static_cast<uint64_t>(value) + static_cast<uint64_t>(incr);
     if (bits < 64) {
@@ -330,7 +330,8 @@ void Shard::data_bits(ShardOp& op, int64_t now_ns) {
       if (readonly) {
         if (!existing(e)) return;
       } else {
-        if (c == DataCmd::kBitFieldRo) return r.error("ERR BITFIELD_RO only supports the GET subcommand");
+        if (c == DataCmd::kBitFieldRo)
+          return r.error("ERR BITFIELD_RO only supports the GET subcommand");
         if (!existing(e)) return;
         s = editable(e, (highest >> 3) + 1);
         if (!s) return;
@@ -338,7 +339,8 @@ void Shard::data_bits(ShardOp& op, int64_t now_ns) {
       r.array(static_cast<int64_t>(fields.size()));
       for (const Field& f : fields) {
         if (f.opcode == 0) {
-          std::string_view v = e ? (s ? std::string_view(*s) : string_get(*e, buf)) : std::string_view();
+          std::string_view v =
+              e ? (s ? std::string_view(*s) : string_get(*e, buf)) : std::string_view();
           const auto* p = reinterpret_cast<const unsigned char*>(v.data());
           if (f.sign) {
             r.integer(get_signed(p, v.size(), f.offset, f.bits));
@@ -354,7 +356,9 @@ void Shard::data_bits(ShardOp& op, int64_t now_ns) {
           int over;
           if (f.opcode == 2) {
             over = signed_overflow(old, f.value, f.bits, f.ow, wrapped);
-            next = over ? wrapped : static_cast<int64_t>(static_cast<uint64_t>(old) + static_cast<uint64_t>(f.value));
+            next = over ? wrapped
+                        : static_cast<int64_t>(static_cast<uint64_t>(old) +
+                                               static_cast<uint64_t>(f.value));
             ret = next;
           } else {
             next = f.value;
@@ -503,14 +507,16 @@ void Shard::lcs(ShardOp& op, int64_t now_ns) {
   const auto alen = static_cast<uint32_t>(sa.size()), blen = static_cast<uint32_t>(sb.size());
   const uint64_t cells = static_cast<uint64_t>(alen + 1) * (blen + 1);
   if (cells * sizeof(uint32_t) > max_string_) {
-    return r.error(
-        "ERR Insufficient memory, transient memory for LCS exceeds proto-max-bulk-len");
+    return r.error("ERR Insufficient memory, transient memory for LCS exceeds proto-max-bulk-len");
   }
   std::vector<uint32_t> table(cells);
-  auto at = [&](uint32_t i, uint32_t j) -> uint32_t& { return table[j + static_cast<uint64_t>(i) * (blen + 1)]; };
+  auto at = [&](uint32_t i, uint32_t j) -> uint32_t& {
+    return table[j + static_cast<uint64_t>(i) * (blen + 1)];
+  };
   for (uint32_t i = 1; i <= alen; ++i) {
     for (uint32_t j = 1; j <= blen; ++j) {
-      at(i, j) = sa[i - 1] == sb[j - 1] ? at(i - 1, j - 1) + 1 : std::max(at(i - 1, j), at(i, j - 1));
+      at(i, j) =
+          sa[i - 1] == sb[j - 1] ? at(i - 1, j - 1) + 1 : std::max(at(i - 1, j), at(i, j - 1));
     }
   }
   const uint32_t total = at(alen, blen);

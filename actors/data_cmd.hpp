@@ -346,7 +346,9 @@ inline size_t script_keys_end(const std::vector<std::string_view>& a) {
 }
 
 // Whether its key is its third word, after a subcommand (OBJECT ENCODING key, XINFO STREAM key).
-inline bool key_after_subcommand(DataCmd c) { return c == DataCmd::kObject || c == DataCmd::kXInfo; }
+inline bool key_after_subcommand(DataCmd c) {
+  return c == DataCmd::kObject || c == DataCmd::kXInfo;
+}
 
 // The key a data command is routed by: its first key (a script: its first declared key); for KEYS
 // and SCAN their pattern when it lies in one slot (pattern_in_one_slot), else none (every shard of

@@ -89,8 +89,8 @@ std::string parse_trim(const std::vector<std::string_view>& a, bool xadd, TrimAr
 
 int64_t run_trim(StreamValue& s, const TrimArgs& t) {
   if (t.strategy == TrimArgs::kNone) return 0;
-  return s.trim(t.strategy == TrimArgs::kMaxLen, static_cast<uint64_t>(t.maxlen), t.minid,
-                t.approx, t.approx ? t.limit : 0);
+  return s.trim(t.strategy == TrimArgs::kMaxLen, static_cast<uint64_t>(t.maxlen), t.minid, t.approx,
+                t.approx ? t.limit : 0);
 }
 
 void reply_entry(DataReply& r, const StreamId& id, const StreamValue::Item& item) {
@@ -175,8 +175,8 @@ void Shard::data_stream(ShardOp& op, int64_t now_ns) {
         if (!e) return;
         s = e->state<StreamValue*>();
       }
-      s->append(id, std::vector<std::string>(a.begin() + static_cast<std::ptrdiff_t>(fields),
-                                             a.end()),
+      s->append(id,
+                std::vector<std::string>(a.begin() + static_cast<std::ptrdiff_t>(fields), a.end()),
                 node_entries(), node_bytes());
       r.bulk(id.text());
       run_trim(*s, t);
@@ -450,7 +450,8 @@ void put_u64(std::string& out, uint64_t v) {
 bool get_u64(std::string_view& in, uint64_t& v) {
   if (in.size() < 8) return false;
   v = 0;
-  for (int i = 0; i < 8; ++i) v |= static_cast<uint64_t>(static_cast<unsigned char>(in[i])) << (8 * i);
+  for (int i = 0; i < 8; ++i)
+    v |= static_cast<uint64_t>(static_cast<unsigned char>(in[i])) << (8 * i);
   in.remove_prefix(8);
   return true;
 }

@@ -384,14 +384,15 @@ std::vector<Setting> make_settings() {
               "How many bytes of script bodies the cluster-wide script cache keeps"),
       integer("max-query-bytes", "--max-query-bytes", &NodeConfig::max_query_bytes, 1024,
               int64_t{1} << 32, "Largest single command, in bytes"),
-      live(integer("proto-max-bulk-len", "--proto-max-bulk-len", &NodeConfig::proto_max_bulk_len,
-                   1, int64_t{1} << 32,
+      live(integer("proto-max-bulk-len", "--proto-max-bulk-len", &NodeConfig::proto_max_bulk_len, 1,
+                   int64_t{1} << 32,
                    "Largest single argument, and longest string a command may build (SETRANGE, "
                    "APPEND, SETBIT), in bytes; a running node takes it up to max-query-bytes"),
            [](RunningNode& n, const NodeConfig& c) {
              n.services().settings.max_bulk_len = c.proto_max_bulk_len;
              if (n.services().shards)
-               n.services().shards->set_max_string(std::min(c.proto_max_bulk_len, c.max_query_bytes));
+               n.services().shards->set_max_string(
+                   std::min(c.proto_max_bulk_len, c.max_query_bytes));
            }),
       integer("shards", "--shards", &NodeConfig::shards, 0, 64,
               "Shard actors (default, 0: one per shard thread, at most 64)"),

@@ -1115,8 +1115,8 @@ std::vector<CommandSpec> make_rows() {
        "Performs arbitrary bitfield integer operations on strings",
        "key [GET encoding offset | [OVERFLOW WRAP|SAT|FAIL] SET encoding offset value | "
        "[OVERFLOW WRAP|SAT|FAIL] INCRBY encoding offset increment ...]"},
-      {"bitfield_ro", -2, kF, "read bitmap", key1(kReads), DataCmd::kBitFieldRo, "bitmap",
-       "6.0.0", "Performs arbitrary read-only bitfield integer operations on strings",
+      {"bitfield_ro", -2, kF, "read bitmap", key1(kReads), DataCmd::kBitFieldRo, "bitmap", "6.0.0",
+       "Performs arbitrary read-only bitfield integer operations on strings",
        "key [GET encoding offset ...]"},
       {"bitop", -4, kW, "bitmap", KeySpec{2, -1, 1, 0, kReadsWrites, false}, DataCmd::kBitOp,
        "bitmap", "2.6.0", "Performs bitwise operations on multiple strings, and stores the result",

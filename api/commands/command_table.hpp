@@ -52,7 +52,8 @@ struct KeySpec {
   int8_t numkeys_at = 0;
   uint8_t access = kNoAccess;
   bool reads_with_get = false;  // SET: reads its key too when given GET
-  bool after_streams = false;   // XREAD: the first half of the words after STREAMS (keys_after_streams)
+  bool after_streams =
+      false;  // XREAD: the first half of the words after STREAMS (keys_after_streams)
 };
 constexpr KeySpec kNoKeys{};
 // One key, the first argument.

@@ -148,7 +148,11 @@ void cmd_xinfo(CommandContext& s, Args& a) {
   }
   // (Redis's registry checks a subcommand's name and arity before XINFO runs)
   const std::string sub = to_lower(a[1]);
-  const int arity = sub == "consumers" ? 4 : sub == "groups" ? 3 : sub == "stream" ? -3 : sub == "help" ? 2 : 0;
+  const int arity = sub == "consumers" ? 4
+                    : sub == "groups"  ? 3
+                    : sub == "stream"  ? -3
+                    : sub == "help"    ? 2
+                                       : 0;
   if (arity == 0) return s.local().error(err::unknown_subcommand(a[1], "XINFO HELP"));
   const auto words = static_cast<int>(a.size());
   if (arity > 0 ? words != arity : words < -arity)

@@ -121,7 +121,8 @@ void cmd_gcra(CommandContext& s, Args& a) {
   if (!parse_int(a[3], per_period)) return s.local().error(err::kNotInteger);
   if (per_period < 1) return s.local().error(err::out_of_range(1, INT64_MAX));
   long double period;
-  if (!parse_long_double(a[4], period) || std::isinf(period)) return s.local().error(err::kNotFloat);
+  if (!parse_long_double(a[4], period) || std::isinf(period))
+    return s.local().error(err::kNotFloat);
   if (period <= 0 || period >= 1e12L) return s.local().error(err::kGcraPeriod);
   if (a.size() >= 6) {
     if (!iequals(a[5], "tokens") && !iequals(a[5], "num_requests")) {

@@ -92,9 +92,9 @@ TEST(ValueKinds, EveryKindCopiedOutAndInComesBackTheSame) {
   }
   // Each kind's encoding as OBJECT ENCODING answers it (Redis 7.0's for the data types).
   const std::map<std::string, std::string> encodings = {
-      {"str", "embstr"},     {"int", "int"},       {"hash", "listpack"},   {"zset", "listpack"},
-      {"list", "quicklist"}, {"set", "hashtable"}, {"tb", "token_bucket"}, {"log", "sliding_log"},
-      {"stream", "stream"}};
+      {"str", "embstr"},      {"int", "int"},         {"hash", "listpack"},
+      {"zset", "listpack"},   {"list", "quicklist"},  {"set", "hashtable"},
+      {"tb", "token_bucket"}, {"log", "sliding_log"}, {"stream", "stream"}};
   for (const auto& [key, want] : encodings) {
     std::vector<std::string_view> words = {"object", "encoding", key};
     DataReply r;

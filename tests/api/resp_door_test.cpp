@@ -2,8 +2,8 @@
 // errors worded as Redis words them, auth, RESP3.
 #include <gtest/gtest.h>
 
-#include <ctime>
 #include <cmath>
+#include <ctime>
 #include <map>
 #include <random>
 #include <set>
@@ -120,9 +120,9 @@ TEST_F(SessionTest, GcraAnswersAsRedisGcraCode) {
       const int64_t next = variance - ttl;
       const int64_t remaining = next > -emission ? next / emission : 0;
       const auto reset = static_cast<int64_t>(std::ceil(ttl / 1e6));
-      return "*5\r\n:" + std::to_string(limited) + "\r\n:" + std::to_string(max_burst) + "\r\n:" +
-             std::to_string(remaining) + "\r\n:" + std::to_string(retry) + "\r\n:" +
-             std::to_string(reset) + "\r\n";
+      return "*5\r\n:" + std::to_string(limited) + "\r\n:" + std::to_string(max_burst) +
+             "\r\n:" + std::to_string(remaining) + "\r\n:" + std::to_string(retry) +
+             "\r\n:" + std::to_string(reset) + "\r\n";
     }
   } model;
   std::mt19937_64 rng(20261207);
@@ -135,7 +135,8 @@ TEST_F(SessionTest, GcraAnswersAsRedisGcraCode) {
     const auto& [burst, per, period] = limits[rng() % limits.size()];
     const std::string key = "g" + std::to_string(&limits[0] - &limits[0] + (rng() % 2)) + period;
     const int64_t tokens = rng() % 6 == 0 ? 1 + static_cast<int64_t>(rng() % (burst + 3)) : 1;
-    std::vector<std::string> words = {"GCRA", key, std::to_string(burst), std::to_string(per), period};
+    std::vector<std::string> words = {"GCRA", key, std::to_string(burst), std::to_string(per),
+                                      period};
     if (tokens != 1 || rng() % 4 == 0) {
       words.push_back(rng() % 2 ? "TOKENS" : "num_requests");
       words.push_back(std::to_string(tokens));
@@ -148,23 +149,28 @@ TEST_F(SessionTest, GcraAnswersAsRedisGcraCode) {
   }
   // The same state as CL.THROTTLE: what one takes, the other sees.
   EXPECT_EQ(cmd({"GCRA", "shared", "0", "1", "10"}), "*5\r\n:0\r\n:1\r\n:0\r\n:-1\r\n:10\r\n");
-  EXPECT_EQ(cmd({"CL.THROTTLE", "shared", "0", "1", "10"}), "*5\r\n:1\r\n:1\r\n:0\r\n:10\r\n:10\r\n");
+  EXPECT_EQ(cmd({"CL.THROTTLE", "shared", "0", "1", "10"}),
+            "*5\r\n:1\r\n:1\r\n:0\r\n:10\r\n:10\r\n");
   // Its errors, in gcra.c's order and words.
   const std::vector<std::pair<std::vector<std::string>, std::string>> errors = {
       {{"GCRA", "k", "1", "1"}, "-ERR wrong number of arguments for 'gcra' command\r\n"},
-      {{"GCRA", "k", "1", "1", "1", "TOKENS", "1", "x"}, "-ERR wrong number of arguments for 'gcra' command\r\n"},
+      {{"GCRA", "k", "1", "1", "1", "TOKENS", "1", "x"},
+       "-ERR wrong number of arguments for 'gcra' command\r\n"},
       {{"GCRA", "k", "x", "1", "1"}, "-ERR value is not an integer or out of range\r\n"},
       {{"GCRA", "k", "-1", "1", "1"}, "-ERR value is out of range, must be positive\r\n"},
-      {{"GCRA", "k", "1", "0", "1"}, "-ERR value is out of range, value must between 1 and 9223372036854775807\r\n"},
+      {{"GCRA", "k", "1", "0", "1"},
+       "-ERR value is out of range, value must between 1 and 9223372036854775807\r\n"},
       {{"GCRA", "k", "1", "1", "x"}, "-ERR value is not a valid float\r\n"},
       {{"GCRA", "k", "1", "1", "0"}, "-ERR period must be > 0 and < 1e12\r\n"},
       {{"GCRA", "k", "1", "1", "-2.5"}, "-ERR period must be > 0 and < 1e12\r\n"},
       {{"GCRA", "k", "1", "1", "1e12"}, "-ERR period must be > 0 and < 1e12\r\n"},
       {{"GCRA", "k", "1", "1", "1", "COUNT", "2"}, "-ERR syntax error\r\n"},
       {{"GCRA", "k", "1", "1", "1", "TOKENS"}, "-ERR Missing TOKENS value\r\n"},
-      {{"GCRA", "k", "1", "1", "1", "TOKENS", "0"}, "-ERR value is out of range, value must between 1 and 9223372036854775807\r\n"},
+      {{"GCRA", "k", "1", "1", "1", "TOKENS", "0"},
+       "-ERR value is out of range, value must between 1 and 9223372036854775807\r\n"},
       {{"SET", "str", "v"}, "+OK\r\n"},
-      {{"GCRA", "str", "1", "1", "1"}, "-WRONGTYPE Operation against a key holding the wrong kind of value\r\n"},
+      {{"GCRA", "str", "1", "1", "1"},
+       "-WRONGTYPE Operation against a key holding the wrong kind of value\r\n"},
   };
   for (const auto& [words, want] : errors) EXPECT_EQ(cmd(words), want) << RespConn::resp(words);
 }

@@ -52,8 +52,8 @@ class BitsGenerator {
                              std::to_string(pick(40) - 20)});
   }
   std::string type() {
-    return one<std::string>({"u1", "u3", "u8", "i8", "u16", "i16", "i5", "u63", "i64", "u64",
-                             "i65", "x8", "u0", ""});
+    return one<std::string>(
+        {"u1", "u3", "u8", "i8", "u16", "i16", "i5", "u63", "i64", "u64", "i65", "x8", "u0", ""});
   }
   std::string field_offset() {
     std::string o = one<std::string>({"0", "1", "5", "8", "13", "30", "64", "-1", "x"});
@@ -119,23 +119,25 @@ class BitsGenerator {
         return w;
       }
       case 8: {
-        std::vector<std::string> w = {"BITOP", one<std::string>({"AND", "or", "XOR", "NOT", "NAND"}),
-                                      key()};
+        std::vector<std::string> w = {"BITOP",
+                                      one<std::string>({"AND", "or", "XOR", "NOT", "NAND"}), key()};
         for (int n = 1 + pick(3); n > 0; --n) w.push_back(key());
         return w;
       }
       case 9: {
         std::vector<std::string> w = {"LCS", key(), key()};
         for (int n = pick(4); n > 0; --n) {
-          const std::string o = one<std::string>({"LEN", "IDX", "WITHMATCHLEN", "MINMATCHLEN", "bad"});
+          const std::string o =
+              one<std::string>({"LEN", "IDX", "WITHMATCHLEN", "MINMATCHLEN", "bad"});
           w.push_back(o);
           if (o == "MINMATCHLEN") w.push_back(one<std::string>({"0", "1", "2", "4", "-1", "x"}));
         }
         return w;
       }
       case 10:
-        return {"SET", key(), one<std::string>({"ohmytext", "mynewtext", "12345", "-7", "",
-                                                "\xff\x01\x80", "abcdefghijklmnop", "0"})};
+        return {"SET", key(),
+                one<std::string>({"ohmytext", "mynewtext", "12345", "-7", "", "\xff\x01\x80",
+                                  "abcdefghijklmnop", "0"})};
       case 11:
         return {one<std::string>({"GET", "STRLEN", "OBJECT", "TYPE"}), key()};
       case 12:
@@ -152,8 +154,8 @@ class BitsGenerator {
 TEST(BitsDiff, SeededSequencesAnswerAsRedisServerDoes) {
   RedisServer redis;
   // (Redis's 512 MB bound on a bit offset, and on LCS's table)
-  NodeProcess node({"--shards", "4", "--proto-max-bulk-len", "536870912", "--max-query-bytes",
-                    "536870912"});
+  NodeProcess node(
+      {"--shards", "4", "--proto-max-bulk-len", "536870912", "--max-query-bytes", "536870912"});
   ASSERT_TRUE(node.alive());
   Client fg(node.port()), rc(redis.port());
   ASSERT_TRUE(rc.connected()) << "redis-server did not start";
@@ -175,8 +177,8 @@ TEST(BitsDiff, SeededSequencesAnswerAsRedisServerDoes) {
       if (a != b) {
         std::string before;
         for (const auto& c : recent) before += "\n    " + c;
-        FAIL() << "seed " << seed << ", command " << i << ": " << printable(w) << "\n  floodgate: " << a
-               << "\n  redis:     " << b << "\n  after:" << before;
+        FAIL() << "seed " << seed << ", command " << i << ": " << printable(w)
+               << "\n  floodgate: " << a << "\n  redis:     " << b << "\n  after:" << before;
       }
     }
   }

@@ -50,7 +50,8 @@ class StreamGenerator {
     const uint64_t ms = next_ms_ + static_cast<uint64_t>(pick(4)) - 2;
     switch (pick(12)) {
       case 0:
-        return one<std::string>({"0-0", "0", "-", "+", "abc", "1-x", "", "18446744073709551615-18446744073709551615",
+        return one<std::string>({"0-0", "0", "-", "+", "abc", "1-x", "",
+                                 "18446744073709551615-18446744073709551615",
                                  "18446744073709551616", "-1", "+5", " 7", "007-1", "1-*"});
       case 1:
         return std::to_string(ms) + "-*";
@@ -64,7 +65,8 @@ class StreamGenerator {
   std::string bound() {
     switch (pick(6)) {
       case 0:
-        return one<std::string>({"-", "+", "(0", "(+", "(-", "x", "0", "(18446744073709551615-18446744073709551615"});
+        return one<std::string>(
+            {"-", "+", "(0", "(+", "(-", "x", "0", "(18446744073709551615-18446744073709551615"});
       case 1:
         return "(" + id();
       default:
@@ -110,7 +112,9 @@ class StreamGenerator {
       case 7: {
         const bool rev = pick(2) == 0;
         std::vector<std::string> w = {rev ? "XREVRANGE" : "XRANGE", key(), bound(), bound()};
-        if (pick(3) == 0) w.push_back(rev ? "+" : "-"), w.push_back(rev ? "-" : "+"), w.erase(w.begin() + 2, w.begin() + 4);
+        if (pick(3) == 0)
+          w.push_back(rev ? "+" : "-"), w.push_back(rev ? "-" : "+"),
+              w.erase(w.begin() + 2, w.begin() + 4);
         if (pick(2) == 0) {
           w.push_back(one<std::string>({"COUNT", "count", "LIMIT"}));
           w.push_back(count());
@@ -129,7 +133,8 @@ class StreamGenerator {
       }
       case 10: {
         std::vector<std::string> w = {"XSETID", key(), id()};
-        if (pick(3) == 0) w.push_back("ENTRIESADDED"), w.push_back(one<std::string>({"0", "5", "100", "-1", "x"}));
+        if (pick(3) == 0)
+          w.push_back("ENTRIESADDED"), w.push_back(one<std::string>({"0", "5", "100", "-1", "x"}));
         if (pick(3) == 0) w.push_back("MAXDELETEDID"), w.push_back(id());
         return w;
       }
@@ -143,12 +148,14 @@ class StreamGenerator {
         const bool same_slot = pick(2) == 0;
         for (int i = 0; i < n; ++i)
           w.push_back(same_slot ? one<std::string>({"{t}s", "{t}x"}) : key());
-        for (int i = 0; i < n; ++i) w.push_back(pick(4) == 0 ? one<std::string>({"$", ">", "0", "-"}) : id());
+        for (int i = 0; i < n; ++i)
+          w.push_back(pick(4) == 0 ? one<std::string>({"$", ">", "0", "-"}) : id());
         if (pick(15) == 0) w.pop_back();
         return w;
       }
       case 13: {
-        std::vector<std::string> w = {"XINFO", one<std::string>({"STREAM", "stream", "GROUPS"}), key()};
+        std::vector<std::string> w = {"XINFO", one<std::string>({"STREAM", "stream", "GROUPS"}),
+                                      key()};
         if (pick(4) == 0) w.push_back("FULL");
         if (pick(6) == 0) w.push_back("COUNT"), w.push_back(count());
         return w;
@@ -170,7 +177,8 @@ class StreamGenerator {
 // two numbers are Floodgate's own (its nodes hold entries, not bytes), the rest must agree.
 std::string without_rax(std::string reply) {
   for (const char* field : {"radix-tree-keys", "radix-tree-nodes"}) {
-    const std::string tag = std::string("$") + std::to_string(std::string(field).size()) + "\r\n" + field + "\r\n";
+    const std::string tag =
+        std::string("$") + std::to_string(std::string(field).size()) + "\r\n" + field + "\r\n";
     const size_t at = reply.find(tag);
     if (at == std::string::npos) continue;
     const size_t value = at + tag.size(), end = reply.find("\r\n", value);
@@ -208,8 +216,8 @@ TEST(StreamDiff, SeededSequencesAnswerAsRedisServerDoes) {
       if (a != b) {
         std::string before;
         for (const auto& c : recent) before += "\n    " + c;
-        FAIL() << "seed " << seed << ", command " << i << ": " << printable(w) << "\n  floodgate: " << a
-               << "\n  redis:     " << b << "\n  after:" << before;
+        FAIL() << "seed " << seed << ", command " << i << ": " << printable(w)
+               << "\n  floodgate: " << a << "\n  redis:     " << b << "\n  after:" << before;
       }
     }
   }
@@ -242,7 +250,9 @@ TEST(StreamDiff, BlockedReadersAnswerAsRedisServerDoes) {
       {0, {"EXEC"}, 1},
       {0, {"SET", "str", "x"}, 1},
       {0, {"XREAD", "BLOCK", "10", "STREAMS", "str", "$"}, 1},  // WRONGTYPE at once
-      {0, {"EVAL", "return redis.call('XREAD', 'BLOCK', '1', 'STREAMS', KEYS[1], '0')", "1", "ev"}, 1},
+      {0,
+       {"EVAL", "return redis.call('XREAD', 'BLOCK', '1', 'STREAMS', KEYS[1], '0')", "1", "ev"},
+       1},
       {0, {"EVAL", "return redis.call('XREAD', 'STREAMS', KEYS[1], '0')", "1", "ev"}, 1},
       {2, {"HELLO", "3"}, 1, 0, false},
       {2, {"XREAD", "BLOCK", "5000", "STREAMS", "ev", "$"}, 0, 50},
@@ -267,15 +277,17 @@ TEST(Streams, OneAddServesEveryBlockedReaderAtOnce) {
   std::vector<std::unique_ptr<Client>> readers;
   for (int i = 0; i < kReaders; ++i) {
     readers.push_back(std::make_unique<Client>(node.port()));
-    ASSERT_TRUE(readers.back()->send(encode({"XREAD", "BLOCK", "10000", "STREAMS", "events", "$"})));
+    ASSERT_TRUE(
+        readers.back()->send(encode({"XREAD", "BLOCK", "10000", "STREAMS", "events", "$"})));
   }
   std::this_thread::sleep_for(std::chrono::milliseconds(100));
   Client writer(node.port());
   const auto t0 = std::chrono::steady_clock::now();
   EXPECT_EQ(ask(writer, {"XADD", "events", "7-1", "job", "done"}), "$3\r\n7-1\r\n");
   for (auto& r : readers) {
-    EXPECT_EQ(read_value(*r),
-              "*1\r\n*2\r\n$6\r\nevents\r\n*1\r\n*2\r\n$3\r\n7-1\r\n*2\r\n$3\r\njob\r\n$4\r\ndone\r\n");
+    EXPECT_EQ(
+        read_value(*r),
+        "*1\r\n*2\r\n$6\r\nevents\r\n*1\r\n*2\r\n$3\r\n7-1\r\n*2\r\n$3\r\njob\r\n$4\r\ndone\r\n");
   }
   // (a reader left to its once-a-second retry would take a second)
   EXPECT_LT(std::chrono::steady_clock::now() - t0, std::chrono::milliseconds(900));
