@@ -1188,6 +1188,8 @@ TEST(Cluster, AFourthNodeTakesDataKeysWithTheirSlots) {
     ASSERT_EQ(ask(c, {"ZADD", k("z", i), n, "m" + n}), ":1\r\n");
     ASSERT_EQ(ask(c, {"RPUSH", k("l", i), "a", n}), ":2\r\n");
     ASSERT_EQ(ask(c, {"SADD", k("m", i), "a", n}), ":2\r\n");
+    ASSERT_EQ(ask(c, {"XADD", k("x", i), n + "-1", "f", n}), "$" + std::to_string(n.size() + 2) + "\r\n" + n + "-1\r\n");
+    ASSERT_EQ(ask(c, {"SETBIT", k("b", i), std::to_string(100 + i), "1"}), ":0\r\n");
   }
   NodeProcess& fourth = cl.add();
   ASSERT_TRUE(cl.formed(4));
@@ -1206,6 +1208,10 @@ TEST(Cluster, AFourthNodeTakesDataKeysWithTheirSlots) {
               "$" + std::to_string(n.size()) + "\r\n" + n + "\r\n");
     EXPECT_EQ(ask(via, {"LLEN", k("l", i)}), ":2\r\n");
     EXPECT_EQ(ask(via, {"SISMEMBER", k("m", i), n}), ":1\r\n");
+    EXPECT_EQ(ask(via, {"XRANGE", k("x", i), "-", "+"}),
+              "*1\r\n*2\r\n$" + std::to_string(n.size() + 2) + "\r\n" + n + "-1\r\n*2\r\n$1\r\nf\r\n$" +
+                  std::to_string(n.size()) + "\r\n" + n + "\r\n");
+    EXPECT_EQ(ask(via, {"GETBIT", k("b", i), std::to_string(100 + i)}), ":1\r\n");
   }
   EXPECT_GT(moved, 0);
 }
@@ -1242,6 +1248,14 @@ TEST(Failover, DataKeysAreForwardedReplicatedAndSurviveTheOwnersDeath) {
   }
   EXPECT_EQ(ask(c, {"ZREMRANGEBYSCORE", log, "-inf", "1700000000000"}), ":1\r\n");
   EXPECT_EQ(ask(c, {"PEXPIRE", log, "600000"}), ":1\r\n");
+  // A stream (BullMQ's events) and a bitmap.
+  const std::string events = "customer-limit-" + tag + ":events",
+                    flags = "customer-limit-" + tag + ":flags";
+  EXPECT_EQ(ask(c, {"XADD", events, "5-1", "event", "added"}), "$3\r\n5-1\r\n");
+  EXPECT_EQ(ask(c, {"XADD", events, "5-2", "event", "active"}), "$3\r\n5-2\r\n");
+  EXPECT_EQ(ask(c, {"XADD", events, "MAXLEN", "2", "6-1", "event", "completed"}), "$3\r\n6-1\r\n");
+  EXPECT_EQ(ask(c, {"XDEL", events, "5-2"}), ":1\r\n");
+  EXPECT_EQ(ask(c, {"SETBIT", flags, "77", "1"}), ":0\r\n");
   // A set, and the commands over several keys of one slot (one op at the owner); across
   // slots refused.
   const std::string online = "customer-limit-" + tag + ":online",
@@ -1260,7 +1274,7 @@ TEST(Failover, DataKeysAreForwardedReplicatedAndSurviveTheOwnersDeath) {
   EXPECT_EQ(ask(c, {"GET", "elsewhere"}), "$-1\r\n");
   // KEYS with the user's hash tag: answered by the tag's owner, wherever it is asked.
   const std::string keys = ask(c, {"KEYS", "customer-limit-" + tag + ":*"});
-  EXPECT_EQ(keys.rfind("*7\r\n", 0), 0u) << keys;
+  EXPECT_EQ(keys.rfind("*9\r\n", 0), 0u) << keys;
   for (const auto& k : {a, b, note}) EXPECT_NE(keys.find(k), std::string::npos) << keys;
   // The fixed-window pattern in a transaction, forwarded to the owner as one flight.
   EXPECT_EQ(ask(c, {"MULTI"}), "+OK\r\n");
@@ -1311,6 +1325,16 @@ TEST(Failover, DataKeysAreForwardedReplicatedAndSurviveTheOwnersDeath) {
             "*4\r\n$17\r\nreq:1700000000001\r\n$13\r\n1700000000001\r\n"
             "$17\r\nreq:1700000000002\r\n$13\r\n1700000000002\r\n");
   EXPECT_EQ(ask(c, {"DEL", log}), ":1\r\n");
+  EXPECT_EQ(ask(c, {"XRANGE", events, "-", "+"}),
+            "*1\r\n*2\r\n$3\r\n6-1\r\n*2\r\n$5\r\nevent\r\n$9\r\ncompleted\r\n");
+  const std::string info = ask(c, {"XINFO", "STREAM", events});
+  EXPECT_NE(info.find("$17\r\nlast-generated-id\r\n$3\r\n6-1\r\n$20\r\nmax-deleted-entry-id\r\n$3\r\n5-2\r\n$13\r\nentries-added\r\n:3\r\n"),
+            std::string::npos) << info;
+  EXPECT_EQ(ask(c, {"XADD", events, "6-1", "again", "x"}),
+            "-ERR The ID specified in XADD is equal or smaller than the target stream top item\r\n");
+  EXPECT_EQ(ask(c, {"GETBIT", flags, "77"}), ":1\r\n");
+  EXPECT_EQ(ask(c, {"BITCOUNT", flags}), ":1\r\n");
+  EXPECT_EQ(ask(c, {"DEL", events, flags}), ":2\r\n");
   EXPECT_EQ(ask(c, {"SMEMBERS", online}), "*1\r\n$2\r\nu2\r\n");
   EXPECT_EQ(ask(c, {"SCARD", seen}), ":3\r\n");
   EXPECT_EQ(ask(c, {"SDIFF", seen, online}).size(),
