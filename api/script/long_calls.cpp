@@ -48,7 +48,7 @@ constexpr int64_t kBytesPerNsAtMost = 2;
 void check_budget(lua_State* L) {
   Run* r = t_run;
   if (!r || (++r->long_calls % kClockEvery != 0 && !r->over_budget)) return;
-  if (!r->over_budget && mono_ns() < r->deadline_ns) return;
+  if (!r->over_budget && run_clock_ns() < r->deadline_ns) return;
   r->over_budget = true;
   luaL_error(L, "script ran past its budget");
 }
@@ -83,7 +83,7 @@ int call_original(lua_State* L) {
 template <int K>
 int paced(lua_State* L) {
   if (Run* r = t_run; r && lua_type(L, 1) == LUA_TSTRING) {
-    const int64_t left_ns = r->deadline_ns - mono_ns();
+    const int64_t left_ns = r->deadline_ns - run_clock_ns();
     if (r->over_budget || static_cast<int64_t>(lua_objlen(L, 1)) > left_ns * kBytesPerNsAtMost) {
       r->over_budget = true;
       return luaL_error(L, "script ran past its budget");
@@ -117,7 +117,7 @@ bool sort_plain(lua_State* L, size_t n) {
   if (Run* r =
           t_run) {  // (one comparison a nanosecond at best: what cannot end in time is refused)
     const auto comparisons = static_cast<int64_t>(n) * (64 - __builtin_clzll(n));
-    if (comparisons > r->deadline_ns - mono_ns()) {
+    if (comparisons > r->deadline_ns - run_clock_ns()) {
       r->over_budget = true;
       luaL_error(L, "script ran past its budget");
     }
@@ -214,7 +214,7 @@ void estimate_json(lua_State* L, int idx, int depth, Estimate& e) {
       if (e.over()) return;  // (past the room already: no need to look closer)
       // Escapes: a control byte takes six, a quote, backslash or slash two. (So at most
       // the heap's room is ever scanned, and the clock is read before a long scan.)
-      if (n > (1 << 16) && t_run && mono_ns() >= t_run->deadline_ns) {
+      if (n > (1 << 16) && t_run && run_clock_ns() >= t_run->deadline_ns) {
         t_run->over_budget = true;
         luaL_error(L, "script ran past its budget");
       }

@@ -37,6 +37,12 @@ int64_t mono_ns() {
   return int64_t{ts.tv_sec} * 1'000'000'000 + ts.tv_nsec;
 }
 
+int64_t run_clock_ns() {
+  timespec ts;
+  clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
+  return int64_t{ts.tv_sec} * 1'000'000'000 + ts.tv_nsec;
+}
+
 thread_local Run* t_run = nullptr;
 
 void* lua_alloc(void* ud, void* ptr, size_t osize, size_t nsize) {
@@ -57,7 +63,7 @@ void* lua_alloc(void* ud, void* ptr, size_t osize, size_t nsize) {
     // (table.concat, gsub, cjson.decode, a compile) stops within kAllocsPerClock allocations.
     if (Run* r = t_run; r == &st->run) {
       if (r->over_budget) return nullptr;
-      if (++r->allocs % kAllocsPerClock == 0 && mono_ns() >= r->deadline_ns) {
+      if (++r->allocs % kAllocsPerClock == 0 && run_clock_ns() >= r->deadline_ns) {
         r->over_budget = true;
         return nullptr;
       }
@@ -373,7 +379,7 @@ int error_handler(lua_State* L) {
 void hook(lua_State* L, lua_Debug*) {
   Run* r = t_run;
   if (!r) return;
-  if (!r->over_budget && mono_ns() < r->deadline_ns) return;
+  if (!r->over_budget && run_clock_ns() < r->deadline_ns) return;
   r->over_budget = true;
   lua_sethook(L, hook, LUA_MASKCOUNT, 1);  // and at every instruction after: no pcall escapes
   luaL_error(L, "script ran past its budget");

@@ -380,7 +380,7 @@ void ScriptEngine::run(ShardOp& op, const Step& step, int64_t now_ns) {
   r.account = op.account;
   if (cluster_ && numkeys > 0) r.slot = static_cast<int>(key_slot(a[3]));
   const int64_t started_ns = mono_ns();
-  r.deadline_ns = started_ns + limits_.budget_ms * 1'000'000;
+  r.deadline_ns = run_clock_ns() + limits_.budget_ms * 1'000'000;
   st.out_of_memory = false;
   st.random = next_run_seed(st.seeds);
   t_run = &r;

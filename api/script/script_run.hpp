@@ -80,6 +80,10 @@ constexpr size_t kAfterRunSlack = 1 << 20;  // heap past the cap for a run's aft
 constexpr int kMaxReplyDepth = 200;
 
 int64_t mono_ns();
+// The clock a run's budget is counted on: the CPU time of the thread running it, so a
+// script the OS sets aside (a loaded machine, a shared core) does not spend its budget
+// waiting; a script busy for its budget is stopped all the same.
+int64_t run_clock_ns();
 extern thread_local Run* t_run;  // the run on this thread, for the functions Lua calls
 void sha1_hex_into(std::string_view data, char* out);  // 40 hex digits at out
 

@@ -29,23 +29,27 @@ after(() => {
   for (const n of cluster?.procs ?? []) n.kill('SIGTERM');
 });
 
+// Each target makes the options of one BullMQ object. A connection BullMQ is handed is the
+// caller's to close (BullMQ closes only those it made): `made` keeps them for that.
 const plain = (port) => () => ({ connection: { host: '127.0.0.1', port, maxRetriesPerRequest: null } });
-const clustered = () => () => ({
-  prefix: '{bull}',
-  connection: new Redis.Cluster([{ host: '127.0.0.1', port: cluster.ports[0] }],
-    { redisOptions: { maxRetriesPerRequest: null } }),
-});
+const clustered = (made) => () => {
+  const connection = new Redis.Cluster([{ host: '127.0.0.1', port: cluster.ports[0] }],
+    { redisOptions: { maxRetriesPerRequest: null } });
+  made.push(connection);
+  return { prefix: '{bull}', connection };
+};
 
 const targets = [
   ['redis-server', () => plain(redisPort)],
   ['a standalone node', () => plain(standalone.port)],
-  ['a cluster, ioredis Cluster', clustered],
+  ['a cluster, ioredis Cluster', (made) => clustered(made)],
 ];
 
 let made = 0;
 for (const [name, where] of targets) {
   test(`BullMQ on ${name}: a rate-limited queue runs every job at 5 per 2 s`, { timeout: 60000 }, async () => {
-    const options = where();
+    const conns = [];
+    const options = where(conns);
     const queueName = `limited-${process.pid}-${++made}`;
     const queue = new Queue(queueName, options());
     const events = new QueueEvents(queueName, options());
@@ -81,6 +85,7 @@ for (const [name, where] of targets) {
       await worker.close();
       await events.close();
       await queue.close();
+      for (const c of conns) c.disconnect();
     }
   });
 }
