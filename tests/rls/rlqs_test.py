@@ -46,17 +46,27 @@ buckets:
   - bucket: {{name: free}}
     rate_limit: {{unlimited: true}}
 """)
-        ports = [base.free_port() for _ in range(3)]
-        bus = [base.free_port() for _ in range(3)]
-        seeds = ",".join(f"127.0.0.1:{b}" for b in bus[:2])
-        cls.nodes = []
-        for i in range(3):
-            cls.nodes.append(base.Node(cls.dir, ["--cluster-enabled", "--node-id", f"rlqs-{i}",
-                                                 "--cluster-port", str(bus[i]), "--seeds", seeds,
-                                                 "--rlqs-slice-ms", "1000"],
-                                       port=ports[i]))
-        for n in cls.nodes:
-            n.wait_serving(60)
+        # (a port chosen free may be taken by a test running alongside before a node binds
+        # it: the node exits at once, and the cluster starts again on other ports)
+        for attempt in range(3):
+            ports = [base.free_port() for _ in range(3)]
+            bus = [base.free_port() for _ in range(3)]
+            seeds = ",".join(f"127.0.0.1:{b}" for b in bus[:2])
+            cls.nodes = []
+            for i in range(3):
+                cls.nodes.append(base.Node(cls.dir, ["--cluster-enabled", "--node-id", f"rlqs-{i}",
+                                                     "--cluster-port", str(bus[i]), "--seeds",
+                                                     seeds, "--rlqs-slice-ms", "1000"],
+                                           port=ports[i]))
+            try:
+                for n in cls.nodes:
+                    n.wait_serving(60)
+                break
+            except AssertionError as e:
+                for n in cls.nodes:
+                    n.stop(signal.SIGKILL)
+                if "Address already in use" not in str(e) or attempt == 2:
+                    raise
         for n in cls.nodes:  # (a policy set on one node reaches every node)
             base.cli(n.port, "FG.POLICY", "SET", "gw", "fixed_window", "100", "2000")
             base.cli(n.port, "FG.POLICY", "SET", "gwtb", "token_bucket", "1000", "500", "1000")
