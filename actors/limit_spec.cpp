@@ -10,10 +10,20 @@
 namespace fg {
 
 namespace {
-constexpr std::string_view kNames[] = {
-    "none",           "token_bucket", "gcra",            "fixed_window", "sliding_log",
-    "sliding_window", "concurrency",  "string",          "hash",         "zset",
-    "list",           "set",          "calendar_window", "stream"};  // (Kind's order)
+constexpr std::string_view kNames[] = {"none",
+                                       "token_bucket",
+                                       "gcra",
+                                       "fixed_window",
+                                       "sliding_log",
+                                       "sliding_window",
+                                       "concurrency",
+                                       "string",
+                                       "hash",
+                                       "zset",
+                                       "list",
+                                       "set",
+                                       "calendar_window",
+                                       "stream"};  // (Kind's order)
 }
 
 std::string_view kind_name(Kind k) { return kNames[static_cast<int>(k)]; }

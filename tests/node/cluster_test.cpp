@@ -1188,7 +1188,8 @@ TEST(Cluster, AFourthNodeTakesDataKeysWithTheirSlots) {
     ASSERT_EQ(ask(c, {"ZADD", k("z", i), n, "m" + n}), ":1\r\n");
     ASSERT_EQ(ask(c, {"RPUSH", k("l", i), "a", n}), ":2\r\n");
     ASSERT_EQ(ask(c, {"SADD", k("m", i), "a", n}), ":2\r\n");
-    ASSERT_EQ(ask(c, {"XADD", k("x", i), n + "-1", "f", n}), "$" + std::to_string(n.size() + 2) + "\r\n" + n + "-1\r\n");
+    ASSERT_EQ(ask(c, {"XADD", k("x", i), n + "-1", "f", n}),
+              "$" + std::to_string(n.size() + 2) + "\r\n" + n + "-1\r\n");
     ASSERT_EQ(ask(c, {"SETBIT", k("b", i), std::to_string(100 + i), "1"}), ":0\r\n");
   }
   NodeProcess& fourth = cl.add();
@@ -1209,8 +1210,8 @@ TEST(Cluster, AFourthNodeTakesDataKeysWithTheirSlots) {
     EXPECT_EQ(ask(via, {"LLEN", k("l", i)}), ":2\r\n");
     EXPECT_EQ(ask(via, {"SISMEMBER", k("m", i), n}), ":1\r\n");
     EXPECT_EQ(ask(via, {"XRANGE", k("x", i), "-", "+"}),
-              "*1\r\n*2\r\n$" + std::to_string(n.size() + 2) + "\r\n" + n + "-1\r\n*2\r\n$1\r\nf\r\n$" +
-                  std::to_string(n.size()) + "\r\n" + n + "\r\n");
+              "*1\r\n*2\r\n$" + std::to_string(n.size() + 2) + "\r\n" + n +
+                  "-1\r\n*2\r\n$1\r\nf\r\n$" + std::to_string(n.size()) + "\r\n" + n + "\r\n");
     EXPECT_EQ(ask(via, {"GETBIT", k("b", i), std::to_string(100 + i)}), ":1\r\n");
   }
   EXPECT_GT(moved, 0);
@@ -1328,10 +1329,13 @@ TEST(Failover, DataKeysAreForwardedReplicatedAndSurviveTheOwnersDeath) {
   EXPECT_EQ(ask(c, {"XRANGE", events, "-", "+"}),
             "*1\r\n*2\r\n$3\r\n6-1\r\n*2\r\n$5\r\nevent\r\n$9\r\ncompleted\r\n");
   const std::string info = ask(c, {"XINFO", "STREAM", events});
-  EXPECT_NE(info.find("$17\r\nlast-generated-id\r\n$3\r\n6-1\r\n$20\r\nmax-deleted-entry-id\r\n$3\r\n5-2\r\n$13\r\nentries-added\r\n:3\r\n"),
-            std::string::npos) << info;
-  EXPECT_EQ(ask(c, {"XADD", events, "6-1", "again", "x"}),
-            "-ERR The ID specified in XADD is equal or smaller than the target stream top item\r\n");
+  EXPECT_NE(info.find("$17\r\nlast-generated-id\r\n$3\r\n6-1\r\n$20\r\nmax-deleted-entry-id\r\n$"
+                      "3\r\n5-2\r\n$13\r\nentries-added\r\n:3\r\n"),
+            std::string::npos)
+      << info;
+  EXPECT_EQ(
+      ask(c, {"XADD", events, "6-1", "again", "x"}),
+      "-ERR The ID specified in XADD is equal or smaller than the target stream top item\r\n");
   EXPECT_EQ(ask(c, {"GETBIT", flags, "77"}), ":1\r\n");
   EXPECT_EQ(ask(c, {"BITCOUNT", flags}), ":1\r\n");
   EXPECT_EQ(ask(c, {"DEL", events, flags}), ":2\r\n");
