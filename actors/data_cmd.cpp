@@ -170,6 +170,12 @@ const DataCmdInfo DataCmdTable::rows[] = {
     {DataCmd::kBitFieldRo, "bitfield_ro", &Shard::data_bits, kReadsKeys, one_key()},
     {DataCmd::kBitOp, "bitop", &Shard::bit_op, kGrowsKeys, keys_together_from(2)},
     {DataCmd::kLcs, "lcs", &Shard::lcs, kReadsKeys, keys_together(2)},
+    {DataCmd::kXGroup, "xgroup", &Shard::stream_group, kWritesKeys, one_key()},
+    {DataCmd::kXReadGroup, "xreadgroup", &Shard::stream_read, kWritesKeys, stream_keys()},
+    {DataCmd::kXAck, "xack", &Shard::stream_ack, kWritesKeys, one_key()},
+    {DataCmd::kXPending, "xpending", &Shard::stream_pending, kReadsKeys, one_key()},
+    {DataCmd::kXClaim, "xclaim", &Shard::stream_claim, kWritesKeys, one_key()},
+    {DataCmd::kXAutoClaim, "xautoclaim", &Shard::stream_autoclaim, kWritesKeys, one_key()},
 };
 
 }  // namespace fg

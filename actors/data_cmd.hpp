@@ -201,8 +201,15 @@ enum class DataCmd : uint8_t {
   kBitFieldRo,
   kBitOp,  // (several keys as one op: the destination and the sources after it)
   kLcs,
+  // streams' consumer groups (data_stream_groups.cpp)
+  kXGroup,      // (its key after its subcommand, as OBJECT's)
+  kXReadGroup,  // (several keys as one op: those after its STREAMS word)
+  kXAck,
+  kXPending,
+  kXClaim,
+  kXAutoClaim,
 };
-constexpr uint8_t kLastDataCmd = static_cast<uint8_t>(DataCmd::kLcs);
+constexpr uint8_t kLastDataCmd = static_cast<uint8_t>(DataCmd::kXAutoClaim);
 
 // How a command with several keys is answered when its keys are split over shards: each
 // part runs the command on one key (with its value, for MSET), and the parts' replies add
@@ -345,9 +352,10 @@ inline size_t script_keys_end(const std::vector<std::string_view>& a) {
   return 3 + static_cast<size_t>(n);
 }
 
-// Whether its key is its third word, after a subcommand (OBJECT ENCODING key, XINFO STREAM key).
+// Whether its key is its third word, after a subcommand (OBJECT ENCODING key, XINFO STREAM key,
+// XGROUP CREATE key ...).
 inline bool key_after_subcommand(DataCmd c) {
-  return c == DataCmd::kObject || c == DataCmd::kXInfo;
+  return c == DataCmd::kObject || c == DataCmd::kXInfo || c == DataCmd::kXGroup;
 }
 
 // The key a data command is routed by: its first key (a script: its first declared key); for KEYS

@@ -11,6 +11,7 @@
 #include "entry_snapshot.hpp"
 #include "errors.hpp"
 #include "shard.hpp"
+#include "stream_reply.hpp"
 #include "stream_value.hpp"
 #include "value_kinds.hpp"
 #include "words.hpp"
@@ -93,37 +94,6 @@ int64_t run_trim(StreamValue& s, const TrimArgs& t) {
                 t.approx ? t.limit : 0);
 }
 
-void reply_entry(DataReply& r, const StreamId& id, const StreamValue::Item& item) {
-  r.array(2);
-  r.bulk(id.text());
-  r.array(static_cast<int64_t>(item.pairs.size()));
-  for (const std::string& p : item.pairs) r.bulk(p);
-}
-
-// The entries in [start, end] (from the end when `rev`), at most `count` (0: all).
-void reply_range(DataReply& r, const StreamValue& s, StreamId start, StreamId end, int64_t count,
-                 bool rev) {
-  std::vector<std::map<StreamId, StreamValue::Item>::const_iterator> hits;
-  if (!(end < start)) {
-    if (!rev) {
-      for (auto it = s.items.lower_bound(start); it != s.items.end() && it->first <= end; ++it) {
-        if (count > 0 && static_cast<int64_t>(hits.size()) >= count) break;
-        hits.push_back(it);
-      }
-    } else {
-      auto it = s.items.upper_bound(end);
-      while (it != s.items.begin()) {
-        --it;
-        if (it->first < start) break;
-        if (count > 0 && static_cast<int64_t>(hits.size()) >= count) break;
-        hits.push_back(it);
-      }
-    }
-  }
-  r.array(static_cast<int64_t>(hits.size()));
-  for (const auto& it : hits) reply_entry(r, it->first, it->second);
-}
-
 int64_t node_entries() { return encoding_thresholds().stream_node_entries.load(); }
 int64_t node_bytes() { return encoding_thresholds().stream_node_bytes.load(); }
 
@@ -192,17 +162,11 @@ void Shard::data_stream(ShardOp& op, int64_t now_ns) {
     case DataCmd::kXRevRange: {
       const bool rev = c == DataCmd::kXRevRange;
       const std::string_view start_word = rev ? a[3] : a[2], end_word = rev ? a[2] : a[3];
-      // (streamParseIntervalIDOrReply: "(" opens the interval)
-      auto interval = [&](std::string_view w, uint64_t missing, StreamId& id, bool& open) {
-        open = w.size() > 1 && w[0] == '(';
-        return open ? parse_stream_id(w.substr(1), id, missing, true)
-                    : parse_stream_id(w, id, missing, false);
-      };
       StreamId start, end;
       bool open;
-      if (!interval(start_word, 0, start, open)) return r.error(err::kStreamBadId);
+      if (!parse_interval_id(start_word, 0, start, open)) return r.error(err::kStreamBadId);
       if (open && !start.incr()) return r.error(err::kStreamStartInterval);
-      if (!interval(end_word, UINT64_MAX, end, open)) return r.error(err::kStreamBadId);
+      if (!parse_interval_id(end_word, UINT64_MAX, end, open)) return r.error(err::kStreamBadId);
       if (open && !end.decr()) return r.error(err::kStreamEndInterval);
       int64_t count = -1;
       for (size_t j = 4; j < a.size(); ++j) {
@@ -285,11 +249,17 @@ void Shard::data_stream(ShardOp& op, int64_t now_ns) {
 // none does. With BLOCK (the connection waits between attempts), a null answer also names
 // what each "$" stood for — each stream's last ID, space-separated in the null's text,
 // which no door writes — for the attempts after it.
+// XREADGROUP GROUP group consumer [COUNT n] [BLOCK ms] [NOACK] STREAMS key ... id ...: with
+// ">", the entries the group has not delivered (now the consumer's to acknowledge); with an
+// ID, the consumer's own pending entries after it (answered even when none). A blocked
+// reader's later attempt whose stream or group went is told so, as Redis tells it.
 void Shard::stream_read(ShardOp& op, int64_t now_ns) {
   const auto& a = *op.args;
   DataReply& r = *op.reply;
+  const bool grouped = op.data == DataCmd::kXReadGroup;
   int64_t count = 0;
-  bool block = false;
+  bool block = false, has_group = false, noack = false;
+  std::string_view group, consumer;
   size_t streams = 0;
   for (size_t i = 1; i < a.size(); ++i) {
     const bool more = i + 1 < a.size();
@@ -304,61 +274,114 @@ void Shard::stream_read(ShardOp& op, int64_t now_ns) {
       if ((a.size() - streams) % 2 != 0) return r.error(err::kStreamUnbalanced);
       break;
     } else if (iequals(a[i], "group") && i + 2 < a.size()) {
-      return r.error(err::kStreamGroupOption);
+      if (!grouped) return r.error(err::kStreamGroupOption);
+      has_group = true;
+      group = a[i + 1];
+      consumer = a[i + 2];
+      i += 2;
     } else if (iequals(a[i], "noack")) {
-      return r.error(err::kStreamNoAckOption);
+      if (!grouped) return r.error(err::kStreamNoAckOption);
+      noack = true;
     } else {
       return r.error(err::kSyntax);
     }
   }
   if (streams == 0) return r.error(err::kSyntax);
+  if (grouped && !has_group) return r.error(err::kStreamMissingGroup);
+  // (a woken reader takes at most Redis's XREAD_BLOCKED_DEFAULT_COUNT unless it said)
+  if (op.waited && count == 0) count = 1000;
   const size_t n = (a.size() - streams) / 2;
   std::vector<StreamId> after(n);
-  std::vector<const StreamValue*> values(n, nullptr);
+  std::vector<Entry*> entries(n, nullptr);
+  std::vector<StreamValue*> values(n, nullptr);
+  std::vector<StreamGroup*> groups(n, nullptr);
   bool dollar = false;
   for (size_t k = 0; k < n; ++k) {
     const std::string_view key = a[streams + k];
     Shard& sh = *holder_of(key);
     Entry* e = sh.lookup(key, KeyTable::hash(key), now_ns);
     if (e && e->kind != Kind::kStream) {
+      if (grouped && op.waited) return r.error(err::kStreamKeyGone);
       op.status = OpStatus::kWrongType;
       return;
     }
+    entries[k] = e;
     values[k] = e ? e->state<StreamValue*>() : nullptr;
+    if (grouped) {
+      groups[k] = values[k] ? values[k]->group(group) : nullptr;
+      if (!groups[k]) {
+        if (op.waited) return r.error(e ? err::kStreamGroupGone : err::kStreamKeyGone);
+        return r.error(err::no_key_or_group(key, group, " in XREADGROUP with GROUP option"));
+      }
+    }
     const std::string_view w = a[streams + n + k];
     if (w == "$") {
+      if (grouped) return r.error(err::kStreamDollarInGroup);
       dollar = true;
       after[k] = values[k] ? values[k]->last_id : StreamId{};
     } else if (w == ">") {
-      return r.error(err::kStreamGtId);
+      if (!grouped) return r.error(err::kStreamGtId);
+      after[k] = StreamId{UINT64_MAX, UINT64_MAX};
     } else if (!parse_stream_id(w, after[k], 0, true)) {
       return r.error(err::kStreamBadId);
     }
   }
-  std::vector<size_t> served;
-  for (size_t k = 0; k < n; ++k) {
-    const StreamValue* s = values[k];
-    if (s && !s->items.empty() && s->items.rbegin()->first > after[k]) served.push_back(k);
+  // (what a group may still take, checked before anything changes)
+  for (size_t k = 0; grouped && k < n; ++k) {
+    const StreamGroup& g = *groups[k];
+    if (!g.consumers.count(std::string(consumer)) && g.consumers.size() >= kMaxStreamConsumers)
+      return r.error(err::collection_full("a consumer group", kMaxStreamConsumers, "consumers"));
+    if (!noack && after[k].is_max() && g.pel.size() >= kMaxStreamEntries)
+      return r.error(
+          err::collection_full("a consumer group's pending list", kMaxStreamEntries, "entries"));
   }
-  if (served.empty()) {
-    r.null_array();
-    if (block && dollar) {  // (in the null's text, which no door writes)
-      std::string& ids = r.items.back().s;
-      for (size_t k = 0; k < n; ++k) ids += (k ? " " : "") + after[k].text();
+  // Each stream in turn (a group's read moves it on: the same key twice is served once).
+  const size_t head = r.items.size();
+  if (op.resp3) {
+    r.map(0);
+  } else {
+    r.array(0);
+  }
+  int64_t served = 0;
+  for (size_t k = 0; k < n; ++k) {
+    StreamValue* s = values[k];
+    if (!s) continue;
+    const StreamId last = s->items.empty() ? StreamId{} : s->items.rbegin()->first;
+    const bool history = grouped && !after[k].is_max();
+    if (grouped && !history) {
+      if (s->items.empty() || !(last > groups[k]->last_id)) continue;
+      after[k] = groups[k]->last_id;
+    } else if (!grouped && (s->items.empty() || !(last > after[k]))) {
+      continue;
     }
+    ++served;
+    if (!op.resp3) r.array(2);
+    const std::string_view key = a[streams + k];
+    r.bulk(key);
+    if (!grouped) {
+      StreamId start = after[k];
+      start.incr();
+      reply_range(r, *s, start, StreamId{UINT64_MAX, UINT64_MAX}, count, false);
+      continue;
+    }
+    int64_t most = count;  // (new pending entries: no more than the group's list has room for)
+    if (!history && !noack) {
+      const auto room = static_cast<int64_t>(kMaxStreamEntries - groups[k]->pel.size());
+      most = most > 0 ? std::min(most, room) : room;
+    }
+    reply_group_read(r, *s, *groups[k], consumer, after[k], history, most, noack,
+                     now_ns / 1'000'000);
+    holder_of(key)->mark(entries[k], key);
+  }
+  if (served > 0) {
+    r.items[head].n = served;
     return;
   }
-  if (op.resp3) {
-    r.map(static_cast<int64_t>(served.size()));
-  } else {
-    r.array(static_cast<int64_t>(served.size()));
-  }
-  for (size_t k : served) {
-    if (!op.resp3) r.array(2);
-    r.bulk(a[streams + k]);
-    StreamId start = after[k];
-    start.incr();
-    reply_range(r, *values[k], start, StreamId{UINT64_MAX, UINT64_MAX}, count, false);
+  r.items.resize(head);
+  r.null_array();
+  if (block && dollar) {  // (in the null's text, which no door writes)
+    std::string& ids = r.items.back().s;
+    for (size_t k = 0; k < n; ++k) ids += (k ? " " : "") + after[k].text();
   }
 }
 
@@ -371,10 +394,53 @@ void Shard::stream_info(ShardOp& op, int64_t now_ns) {
   if (!e) return r.error(err::kNoSuchKey);
   const StreamValue& s = *e->state<StreamValue*>();
   const std::string_view sub = a[1];
+  const int64_t now_ms = now_ns / 1'000'000;
   if (iequals(sub, "consumers") && a.size() == 4) {
-    return r.error(err::no_consumer_group(a[3], a[2]));  // (no stream here has groups)
+    auto g = s.groups.find(std::string(a[3]));
+    if (g == s.groups.end()) return r.error(err::no_consumer_group(a[3], a[2]));
+    r.array(static_cast<int64_t>(g->second.consumers.size()));
+    for (const auto& [name, c] : g->second.consumers) {
+      r.map(3);
+      r.bulk("name");
+      r.bulk(name);
+      r.bulk("pending");
+      r.integer(static_cast<int64_t>(c.pending.size()));
+      r.bulk("idle");
+      r.integer(std::max<int64_t>(0, now_ms - c.seen_ms));
+    }
+    return;
   }
-  if (iequals(sub, "groups") && a.size() == 3) return r.array(0);
+  auto entries_read = [&](const StreamGroup& g) {
+    r.bulk("entries-read");
+    if (g.entries_read == -1) {
+      r.null();
+    } else {
+      r.integer(g.entries_read);
+    }
+    r.bulk("lag");
+    const int64_t lag = s.lag(g);
+    if (lag == -1) {
+      r.null();
+    } else {
+      r.integer(lag);
+    }
+  };
+  if (iequals(sub, "groups") && a.size() == 3) {
+    r.array(static_cast<int64_t>(s.groups.size()));
+    for (const auto& [name, g] : s.groups) {
+      r.map(6);
+      r.bulk("name");
+      r.bulk(name);
+      r.bulk("consumers");
+      r.integer(static_cast<int64_t>(g.consumers.size()));
+      r.bulk("pending");
+      r.integer(static_cast<int64_t>(g.pel.size()));
+      r.bulk("last-delivered-id");
+      r.bulk(g.last_id.text());
+      entries_read(g);
+    }
+    return;
+  }
   if (!iequals(sub, "stream")) return r.error(err::subcommand_syntax(sub, "XINFO"));
   bool full = false;
   int64_t count = 10;
@@ -406,7 +472,7 @@ void Shard::stream_info(ShardOp& op, int64_t now_ns) {
   const StreamId lo, hi{UINT64_MAX, UINT64_MAX};
   if (!full) {
     r.bulk("groups");
-    r.integer(0);
+    r.integer(static_cast<int64_t>(s.groups.size()));
     r.bulk("first-entry");
     if (s.items.empty()) {
       r.null();
@@ -424,7 +490,51 @@ void Shard::stream_info(ShardOp& op, int64_t now_ns) {
   r.bulk("entries");
   reply_range(r, s, lo, hi, count, false);
   r.bulk("groups");
-  r.array(0);
+  r.array(static_cast<int64_t>(s.groups.size()));
+  auto within = [&](size_t n) { return count == 0 || n < static_cast<size_t>(count); };
+  for (const auto& [name, g] : s.groups) {
+    r.map(7);
+    r.bulk("name");
+    r.bulk(name);
+    r.bulk("last-delivered-id");
+    r.bulk(g.last_id.text());
+    entries_read(g);
+    r.bulk("pel-count");
+    r.integer(static_cast<int64_t>(g.pel.size()));
+    r.bulk("pending");
+    size_t shown = 0;
+    for (auto p = g.pel.begin(); p != g.pel.end() && within(shown); ++p) ++shown;
+    r.array(static_cast<int64_t>(shown));
+    for (auto p = g.pel.begin(); shown > 0; ++p, --shown) {
+      r.array(4);
+      r.bulk(p->first.text());
+      r.bulk(p->second.consumer);
+      r.integer(p->second.delivered_ms);
+      r.integer(static_cast<int64_t>(p->second.deliveries));
+    }
+    r.bulk("consumers");
+    r.array(static_cast<int64_t>(g.consumers.size()));
+    for (const auto& [cname, c] : g.consumers) {
+      r.map(4);
+      r.bulk("name");
+      r.bulk(cname);
+      r.bulk("seen-time");
+      r.integer(c.seen_ms);
+      r.bulk("pel-count");
+      r.integer(static_cast<int64_t>(c.pending.size()));
+      r.bulk("pending");
+      const size_t mine = within(c.pending.size()) ? c.pending.size() : static_cast<size_t>(count);
+      r.array(static_cast<int64_t>(mine));
+      size_t k = 0;
+      for (auto id = c.pending.begin(); k < mine; ++id, ++k) {
+        const auto p = g.pel.find(*id);
+        r.array(3);
+        r.bulk(id->text());
+        r.integer(p == g.pel.end() ? 0 : p->second.delivered_ms);
+        r.integer(p == g.pel.end() ? 0 : static_cast<int64_t>(p->second.deliveries));
+      }
+    }
+  }
 }
 
 // Streams' row of the kinds table (value_kinds.hpp). The snapshot's integers: the last ID
@@ -473,6 +583,63 @@ void stream_snapshot(Entry& e, EntrySnapshot& snap) {
     }
     snap.list.push_back(std::move(w));
   }
+  // Each group as (its name, a word): its last ID, read counter, consumers (name, seen time)
+  // and pending entries (ID, delivery time, deliveries, its consumer's place in that list).
+  snap.hash.clear();
+  for (const auto& [name, g] : s.groups) {
+    std::string w;
+    put_u64(w, g.last_id.ms);
+    put_u64(w, g.last_id.seq);
+    put_u64(w, static_cast<uint64_t>(g.entries_read));
+    put_u64(w, g.consumers.size());
+    std::map<std::string_view, uint64_t> place;
+    for (const auto& [cname, c] : g.consumers) {
+      place.emplace(cname, place.size());
+      put_u64(w, cname.size());
+      w += cname;
+      put_u64(w, static_cast<uint64_t>(c.seen_ms));
+    }
+    put_u64(w, g.pel.size());
+    for (const auto& [id, p] : g.pel) {
+      auto at = place.find(p.consumer);
+      if (at == place.end()) continue;  // (not expected: every pending entry has its consumer)
+      put_u64(w, id.ms);
+      put_u64(w, id.seq);
+      put_u64(w, static_cast<uint64_t>(p.delivered_ms));
+      put_u64(w, p.deliveries);
+      put_u64(w, at->second);
+    }
+    snap.hash.emplace_back(name, std::move(w));
+  }
+}
+
+// A group's word (stream_snapshot); false if it does not read back whole.
+bool restore_group(std::string_view in, StreamGroup& g) {
+  uint64_t v, consumers, pending;
+  if (!get_u64(in, g.last_id.ms) || !get_u64(in, g.last_id.seq) || !get_u64(in, v) ||
+      !get_u64(in, consumers) || consumers > kMaxStreamConsumers)
+    return false;
+  g.entries_read = static_cast<int64_t>(v) < -1 ? -1 : static_cast<int64_t>(v);
+  std::vector<std::string> names;
+  for (uint64_t i = 0; i < consumers; ++i) {
+    uint64_t len, seen;
+    if (!get_u64(in, len) || len > in.size()) return false;
+    names.emplace_back(in.substr(0, len));
+    in.remove_prefix(len);
+    if (!get_u64(in, seen)) return false;
+    g.consumers[names.back()].seen_ms = static_cast<int64_t>(seen);
+  }
+  if (!get_u64(in, pending) || pending > kMaxStreamEntries) return false;
+  for (uint64_t i = 0; i < pending; ++i) {
+    StreamId id;
+    uint64_t at, deliveries, place;
+    if (!get_u64(in, id.ms) || !get_u64(in, id.seq) || !get_u64(in, at) ||
+        !get_u64(in, deliveries) || !get_u64(in, place) || place >= names.size())
+      return false;
+    g.pel[id] = StreamGroup::Pending{static_cast<int64_t>(at), deliveries, names[place]};
+    g.consumers[names[place]].pending.insert(id);
+  }
+  return in.empty();
 }
 
 // (a snapshot from the wire or the disk: an entry that does not read back whole, or out of
@@ -506,6 +673,13 @@ void stream_restore(Entry& e, const EntrySnapshot& snap) {
   }
   if (!s.items.empty() && s.last_id < s.items.rbegin()->first) s.last_id = s.items.rbegin()->first;
   s.renode(node_entries());
+  s.groups.clear();
+  for (const auto& [name, word] : snap.hash) {
+    if (s.groups.size() >= kMaxStreamGroups) break;
+    StreamGroup g;
+    if (restore_group(word, g)) s.groups.emplace(name, std::move(g));
+  }
+  s.recount_groups();
 }
 }  // namespace
 

@@ -257,6 +257,31 @@ inline constexpr char kTimeoutNotInteger[] = "ERR timeout is not an integer or o
 inline std::string block_in_script(std::string_view command) {  // as the script wrote it
   return "ERR " + std::string(command) + " command is not allowed with BLOCK option from scripts";
 }
+inline constexpr char kStreamMissingGroup[] = "ERR Missing GROUP option for XREADGROUP";
+inline constexpr char kStreamDollarInGroup[] =
+    "ERR The $ ID is meaningless in the context of XREADGROUP: you want to read the history of "
+    "this consumer by specifying a proper ID, or use the > ID to get new messages. The $ ID "
+    "would just return an empty result set.";
+inline constexpr char kStreamGroupGone[] =
+    "NOGROUP the consumer group this client was blocked on no longer exists";
+inline constexpr char kStreamKeyGone[] = "UNBLOCKED the stream key no longer exists";
+inline constexpr char kStreamGroupNeedsKey[] =
+    "ERR The XGROUP subcommand requires the key to exist. Note that for CREATE you may want to "
+    "use the MKSTREAM option to create an empty stream automatically.";
+inline constexpr char kStreamEntriesRead[] = "ERR value for ENTRIESREAD must be positive or -1";
+inline constexpr char kStreamBusyGroup[] = "BUSYGROUP Consumer Group name already exists";
+inline constexpr char kStreamCountPositive[] = "ERR COUNT must be > 0";
+inline std::string claim_bad_number(std::string_view what, std::string_view command) {
+  return "ERR Invalid " + std::string(what) + " argument for " + std::string(command);
+}
+inline std::string claim_bad_option(std::string_view option) {
+  return "ERR Unrecognized XCLAIM option '" + std::string(option) + "'";
+}
+inline std::string no_key_or_group(std::string_view key, std::string_view group,
+                                   std::string_view tail = {}) {
+  return "NOGROUP No such key '" + std::string(key) + "' or consumer group '" + std::string(group) +
+         "'" + std::string(tail);
+}
 inline std::string no_consumer_group(std::string_view group, std::string_view key) {
   return "NOGROUP No such consumer group '" + std::string(group) + "' for key name '" +
          std::string(key) + "'";

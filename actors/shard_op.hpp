@@ -93,6 +93,7 @@ struct ShardOp {
   const std::vector<std::string_view>* args = nullptr;  // kData: the command's words
   DataReply* reply = nullptr;                           // kData: where the answer goes
   bool resp3 = false;       // kData: the client speaks RESP3 (a few replies are shaped by it)
+  bool waited = false;      // kData: a blocked command's later attempt (XREADGROUP's errors)
   bool every_slot = false;  // kData: reads every key the shard serves (KEYS, SCAN)
   // A transaction's ops share one flag: a watched key's check (kWatchCheck) that finds the
   // key changed sets it, and the transaction's ops after it are not run.

@@ -10,6 +10,7 @@
 #include <cstdint>
 #include <cstdlib>
 #include <map>
+#include <set>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -19,6 +20,10 @@
 namespace fg {
 
 constexpr size_t kMaxStreamEntries = 100'000;
+// A stream's consumer groups at most, and a group's consumers; a group's pending entries
+// are held to kMaxStreamEntries (a read that would pass it is refused).
+constexpr size_t kMaxStreamGroups = 1'000;
+constexpr size_t kMaxStreamConsumers = 10'000;
 
 struct StreamId {
   uint64_t ms = 0, seq = 0;
@@ -93,6 +98,25 @@ inline bool parse_stream_id(std::string_view s, StreamId& id, uint64_t missing_s
   return true;
 }
 
+// A consumer group (Redis's streamCG): the last ID it delivered, its read counter (-1:
+// unknown), its pending entries (delivered, not yet acknowledged: to whom, when, how often)
+// and its consumers, each with its own pending IDs and when it was last seen (Unix ms).
+struct StreamGroup {
+  struct Pending {
+    int64_t delivered_ms = 0;
+    uint64_t deliveries = 1;
+    std::string consumer;
+  };
+  struct Consumer {
+    int64_t seen_ms = 0;
+    std::set<StreamId> pending;
+  };
+  StreamId last_id;
+  int64_t entries_read = -1;
+  std::map<StreamId, Pending> pel;
+  std::map<std::string, Consumer> consumers;
+};
+
 struct StreamValue {
   struct Item {
     std::vector<std::string> pairs;  // field, value, field, value, ...
@@ -106,6 +130,7 @@ struct StreamValue {
   };
   std::map<StreamId, Item> items;  // (read freely; changed through the functions below)
   std::map<uint64_t, Node> nodes;
+  std::map<std::string, StreamGroup> groups;  // by name (read freely; changed below)
   uint64_t next_node = 0;
   StreamId last_id, max_deleted;
   uint64_t entries_added = 0;
@@ -191,6 +216,136 @@ struct StreamValue {
     }
   }
   StreamId first_id() const { return items.empty() ? StreamId{} : items.begin()->first; }
+
+  // --- consumer groups (what they hold is in `bytes` too) ---
+  static size_t group_bytes(std::string_view name) { return 160 + name.size(); }
+  static size_t consumer_bytes(std::string_view name) { return 96 + name.size(); }
+  static size_t pending_bytes(std::string_view consumer) { return 144 + consumer.size(); }
+
+  StreamGroup* group(std::string_view name) {
+    auto it = groups.find(std::string(name));
+    return it == groups.end() ? nullptr : &it->second;
+  }
+  // A new group (null if the name is taken).
+  StreamGroup* add_group(std::string_view name, StreamId last, int64_t entries_read) {
+    auto [it, fresh] = groups.try_emplace(std::string(name));
+    if (!fresh) return nullptr;
+    it->second.last_id = last;
+    it->second.entries_read = entries_read;
+    bytes += group_bytes(name);
+    return &it->second;
+  }
+  void drop_group(std::string_view name) {
+    auto it = groups.find(std::string(name));
+    if (it == groups.end()) return;
+    for (const auto& [c, _] : it->second.consumers) bytes -= consumer_bytes(c);
+    for (const auto& [_, p] : it->second.pel) bytes -= pending_bytes(p.consumer);
+    bytes -= group_bytes(name);
+    groups.erase(it);
+  }
+  // The consumer `name` of `g`, made if new (`made` says); its seen time is `now_ms` when
+  // `seen`.
+  StreamGroup::Consumer& consumer(StreamGroup& g, std::string_view name, int64_t now_ms,
+                                  bool seen = true, bool* made = nullptr) {
+    auto [it, fresh] = g.consumers.try_emplace(std::string(name));
+    if (fresh) {
+      bytes += consumer_bytes(name);
+      it->second.seen_ms = now_ms;
+    } else if (seen) {
+      it->second.seen_ms = now_ms;
+    }
+    if (made) *made = fresh;
+    return it->second;
+  }
+  // Removes a consumer and its pending entries; how many it had.
+  int64_t drop_consumer(StreamGroup& g, std::string_view name) {
+    auto it = g.consumers.find(std::string(name));
+    if (it == g.consumers.end()) return 0;
+    const auto n = static_cast<int64_t>(it->second.pending.size());
+    for (const StreamId& id : it->second.pending) {
+      auto p = g.pel.find(id);
+      if (p == g.pel.end()) continue;
+      bytes -= pending_bytes(p->second.consumer);
+      g.pel.erase(p);
+    }
+    bytes -= consumer_bytes(name);
+    g.consumers.erase(it);
+    return n;
+  }
+  // `id` pending with `owner` (made if new: delivered now, once), taken from whoever had it.
+  StreamGroup::Pending& own(StreamGroup& g, StreamId id, const std::string& owner, int64_t now_ms) {
+    auto [it, fresh] = g.pel.try_emplace(id);
+    StreamGroup::Pending& p = it->second;
+    if (fresh) {
+      p.delivered_ms = now_ms;
+      p.deliveries = 1;
+    } else if (p.consumer != owner) {
+      if (auto c = g.consumers.find(p.consumer); c != g.consumers.end())
+        c->second.pending.erase(id);
+      bytes -= pending_bytes(p.consumer);
+    } else {
+      return p;
+    }
+    p.consumer = owner;
+    bytes += pending_bytes(owner);
+    g.consumers[owner].pending.insert(id);
+    return p;
+  }
+  // Acknowledges a pending entry: gone from the group and its consumer.
+  std::map<StreamId, StreamGroup::Pending>::iterator ack(
+      StreamGroup& g, std::map<StreamId, StreamGroup::Pending>::iterator it) {
+    if (auto c = g.consumers.find(it->second.consumer); c != g.consumers.end())
+      c->second.pending.erase(it->first);
+    bytes -= pending_bytes(it->second.consumer);
+    return g.pel.erase(it);
+  }
+  // Whether an entry was deleted in [start, end] (streamRangeHasTombstones).
+  bool tombstones_in(StreamId start, StreamId end) const {
+    if (items.empty() || max_deleted == StreamId{}) return false;
+    if (max_deleted < first_id()) return false;
+    return start <= max_deleted && max_deleted <= end;
+  }
+  // How many entries came before and up to `id` (streamEstimateDistanceFromFirstEverEntry);
+  // -1 when that cannot be known.
+  int64_t entries_upto(StreamId id) const {
+    const auto added = static_cast<int64_t>(entries_added);
+    if (entries_added == 0) return 0;
+    if (items.empty() && id <= last_id) return added;
+    if (id == last_id) return added;
+    if (id > last_id) return -1;
+    const StreamId first = first_id();
+    if (max_deleted == StreamId{} || max_deleted < first) {
+      const auto length = static_cast<int64_t>(items.size());
+      if (id < first) return added - length;
+      if (id == first) return added - length + 1;
+    }
+    return -1;
+  }
+  // A group's lag (entries not yet delivered to it), -1 when unknown (streamReplyWithCGLag).
+  int64_t lag(const StreamGroup& g) const {
+    if (entries_added == 0) return 0;
+    if (g.entries_read != -1 && !tombstones_in(g.last_id, StreamId{UINT64_MAX, UINT64_MAX}))
+      return static_cast<int64_t>(entries_added) - g.entries_read;
+    const int64_t read = entries_upto(g.last_id);
+    return read == -1 ? -1 : static_cast<int64_t>(entries_added) - read;
+  }
+  // The group delivered `id` (greater than its last): its last ID and read counter move on.
+  void delivered(StreamGroup& g, StreamId id) const {
+    if (g.entries_read != -1 && !tombstones_in(id, StreamId{UINT64_MAX, UINT64_MAX})) {
+      ++g.entries_read;
+    } else if (entries_added) {
+      g.entries_read = entries_upto(id);
+    }
+    g.last_id = id;
+  }
+  // What the groups hold, counted again (after a restore).
+  void recount_groups() {
+    for (const auto& [name, g] : groups) {
+      bytes += group_bytes(name);
+      for (const auto& [c, _] : g.consumers) bytes += consumer_bytes(c);
+      for (const auto& [_, p] : g.pel) bytes += pending_bytes(p.consumer);
+    }
+  }
 };
 
 }  // namespace fg

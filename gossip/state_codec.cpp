@@ -76,7 +76,7 @@ bool decode_state(std::string_view bytes, std::vector<EntrySnapshot>& out) {
     if (e.expires_at_ms() < 0 || (!e.value().empty() && s.kind != Kind::kString)) return false;
     if (e.hash_fields_size() != e.hash_values_size() ||
         static_cast<size_t>(e.hash_fields_size()) > kMaxHashFields ||
-        (e.hash_fields_size() > 0 && s.kind != Kind::kHash)) {
+        (e.hash_fields_size() > 0 && s.kind != Kind::kHash && s.kind != Kind::kStream)) {
       return false;
     }
     if (e.zset_members_size() != e.zset_scores_size() ||

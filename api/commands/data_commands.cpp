@@ -100,11 +100,13 @@ void cmd_object(CommandContext& s, Args& a) {
   data_request(s, a, DataCmd::kObject);
 }
 
-// XREAD [COUNT n] [BLOCK ms] STREAMS key ... id ...: with BLOCK (milliseconds, 0: for good),
-// a client that finds nothing waits as a blocking pop does and is tried again when a stream
-// gets entries; inside a transaction it is tried once (its BLOCK taken off), as Redis does.
-// The shard checks the rest of the words (a script's XREAD too).
-void cmd_xread(CommandContext& s, Args& a) {
+namespace {
+
+// XREAD's and XREADGROUP's BLOCK ms (milliseconds, 0: for good): a client that finds nothing
+// waits as a blocking pop does and is tried again when a stream changes; inside a
+// transaction it is tried once (its BLOCK taken off), as Redis does. The shard checks the
+// rest of the words (a script's too).
+void read_streams(CommandContext& s, Args& a, DataCmd data) {
   size_t block_at = 0;
   for (size_t i = 1; i + 1 < a.size(); ++i) {
     if (iequals(a[i], "streams")) break;
@@ -113,9 +115,11 @@ void cmd_xread(CommandContext& s, Args& a) {
       ++i;
     } else if (iequals(a[i], "count")) {
       ++i;
+    } else if (iequals(a[i], "group")) {
+      i += 2;  // (its group and consumer, whatever they are named)
     }
   }
-  if (block_at == 0) return data_request(s, a, DataCmd::kXRead);
+  if (block_at == 0) return data_request(s, a, data);
   int64_t ms;  // (Redis's getTimeoutFromObjectOrReply, in milliseconds)
   if (!parse_int(a[block_at + 1], ms)) return s.local().error(err::kTimeoutNotInteger);
   if (ms < 0) return s.local().error(err::kTimeoutNegative);
@@ -123,10 +127,58 @@ void cmd_xread(CommandContext& s, Args& a) {
   if (!s.can_wait()) {
     a.erase(a.begin() + static_cast<std::ptrdiff_t>(block_at),
             a.begin() + static_cast<std::ptrdiff_t>(block_at) + 2);
-    return data_request(s, a, DataCmd::kXRead);
+    return data_request(s, a, data);
   }
-  Request r = make_data_request(s, a, DataCmd::kXRead);
+  Request r = make_data_request(s, a, data);
   s.block(r, ms);
+}
+
+}  // namespace
+
+// XREAD [COUNT n] [BLOCK ms] STREAMS key ... id ...
+void cmd_xread(CommandContext& s, Args& a) { read_streams(s, a, DataCmd::kXRead); }
+
+// XREADGROUP GROUP group consumer [COUNT n] [BLOCK ms] [NOACK] STREAMS key ... id ...: a
+// blocked reader waits for entries its group has not delivered (">").
+void cmd_xreadgroup(CommandContext& s, Args& a) { read_streams(s, a, DataCmd::kXReadGroup); }
+
+// XGROUP CREATE|SETID|DESTROY|CREATECONSUMER|DELCONSUMER key group ...: the key's shard
+// answers; HELP here.
+void cmd_xgroup(CommandContext& s, Args& a) {
+  if (iequals(a[1], "help") && a.size() == 2) {
+    static constexpr const char* kHelp[] = {
+        "XGROUP <subcommand> [<arg> [value] [opt] ...]. Subcommands are:",
+        "CREATE <key> <groupname> <id|$> [option]",
+        "    Create a new consumer group. Options are:",
+        "    * MKSTREAM",
+        "      Create the empty stream if it does not exist.",
+        "    * ENTRIESREAD entries_read",
+        "      Set the group's entries_read counter (internal use).",
+        "CREATECONSUMER <key> <groupname> <consumer>",
+        "    Create a new consumer in the specified group.",
+        "DELCONSUMER <key> <groupname> <consumer>",
+        "    Remove the specified consumer.",
+        "DESTROY <key> <groupname>",
+        "    Remove the specified group.",
+        "SETID <key> <groupname> <id|$> [ENTRIESREAD entries_read]",
+        "    Set the current group ID and entries_read counter.",
+        "HELP",
+        "    Prints this help."};
+    s.local().help(kHelp);
+    return;
+  }
+  // (Redis's registry checks a subcommand's name and arity before XGROUP runs)
+  const std::string sub = to_lower(a[1]);
+  const int arity = sub == "create" || sub == "setid"                 ? -5
+                    : sub == "destroy"                                ? 4
+                    : sub == "createconsumer" || sub == "delconsumer" ? 5
+                    : sub == "help"                                   ? 2
+                                                                      : 0;
+  if (arity == 0) return s.local().error(err::unknown_subcommand(a[1], "XGROUP HELP"));
+  const auto words = static_cast<int>(a.size());
+  if (arity > 0 ? words != arity : words < -arity)
+    return s.local().error(err::wrong_arity("xgroup|" + sub));
+  data_request(s, a, DataCmd::kXGroup);
 }
 
 // XINFO STREAM key [FULL [COUNT n]] | GROUPS key | CONSUMERS key group: the key's shard

@@ -30,6 +30,7 @@ void encode_forwarded(const Request& r, std::string_view holder, forward::Forwar
   if (r.verb == Verb::kData) {
     out.set_data(static_cast<uint32_t>(r.data));
     out.set_resp3(r.resp3);
+    if (r.waited) out.set_waited(true);
     for (std::string_view w : *r.args) out.add_args(w.data(), w.size());
   }
   if (const AclUser* who = r.asker ? r.asker : r.user) {
@@ -59,6 +60,7 @@ Result<Request> decode_forwarded(const forward::ForwardedRequest& in,
     r.verb = Verb::kData;
     r.data = static_cast<DataCmd>(in.data());
     r.resp3 = in.resp3();
+    r.waited = in.waited();
     r.spec.sync = in.has_spec() && in.spec().sync();
     r.args = &words;
     r.key = data_route_key(r.data, words);

@@ -88,6 +88,7 @@ struct Request {
   bool here_only = false;         // heartbeat, release-all: this node's leases, not every node's
   DataCmd data = DataCmd::kNone;  // data: which command
   bool resp3 = false;  // data: the client speaks RESP3 (some replies' shape depends on it)
+  bool waited = false;  // data: a blocked command's later attempt (it has waited)
   const std::vector<std::string_view>* args = nullptr;  // data: its words, name first; the
                                                         // core copies the list, not the bytes
   uint32_t txn = 0;  // data: the transaction it belongs to (Flight::open_txn), 0 none

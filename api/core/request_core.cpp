@@ -324,6 +324,7 @@ Pending RequestCore::serve_data(const Request& r, const Door& d, Flight& f, uint
     op.code = OpCode::kData;
     op.data = r.data;
     op.resp3 = r.resp3;
+    op.waited = r.waited;
     op.key = w.size() > 1 ? w[1] : std::string_view();
     // In a cluster every key of the command is in `slot` (checked): no second CRC.
     op.shard = cluster && !op.key.empty() ? svc_.shards->shard_of_slot(slot)

@@ -423,6 +423,11 @@ void seal_sandbox(lua_State* L, SandboxMarks* marks) {
   lua_newtable(L);  // (G, E)
   lua_pushvalue(L, -2);
   push_locking_metatable(L);
+  // What getmetatable(_G) answers: a read-only table, as Redis's (writing to it is refused;
+  // it shows nothing, so G itself is never reachable through it).
+  lua_newtable(L);
+  read_only_view(L);
+  lua_setfield(L, -2, "__metatable");
   lua_setmetatable(L, -2);
   lock(L, -1, -2);
   lua_pushstring(L, "_G");

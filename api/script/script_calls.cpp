@@ -64,9 +64,15 @@ void call_command(Run& r) {
   if (r.caller) {
     if (const char* why = r.caller->refuse(r.words)) return out.error(std::string("ERR ") + why);
   }
-  if (callable.data == DataCmd::kXRead) {  // (a script cannot wait: Redis refuses BLOCK there)
-    for (size_t i = 1; i + 1 < r.words.size() && !iequals(r.words[i], "streams"); ++i)
+  if (callable.data == DataCmd::kXRead || callable.data == DataCmd::kXReadGroup) {
+    // (a script cannot wait: Redis refuses BLOCK there)
+    for (size_t i = 1; i + 1 < r.words.size() && !iequals(r.words[i], "streams"); ++i) {
+      if (iequals(r.words[i], "group")) {
+        i += 2;  // (its group and consumer, whatever they are named)
+        continue;
+      }
       if (iequals(r.words[i], "block")) return out.error(err::block_in_script(r.words[0]));
+    }
   }
   if ((name == "publish" || name == "spublish") && r.publish) {  // (a message, not data)
     const int64_t n = (*r.publish)(name == "spublish", r.words[1], r.words[2]);

@@ -3,6 +3,7 @@
 #include "resp_session.hpp"
 
 #include <algorithm>
+#include <cctype>
 #include <chrono>
 #include <ctime>
 
@@ -367,6 +368,7 @@ ProcessResult RespSession::process(const char* data, size_t len, Flight& flight)
       again.verb = Verb::kData;
       again.data = block_.data;
       again.resp3 = proto_ >= 3;
+      again.waited = true;
       again.key = data_route_key(block_.data, block_.args);
       again.args = &block_.args;
       submit_block(again);
@@ -612,6 +614,15 @@ bool RespSession::refused(const CommandSpec* spec) {
 
 bool RespSession::queue(const CommandSpec* spec) {
   if (spec && (spec->flags & kNotQueued)) return false;
+  if (spec && !spec->subcommands.empty() && args_.size() >= 2 && !subcommand_of(*spec, args_)) {
+    // (a container's unknown subcommand is refused before it is queued, as Redis refuses it
+    // before it looks further; run alone, the container's own handler says the same)
+    std::string help = spec->name;
+    for (char& ch : help) ch = static_cast<char>(std::toupper(static_cast<unsigned char>(ch)));
+    local().error(err::unknown_subcommand(args_[1], help + " HELP"));
+    multi_dirty_ = true;
+    return true;
+  }
   if (!refused(spec)) {
     if (spec->flags & kNoMulti) {  // (checked after its arity and rights, as Redis does)
       local().error(err::kNotInMulti);
@@ -1010,7 +1021,14 @@ void RespSession::complete(Flight& flight) {
       continue;
     }
     Outcome o;
-    core_.finish(s.pending, flight, d, o);
+    if (s.type == Slot::Type::kBlock) {
+      // (a blocking command is one call however often it is tried: counted once answered)
+      Door quiet = d;
+      quiet.count = false;
+      core_.finish(s.pending, flight, quiet, o);
+    } else {
+      core_.finish(s.pending, flight, d, o);
+    }
     if (s.type == Slot::Type::kBlock) {
       using T = ReplyItem::Type;
       // (a later attempt that finds a key of another type keeps waiting, as Redis serves a
@@ -1021,11 +1039,11 @@ void RespSession::complete(Flight& flight) {
           (o.ok() && o.reply && !o.reply->items.empty() &&
            (o.reply->items[0].type == T::kNullArray || o.reply->items[0].type == T::kNull)) ||
           (blocked_ && !moves && !o.ok() && o.error.rfind("WRONGTYPE", 0) == 0);
-      if (!nothing) {
+      if (!nothing || block_.ticket == 0) {  // (answered, or not waiting: tried once)
+        if (d.count)
+          metrics.record(s.cmd, o.ok() ? RequestResult::kOk : RequestResult::kError, d.latency_us);
         write_outcome(w, o, s.style);
-        end_block();
-      } else if (block_.ticket == 0) {
-        write_outcome(w, o, s.style);  // (not waiting: tried once)
+        if (!nothing) end_block();
       } else {
         blocked_ = true;  // (its reply comes with a later attempt, or at its timeout)
         next_try_ns_ = steady_ns() + kBlockPollNs;

@@ -16,7 +16,7 @@ inline ReplyItem data(Shard& s, DataCmd cmd, std::vector<std::string_view> words
   ShardOp o;
   o.code = OpCode::kData;
   o.data = cmd;
-  o.key = words[1];
+  o.key = key_after_subcommand(cmd) ? words[2] : words[1];
   o.hash = KeyTable::hash(o.key);
   o.args = &words;
   o.reply = &r;

@@ -65,6 +65,14 @@ void fill(Shard& s) {
   data(s, DataCmd::kXAdd, {"xadd", "stream", "7-*", "g", std::string(300, 'v')}, r, nullptr, kT0);
   data(s, DataCmd::kXDel, {"xdel", "stream", "5-1"}, r, nullptr, kT0);
   data(s, DataCmd::kXSetId, {"xsetid", "stream", "9-9", "entriesadded", "40"}, r, nullptr, kT0);
+  // (its consumer groups: a pending entry, a consumer without any, one group untouched)
+  data(s, DataCmd::kXGroup, {"xgroup", "create", "stream", "workers", "0"}, r, nullptr, kT0);
+  data(s, DataCmd::kXGroup, {"xgroup", "create", "stream", "idle", "$", "entriesread", "40"}, r,
+       nullptr, kT0);
+  data(s, DataCmd::kXReadGroup, {"xreadgroup", "group", "workers", "w1", "streams", "stream", ">"},
+       r, nullptr, kT0);
+  data(s, DataCmd::kXGroup, {"xgroup", "createconsumer", "stream", "workers", "w2"}, r, nullptr,
+       kT0);
 }
 
 std::map<std::string, EntrySnapshot> by_key(std::vector<EntrySnapshot> v) {
@@ -85,6 +93,8 @@ TEST(ValueKinds, EveryKindCopiedOutAndInComesBackTheSame) {
   const auto again = target.extract([](uint32_t) { return true; }, kT0, false);
   const auto a = by_key(out), b = by_key(again);
   ASSERT_EQ(a.size(), b.size());
+  ASSERT_EQ(a.at("stream").hash.size(), 2u);  // (its two consumer groups travel with it)
+  EXPECT_GT(a.at("stream").hash[1].second.size(), b.at("stream").hash[0].second.size());
   for (const auto& [key, snap] : a) {
     SCOPED_TRACE(key);
     ASSERT_EQ(b.count(key), 1u);

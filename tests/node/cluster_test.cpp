@@ -1256,6 +1256,10 @@ TEST(Failover, DataKeysAreForwardedReplicatedAndSurviveTheOwnersDeath) {
   EXPECT_EQ(ask(c, {"XADD", events, "5-2", "event", "active"}), "$3\r\n5-2\r\n");
   EXPECT_EQ(ask(c, {"XADD", events, "MAXLEN", "2", "6-1", "event", "completed"}), "$3\r\n6-1\r\n");
   EXPECT_EQ(ask(c, {"XDEL", events, "5-2"}), ":1\r\n");
+  EXPECT_EQ(ask(c, {"XGROUP", "CREATE", events, "workers", "0"}), "+OK\r\n");
+  EXPECT_EQ(ask(c, {"XREADGROUP", "GROUP", "workers", "w1", "STREAMS", events, ">"}),
+            "*1\r\n*2\r\n$" + std::to_string(events.size()) + "\r\n" + events +
+                "\r\n*1\r\n*2\r\n$3\r\n6-1\r\n*2\r\n$5\r\nevent\r\n$9\r\ncompleted\r\n");
   EXPECT_EQ(ask(c, {"SETBIT", flags, "77", "1"}), ":0\r\n");
   // A set, and the commands over several keys of one slot (one op at the owner); across
   // slots refused.
@@ -1336,6 +1340,10 @@ TEST(Failover, DataKeysAreForwardedReplicatedAndSurviveTheOwnersDeath) {
   EXPECT_EQ(
       ask(c, {"XADD", events, "6-1", "again", "x"}),
       "-ERR The ID specified in XADD is equal or smaller than the target stream top item\r\n");
+  // (its consumer group too: what was delivered and is still to be acknowledged)
+  EXPECT_EQ(ask(c, {"XPENDING", events, "workers"}),
+            "*4\r\n:1\r\n$3\r\n6-1\r\n$3\r\n6-1\r\n*1\r\n*2\r\n$2\r\nw1\r\n$1\r\n1\r\n");
+  EXPECT_EQ(ask(c, {"XACK", events, "workers", "6-1"}), ":1\r\n");
   EXPECT_EQ(ask(c, {"GETBIT", flags, "77"}), ":1\r\n");
   EXPECT_EQ(ask(c, {"BITCOUNT", flags}), ":1\r\n");
   EXPECT_EQ(ask(c, {"DEL", events, flags}), ":2\r\n");

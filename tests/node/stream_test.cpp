@@ -1,14 +1,17 @@
 // Streams against the real thing: seeded command sequences (XADD with every option, the
 // ranges, XDEL, XTRIM exact and approximate, XSETID, XREAD, XINFO, keys of another type,
-// transactions) to redis-server (Debian's) and to a Floodgate node of several shards, every
-// reply compared byte for byte; a conversation with clients waiting in XREAD BLOCK; and the
-// bounds a stream is held to.
+// transactions; then the same with consumer groups: XGROUP, XREADGROUP, XACK, XPENDING,
+// XCLAIM, XAUTOCLAIM) to redis-server (Debian's) and to a Floodgate node of several shards,
+// every reply compared byte for byte; conversations with clients waiting in XREAD BLOCK and
+// XREADGROUP BLOCK; and the bounds a stream is held to.
 #include <gtest/gtest.h>
 
 #include <chrono>
 #include <cstdlib>
 #include <deque>
+#include <functional>
 #include <random>
+#include <regex>
 #include <string>
 #include <thread>
 #include <vector>
@@ -21,7 +24,8 @@ namespace {
 
 class StreamGenerator {
  public:
-  explicit StreamGenerator(uint64_t seed) : rng_(seed) {}
+  // `groups`: most commands are consumer groups' (on the same keys), the rest as without.
+  explicit StreamGenerator(uint64_t seed, bool groups = false) : rng_(seed), groups_(groups) {}
 
   std::vector<std::string> next() {
     if (in_multi_ < 0 && pick(30) == 0) {
@@ -88,7 +92,111 @@ class StreamGenerator {
     }
     if (pick(30) == 0) w.push_back(one<std::string>({"MAXLEN", "MINID", "BOGUS"}));
   }
+  std::string group() { return one<std::string>({"g1", "g1", "g2", "G"}); }
+  std::string consumer() { return one<std::string>({"alice", "alice", "bob", "", "c3"}); }
+  // (an idle time no entry reaches in a test, or none: both servers agree on either)
+  std::string idle() { return one<std::string>({"0", "0", "3600000", "-5", "x"}); }
+  std::vector<std::string> group_command() {
+    switch (pick(11)) {
+      case 0: {
+        std::vector<std::string> w = {"XGROUP", one<std::string>({"CREATE", "create", "SETID"}),
+                                      key(), group(), one<std::string>({"$", "0", "-", "+", "x"})};
+        if (pick(3) == 0) w.back() = id();
+        if (pick(3) == 0) w.push_back("MKSTREAM");
+        if (pick(5) == 0)
+          w.push_back("ENTRIESREAD"), w.push_back(one<std::string>({"0", "2", "-1", "-2", "x"}));
+        return w;
+      }
+      case 1: {
+        const std::string sub =
+            one<std::string>({"DESTROY", "CREATECONSUMER", "DELCONSUMER", "BOGUS", "HELP"});
+        std::vector<std::string> w = {"XGROUP", sub};
+        if (sub == "HELP") return w;
+        w.push_back(key());
+        w.push_back(group());
+        if (sub != "DESTROY") w.push_back(consumer());
+        return w;
+      }
+      case 2:
+      case 3:
+      case 4: {
+        std::vector<std::string> w = {"XREADGROUP", "GROUP", group(), consumer()};
+        if (pick(2) == 0) w.push_back("COUNT"), w.push_back(count());
+        if (pick(5) == 0) w.push_back("NOACK");
+        if (pick(20) == 0) w.push_back("BOGUS");
+        if (pick(25) == 0) w.erase(w.begin() + 1, w.begin() + 4);  // (no GROUP)
+        w.push_back("STREAMS");
+        const int n = 1 + pick(2);
+        const bool same_slot = pick(2) == 0;
+        for (int i = 0; i < n; ++i)
+          w.push_back(same_slot ? one<std::string>({"{t}s", "{t}x"}) : key());
+        for (int i = 0; i < n; ++i)
+          w.push_back(pick(3) != 0 ? ">" : one<std::string>({"0", "$", "-"}));
+        if (pick(4) == 0) w.back() = id();
+        return w;
+      }
+      case 5: {
+        std::vector<std::string> w = {"XACK", key(), group()};
+        for (int n = 1 + pick(3); n > 0; --n) w.push_back(id());
+        return w;
+      }
+      case 6: {
+        std::vector<std::string> w = {"XPENDING", key(), group()};
+        if (pick(3) == 0) return w;
+        if (pick(3) == 0) w.push_back("IDLE"), w.push_back(idle());
+        w.push_back(bound());
+        w.push_back(bound());
+        w.push_back(count());
+        if (pick(2) == 0) w.push_back(consumer());
+        return w;
+      }
+      case 7:
+      case 8: {
+        std::vector<std::string> w = {"XCLAIM", key(), group(), consumer(), idle()};
+        for (int n = 1 + pick(3); n > 0; --n) w.push_back(id());
+        for (int n = pick(3); n > 0; --n) {
+          switch (pick(7)) {
+            case 0:
+              w.push_back("IDLE"), w.push_back(one<std::string>({"0", "5000000", "x"}));
+              break;
+            case 1:
+              w.push_back("TIME"), w.push_back(one<std::string>({"1000", "-1", "x"}));
+              break;
+            case 2:
+              w.push_back("RETRYCOUNT"), w.push_back(one<std::string>({"0", "7", "x"}));
+              break;
+            case 3:
+              w.push_back("FORCE");
+              break;
+            case 4:
+              w.push_back("JUSTID");
+              break;
+            case 5:
+              w.push_back("LASTID"), w.push_back(id());
+              break;
+            default:
+              w.push_back("BOGUS");
+          }
+        }
+        return w;
+      }
+      case 9: {
+        std::vector<std::string> w = {"XAUTOCLAIM", key(), group(), consumer(), idle(), bound()};
+        if (pick(2) == 0) w.push_back("COUNT"), w.push_back(count());
+        if (pick(3) == 0) w.push_back("JUSTID");
+        return w;
+      }
+      default: {
+        std::vector<std::string> w = {"XINFO", one<std::string>({"GROUPS", "CONSUMERS", "STREAM"}),
+                                      key()};
+        if (w[1] == "CONSUMERS") w.push_back(group());
+        if (w[1] == "STREAM") w.push_back("FULL");
+        return w;
+      }
+    }
+  }
   std::vector<std::string> command() {
+    if (groups_ && pick(5) < 3) return group_command();
     switch (pick(16)) {
       case 0:
       case 1:
@@ -169,9 +277,19 @@ class StreamGenerator {
   }
 
   std::mt19937_64 rng_;
+  bool groups_;
   uint64_t next_ms_ = 5;
   int in_multi_ = -1;
 };
+
+// What differs between two servers run side by side in a consumer group's replies: times
+// (a pending entry's idle or delivery time, a consumer's idle or seen time) become "T".
+std::string without_times(const std::string& reply) {
+  static const std::regex pending(
+      R"((\*[34]\r\n\$\d+\r\n[^\r]*\r\n(\$\d+\r\n[^\r]*\r\n)?):-?\d+\r\n)");
+  static const std::regex named(R"(((idle|seen-time)\r\n):-?\d+\r\n)");
+  return std::regex_replace(std::regex_replace(reply, pending, "$1:T\r\n"), named, "$1:T\r\n");
+}
 
 // XINFO STREAM's radix-tree-keys and -nodes count Redis's listpacks and tree nodes: those
 // two numbers are Floodgate's own (its nodes hold entries, not bytes), the rest must agree.
@@ -187,7 +305,8 @@ std::string without_rax(std::string reply) {
   return reply;
 }
 
-TEST(StreamDiff, SeededSequencesAnswerAsRedisServerDoes) {
+// Seeded sequences to both servers (FG_DIFF_SEED and FG_DIFF_COMMANDS pick others).
+void diff_seeded(bool groups) {
   RedisServer redis;
   NodeProcess node({"--shards", "4"});
   ASSERT_TRUE(node.alive());
@@ -203,7 +322,7 @@ TEST(StreamDiff, SeededSequencesAnswerAsRedisServerDoes) {
   if (const char* n = std::getenv("FG_DIFF_COMMANDS")) commands = std::atoi(n);
   for (uint64_t seed : seeds) {
     for (Client* c : {&fg, &rc}) ask(*c, {"FLUSHALL"});
-    StreamGenerator gen(seed);
+    StreamGenerator gen(seed, groups);
     std::deque<std::string> recent;
     for (int i = 0; i < commands; ++i) {
       const std::vector<std::string> w = gen.next();
@@ -213,6 +332,10 @@ TEST(StreamDiff, SeededSequencesAnswerAsRedisServerDoes) {
       ASSERT_FALSE(a.empty()) << "Floodgate closed the connection after " << printable(w);
       a = without_rax(a);
       b = without_rax(b);
+      if (groups) {
+        a = without_times(a);
+        b = without_times(b);
+      }
       if (a != b) {
         std::string before;
         for (const auto& c : recent) before += "\n    " + c;
@@ -222,6 +345,10 @@ TEST(StreamDiff, SeededSequencesAnswerAsRedisServerDoes) {
     }
   }
 }
+
+TEST(StreamDiff, SeededSequencesAnswerAsRedisServerDoes) { diff_seeded(false); }
+
+TEST(StreamDiff, ConsumerGroupSequencesAnswerAsRedisServerDoes) { diff_seeded(true); }
 
 // Clients waiting in XREAD BLOCK: "$" means what comes after the wait began, every reader
 // of a stream is served by one XADD, a timeout is a null, RESP3 answers a map, a transaction
@@ -268,6 +395,71 @@ TEST(StreamDiff, BlockedReadersAnswerAsRedisServerDoes) {
   expect_same_conversation(node.port(), redis.port(), 3, steps);
 }
 
+// Clients waiting in XREADGROUP BLOCK (one a group, so who is served first is not a race):
+// ">" waits for what the group has not delivered, an ID answers the history at once, a
+// destroyed group, a deleted key and a key of another type end the wait with Redis's errors,
+// a timeout is a null, a transaction tries once, a script may not block, and a transaction
+// with an unknown subcommand is refused whole.
+TEST(StreamDiff, BlockedGroupReadersAnswerAsRedisServerDoes) {
+  RedisServer redis;
+  NodeProcess node({"--shards", "4"});
+  ASSERT_TRUE(node.alive());
+  const std::string wait = "5000";
+  const std::vector<Step> steps = {
+      {1, {"XGROUP", "CREATE", "ev", "g", "$", "MKSTREAM"}, 1},
+      {1, {"XGROUP", "CREATE", "ev", "g2", "$"}, 1},
+      {0, {"XREADGROUP", "GROUP", "g", "alice", "BLOCK", wait, "STREAMS", "ev", ">"}, 0, 50},
+      {2,
+       {"XREADGROUP", "GROUP", "g2", "bob", "COUNT", "1", "BLOCK", wait, "STREAMS", "ev", ">"},
+       0,
+       50},
+      {1, {"XADD", "ev", "1-1", "k", "v"}, 1},
+      {0, {}, 1},
+      {2, {}, 1},
+      {1, {"XPENDING", "ev", "g"}, 1},
+      {1, {"XINFO", "GROUPS", "ev"}, 1},
+      {0, {"XREADGROUP", "GROUP", "g", "alice", "BLOCK", wait, "STREAMS", "ev", "0"}, 1},
+      {0, {"XREADGROUP", "GROUP", "g", "alice", "BLOCK", wait, "STREAMS", "ev", ">"}, 0, 50},
+      {1, {"XGROUP", "DESTROY", "ev", "g"}, 1},
+      {0, {}, 1},  // -NOGROUP ... no longer exists
+      {0, {"XREADGROUP", "GROUP", "g2", "carol", "BLOCK", wait, "STREAMS", "ev", ">"}, 0, 50},
+      {1, {"DEL", "ev"}, 1},
+      {0, {}, 1},  // -UNBLOCKED ...
+      {1, {"XGROUP", "CREATE", "ev", "g", "$", "MKSTREAM"}, 1},
+      {0, {"XREADGROUP", "GROUP", "g", "dan", "BLOCK", wait, "STREAMS", "ev", ">"}, 0, 50},
+      {1, {"SET", "ev", "x"}, 1},
+      {0, {}, 1},  // -UNBLOCKED ...
+      {1, {"DEL", "ev"}, 1},
+      {1, {"XGROUP", "CREATE", "ev", "g", "$", "MKSTREAM"}, 1},
+      {0, {"XREADGROUP", "GROUP", "g", "dan", "BLOCK", "60", "STREAMS", "ev", ">"}, 1},
+      {0, {"MULTI"}, 1},
+      {0, {"XREADGROUP", "GROUP", "g", "dan", "BLOCK", "0", "STREAMS", "ev", ">"}, 1},
+      {0, {"EXEC"}, 1},
+      {0,
+       {"EVAL",
+        "return redis.call('XREADGROUP', 'GROUP', 'g', 'block', 'BLOCK', '1', 'STREAMS', "
+        "KEYS[1], '>')",
+        "1", "ev"},
+       1},
+      {0, {"XREADGROUP", "GROUP", "g", "dan", "BLOCK", "x", "STREAMS", "ev", ">"}, 1},
+      {0, {"XREADGROUP", "GROUP", "nope", "dan", "BLOCK", "10", "STREAMS", "ev", ">"}, 1},
+      {0, {"XGROUP", "HELP"}, 1},
+      {0, {"XGROUP", "BOGUS"}, 1},
+      {0, {"XGROUP", "CREATE", "ev"}, 1},
+      {0, {"MULTI"}, 1},
+      {0, {"XGROUP", "BOGUS", "ev", "g"}, 1},
+      {0, {"XACK", "ev", "g", "1-1"}, 1},
+      {0, {"EXEC"}, 1},
+      {2, {"HELLO", "3"}, 1, 0, false},
+      {2, {"XREADGROUP", "GROUP", "g", "erin", "BLOCK", wait, "STREAMS", "ev", ">"}, 0, 50},
+      {1, {"XADD", "ev", "5-1", "a", "b"}, 1},
+      {2, {}, 1},
+      {2, {"XINFO", "CONSUMERS", "ev", "g"}, 1, 0, false},
+      {2, {"XPENDING", "ev", "g"}, 1},
+  };
+  expect_same_conversation(node.port(), redis.port(), 3, steps);
+}
+
 // Many readers of one stream, each woken by the same XADD (nothing is taken: all of them
 // get the entry at once, not one a second).
 TEST(Streams, OneAddServesEveryBlockedReaderAtOnce) {
@@ -308,6 +500,46 @@ TEST(Streams, AStreamIsBoundedAndCountedAgainstMaxmemory) {
   EXPECT_EQ(last.rfind("-OOM", 0), 0u) << last;
   EXPECT_EQ(ask(c, {"XDEL", "big", "1-1"}), ":1\r\n");
   EXPECT_EQ(ask(c, {"TYPE", "big"}), "+stream\r\n");
+}
+
+// A stream's consumer groups and a group's consumers are held to caps (the caps' texts), and
+// what a refused command would have made is not made.
+TEST(Streams, ConsumerGroupsAndConsumersAreBounded) {
+  NodeProcess node;
+  ASSERT_TRUE(node.alive());
+  Client c(node.port());
+  auto pipeline = [&](int n, const std::function<std::vector<std::string>(int)>& words) {
+    std::string all;
+    for (int i = 0; i < n; ++i) all += encode(words(i));
+    EXPECT_TRUE(c.send(all));
+    std::string last;
+    for (int i = 0; i < n; ++i) last = read_value(c);
+    return last;
+  };
+  EXPECT_EQ(pipeline(1000,
+                     [](int i) {
+                       return std::vector<std::string>{
+                           "XGROUP", "CREATE", "s", "g" + std::to_string(i), "$", "MKSTREAM"};
+                     }),
+            "+OK\r\n");
+  EXPECT_EQ(ask(c, {"XGROUP", "CREATE", "s", "one-more", "$"}),
+            "-ERR a stream holds at most 1000 consumer groups\r\n");
+  EXPECT_EQ(pipeline(10000,
+                     [](int i) {
+                       return std::vector<std::string>{"XGROUP", "CREATECONSUMER", "s", "g0",
+                                                       "c" + std::to_string(i)};
+                     }),
+            ":1\r\n");
+  const std::string full = "-ERR a consumer group holds at most 10000 consumers\r\n";
+  EXPECT_EQ(ask(c, {"XGROUP", "CREATECONSUMER", "s", "g0", "late"}), full);
+  EXPECT_EQ(ask(c, {"XADD", "s", "1-1", "f", "v"}), "$3\r\n1-1\r\n");
+  EXPECT_EQ(ask(c, {"XREADGROUP", "GROUP", "g0", "late", "STREAMS", "s", ">"}), full);
+  EXPECT_EQ(ask(c, {"XCLAIM", "s", "g0", "late", "0", "1-1", "FORCE"}), full);
+  EXPECT_EQ(ask(c, {"XINFO", "GROUPS", "s"}).rfind("*1000\r\n", 0), 0u);
+  EXPECT_EQ(ask(c, {"XPENDING", "s", "g0"}), "*4\r\n:0\r\n$-1\r\n$-1\r\n*-1\r\n");
+  // (an existing consumer still reads)
+  EXPECT_EQ(ask(c, {"XREADGROUP", "GROUP", "g0", "c7", "STREAMS", "s", ">"}),
+            "*1\r\n*2\r\n$1\r\ns\r\n*1\r\n*2\r\n$3\r\n1-1\r\n*2\r\n$1\r\nf\r\n$1\r\nv\r\n");
 }
 
 }  // namespace
