@@ -153,7 +153,8 @@ Entry* Shard::fresh_destination(ShardOp& op, std::string_view dst, Kind kind, bo
     return nullptr;
   }
   if (!had && !d.room_for_key(op, now_ns)) return nullptr;
-  if (had) d.forget(dst, h);
+  if (!had) return d.insert_key(dst, h, kind, op.account);
+  d.forget(dst, h);
   return d.table_.insert(dst, h, kind, op.account);
 }
 
@@ -181,9 +182,15 @@ void Shard::set_move(ShardOp& op, int64_t now_ns) {
   }
   if (!de && !d.room_for_key(op, now_ns)) return;  // (before anything changes)
   from.erase(m);
-  s.settle(se, src, sh, from.size() == 0);
-  if (!de) de = d.table_.insert(dst, dh, Kind::kSet, op.account);
-  if (de->state<SetValue*>()->add(m, set_intset_max())) d.mark(de, dst);
+  const bool emptied = from.size() == 0;
+  s.settle(se, src, sh, emptied);
+  log_event(notify::kSet, "srem", src);  // (keyspace notifications, as Redis's SMOVE)
+  if (emptied) log_event(notify::kGeneric, "del", src);
+  if (!de) de = d.insert_key(dst, dh, Kind::kSet, op.account);
+  if (de->state<SetValue*>()->add(m, set_intset_max())) {
+    d.mark(de, dst);
+    log_event(notify::kSet, "sadd", dst);
+  }
   r.integer(1);
 }
 
@@ -233,10 +240,15 @@ void Shard::rename(ShardOp& op, int64_t now_ns) {
     s.forget(src, sh);
     s.mark_gone(src);
   }
+  log_event(notify::kNew, "new", dst, false);  // (Redis's dbAdd, whatever was there)
   d.install_one(moved);  // (replaces what the destination held)
   if (Entry* e = d.table_.find(dst, dh)) {
     if (table) e->state<SetValue*>()->hashtable = true;
     d.mark(e, dst);
+  }
+  if (c != DataCmd::kCopy) {  // (keyspace notifications; COPY's is its row's)
+    log_event(notify::kGeneric, "rename_from", src);
+    log_event(notify::kGeneric, "rename_to", dst);
   }
   return c == DataCmd::kRename ? r.ok() : r.integer(1);
 }
@@ -275,7 +287,7 @@ void Shard::list_move(ShardOp& op, int64_t now_ns) {
   if (!de && !d.room_for_key(op, now_ns)) return;
   ListValue& from = *se->state<ListValue*>();
   std::string value = from.pop(from_left);
-  if (!de) de = d.table_.insert(dst, dh, Kind::kList, op.account);
+  if (!de) de = d.insert_key(dst, dh, Kind::kList, op.account);
   ListValue& to = *de->state<ListValue*>();
   if (to_left) {
     to.push_front(value);
@@ -283,9 +295,13 @@ void Shard::list_move(ShardOp& op, int64_t now_ns) {
     to.push_back(value);
   }
   d.mark(de, dst);
+  // (keyspace notifications, as Redis's LMOVE: the push, the pop, the source emptied)
+  log_event(notify::kList, to_left ? "lpush" : "rpush", dst);
+  log_event(notify::kList, from_left ? "lpop" : "rpop", src);
   if (from.items.empty()) {  // (never when source and destination are one list)
     s.forget(src, sh);
     s.mark_gone(src);
+    log_event(notify::kGeneric, "del", src);
   } else if (se != de) {
     s.mark(se, src);
   }

@@ -168,8 +168,10 @@ int64_t Shard::expires_ms(const Entry& e) {
 Entry* Shard::lookup(std::string_view key, uint64_t h, int64_t now_ns) {
   Entry* e = table_.find(key, h);
   if (e && expire(e, now_ns)) {
+    if (t_key_events && past_deadline(e, now_ns))
+      log_event(notify::kExpired, "expired", key, false);
     forget(key, h);
-    mark_gone(key);
+    mark_gone(key, false);
     return nullptr;
   }
   return e;
@@ -179,13 +181,15 @@ Entry* Shard::overwrite_string(ShardOp& op, std::string_view key, uint64_t h,
                                std::string_view value, bool keep_ttl, int64_t now_ns) {
   Entry* e = lookup(key, h, now_ns);
   int64_t kept = keep_ttl && e ? e->deadline_ms() : 0;
+  const bool existed = e != nullptr;
   if (e && !is_string(e)) {
     forget(key, h);
     e = nullptr;
   }
   if (!e) {
     if (!room_for_key(op, now_ns)) return nullptr;
-    e = table_.insert(key, h, Kind::kString, op.account);
+    e = existed ? table_.insert(key, h, Kind::kString, op.account)
+                : insert_key(key, h, Kind::kString, op.account);
   }
   string_set(*e, value);
   if (kept != e->deadline_ms()) e = table_.set_deadline(key, h, kept);
@@ -198,7 +202,15 @@ void Shard::data(ShardOp& op, int64_t now_ns) {
   if (info.run == nullptr) return op.reply->error(err::kSyntax);  // (kNone: no row sends it)
   if (info.grows && !room_to_grow(op)) return;
   if (info.merge == Merge::kTogether && !holds_keys(op)) return;
+  if (!key_events().active()) return (this->*info.run)(op, now_ns);
+  // (keyspace notifications: what the command did, published once it is done; a script's
+  // commands each publish their own)
+  KeyEventLog log;
+  KeyEventLog* outer = t_key_events;
+  t_key_events = &log;
   (this->*info.run)(op, now_ns);
+  t_key_events = outer;
+  if (op.args) publish_events(log, info.name, *op.args);
 }
 
 void Shard::data_eval(ShardOp& op, int64_t now_ns) { run_script(op, nullptr, now_ns); }
@@ -439,7 +451,7 @@ void Shard::data_incr(ShardOp& op, int64_t now_ns) {
   value += by;
   if (!e) {  // (a new string entry holds the integer 0; no second lookup)
     if (!room_for_key(op, now_ns)) return;
-    e = table_.insert(op.key, op.hash, Kind::kString, op.account);
+    e = insert_key(op.key, op.hash, Kind::kString, op.account);
   }
   string_set_int(*e, value);
   mark(e, op.key);
@@ -578,7 +590,7 @@ void Shard::data_increx(ShardOp& op, int64_t now_ns) {
     inew = static_cast<int64_t>(kept);
     if (!e) {
       if (!room_for_key(op, now_ns)) return;
-      e = table_.insert(op.key, op.hash, Kind::kString, op.account);
+      e = insert_key(op.key, op.hash, Kind::kString, op.account);
     }
     string_set_int(*e, inew);
     mark(e, op.key);
@@ -692,7 +704,7 @@ Entry* Shard::typed(ShardOp& op, Kind kind, bool create, int64_t now_ns) {
     return nullptr;
   }
   if (e || !create || !room_for_key(op, now_ns)) return e;
-  return table_.insert(op.key, op.hash, kind, op.account);
+  return insert_key(op.key, op.hash, kind, op.account);
 }
 
 bool Shard::scan_key(ShardOp& op, Kind kind, int64_t now_ns, Entry*& e, uint64_t& cursor,

@@ -149,8 +149,10 @@ void Shard::data_stream(ShardOp& op, int64_t now_ns) {
                 std::vector<std::string>(a.begin() + static_cast<std::ptrdiff_t>(fields), a.end()),
                 node_entries(), node_bytes());
       r.bulk(id.text());
-      run_trim(*s, t);
+      const int64_t trimmed = run_trim(*s, t);
       mark(e, op.key);
+      log_event(notify::kStream, "xadd", op.key);
+      if (trimmed) log_event(notify::kStream, "xtrim", op.key);
       return;
     }
     case DataCmd::kXLen: {
@@ -369,7 +371,7 @@ void Shard::stream_read(ShardOp& op, int64_t now_ns) {
       const auto room = static_cast<int64_t>(kMaxStreamEntries - groups[k]->pel.size());
       most = most > 0 ? std::min(most, room) : room;
     }
-    reply_group_read(r, *s, *groups[k], consumer, after[k], history, most, noack,
+    reply_group_read(r, *s, *groups[k], key, consumer, after[k], history, most, noack,
                      now_ns / 1'000'000);
     holder_of(key)->mark(entries[k], key);
   }

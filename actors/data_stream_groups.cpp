@@ -28,9 +28,12 @@ int64_t ms_of(int64_t now_ns) { return now_ns / 1'000'000; }
 // entries after `after` (one deleted since: its ID and a null), each delivered once more;
 // else the entries after `after` (the group's last ID), which become the group's and, unless
 // `noack`, pending with the consumer. At most `count` (0: all).
-void reply_group_read(DataReply& r, StreamValue& s, StreamGroup& g, std::string_view consumer,
-                      StreamId after, bool history, int64_t count, bool noack, int64_t now_ms) {
-  StreamGroup::Consumer& c = s.consumer(g, consumer, now_ms);
+void reply_group_read(DataReply& r, StreamValue& s, StreamGroup& g, std::string_view key,
+                      std::string_view consumer, StreamId after, bool history, int64_t count,
+                      bool noack, int64_t now_ms) {
+  bool made = false;
+  StreamGroup::Consumer& c = s.consumer(g, consumer, now_ms, true, &made);
+  if (made) log_event(notify::kStream, "xgroup-createconsumer", key);
   StreamId start = after;
   start.incr();
   auto room = [&](size_t n) { return count <= 0 || n < static_cast<size_t>(count); };
@@ -120,6 +123,7 @@ void Shard::stream_group(ShardOp& op, int64_t now_ns) {
     }
     s->add_group(name, id, entries_read);
     mark(e, op.key);
+    log_event(notify::kStream, "xgroup-create", key);
     return r.ok();
   }
   if (setid && (a.size() == 5 || a.size() == 7)) {
@@ -132,12 +136,14 @@ void Shard::stream_group(ShardOp& op, int64_t now_ns) {
     g->last_id = id;
     g->entries_read = entries_read;
     mark(e, op.key);
+    log_event(notify::kStream, "xgroup-setid", key);
     return r.ok();
   }
   if (iequals(sub, "destroy") && a.size() == 4) {
     if (!g) return r.integer(0);
     s->drop_group(name);
     mark(e, op.key);  // (a reader blocked on the group is woken, and told it is gone)
+    log_event(notify::kStream, "xgroup-destroy", key);
     return r.integer(1);
   }
   if (iequals(sub, "createconsumer") && a.size() == 5) {
@@ -146,12 +152,14 @@ void Shard::stream_group(ShardOp& op, int64_t now_ns) {
       return r.error(err::collection_full("a consumer group", kMaxStreamConsumers, "consumers"));
     s->consumer(*g, a[4], now_ms);
     mark(e, op.key);
+    log_event(notify::kStream, "xgroup-createconsumer", key);
     return r.integer(1);
   }
   if (iequals(sub, "delconsumer") && a.size() == 5) {
     if (!g->consumers.count(std::string(a[4]))) return r.integer(0);
     const int64_t pending = s->drop_consumer(*g, a[4]);
     mark(e, op.key);
+    log_event(notify::kStream, "xgroup-delconsumer", key);
     return r.integer(pending);
   }
   return r.error(err::subcommand_syntax(sub, "XGROUP"));
@@ -336,7 +344,9 @@ void Shard::stream_claim(ShardOp& op, int64_t now_ns) {
     if (fresh && !force) continue;
     if (!fresh && min_idle && now_ms - p->second.delivered_ms < min_idle) continue;
     if (!seen) {
-      s->consumer(*g, owner, now_ms);
+      bool made = false;
+      s->consumer(*g, owner, now_ms, true, &made);
+      if (made) log_event(notify::kStream, "xgroup-createconsumer", a[1]);
       seen = true;
     }
     StreamGroup::Pending& pending = s->own(*g, id, owner, now_ms);
@@ -414,7 +424,9 @@ void Shard::stream_autoclaim(ShardOp& op, int64_t now_ns) {
       continue;
     }
     if (!seen) {
-      s->consumer(*g, owner, now_ms);
+      bool made = false;
+      s->consumer(*g, owner, now_ms, true, &made);
+      if (made) log_event(notify::kStream, "xgroup-createconsumer", a[1]);
       seen = true;
     }
     StreamGroup::Pending& p = s->own(*g, id, owner, now_ms);

@@ -67,7 +67,7 @@ Entry* Shard::get_or_create(ShardOp& op, Kind kind, int64_t now_ns) {
     }
   }
   if (!room_for_key(op, now_ns)) return nullptr;
-  return table_.insert(op.key, op.hash, kind, op.account);
+  return insert_key(op.key, op.hash, kind, op.account);
 }
 
 namespace {

@@ -17,6 +17,7 @@
 #include "entry_snapshot.hpp"
 #include "entry_weight.hpp"
 #include "holder_index.hpp"
+#include "key_events.hpp"
 #include "key_slot.hpp"
 #include "key_table.hpp"
 #include "key_waiters.hpp"
@@ -198,6 +199,7 @@ class Shard {
   // an entry past its deadline gives all of them up. True when the entry is idle after
   // it, for the caller to erase.
   bool expire(Entry* e, int64_t now_ns);
+  static bool past_deadline(const Entry* e, int64_t now_ns);  // (a key's EXPIRE, not idleness)
   void drop_leases(Entry* e);  // a concurrency key that expires with leases in it
   void forget(std::string_view key, uint64_t hash);
 
@@ -272,6 +274,11 @@ class Shard {
   // caller to fill, mark and answer; null at the key cap (op.status says).
   Entry* fresh_destination(ShardOp& op, std::string_view dst, Kind kind, bool empty,
                            int64_t now_ns);
+  // A new key of a data command (keyspace notifications' "new").
+  Entry* insert_key(std::string_view key, uint64_t h, Kind kind, uint16_t account) {
+    if (t_key_events) log_event(notify::kNew, "new", key, false);
+    return table_.insert(key, h, kind, account);
+  }
   // The shard that holds `key` in this op's step (this one, or one held with it); null if
   // none does (the request core holds every key's shard: not expected).
   Shard* holder_of(std::string_view key);
@@ -300,6 +307,7 @@ class Shard {
 
   // A served key changed (or went): for the replication stream, and for WATCH.
   void mark(Entry* e, std::string_view key) {
+    if (t_key_events) log_changed(key, false);  // (keyspace notifications: key_events.hpp)
     if (weight_varies(e->kind)) table_.recharge(e, entry_weight(*e));
     if (owned_ && !(e->flags & kEntryDirty)) {
       e->flags |= kEntryDirty;
@@ -322,7 +330,9 @@ class Shard {
       mark(e, key);
     }
   }
-  void mark_gone(std::string_view key) {
+  // (`changed`: by the command; a key found expired is not, and tells so itself)
+  void mark_gone(std::string_view key, bool changed = true) {
+    if (changed && t_key_events) log_changed(key, true);
     if (owned_) note_dirty(key);
     if (!watch_.empty()) touch(key);
   }

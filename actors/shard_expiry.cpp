@@ -16,6 +16,12 @@ bool Shard::idle(const Entry* e, int64_t now) const {
   return kind_row(e->kind).idle(*e, now);
 }
 
+bool Shard::past_deadline(const Entry* e, int64_t now) {
+  if (!(e->flags & kEntryDeadline)) return false;
+  const int64_t d = e->deadline_ms();
+  return d != 0 && now / 1'000'000 > d;
+}
+
 bool Shard::expire(Entry* e, int64_t now) {
   if (idle(e, now)) {
     drop_leases(e);
@@ -50,8 +56,12 @@ void Shard::forget(std::string_view key, uint64_t hash) {
 size_t Shard::sweep(int64_t now_ns, size_t budget) {
   expire_tickets(now_ns);
   if (!watch_.empty()) prune_watches(now_ns);
+  const bool notify = key_events().active();
   const size_t n = table_.sweep(budget, [&](Entry* e) {
+    // (a key of this node's past its deadline: keyspace notifications' "expired")
+    const bool deadline = notify && past_deadline(e, now_ns) && owns(key_slot(e->key()));
     if (!expire(e, now_ns)) return false;
+    if (deadline) key_events().emit(notify::kExpired, "expired", e->key());
     if (!watch_.empty()) touch(e->key());  // (a watched key that expires has changed)
     return true;
   });

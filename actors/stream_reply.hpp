@@ -53,7 +53,8 @@ inline bool parse_interval_id(std::string_view w, uint64_t missing, StreamId& id
 
 // One stream's part of an XREADGROUP answer, and what it does to the group
 // (data_stream_groups.cpp).
-void reply_group_read(DataReply& r, StreamValue& s, StreamGroup& g, std::string_view consumer,
-                      StreamId after, bool history, int64_t count, bool noack, int64_t now_ms);
+void reply_group_read(DataReply& r, StreamValue& s, StreamGroup& g, std::string_view key,
+                      std::string_view consumer, StreamId after, bool history, int64_t count,
+                      bool noack, int64_t now_ms);
 
 }  // namespace fg

@@ -51,6 +51,7 @@ struct NodeConfig {
   size_t script_cache_max_scripts = 1000;
   size_t script_cache_max_bytes = 4 << 20;
   std::string log_level = "info";
+  uint32_t notify_flags = 0;  // notify-keyspace-events (actors/key_events.hpp)
   std::string config_file;
   // Persistence (node/OPERATIONS.md): with a dir, state is saved to dir/dbfilename and loaded
   // at start; every save_interval_ms (0: only on shutdown and on demand).

@@ -14,6 +14,7 @@
 
 #include "command_table.hpp"
 #include "errors.hpp"
+#include "key_events.hpp"
 #include "lease_upkeep.hpp"
 #include "settings.hpp"
 #include "state_file.hpp"
@@ -200,6 +201,11 @@ int Node::start_shards(StartState& st, std::string& why) {
     return svc_.pubsub.publish_everywhere(shard ? ChannelKind::kShard : ChannelKind::kChannel,
                                           channel, message);
   });
+  // Keyspace notifications: published by the shards as any PUBLISH, to every node.
+  key_events().set_publish([this](std::string_view channel, std::string_view message) {
+    return svc_.pubsub.publish_everywhere(ChannelKind::kChannel, channel, message) >= 0;
+  });
+  key_events().set_flags(cfg_.notify_flags);
   return 0;
 }
 

@@ -9,6 +9,7 @@
 #include "accounts.hpp"
 #include "client_registry.hpp"
 #include "client_socket.hpp"
+#include "key_events.hpp"
 #include "output_limits.hpp"
 #include "services.hpp"
 #include "shard_pool.hpp"
@@ -124,6 +125,21 @@ Setting choice(const char* key, const char* flag, Field<std::string> f,
     return Error{why};
   };
   s.get = [f](const NodeConfig& c) { return f(c); };
+  return s;
+}
+
+// notify-keyspace-events: Redis's letters, kept as flags and written back as Redis writes
+// them (CONFIG GET answers "AKE" for "KEA").
+Setting notify_events(const char* key, const char* flag, const char* help) {
+  Setting s{key, flag, help, "TEXT"};
+  s.set = [](NodeConfig& c, const std::string& v) -> Status {
+    uint32_t flags = 0;
+    if (!parse_notify_flags(v, flags))
+      return Error{"has a letter that is no event class; use the letters of Ag$lshzxeKEtmdn"};
+    c.notify_flags = flags;
+    return {};
+  };
+  s.get = [](const NodeConfig& c) { return notify_flags_text(c.notify_flags); };
   return s;
 }
 
@@ -394,6 +410,11 @@ std::vector<Setting> make_settings() {
                n.services().shards->set_max_string(
                    std::min(c.proto_max_bulk_len, c.max_query_bytes));
            }),
+      live(notify_events("notify-keyspace-events", "--notify-keyspace-events",
+                         "Keyspace notifications, in Redis's letters (K, E, A, g$lshzxetn...; "
+                         "empty: none): published on __keyspace@0__ and __keyevent@0__ "
+                         "channels to every node"),
+           [](RunningNode&, const NodeConfig& c) { key_events().set_flags(c.notify_flags); }),
       integer("shards", "--shards", &NodeConfig::shards, 0, 64,
               "Shard actors (default, 0: one per shard thread, at most 64)"),
       integer("io-threads", "--io-threads", &NodeConfig::io_threads, 0, 256,

@@ -25,7 +25,9 @@ AclCatalog build_catalog() {
     c.name = spec.name;
     c.categories = acl_category_bits(spec.acl);
     const bool scripting = (c.categories & acl_category_bits("scripting")) != 0;
-    if ((spec.flags & kWrite) && !scripting) c.categories |= acl_category_bits("write");
+    // (a container's @write is its subcommands': XGROUP's row writes for the shard's sake)
+    if ((spec.flags & kWrite) && !scripting && spec.subcommands.empty())
+      c.categories |= acl_category_bits("write");
     c.categories |= acl_category_bits((spec.flags & kFast) ? "fast" : "slow");
     c.first_key = spec.keys.first;
     c.last_key = spec.keys.last;

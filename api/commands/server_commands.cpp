@@ -13,6 +13,7 @@
 #include "encoding_thresholds.hpp"
 #include "errors.hpp"
 #include "handlers.hpp"
+#include "key_events.hpp"
 #include "policy_ids.hpp"
 #include "script_engine.hpp"
 #include "snapshotter.hpp"
@@ -154,6 +155,10 @@ std::vector<Section> info_sections(CommandContext& s) {
   kv(stats, "pubsub_subscriptions", n(v.pubsub.subscriptions.load()));
   kv(stats, "pubsub_bus_bytes", n(v.pubsub.bus_bytes.load()));
   kv(stats, "pubsub_bus_refused", n(static_cast<int64_t>(v.pubsub.bus_refused.load())));
+  kv(stats, "keyspace_events_published",
+     n(static_cast<int64_t>(key_events().published.load(std::memory_order_relaxed))));
+  kv(stats, "keyspace_events_dropped",
+     n(static_cast<int64_t>(key_events().dropped.load(std::memory_order_relaxed))));
   kv(stats, "expired_keys", n(v.shards->expired()));
   kv(stats, "protocol_errors", n(static_cast<int64_t>(v.counters.protocol_errors.load())));
   kv(stats, "clients_dropped_slow_reader", n(static_cast<int64_t>(v.counters.dropped_slow.load())));

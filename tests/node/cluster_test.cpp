@@ -414,6 +414,49 @@ TEST(Cluster, AScriptsShebangFlagsAnswerAsRedisClusterDoes) {
       ":1");
 }
 
+// Keyspace notifications are the cluster's: a subscriber on any node hears the events of
+// keys every node owns, and a user hears only the channels its rules allow.
+TEST(Cluster, KeyspaceNotificationsReachSubscribersOnEveryNode) {
+  TestCluster cl(3, {"--notify-keyspace-events", "KEA", "--user",
+                     "a on >apw ~a:* resetchannels &__keyspace@0__:a:* +@all"});
+  ASSERT_TRUE(cl.formed(3));
+  std::string here, there;  // a key node 0 owns, one node 2 owns
+  for (int i = 0; (here.empty() || there.empty()) && i < 1000; ++i) {
+    const std::string k = "a:" + std::to_string(i);
+    if (here.empty() && cl.owner_port(k) == cl.node(0).port()) here = k;
+    if (there.empty() && cl.owner_port(k) == cl.node(2).port()) there = k;
+  }
+  ASSERT_FALSE(here.empty() || there.empty());
+  Client all(cl.node(1).port()), tenant(cl.node(1).port()), writer(cl.node(0).port());
+  all.send(encode({"PSUBSCRIBE", "__keyevent@0__:*"}));
+  ASSERT_EQ(read_value(all), "*3\r\n$10\r\npsubscribe\r\n$16\r\n__keyevent@0__:*\r\n:1\r\n");
+  ASSERT_EQ(tenant.request({"AUTH", "a", "apw"}), "+OK");
+  EXPECT_EQ(tenant.request({"PSUBSCRIBE", "__keyspace@0__:*"}).rfind("-NOPERM", 0), 0u);
+  tenant.send(encode({"PSUBSCRIBE", "__keyspace@0__:a:*"}));
+  ASSERT_EQ(read_value(tenant), "*3\r\n$10\r\npsubscribe\r\n$18\r\n__keyspace@0__:a:*\r\n:1\r\n");
+  EXPECT_EQ(writer.request({"SET", "b:1", "x"}), "+OK");  // (not the tenant's)
+  for (const std::string& k : {here, there}) EXPECT_EQ(writer.request({"RPUSH", k, "j"}), ":1");
+  auto event = [](const std::string& channel, const std::string& message) {
+    return "$" + std::to_string(channel.size()) + "\r\n" + channel + "\r\n$" +
+           std::to_string(message.size()) + "\r\n" + message + "\r\n";
+  };
+  const std::string head = "*4\r\n$8\r\npmessage\r\n$16\r\n__keyevent@0__:*\r\n";
+  EXPECT_EQ(read_value(all), head + event("__keyevent@0__:set", "b:1"));
+  for (const std::string& k : {here, there})
+    EXPECT_EQ(read_value(all), head + event("__keyevent@0__:rpush", k));
+  const std::string mine = "*4\r\n$8\r\npmessage\r\n$18\r\n__keyspace@0__:a:*\r\n";
+  for (const std::string& k : {here, there})
+    EXPECT_EQ(read_value(tenant), mine + event("__keyspace@0__:" + k, "rpush"));
+  // (CONFIG SET turns them off on the node asked, at once)
+  Client admin(cl.node(2).port());
+  EXPECT_EQ(admin.request({"CONFIG", "SET", "notify-keyspace-events", ""}), "+OK");
+  EXPECT_EQ(ask(admin, {"CONFIG", "GET", "notify-keyspace-events"}),
+            "*2\r\n$22\r\nnotify-keyspace-events\r\n$0\r\n\r\n");
+  EXPECT_EQ(writer.request({"RPUSH", there, "j"}), ":2");
+  EXPECT_EQ(writer.request({"RPUSH", here, "j"}), ":2");
+  EXPECT_EQ(read_value(all), head + event("__keyevent@0__:rpush", here));
+}
+
 // A script forwarded to its key's owner runs there with its user's rights (every node
 // reads the same users): what the user may not touch, its script may not either.
 TEST(Cluster, AForwardedScriptRunsWithItsUsersRights) {

@@ -350,6 +350,16 @@ TEST(StreamDiff, SeededSequencesAnswerAsRedisServerDoes) { diff_seeded(false); }
 
 TEST(StreamDiff, ConsumerGroupSequencesAnswerAsRedisServerDoes) { diff_seeded(true); }
 
+// Keyspace notifications of streams and their groups: the same sequences, every message
+// compared with redis-server's (redis_server.hpp).
+TEST(StreamDiff, ConsumerGroupSequencesPublishAsRedisServerDoes) {
+  for (uint64_t seed : {5, 6}) {
+    StreamGenerator gen(seed, true);
+    expect_same_notifications([&] { return gen.next(); }, 1500, "seed " + std::to_string(seed));
+    if (HasFatalFailure()) return;
+  }
+}
+
 // Clients waiting in XREAD BLOCK: "$" means what comes after the wait began, every reader
 // of a stream is served by one XADD, a timeout is a null, RESP3 answers a map, a transaction
 // tries once, and errors come before any wait.
