@@ -9,7 +9,7 @@
 
 namespace fg {
 
-thread_local KeyEventLog* t_key_events = nullptr;
+KeyEvents g_key_events;
 
 namespace {
 
@@ -178,11 +178,6 @@ std::string notify_flags_text(uint32_t flags) {
   if (flags & notify::kKeyevent) out += 'E';
   if (flags & notify::kKeyMiss) out += 'm';
   return out;
-}
-
-KeyEvents& key_events() {
-  static KeyEvents events;
-  return events;
 }
 
 void KeyEvents::emit(uint32_t cls, std::string_view event, std::string_view key) {

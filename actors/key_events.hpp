@@ -69,8 +69,9 @@ class KeyEvents {
   Publish publish_;
 };
 
-// The node's (one per process).
-KeyEvents& key_events();
+// The node's (one per process; a plain global, so a data command's check is one load).
+extern KeyEvents g_key_events;
+inline KeyEvents& key_events() { return g_key_events; }
 
 // One data command's events, collected while it runs on this thread (Shard::data).
 struct KeyEventLog {
@@ -83,7 +84,8 @@ struct KeyEventLog {
   std::vector<Item> items;
   bool named = false;  // the command named its events: changed keys get no row event
 };
-extern thread_local KeyEventLog* t_key_events;
+// (inline with its initializer in sight: reading it is one TLS load, no wrapper call)
+inline thread_local KeyEventLog* t_key_events = nullptr;
 
 // A changed key (Shard::mark, mark_gone), an event a command names, one that comes on the way
 // (a key made, a key found expired): into this thread's log, if a command collects one.
