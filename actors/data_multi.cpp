@@ -241,7 +241,7 @@ void Shard::rename(ShardOp& op, int64_t now_ns) {
     s.mark_gone(src);
   }
   log_event(notify::kNew, "new", dst, false);  // (Redis's dbAdd, whatever was there)
-  d.install_one(moved);  // (replaces what the destination held)
+  d.install_one(moved);                        // (replaces what the destination held)
   if (Entry* e = d.table_.find(dst, dh)) {
     if (table) e->state<SetValue*>()->hashtable = true;
     d.mark(e, dst);

@@ -234,25 +234,25 @@ class Shard {
   // when the key is missing (answered: an empty page, and the end) or something was refused.
   bool scan_key(ShardOp& op, Kind kind, int64_t now_ns, Entry*& e, uint64_t& cursor,
                 ScanArgs& args);
-  void random_fields(ShardOp& op, int64_t now_ns);  // HRANDFIELD, ZRANDMEMBER (data_set.cpp)
-  void data_zset(ShardOp& op, int64_t now_ns);      // data_zset.cpp
-  void zset_scan(ShardOp& op, int64_t now_ns);      // ZSCAN (data_zset.cpp)
-  void data_list(ShardOp& op, int64_t now_ns);      // data_list.cpp
-  void list_pos(ShardOp& op, int64_t now_ns);       // LPOS (data_list.cpp)
-  void data_sets(ShardOp& op, int64_t now_ns);      // data_set.cpp
-  void set_random(ShardOp& op, int64_t now_ns);     // SPOP, SRANDMEMBER (data_set.cpp)
-  void set_scan(ShardOp& op, int64_t now_ns);       // SSCAN (data_set.cpp)
-  void data_stream(ShardOp& op, int64_t now_ns);    // XADD XLEN XRANGE ... (data_stream.cpp)
-  void stream_read(ShardOp& op, int64_t now_ns);    // XREAD XREADGROUP (data_stream.cpp)
-  void stream_info(ShardOp& op, int64_t now_ns);    // XINFO (data_stream.cpp)
-  void stream_group(ShardOp& op, int64_t now_ns);   // XGROUP (data_stream_groups.cpp)
-  void stream_ack(ShardOp& op, int64_t now_ns);     // XACK (data_stream_groups.cpp)
+  void random_fields(ShardOp& op, int64_t now_ns);     // HRANDFIELD, ZRANDMEMBER (data_set.cpp)
+  void data_zset(ShardOp& op, int64_t now_ns);         // data_zset.cpp
+  void zset_scan(ShardOp& op, int64_t now_ns);         // ZSCAN (data_zset.cpp)
+  void data_list(ShardOp& op, int64_t now_ns);         // data_list.cpp
+  void list_pos(ShardOp& op, int64_t now_ns);          // LPOS (data_list.cpp)
+  void data_sets(ShardOp& op, int64_t now_ns);         // data_set.cpp
+  void set_random(ShardOp& op, int64_t now_ns);        // SPOP, SRANDMEMBER (data_set.cpp)
+  void set_scan(ShardOp& op, int64_t now_ns);          // SSCAN (data_set.cpp)
+  void data_stream(ShardOp& op, int64_t now_ns);       // XADD XLEN XRANGE ... (data_stream.cpp)
+  void stream_read(ShardOp& op, int64_t now_ns);       // XREAD XREADGROUP (data_stream.cpp)
+  void stream_info(ShardOp& op, int64_t now_ns);       // XINFO (data_stream.cpp)
+  void stream_group(ShardOp& op, int64_t now_ns);      // XGROUP (data_stream_groups.cpp)
+  void stream_ack(ShardOp& op, int64_t now_ns);        // XACK (data_stream_groups.cpp)
   void stream_pending(ShardOp& op, int64_t now_ns);    // XPENDING (data_stream_groups.cpp)
   void stream_claim(ShardOp& op, int64_t now_ns);      // XCLAIM (data_stream_groups.cpp)
   void stream_autoclaim(ShardOp& op, int64_t now_ns);  // XAUTOCLAIM (data_stream_groups.cpp)
-  void data_bits(ShardOp& op, int64_t now_ns);      // SETBIT GETBIT ... BITFIELD (data_bits.cpp)
-  void bit_op(ShardOp& op, int64_t now_ns);         // BITOP (data_bits.cpp)
-  void lcs(ShardOp& op, int64_t now_ns);            // LCS (data_bits.cpp)
+  void data_bits(ShardOp& op, int64_t now_ns);         // SETBIT GETBIT ... BITFIELD (data_bits.cpp)
+  void bit_op(ShardOp& op, int64_t now_ns);            // BITOP (data_bits.cpp)
+  void lcs(ShardOp& op, int64_t now_ns);               // LCS (data_bits.cpp)
   // Commands over several keys as one op (data_multi.cpp): whether this step holds every
   // key's shard (else -CROSSSLOT's kin, kKeysApart, answered).
   bool holds_keys(ShardOp& op);

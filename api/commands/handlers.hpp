@@ -37,13 +37,13 @@ void cmd_client(CommandContext& s, Args& a);
 void cmd_fg_deadline(CommandContext& s, Args& a);
 
 void cmd_function(CommandContext& s, Args& a);
-void cmd_object(CommandContext& s, Args& a);  // data_commands.cpp
-void cmd_xread(CommandContext& s, Args& a);   // data_commands.cpp
+void cmd_object(CommandContext& s, Args& a);      // data_commands.cpp
+void cmd_xread(CommandContext& s, Args& a);       // data_commands.cpp
 void cmd_xreadgroup(CommandContext& s, Args& a);  // data_commands.cpp
 void cmd_xgroup(CommandContext& s, Args& a);      // data_commands.cpp
-void cmd_gcra(CommandContext& s, Args& a);    // limiter_commands.cpp
-void cmd_xinfo(CommandContext& s, Args& a);   // data_commands.cpp
-void cmd_memory(CommandContext& s, Args& a);  // data_commands.cpp  // script_commands.cpp
+void cmd_gcra(CommandContext& s, Args& a);        // limiter_commands.cpp
+void cmd_xinfo(CommandContext& s, Args& a);       // data_commands.cpp
+void cmd_memory(CommandContext& s, Args& a);      // data_commands.cpp  // script_commands.cpp
 
 // pubsub_commands.cpp
 void cmd_subscribe(CommandContext& s, Args& a);

@@ -87,7 +87,7 @@ struct Request {
   bool bound = false;             // acquire: the lease belongs to the requesting connection
   bool here_only = false;         // heartbeat, release-all: this node's leases, not every node's
   DataCmd data = DataCmd::kNone;  // data: which command
-  bool resp3 = false;  // data: the client speaks RESP3 (some replies' shape depends on it)
+  bool resp3 = false;   // data: the client speaks RESP3 (some replies' shape depends on it)
   bool waited = false;  // data: a blocked command's later attempt (it has waited)
   const std::vector<std::string_view>* args = nullptr;  // data: its words, name first; the
                                                         // core copies the list, not the bytes
