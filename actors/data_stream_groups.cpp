@@ -22,6 +22,29 @@ constexpr StreamId kMaxId{UINT64_MAX, UINT64_MAX};
 
 int64_t ms_of(int64_t now_ns) { return now_ns / 1'000'000; }
 
+// XCLAIM's and XAUTOCLAIM's consumer, at its first claim: seen now, made if new (and said so
+// to keyspace notifications). True, for the caller's "seen".
+bool claimer(StreamValue& s, StreamGroup& g, const std::string& owner, std::string_view key,
+             int64_t now_ms) {
+  bool made = false;
+  s.consumer(g, owner, now_ms, true, &made);
+  if (made) log_event(notify::kStream, "xgroup-createconsumer", key);
+  return true;
+}
+
+// The claimed entries (deleted ones were taken out before), or their IDs.
+void reply_claimed(DataReply& r, const StreamValue& s, const std::vector<StreamId>& claimed,
+                   bool just_id) {
+  r.array(static_cast<int64_t>(claimed.size()));
+  for (const StreamId& id : claimed) {
+    if (just_id) {
+      r.bulk(id.text());
+    } else {
+      reply_entry(r, id, s.items.find(id)->second);
+    }
+  }
+}
+
 }  // namespace
 
 // One stream's part of an XREADGROUP answer: with `history`, the consumer's own pending
@@ -343,12 +366,7 @@ void Shard::stream_claim(ShardOp& op, int64_t now_ns) {
     const bool fresh = p == g->pel.end();
     if (fresh && !force) continue;
     if (!fresh && min_idle && now_ms - p->second.delivered_ms < min_idle) continue;
-    if (!seen) {
-      bool made = false;
-      s->consumer(*g, owner, now_ms, true, &made);
-      if (made) log_event(notify::kStream, "xgroup-createconsumer", a[1]);
-      seen = true;
-    }
+    if (!seen) seen = claimer(*s, *g, owner, a[1], now_ms);
     StreamGroup::Pending& pending = s->own(*g, id, owner, now_ms);
     pending.delivered_ms = delivered;
     if (retries >= 0) {
@@ -360,14 +378,7 @@ void Shard::stream_claim(ShardOp& op, int64_t now_ns) {
     changed = true;
   }
   if (changed || seen) mark(e, op.key);
-  r.array(static_cast<int64_t>(claimed.size()));
-  for (const StreamId& id : claimed) {
-    if (just_id) {
-      r.bulk(id.text());
-    } else {
-      reply_entry(r, id, s->items.find(id)->second);
-    }
-  }
+  reply_claimed(r, *s, claimed, just_id);
 }
 
 // XAUTOCLAIM key group consumer min-idle-time start [COUNT n] [JUSTID]: XCLAIM over the
@@ -423,12 +434,7 @@ void Shard::stream_autoclaim(ShardOp& op, int64_t now_ns) {
       ++it;
       continue;
     }
-    if (!seen) {
-      bool made = false;
-      s->consumer(*g, owner, now_ms, true, &made);
-      if (made) log_event(notify::kStream, "xgroup-createconsumer", a[1]);
-      seen = true;
-    }
+    if (!seen) seen = claimer(*s, *g, owner, a[1], now_ms);
     StreamGroup::Pending& p = s->own(*g, id, owner, now_ms);
     p.delivered_ms = now_ms;
     if (!just_id) ++p.deliveries;
@@ -439,14 +445,7 @@ void Shard::stream_autoclaim(ShardOp& op, int64_t now_ns) {
   if (seen || !deleted.empty()) mark(e, op.key);
   r.array(3);
   r.bulk(it == g->pel.end() ? StreamId{}.text() : it->first.text());
-  r.array(static_cast<int64_t>(claimed.size()));
-  for (const StreamId& id : claimed) {
-    if (just_id) {
-      r.bulk(id.text());
-    } else {
-      reply_entry(r, id, s->items.find(id)->second);
-    }
-  }
+  reply_claimed(r, *s, claimed, just_id);
   r.array(static_cast<int64_t>(deleted.size()));
   for (const StreamId& id : deleted) r.bulk(id.text());
 }

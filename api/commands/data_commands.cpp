@@ -102,6 +102,16 @@ void cmd_object(CommandContext& s, Args& a) {
 
 namespace {
 
+// Whether `a` names one of `container`'s subcommands as its registry row lists them (their
+// arity was checked before the handler ran, from the same rows: RespSession::refused); else
+// Redis's refusal of an unknown one.
+bool known_subcommand(CommandContext& s, Args& a, const char* container, const char* help) {
+  const CommandSpec* c = find_command(container);
+  if (c && subcommand_of(*c, a)) return true;
+  s.local().error(err::unknown_subcommand(a[1], help));
+  return false;
+}
+
 // XREAD's and XREADGROUP's BLOCK ms (milliseconds, 0: for good): a client that finds nothing
 // waits as a blocking pop does and is tried again when a stream changes; inside a
 // transaction it is tried once (its BLOCK taken off), as Redis does. The shard checks the
@@ -167,18 +177,7 @@ void cmd_xgroup(CommandContext& s, Args& a) {
     s.local().help(kHelp);
     return;
   }
-  // (Redis's registry checks a subcommand's name and arity before XGROUP runs)
-  const std::string sub = to_lower(a[1]);
-  const int arity = sub == "create" || sub == "setid"                 ? -5
-                    : sub == "destroy"                                ? 4
-                    : sub == "createconsumer" || sub == "delconsumer" ? 5
-                    : sub == "help"                                   ? 2
-                                                                      : 0;
-  if (arity == 0) return s.local().error(err::unknown_subcommand(a[1], "XGROUP HELP"));
-  const auto words = static_cast<int>(a.size());
-  if (arity > 0 ? words != arity : words < -arity)
-    return s.local().error(err::wrong_arity("xgroup|" + sub));
-  data_request(s, a, DataCmd::kXGroup);
+  if (known_subcommand(s, a, "xgroup", "XGROUP HELP")) data_request(s, a, DataCmd::kXGroup);
 }
 
 // XINFO STREAM key [FULL [COUNT n]] | GROUPS key | CONSUMERS key group: the key's shard
@@ -198,18 +197,7 @@ void cmd_xinfo(CommandContext& s, Args& a) {
     s.local().help(kHelp);
     return;
   }
-  // (Redis's registry checks a subcommand's name and arity before XINFO runs)
-  const std::string sub = to_lower(a[1]);
-  const int arity = sub == "consumers" ? 4
-                    : sub == "groups"  ? 3
-                    : sub == "stream"  ? -3
-                    : sub == "help"    ? 2
-                                       : 0;
-  if (arity == 0) return s.local().error(err::unknown_subcommand(a[1], "XINFO HELP"));
-  const auto words = static_cast<int>(a.size());
-  if (arity > 0 ? words != arity : words < -arity)
-    return s.local().error(err::wrong_arity("xinfo|" + sub));
-  data_request(s, a, DataCmd::kXInfo);
+  if (known_subcommand(s, a, "xinfo", "XINFO HELP")) data_request(s, a, DataCmd::kXInfo);
 }
 
 // MEMORY USAGE key [SAMPLES count]: the key's shard estimates it; HELP here.
